@@ -1,0 +1,1 @@
+"""Analysis of a CK FMHA codegen tree (no Sphinx imports here)."""

@@ -1,0 +1,406 @@
+"""Build the :class:`~sphinxext_fmha.model.ApiModel` of one API of a CK tree.
+
+Data flows one way: locate the tree, read its source (``source.py``), observe its
+codegen running (``observe.py``), derive the grammar (``grammar.py``), and cross-check
+everything against an independent ``generate.py -l`` run (``verify.runner``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..locate import fmha_dir as fmha_dir_of
+from ..model import (
+    ApiInfo,
+    ApiModel,
+    Baseline,
+    FieldInfo,
+    FilterPart,
+    FilterSpec,
+    Gap,
+    GenerateOption,
+    KernelType,
+)
+from ..verify.cache import DiskCache
+from ..verify.runner import GenerateRequest, GenerateRunner
+from .generate_py import discover_apis, generate_options
+from .grammar import Grammar, derive_grammar, short_name
+from .observe import observe
+from .probe_script import MARKER
+from .source import SourceFacts, analyze_source
+
+Progress = Optional[Callable[[str], None]]
+
+#: generate.py option dests the guide knows how to set, and their CLI flags.
+OPTION_FLAGS = {"targets": "--targets", "mask": "-m", "receipt": "-r", "optdim": "--optdim"}
+
+
+class AnalysisError(RuntimeError):
+    """A problem the user has to fix (unknown API, unsupported option...)."""
+
+
+class UnknownApiError(AnalysisError):
+    def __init__(self, api: str, available: Sequence[str]):
+        super().__init__("unknown FMHA API %r; this tree has: %s" % (api, ", ".join(available)))
+        self.api = api
+        self.available = list(available)
+
+
+@dataclass(frozen=True)
+class Options:
+    """The generate.py options a model is built for (None: the tree's default)."""
+
+    targets: Optional[str] = None
+    mask: Optional[str] = None
+    receipt: Optional[int] = None
+    optdim: Optional[str] = None
+
+
+@dataclass
+class Tree:
+    """A located CK tree and what its generate.py offers."""
+
+    ck_root: Path
+    fmha_dir: Path
+    apis: List[ApiInfo]
+    options: List[GenerateOption]
+    gaps: List[Gap]
+
+    @classmethod
+    def load(cls, ck_root: Path) -> "Tree":
+        ck_root = Path(ck_root)
+        apis, gaps = discover_apis(ck_root)
+        return cls(ck_root, fmha_dir_of(ck_root), apis, generate_options(ck_root), gaps)
+
+    def option(self, dest: str) -> Optional[GenerateOption]:
+        return next((o for o in self.options if o.dest == dest), None)
+
+    def api(self, name: str) -> ApiInfo:
+        for info in self.apis:
+            if info.name == name:
+                return info
+        raise UnknownApiError(name, [a.name for a in self.apis])
+
+    def request(self, api: str, options: Options, filter: str = "") -> GenerateRequest:
+        self.api(api)
+        for dest in OPTION_FLAGS:
+            if getattr(options, dest) is not None and self.option(dest) is None:
+                raise AnalysisError(
+                    "this CK tree's generate.py has no %s option; remove it (supported: %s)"
+                    % (OPTION_FLAGS[dest], ", ".join(sorted(o.dest for o in self.options))))
+        return GenerateRequest(api=api, filter=filter, targets=options.targets,
+                               mask=options.mask, receipt=options.receipt, optdim=options.optdim)
+
+    def effective_options(self, options: Options) -> Dict[str, Optional[str]]:
+        """Every option the guide talks about, with the tree's default filled in."""
+        result: Dict[str, Optional[str]] = {}
+        for dest in OPTION_FLAGS:
+            option = self.option(dest)
+            if option is None:
+                continue
+            value = getattr(options, dest)
+            result[dest] = str(value) if value is not None else option.default
+        return result
+
+    def supported_dests(self) -> set:
+        return {o.dest for o in self.options}
+
+
+def probe_argv(request: GenerateRequest, supported: set) -> List[str]:
+    """generate.py arguments for the probe: the request's, minus listing and filter."""
+    argv = request.argv(supported)
+    cleaned: List[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-l", "--list_blobs", "-f", "--filter", "-o", "--output_dir"):
+            skip = True
+            continue
+        cleaned.append(arg)
+    return cleaned
+
+
+def analyze_api(
+    ck_root: Path,
+    api: str,
+    options: Options = Options(),
+    *,
+    python: Optional[str] = None,
+    cache: Optional[DiskCache] = None,
+    timeout: float = 900,
+    progress: Progress = None,
+    tree: Optional[Tree] = None,
+    runner: Optional[GenerateRunner] = None,
+) -> ApiModel:
+    python = python or sys.executable
+    tree = tree or Tree.load(ck_root)
+    info = tree.api(api)
+    request = tree.request(api, options)
+    supported = tree.supported_dests()
+    observed = observe(tree.fmha_dir, probe_argv(request, supported), python=python,
+                       cache=cache, timeout=timeout, progress=progress)
+    module_rel = str(Path(info.source).relative_to(_fmha_rel(tree)).as_posix())
+    facts = analyze_source(tree.fmha_dir, module_rel)
+    runner = runner or GenerateRunner(tree.fmha_dir, python=python, cache=cache,
+                                      timeout=timeout, progress=progress)
+    listing = runner.list_kernels(request)
+    return build_model(tree, info, options, observed, facts, listing.files)
+
+
+def _fmha_rel(tree: Tree) -> Path:
+    return tree.fmha_dir.relative_to(tree.ck_root)
+
+
+def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
+                facts: SourceFacts, listed_files: Sequence[str]) -> ApiModel:
+    gaps: List[Gap] = list(facts.gaps)
+    records_by_class: Dict[str, List[dict]] = defaultdict(list)
+    for record in observed["records"]:
+        records_by_class[record["class"]].append(record)
+
+    grammars: Dict[str, Grammar] = {}
+    kernel_types: List[KernelType] = []
+    filter_spec, positions = _filter_spec(observed, sorted(records_by_class))
+    class_files = {v["class"]: v for v in observed["kernel_classes"].values()
+                   if v["file"] == "codegen/" + info.source.split("/codegen/", 1)[-1]}
+    for class_name in sorted(records_by_class, key=lambda c: _first_listed(observed, c)):
+        records = records_by_class[class_name]
+        grammar = derive_grammar(records, class_name)
+        grammars[class_name] = grammar
+        gaps.extend(grammar.gaps)
+        suffixes = sorted({r["filename"][len(r["name"]):-len(".cpp")]
+                           for r in records if r["filename"].startswith(r["name"])})
+        where = class_files.get(class_name, {})
+        kernel_types.append(KernelType(
+            class_name=class_name,
+            frozen=bool(records[0].get("frozen")),
+            filter_position=positions.get(class_name),
+            count=len(records),
+            arch_suffixes=suffixes,
+            segments=grammar.segments,
+            example=_example(records, grammar),
+            defined_at="%s:%s" % (where["file"], where["line"]) if where else "",
+            description=_class_doc(facts, class_name),
+        ))
+
+    model = ApiModel(
+        api=info.name,
+        source=info.source,
+        options=tree.effective_options(options),
+        kernel_types=kernel_types,
+        fields=_fields(kernel_types, records_by_class, observed, facts),
+        tiles=facts.tiles,
+        factories=facts.factories,
+        filter=filter_spec,
+        skip_conditions=facts.skip_conditions,
+        receipts=facts.receipts,
+        dispatch=facts.dispatch,
+        gaps=gaps,
+    )
+    model.baseline = _baseline(model, grammars, listed_files)
+    probe_files = sorted(observed["listing"])
+    if sorted(listed_files) != sorted(f for f in probe_files if f in set(
+            r["filename"] for r in observed["records"])):
+        model.gaps.append(Gap(
+            what="the observed kernels differ from generate.py's listing",
+            where=info.source,
+            why="%d observed, %d listed" % (len(observed["records"]), len(listed_files))))
+    model.checks = _checks(model, facts, observed)
+    return model
+
+
+def _first_listed(observed: dict, class_name: str) -> int:
+    for index, record in enumerate(observed["records"]):
+        if record["class"] == class_name:
+            order = observed["listing"].index(record["filename"]) if record["filename"] in observed["listing"] else index
+            return order
+    return 0
+
+
+def _class_doc(facts: SourceFacts, class_name: str) -> str:
+    try:
+        return facts.class_info(class_name).docstring
+    except KeyError:
+        return ""
+
+
+def _example(records: List[dict], grammar: Grammar) -> str:
+    """A real name showing as many segments as possible (deterministic)."""
+    def filled(record: dict) -> int:
+        parse = grammar.parse(record["name"]) or []
+        return sum(1 for token in parse if token)
+
+    best = max(records, key=lambda r: (filled(r), [-ord(c) for c in r["filename"][:0]]))
+    top = max(filled(r) for r in records)
+    return sorted(r["filename"] for r in records if filled(r) == top)[0] if best else ""
+
+
+def _filter_spec(observed: dict, classes: List[str]) -> Tuple[FilterSpec, Dict[str, int]]:
+    calls = observed["fnmatch_calls"]["per_class"]
+    marker_filter = observed["marker_filter"]
+    api_part = marker_filter.split(",")[0]
+    parts = api_part.split("@")
+    spec = FilterSpec()
+    positions: Dict[str, int] = {}
+    seen_patterns = {p for per in calls.values() for p in per}
+    spec.cli_split = None if any(MARKER.format("next-api") in p for p in seen_patterns) else ","
+    whole = api_part if spec.cli_split else marker_filter
+    applies: Dict[int, List[str]] = defaultdict(list)
+    for class_name in classes:
+        patterns = calls.get(class_name, {})
+        for pattern in patterns:
+            if pattern in (whole, marker_filter, api_part):
+                positions[class_name] = 0
+            elif pattern in parts:
+                spec.api_split = "@"
+                positions[class_name] = parts.index(pattern)
+        if class_name in positions:
+            applies[positions[class_name]].append(class_name)
+        else:
+            spec.unfiltered_types.append(class_name)
+    single = observed.get("single_part_calls", {}).get("per_class", {})
+    missing = sorted({p for per in single.values() for p in per if p != parts[0]})
+    for position in sorted(applies):
+        spec.parts.append(FilterPart(position=position, applies_to=sorted(applies[position]),
+                                     missing_becomes=missing[0] if (missing and position > 0) else None))
+    groups = observed["fnmatch_calls"]["groups"]
+    spec.drops = "trait" if any(len(g) > 1 for g in groups[:50]) else "kernel"
+    return spec, positions
+
+
+def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dict]],
+            observed: dict, facts: SourceFacts) -> List[FieldInfo]:
+    fields: Dict[str, FieldInfo] = {}
+    comments = {(c.name, f.name): f for c in facts.classes for f in c.fields}
+    class_where = {c.name: c.defined_at for c in facts.classes}
+    uses = defaultdict(list)
+    for use in facts.map_uses:
+        uses[use.field].append(use)
+    for kernel_type in kernel_types:
+        owners = observed.get("owners", {}).get(kernel_type.class_name, {})
+        records = records_by_class[kernel_type.class_name]
+        for segment in kernel_type.segments:
+            for path in segment.fields:
+                info = fields.get(path)
+                if info is None:
+                    owner = owners.get(path, kernel_type.class_name)
+                    leaf = path.split(".")[-1]
+                    declared = comments.get((owner, leaf))
+                    info = FieldInfo(path=path, segment=segment.label,
+                                     comment=declared.comment if declared else "",
+                                     defined_at=_line_of(class_where.get(owner, ""), declared))
+                    _link_map(info, leaf, owner, uses, facts)
+                    fields[path] = info
+                if kernel_type.class_name not in info.kernel_types:
+                    info.kernel_types.append(kernel_type.class_name)
+                values = {str(r["leaves"].get(path)) for r in records if path in r["leaves"]}
+                info.values = sorted(set(info.values) | values, key=_natural)
+    for info in fields.values():
+        if info.cpp_symbols:
+            extra = [v for v in info.values if v not in info.cpp_symbols]
+            for value in extra:
+                info.hard_coded.append(value)
+    return [fields[p] for p in sorted(fields)]
+
+
+def _line_of(class_where: str, declared) -> str:
+    if not class_where or declared is None or not declared.line:
+        return class_where
+    return "%s:%d" % (class_where.rsplit(":", 1)[0], declared.line)
+
+
+def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) -> None:
+    candidates = [u for u in uses.get(leaf, []) if u.owner == owner] or uses.get(leaf, [])
+    if not candidates:
+        return
+    use = sorted(candidates, key=lambda u: (u.map != candidates[0].map, u.where))[0]
+    info.symbol_map = use.map
+    symbol_map = facts.symbol_maps.get(use.map)
+    if symbol_map is None:
+        return
+    if symbol_map.entries:
+        info.cpp_symbols = dict(symbol_map.entries)
+    elif symbol_map.branches:
+        merged: Dict[str, str] = {}
+        for branch in sorted(symbol_map.branches):
+            for key, value in symbol_map.branches[branch].items():
+                merged.setdefault(key, value)
+        info.cpp_symbols = merged
+
+
+_NUM = re.compile(r"(\d+)")
+
+
+def _natural(text: str):
+    return [int(p) if p.isdigit() else p for p in _NUM.split(text)]
+
+
+def split_filename(filename: str, suffixes: Sequence[str]) -> Optional[str]:
+    """The kernel name in ``filename`` for one of the arch ``suffixes``."""
+    if not filename.endswith(".cpp"):
+        return None
+    stem = filename[: -len(".cpp")]
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if suffix and stem.endswith(suffix):
+            return stem[: -len(suffix)]
+    return stem if "" in suffixes or not suffixes else None
+
+
+def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str):
+    """[(kernel type, tokens)] for every sub-type whose grammar parses ``filename``."""
+    found = []
+    for kernel_type in model.kernel_types:
+        name = split_filename(filename, kernel_type.arch_suffixes)
+        if name is None:
+            continue
+        parses = grammars[kernel_type.class_name].parses(name)
+        for tokens in parses:
+            found.append((kernel_type, tokens))
+    return found
+
+
+def grammars_of(model: ApiModel) -> Dict[str, Grammar]:
+    return {k.class_name: Grammar(segments=k.segments) for k in model.kernel_types}
+
+
+def _baseline(model: ApiModel, grammars: Dict[str, Grammar], listed_files: Sequence[str]) -> Baseline:
+    baseline = Baseline(count=len(listed_files))
+    for filename in listed_files:
+        found = parse_filename(model, grammars, filename)
+        if len(found) == 1 and "".join(found[0][1]) + _suffix_of(filename, found[0][0]) == filename:
+            baseline.parsed += 1
+        elif not found:
+            baseline.unparsed.append(filename)
+        else:
+            baseline.ambiguous.append(filename)
+    return baseline
+
+
+def _suffix_of(filename: str, kernel_type: KernelType) -> str:
+    name = split_filename(filename, kernel_type.arch_suffixes) or ""
+    return filename[len(name):]
+
+
+def _checks(model: ApiModel, facts: SourceFacts, observed: dict) -> Dict[str, object]:
+    return {
+        "kernel_classes": len(model.kernel_types),
+        "frozen": {k.class_name: k.frozen for k in model.kernel_types},
+        "blob_function_takes_targets": any("targets" in (facts.enumeration.functions.get(f) or "")
+                                            for f in facts.enumeration.functions) or bool(
+            facts.has_arch_factories),
+        "has_arch_factories": facts.has_arch_factories,
+        "dispatch_mechanism": model.dispatch.mechanism,
+        "filter_split": model.filter.api_split,
+        "filter_drops": model.filter.drops,
+        "skip_conditions": len(model.skip_conditions),
+        "rule_objects": sum(1 for s in model.skip_conditions if s.kind != "continue"),
+        "listing_matches_observation": sorted(observed["listing"]) == sorted(observed["listing"]),
+        "all_names_parse": model.baseline.parsed == model.baseline.count,
+    }

@@ -1,0 +1,738 @@
+"""What ``01_fmha/generate.py`` offers, read from its source with :mod:`ast`.
+
+Nothing here imports or executes CK code: the APIs, the argparse options and the way
+``-f`` is split are all derived from the syntax trees of ``generate.py`` and of the
+``codegen/ops/*.py`` modules.  Whatever cannot be read is reported as a
+:class:`~sphinxext_fmha.model.Gap`, never guessed silently.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+from ..locate import FMHA_SUBDIR, fmha_dir
+from ..model import ApiInfo, Gap, GenerateOption
+
+__all__ = [
+    "DEFAULT_REQUIRED_FUNCTIONS",
+    "discover_apis",
+    "filter_split",
+    "generate_options",
+    "option_split",
+    "option_supported",
+]
+
+#: What generate.py reads from every ops module when its table cannot be parsed.
+DEFAULT_REQUIRED_FUNCTIONS = ("list_blobs", "write_blobs")
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_GENERATE = FMHA_SUBDIR + "/generate.py"
+_OPS = FMHA_SUBDIR + "/codegen/ops"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _where(rel: str, node: Optional[ast.AST] = None) -> str:
+    line = getattr(node, "lineno", None)
+    return f"{rel}:{line}" if line else rel
+
+
+def _read_ast(path: Path) -> ast.Module:
+    source = path.read_text(encoding="utf-8", errors="replace")
+    return ast.parse(source, filename=str(path))
+
+
+class _Unknown(Exception):
+    """An expression the evaluator does not understand."""
+
+
+class _ModuleValue:
+    """Stands for a loaded module in the evaluator (only ``__name__`` is known)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_STR_METHODS = {
+    "startswith", "endswith", "removeprefix", "removesuffix", "replace", "split",
+    "rsplit", "lower", "upper", "strip", "lstrip", "rstrip", "partition",
+    "rpartition", "format", "join", "capitalize", "title",
+}
+_BINOPS: Dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv,
+}
+_CMPOPS: Dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_, ast.IsNot: operator.is_not,
+}
+_BUILTINS: Dict[str, Callable[..., Any]] = {"len": len, "str": str, "int": int}
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a chain of Name/Attribute nodes, else None."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Evaluator:
+    """A tiny, side-effect-free evaluator for constant-ish expressions."""
+
+    def __init__(self, consts: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, Any]] = None) -> None:
+        self.consts = dict(consts or {})
+        self.env = dict(env or {})
+
+    def __call__(self, node: ast.AST) -> Any:
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise _Unknown(type(node).__name__)
+        return method(node)
+
+    def _Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def _Name(self, node: ast.Name) -> Any:
+        if node.id in self.env:
+            return self.env[node.id]
+        if node.id in self.consts:
+            return self.consts[node.id]
+        if node.id in ("True", "False", "None"):  # pragma: no cover - py<3.8 spelling
+            return {"True": True, "False": False, "None": None}[node.id]
+        raise _Unknown(node.id)
+
+    def _Attribute(self, node: ast.Attribute) -> Any:
+        if node.attr == "__name__":
+            try:
+                value = self(node.value)
+            except _Unknown:
+                dotted = _dotted(node.value)
+                if dotted is None:
+                    raise
+                return dotted  # e.g. codegen.ops.__name__
+            if isinstance(value, _ModuleValue):
+                return value.name
+        raise _Unknown(f".{node.attr}")
+
+    def _Tuple(self, node: ast.Tuple) -> Any:
+        return tuple(self(elt) for elt in node.elts)
+
+    def _List(self, node: ast.List) -> Any:
+        return [self(elt) for elt in node.elts]
+
+    def _JoinedStr(self, node: ast.JoinedStr) -> Any:
+        out = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.format_spec is not None:
+                    raise _Unknown("format spec")
+                item = self(value.value)
+                conv = {-1: str, 115: str, 114: repr, 97: ascii}[value.conversion]
+                out.append(conv(item))
+            else:
+                out.append(str(self(value)))
+        return "".join(out)
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Any:
+        value = self(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -value
+        if isinstance(node.op, ast.UAdd):
+            return +value
+        if isinstance(node.op, ast.Not):
+            return not value
+        raise _Unknown("unary op")
+
+    def _BinOp(self, node: ast.BinOp) -> Any:
+        func = _BINOPS.get(type(node.op))
+        if func is None:
+            raise _Unknown("binary op")
+        try:
+            return func(self(node.left), self(node.right))
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            raise _Unknown(str(exc)) from exc
+
+    def _BoolOp(self, node: ast.BoolOp) -> Any:
+        if isinstance(node.op, ast.And):
+            result: Any = True
+            for value in node.values:
+                result = self(value)
+                if not result:
+                    return result
+            return result
+        result = False
+        for value in node.values:
+            result = self(value)
+            if result:
+                return result
+        return result
+
+    def _Compare(self, node: ast.Compare) -> Any:
+        left = self(node.left)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self(comparator)
+            func = _CMPOPS.get(type(op))
+            if func is None:
+                raise _Unknown("comparison")
+            try:
+                if not func(left, right):
+                    return False
+            except TypeError as exc:
+                raise _Unknown(str(exc)) from exc
+            left = right
+        return True
+
+    def _IfExp(self, node: ast.IfExp) -> Any:
+        return self(node.body) if self(node.test) else self(node.orelse)
+
+    def _Subscript(self, node: ast.Subscript) -> Any:
+        value = self(node.value)
+        index = node.slice
+        if isinstance(index, ast.Slice):
+            key: Any = slice(
+                self(index.lower) if index.lower is not None else None,
+                self(index.upper) if index.upper is not None else None,
+                self(index.step) if index.step is not None else None,
+            )
+        else:
+            key = self(index)
+        try:
+            return value[key]
+        except (TypeError, IndexError, KeyError) as exc:
+            raise _Unknown(str(exc)) from exc
+
+    def _Call(self, node: ast.Call) -> Any:
+        if node.keywords and not isinstance(node.func, ast.Attribute):
+            raise _Unknown("keywords")
+        if isinstance(node.func, ast.Name) and node.func.id in _BUILTINS and node.func.id not in self.env:
+            args = [self(arg) for arg in node.args]
+            try:
+                return _BUILTINS[node.func.id](*args)
+            except (TypeError, ValueError) as exc:
+                raise _Unknown(str(exc)) from exc
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
+            target = self(node.func.value)
+            if not isinstance(target, str):
+                raise _Unknown("method on non-str")
+            args = [self(arg) for arg in node.args]
+            kwargs = {kw.arg: self(kw.value) for kw in node.keywords if kw.arg}
+            try:
+                return getattr(target, node.func.attr)(*args, **kwargs)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise _Unknown(str(exc)) from exc
+        raise _Unknown("call")
+
+
+def _module_constants(module: ast.Module) -> Dict[str, Any]:
+    """Module-level ``NAME = <constant expression>`` assignments (last one wins)."""
+    consts: Dict[str, Any] = {}
+    for stmt in module.body:
+        targets: List[ast.expr] = []
+        value: Optional[ast.expr] = None
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        for target in targets:
+            if isinstance(target, ast.Name):
+                try:
+                    consts[target.id] = _Evaluator(consts)(value)  # type: ignore[arg-type]
+                except _Unknown:
+                    consts.pop(target.id, None)
+    return consts
+
+
+# --------------------------------------------------------------------------- APIs
+
+
+class _Table:
+    """How generate.py builds its handler table, as far as it could be read."""
+
+    def __init__(self) -> None:
+        self.kind = "unknown"  # "comprehension", "literal" or "unknown"
+        self.node: Optional[ast.AST] = None
+        self.key: Optional[ast.expr] = None
+        self.loop_var: Optional[str] = None
+        self.required: List[str] = list(DEFAULT_REQUIRED_FUNCTIONS)
+        self.literal: Dict[str, str] = {}  # api name -> module stem (literal tables)
+
+
+def _attrs_on(node: ast.AST, name: str) -> List[str]:
+    found: List[str] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == name:
+            if sub.attr not in found and not sub.attr.startswith("__"):
+                found.append(sub.attr)
+    return found
+
+
+def _comprehension_parts(node: ast.AST) -> Optional[Tuple[ast.expr, ast.expr, str]]:
+    """(key, value, loop variable) of ``{k: v for x in ...}`` / ``dict([(k, v) for x in ...])``."""
+    if isinstance(node, ast.DictComp) and len(node.generators) == 1:
+        target = node.generators[0].target
+        if isinstance(target, ast.Name):
+            return node.key, node.value, target.id
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and len(node.args) == 1
+        and isinstance(node.args[0], (ast.ListComp, ast.GeneratorExp))
+    ):
+        comp = node.args[0]
+        if (
+            len(comp.generators) == 1
+            and isinstance(comp.generators[0].target, ast.Name)
+            and isinstance(comp.elt, ast.Tuple)
+            and len(comp.elt.elts) == 2
+        ):
+            return comp.elt.elts[0], comp.elt.elts[1], comp.generators[0].target.id
+    return None
+
+
+def _import_aliases(module: ast.Module) -> Dict[str, str]:
+    """local name -> dotted module for imports of ``codegen.ops`` modules."""
+    aliases: Dict[str, str] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+    return aliases
+
+
+def _find_table(module: ast.Module) -> _Table:
+    table = _Table()
+    wanted = set(DEFAULT_REQUIRED_FUNCTIONS)
+    for node in ast.walk(module):
+        parts = _comprehension_parts(node)
+        if parts is not None:
+            key, value, loop_var = parts
+            attrs = _attrs_on(value, loop_var)
+            if attrs and (set(attrs) & wanted or not table.node):
+                table.kind, table.node, table.key, table.loop_var = "comprehension", node, key, loop_var
+                table.required = attrs
+                if set(attrs) & wanted:
+                    return table
+    aliases = _import_aliases(module)
+    for node in ast.walk(module):
+        if not isinstance(node, ast.Dict) or not node.keys:
+            continue
+        literal: Dict[str, str] = {}
+        required: List[str] = []
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                literal = {}
+                break
+            modules = set()
+            for sub in ast.walk(value):
+                if isinstance(sub, ast.Attribute) and sub.attr in wanted:
+                    dotted = _dotted(sub.value)
+                    if dotted is None:
+                        continue
+                    head, _, rest = dotted.partition(".")
+                    full = aliases.get(head, head) + ("." + rest if rest else "")
+                    modules.add(full.rsplit(".", 1)[-1])
+                    if sub.attr not in required:
+                        required.append(sub.attr)
+            if len(modules) != 1:
+                literal = {}
+                break
+            literal[key.value] = modules.pop()
+        if literal:
+            table.kind, table.node, table.literal = "literal", node, literal
+            table.required = required or list(DEFAULT_REQUIRED_FUNCTIONS)
+            return table
+    return table
+
+
+def _loaded_name_expr(module: ast.Module) -> Tuple[Optional[ast.expr], Optional[str], bool]:
+    """How a module found by ``pkgutil.iter_modules`` is loaded.
+
+    Returns (expression giving the loaded module's ``__name__``, name of the loop
+    variable holding the module name, whether pkgutil.iter_modules is used at all).
+    """
+    for node in ast.walk(module):
+        if not isinstance(node, ast.For):
+            continue
+        call = node.iter
+        if not (isinstance(call, ast.Call) and _dotted(call.func) in ("pkgutil.iter_modules", "iter_modules")):
+            continue
+        target = node.target
+        name_var: Optional[str] = None
+        if isinstance(target, ast.Tuple) and len(target.elts) >= 2 and isinstance(target.elts[1], ast.Name):
+            name_var = target.elts[1].id
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call):
+                continue
+            func = _dotted(sub.func) or ""
+            attr = sub.func.attr if isinstance(sub.func, ast.Attribute) else func
+            if attr in ("load_module", "import_module") and sub.args:
+                return sub.args[0], name_var, True
+        return None, name_var, True
+    return None, None, False
+
+
+def _defined_names(module: ast.Module) -> Tuple[Set[str], bool]:
+    """Top-level names a module defines, and whether it has a star import."""
+    names: Set[str] = set()
+    star = False
+    for stmt in module.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        names.add(sub.id)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.target, ast.Name):
+            names.add(stmt.target.id)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name == "*":
+                    star = True
+                else:
+                    names.add((alias.asname or alias.name).split(".")[0])
+    return names, star
+
+
+def _ops_modules(ops_dir: Path) -> Tuple[List[str], List[str]]:
+    """(sorted module stems of ``*.py`` except ``__init__``, sorted package folders)."""
+    modules: List[str] = []
+    packages: List[str] = []
+    if not ops_dir.is_dir():
+        return modules, packages
+    for entry in sorted(ops_dir.iterdir(), key=lambda p: p.name):
+        if entry.is_file() and entry.suffix == ".py" and entry.stem != "__init__":
+            modules.append(entry.stem)
+        elif entry.is_dir() and (entry / "__init__.py").is_file():
+            packages.append(entry.name)
+    return modules, packages
+
+
+def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
+    """The APIs of a CK tree: one per ``codegen/ops/*.py`` module (sorted).
+
+    Each API name is the handler key that generate.py derives from the module name,
+    computed by evaluating generate.py's own key expression (e.g. stripping its
+    ``unwanted_prefix``).  Disagreements between generate.py and the modules (a
+    module lacking a function generate.py reads, two modules mapping to one key, a
+    table entry without a module ...) are reported as gaps.
+    """
+    root = Path(ck_root)
+    fmha = fmha_dir(root)
+    ops_dir = fmha / "codegen" / "ops"
+    gaps: List[Gap] = []
+    stems, packages = _ops_modules(ops_dir)
+    if not ops_dir.is_dir():
+        gaps.append(Gap(what="no codegen/ops folder", where=_OPS, why="the tree has no FMHA ops modules"))
+    for package in packages:
+        gaps.append(Gap(
+            what=f"codegen/ops/{package} is a package",
+            where=f"{_OPS}/{package}",
+            why="pkgutil.iter_modules also loads packages; only *.py modules are analysed",
+        ))
+
+    generate_path = fmha / "generate.py"
+    module: Optional[ast.Module] = None
+    if not generate_path.is_file():
+        gaps.append(Gap(what="generate.py not found", where=_GENERATE,
+                        why="API names fall back to the module names"))
+    else:
+        try:
+            module = _read_ast(generate_path)
+        except SyntaxError as exc:
+            gaps.append(Gap(what="generate.py does not parse", where=f"{_GENERATE}:{exc.lineno}",
+                            why=f"{exc.msg}; API names fall back to the module names"))
+
+    table = _find_table(module) if module is not None else _Table()
+    consts = _module_constants(module) if module is not None else {}
+
+    # What __name__ does a loaded ops module get?
+    name_expr: Optional[ast.expr] = None
+    name_var: Optional[str] = None
+    if module is not None and table.kind == "comprehension":
+        name_expr, name_var, uses_pkgutil = _loaded_name_expr(module)
+        if not uses_pkgutil:
+            gaps.append(Gap(
+                what="how generate.py finds the ops modules",
+                where=_GENERATE,
+                why="no pkgutil.iter_modules loop found; assuming every codegen/ops module is loaded",
+            ))
+        elif name_expr is None or name_var is None:
+            gaps.append(Gap(
+                what="names of the loaded ops modules",
+                where=_GENERATE,
+                why="could not read how generate.py loads the modules it finds; "
+                    "assuming each module's __name__ is its file name",
+            ))
+
+    def loaded_name(stem: str) -> str:
+        if name_expr is None or name_var is None:
+            return stem
+        try:
+            value = _Evaluator(consts, {name_var: stem})(name_expr)
+        except _Unknown as exc:
+            value = exc
+        if isinstance(value, str):
+            return value
+        gaps.append(Gap(
+            what=f"__name__ of {stem}",
+            where=_where(_GENERATE, name_expr),
+            why="could not evaluate the name generate.py loads the module under; assuming its file name",
+        ))
+        return stem
+
+    if module is not None and table.kind == "unknown":
+        gaps.append(Gap(
+            what="API names",
+            where=_GENERATE,
+            why="could not read how generate.py maps ops modules to API names; using the module names",
+        ))
+
+    def key_for(stem: str) -> Optional[str]:
+        if table.kind == "comprehension" and table.key is not None and table.loop_var:
+            env = {table.loop_var: _ModuleValue(loaded_name(stem))}
+            try:
+                value = _Evaluator(consts, env)(table.key)
+            except _Unknown as exc:
+                gaps.append(Gap(
+                    what=f"API name of {stem}",
+                    where=_where(_GENERATE, table.key),
+                    why=f"could not evaluate generate.py's key expression ({exc}); using the module name",
+                ))
+                return None
+            if not isinstance(value, str):
+                gaps.append(Gap(what=f"API name of {stem}", where=_where(_GENERATE, table.key),
+                                why="the key expression does not give a string; using the module name"))
+                return None
+            return value
+        if table.kind == "literal":
+            for api, mod in table.literal.items():
+                if mod == stem:
+                    return api
+            return None
+        return None
+
+    apis: List[ApiInfo] = []
+    for stem in stems:
+        source = f"{_OPS}/{stem}.py"
+        key = key_for(stem)
+        in_generate = True
+        if table.kind == "literal" and key is None:
+            in_generate = False
+            gaps.append(Gap(what=f"{stem} is not in generate.py's handler table", where=source,
+                            why="generate.py cannot run this module; its name is used as the API name"))
+        name = key if key is not None else stem
+        try:
+            names, star = _defined_names(_read_ast(ops_dir / f"{stem}.py"))
+        except SyntaxError as exc:
+            gaps.append(Gap(what=f"{stem} does not parse", where=f"{source}:{exc.lineno}", why=exc.msg))
+        else:
+            missing = [fn for fn in table.required if fn not in names]
+            if missing and star:
+                gaps.append(Gap(what=f"{stem} may lack {', '.join(missing)}", where=source,
+                                why="the module has a star import; cannot tell whether it defines them"))
+            elif missing:
+                in_generate = False
+                gaps.append(Gap(
+                    what=f"{stem} lacks {', '.join(missing)}",
+                    where=source,
+                    why=f"generate.py reads {', '.join(table.required)} of every ops module; "
+                        "it would fail while building its handler table",
+                ))
+        apis.append(ApiInfo(name=name, module=stem, source=source, in_generate=in_generate))
+
+    # pkgutil yields modules in file name order; a later module wins a shared key.
+    owners: Dict[str, ApiInfo] = {}
+    for api in apis:
+        if not api.in_generate:
+            continue
+        earlier = owners.get(api.name)
+        if earlier is not None:
+            earlier.in_generate = False
+            gaps.append(Gap(
+                what=f"API name {api.name!r} is claimed by {earlier.module} and {api.module}",
+                where=api.source,
+                why=f"generate.py keeps the later module ({api.module}); {earlier.module} cannot be selected",
+            ))
+        owners[api.name] = api
+
+    if table.kind == "literal":
+        for api_name, stem in sorted(table.literal.items()):
+            if stem not in stems:
+                apis.append(ApiInfo(name=api_name, module=stem, source="", in_generate=True))
+                gaps.append(Gap(what=f"generate.py lists API {api_name!r} but codegen/ops/{stem}.py is missing",
+                                where=_where(_GENERATE, table.node), why="the API cannot be analysed"))
+    return apis, gaps
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _argparse_dest(flags: Sequence[str]) -> str:
+    """argparse's rule: first long option, dashes stripped, '-' -> '_'."""
+    if not flags:
+        return ""
+    if not flags[0].startswith("-"):
+        return flags[0]  # positional
+    for flag in flags:
+        if flag.startswith("--"):
+            return flag.lstrip("-").replace("-", "_")
+    return flags[0].lstrip("-").replace("-", "_")
+
+
+def _load_generate(ck_root: PathLike) -> ast.Module:
+    path = fmha_dir(ck_root) / "generate.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no generate.py in {fmha_dir(ck_root)}")
+    return _read_ast(path)
+
+
+def _add_argument_calls(module: ast.Module) -> List[ast.Call]:
+    calls = [
+        node for node in ast.walk(module)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "add_argument"
+    ]
+    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def generate_options(ck_root: PathLike) -> List[GenerateOption]:
+    """Every ``add_argument(...)`` of generate.py, in source order.
+
+    ``default`` is the evaluated default as a string (argparse's implicit defaults
+    for ``store_true``/``store_false`` included), or None when there is none;
+    ``help`` is the concatenated help text.  Raises FileNotFoundError without a
+    generate.py and SyntaxError if it does not parse.
+    """
+    module = _load_generate(ck_root)
+    consts = _module_constants(module)
+    evaluate = _Evaluator(consts)
+    options: List[GenerateOption] = []
+    for call in _add_argument_calls(module):
+        flags: List[str] = []
+        for arg in call.args:
+            try:
+                value = evaluate(arg)
+            except _Unknown:
+                continue
+            if isinstance(value, str):
+                flags.append(value)
+        keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
+        dest = _argparse_dest(flags)
+        if "dest" in keywords:
+            try:
+                dest = _as_text(evaluate(keywords["dest"]))
+            except _Unknown:
+                pass
+        default: Optional[str] = None
+        if "default" in keywords:
+            try:
+                value = evaluate(keywords["default"])
+                default = None if value is None else _as_text(value)
+            except _Unknown:
+                default = ast.unparse(keywords["default"]) if hasattr(ast, "unparse") else None
+        elif "action" in keywords:
+            try:
+                action = evaluate(keywords["action"])
+            except _Unknown:
+                action = None
+            if action == "store_true":
+                default = "False"
+            elif action == "store_false":
+                default = "True"
+        help_text = ""
+        if "help" in keywords:
+            try:
+                value = evaluate(keywords["help"])
+                help_text = value if isinstance(value, str) else ""
+            except _Unknown:
+                help_text = ""
+        options.append(GenerateOption(flags=flags, dest=dest, default=default, help=help_text))
+    return options
+
+
+def option_supported(options: Iterable[GenerateOption], dest: str) -> bool:
+    """Whether one of ``options`` stores into ``dest`` (e.g. "optdim", "targets")."""
+    wanted = dest.lstrip("-").replace("-", "_")
+    return any(option.dest == wanted for option in options)
+
+
+def option_split(ck_root: PathLike, dest: str) -> Optional[str]:
+    """The separator generate.py splits ``args.<dest>`` on, or None if it does not.
+
+    Looks for ``<namespace>.<dest>.split(SEP)`` (also through a plain alias such as
+    ``f = args.filter``).  ``.split()`` without a separator gives ``" "``.
+    """
+    module = _load_generate(ck_root)
+    consts = _module_constants(module)
+    aliases: Set[str] = set()
+    for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == dest
+        ):
+            aliases.add(node.targets[0].id)
+    for node in sorted(
+        (n for n in ast.walk(module) if isinstance(n, ast.Call)),
+        key=lambda c: (c.lineno, c.col_offset),
+    ):
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in ("split", "rsplit")):
+            continue
+        target = func.value
+        hit = (isinstance(target, ast.Attribute) and target.attr == dest and isinstance(target.value, ast.Name)) or (
+            isinstance(target, ast.Name) and target.id in aliases
+        )
+        if not hit:
+            continue
+        sep_node: Optional[ast.expr] = node.args[0] if node.args else None
+        for kw in node.keywords:
+            if kw.arg == "sep":
+                sep_node = kw.value
+        if sep_node is None:
+            return " "
+        try:
+            sep = _Evaluator(consts)(sep_node)
+        except _Unknown:
+            continue
+        if sep is None:
+            return " "
+        if isinstance(sep, str):
+            return sep
+    return None
+
+
+def filter_split(ck_root: PathLike) -> Optional[str]:
+    """How generate.py splits ``-f`` across the APIs given to ``-a``.
+
+    Returns the separator (``","`` in flash-attn 2.8.x and aiter: one filter per API,
+    missing ones become ``''``), or None when the filter is passed whole to every API
+    (flash-attn 2.7.4, where it also defaults to None).
+    """
+    return option_split(ck_root, "filter")

@@ -1,0 +1,531 @@
+"""The corpus of real CK FMHA trees: load the pinned list, fetch and cache the trees.
+
+Each corpus entry pins a PyPI source distribution that ships a complete Composable
+Kernel checkout under ``ck_prefix``.  :func:`fetch_tree` downloads the archive from
+PyPI's JSON simple index (PEP 691), checks its sha256, keeps it in
+``<cache>/sdists/`` and extracts only ``<ck_prefix>/example/ck_tile/01_fmha/`` to
+``<cache>/trees/<sdist stem>/``.  The returned path is the CK root (the folder that
+contains ``example/ck_tile/01_fmha``).
+
+Extracted trees are made read-only: nothing in this project may write into a tree it
+analyses.  A small stamp file (``.sphinxext-fmha-stamp``, holding the archive's sha256)
+in ``<cache>/trees/<sdist stem>/`` marks a finished extraction; a tree without a stamp
+(an older cache layout) is checked against its archive and repaired or re-extracted.
+
+Nothing here imports Sphinx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tarfile
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - platforms without fcntl
+    fcntl = None  # type: ignore[assignment]
+
+from .locate import FMHA_SUBDIR
+
+__all__ = [
+    "CorpusError",
+    "CorpusTree",
+    "DEFAULT_CORPUS",
+    "DEFAULT_INDEX_URL",
+    "STAMP_NAME",
+    "cache_root",
+    "fetch_tree",
+    "load_corpus",
+    "tree_by_name",
+]
+
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "data" / "ck-corpus.toml"
+DEFAULT_INDEX_URL = "https://pypi.org/simple/"
+STAMP_NAME = ".sphinxext-fmha-stamp"
+_STAMP_FORMAT = 1
+_JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
+_CHUNK = 1 << 20
+
+Progress = Optional[Callable[[str], None]]
+
+
+class CorpusError(Exception):
+    """A corpus tree could not be loaded, downloaded, verified or extracted."""
+
+
+@dataclass(frozen=True)
+class CorpusTree:
+    """One pinned CK tree (one ``[[tree]]`` table of ck-corpus.toml)."""
+
+    name: str
+    package: str
+    version: str
+    sdist: str
+    sha256: str
+    ck_prefix: str
+    uploaded: str = ""
+    apis: Dict[str, int] = field(default_factory=dict, hash=False, compare=False)
+    seconds: Dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    notes: str = ""
+
+    @property
+    def sdist_stem(self) -> str:
+        """The archive file name without its archive suffix."""
+        return _archive_stem(self.sdist)
+
+    @property
+    def fmha_member_prefix(self) -> str:
+        """The archive member prefix of the 01_fmha folder (with trailing '/')."""
+        return self.ck_prefix.strip("/") + "/" + FMHA_SUBDIR + "/"
+
+
+def _archive_stem(filename: str) -> str:
+    for suffix in _ARCHIVE_SUFFIXES:
+        if filename.endswith(suffix):
+            return filename[: -len(suffix)]
+    return filename
+
+
+# --------------------------------------------------------------------------- loading
+
+_REQUIRED = ("name", "package", "version", "sdist", "sha256", "ck_prefix")
+
+
+def load_corpus(path: Union[str, Path, None] = None) -> List[CorpusTree]:
+    """Read the corpus TOML (default: the copy packaged with sphinxext-fmha)."""
+    toml_path = Path(path) if path is not None else DEFAULT_CORPUS
+    try:
+        with open(toml_path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise CorpusError(f"cannot read the corpus file {toml_path}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CorpusError(f"{toml_path} is not valid TOML: {exc}") from exc
+    tables = data.get("tree", [])
+    if not isinstance(tables, list):
+        raise CorpusError(f"{toml_path}: 'tree' must be an array of tables ([[tree]])")
+    trees: List[CorpusTree] = []
+    seen = set()
+    for index, table in enumerate(tables):
+        missing = [key for key in _REQUIRED if not table.get(key)]
+        if missing:
+            raise CorpusError(
+                f"{toml_path}: tree #{index + 1} lacks {', '.join(missing)}"
+            )
+        sha = str(table["sha256"]).lower()
+        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise CorpusError(f"{toml_path}: tree {table['name']!r} has a malformed sha256")
+        if table["name"] in seen:
+            raise CorpusError(f"{toml_path}: tree name {table['name']!r} appears twice")
+        seen.add(table["name"])
+        trees.append(
+            CorpusTree(
+                name=str(table["name"]),
+                package=str(table["package"]),
+                version=str(table["version"]),
+                sdist=str(table["sdist"]),
+                sha256=sha,
+                ck_prefix=str(table["ck_prefix"]).strip("/"),
+                uploaded=str(table.get("uploaded", "")),
+                apis={str(k): int(v) for k, v in dict(table.get("apis", {})).items()},
+                seconds={str(k): float(v) for k, v in dict(table.get("seconds", {})).items()},
+                notes=str(table.get("notes", "")),
+            )
+        )
+    return trees
+
+
+def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
+    """The corpus tree called ``name``; :class:`CorpusError` lists the known names."""
+    trees = load_corpus(path)
+    for tree in trees:
+        if tree.name == name:
+            return tree
+    known = ", ".join(tree.name for tree in trees) or "(none)"
+    raise CorpusError(f"no corpus tree named {name!r}; known trees: {known}")
+
+
+def cache_root() -> Path:
+    """``$FMHA_CACHE_DIR`` if set, else ``~/.cache/sphinxext-fmha``."""
+    env = os.environ.get("FMHA_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "sphinxext-fmha"
+
+
+def _offline() -> bool:
+    return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# --------------------------------------------------------------------------- locking
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive inter-process lock (fcntl.flock); a no-op where fcntl is missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover - non-POSIX
+        yield
+        return
+    with open(path, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------------------- download
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _index_url(package: str) -> str:
+    base = os.environ.get("FMHA_PYPI_SIMPLE", DEFAULT_INDEX_URL)
+    if not base.endswith("/"):
+        base += "/"
+    normalised = re.sub(r"[-_.]+", "-", package).lower()
+    return f"{base}{normalised}/"
+
+
+def _user_agent() -> str:
+    try:
+        from . import __version__
+    except ImportError:  # pragma: no cover
+        __version__ = "0"
+    return f"sphinxext-fmha/{__version__} (+urllib)"
+
+
+def _pick_file(index: dict, tree: CorpusTree, url: str) -> str:
+    """The download URL of ``tree.sdist`` in a PEP 691 project page."""
+    files = index.get("files")
+    if not isinstance(files, list):
+        raise CorpusError(f"{url} is not a PEP 691 project page (no 'files' list)")
+    for entry in files:
+        if entry.get("filename") != tree.sdist:
+            continue
+        listed = str((entry.get("hashes") or {}).get("sha256", "")).lower()
+        if listed and listed != tree.sha256:
+            raise CorpusError(
+                f"{url} lists sha256 {listed} for {tree.sdist}, but the corpus pins "
+                f"{tree.sha256}; refusing to download"
+            )
+        file_url = entry.get("url")
+        if not file_url:
+            raise CorpusError(f"{url}: the entry for {tree.sdist} has no url")
+        return urllib.parse.urljoin(url, file_url)
+    raise CorpusError(f"{url} does not list {tree.sdist} (was it removed from PyPI?)")
+
+
+def _resolve_url(tree: CorpusTree) -> str:
+    """Ask PyPI's JSON simple index for the URL of ``tree.sdist``."""
+    url = _index_url(tree.package)
+    request = urllib.request.Request(
+        url, headers={"Accept": _JSON_ACCEPT, "User-Agent": _user_agent()}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = response.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise CorpusError(f"cannot read the package index {url}: {reason}") from exc
+    try:
+        index = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorpusError(f"{url} did not answer with PEP 691 JSON: {exc}") from exc
+    return _pick_file(index, tree, url)
+
+
+def _download(url: str, dest: Path, progress: Progress = None) -> str:
+    """Stream ``url`` into ``dest``; return the sha256 of what was written."""
+    request = urllib.request.Request(url, headers={"User-Agent": _user_agent()})
+    digest = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response, open(dest, "wb") as out:
+            total = 0
+            for chunk in iter(lambda: response.read(_CHUNK), b""):
+                out.write(chunk)
+                digest.update(chunk)
+                total += len(chunk)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        with contextlib.suppress(OSError):
+            dest.unlink()
+        raise CorpusError(f"cannot download {url}: {reason}") from exc
+    if progress:
+        progress(f"downloaded {total} bytes from {url}")
+    return digest.hexdigest()
+
+
+def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
+    """The verified archive in ``<cache>/sdists/``, downloaded if needed."""
+    sdists = cache / "sdists"
+    sdists.mkdir(parents=True, exist_ok=True)
+    archive = sdists / tree.sdist
+    if archive.is_file():
+        actual = _sha256_file(archive)
+        if actual == tree.sha256:
+            return archive
+        if progress:
+            progress(f"cached {archive} has sha256 {actual}, expected {tree.sha256}; re-downloading")
+        archive.unlink()
+    if _offline():
+        raise CorpusError(
+            f"{tree.sdist} is not in the cache ({sdists}) and FMHA_OFFLINE=1 forbids downloading it"
+        )
+    url = _resolve_url(tree)
+    if progress:
+        progress(f"downloading {url}")
+    partial = sdists / f".{tree.sdist}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
+    actual = _download(url, partial, progress)
+    if actual != tree.sha256:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+        raise CorpusError(
+            f"sha256 mismatch for {tree.sdist} downloaded from {url}: expected {tree.sha256}, "
+            f"got {actual}; the downloaded file was deleted"
+        )
+    os.replace(partial, archive)
+    return archive
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def _member_parts(raw: str) -> Tuple[bool, List[str]]:
+    """(unsafe, normalised path parts) of an archive member name."""
+    name = raw.replace("\\", "/")
+    unsafe = name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name))
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        unsafe = True
+    return unsafe, parts
+
+
+def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[[], object]]]:
+    """(name, kind, size, mode, opener) for each member; kind is file/dir/link/other."""
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                mode = (info.external_attr >> 16) & 0o777 or 0o644
+                if stat.S_ISLNK(info.external_attr >> 16):
+                    kind = "link"
+                else:
+                    kind = "dir" if info.is_dir() else "file"
+                yield info.filename, kind, info.file_size, mode, (lambda i=info: zf.open(i))
+        return
+    try:
+        tf = tarfile.open(archive, "r:*")
+    except (tarfile.TarError, OSError) as exc:
+        raise CorpusError(f"cannot open {archive}: {exc}") from exc
+    with tf:
+        for member in tf:
+            if member.isdir():
+                kind = "dir"
+            elif member.isfile():
+                kind = "file"
+            elif member.issym() or member.islnk():
+                kind = "link"
+            else:
+                kind = "other"
+            yield member.name, kind, member.size, member.mode, (lambda m=member: tf.extractfile(m))
+
+
+def _wanted(tree: CorpusTree, raw: str) -> Tuple[bool, List[str]]:
+    """Whether member ``raw`` belongs to the 01_fmha subtree; raise if it is unsafe."""
+    unsafe, parts = _member_parts(raw)
+    prefix = tree.fmha_member_prefix.rstrip("/").split("/")
+    inside = parts[: len(prefix)] == prefix and len(parts) > len(prefix)
+    if unsafe and (inside or tree.fmha_member_prefix.rstrip("/") in raw.replace("\\", "/")):
+        raise CorpusError(
+            f"refusing to extract unsafe archive member {raw!r} (absolute path or '..')"
+        )
+    return inside, parts
+
+
+def _archive_listing(tree: CorpusTree, archive: Path) -> Dict[str, int]:
+    """{posix path relative to the tree folder: size} of the 01_fmha files in ``archive``."""
+    listing: Dict[str, int] = {}
+    for raw, kind, size, _mode, _opener in _iter_members(archive):
+        inside, parts = _wanted(tree, raw)
+        if inside and kind == "file":
+            listing["/".join(parts)] = size
+    return listing
+
+
+def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
+    """Extract the 01_fmha members of ``archive`` below ``dest``; return the file count."""
+    count = 0
+    for raw, kind, _size, mode, opener in _iter_members(archive):
+        inside, parts = _wanted(tree, raw)
+        if not inside:
+            continue
+        target = dest.joinpath(*parts)
+        if kind == "dir":
+            target.mkdir(parents=True, exist_ok=True)
+        elif kind == "file":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with opener() as src, open(target, "wb") as out:  # type: ignore[attr-defined]
+                shutil.copyfileobj(src, out, _CHUNK)
+            os.chmod(target, 0o644 | (mode & 0o111))
+            count += 1
+        elif kind == "link":
+            raise CorpusError(f"refusing to extract link member {raw!r} of {archive.name}")
+        # devices, fifos: never part of a source tree; ignored
+    if count == 0:
+        raise CorpusError(
+            f"{archive.name} holds no files under {tree.fmha_member_prefix}; "
+            "check the tree's ck_prefix"
+        )
+    return count
+
+
+def _disk_listing(tree_dir: Path, tree: CorpusTree) -> Dict[str, int]:
+    root = tree_dir.joinpath(*tree.ck_prefix.split("/"), *FMHA_SUBDIR.split("/"))
+    listing: Dict[str, int] = {}
+    if not root.is_dir():
+        return listing
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for filename in filenames:
+            full = Path(dirpath) / filename
+            rel = full.relative_to(tree_dir).as_posix()
+            listing[rel] = -1 if full.is_symlink() else full.stat().st_size
+    return listing
+
+
+def _set_read_only(top: Path) -> None:
+    """chmod a-w for every file and folder below (and including) ``top``."""
+    for dirpath, dirnames, filenames in os.walk(top, topdown=False):
+        for filename in filenames:
+            full = os.path.join(dirpath, filename)
+            if not os.path.islink(full):
+                mode = os.stat(full).st_mode
+                os.chmod(full, stat.S_IMODE(mode) & ~0o222)
+        mode = os.stat(dirpath).st_mode
+        os.chmod(dirpath, stat.S_IMODE(mode) & ~0o222)
+
+
+def _make_writable(top: Path) -> None:
+    if not top.exists():
+        return
+    for dirpath, _dirnames, filenames in os.walk(top):
+        os.chmod(dirpath, stat.S_IMODE(os.stat(dirpath).st_mode) | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
+        for filename in filenames:
+            full = os.path.join(dirpath, filename)
+            if not os.path.islink(full):
+                os.chmod(full, stat.S_IMODE(os.stat(full).st_mode) | stat.S_IWUSR)
+
+
+def _remove_tree(path: Path) -> None:
+    if not path.exists() and not path.is_symlink():
+        return
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+        return
+    _make_writable(path)
+    shutil.rmtree(path)
+
+
+def _stamp_text(tree: CorpusTree, files: int) -> str:
+    return json.dumps(
+        {"format": _STAMP_FORMAT, "sha256": tree.sha256, "ck_prefix": tree.ck_prefix, "files": files},
+        sort_keys=True,
+    ) + "\n"
+
+
+def _stamp_ok(tree_dir: Path, tree: CorpusTree) -> bool:
+    try:
+        data = json.loads((tree_dir / STAMP_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("sha256") == tree.sha256
+        and data.get("ck_prefix") == tree.ck_prefix
+    )
+
+
+def _ready(tree_dir: Path, ck_root: Path, tree: CorpusTree) -> bool:
+    return _stamp_ok(tree_dir, tree) and (ck_root / FMHA_SUBDIR / "generate.py").is_file()
+
+
+def fetch_tree(
+    tree: CorpusTree,
+    cache_dir: Union[str, Path, None] = None,
+    progress: Progress = None,
+) -> Path:
+    """Make ``tree`` available locally; return its CK root.
+
+    The CK root is ``<cache>/trees/<sdist stem>/<ck_prefix>``.  A stamped extraction is
+    reused as is; an unstamped one (older cache) is checked file by file against the
+    verified archive and stamped, or re-extracted if it differs.  ``progress``, if
+    given, receives short human-readable messages.  Safe to call from several
+    processes at once (an fcntl lock serialises the work).
+    """
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()
+    trees = cache / "trees"
+    tree_dir = trees / tree.sdist_stem
+    ck_root = tree_dir.joinpath(*tree.ck_prefix.split("/"))
+    if _ready(tree_dir, ck_root, tree):
+        return ck_root
+    with _file_lock(cache / "locks" / f"{tree.sdist_stem}.lock"):
+        if _ready(tree_dir, ck_root, tree):  # another process finished meanwhile
+            return ck_root
+        archive = _ensure_archive(tree, cache, progress)
+        trees.mkdir(parents=True, exist_ok=True)
+        if tree_dir.is_dir() and (ck_root / FMHA_SUBDIR).is_dir():
+            expected = _archive_listing(tree, archive)
+            if expected and _disk_listing(tree_dir, tree) == expected:
+                if progress:
+                    progress(f"verified the existing extraction {tree_dir}; stamping it")
+                _make_writable(tree_dir)
+                (tree_dir / STAMP_NAME).write_text(_stamp_text(tree, len(expected)), encoding="utf-8")
+                _set_read_only(tree_dir)
+                return ck_root
+            if progress:
+                progress(f"{tree_dir} does not match {archive.name}; extracting it again")
+        if progress:
+            progress(f"extracting {tree.fmha_member_prefix} from {archive.name}")
+        staging = Path(tempfile.mkdtemp(prefix=f".tmp-{tree.sdist_stem}-", dir=str(trees)))
+        try:
+            files = _extract(tree, archive, staging)
+            (staging / STAMP_NAME).write_text(_stamp_text(tree, files), encoding="utf-8")
+            os.chmod(staging, 0o755)
+            _set_read_only(staging)
+            if tree_dir.exists() or tree_dir.is_symlink():
+                trash = trees / f".trash-{tree.sdist_stem}-{uuid.uuid4().hex[:8]}"
+                os.rename(tree_dir, trash)
+                _remove_tree(trash)
+            os.rename(staging, tree_dir)
+        except BaseException:
+            _remove_tree(staging)
+            raise
+    return ck_root

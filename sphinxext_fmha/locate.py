@@ -1,0 +1,189 @@
+"""Find the Composable Kernel (CK) root that holds the FMHA code generator.
+
+A *CK root* is a folder that contains ``example/ck_tile/01_fmha/codegen/ops/``.  CK
+is often vendored by another project (flash-attention keeps it at
+``csrc/composable_kernel``, aiter at ``3rdparty/composable_kernel`` ...), so a path
+that is not itself a CK root is searched for such sub-roots too.
+
+Nothing here imports Sphinx.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional, Union
+
+__all__ = [
+    "CANDIDATE_SUBROOTS",
+    "CKRootNotFound",
+    "FMHA_SUBDIR",
+    "MARKER_FILE",
+    "fmha_dir",
+    "is_ck_root",
+    "locate_ck_root",
+]
+
+FMHA_SUBDIR = "example/ck_tile/01_fmha"
+MARKER_FILE = ".ck-project-root"
+_OPS_SUBDIR = FMHA_SUBDIR + "/codegen/ops"
+
+#: Where projects that vendor CK usually keep it, relative to their own root.
+CANDIDATE_SUBROOTS = (
+    "csrc/composable_kernel",
+    "3rdparty/composable_kernel",
+    "aiter_meta/3rdparty/composable_kernel",
+    "projects/composablekernel",
+    "composable_kernel",
+    "external/composable_kernel",
+)
+
+_CK_NAME = re.compile(r"^composable[-_]?kernels?$", re.IGNORECASE)
+_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".tox", ".venv", "venv"}
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class CKRootNotFound(Exception):
+    """No CK root was found; ``searched`` lists every folder that was checked."""
+
+    def __init__(self, message: str, searched: Optional[List[str]] = None) -> None:
+        self.searched: List[str] = list(searched or [])
+        if self.searched:
+            message = message + "\nSearched:\n" + "\n".join("  " + s for s in self.searched)
+        super().__init__(message)
+
+
+def fmha_dir(ck_root: PathLike) -> Path:
+    """``<ck_root>/example/ck_tile/01_fmha``."""
+    return Path(ck_root) / FMHA_SUBDIR
+
+
+def is_ck_root(path: PathLike) -> bool:
+    """Whether ``path`` contains ``example/ck_tile/01_fmha/codegen/ops/``."""
+    return (Path(path) / _OPS_SUBDIR).is_dir()
+
+
+def _named_like_ck(name: str) -> bool:
+    return bool(_CK_NAME.match(name))
+
+
+def _subdirs(path: Path) -> List[Path]:
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return []
+    result = []
+    for entry in entries:
+        if entry.name in _SKIP_DIRS:
+            continue
+        try:
+            if entry.is_dir():
+                result.append(Path(entry.path))
+        except OSError:
+            continue
+    return result
+
+
+def _candidates(base: Path) -> Iterator[Path]:
+    """``base`` itself, the usual vendoring places, then CK-named first/second-level folders."""
+    yield base
+    for sub in CANDIDATE_SUBROOTS:
+        yield base / sub
+    for child in _subdirs(base):
+        if _named_like_ck(child.name):
+            yield child
+    for child in _subdirs(base):
+        for grandchild in _subdirs(child):
+            if _named_like_ck(grandchild.name):
+                yield grandchild
+
+
+def _search(bases: Iterable[Path], searched: List[str]) -> Optional[Path]:
+    seen = set()
+    for base in bases:
+        for candidate in _candidates(base):
+            key = str(candidate)
+            if key in seen:
+                continue
+            seen.add(key)
+            searched.append(key)
+            if is_ck_root(candidate):
+                return candidate
+    return None
+
+
+def _ancestors(start: Path, stop: Optional[Path] = None) -> List[Path]:
+    result = []
+    for folder in (start, *start.parents):
+        result.append(folder)
+        if stop is not None and folder == stop:
+            break
+    return result
+
+
+def locate_ck_root(
+    path: Optional[PathLike] = None,
+    start: Optional[PathLike] = None,
+    *,
+    stop: Optional[PathLike] = None,
+) -> Path:
+    """Return the CK root (the folder containing ``example/ck_tile/01_fmha``).
+
+    With ``path``: accept the CK root itself, its ``01_fmha`` folder, or a parent
+    repository that holds CK as a subfolder/submodule (see :data:`CANDIDATE_SUBROOTS`
+    and any first/second-level folder named like ``composable_kernel``).
+
+    Without ``path``: walk up from ``start`` (default: the current directory) looking
+    for a ``.ck-project-root`` marker file; the marked folder is the CK root or holds
+    it as a sub-root.  Without a marker, each ancestor and its candidate sub-roots are
+    checked, nearest first.  ``stop`` (keyword only) is the last folder the upward
+    search looks at (default: the file system root).
+
+    Raises :class:`CKRootNotFound` listing every folder it checked.
+    """
+    searched: List[str] = []
+    if path is not None:
+        given = Path(path).expanduser().resolve()
+        if not given.exists():
+            raise CKRootNotFound(f"{given} does not exist", [str(given)])
+        if not given.is_dir():
+            raise CKRootNotFound(f"{given} is not a folder", [str(given)])
+        # the 01_fmha folder itself (or the codegen folder below it)
+        for inner in (given, *list(given.parents)[:2]):
+            if inner.name == "01_fmha" and (inner / "codegen" / "ops").is_dir():
+                root = inner.parent.parent.parent
+                if is_ck_root(root):
+                    return root
+        found = _search([given], searched)
+        if found is not None:
+            return found
+        raise CKRootNotFound(
+            f"{given} is not a Composable Kernel tree and holds none "
+            f"(looked for {_OPS_SUBDIR}/)",
+            searched,
+        )
+
+    origin = Path(start if start is not None else os.getcwd()).expanduser().resolve()
+    ancestors = _ancestors(origin, Path(stop).expanduser().resolve() if stop is not None else None)
+    for ancestor in ancestors:
+        marker = ancestor / MARKER_FILE
+        searched.append(str(marker))
+        if marker.is_file():
+            found = _search([ancestor], searched)
+            if found is not None:
+                return found
+            raise CKRootNotFound(
+                f"found the marker {marker} but no Composable Kernel tree "
+                f"(looked for {_OPS_SUBDIR}/) there",
+                searched,
+            )
+    found = _search(ancestors, searched)
+    if found is not None:
+        return found
+    raise CKRootNotFound(
+        f"no Composable Kernel tree found from {origin} upwards "
+        f"(no {MARKER_FILE} marker and no {_OPS_SUBDIR}/)",
+        searched,
+    )

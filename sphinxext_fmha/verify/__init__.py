@@ -1,0 +1,1 @@
+"""Verification with the tree's own generate.py (no Sphinx imports here)."""

@@ -1,0 +1,211 @@
+"""A small on-disk JSON cache, and the content hash of a CK FMHA codegen tree.
+
+Entries are JSON files named by a sha256 key (see :meth:`DiskCache.key_for`).
+Writes are atomic (temporary file in the same folder + :func:`os.replace`), so
+several processes may share one cache folder: a reader sees either the old
+entry, the new entry or no entry, never a partial one.  An entry that cannot be
+read or decoded is deleted and reported as a miss.
+
+:func:`tree_digest` hashes what decides generate.py's output: ``generate.py``
+and every ``*.py`` below ``codegen/``.  Everything the verification layer
+caches is keyed by it, so editing the tree invalidates the cached runs.
+
+No Sphinx imports here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path, PurePath
+from typing import Any, Dict, List, Optional, Tuple
+
+__all__ = [
+    "DiskCache",
+    "default_cache_root",
+    "default_runs_dir",
+    "tree_digest",
+    "tree_files",
+    "canonical_json",
+]
+
+#: Version of the on-disk entry envelope; bump to orphan every old entry.
+ENTRY_FORMAT = 1
+
+
+def default_cache_root() -> Path:
+    """``$FMHA_CACHE_DIR`` or ``~/.cache/sphinxext-fmha``."""
+    env = os.environ.get("FMHA_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "sphinxext-fmha"
+
+
+def default_runs_dir() -> Path:
+    """Where generate.py runs are cached by default: ``<cache root>/runs``."""
+    return default_cache_root() / "runs"
+
+
+def _canon(obj: Any) -> Any:
+    """Turn ``obj`` into plain JSON data with a deterministic shape."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _canon(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _canon(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_canon(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted((_canon(v) for v in obj), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(obj, PurePath):
+        return obj.as_posix()
+    if isinstance(obj, bytes):
+        return obj.hex()
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return str(obj)
+
+
+def canonical_json(obj: Any) -> str:
+    """Compact, key-sorted JSON of ``obj`` (dataclasses, paths and sets allowed)."""
+    return json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class DiskCache:
+    """JSON values (dicts) stored as ``<root>/<key[:2]>/<key>.json``."""
+
+    def __init__(self, root: Optional[Path] = None) -> None:
+        self.root = Path(root) if root is not None else default_runs_dir()
+
+    def __repr__(self) -> str:
+        return f"DiskCache({str(self.root)!r})"
+
+    @staticmethod
+    def key_for(*parts: Any) -> str:
+        """sha256 hex digest of a canonical JSON of ``parts``."""
+        return hashlib.sha256(canonical_json(list(parts)).encode("utf-8")).hexdigest()
+
+    def path_for(self, key: str) -> Path:
+        if not key or any(c not in "0123456789abcdef" for c in key):
+            raise ValueError(f"cache keys are lowercase hex digests, not {key!r}")
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Optional[Dict[str, Any]]:
+        path = self.path_for(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self._discard(path)
+            return None
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+            if (
+                not isinstance(entry, dict)
+                or entry.get("format") != ENTRY_FORMAT
+                or entry.get("key") != key
+                or not isinstance(entry.get("value"), dict)
+            ):
+                raise ValueError("not a cache entry for this key")
+        except (ValueError, UnicodeDecodeError):
+            self._discard(path)
+            return None
+        return entry["value"]
+
+    def put(self, key: str, value: Dict[str, Any]) -> Path:
+        if not isinstance(value, dict):
+            raise TypeError("DiskCache values are dicts")
+        path = self.path_for(key)
+        data = json.dumps(
+            {"format": ENTRY_FORMAT, "key": key, "value": value},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ).encode("utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{key[:12]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return path
+
+    def delete(self, key: str) -> None:
+        self._discard(self.path_for(key))
+
+    @staticmethod
+    def _discard(path: Path) -> None:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- digest
+
+
+def tree_files(fmha_dir: Path) -> List[Path]:
+    """``generate.py`` and every ``codegen/**/*.py`` (no ``__pycache__``), sorted
+    by their POSIX path relative to ``fmha_dir``."""
+    fmha_dir = Path(fmha_dir)
+    files: List[Path] = []
+    gen = fmha_dir / "generate.py"
+    if gen.is_file():
+        files.append(gen)
+    codegen = fmha_dir / "codegen"
+    if codegen.is_dir():
+        for dirpath, dirnames, filenames in os.walk(codegen):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in filenames:
+                if name.endswith(".py"):
+                    files.append(Path(dirpath) / name)
+    files.sort(key=lambda p: p.relative_to(fmha_dir).as_posix())
+    return files
+
+
+_DIGEST_MEMO: Dict[Tuple[str, Tuple[Tuple[str, int, int], ...]], str] = {}
+_DIGEST_LOCK = threading.Lock()
+
+
+def tree_digest(fmha_dir: Path) -> str:
+    """sha256 over relative paths and contents of generate.py and codegen/**/*.py.
+
+    Memoised in-process per (resolved path, file list with mtimes and sizes), so
+    calling it often costs a directory walk and some ``stat`` calls.
+    """
+    fmha_dir = Path(fmha_dir).resolve()
+    files = tree_files(fmha_dir)
+    if not files:
+        raise FileNotFoundError(f"no generate.py or codegen/*.py under {fmha_dir}")
+    stamp = []
+    for path in files:
+        st = path.stat()
+        stamp.append((path.relative_to(fmha_dir).as_posix(), st.st_mtime_ns, st.st_size))
+    memo_key = (str(fmha_dir), tuple(stamp))
+    with _DIGEST_LOCK:
+        cached = _DIGEST_MEMO.get(memo_key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256()
+    for path in files:
+        rel = path.relative_to(fmha_dir).as_posix().encode("utf-8")
+        content = path.read_bytes()
+        digest.update(b"%d:" % len(rel) + rel + b"\n")
+        digest.update(b"%d:" % len(content) + content + b"\n")
+    result = digest.hexdigest()
+    with _DIGEST_LOCK:
+        _DIGEST_MEMO[memo_key] = result
+    return result

@@ -1,0 +1,106 @@
+"""Shared fixtures: the real CK corpus trees and the synthetic trees.
+
+Corpus policy: a test that needs a real tree (marked ``corpus``, or using one of the
+corpus fixtures, which marks it automatically) FAILS when the tree cannot be
+fetched, so CI never skips silently.  Only ``FMHA_OFFLINE=1`` skips those tests.
+Trees are cached (see ``sphinxext_fmha.corpus.cache_root``), so after the first
+download the fixtures cost milliseconds; ``fetch_tree`` holds a file lock, so
+pytest-xdist workers can start at the same time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Dict, NamedTuple
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:  # make `import synthetic` work in every import mode
+    sys.path.insert(0, str(TESTS_DIR))
+
+from sphinxext_fmha.corpus import CorpusError, CorpusTree, fetch_tree, load_corpus  # noqa: E402
+
+import synthetic  # noqa: E402
+
+CORPUS = load_corpus()
+CORPUS_NAMES = [tree.name for tree in CORPUS]
+CORPUS_FIXTURES = frozenset({"corpus_roots", "corpus_root", "corpus_tree"})
+
+
+def offline() -> bool:
+    """Whether ``FMHA_OFFLINE`` asks to skip the corpus tests."""
+    return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="FMHA_OFFLINE=1: corpus tests need the real CK trees")
+    for item in items:
+        if CORPUS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.corpus)
+        if item.get_closest_marker("corpus") is not None and offline():
+            item.add_marker(skip)
+
+
+class CorpusCase(NamedTuple):
+    """One corpus tree and its local CK root."""
+
+    tree: CorpusTree
+    root: Path
+
+
+_ROOTS: Dict[str, Path] = {}
+
+
+def _corpus_tree(name: str) -> CorpusTree:
+    for tree in CORPUS:
+        if tree.name == name:
+            return tree
+    raise LookupError(f"no corpus tree {name!r}; known: {', '.join(CORPUS_NAMES)}")
+
+
+def _fetch(name: str) -> Path:
+    """The CK root of corpus tree ``name``; fails the test when it cannot be fetched."""
+    if name not in _ROOTS:
+        tree = _corpus_tree(name)
+        try:
+            _ROOTS[name] = fetch_tree(tree)
+        except CorpusError as exc:
+            pytest.fail(
+                f"corpus tree {name} is not available: {exc}\n"
+                "(set FMHA_OFFLINE=1 to skip the corpus tests on a machine without network)",
+                pytrace=False,
+            )
+    return _ROOTS[name]
+
+
+@pytest.fixture(scope="session")
+def corpus_roots() -> Dict[str, Path]:
+    """{corpus tree name: CK root} for every tree of the packaged ck-corpus.toml."""
+    return {name: _fetch(name) for name in CORPUS_NAMES}
+
+
+@pytest.fixture(scope="session")
+def corpus_root() -> Callable[[str], Path]:
+    """Factory: ``corpus_root("flash-attn-2.8.3")`` -> that tree's CK root."""
+    return _fetch
+
+
+@pytest.fixture(params=CORPUS, ids=CORPUS_NAMES)
+def corpus_tree(request) -> CorpusCase:
+    """Parametrised over the corpus: ``CorpusCase(tree, root)`` for each tree."""
+    tree: CorpusTree = request.param
+    return CorpusCase(tree, _fetch(tree.name))
+
+
+@pytest.fixture
+def synthetic_tree(tmp_path_factory) -> Callable[..., Path]:
+    """Factory: ``synthetic_tree("at_split")`` -> CK root of a fresh synthetic tree."""
+
+    def make(variant: str = "base") -> Path:
+        return synthetic.make_tree(tmp_path_factory.mktemp(f"synthetic_{variant}"), variant)
+
+    return make

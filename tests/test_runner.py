@@ -1,0 +1,501 @@
+"""GenerateRunner / DiskCache / tree_digest against the real CK trees and fakes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from sphinxext_fmha.corpus import tree_by_name
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.verify.cache import DiskCache, default_runs_dir, tree_digest
+from sphinxext_fmha.verify.runner import (
+    ApiFileResult,
+    GenerateError,
+    GenerateRequest,
+    GenerateRunner,
+    ListingResult,
+    supported_options,
+    total_processes_started,
+)
+
+OLD = "flash-attn-2.7.4.post1"
+NEW = "amd-aiter-0.1.7.post2.dev18"
+ALL_TREES = ["flash-attn-2.7.4.post1", "flash-attn-2.8.1", "flash-attn-2.8.3", NEW]
+
+
+@pytest.fixture(scope="session")
+def shared_cache() -> DiskCache:
+    """The default run cache: warm runs of this file cost no generate.py process."""
+    return DiskCache(default_runs_dir())
+
+
+@pytest.fixture
+def fmha(corpus_root):
+    def get(name: str) -> Path:
+        return fmha_dir(corpus_root(name))
+
+    return get
+
+
+def _snapshot(folder: Path) -> Dict[str, str]:
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_dir():
+            out[rel + "/"] = "dir"
+        else:
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _copy_tree(src: Path, dest: Path) -> Path:
+    """Copy generate.py + codegen/ of a (read-only) tree into a writable folder."""
+    dest.mkdir(parents=True)
+    shutil.copy2(src / "generate.py", dest / "generate.py")
+    shutil.copytree(src / "codegen", dest / "codegen", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    return dest
+
+
+def _fake_tree(folder: Path, body: str) -> Path:
+    """A 01_fmha-like folder whose generate.py runs ``body``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "codegen").mkdir(exist_ok=True)
+    (folder / "codegen" / "__init__.py").write_text("")
+    script = textwrap.dedent(
+        """\
+        import argparse, os, sys, time
+        p = argparse.ArgumentParser()
+        p.add_argument("-a", "--api", default="fwd")
+        p.add_argument("-l", "--list_blobs")
+        p.add_argument("-o", "--output_dir")
+        p.add_argument("-f", "--filter", default="")
+        args = p.parse_args()
+        """
+    ) + textwrap.dedent(body)
+    (folder / "generate.py").write_text(script)
+    return folder
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def test_argv_emits_only_requested_options():
+    everything = {"filter", "targets", "mask", "receipt", "optdim"}
+    assert GenerateRequest("fwd").argv(everything) == ["-a", "fwd"]
+    req = GenerateRequest("bwd", filter="*d64*", targets="gfx950", mask="generic", receipt=0, optdim="64")
+    assert req.argv(everything) == [
+        "-a", "bwd", "-f", "*d64*", "--targets", "gfx950", "-m", "generic", "-r", "0", "--optdim", "64",
+    ]
+    # without a set no check is made
+    assert req.argv() == req.argv(everything)
+
+
+def test_unsupported_option_raises():
+    old = {"filter", "mask", "receipt", "direction", "list_blobs", "output_dir"}
+    with pytest.raises(GenerateError, match="--targets"):
+        GenerateRequest("fwd", targets="gfx950").argv(old)
+    with pytest.raises(GenerateError, match="--optdim"):
+        GenerateRequest("fwd", optdim="128").argv(old)
+    with pytest.raises(GenerateError):
+        GenerateRequest("fwd,bwd").argv(old)
+
+
+def test_supported_options_per_tree(fmha):
+    old = supported_options(fmha(OLD))
+    assert {"filter", "mask", "receipt"} <= old
+    assert "targets" not in old and "optdim" not in old
+    mid = supported_options(fmha("flash-attn-2.8.1"))
+    assert "optdim" in mid and "targets" not in mid
+    new = supported_options(fmha(NEW))
+    assert {"filter", "mask", "receipt", "optdim", "targets"} <= new
+
+
+def test_runner_refuses_unsupported_option_without_running(fmha, tmp_path):
+    runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
+    with pytest.raises(GenerateError, match="no option --optdim"):
+        runner.list_kernels(GenerateRequest("fwd_appendkv", optdim="64"))
+    with pytest.raises(GenerateError, match="--targets"):
+        runner.generate_api_file(GenerateRequest("fwd_appendkv", targets="gfx950"))
+    assert runner.processes_started == 0
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@pytest.mark.parametrize(
+    "name, api",
+    [
+        (OLD, "fwd_appendkv"),
+        (OLD, "fwd_splitkv"),
+        ("flash-attn-2.8.3", "fwd"),
+        (NEW, "fwd_appendkv"),
+        (NEW, "pagedkv_prefill"),
+    ],
+)
+def test_listing_counts_match_corpus(fmha, shared_cache, name, api):
+    expected = tree_by_name(name).apis[api]
+    runner = GenerateRunner(fmha(name), cache=shared_cache)
+    result = runner.list_kernels(GenerateRequest(api, receipt=0))
+    assert isinstance(result, ListingResult)
+    assert result.count == expected == len(result.files)
+    assert result.files == sorted(result.files)
+    assert all(f.endswith(".cpp") and "/" not in f for f in result.files)
+    assert result.api_file is not None and result.api_file.endswith("_api.cpp")
+    assert result.api_file not in result.files
+
+
+def test_command_string_is_relative(fmha, tmp_path):
+    tree = fmha(OLD)
+    runner = GenerateRunner(tree, cache=DiskCache(tmp_path / "c"))
+    req = GenerateRequest("fwd_appendkv", filter="*_nbias_*")
+    listing = runner.list_kernels(req)
+    assert listing.command == "python generate.py -a fwd_appendkv -f '*_nbias_*' -l kernels.txt"
+    api = runner.generate_api_file(GenerateRequest("fwd_appendkv", filter="*d64*"))
+    assert api.command == "python generate.py -a fwd_appendkv -f '*d64*' -o generated"
+    for command in (listing.command, api.command):
+        words = shlex.split(command)
+        assert not any(os.path.isabs(w) for w in words)
+        assert str(tree) not in command and str(tmp_path) not in command
+
+
+def test_cache_hit_starts_no_process(fmha, tmp_path, monkeypatch):
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    cache = DiskCache(tmp_path / "cache")
+    req = GenerateRequest("fwd_appendkv")
+    runner = GenerateRunner(fmha(OLD), cache=cache)
+    before_total = total_processes_started()
+    first = runner.list_kernels(req)
+    assert not first.from_cache
+    assert runner.processes_started == 1
+    second = runner.list_kernels(req)
+    assert second.from_cache
+    assert runner.processes_started == 1
+    assert (second.files, second.count, second.command) == (first.files, first.count, first.command)
+
+    fresh = GenerateRunner(fmha(OLD), cache=cache)
+    again = fresh.list_kernels(req)
+    assert again.from_cache and fresh.processes_started == 0
+
+    api1 = fresh.generate_api_file(req)
+    api2 = fresh.generate_api_file(req)
+    assert not api1.from_cache and api2.from_cache
+    assert fresh.processes_started == 1
+    assert api2.text == api1.text and api2.kernel_traits == api1.kernel_traits
+    assert total_processes_started() - before_total == 2
+
+    lines = trace.read_text().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("python generate.py -a fwd_appendkv -l kernels.txt")
+    assert lines[1].startswith("python generate.py -a fwd_appendkv -o generated")
+
+
+def test_no_cache_always_runs(fmha):
+    runner = GenerateRunner(fmha(OLD), cache=None)
+    req = GenerateRequest("fwd_appendkv", filter="*d128*")
+    a = runner.list_kernels(req)
+    b = runner.list_kernels(req)
+    assert not a.from_cache and not b.from_cache and a.files == b.files
+    assert runner.processes_started == 2
+
+
+def test_api_file_matches_listing_and_is_stored_compressed(fmha, tmp_path):
+    cache = DiskCache(tmp_path / "cache")
+    runner = GenerateRunner(fmha(NEW), cache=cache)
+    req = GenerateRequest("fwd_appendkv")
+    listing = runner.list_kernels(req)
+    api = runner.generate_api_file(req)
+    assert isinstance(api, ApiFileResult)
+    assert api.api_file == listing.api_file == "fmha_fwd_appendkv_api.cpp"
+    assert api.kernel_files == listing.files
+    assert api.count == listing.count == tree_by_name(NEW).apis["fwd_appendkv"]
+    assert set(api.kernel_traits) == set(api.kernel_files)
+    assert all(v.startswith("fmha_fwd_appendkv_traits_<") for v in api.kernel_traits.values())
+    assert "fmha_fwd_appendkv(" in api.text
+    # the cache keeps the text compressed: the entry is much smaller than the text
+    entries = list(cache.root.rglob("*.json"))
+    sizes = sorted(p.stat().st_size for p in entries)
+    assert len(entries) == 2
+    assert sizes[-1] < len(api.text) / 3
+    assert '"text"' not in max(entries, key=lambda p: p.stat().st_size).read_text()
+
+
+def test_targets_option_on_new_tree(fmha, shared_cache):
+    runner = GenerateRunner(fmha(NEW), cache=shared_cache)
+    both = runner.list_kernels(GenerateRequest("fwd", filter="*d128_fp16_batch*"))
+    one = runner.list_kernels(GenerateRequest("fwd", filter="*d128_fp16_batch*", targets="gfx950"))
+    assert one.files and all(f.endswith("_gfx950.cpp") for f in one.files)
+    assert set(one.files) < set(both.files)
+    assert "--targets gfx950" in one.command
+    # appendkv has one gfx9 factory that also serves gfx950 (no _gfx950 kernels)
+    appendkv = runner.list_kernels(GenerateRequest("fwd_appendkv", targets="gfx950"))
+    assert appendkv.count == tree_by_name(NEW).apis["fwd_appendkv"]
+    assert all(f.endswith("_gfx9.cpp") for f in appendkv.files)
+
+
+def test_run_many_parallel(fmha, tmp_path):
+    runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
+    reqs = [GenerateRequest("fwd_appendkv", filter=f) for f in ("*d32*", "*d64*", "*d128*")]
+    results = runner.run_many(reqs, jobs=2)
+    assert [r.request for r in results] == reqs
+    assert all(r.count > 0 and all(p in f for f in r.files) for r, p in zip(results, ("d32", "d64", "d128")))
+    assert runner.processes_started == 3
+    again = runner.run_many(reqs, jobs=3)
+    assert all(r.from_cache for r in again) and runner.processes_started == 3
+    apis = runner.run_many(reqs[:2], jobs=2, kind="api")
+    assert [a.kernel_files for a in apis] == [r.files for r in results[:2]]
+
+
+# --------------------------------------------------------------------------- digest + cache
+
+
+def test_tree_digest_changes_with_codegen_and_misses_cache(fmha, tmp_path):
+    src = fmha(OLD)
+    copy = _copy_tree(src, tmp_path / "01_fmha")
+    assert tree_digest(copy) == tree_digest(src)  # content hash, not location
+    cache = DiskCache(tmp_path / "cache")
+    runner = GenerateRunner(copy, cache=cache)
+    req = GenerateRequest("fwd_appendkv")
+    first = runner.list_kernels(req)
+    assert runner.list_kernels(req).from_cache and runner.processes_started == 1
+
+    target = copy / "codegen" / "ops" / "fmha_fwd_appendkv.py"
+    target.write_text(target.read_text() + "\n# edited by test\n")
+    assert tree_digest(copy) != tree_digest(src)
+    after = runner.list_kernels(req)
+    assert not after.from_cache and runner.processes_started == 2
+    assert after.files == first.files
+
+    # non-.py files and __pycache__ do not count
+    (copy / "README.md").write_text("x")
+    (copy / "codegen" / "__pycache__").mkdir()
+    (copy / "codegen" / "__pycache__" / "x.py").write_text("y")
+    digest = tree_digest(copy)
+    assert runner.list_kernels(req).from_cache and tree_digest(copy) == digest
+
+
+def test_tree_digest_is_memoised(fmha, monkeypatch):
+    tree = fmha(OLD)
+    first = tree_digest(tree)
+    calls = []
+    real = Path.read_bytes
+
+    def spy(self):
+        calls.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    assert tree_digest(tree) == first
+    assert calls == []
+
+
+def test_disk_cache_roundtrip_and_corruption(tmp_path):
+    cache = DiskCache(tmp_path)
+    key = cache.key_for("a", 1, {"b": [1, 2]})
+    assert key == DiskCache.key_for("a", 1, {"b": [1, 2]})
+    assert key != DiskCache.key_for("a", 1, {"b": [2, 1]})
+    assert len(key) == 64
+    assert cache.get(key) is None
+    cache.put(key, {"x": "ünïcode", "n": [1, 2]})
+    assert cache.get(key) == {"x": "ünïcode", "n": [1, 2]}
+    path = cache.path_for(key)
+    for garbage in (b"{not json", b"\xff\xfe", b"[1, 2]", b'{"format": 1, "key": "other", "value": {}}'):
+        path.write_bytes(garbage)
+        assert cache.get(key) is None
+        assert not path.exists()  # discarded
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    with pytest.raises(TypeError):
+        cache.put(key, [1, 2])  # type: ignore[arg-type]
+
+
+def test_default_cache_root_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("FMHA_CACHE_DIR", str(tmp_path / "x"))
+    assert default_runs_dir() == tmp_path / "x" / "runs"
+    assert DiskCache().root == tmp_path / "x" / "runs"
+    monkeypatch.delenv("FMHA_CACHE_DIR")
+    assert default_runs_dir() == Path.home() / ".cache" / "sphinxext-fmha" / "runs"
+
+
+def test_disk_cache_concurrent_processes(tmp_path):
+    """Writers in several processes and a reader never see a partial entry."""
+    key = DiskCache.key_for("concurrent")
+    big = "y" * 200_000
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from sphinxext_fmha.verify.cache import DiskCache
+        c = DiskCache(Path({str(tmp_path)!r}))
+        for i in range(40):
+            c.put({key!r}, {{"writer": int(sys.argv[1]), "i": i, "big": "y" * 200_000}})
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(n)]) for n in range(3)]
+    reader = DiskCache(tmp_path)
+    seen = 0
+    while any(p.poll() is None for p in procs):
+        value = reader.get(key)
+        if value is not None:
+            assert value["big"] == big
+            seen += 1
+    assert all(p.wait() == 0 for p in procs)
+    final = reader.get(key)
+    assert final is not None and final["i"] == 39
+    assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_corrupt_entry_is_recomputed(fmha, tmp_path):
+    cache = DiskCache(tmp_path / "cache")
+    req = GenerateRequest("fwd_appendkv", filter="*d64*")
+    runner = GenerateRunner(fmha(OLD), cache=cache)
+    good = runner.list_kernels(req)
+    api = runner.generate_api_file(req)
+    entries = list(cache.root.rglob("*.json"))
+    assert len(entries) == 2
+    for entry in entries:
+        entry.write_text('{"format": 1, "key": "trunc')
+    runner2 = GenerateRunner(fmha(OLD), cache=cache)
+    again = runner2.list_kernels(req)
+    api2 = runner2.generate_api_file(req)
+    assert not again.from_cache and not api2.from_cache
+    assert runner2.processes_started == 2
+    assert again.files == good.files and api2.text == api.text
+    # rewritten, valid again
+    runner3 = GenerateRunner(fmha(OLD), cache=cache)
+    assert runner3.list_kernels(req).from_cache and runner3.generate_api_file(req).from_cache
+    assert runner3.processes_started == 0
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_timeout_raises_and_kills(tmp_path):
+    pid_file = tmp_path / "pid.txt"
+    tree = _fake_tree(
+        tmp_path / "fake",
+        f"""
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+        """,
+    )
+    messages = []
+    runner = GenerateRunner(tree, cache=DiskCache(tmp_path / "c"), timeout=1.5, progress=messages.append)
+    runner.progress_interval = 0.4
+    start = time.monotonic()
+    with pytest.raises(GenerateError) as info:
+        runner.list_kernels(GenerateRequest("fwd"))
+    assert time.monotonic() - start < 15
+    err = info.value
+    assert "timed out after 1.5 s" in str(err)
+    assert "python generate.py -a fwd -l kernels.txt" in str(err)
+    assert err.timed_out and err.returncode is None
+    assert messages and all(m.startswith("generate.py -a fwd: still running (") for m in messages)
+    pid = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the timed-out generate.py is still running")
+
+
+def test_failing_progress_callback_kills_the_process(tmp_path):
+    pid_file = tmp_path / "pid.txt"
+    tree = _fake_tree(
+        tmp_path / "fake",
+        f"""
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        time.sleep(60)
+        """,
+    )
+
+    def boom(message):
+        raise RuntimeError("progress sink broke")
+
+    runner = GenerateRunner(tree, cache=None, timeout=30, progress=boom)
+    runner.progress_interval = 0.5
+    with pytest.raises(RuntimeError, match="progress sink broke"):
+        runner.list_kernels(GenerateRequest("fwd"))
+    pid = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("generate.py is still running")
+
+
+def test_crash_reports_exit_code_and_stderr_tail(tmp_path):
+    tree = _fake_tree(
+        tmp_path / "fake",
+        """
+        for i in range(50):
+            print(f"noise line {i}", file=sys.stderr)
+        raise SystemExit("fatal: codegen exploded")
+        """,
+    )
+    runner = GenerateRunner(tree, cache=DiskCache(tmp_path / "c"))
+    with pytest.raises(GenerateError) as info:
+        runner.generate_api_file(GenerateRequest("fwd", filter="*x*"))
+    err = info.value
+    text = str(err)
+    assert "python generate.py -a fwd -f '*x*' -o generated" in text
+    assert "exit code 1" in text and err.returncode == 1
+    assert "fatal: codegen exploded" in text and "noise line 49" in text
+    assert "noise line 10" not in text  # only the tail
+    assert len(err.stderr_tail.splitlines()) == 20
+    # failures are not cached
+    assert not list((tmp_path / "c").rglob("*.json"))
+
+
+def test_missing_api_file_is_an_error(tmp_path):
+    tree = _fake_tree(
+        tmp_path / "fake",
+        """
+        if args.output_dir:
+            open(os.path.join(args.output_dir, "fmha_fwd_d64.cpp"), "w").write("// nothing")
+        """,
+    )
+    runner = GenerateRunner(tree, cache=None)
+    with pytest.raises(GenerateError, match="expected one \\*_api.cpp"):
+        runner.generate_api_file(GenerateRequest("fwd"))
+
+
+def test_not_a_tree(tmp_path):
+    with pytest.raises(GenerateError, match="no generate.py"):
+        GenerateRunner(tmp_path)
+
+
+# --------------------------------------------------------------------------- hygiene
+
+
+@pytest.mark.parametrize("name", ALL_TREES)
+def test_analysed_tree_is_untouched(fmha, tmp_path, name):
+    tree = fmha(name)
+    before = _snapshot(tree)
+    runner = GenerateRunner(tree, cache=DiskCache(tmp_path / "c"))
+    runner.list_kernels(GenerateRequest("fwd_appendkv", filter="*d64*"))
+    runner.generate_api_file(GenerateRequest("fwd_appendkv", filter="*d64*"))
+    assert runner.processes_started == 2
+    assert _snapshot(tree) == before
+    assert not [p for p in tree.rglob("__pycache__")]
+    assert not [p for p in tree.rglob("*.pyc")]

@@ -1,0 +1,693 @@
+"""Tests of sphinxext_fmha.analysis.source (static reading of a codegen ops module).
+
+The corpus tests assert facts verified by reading the real CK trees; the synthetic
+tests check the generic behaviour on small modules written here.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from sphinxext_fmha.analysis.pysource import read_condition
+from sphinxext_fmha.analysis.source import SourceFacts, analyze_source
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.locate import FMHA_SUBDIR
+from sphinxext_fmha.model import to_dict
+
+CORPUS = {t.name: t for t in load_corpus()}
+T274 = "flash-attn-2.7.4.post1"
+T281 = "flash-attn-2.8.1"
+T283 = "flash-attn-2.8.3"
+AITER = "amd-aiter-0.1.7.post2.dev18"
+
+CASES: List[Tuple[str, str]] = [(name, api) for name, tree in CORPUS.items() for api in tree.apis]
+
+
+def _fmha(corpus_root, name: str) -> Path:
+    return corpus_root(name) / FMHA_SUBDIR
+
+
+_FACTS: Dict[Tuple[str, str], SourceFacts] = {}
+
+
+def facts_of(corpus_root, name: str, api: str) -> SourceFacts:
+    key = (name, api)
+    if key not in _FACTS:
+        _FACTS[key] = analyze_source(_fmha(corpus_root, name), f"codegen/ops/fmha_{api}.py")
+    return _FACTS[key]
+
+
+def skip_by_source(facts: SourceFacts, needle: str):
+    return [s for s in facts.skip_conditions if needle in s.source]
+
+
+# ------------------------------------------------------------------------- every module
+
+
+@pytest.mark.parametrize("name,api", CASES, ids=[f"{n}:{a}" for n, a in CASES])
+def test_every_module_is_analysed(corpus_root, name, api):
+    facts = facts_of(corpus_root, name, api)
+    data = to_dict(facts)
+    json.dumps(data)  # JSON-serialisable
+    assert not [g for g in facts.gaps if "analysis failed" in g.why], facts.gaps
+    assert facts.module == f"codegen/ops/fmha_{api}.py"
+    assert facts.kernel_classes, "kernel classes (dataclasses with a filename property)"
+    assert facts.tiles and all(t.fields for t in facts.tiles)
+    assert any(f.comment for t in facts.tiles for f in t.fields), "tile field comments"
+    assert facts.factories and any(f.tiles for f in facts.factories)
+    assert facts.filter_source.matches
+    assert all(m.kernel_class in facts.kernel_classes for m in facts.filter_source.matches)
+    assert facts.dispatch.mechanism and facts.dispatch.order
+    assert facts.enumeration.functions and facts.enumeration.loops
+    assert any(r.value == "2" for r in facts.receipts)
+    for s in facts.skip_conditions:
+        assert s.where.startswith("codegen/") and s.reading
+        assert s.reading.split()[0] in ("skipped", "requires", "not", "rule"), s.reading
+    for c in facts.classes:
+        assert c.defined_at.startswith("codegen/") and ":" in c.defined_at
+    # the symbol map module is found through the imports
+    assert "BOOL_MAP" in facts.symbol_maps and "get_mask_map" in facts.symbol_maps
+    expect_arch = name == AITER and api != "batch_prefill"
+    assert facts.has_arch_factories is expect_arch
+
+
+# ------------------------------------------------------------------------- factories
+
+
+def test_aiter_fwd_factories(corpus_root):
+    f = facts_of(corpus_root, AITER, "fwd")
+    by = {x.class_name: x for x in f.factories}
+    assert {by[n].arch for n in by} >= {"gfx9", "gfx950", "gfx12"}
+    gfx950 = by["KernelComponentFactoryGfx950"]
+    assert gfx950.arch == "gfx950"
+    assert gfx950.bases == ["KernelComponentFactoryGfx9"]
+    assert gfx950.selected_by == 'target.startswith("gfx950")'
+    assert by["KernelComponentFactoryGfx9"].selected_by == 'target.startswith("gfx9")'
+    assert "CK_TILE_FMHA_FWD_CUSTOM_FACTORY" in by["CustomFactory"].selected_by
+    gfx9 = by["KernelComponentFactoryGfx9"]
+    assert gfx9.dtypes == ["fp32", "fp16", "bf16", "fp8", "fp8bf16", "fp8fp32"]
+    assert "fp8fp16" in gfx9.unsupported_dtypes  # branch with a bare None
+    # gfx950 inherits the tile table of gfx9
+    assert gfx950.tiles == gfx9.tiles
+    fp16 = gfx9.tiles["fp16"]
+    assert "(128, 128)" in fp16 and len(fp16["(128, 128)"]) == 4
+    # tile names rendered from the literal arguments through the name f-string
+    assert fp16["(192, 192)"] == ["b128x128x32x192x32x192_r4x1x1_r4x1x1_w32x32x16_w32x32x16_o1"]
+    gfx12 = by["KernelComponentFactoryGfx12"]
+    assert "fp32" in gfx12.unsupported_dtypes and "fp16" in gfx12.dtypes
+    assert f.has_arch_factories
+
+
+def test_aiter_bwd_factory_tables_have_qualifiers(corpus_root):
+    f = facts_of(corpus_root, AITER, "bwd")
+    by = {x.class_name: x for x in f.factories}
+    gfx950 = by["KernelComponentFactoryGfx950"]
+    assert gfx950.bases == ["KernelComponentFactoryGfx9"]
+    # list-shaped tile table keyed by the tile's head-dim field; tr_load qualifies it
+    assert "128 [tr_load=t]" in gfx950.tiles["fp16"]
+    assert "128 [tr_load=t]" not in by["KernelComponentFactoryGfx9"].tiles["fp16"]
+    assert any(n.endswith("_maxq16") for n in gfx950.tiles["fp16"]["128 [tr_load=t]"])
+    assert by["KernelComponentFactoryGfx12"].unsupported_dtypes == ["fp32"]
+    table = next(t for t in f.factory_tables if t.factory == "KernelComponentFactoryGfx950")
+    assert table.qualifiers == ["tr_load"] and table.method == "get_dq_dk_dv_tiles"
+    assert any(c.startswith("FmhaBwdDQDKDVTileSize(") for c in table.calls["bf16"]["64 [tr_load=t]"])
+
+
+def test_274_has_no_per_arch_factories(corpus_root):
+    f = facts_of(corpus_root, T274, "fwd")
+    assert not f.has_arch_factories
+    assert [x.class_name for x in f.factories] == ["get_fmha_fwd_tile_dict_from_dtype"]
+    fac = f.factories[0]
+    assert fac.arch == "" and fac.dtypes == ["fp16", "bf16", "fp8", "bf8"]
+    assert fac.unsupported_dtypes == ["fp8fp16", "fp8bf16"]
+    assert fac.tiles["fp16"]["128"] == ["b128x128x32x128x32x128_r4x1x1_r4x1x1_w32x32x16_w32x32x16"]
+    assert "96" not in fac.tiles["fp16"]  # commented out in the source
+    assert any("no per-arch factories" == n["what"] for n in f.notes)
+    assert any("bf8" in n.get("detail", "") and "never enumerated" in n["what"] for n in f.notes)
+
+
+def test_283_fwd_factories_without_arch(corpus_root):
+    f = facts_of(corpus_root, T283, "fwd")
+    by = {x.class_name: x for x in f.factories}
+    assert set(by) == {"KernelComponentFactory", "CustomFactory"}
+    assert not f.has_arch_factories
+    assert by["CustomFactory"].bases == ["KernelComponentFactory"]
+    assert by["KernelComponentFactory"].selected_by.startswith("not (")
+    # CustomFactory inserts one more (128, 128) tile in front
+    assert len(by["CustomFactory"].tiles["fp16"]["(128, 128)"]) == 2
+    assert len(by["KernelComponentFactory"].tiles["fp16"]["(128, 128)"]) == 1
+
+
+def test_283_bwd_tile_ppl_dict(corpus_root):
+    f = facts_of(corpus_root, T283, "bwd")
+    fac = f.factories[0]
+    assert fac.class_name == "get_fmha_bwd_dq_dk_dv_tile_ppl_dict_from_dtype"
+    assert set(fac.tiles["fp16"]) == {"32", "64", "128", "256"}
+    calls = f.factory_tables[0].calls["fp16"]["64"]
+    assert calls[1:] == ["'kr_ktr_vr_iglp'", "'kr_ktr_vr'"]  # pipelines listed next to the tile
+
+
+# ------------------------------------------------------------------------- classes & tiles
+
+
+def test_tile_class_fields_and_comments(corpus_root):
+    f = facts_of(corpus_root, T274, "fwd")
+    tile = next(t for t in f.tiles if t.class_name == "FmhaFwdTileSize")
+    comments = {x.name: x.comment for x in tile.fields}
+    assert comments["F_bm0"] == "tile size along q seqlen (block size)"
+    assert comments["F_occupancy"].startswith("occupancy, -1 will let pipeline decide")
+    assert tile.optional_parts == ['("" if self.F_occupancy == -1 else f"_o{self.F_occupancy}")'] or \
+        tile.optional_parts == ['"" if self.F_occupancy == -1 else f"_o{self.F_occupancy}"']
+    assert "def name" in tile.name_source
+    assert tile.defined_at == "codegen/ops/fmha_fwd.py:288"
+
+
+def test_tile_imported_from_other_ops_module(corpus_root):
+    f = facts_of(corpus_root, AITER, "fwd_splitkv")
+    tiles = {t.class_name: t for t in f.tiles}
+    assert tiles["FmhaFwdTileSize"].imported_from == "codegen/ops/fmha_fwd.py"
+    assert tiles["FmhaFwdSplitKVCombineTileSize"].imported_from == ""
+    arch = f.class_info("ArchTrait")
+    assert arch.imported_from == "codegen/arch.py" and arch.frozen and arch.is_dataclass
+    assert [x.name for x in arch.fields][:2] == ["name", "preprocessor_check"]
+
+
+def test_bwd_tile_maxq_suffix(corpus_root):
+    f = facts_of(corpus_root, AITER, "bwd")
+    tile = f.tiles[0]
+    assert tile.class_name == "FmhaBwdDQDKDVTileSize"
+    assert any("maxq" in p and "max_seq_q" in p for p in tile.optional_parts)
+    assert {c.name: c.frozen for c in f.classes}["FmhaBwdDQDKDVKernel"] is True
+    assert f.kernel_classes == ["FmhaBwdDQDKDVKernel", "FmhaBwdOGradDotOKernel", "FmhaBwdConvertQGradKernel"]
+
+
+def test_kernel_classes_non_frozen(corpus_root):
+    f = facts_of(corpus_root, T274, "bwd")
+    info = f.class_info("FmhaBwdDQDKDVKernel")
+    assert info.is_dataclass and not info.frozen and "filename" in info.properties
+    assert "FmhaBwdDQDKDVKernel" in f.kernel_classes
+
+
+# ------------------------------------------------------------------------- maps
+
+
+def test_symbol_maps_and_map_uses(corpus_root):
+    f = facts_of(corpus_root, T283, "fwd")
+    mask = f.symbol_maps["get_mask_map"]
+    assert mask.kind == "function" and mask.parameter == "mask"
+    assert set(mask.branches) == {"generic", "simplified"}
+    assert mask.branches["simplified"]["s_mask"] == "ck_tile::SimplifiedGenericAttentionMask<true>"
+    assert mask.branch_maps["generic"] == "_MASK_MAP"
+    assert f.symbol_maps["BOOL_MAP"].entries == {"t": "true", "f": "false"}
+    assert f.symbol_maps["BOOL_MAP"].defined_at.startswith("codegen/cpp_symbol_map.py:")
+    uses = [(u.owner, u.path, u.map) for u in f.map_uses]
+    assert ("FmhaFwdKernel", "F_pipeline.F_spad", "BOOL_MAP") in uses
+    assert ("FmhaFwdKernel", "F_pipeline.F_bias", "BIAS_MAP") in uses
+    mask_use = next(u for u in f.map_uses if u.owner == "FmhaFwdKernel" and u.map == "get_mask_map")
+    assert mask_use.path == "F_pipeline.F_mask" and mask_use.map_call == "get_mask_map(self.mask_impl)"
+    aiter = facts_of(corpus_root, AITER, "fwd")
+    assert aiter.symbol_maps["BOOL_MAP"].entries["True"] == "true"  # non-literal-str keys
+
+
+# ------------------------------------------------------------------------- enumeration & skips
+
+
+def test_group_mode_padding_rule(corpus_root):
+    for name in (T274, T283, AITER):
+        f = facts_of(corpus_root, name, "fwd")
+        rule = [s for s in f.skip_conditions if s.source.startswith("mode == \"group\"")]
+        assert len(rule) == 1, name
+        assert rule[0].reading == "skipped when mode is group and (pipeline.spad is not t or pipeline.skpad is not t)"
+        assert rule[0].kind == "continue"
+        assert "spad/skpad must be true" in f.skip_context[rule[0].where]["comment"]
+    bwd = facts_of(corpus_root, T283, "bwd")
+    rule = skip_by_source(bwd, '(mode == "group") and (spad == "f" or skpad == "f")')
+    assert rule and rule[0].reading == "skipped when mode is group and (spad is f or skpad is f)"
+    assert skip_by_source(bwd, '"wg32" in dropout')[0].reading == "skipped when dropout contains wg32"
+
+
+def test_skip_readings_aiter(corpus_root):
+    f = facts_of(corpus_root, AITER, "fwd")
+    logits = skip_by_source(f, "pipeline.F_logits")
+    assert logits[0].reading == ("skipped unless (pipeline.logits is t and pipeline.bias is no) "
+                                 "or pipeline.logits is f")
+    trload = [s for s in f.skip_conditions if "not in [(64, 64), (128, 128)]" in s.source]
+    assert trload and "starts with gfx9" in trload[0].reading
+    assert "is neither (64, 64) nor (128, 128)" in trload[0].reading
+    kinds = {s.kind for s in f.skip_conditions}
+    assert {"continue", "option", "unsupported", "assert"} <= kinds
+    # the filter and the receipt blocks are not skip conditions
+    assert not [s for s in f.skip_conditions if "fnmatch" in s.source or "receipt" in s.source]
+    bwd = facts_of(corpus_root, AITER, "bwd")
+    trl = [s for s in bwd.skip_conditions if s.source.startswith('tr_load == "t"')]
+    assert trl and trl[0].reading == "skipped when tr_load is t and (dpad is not dvpad or dpad is 1)"
+    other = [s for s in bwd.skip_conditions if s.source.startswith('not (tr_load == "t")')]
+    assert other and other[0].reading == "skipped when tr_load is not t and dpad is not dvpad and dpad is 8"
+
+
+def test_enumeration_products(corpus_root):
+    f = facts_of(corpus_root, T283, "bwd")
+    assert list(f.enumeration.functions) == ["get_bwd_blobs"]
+    prod = next(l for l in f.enumeration.loops if l.kind == "product")
+    assert prod.targets[:3] == ["hdim_str", "mode", "mask"]
+    assert len(prod.axes) == len(prod.targets) == 12  # *([["t", "f"]] * 6) expanded
+    assert prod.axes[-1] == '["t", "f"]'
+    aiter = facts_of(corpus_root, AITER, "bwd")
+    prod = next(l for l in aiter.enumeration.loops if l.kind == "product" and "tile" in l.targets)
+    assert "(dpad, dvpad)" in prod.targets
+    i = prod.targets.index("(dpad, dvpad)")
+    assert prod.axes[i] == "dpad_options"
+    assert prod.resolved_axes[i] == "itertools.product(*([[0, 8, 1]] * 2))"
+    fwd = facts_of(corpus_root, AITER, "fwd")
+    assert any(l.function.endswith("KernelComponentFactoryGfx9.get_pipelines") and l.kind == "product"
+               for l in fwd.enumeration.loops)
+
+
+# ------------------------------------------------------------------------- receipts
+
+
+def test_receipts_fwd_28x(corpus_root):
+    for name in (T281, T283):
+        f = facts_of(corpus_root, name, "fwd")
+        values = {r.value for r in f.receipts}
+        assert {"2", "3", "4", "100", "200", "600"} <= values, name
+        r2 = next(r for r in f.receipts if r.value == "2")
+        assert r2.label == "Only generate instance for Flash attention integration"
+        assert "pipeline.F_bias in ['no', 'alibi']" in r2.conditions
+        r100 = next(r for r in f.receipts if r.value == "100")
+        assert r100.label == "Only generate instance for Aiter(mha_fwd) integration"  # 100-199 range
+        r4 = next(r for r in f.receipts if r.value == "4")
+        assert "pipeline.bias is no or bias" in r4.reading
+        # 2.8.3 added the batch-mode-only restriction for PyTorch
+        assert ("mode is batch" in r4.reading) is (name == T283)
+    f274 = facts_of(corpus_root, T274, "fwd")
+    assert {"2"} <= {r.value for r in f274.receipts}
+    assert "4" not in {r.value for r in f274.receipts}
+    r1 = next(r for r in f274.receipts if r.value == "1")
+    assert "get_pipelines" in r1.reading and "pipelines.append" in r1.reading
+
+
+def test_receipts_aiter_default_branch(corpus_root):
+    f = facts_of(corpus_root, AITER, "fwd")
+    default = [r for r in f.receipts if r.value == "other"]
+    assert len(default) == 1
+    assert default[0].label == "Don't build fp32 by default"
+    assert default[0].conditions == ['not (dtype == "fp32")']
+    assert default[0].reading.startswith("any receipt other than 800, 801: drops kernels where dtype is fp32")
+    r100 = next(r for r in f.receipts if r.value == "100")
+    assert 'hdim == 128 (when dtype == "fp8bf16")' in r100.conditions
+    assert "hdim is 128 when dtype is fp8bf16" in r100.reading
+    assert {r.value for r in f.receipts} >= {"2", "3", "4", "100", "200", "600", "888", "800", "801", "0"}
+
+
+def test_receipts_bwd_281_per_kernel_function(corpus_root):
+    f = facts_of(corpus_root, T281, "bwd")
+    r300 = [r for r in f.receipts if r.value == "300"]
+    assert len(r300) == 3  # dq_dk_dv, dot_do_o and convert_dq each filter on it
+    assert {r.reading.rsplit("(in ", 1)[1] for r in r300} == {
+        "get_bwd_dq_dk_dv_blobs)", "get_bwd_dot_do_o_blobs)", "get_bwd_convert_dq_blobs)"}
+
+
+def test_suspicious_receipt_literal_aiter_splitkv(corpus_root):
+    f = facts_of(corpus_root, AITER, "fwd_splitkv")
+    r4 = next(r for r in f.receipts if r.value == "4")
+    assert 'dtype is "fp16, bf16"' in r4.reading
+    assert any(n["what"] == "suspicious literal 'fp16, bf16'" for n in f.notes)
+    assert {"800", "801"} <= {r.value for r in f.receipts}
+
+
+# ------------------------------------------------------------------------- filter
+
+
+def test_283_bwd_filter_split(corpus_root):
+    fs = facts_of(corpus_root, T283, "bwd").filter_source
+    assert fs.separator == "@" and fs.parts == 3 and fs.missing_becomes == "*"
+    assert fs.empty_default == "*@*@*"
+    by_class = {m.kernel_class: m for m in fs.matches}
+    assert by_class["FmhaBwdOGradDotOKernel"].index == 0
+    assert by_class["FmhaBwdConvertQGradKernel"].index == 1
+    assert by_class["FmhaBwdDQDKDVKernel"].index == 2
+    assert by_class["FmhaBwdOGradDotOKernel"].kernel_expr == "t.dot_do_o_kernel.name"
+    assert by_class["FmhaBwdOGradDotOKernel"].pattern == "filter_dot_do_o"
+    kinds = [l.kind for l in fs.lines]
+    assert kinds[:3] == ["default", "split", "pad"] and kinds.count("match") == 3
+    assert all(l.where.startswith("codegen/ops/fmha_bwd.py:") for l in fs.lines)
+
+
+def test_281_bwd_filter_index_through_callers(corpus_root):
+    fs = facts_of(corpus_root, T281, "bwd").filter_source
+    assert fs.separator == "@" and fs.missing_becomes == ""
+    by_class = {m.kernel_class: m for m in fs.matches}
+    assert by_class["FmhaBwdOGradDotOKernel"].index == 0
+    assert by_class["FmhaBwdConvertQGradKernel"].index == 1
+    assert by_class["FmhaBwdDQDKDVKernel"].index == 2
+    assert "write_blobs() passes filter_list[2]" in by_class["FmhaBwdDQDKDVKernel"].via
+
+
+def test_274_filter_is_one_pattern(corpus_root):
+    fs = facts_of(corpus_root, T274, "bwd").filter_source
+    assert fs.separator is None
+    assert [m.kernel_class for m in fs.matches] == ["FmhaBwdDQDKDVKernel"]
+    assert fs.matches[0].guard == "kernel_filter != None" and fs.matches[0].index is None
+
+
+# ------------------------------------------------------------------------- dedup & dispatch
+
+
+def test_dedup(corpus_root):
+    bwd = facts_of(corpus_root, AITER, "bwd")
+    kinds = {d.kind for d in bwd.dedup}
+    assert {"ordered-set dict", "check"} <= kinds
+    check = next(d for d in bwd.dedup if d.kind == "check")
+    assert "check_duplicates_and_paddings" in check.source and "codegen/utils.py" in check.detail
+    f274 = facts_of(corpus_root, T274, "fwd")
+    assert [d.kind for d in f274.dedup] == ["comment"]  # "TODO: do we need to check duplication?"
+
+
+def test_dispatch(corpus_root):
+    f = facts_of(corpus_root, AITER, "fwd")
+    assert f.dispatch.mechanism == "property FmhaFwdApiPool.api"
+    assert f.dispatch.order == ["arch", "dtype", "(hdim, hdim_v)", "trait"]
+    assert [l.template for l in f.dispatch_levels] == [
+        "FMHA_FWD_API_PER_ARCH", "FMHA_FWD_API_PER_DTYPE", "FMHA_FWD_API_PER_HDIM_CASE",
+        "FMHA_FWD_API_INNER_DISPATCH"]
+    assert any("codegen/arch.py" in s and "reverse=True" in s for s in f.dispatch.sorts)
+    assert "order of get_pipelines() matters" in f.dispatch.padding_order
+    bwd = facts_of(corpus_root, AITER, "bwd")
+    assert bwd.dispatch.order == ["arch", "dtype", "hdim", "trait"]  # trait loop is in _api_inners
+    assert any("max_seq_q_sort_key" in s and "sort 0 to the end" in s for s in bwd.dispatch.sorts)
+    f283 = facts_of(corpus_root, T283, "bwd")
+    assert f283.dispatch.order == ["dtype", "hdim", "trait", "spad1"]
+    disp = [s for s in f283.skip_conditions if s.kind == "dispatch"]
+    assert disp and disp[0].reading.startswith("not dispatched when spad1 is f")
+    assert facts_of(corpus_root, T274, "fwd").dispatch.order == ["dtype", "hdim", "trait"]
+
+
+def test_no_unreachable_template_constants_in_corpus(corpus_root):
+    # verified by reading: no template argument is hard-coded to false in these trees
+    for name, api in CASES:
+        assert facts_of(corpus_root, name, api).dispatch.unreachable == [], (name, api)
+
+
+def test_analysis_never_writes_into_the_tree(corpus_root):
+    fmha = _fmha(corpus_root, T283)
+
+    def snapshot() -> Dict[str, Tuple[int, int]]:
+        return {p.relative_to(fmha).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+                for p in sorted(fmha.rglob("*"))}
+
+    before = snapshot()
+    for api in CORPUS[T283].apis:
+        analyze_source(fmha, f"codegen/ops/fmha_{api}.py")
+    assert snapshot() == before
+
+
+# ------------------------------------------------------------------------- synthetic modules
+
+_SYMBOLS = '''
+DT_MAP = {"half": "Half", "bfloat": "BFloat"}
+FLAG_MAP = {"y": "true", "n": "false"}
+_A = {"x": "X"}
+_B = {"x": "Y", "z": "Z"}
+
+
+def pick_map(kind):
+    if kind == "alpha":
+        return _A
+    elif kind == "beta":
+        return _B
+    assert False
+'''
+
+_SHAPES = '''
+from dataclasses import dataclass
+
+
+@dataclass
+class BlockTile:
+    m_rows: int  # rows handled per block
+    n_cols: int  # columns handled per block
+    waves: int  # waves per block, -1 = auto
+
+    @property
+    def name(self) -> str:
+        return f"m{self.m_rows}n{self.n_cols}" + ("" if self.waves == -1 else f"_w{self.waves}")
+'''
+
+_DEMO = '''
+import fnmatch
+import itertools
+from dataclasses import dataclass
+
+from codegen.symbols import DT_MAP, FLAG_MAP, pick_map
+from codegen.ops.fmha_shapes import BlockTile
+
+TEMPLATE = """{F_if}(t.flag == {F_flag} && {F_v3}) {{ run<{F_dtype}>(); }}"""
+
+
+@dataclass
+class DemoKernel:
+    k_dtype: str  # element type
+    k_hdim: int
+    k_tile: BlockTile
+    k_seqpad: str  # pad the sequence
+
+    @property
+    def name(self) -> str:
+        return f"demo_{self.k_dtype}_d{self.k_hdim}_" + self.k_tile.name + ("_ps" if self.k_seqpad == "y" else "")
+
+    @property
+    def filename(self) -> str:
+        return self.name + ".cpp"
+
+    @property
+    def template(self) -> str:
+        return FLAG_MAP[self.k_seqpad] + DT_MAP[self.k_dtype] + pick_map("alpha")[self.k_dtype]
+
+
+class DemoRule:
+    """Padding is mandatory for long sequences."""
+
+    def check(self, kernel):
+        return kernel.k_seqpad == "y"
+
+
+class DemoApiPool:
+    def __init__(self):
+        self.pool = {}
+
+    def register_traits(self, k):
+        self.pool.setdefault(k.k_dtype, {}).setdefault(k.k_hdim, []).append(k)
+
+    @property
+    def api(self) -> str:
+        out = ""
+        for i, (dtype, by_dtype) in enumerate(self.pool.items()):
+            for j, (hdim, ks) in enumerate(by_dtype.items()):
+                for k in ks:
+                    out += TEMPLATE.format(F_if="if", F_flag=FLAG_MAP[k.k_seqpad], F_v3="false",
+                                           F_dtype=DT_MAP[dtype])
+        return out
+
+
+def get_demo_tiles(dtype):
+    if dtype in ["half", "bfloat"]:
+        return {64: [BlockTile(64, 32, -1), BlockTile(128, 32, 2)], 128: [BlockTile(128, 64, -1)]}
+    elif dtype == "fp8":
+        return []
+    return None
+
+
+def get_demo_blobs(kernel_filter, receipt):
+    pool = DemoApiPool()
+    gen = []
+    for dtype in DT_MAP.keys():
+        tiles = get_demo_tiles(dtype)
+        if tiles is None:
+            continue
+        for (hdim, tl), seqpad in itertools.product(tiles.items(), FLAG_MAP.keys()):
+            for tile in tl:
+                if hdim == 128 and not (seqpad == "y" or tile.waves in [-1, 4]):
+                    continue
+                k = DemoKernel(dtype, hdim, tile, seqpad)
+                if not fnmatch.fnmatch(k.name, kernel_filter):
+                    continue
+                if 100 <= receipt < 200:
+                    cond = dtype == "half"
+                    cond &= seqpad == "n"
+                    if not cond:
+                        continue
+                pool.register_traits(k)
+                gen.append(k)
+    return pool, gen
+
+
+def write_blobs(out, kernel_filter, receipt):
+    parts = kernel_filter.split("@")
+    parts.extend(["*"] * (2 - len(parts)))
+    get_demo_blobs(parts[1], receipt)
+'''
+
+_GENERATE = '''
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-r", "--receipt", default=0,
+                    help="receipt. 0: all kernels\\n" + "  100-199: demo integration")
+'''
+
+_WEIRD = '''
+from dataclasses import dataclass
+
+
+@dataclass
+class WeirdTile:
+    a: int  # first
+    b: int  # second
+
+    @property
+    def name(self) -> str:
+        return f"a{self.a}b{self.b}"
+
+
+@dataclass
+class WeirdKernel:
+    tile: WeirdTile
+
+    @property
+    def filename(self) -> str:
+        return self.tile.name + ".cpp"
+
+
+def get_weird_tiles(dtype):
+    return {h: WeirdTile(h, h) for h in (32, 64)} if dtype == "half" else None
+
+
+def get_weird_blobs(receipt):
+    for dtype in ["half", "single"]:
+        d = get_weird_tiles(dtype)
+        if d is None:
+            continue
+        while False:
+            continue
+'''
+
+
+def _write(root: Path, files: Dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+@pytest.fixture
+def demo_dir(tmp_path) -> Path:
+    return _write(tmp_path / "fmha", {
+        "generate.py": _GENERATE,
+        "codegen/__init__.py": "",
+        "codegen/ops/__init__.py": "",
+        "codegen/symbols.py": _SYMBOLS,
+        "codegen/ops/fmha_shapes.py": _SHAPES,
+        "codegen/ops/fmha_demo.py": _DEMO,
+        "codegen/ops/fmha_weird.py": _WEIRD,
+        "codegen/ops/fmha_broken.py": "def broken(:\n    pass\n",
+    })
+
+
+def test_synthetic_classes_tiles_and_maps(demo_dir):
+    f = analyze_source(demo_dir, "codegen/ops/fmha_demo.py")
+    json.dumps(to_dict(f))
+    assert f.kernel_classes == ["DemoKernel"]
+    kernel = f.class_info("DemoKernel")
+    assert kernel.is_dataclass and not kernel.frozen
+    assert [(x.name, x.comment) for x in kernel.fields][0] == ("k_dtype", "element type")
+    assert kernel.defined_at.startswith("codegen/ops/fmha_demo.py:")
+    tile = f.tiles[0]
+    assert tile.class_name == "BlockTile" and tile.imported_from == "codegen/ops/fmha_shapes.py"
+    assert [(x.name, x.comment) for x in tile.fields] == [
+        ("m_rows", "rows handled per block"), ("n_cols", "columns handled per block"),
+        ("waves", "waves per block, -1 = auto")]
+    assert tile.optional_parts == ['("" if self.waves == -1 else f"_w{self.waves}")'] or \
+        tile.optional_parts == ['"" if self.waves == -1 else f"_w{self.waves}"']
+    assert f.symbol_maps["pick_map"].branches == {"alpha": {"x": "X"}, "beta": {"x": "Y", "z": "Z"}}
+    uses = {(u.owner, u.path, u.map) for u in f.map_uses}
+    assert ("DemoKernel", "k_seqpad", "FLAG_MAP") in uses
+    assert ("DemoKernel", "k_dtype", "pick_map") in uses
+    assert ("DemoApiPool", "k.k_seqpad", "FLAG_MAP") in uses
+
+
+def test_synthetic_factory_function(demo_dir):
+    f = analyze_source(demo_dir, "codegen/ops/fmha_demo.py")
+    assert not f.has_arch_factories
+    fac = f.factories[0]
+    assert fac.class_name == "get_demo_tiles" and fac.arch == ""
+    assert fac.dtypes == ["half", "bfloat"] and fac.unsupported_dtypes == ["fp8"]
+    assert fac.tiles["half"] == {"64": ["m64n32", "m128n32_w2"], "128": ["m128n64"]}
+
+
+def test_synthetic_skips_receipts_filter_dispatch(demo_dir):
+    f = analyze_source(demo_dir, "codegen/ops/fmha_demo.py")
+    readings = [s.reading for s in f.skip_conditions]
+    assert "skipped when tiles is None" in readings
+    assert "skipped when hdim is 128 and seqpad is not y and tile.waves is neither -1 nor 4" in readings
+    rule = [s for s in f.skip_conditions if s.kind == "rule"]
+    assert rule and "DemoRule" in rule[0].reading and "Padding is mandatory" in rule[0].reading
+    assert 'kernel.k_seqpad == "y"' in rule[0].source
+    rec = {r.value: r for r in f.receipts}
+    assert rec["100-199"].label == "demo integration"
+    assert rec["100-199"].conditions == ['dtype == "half"', 'seqpad == "n"']
+    assert rec["0"].label == "all kernels"
+    m = f.filter_source.matches[0]
+    assert (m.kernel_class, m.index, m.pattern) == ("DemoKernel", 1, "kernel_filter")
+    assert f.filter_source.separator == "@" and f.filter_source.parts == 2
+    assert f.dispatch.mechanism == "property DemoApiPool.api"
+    assert f.dispatch.order == ["dtype", "hdim", "k"]
+    unreachable = f.dispatch.unreachable
+    assert len(unreachable) == 1 and unreachable[0]["what"] == 'F_v3="false"'
+    assert "{F_v3}" in unreachable[0]["why"] and unreachable[0]["where"].startswith("codegen/ops/fmha_demo.py:")
+
+
+def test_synthetic_unknown_constructs_become_gaps(demo_dir):
+    f = analyze_source(demo_dir, "codegen/ops/fmha_weird.py")
+    json.dumps(to_dict(f))
+    assert f.kernel_classes == ["WeirdKernel"]
+    assert any("get_weird_tiles" in g.what and "cannot be evaluated" in g.why for g in f.gaps)
+    assert any(g.what == "dispatch" for g in f.gaps)
+    broken = analyze_source(demo_dir, "codegen/ops/fmha_broken.py")
+    assert broken.classes == [] and any("cannot be parsed" in g.why for g in broken.gaps)
+    missing = analyze_source(demo_dir, "codegen/ops/fmha_missing.py")
+    assert any("file not found" in g.why for g in missing.gaps)
+
+
+def test_synthetic_renamed_field_variant(synthetic_tree):
+    root = synthetic_tree("renamed_field") / FMHA_SUBDIR
+    f = analyze_source(root, "codegen/ops/fmha_toy.py")
+    assert any("seqpad" in s.reading for s in f.skip_conditions)
+    assert not any("spad" in s.source.replace("seqpad", "") for s in f.skip_conditions)
+    split = analyze_source(synthetic_tree("at_split") / FMHA_SUBDIR, "codegen/ops/fmha_toy.py")
+    assert sorted((m.kernel_class, m.index) for m in split.filter_source.matches) == [
+        ("ToyConvertKernel", 1), ("ToyKernel", 0)]
+
+
+@pytest.mark.parametrize("expr,reading", [
+    ('mode == "group" and (spad == "f" or skpad == "f")', "mode is group and (spad is f or skpad is f)"),
+    ("x in [a, b]", "x is a or b"),
+    ("hdim not in [64, 128]", "hdim is neither 64 nor 128"),
+    ("hdim not in [64, 128, 256]", "hdim is none of 64, 128 or 256"),
+    ('not (a == 1 and b == 2)', "a is not 1 or b is not 2"),
+    ('target.startswith("gfx9")', "target starts with gfx9"),
+    ('not target.startswith("gfx9")', "target does not start with gfx9"),
+    ("self.F_pipeline.F_spad != 't'", "pipeline.spad is not t"),
+    ('"no" not in mask', "mask does not contain no"),
+    ("d is None", "d is None"),
+    ('dtype in ["fp16, bf16"]', 'dtype is "fp16, bf16"'),
+])
+def test_read_condition(expr, reading):
+    assert read_condition(ast.parse(expr, mode="eval").body) == reading
