@@ -31,6 +31,12 @@ __all__ = [
     "GenerateOption",
     "ApiInfo",
     "ApiModel",
+    "TokenCount",
+    "SegmentBreakdown",
+    "FilterCheck",
+    "Decision",
+    "FilterRun",
+    "Recommendation",
     "to_dict",
     "from_dict",
     "to_json",
@@ -220,6 +226,84 @@ class ApiModel:
             if kernel_type.class_name == class_name:
                 return kernel_type
         raise KeyError(class_name)
+
+
+@dataclass
+class TokenCount:
+    """How many kernels carry one token of one segment, before and after a filter."""
+
+    token: str
+    meaning: str = ""
+    baseline: int = 0
+    selected: int = 0
+
+
+@dataclass
+class SegmentBreakdown:
+    kernel_type: str
+    segment: str
+    counts: List[TokenCount] = field(default_factory=list)
+    kept: List[str] = field(default_factory=list)
+    dropped: List[str] = field(default_factory=list)
+    side_effect: bool = False
+
+
+@dataclass
+class FilterCheck:
+    """What one ``generate.py -f`` selects, measured and predicted."""
+
+    api: str
+    filter: str
+    command: str
+    count: int = 0
+    per_type: Dict[str, int] = field(default_factory=dict)
+    baseline_count: int = 0
+    baseline_per_type: Dict[str, int] = field(default_factory=dict)
+    breakdown: List[SegmentBreakdown] = field(default_factory=list)
+    side_effects: List[str] = field(default_factory=list)
+    predicted: int = 0
+    predicted_per_type: Dict[str, int] = field(default_factory=dict)
+    verified: bool = False
+    notes: List[str] = field(default_factory=list)
+    files: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Decision:
+    """Keep/drop advice for one filterable segment of one kernel sub-type."""
+
+    kernel_type: str
+    segment: str
+    fields: List[str] = field(default_factory=list)
+    category: str = "other"
+    keep: List[str] = field(default_factory=list)
+    drop: List[str] = field(default_factory=list)
+    reason: str = ""
+    losses: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FilterRun:
+    filter: str
+    command: str
+    count: int = 0
+    verified: bool = False
+
+
+@dataclass
+class Recommendation:
+    api: str
+    decisions: List[Decision] = field(default_factory=list)
+    runs: List[FilterRun] = field(default_factory=list)
+    keep_count: int = 0
+    union_count: int = 0
+    verified: bool = False
+    merge_command: str = ""
+    merge_caution: str = ""
+    driver_command: str = ""
+    driver_verified: bool = False
+    counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
 
 
 # JSON: the public key for KernelType.class_name is "class".

@@ -322,6 +322,17 @@ def test_suspicious_receipt_literal_aiter_splitkv(corpus_root):
     assert {"800", "801"} <= {r.value for r in f.receipts}
 
 
+def test_notes_dead_rules_and_suspicious_literals(corpus_root):
+    paged = facts_of(corpus_root, T283, "pagedkv_prefill")
+    dead = [n for n in paged.notes if n["what"] == "skip rule never triggers"]
+    assert len(dead) == 1 and "head dim 192" in dead[0]["detail"]
+    assert dead[0]["where"] == "codegen/ops/fmha_pagedkv_prefill.py:503"
+    assert not [n for n in facts_of(corpus_root, AITER, "fwd").notes if n["what"] == "skip rule never triggers"]
+    split = facts_of(corpus_root, T283, "fwd_splitkv")
+    assert any(n["what"] == "suspicious literal 'fp16, bf16'" for n in split.notes)
+    assert not any("suspicious" in n["what"] for n in facts_of(corpus_root, T281, "fwd_splitkv").notes)
+
+
 # ------------------------------------------------------------------------- filter
 
 

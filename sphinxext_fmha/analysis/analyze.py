@@ -167,7 +167,6 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
 
     grammars: Dict[str, Grammar] = {}
     kernel_types: List[KernelType] = []
-    filter_spec, positions = _filter_spec(observed, sorted(records_by_class))
     class_files = {v["class"]: v for v in observed["kernel_classes"].values()
                    if v["file"] == "codegen/" + info.source.split("/codegen/", 1)[-1]}
     for class_name in sorted(records_by_class, key=lambda c: _first_listed(observed, c)):
@@ -181,7 +180,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         kernel_types.append(KernelType(
             class_name=class_name,
             frozen=bool(records[0].get("frozen")),
-            filter_position=positions.get(class_name),
+            filter_position=None,
             count=len(records),
             arch_suffixes=suffixes,
             segments=grammar.segments,
@@ -190,6 +189,10 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             description=_class_doc(facts, class_name),
         ))
 
+    classify = _class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
+    filter_spec, positions = _filter_spec(observed, sorted(records_by_class), classify)
+    for kernel_type in kernel_types:
+        kernel_type.filter_position = positions.get(kernel_type.class_name)
     model = ApiModel(
         api=info.name,
         source=info.source,
@@ -242,8 +245,39 @@ def _example(records: List[dict], grammar: Grammar) -> str:
     return sorted(r["filename"] for r in records if filled(r) == top)[0] if best else ""
 
 
-def _filter_spec(observed: dict, classes: List[str]) -> Tuple[FilterSpec, Dict[str, int]]:
-    calls = observed["fnmatch_calls"]["per_class"]
+def _class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, str]):
+    """Which sub-type a name tested by fnmatch belongs to: a listed kernel's own
+    class, else the sub-type whose leading literal segment is the longest prefix
+    (names of kernels that a later rule drops are tested too)."""
+    prefixes = []
+    for kernel_type in kernel_types:
+        if kernel_type.segments and kernel_type.segments[0].literal:
+            for token in kernel_type.segments[0].tokens:
+                prefixes.append((len(token), token, kernel_type.class_name))
+    prefixes.sort(reverse=True)
+
+    def classify(name: str) -> str:
+        if name in name_to_class:
+            return name_to_class[name]
+        for _, token, class_name in prefixes:
+            if token and name.startswith(token):
+                return class_name
+        return ""
+
+    return classify
+
+
+def _per_class(summary: dict, classify) -> Dict[str, Dict[str, int]]:
+    if "raw" not in summary:
+        return summary["per_class"]
+    per_class: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pattern, name in summary["raw"]:
+        per_class[classify(name)][pattern] += 1
+    return per_class
+
+
+def _filter_spec(observed: dict, classes: List[str], classify) -> Tuple[FilterSpec, Dict[str, int]]:
+    calls = _per_class(observed["fnmatch_calls"], classify)
     marker_filter = observed["marker_filter"]
     api_part = marker_filter.split(",")[0]
     parts = api_part.split("@")
@@ -265,11 +299,15 @@ def _filter_spec(observed: dict, classes: List[str]) -> Tuple[FilterSpec, Dict[s
             applies[positions[class_name]].append(class_name)
         else:
             spec.unfiltered_types.append(class_name)
-    single = observed.get("single_part_calls", {}).get("per_class", {})
-    missing = sorted({p for per in single.values() for p in per if p != parts[0]})
+    single = _per_class(observed.get("single_part_calls", {"per_class": {}}), classify)
     for position in sorted(applies):
+        missing: Optional[str] = None
+        if position > 0:
+            seen = {p for c in applies[position] for p in single.get(c, {})}
+            # No call at all: the part is skipped when missing (an empty pattern).
+            missing = sorted(seen)[0] if seen else ""
         spec.parts.append(FilterPart(position=position, applies_to=sorted(applies[position]),
-                                     missing_becomes=missing[0] if (missing and position > 0) else None))
+                                     missing_becomes=missing))
     groups = observed["fnmatch_calls"]["groups"]
     spec.drops = "trait" if any(len(g) > 1 for g in groups[:50]) else "kernel"
     return spec, positions

@@ -30,6 +30,8 @@ import time
 import traceback
 
 MARKER = "#fmha-probe-{}#"
+ORIGINAL_FNMATCH = fnmatch.fnmatch
+OBSERVED_CALLS = 600
 PIECE_SPLIT = re.compile(r"(?=_)")
 MAX_ALTERNATIVES = 3
 SCALARS = (str, int, float, bool, type(None))
@@ -47,7 +49,7 @@ class Recorder:
         self.seen_ids = set()
         self.kernel_classes = {}
         self.fnmatch_calls = []
-        self.fnmatch_result = None  # None: always True; else a fixed bool
+        self.pass_first = None  # None: the real fnmatch; N: True for N calls, then False
         self.max_calls = None
 
     # -- hooks -------------------------------------------------------------
@@ -80,11 +82,14 @@ class Recorder:
         return property(fget, prop.fset, prop.fdel, prop.__doc__)
 
     def fnmatch_hook(self, name, pattern):
-        if self.max_calls is None or len(self.fnmatch_calls) < self.max_calls:
+        calls = len(self.fnmatch_calls)
+        if self.max_calls is None or calls < self.max_calls:
             self.fnmatch_calls.append((str(pattern), str(name)))
-        if self.fnmatch_result is None:
-            return True
-        return self.fnmatch_result
+        if self.pass_first is None:
+            return ORIGINAL_FNMATCH(name, pattern)
+        # Let the first calls pass so every filter part is seen once per trait, then
+        # refuse everything: nothing more is registered and slow APIs end early.
+        return calls < self.pass_first
 
 
 def install_hooks(recorder):
@@ -96,7 +101,6 @@ def install_hooks(recorder):
 
     importlib.machinery.SourceFileLoader.exec_module = exec_module
     fnmatch.fnmatch = recorder.fnmatch_hook
-    fnmatch.fnmatchcase = recorder.fnmatch_hook
 
 
 def forget_codegen_modules(fmha_dir):
@@ -213,13 +217,11 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
     sys.path.insert(0, fmha_dir)
     os.chdir(fmha_dir)
 
-    parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
-    marker_filter = "@".join(parts) + "," + MARKER.format("next-api")
-    listing, error = run_generate(fmha_dir, list(argv) + ["-f", marker_filter])
+    # The real, unfiltered run: the kernel objects and the listing come from it.
+    listing, error = run_generate(fmha_dir, list(argv))
     result = {
         "listing": listing,
         "error": error,
-        "marker_filter": marker_filter,
         "kernel_classes": recorder.kernel_classes,
     }
     observe_seconds = time.time() - started
@@ -293,22 +295,28 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
                     ranges[path] = [min(s[0] for s in spans), max(s[1] for s in spans)]
             record["influence"] = ranges
 
-    # Missing filter parts: give only the first marker and let every match fail,
-    # so nothing is registered and even the slowest API returns quickly.
-    recorder_first = recorder.fnmatch_calls
+    # How -f travels: a filter of distinct markers shows which part each kernel class
+    # is matched against; a single marker shows what missing parts become.
+    unfiltered_calls = recorder.fnmatch_calls
+    parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
+    marker_filter = "@".join(parts) + "," + MARKER.format("next-api")
+    recorder.pass_first = OBSERVED_CALLS
+    recorder.max_calls = OBSERVED_CALLS
     recorder.fnmatch_calls = []
-    recorder.fnmatch_result = False
-    recorder.max_calls = 200
-    single_listing, single_error = run_generate(fmha_dir, list(argv) + ["-f", parts[0]])
+    _, marker_error = run_generate(fmha_dir, list(argv) + ["-f", marker_filter])
+    marker_calls = recorder.fnmatch_calls
+    recorder.fnmatch_calls = []
+    _, single_error = run_generate(fmha_dir, list(argv) + ["-f", parts[0]])
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     result.update({
         "records": records,
         "domains": domain_of,
         "owners": owners,
-        "fnmatch_calls": summarise_calls(recorder_first, name_to_class),
+        "marker_filter": marker_filter,
+        "unfiltered_calls": summarise_calls(unfiltered_calls, name_to_class),
+        "fnmatch_calls": summarise_calls(marker_calls, name_to_class),
         "single_part_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
-        "single_part_listing": len(single_listing),
-        "single_part_error": single_error,
+        "marker_errors": [e for e in (marker_error, single_error) if e],
         "seconds": {"observe": round(observe_seconds, 3),
                     "perturb": round(time.time() - perturb_started, 3)},
         "python": sys.version.split()[0],
@@ -317,10 +325,12 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
 
 
 def summarise_calls(calls, name_to_class):
-    """Compress the fnmatch log: patterns per class, and the trait groups
-    (consecutive calls up to the first repeated pattern) as [pattern, record index]
-    lists, index -1 for a name that is not a listed kernel."""
+    """Compress an fnmatch log: patterns per class, and the trait groups (consecutive
+    calls up to the first repeated pattern) as [pattern index, record index] lists,
+    record index -1 for a name that is not a listed kernel."""
     per_class = {}
+    patterns = []
+    pattern_index = {}
     groups = []
     current = []
     current_patterns = set()
@@ -328,14 +338,21 @@ def summarise_calls(calls, name_to_class):
         index, cls = name_to_class.get(name, (-1, ""))
         per_class.setdefault(cls, {}).setdefault(pattern, 0)
         per_class[cls][pattern] += 1
+        if pattern not in pattern_index:
+            pattern_index[pattern] = len(patterns)
+            patterns.append(pattern)
         if pattern in current_patterns:
             groups.append(current)
             current, current_patterns = [], set()
-        current.append([pattern, index])
+        current.append([pattern_index[pattern], index])
         current_patterns.add(pattern)
     if current:
         groups.append(current)
-    return {"per_class": per_class, "groups": groups, "count": len(calls)}
+    summary = {"per_class": per_class, "patterns": patterns, "groups": groups,
+               "count": len(calls)}
+    if len(calls) <= OBSERVED_CALLS:
+        summary["raw"] = [list(call) for call in calls]
+    return summary
 
 
 def main():

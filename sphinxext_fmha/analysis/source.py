@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..model import (
     DispatchInfo,
@@ -30,7 +31,6 @@ from .pysource import (
     Obj,
     ParsedModule,
     Unknown,
-    display_name,
     dotted,
     flat,
     fold_str,
@@ -195,6 +195,24 @@ class FactoryTable:
 
 @dataclass
 class SourceFacts:
+    """Everything read statically from one ops module (paths relative to fmha_dir).
+
+    * ``classes`` - every class of the module and the classes it imports from local
+      modules (``imported_from`` set); ``kernel_classes`` - dataclasses with ``filename``.
+    * ``tiles`` - tile dataclasses (``TileClass``); ``symbol_maps`` - module-level dicts
+      and dict-returning functions (one dict per branch value) of the local modules;
+      ``map_uses`` - ``MAP[self.a.b]`` subscripts per owner class/function.
+    * ``factories`` / ``factory_tables`` - tile tables per factory, data type and head
+      dim (``has_arch_factories`` is False when no factory carries an architecture).
+    * ``enumeration`` - blob functions, helper functions and their loops;
+      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule)
+      with ``skip_context[where] = {"function", "comment"}``.
+    * ``dedup``, ``receipts``, ``filter_source``, ``dispatch`` (+ ``dispatch_levels``).
+    * ``notes`` - noteworthy facts that are not gaps (suspicious literals, rules that
+      never trigger, checks whose branches are identical...); ``gaps`` - what could not
+      be determined.
+    """
+
     module: str
     classes: List[ClassInfo] = field(default_factory=list)
     kernel_classes: List[str] = field(default_factory=list)
@@ -518,6 +536,7 @@ class _Analysis:
         self.fnmatch_names: Set[str] = set()
         self.receipt_names: Set[str] = set()
         self.factory_names: List[str] = []
+        self._warned_hdim = False
 
     # ---- driver ---------------------------------------------------------------------
 
@@ -562,15 +581,6 @@ class _Analysis:
                 fn_name = cur.name
             cur = parents.get(cur)
         return fn_name
-
-    def enclosing_function(self, node: ast.AST) -> Optional[ast.FunctionDef]:
-        parents = self.pm.parents  # type: ignore[union-attr]
-        cur = parents.get(node)
-        while cur is not None:
-            if isinstance(cur, _FUNC):
-                return cur  # type: ignore[return-value]
-            cur = parents.get(cur)
-        return None
 
     # ---- classes --------------------------------------------------------------------
 
@@ -1159,8 +1169,6 @@ class _Analysis:
             else:
                 other_values.append(vals)
         hdim_field = self._hdim_field()
-        import itertools
-
         combos = list(itertools.product(*other_values)) if others else [()]
         for dtype in dtypes:
             per_combo: List[Tuple[Tuple[Any, ...], Dict[str, List[Obj]], Dict[str, List[str]]]] = []
@@ -1256,6 +1264,11 @@ class _Analysis:
             for k, v in result.items():
                 add(_key_text(k), v)
         elif isinstance(result, (list, tuple)):
+            if result and not hdim_field and not self._warned_hdim:
+                self._warned_hdim = True
+                self.gaps.append(Gap("head dim of list-shaped tile tables", self.rel,
+                                     "no 'hdim = <tile>.<field>' assignment in the blob functions; "
+                                     "tiles are listed under '*'"))
             for v in result:
                 key = "*"
                 if isinstance(v, Obj) and hdim_field:
@@ -2235,8 +2248,78 @@ def analyze_source(fmha_dir: Path, module_relpath: str) -> SourceFacts:
     """Read ``fmha_dir/module_relpath`` (and its local imports) and return its facts."""
     analysis = _Analysis(Path(fmha_dir), module_relpath)
     facts = analysis.run()
-    _suspicious_literals(analysis)
+    for extra in (_suspicious_literals, _dead_rules):
+        try:
+            extra(analysis)
+        except Exception as exc:  # pragma: no cover - defensive
+            facts.gaps.append(Gap(extra.__name__.strip("_").replace("_", " "), facts.module,
+                                  f"analysis failed: {type(exc).__name__}: {exc}"))
     return facts
+
+
+def _table_head_dims(facts: SourceFacts) -> Set[Any]:
+    dims: Set[Any] = set()
+    for table in facts.factory_tables:
+        for per_dtype in table.tiles.values():
+            for key in per_dtype:
+                raw = key.split(" [", 1)[0]
+                try:
+                    dims.add(ast.literal_eval(raw))
+                except (ValueError, SyntaxError):
+                    dims.add(raw)
+    return dims
+
+
+def _dim_key(v: Any) -> Tuple[int, Any]:
+    return (0, v) if isinstance(v, int) else (1, str(v))
+
+
+def _dead_rules(analysis: _Analysis) -> None:
+    """Skip rules testing a head dim that no tile table provides (they never trigger)."""
+    facts = analysis.facts
+    dims = _table_head_dims(facts)
+    if not dims or "*" in dims:
+        return
+    scalars = {d[0] if isinstance(d, tuple) else d for d in dims}
+    for sc in facts.skip_conditions:
+        if sc.kind not in ("continue", "option") or not sc.source:
+            continue
+        try:
+            tree = ast.parse(sc.source, mode="eval").body
+        except SyntaxError:
+            continue
+        conjuncts: List[ast.AST] = []
+        todo: List[ast.AST] = [tree]
+        while todo:
+            node = todo.pop(0)
+            if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+                todo[:0] = node.values
+            else:
+                conjuncts.append(node)
+        for c in conjuncts:
+            if not (isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], ast.Eq)):
+                continue
+            left, right = c.left, c.comparators[0]
+            if isinstance(left, ast.Name) and "hdim" in left.id.lower() and isinstance(right, ast.Constant):
+                if right.value not in scalars:
+                    facts.notes.append({
+                        "what": "skip rule never triggers",
+                        "where": sc.where,
+                        "detail": f"{sc.source}: no tile table has head dim {right.value!r} "
+                                  f"(tables have {', '.join(str(v) for v in sorted(scalars, key=_dim_key))})",
+                    })
+            elif isinstance(left, ast.Tuple) and left.elts and isinstance(left.elts[0], ast.Name) \
+                    and "hdim" in left.elts[0].id.lower():
+                try:
+                    value = ast.literal_eval(right)
+                except ValueError:
+                    continue
+                if value not in dims:
+                    facts.notes.append({
+                        "what": "skip rule never triggers",
+                        "where": sc.where,
+                        "detail": f"{sc.source}: no tile table has head dims {value!r}",
+                    })
 
 
 def _suspicious_literals(analysis: _Analysis) -> None:

@@ -1,0 +1,85 @@
+"""One CK tree, its models and verified results, memoised for a process.
+
+This is the single entry point the CLI and the Sphinx glue use: it does the expensive
+work once per (tree, API, options) and keeps it, while the on-disk cache keeps it
+across processes (``sphinx-build -E`` included). No Sphinx imports here.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
+from .locate import fmha_dir as fmha_dir_of
+from .model import ApiInfo, ApiModel, FilterCheck, Recommendation
+from .verify.cache import DiskCache, tree_files
+from .verify.runner import GenerateError, GenerateRunner
+
+Progress = Optional[Callable[[str], None]]
+
+__all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
+
+
+class Session:
+    """Models, filter checks and recommendations for one CK tree."""
+
+    def __init__(self, ck_root: Path, *, python: Optional[str] = None,
+                 cache_dir: Optional[Path] = None, timeout: float = 900,
+                 progress: Progress = None):
+        self.ck_root = Path(ck_root)
+        self.python = python or sys.executable
+        self.cache = DiskCache(Path(cache_dir) if cache_dir else None)
+        self.timeout = timeout
+        self.progress = progress
+        self.tree = Tree.load(self.ck_root)
+        self.runner = GenerateRunner(self.tree.fmha_dir, python=self.python, cache=self.cache,
+                                     timeout=timeout, progress=progress)
+        self._lock = threading.RLock()
+        self._key_locks: Dict[Tuple, threading.Lock] = {}
+        self._memo: Dict[Tuple, object] = {}
+
+    # -- memo -----------------------------------------------------------------
+    def _once(self, key: Tuple, compute: Callable[[], object]):
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._memo:
+                    return self._memo[key]
+            value = compute()
+            with self._lock:
+                self._memo[key] = value
+            return value
+
+    # -- public ---------------------------------------------------------------
+    @property
+    def fmha_dir(self) -> Path:
+        return fmha_dir_of(self.ck_root)
+
+    def apis(self) -> List[ApiInfo]:
+        return list(self.tree.apis)
+
+    def dependencies(self) -> List[Path]:
+        """Every file whose change can change a result: generate.py and codegen/."""
+        return tree_files(self.tree.fmha_dir)
+
+    def model(self, api: str, options: Options = Options()) -> ApiModel:
+        return self._once(("model", api, options), lambda: analyze_api(
+            self.ck_root, api, options, python=self.python, cache=self.cache,
+            timeout=self.timeout, progress=self.progress, tree=self.tree, runner=self.runner))
+
+    def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
+        from .verify.filtercheck import check_filter
+
+        return self._once(("check", api, filter, options), lambda: check_filter(
+            self, api, filter, options))
+
+    def recommend(self, api: str, options: Options = Options()) -> Recommendation:
+        from .verify.recommend import recommend
+
+        return self._once(("recommend", api, options), lambda: recommend(self, api, options))
