@@ -73,6 +73,48 @@ class Session:
             self.ck_root, api, options, python=self.python, cache=self.cache,
             timeout=self.timeout, progress=self.progress, tree=self.tree, runner=self.runner))
 
+    def observation(self, api: str, options: Options = Options()) -> dict:
+        """The probe's raw observation (cached on disk by the analysis)."""
+        from .analysis.analyze import probe_argv
+        from .analysis.observe import observe
+
+        def compute() -> dict:
+            request = self.tree.request(api, options)
+            return observe(self.tree.fmha_dir, probe_argv(request, self.tree.supported_dests()),
+                           python=self.python, cache=self.cache, timeout=self.timeout,
+                           progress=self.progress)
+
+        return self._once(("observation", api, options), compute)
+
+    def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
+        """Kernel files generated together (one fnmatch decision each), as observed."""
+        def compute() -> List[List[str]]:
+            observed = self.observation(api, options)
+            records = observed["records"]
+            marker_groups = observed.get("fnmatch_calls", {}).get("groups", [])
+            size = len(marker_groups[0]) if marker_groups else 1
+            calls = [index for group in observed.get("unfiltered_calls", {}).get("groups", [])
+                     for _, index in group]
+            if size < 2 or len(calls) % size:
+                return []
+            # With every part matching, each trait makes one call per part, in the
+            # order the marker run showed; a name that is not listed marks a trait
+            # that a later rule dropped.
+            traits = []
+            for start in range(0, len(calls), size):
+                indices = calls[start:start + size]
+                if all(i >= 0 for i in indices):
+                    traits.append([records[i]["filename"] for i in indices])
+            return traits
+
+        return self._once(("traits", api, options), compute)
+
+    def parsed_listing(self, api: str, options: Options, files: List[str]):
+        from .verify.filtercheck import ParsedListing
+
+        return self._once(("parsed", api, options, len(files), tuple(files[:3])),
+                          lambda: ParsedListing.of(self.model(api, options), files))
+
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         from .verify.filtercheck import check_filter
 

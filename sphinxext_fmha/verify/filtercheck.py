@@ -1,0 +1,190 @@
+"""Prove what a ``generate.py -f`` filter selects, and predict it from the model.
+
+The measured side is a real ``generate.py -l -f FILTER`` run; the predicted side uses
+only the model (grammar, observed filter mechanics, observed traits). They must agree:
+when they do not, the model is wrong and the check says so with both numbers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..analysis.analyze import Options, grammars_of, parse_filename, split_filename
+from ..model import ApiModel, FilterCheck, KernelType, SegmentBreakdown, TokenCount
+from ..verify.runner import GenerateRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..session import Session
+
+_WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
+
+
+@dataclass
+class ParsedListing:
+    """A listing parsed with the model's grammar: file -> (kernel type, tokens)."""
+
+    files: List[str]
+    parsed: Dict[str, Tuple[str, List[str]]]
+    unparsed: List[str]
+
+    @classmethod
+    def of(cls, model: ApiModel, files: Sequence[str]) -> "ParsedListing":
+        grammars = grammars_of(model)
+        parsed: Dict[str, Tuple[str, List[str]]] = {}
+        unparsed: List[str] = []
+        for filename in files:
+            found = parse_filename(model, grammars, filename)
+            if len(found) == 1:
+                parsed[filename] = (found[0][0].class_name, found[0][1])
+            else:
+                unparsed.append(filename)
+        return cls(list(files), parsed, unparsed)
+
+    def per_type(self) -> Dict[str, int]:
+        return dict(sorted(Counter(t for t, _ in self.parsed.values()).items()))
+
+    def kernel_name(self, model: ApiModel, filename: str) -> str:
+        kernel_type = model.kernel_type(self.parsed[filename][0])
+        return split_filename(filename, kernel_type.arch_suffixes) or filename
+
+
+def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
+    """The fnmatch pattern each kernel type meets for ``-f filter`` (None: unfiltered),
+    following the split rules observed for this tree."""
+    spec = model.filter
+    text = filter.split(spec.cli_split)[0] if spec.cli_split else filter
+    patterns: Dict[str, Optional[str]] = {}
+    if spec.api_split:
+        parts = text.split(spec.api_split)
+    else:
+        parts = [text]
+    for part in spec.parts:
+        if part.position < len(parts):
+            pattern: Optional[str] = parts[part.position]
+        else:
+            pattern = part.missing_becomes
+        for class_name in part.applies_to:
+            patterns[class_name] = pattern
+    for class_name in spec.unfiltered_types:
+        patterns[class_name] = None
+    return patterns
+
+
+def _matches(name: str, pattern: Optional[str]) -> bool:
+    if pattern is None or pattern == "":
+        # No pattern (an unfiltered type, or a part the code skips when empty).
+        return True
+    return fnmatch.fnmatch(name, pattern)
+
+
+def predict(model: ApiModel, baseline: ParsedListing, filter: str,
+            traits: Optional[List[List[str]]] = None) -> Set[str]:
+    """The files ``-f filter`` would select, from the model alone."""
+    if not filter and not model.filter.empty_filter:
+        return set(baseline.parsed)
+    patterns = api_patterns(model, filter)
+    names = {f: baseline.kernel_name(model, f) for f in baseline.parsed}
+    selected: Set[str] = set()
+    grouped: Set[str] = set()
+    if model.filter.drops == "trait" and traits:
+        for trait in traits:
+            grouped.update(trait)
+            if all(_matches(names[f], patterns.get(baseline.parsed[f][0])) for f in trait):
+                selected.update(trait)
+    for filename, (class_name, _tokens) in baseline.parsed.items():
+        if filename in grouped:
+            continue
+        if _matches(names[filename], patterns.get(class_name)):
+            selected.add(filename)
+    return selected
+
+
+def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
+              filter: str) -> List[SegmentBreakdown]:
+    rows: List[SegmentBreakdown] = []
+    for kernel_type in model.kernel_types:
+        for index, segment in enumerate(kernel_type.segments):
+            if segment.literal:
+                continue
+            base = Counter(t[index] for c, t in baseline.parsed.values() if c == kernel_type.class_name)
+            chosen = Counter(t[index] for c, t in selected.parsed.values() if c == kernel_type.class_name)
+            counts = [TokenCount(token=tok, meaning=segment.tokens.get(tok, ""),
+                                 baseline=base.get(tok, 0), selected=chosen.get(tok, 0))
+                      for tok in sorted(segment.tokens, key=lambda t: (-base.get(t, 0), t))]
+            kept = [c.token for c in counts if c.selected]
+            dropped = [c.token for c in counts if c.baseline and not c.selected]
+            named = any(tok.strip("_") and tok.strip("_") in filter for tok in segment.tokens)
+            numeric = all(_numeric(v) for combos in segment.values.values()
+                          for combo in combos for v in combo.values())
+            reduced = any(c.selected != c.baseline for c in counts)
+            rows.append(SegmentBreakdown(
+                kernel_type=kernel_type.class_name, segment=segment.label, counts=counts,
+                kept=kept, dropped=dropped,
+                side_effect=bool(dropped) and not named and not numeric and bool(chosen) and reduced and
+                len(kept) < len([c for c in counts if c.baseline])))
+    return rows
+
+
+def _numeric(value: str) -> bool:
+    try:
+        int(value)
+    except ValueError:
+        return False
+    return True
+
+
+def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> List[str]:
+    """Literal pieces of the filter that occur in no kernel name of this tree."""
+    names = [baseline.kernel_name(model, f) for f in baseline.parsed]
+    notes = []
+    for piece in _WILDCARDS.split(filter.replace("@", "*").replace(",", "*")):
+        if piece and not any(piece in name for name in names):
+            notes.append(piece)
+    return sorted(set(notes))
+
+
+def check_filter(session: "Session", api: str, filter: str,
+                 options: Options = Options()) -> FilterCheck:
+    model = session.model(api, options)
+    tree = session.tree
+    base_request = tree.request(api, options)
+    request = tree.request(api, options, filter=filter)
+    supported = tree.supported_dests()
+    baseline_listing = session.runner.list_kernels(base_request)
+    listing = session.runner.list_kernels(request)
+    baseline = session.parsed_listing(api, options, baseline_listing.files)
+    selected = ParsedListing.of(model, listing.files)
+    predicted = predict(model, baseline, filter, session.traits(api, options))
+    check = FilterCheck(
+        api=api, filter=filter, command=listing.command, count=listing.count,
+        per_type=selected.per_type(), baseline_count=baseline_listing.count,
+        baseline_per_type=baseline.per_type(),
+        breakdown=breakdown(model, baseline, selected, filter),
+        predicted=len(predicted),
+        predicted_per_type=dict(sorted(Counter(baseline.parsed[f][0] for f in predicted).items())),
+        files=sorted(listing.files),
+    )
+    del supported
+    check.side_effects = ["%s: %s dropped (not named by the filter)" % (
+        row.segment, ", ".join(t or "(no token)" for t in row.dropped))
+        for row in check.breakdown if row.side_effect]
+    actual = set(listing.files)
+    check.verified = predicted == actual and not selected.unparsed
+    if predicted != actual:
+        check.notes.append(
+            "the model predicts %d kernels but generate.py selected %d (%d only predicted, "
+            "%d only selected): the model is wrong for this filter"
+            % (len(predicted), len(actual), len(predicted - actual), len(actual - predicted)))
+    if selected.unparsed:
+        check.notes.append("%d selected file names do not parse with the model's grammar"
+                           % len(selected.unparsed))
+    for piece in absent_fragments(model, baseline, filter):
+        check.notes.append("%r occurs in no kernel name of this tree, so a pattern that "
+                           "requires it cannot match" % piece)
+    if listing.count == 0:
+        check.notes.append("the filter selects no kernel")
+    return check
