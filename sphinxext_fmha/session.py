@@ -115,6 +115,29 @@ class Session:
         return self._once(("parsed", api, options, len(files), tuple(files[:3])),
                           lambda: ParsedListing.of(self.model(api, options), files))
 
+    def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
+        """kernel file -> the readable terms of the dispatch conditions that reach it."""
+        from .verify.dispatch_file import describe_condition, match_leaves_to_kernels, parse_dispatch
+
+        def compute() -> Dict[str, List[str]]:
+            api_file = self.runner.generate_api_file(self.tree.request(api, options))
+            tree = parse_dispatch(api_file.text)
+            match = match_leaves_to_kernels(tree, api_file.kernel_traits)
+            terms: Dict[str, List[str]] = {}
+            for leaf in tree.leaves:
+                described = []
+                for condition in leaf.conditions:
+                    for term in condition.split("&&"):
+                        text = describe_condition(term.strip().strip("()").strip())
+                        if text and text != "always":
+                            described.append(text)
+                for filename in match.files_of(leaf.order):
+                    terms.setdefault(filename, [])
+                    terms[filename].extend(t for t in described if t not in terms[filename])
+            return terms
+
+        return self._once(("dispatch", api, options), compute)
+
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         from .verify.filtercheck import check_filter
 
