@@ -7,6 +7,8 @@ across processes (``sphinx-build -E`` included). No Sphinx imports here.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import sys
 import threading
 from pathlib import Path
@@ -15,12 +17,27 @@ from typing import Callable, Dict, List, Optional, Tuple
 from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
 from .locate import fmha_dir as fmha_dir_of
 from .model import ApiInfo, ApiModel, FilterCheck, Recommendation
-from .verify.cache import DiskCache, tree_files
+from .model import from_dict, to_dict
+from .verify.cache import DiskCache, tree_digest, tree_files
 from .verify.runner import GenerateError, GenerateRunner
 
 Progress = Optional[Callable[[str], None]]
 
 __all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
+
+
+_CODE_DIGEST: List[str] = []
+
+
+def _code_digest() -> str:
+    """Our own analysis code: a new version must not reuse old cached models."""
+    if not _CODE_DIGEST:
+        digest = hashlib.sha256()
+        package = Path(__file__).parent
+        for path in sorted(package.glob("analysis/*.py")) + [package / "model.py"]:
+            digest.update(path.name.encode() + path.read_bytes())
+        _CODE_DIGEST.append(digest.hexdigest())
+    return _CODE_DIGEST[0]
 
 
 class Session:
@@ -69,9 +86,23 @@ class Session:
         return tree_files(self.tree.fmha_dir)
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
-        return self._once(("model", api, options), lambda: analyze_api(
-            self.ck_root, api, options, python=self.python, cache=self.cache,
-            timeout=self.timeout, progress=self.progress, tree=self.tree, runner=self.runner))
+        def compute() -> ApiModel:
+            key = self.cache.key_for("model", tree_digest(self.tree.fmha_dir), api,
+                                     dataclasses.asdict(options), _code_digest(),
+                                     self.runner._python_id())
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    return from_dict(ApiModel, hit)
+                except (TypeError, KeyError, ValueError):
+                    pass
+            model = analyze_api(self.ck_root, api, options, python=self.python,
+                                cache=self.cache, timeout=self.timeout, progress=self.progress,
+                                tree=self.tree, runner=self.runner)
+            self.cache.put(key, to_dict(model))
+            return model
+
+        return self._once(("model", api, options), compute)
 
     def observation(self, api: str, options: Options = Options()) -> dict:
         """The probe's raw observation (cached on disk by the analysis)."""

@@ -1,0 +1,45 @@
+"""Cost of a guide's analysis relative to running generate.py alone (run by hand).
+
+usage: python benchmarks/bench_analysis.py [TREE] [API ...]
+Prints, per API: seconds for a plain `generate.py -l`, for a cold analysis (fresh cache)
+and for a warm one, and the ratios against the plain run.
+"""
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sphinxext_fmha.corpus import fetch_tree, tree_by_name
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.session import Session
+
+
+def plain_seconds(root: Path, api: str) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-l", str(Path(tmp) / "l.txt")],
+                       cwd=fmha_dir(root), check=True, capture_output=True)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    tree = sys.argv[1] if len(sys.argv) > 1 else "flash-attn-2.8.3"
+    apis = sys.argv[2:] or ["fwd", "fwd_appendkv", "fwd_splitkv"]
+    root = fetch_tree(tree_by_name(tree))
+    print("%-14s %8s %8s %8s %8s %8s" % ("api", "plain", "cold", "warm", "cold/x", "warm/x"))
+    for api in apis:
+        plain = plain_seconds(root, api)
+        with tempfile.TemporaryDirectory() as cache:
+            start = time.perf_counter()
+            Session(root, cache_dir=Path(cache)).model(api)
+            cold = time.perf_counter() - start
+            start = time.perf_counter()
+            Session(root, cache_dir=Path(cache)).model(api)
+            warm = time.perf_counter() - start
+        print("%-14s %8.2f %8.2f %8.2f %8.1f %8.2f" % (api, plain, cold, warm, cold / plain, warm / plain))
+
+
+if __name__ == "__main__":
+    main()
