@@ -1,0 +1,5 @@
+"""The Sphinx glue: ``setup()``, configuration values and the directives."""
+
+from .extension import setup
+
+__all__ = ["setup"]

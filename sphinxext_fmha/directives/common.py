@@ -1,0 +1,208 @@
+"""Shared Sphinx glue: configuration, the per-process Session memo, problem reporting.
+
+Every failure a directive meets is turned into one located warning
+(``type="fmha"``, ``subtype=<kind>``) carrying the failed command and the tail of its
+stderr, and a short admonition in the page; with ``fmha_strict = True`` it raises an
+:class:`~sphinx.errors.ExtensionError` instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+from ..analysis.analyze import Options
+from ..render.collect import OptionError, Problem, merge_options, parse_options, problem_of
+from ..render.nodes import problem_node
+
+logger = logging.getLogger("sphinxext_fmha")
+
+__all__ = [
+    "FmhaDirective",
+    "OPTION_SPEC",
+    "clear_sessions",
+    "get_session",
+    "logger",
+    "resolve_ck_root",
+]
+
+#: Options every directive takes (generate.py options; they override the config).
+OPTION_SPEC = {
+    "targets": directives.unchanged,
+    "mask": directives.unchanged,
+    "receipt": directives.unchanged,
+    "optdim": directives.unchanged,
+}
+
+_LOCK = threading.Lock()
+#: (ck_root, python, cache_dir, timeout) -> (tree digest, Session)
+_SESSIONS: Dict[Tuple[str, str, str, float], Tuple[str, Any]] = {}
+_ROOTS: Dict[Tuple[str, str], Any] = {}
+
+
+def clear_sessions() -> None:
+    """Forget every memoised Session and CK root (tests)."""
+    with _LOCK:
+        _SESSIONS.clear()
+        _ROOTS.clear()
+
+
+def _config_path(value: Any, confdir: Path) -> Optional[Path]:
+    if value is None or value == "":
+        return None
+    path = Path(os.path.expanduser(str(value)))
+    return path if path.is_absolute() else (confdir / path)
+
+
+def resolve_ck_root(config: Any, confdir: Path, srcdir: Path) -> Path:
+    """``fmha_ck_root`` (relative to the conf.py folder), else found upward from the
+    source folder; raises :class:`~sphinxext_fmha.locate.CKRootNotFound`."""
+    from ..locate import locate_ck_root
+
+    given = _config_path(config.fmha_ck_root, confdir)
+    key = (str(given) if given is not None else "", str(srcdir))
+    with _LOCK:
+        if key in _ROOTS:
+            cached = _ROOTS[key]
+            if isinstance(cached, Exception):
+                raise cached
+            return cached
+    try:
+        root = locate_ck_root(given) if given is not None else locate_ck_root(start=srcdir)
+    except Exception as exc:
+        with _LOCK:
+            _ROOTS[key] = exc
+        raise
+    with _LOCK:
+        _ROOTS[key] = root
+    return root
+
+
+def _progress(message: str) -> None:
+    logger.verbose("[fmha] %s", message)
+
+
+def get_session(config: Any, confdir: Path, srcdir: Path):
+    """The Session for this configuration: one per (CK root, python, cache dir,
+    timeout) per process, renewed when the tree's content changes."""
+    from ..session import Session
+    from ..verify.cache import tree_digest
+    from ..locate import fmha_dir
+
+    root = resolve_ck_root(config, confdir, srcdir)
+    python = str(config.fmha_python or sys.executable)
+    cache_dir = _config_path(config.fmha_cache_dir, confdir)
+    timeout = float(config.fmha_timeout)
+    key = (str(root), python, str(cache_dir or ""), timeout)
+    digest = tree_digest(fmha_dir(root))
+    with _LOCK:
+        cached = _SESSIONS.get(key)
+        if cached is not None and cached[0] == digest:
+            return cached[1]
+    session = Session(root, python=python, cache_dir=cache_dir, timeout=timeout,
+                      progress=_progress)
+    with _LOCK:
+        cached = _SESSIONS.get(key)
+        if cached is not None and cached[0] == digest:
+            return cached[1]
+        _SESSIONS[key] = (digest, session)
+    return session
+
+
+class FmhaDirective(SphinxDirective):
+    """Base class: config + options -> :class:`Options`, problems -> warnings."""
+
+    #: What the admonition says failed ("FMHA kernel guide", ...).
+    what = "FMHA"
+
+    def fmha_session(self):
+        return get_session(self.config, Path(self.env.srcdir), Path(self.env.srcdir))
+
+    def fmha_options(self, session) -> Options:
+        config = self.config
+        defaults = Options(targets=_joined(config.fmha_targets), mask=config.fmha_mask,
+                           receipt=config.fmha_receipt, optdim=_joined(config.fmha_optdim))
+        values = merge_options(defaults, **{k: self.options.get(k) for k in OPTION_SPEC})
+        return parse_options(session.tree if session is not None else None,
+                             targets=values["targets"], mask=values["mask"],
+                             receipt=_receipt(values["receipt"]), optdim=values["optdim"])
+
+    def note_tree(self, session) -> None:
+        """Rebuild this page when generate.py or any codegen file changes."""
+        for path in session.dependencies():
+            self.env.note_dependency(str(path))
+
+    # -- reporting --------------------------------------------------------------
+    def located(self) -> nodes.Element:
+        node = nodes.paragraph()
+        self.set_source_info(node)
+        return node
+
+    def report(self, problem: Problem, *, render: bool = True) -> List[nodes.Node]:
+        """Log ``problem`` (or raise in strict mode); return the admonition to show."""
+        node = problem_node("%s not available:" % self.what, _first_line(problem.message))
+        self.set_source_info(node)
+        message = "%s: %s" % (self.name, problem.details())
+        if self.config.fmha_strict:
+            source, line = self.get_source_info()
+            raise ExtensionError("%s:%s: %s [fmha.%s]" % (source, line, message, problem.kind))
+        logger.warning(message, location=node, type="fmha", subtype=problem.kind)
+        return [node] if render else []
+
+    def warn(self, kind: str, message: str) -> None:
+        """A located warning that does not replace the directive's output."""
+        if self.config.fmha_strict:
+            source, line = self.get_source_info()
+            raise ExtensionError("%s:%s: %s: %s [fmha.%s]" % (source, line, self.name, message, kind))
+        logger.warning("%s: %s", self.name, message, location=self.located(), type="fmha",
+                       subtype=kind)
+
+    def run(self) -> List[nodes.Node]:
+        try:
+            return self.run_fmha()
+        except ExtensionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, located
+            return self.report(problem_of(exc))
+
+    def run_fmha(self) -> List[nodes.Node]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _first_line(text: str) -> str:
+    """The first line of a message, without absolute paths (it goes into the page)."""
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else "unknown error"
+    words = []
+    for word in line.split(" "):
+        if os.path.isabs(word.strip("'\",:;()")) and len(word) > 1:
+            word = "<path>"
+        words.append(word)
+    return " ".join(words) + ("" if line.endswith(".") else ".") + " See the build log."
+
+
+def _joined(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def _receipt(value: Any) -> Any:
+    if value is None or isinstance(value, int):
+        return value
+    return str(value)
+
+
+def flag_or_error(value: Optional[str], name: str) -> None:
+    if value:
+        raise OptionError("%s: takes no value" % name)

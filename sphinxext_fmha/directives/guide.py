@@ -1,0 +1,289 @@
+"""The directives: ``fmha-kernel-guide``, ``fmha-filter-check``, ``fmha-api-list``,
+``fmha-filename``.
+
+They build docutils nodes directly (never ``nested_parse`` of generated markup), so a
+reStructuredText page and a MyST page give the same doctree.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx import addnodes
+
+from ..model import FilterCheck
+from ..render.collect import (
+    RECOMMENDATION_SECTIONS,
+    OptionError,
+    Problem,
+    collect_guide,
+    parse_sections,
+    problem_of,
+)
+from ..render.guide import (
+    api_list_table,
+    filename_blocks,
+    filter_check_blocks,
+    guide_sections,
+    header_inlines,
+)
+from ..render.ir import Para
+from ..render.nodes import blocks_to_nodes, sections_to_nodes
+from .common import OPTION_SPEC, FmhaDirective, logger
+
+__all__ = [
+    "ApiListDirective",
+    "FilenameDirective",
+    "FilterCheckDirective",
+    "KernelGuideDirective",
+    "HEADINGS",
+]
+
+#: Values of ``:headings:``.
+HEADINGS = ("auto", "section", "rubric", "none")
+
+
+def _doc_link(target: str, content: List[nodes.Node]) -> nodes.Node:
+    ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + target.lstrip("/"),
+                                refexplicit=True, refwarn=True)
+    ref.extend(content)
+    return ref
+
+
+class KernelGuideDirective(FmhaDirective):
+    """``.. fmha-kernel-guide:: API`` -- the full kernel selection guide."""
+
+    what = "FMHA kernel guide"
+    required_arguments = 1
+    optional_arguments = 0
+    has_content = False
+    option_spec = dict(OPTION_SPEC, **{
+        "sections": directives.unchanged,
+        "headings": directives.unchanged,
+        "no-header": directives.flag,
+    })
+
+    def run_fmha(self) -> List[nodes.Node]:
+        api = self.arguments[0].strip()
+        headings = (self.options.get("headings") or "auto").strip().lower()
+        if headings not in HEADINGS:
+            raise OptionError("headings: %r is not one of %s" % (headings, ", ".join(HEADINGS)))
+        names = parse_sections(self.options.get("sections"))
+        session = self.fmha_session()
+        self.note_tree(session)
+        options = self.fmha_options(session)
+        logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
+        wants = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
+        data = collect_guide(session, api, options, recommend=wants)
+        before: List[nodes.Node] = []
+        if "no-header" not in self.options:
+            before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))
+        problem = data.recommendation_problem
+        if problem is not None and any(n in names for n in RECOMMENDATION_SECTIONS):
+            problem.message = "%s: %s (sections %s are left out)" % (
+                api, problem.message, ", ".join(n for n in names if n in RECOMMENDATION_SECTIONS))
+            before.extend(self.report(problem))
+        if data.model.gaps:
+            self.warn("gap", "%s: the analysis left %d gap(s): %s" % (
+                api, len(data.model.gaps), "; ".join(
+                    "%s (%s)%s" % (g.what, g.where, ": " + g.why if g.why else "")
+                    for g in data.model.gaps)))
+        guide = sections_to_nodes(guide_sections(data, names), api, headings, _doc_link, before)
+        self.set_source_info(guide)
+        return [guide]
+
+
+class FilterCheckDirective(FmhaDirective):
+    """``.. fmha-filter-check::`` -- what one ``generate.py -f`` selects, proven."""
+
+    what = "FMHA filter check"
+    required_arguments = 0
+    optional_arguments = 1
+    final_argument_whitespace = False
+    has_content = False
+    option_spec = dict(OPTION_SPEC, **{
+        "api": directives.unchanged,
+        "filter": directives.unchanged,
+        "expect-count": directives.unchanged,
+        "expect-keep": directives.unchanged,
+        "expect-drop": directives.unchanged,
+    })
+
+    def run_fmha(self) -> List[nodes.Node]:
+        api = (self.options.get("api") or "").strip()
+        if not api:
+            raise OptionError("api: an API is required (e.g. :api: fwd)")
+        filter_text = self.options.get("filter")
+        if self.arguments:
+            if filter_text is not None:
+                raise OptionError("filter: give the filter either as the argument or as "
+                                  ":filter:, not both")
+            filter_text = self.arguments[0]
+        filter_text = (filter_text or "").strip()
+        if not filter_text:
+            raise OptionError("filter: a -f pattern is required (e.g. :filter: *_d128_*)")
+        expect_count = self._expect_count()
+        expect_keep = _tokens(self.options.get("expect-keep"))
+        expect_drop = _tokens(self.options.get("expect-drop"))
+        session = self.fmha_session()
+        self.note_tree(session)
+        options = self.fmha_options(session)
+        model = session.model(api, options)
+        try:
+            check = session.check(api, filter_text, options)
+        except Exception as exc:  # noqa: BLE001
+            problem = problem_of(exc)
+            if problem.kind == "generate":
+                problem.kind = "filter"
+                problem.message = "generate.py rejects the filter %r: %s" % (filter_text,
+                                                                         problem.message)
+            return self.report(problem)
+        if check.count == 0:
+            message = "the filter %r selects no kernel of %s" % (filter_text, api)
+            if check.notes:
+                message += " (" + "; ".join(n for n in check.notes
+                                            if n != "the filter selects no kernel") + ")"
+            return self.report(Problem("filter", message.replace(" ()", ""), check.command))
+        if not check.verified:
+            self.warn("model", "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
+                                                 or "the model's prediction differs"))
+        results = self._expectations(check, expect_count, expect_keep, expect_drop)
+        for text, ok in results:
+            if not ok:
+                self.warn("expectation", "%s -f %r: expected %s (command: %s)"
+                          % (api, filter_text, text, check.command))
+        container = nodes.container(classes=["fmha-filter-check"])
+        self.set_source_info(container)
+        container.extend(blocks_to_nodes(filter_check_blocks(check, results, model)))
+        return [container]
+
+    def _expect_count(self) -> Optional[int]:
+        raw = self.options.get("expect-count")
+        if raw is None:
+            return None
+        try:
+            return int(str(raw).strip())
+        except ValueError:
+            raise OptionError("expect-count: %r is not an integer" % raw) from None
+
+    @staticmethod
+    def _expectations(check: FilterCheck, count: Optional[int], keep: List[Tuple[str, str]],
+                      drop: List[Tuple[str, str]]) -> List[Tuple[str, bool]]:
+        results: List[Tuple[str, bool]] = []
+        if count is not None:
+            results.append(("%d kernels (generate.py selects %d)" % (count, check.count),
+                            check.count == count))
+
+        def rows_for(segment: str, token: str):
+            for row in check.breakdown:
+                if segment and row.segment != segment:
+                    continue
+                for item in row.counts:
+                    if item.token == token and item.baseline:
+                        yield item
+
+        for segment, token in keep:
+            found = list(rows_for(segment, token))
+            shown = "%s:%s" % (segment, token) if segment else token
+            results.append(("%s kept" % (shown or "(no token)"),
+                            bool(found) and all(i.selected > 0 for i in found)))
+        for segment, token in drop:
+            found = list(rows_for(segment, token))
+            shown = "%s:%s" % (segment, token) if segment else token
+            results.append(("%s dropped" % (shown or "(no token)"),
+                            bool(found) and all(i.selected == 0 for i in found)))
+        return results
+
+
+def _tokens(raw: Optional[str]) -> List[Tuple[str, str]]:
+    """``"_nbias, bias:_alibi"`` -> [("", "_nbias"), ("bias", "_alibi")]."""
+    if raw is None:
+        return []
+    out = []
+    for item in re.split(r"[,\n]", raw):
+        item = item.strip()
+        if not item:
+            continue
+        segment, _, token = item.rpartition(":")
+        token = token.strip()
+        if token in ("(no token)", "''", '""'):
+            token = ""
+        out.append((segment.strip(), token))
+    if not out:
+        raise OptionError("expect-keep/expect-drop: no token given")
+    return out
+
+
+class ApiListDirective(FmhaDirective):
+    """``.. fmha-api-list::`` -- the tree's APIs with their kernel counts."""
+
+    what = "FMHA API list"
+    required_arguments = 0
+    has_content = False
+    option_spec = dict(OPTION_SPEC, link=directives.unchanged)
+
+    def run_fmha(self) -> List[nodes.Node]:
+        link = self.options.get("link")
+        if link is not None and "{api}" not in link:
+            raise OptionError("link: %r must contain {api} (e.g. gallery/{api})" % link)
+        session = self.fmha_session()
+        self.note_tree(session)
+        options = self.fmha_options(session)
+        rows = []
+        problems: List[Problem] = []
+        for info in session.apis():
+            count = None
+            note = ""
+            if info.in_generate:
+                try:
+                    listing = session.runner.list_kernels(session.tree.request(info.name, options))
+                    count = listing.count
+                except Exception as exc:  # noqa: BLE001 - one failed API, reported
+                    problem = problem_of(exc)
+                    problem.message = "%s: %s" % (info.name, problem.message)
+                    problems.append(problem)
+                    note = "listing failed (see the build log)"
+            else:
+                note = "in codegen/ops but not in generate.py's API table"
+            module = info.source.split("/codegen/", 1)[-1]
+            module = "codegen/" + module if "/codegen/" in info.source else info.source
+            rows.append((info.name, module, count, note))
+        out: List[nodes.Node] = []
+        for problem in problems:
+            out.extend(self.report(problem, render=False))
+        table_nodes = blocks_to_nodes([api_list_table(rows, link)], _doc_link)
+        for node in table_nodes:
+            self.set_source_info(node)
+        return out + table_nodes
+
+
+class FilenameDirective(FmhaDirective):
+    """``.. fmha-filename:: API`` -- the file-name diagram(s) alone."""
+
+    what = "FMHA file name diagram"
+    required_arguments = 1
+    has_content = False
+    option_spec = dict(OPTION_SPEC, **{"type": directives.unchanged, "legend": directives.flag})
+
+    def run_fmha(self) -> List[nodes.Node]:
+        api = self.arguments[0].strip()
+        session = self.fmha_session()
+        self.note_tree(session)
+        options = self.fmha_options(session)
+        model = session.model(api, options)
+        kernel_types = model.kernel_types
+        wanted = (self.options.get("type") or "").strip()
+        if wanted:
+            kernel_types = [k for k in model.kernel_types if k.class_name == wanted]
+            if not kernel_types:
+                raise OptionError("type: %r is not a kernel sub-type of %s (it has: %s)" % (
+                    wanted, api, ", ".join(k.class_name for k in model.kernel_types)))
+        blocks = filename_blocks(model, kernel_types, legend="legend" in self.options,
+                                 headings=not wanted)
+        container = nodes.container(classes=["fmha-filename"])
+        self.set_source_info(container)
+        container.extend(blocks_to_nodes(blocks))
+        return [container]

@@ -1,0 +1,189 @@
+"""The guide as GitHub-flavoured Markdown (same content as the Sphinx directive).
+
+:func:`render_guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
+Folded blocks become ``<details>``, admonitions GitHub alerts, the file-name diagram a
+fenced block with a numbered ruler.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import TYPE_CHECKING, List, Optional, Sequence
+
+from ..analysis.analyze import Options
+from ..model import FilterCheck, Recommendation
+from .collect import GuideData, collect_guide, parse_sections
+from .diagram import diagram_text
+from .guide import filter_check_blocks, guide_sections, header_inlines, recommendation_sections
+from .ir import (
+    Admonition,
+    Block,
+    BulletList,
+    Code,
+    CodeBlock,
+    Diagram,
+    DocLink,
+    Dropdown,
+    Emph,
+    Inline,
+    Para,
+    Strong,
+    SubHeading,
+    Table,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..session import Session
+
+__all__ = [
+    "blocks_markdown",
+    "filter_check_markdown",
+    "guide_markdown",
+    "render_guide_markdown",
+    "render_recommendation_markdown",
+]
+
+_ESCAPE = re.compile(r"([\\`*_\[\]<>])")
+_ALERTS = {"note": "NOTE", "tip": "TIP", "caution": "CAUTION", "warning": "WARNING",
+           "important": "IMPORTANT"}
+
+
+def _escape(text: str, in_table: bool = False) -> str:
+    text = _ESCAPE.sub(r"\\\1", text)
+    if in_table:
+        text = text.replace("|", "\\|")
+    return " ".join(text.split("\n"))
+
+
+def _code(text: str, in_table: bool = False) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    body = text.replace("\n", " ")
+    if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.endswith(" ") and body.strip()):
+        body = " " + body + " "
+    if in_table:
+        body = body.replace("|", "\\|")
+    return fence + body + fence
+
+
+def _inline(parts: Sequence[Inline], in_table: bool = False) -> str:
+    out: List[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(_escape(part, in_table))
+        elif isinstance(part, Code):
+            out.append(_code(part.text, in_table))
+        elif isinstance(part, Strong):
+            out.append("**%s**" % _escape(part.text, in_table))
+        elif isinstance(part, Emph):
+            out.append("*%s*" % _escape(part.text, in_table))
+        elif isinstance(part, DocLink):
+            out.append(_inline(part.content, in_table))
+    return "".join(out)
+
+
+def _html_inline(parts: Sequence[Inline]) -> str:
+    out: List[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(html.escape(part))
+        elif isinstance(part, Code):
+            out.append("<code>%s</code>" % html.escape(part.text))
+        elif isinstance(part, Strong):
+            out.append("<strong>%s</strong>" % html.escape(part.text))
+        elif isinstance(part, Emph):
+            out.append("<em>%s</em>" % html.escape(part.text))
+        elif isinstance(part, DocLink):
+            out.append(_html_inline(part.content))
+    return "".join(out)
+
+
+def _fence(text: str, language: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"^`{3,}", text, re.M)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return "%s%s\n%s\n%s" % (fence, language if language != "none" else "", text.rstrip("\n"), fence)
+
+
+def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
+    """Markdown chunks (to be joined with blank lines); ``level``: the heading level
+    of the enclosing section."""
+    out: List[str] = []
+    for block in blocks:
+        if isinstance(block, Para):
+            out.append(_inline(block.inlines))
+        elif isinstance(block, BulletList):
+            out.append("\n".join("- " + _inline(item) for item in block.items))
+        elif isinstance(block, Table):
+            lines = []
+            if block.title:
+                lines.append("**%s**" % _inline(block.title).replace("**", ""))
+                lines.append("")
+            lines.append("| " + " | ".join(_escape(h, True) for h in block.header) + " |")
+            lines.append("|" + "|".join(" --- " for _ in block.header) + "|")
+            for row in block.rows:
+                cells = [_inline(row[i], True) if i < len(row) else "" for i in range(len(block.header))]
+                lines.append("| " + " | ".join(cells) + " |")
+            out.append("\n".join(lines))
+        elif isinstance(block, CodeBlock):
+            out.append(_fence(block.text, block.language))
+        elif isinstance(block, SubHeading):
+            out.append("#" * min(level + 1, 6) + " " + _inline(block.inlines))
+        elif isinstance(block, Dropdown):
+            inner = "\n\n".join(blocks_markdown(block.blocks, level))
+            out.append("<details%s>\n<summary>%s</summary>\n\n%s\n\n</details>"
+                       % (" open" if block.opened else "", _html_inline(block.title), inner))
+        elif isinstance(block, Admonition):
+            inner = "\n\n".join(blocks_markdown(block.blocks, level))
+            quoted = "\n".join(("> " + line) if line else ">" for line in inner.split("\n"))
+            out.append("> [!%s]\n%s" % (_ALERTS.get(block.kind, "NOTE"), quoted))
+        elif isinstance(block, Diagram):
+            out.append(_fence(diagram_text(block)))
+    return out
+
+
+def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
+                   title: Optional[str] = None) -> str:
+    """The guide of ``data`` as one Markdown document."""
+    names = list(sections) if sections is not None else parse_sections(None)
+    chunks: List[str] = ["# " + (title or "FMHA kernel guide: %s" % _code(data.api))]
+    chunks.append(_inline(header_inlines(data)))
+    problem = data.recommendation_problem
+    if problem is not None and any(n in names for n in ("minimal", "losses", "commands")):
+        chunks.extend(blocks_markdown([Admonition("note", [Para([
+            "Recommended minimal set, what you lose and filter commands: not available. "
+            + problem.message])])]))
+    for section in guide_sections(data, names):
+        chunks.append("## " + _escape(section.title))
+        chunks.extend(blocks_markdown(section.blocks, 2))
+    return "\n\n".join(chunks).rstrip() + "\n"
+
+
+def render_guide_markdown(session: "Session", api: str, options: Options = Options(),
+                          sections: Optional[Sequence[str]] = None) -> str:
+    """The guide of ``api`` as GitHub-flavoured Markdown.
+
+    ``sections``: names or numbers (see :data:`~sphinxext_fmha.render.collect.SECTIONS`);
+    None: all.  Raises what :meth:`Session.model` raises (see
+    :func:`~sphinxext_fmha.render.collect.problem_of` to report it).
+    """
+    names = parse_sections(list(sections) if sections is not None else None)
+    wants_recommendation = any(n in names for n in ("minimal", "losses", "commands", "counts"))
+    data = collect_guide(session, api, options, recommend=wants_recommendation)
+    return guide_markdown(data, names)
+
+
+def filter_check_markdown(check: FilterCheck) -> str:
+    """A filter check (command, counts, breakdown) as Markdown."""
+    chunks = ["# Filter check: %s %s" % (_code(check.api), _code(check.filter))]
+    chunks.extend(blocks_markdown(filter_check_blocks(check), 1))
+    return "\n\n".join(chunks).rstrip() + "\n"
+
+
+def render_recommendation_markdown(rec: Recommendation, model=None) -> str:
+    """The recommended minimal set, losses, commands and counts as Markdown."""
+    chunks = ["# Recommended minimal set: %s" % _code(rec.api)]
+    for section in recommendation_sections(rec, model):
+        chunks.append("## " + _escape(section.title))
+        chunks.extend(blocks_markdown(section.blocks, 2))
+    return "\n\n".join(chunks).rstrip() + "\n"
