@@ -146,8 +146,7 @@ def analyze_api(
     supported = tree.supported_dests()
     observed = observe(tree.fmha_dir, probe_argv(request, supported), python=python,
                        cache=cache, timeout=timeout, progress=progress)
-    module_rel = str(Path(info.source).relative_to(_fmha_rel(tree)).as_posix())
-    facts = analyze_source(tree.fmha_dir, module_rel)
+    facts = analyze_source(tree.fmha_dir, module_rel_of(tree, info))
     runner = runner or GenerateRunner(tree.fmha_dir, python=python, cache=cache,
                                       timeout=timeout, progress=progress)
     listing = runner.list_kernels(request)
@@ -208,15 +207,22 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         gaps=gaps,
     )
     model.baseline = _baseline(model, grammars, listed_files)
-    probe_files = sorted(observed["listing"])
-    if sorted(listed_files) != sorted(f for f in probe_files if f in set(
-            r["filename"] for r in observed["records"])):
+    observed_files = {r["filename"] for r in observed["records"]}
+    listing_matches = observed_files == set(listed_files)
+    if not listing_matches:
         model.gaps.append(Gap(
             what="the observed kernels differ from generate.py's listing",
             where=info.source,
-            why="%d observed, %d listed" % (len(observed["records"]), len(listed_files))))
-    model.checks = _checks(model, facts, observed)
+            why="%d observed, %d listed, %d in only one of them" % (
+                len(observed_files), len(listed_files),
+                len(observed_files.symmetric_difference(listed_files)))))
+    model.checks = _checks(model, facts, tree.fmha_dir / module_rel_of(tree, info),
+                           listing_matches)
     return model
+
+
+def module_rel_of(tree: Tree, info: ApiInfo) -> str:
+    return Path(info.source).relative_to(_fmha_rel(tree)).as_posix()
 
 
 def _first_listed(observed: dict, class_name: str) -> int:
@@ -235,14 +241,14 @@ def _class_doc(facts: SourceFacts, class_name: str) -> str:
 
 
 def _example(records: List[dict], grammar: Grammar) -> str:
-    """A real name showing as many segments as possible (deterministic)."""
+    """A real file name that shows as many non-empty segments as possible; the
+    alphabetically first of those, so the choice is deterministic."""
     def filled(record: dict) -> int:
-        parse = grammar.parse(record["name"]) or []
-        return sum(1 for token in parse if token)
+        return sum(1 for token in grammar.parse(record["name"]) or [] if token)
 
-    best = max(records, key=lambda r: (filled(r), [-ord(c) for c in r["filename"][:0]]))
-    top = max(filled(r) for r in records)
-    return sorted(r["filename"] for r in records if filled(r) == top)[0] if best else ""
+    scores = {r["filename"]: filled(r) for r in records}
+    top = max(scores.values(), default=0)
+    return min((f for f, score in scores.items() if score == top), default="")
 
 
 def _class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, str]):
@@ -334,13 +340,14 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
                     info = FieldInfo(path=path, segment=segment.label,
                                      comment=declared.comment if declared else "",
                                      defined_at=_line_of(class_where.get(owner, ""), declared))
-                    _link_map(info, leaf, owner, uses, facts)
+                    info.symbol_map = owner  # resolved into the map below
                     fields[path] = info
                 if kernel_type.class_name not in info.kernel_types:
                     info.kernel_types.append(kernel_type.class_name)
                 values = {str(r["leaves"].get(path)) for r in records if path in r["leaves"]}
                 info.values = sorted(set(info.values) | values, key=_natural)
     for info in fields.values():
+        _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
         if info.cpp_symbols:
             extra = [v for v in info.values if v not in info.cpp_symbols]
             for value in extra:
@@ -355,6 +362,7 @@ def _line_of(class_where: str, declared) -> str:
 
 
 def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) -> None:
+    info.symbol_map = ""
     candidates = [u for u in uses.get(leaf, []) if u.owner == owner] or uses.get(leaf, [])
     if not candidates:
         return
@@ -366,11 +374,13 @@ def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) 
     if symbol_map.entries:
         info.cpp_symbols = dict(symbol_map.entries)
     elif symbol_map.branches:
-        merged: Dict[str, str] = {}
-        for branch in sorted(symbol_map.branches):
-            for key, value in symbol_map.branches[branch].items():
-                merged.setdefault(key, value)
-        info.cpp_symbols = merged
+        # A map chosen by an argument (get_mask_map(mask_impl)): the branch whose keys
+        # hold the observed values; values of another branch are hard-coded ones.
+        values = set(info.values)
+        branch = max(sorted(symbol_map.branches),
+                     key=lambda b: len(values & set(symbol_map.branches[b])))
+        info.symbol_map = "%s(%s)" % (use.map, branch)
+        info.cpp_symbols = dict(symbol_map.branches[branch])
 
 
 _NUM = re.compile(r"(\d+)")
@@ -426,19 +436,31 @@ def _suffix_of(filename: str, kernel_type: KernelType) -> str:
     return filename[len(name):]
 
 
-def _checks(model: ApiModel, facts: SourceFacts, observed: dict) -> Dict[str, object]:
+def _blob_functions_take_targets(module_path: Path, functions: Sequence[str]) -> bool:
+    import ast
+
+    tree = ast.parse(module_path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in functions:
+            if any(arg.arg == "targets" for arg in node.args.args):
+                return True
+    return False
+
+
+def _checks(model: ApiModel, facts: SourceFacts, module_path: Path,
+            listing_matches: bool) -> Dict[str, object]:
+    """The cross-check summary: facts that tell CK versions apart at a glance."""
     return {
         "kernel_classes": len(model.kernel_types),
         "frozen": {k.class_name: k.frozen for k in model.kernel_types},
-        "blob_function_takes_targets": any("targets" in (facts.enumeration.functions.get(f) or "")
-                                            for f in facts.enumeration.functions) or bool(
-            facts.has_arch_factories),
+        "blob_function_takes_targets": _blob_functions_take_targets(
+            module_path, list(facts.enumeration.functions)),
         "has_arch_factories": facts.has_arch_factories,
         "dispatch_mechanism": model.dispatch.mechanism,
         "filter_split": model.filter.api_split,
         "filter_drops": model.filter.drops,
-        "skip_conditions": len(model.skip_conditions),
-        "rule_objects": sum(1 for s in model.skip_conditions if s.kind != "continue"),
-        "listing_matches_observation": sorted(observed["listing"]) == sorted(observed["listing"]),
+        "skip_conditions": sum(1 for s in model.skip_conditions if s.kind != "rule"),
+        "rule_objects": sum(1 for s in model.skip_conditions if s.kind == "rule"),
+        "listing_matches_observation": listing_matches,
         "all_names_parse": model.baseline.parsed == model.baseline.count,
     }
