@@ -266,6 +266,10 @@ class FilterCheck:
     verified: bool = False
     notes: List[str] = field(default_factory=list)
     files: List[str] = field(default_factory=list)
+    dispatch_checked: bool = False
+    dispatch_unmatched: int = 0
+    dispatch_unreached: List[str] = field(default_factory=list)
+    dispatch_order: List[str] = field(default_factory=list)
 
 
 @dataclass

@@ -148,12 +148,11 @@ def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> L
 
 
 def check_filter(session: "Session", api: str, filter: str,
-                 options: Options = Options()) -> FilterCheck:
+                 options: Options = Options(), dispatch: bool = True) -> FilterCheck:
     model = session.model(api, options)
     tree = session.tree
     base_request = tree.request(api, options)
     request = tree.request(api, options, filter=filter)
-    supported = tree.supported_dests()
     baseline_listing = session.runner.list_kernels(base_request)
     listing = session.runner.list_kernels(request)
     baseline = session.parsed_listing(api, options, baseline_listing.files)
@@ -168,7 +167,6 @@ def check_filter(session: "Session", api: str, filter: str,
         predicted_per_type=dict(sorted(Counter(baseline.parsed[f][0] for f in predicted).items())),
         files=sorted(listing.files),
     )
-    del supported
     check.side_effects = ["%s: %s dropped (not named by the filter)" % (
         row.segment, ", ".join(t or "(no token)" for t in row.dropped))
         for row in check.breakdown if row.side_effect]
@@ -187,4 +185,34 @@ def check_filter(session: "Session", api: str, filter: str,
                            "requires it cannot match" % piece)
     if listing.count == 0:
         check.notes.append("the filter selects no kernel")
+    elif dispatch:
+        check_dispatch(session, request, check)
     return check
+
+
+def check_dispatch(session: "Session", request: GenerateRequest, check: FilterCheck) -> None:
+    """Generate with the filter into a temporary folder and confirm that the API
+    dispatch file reaches exactly the generated kernels; record the try order."""
+    from .dispatch_file import match_leaves_to_kernels, parse_dispatch
+
+    api_file = session.runner.generate_api_file(request)
+    tree = parse_dispatch(api_file.text)
+    match = match_leaves_to_kernels(tree, api_file.kernel_traits)
+    order: List[str] = []
+    for leaf in tree.leaves:
+        for filename in match.files_of(leaf.order):
+            if filename not in order:
+                order.append(filename)
+    check.dispatch_checked = True
+    check.dispatch_order = order
+    check.dispatch_unmatched = len(match.unmatched)
+    check.dispatch_unreached = sorted(match.unreached)
+    if sorted(api_file.kernel_files) != check.files:
+        check.notes.append("generate.py -o wrote %d kernels but -l listed %d"
+                           % (len(api_file.kernel_files), check.count))
+    if match.unmatched:
+        check.notes.append("the dispatch file names %d kernel traits that were not generated "
+                           "(the build would fail to link)" % len(match.unmatched))
+    if match.unreached:
+        check.notes.append("%d generated kernels are reached by no dispatch branch"
+                           % len(match.unreached))
