@@ -214,6 +214,7 @@ class ApiModel:
     tiles: List[TileClass] = field(default_factory=list)
     factories: List[Factory] = field(default_factory=list)
     filter: FilterSpec = field(default_factory=FilterSpec)
+    enumeration: Dict[str, Any] = field(default_factory=dict)
     skip_conditions: List[SkipCondition] = field(default_factory=list)
     receipts: List[Receipt] = field(default_factory=list)
     dispatch: DispatchInfo = field(default_factory=DispatchInfo)

@@ -25,6 +25,7 @@ from ..model import (
     Gap,
     GenerateOption,
     KernelType,
+    to_dict,
 )
 from ..verify.cache import DiskCache
 from ..verify.runner import GenerateRequest, GenerateRunner
@@ -202,6 +203,11 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         tiles=facts.tiles,
         factories=facts.factories,
         filter=filter_spec,
+        enumeration={
+            "functions": dict(facts.enumeration.functions),
+            "products": [to_dict(loop) for loop in facts.enumeration.loops],
+            "dedup": [to_dict(d) for d in facts.dedup],
+        },
         skip_conditions=facts.skip_conditions,
         receipts=facts.receipts,
         dispatch=facts.dispatch,
