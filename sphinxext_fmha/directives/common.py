@@ -21,7 +21,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from ..analysis.analyze import Options
-from ..render.collect import OptionError, Problem, merge_options, parse_options, problem_of
+from ..render.collect import Problem, merge_options, parse_options, problem_of
 from ..render.nodes import problem_node
 
 logger = logging.getLogger("sphinxext_fmha")
@@ -30,6 +30,7 @@ __all__ = [
     "FmhaDirective",
     "OPTION_SPEC",
     "clear_sessions",
+    "forget_roots",
     "get_session",
     "logger",
     "resolve_ck_root",
@@ -53,6 +54,12 @@ def clear_sessions() -> None:
     """Forget every memoised Session and CK root (tests)."""
     with _LOCK:
         _SESSIONS.clear()
+        _ROOTS.clear()
+
+
+def forget_roots(*_args: Any) -> None:
+    """Look for the CK root again (each build: the tree may have appeared)."""
+    with _LOCK:
         _ROOTS.clear()
 
 
@@ -143,6 +150,7 @@ class FmhaDirective(SphinxDirective):
 
     # -- reporting --------------------------------------------------------------
     def located(self) -> nodes.Element:
+        """A node carrying the directive's source and line (a warning's location)."""
         node = nodes.paragraph()
         self.set_source_info(node)
         return node
@@ -201,8 +209,3 @@ def _receipt(value: Any) -> Any:
     if value is None or isinstance(value, int):
         return value
     return str(value)
-
-
-def flag_or_error(value: Optional[str], name: str) -> None:
-    if value:
-        raise OptionError("%s: takes no value" % name)

@@ -24,6 +24,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .. import __version__
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
+from .common import forget_roots
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -168,6 +169,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.add_post_transform(ResolveDiagrams)
     app.connect("config-inited", _resolve_paths)
     app.connect("builder-inited", _add_static)
+    app.connect("builder-inited", forget_roots)
     return {
         "version": __version__,
         "env_version": 1,

@@ -77,7 +77,7 @@ class KernelGuideDirective(FmhaDirective):
         options = self.fmha_options(session)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
         wants = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
-        data = collect_guide(session, api, options, recommend=wants)
+        data = collect_guide(session, api, options, recommend=wants, conditions="fields" in names)
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))

@@ -204,7 +204,8 @@ def merge_options(base: Options, **overrides: object) -> Dict[str, object]:
 
 
 def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
-    """Section names from ``"1,2,fields"`` (numbers, names or aliases); None: all."""
+    """Section names from ``"1,2,fields,5-8"`` (numbers, ranges, names or aliases);
+    None: all."""
     if spec is None:
         return [name for name, _ in SECTIONS]
     items = spec if not isinstance(spec, str) else re.split(r"[,\s]+", spec)
@@ -216,12 +217,18 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
         if item == "all":
             names.extend(n for n, _ in SECTIONS if n not in names)
             continue
-        if item.isdigit():
-            index = int(item)
-            if not 1 <= index <= len(SECTIONS):
-                raise OptionError("sections: %s is not a section number (1-%d)"
-                                  % (item, len(SECTIONS)))
-            name = SECTIONS[index - 1][0]
+        span = re.fullmatch(r"(\d+)-(\d+)", item)
+        if item.isdigit() or span:
+            first, last = (int(span.group(1)), int(span.group(2))) if span else (int(item),) * 2
+            for index in (first, last):
+                if not 1 <= index <= len(SECTIONS):
+                    raise OptionError("sections: %s is not a section number (1-%d)"
+                                      % (index, len(SECTIONS)))
+            if last < first:
+                raise OptionError("sections: %s is an empty range" % item)
+            names.extend(SECTIONS[i - 1][0] for i in range(first, last + 1)
+                         if SECTIONS[i - 1][0] not in names)
+            continue
         else:
             name = _ALIASES.get(item, item)
             if name not in SECTION_TITLES:
@@ -275,6 +282,46 @@ def token_counts(model: ApiModel, files: Sequence[str]) -> TokenCounts:
     return {key: dict(value) for key, value in counts.items()}
 
 
+TokenConditions = Dict[Tuple[str, int], Dict[str, List[str]]]
+
+
+def token_conditions(model: ApiModel, files: Sequence[str],
+                     terms_by_file: Dict[str, List[str]]) -> TokenConditions:
+    """(kernel class, segment index) -> token -> the dispatch-condition terms shared by
+    every kernel with that token and not by every kernel of its class."""
+    grammars = grammars_of(model)
+    per_class: Dict[str, List[Tuple[List[str], List[str]]]] = {}
+    for filename in files:
+        if filename not in terms_by_file:
+            continue
+        found = parse_filename(model, grammars, filename)
+        if len(found) != 1:
+            continue
+        kernel_type, tokens = found[0]
+        per_class.setdefault(kernel_type.class_name, []).append(
+            (list(tokens), list(terms_by_file[filename])))
+    result: TokenConditions = {}
+    for class_name, items in per_class.items():
+        common = set(items[0][1])
+        for _tokens, terms in items[1:]:
+            common &= set(terms)
+        width = len(items[0][0])
+        for index in range(width):
+            shared: Dict[str, Optional[set]] = {}
+            order: Dict[str, List[str]] = {}
+            for tokens, terms in items:
+                token = tokens[index]
+                if token not in shared:
+                    shared[token] = set(terms)
+                    order[token] = terms
+                else:
+                    shared[token] &= set(terms)  # type: ignore[operator]
+            result[(class_name, index)] = {
+                token: [t for t in order[token] if t in (shared[token] or set()) and t not in common]
+                for token in shared}
+    return result
+
+
 @dataclass
 class GuideData:
     """Everything a guide renders (model, measured counts, recommendation)."""
@@ -284,6 +331,7 @@ class GuideData:
     model: ApiModel
     date: str
     token_counts: TokenCounts = field(default_factory=dict)
+    token_conditions: TokenConditions = field(default_factory=dict)
     api_file: Optional[str] = None
     listing_command: str = ""
     recommendation: Optional[Recommendation] = None
@@ -291,17 +339,25 @@ class GuideData:
 
 
 def collect_guide(session: "Session", api: str, options: Options = Options(), *,
-                  recommend: bool = True) -> GuideData:
-    """Model + per-token counts (+ recommendation) of one API.
+                  recommend: bool = True, conditions: bool = True) -> GuideData:
+    """Model + per-token counts (+ dispatch conditions, recommendation) of one API.
 
     Failures of the model raise; a recommendation that cannot be made is recorded as
-    ``recommendation_problem`` (kind ``recommend`` when the feature is missing).
+    ``recommendation_problem`` (kind ``recommend`` when the feature is missing);
+    dispatch conditions are shown when they can be read, and left out otherwise.
     """
     model = session.model(api, options)
     listing = session.runner.list_kernels(session.tree.request(api, options))
     data = GuideData(api=api, options=options, model=model, date=build_date(),
                      token_counts=token_counts(model, listing.files),
                      api_file=listing.api_file, listing_command=listing.command)
+    if conditions and hasattr(session, "dispatch_conditions"):
+        try:
+            terms = session.dispatch_conditions(api, options)
+        except Exception:  # noqa: BLE001 - optional: the column is left out
+            terms = {}
+        if terms:
+            data.token_conditions = token_conditions(model, listing.files, terms)
     if recommend:
         try:
             data.recommendation = session.recommend(api, options)

@@ -115,8 +115,8 @@ def header_inlines(data: GuideData) -> Inlines:
     if "targets" in opts:
         targets = ", ".join(t for t in str(opts.get("targets") or "").split(",") if t) or "all"
     else:
-        targets = "all (this generate.py has no --targets)"
-    mask = opts.get("mask") or "(this generate.py has no -m)"
+        targets = "all (not selectable in this tree)"
+    mask = opts.get("mask") or "not selectable in this tree"
     parts = ["Generated: %s" % data.date, "Source: %s" % source_rel(model),
              "Targets: %s" % targets, "Mask mode: %s" % mask]
     if data.options.receipt is not None:
@@ -355,6 +355,29 @@ def _dispatch_levels(model: ApiModel, segment: Segment) -> List[str]:
     return levels
 
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def _related(term: str, segment: Segment) -> bool:
+    """Whether a dispatch-condition term talks about the segment's own fields."""
+    names = set()
+    for text in [segment.label] + [_short(p) for p in segment.fields]:
+        names.update(w.lower() for w in re.split(r"[^A-Za-z0-9]+", text) if len(w) >= 3)
+    words = {w.lower() for w in _WORD.findall(term) if len(w) >= 3}
+    return any(a in b or b in a for a in names for b in words)
+
+
+def _condition_cell(terms: List[str], segment: Segment, limit: int = 3) -> Inlines:
+    """The terms about this segment first; at most ``limit``, then how many more."""
+    if not terms:
+        return ["-"]
+    ordered = [t for t in terms if _related(t, segment)] + [t for t in terms if not _related(t, segment)]
+    cell = join([[Code(t)] for t in ordered[:limit]], "; ")
+    if len(ordered) > limit:
+        cell.append(" (+%d more)" % (len(ordered) - limit))
+    return cell
+
+
 def _fields(data: GuideData) -> List[Block]:
     model = data.model
     infos = {f.path: f for f in model.fields}
@@ -362,8 +385,10 @@ def _fields(data: GuideData) -> List[Block]:
     filterable = [k for k in model.kernel_types if _filterable(model, k)]
     blocks.append(Para(["One table per segment of the kernel name that ", Code("-f"),
                         " can select on: each token, what it means, the C++ symbol the "
-                        "codegen substitutes for it (where the module maps one), and how many "
-                        "kernels of the full listing carry it."]))
+                        "codegen substitutes for it (where the module maps one), the condition "
+                        "under which the generated dispatcher calls its kernels (where the "
+                        "API dispatch file shows one), and how many kernels of the full "
+                        "listing carry it."]))
     for kernel_type in model.kernel_types:
         if kernel_type not in filterable:
             blocks.append(Para([Code(kernel_type.class_name), " is not filtered by ", Code("-f"),
@@ -384,7 +409,9 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
                    infos: Dict[str, FieldInfo]) -> List[Block]:
     model = data.model
     counts = data.token_counts.get((kernel_type.class_name, index), {})
-    described: List[Block] = []
+    described: List[Block] = [Para(["Segment ", Strong(segment.label), " (%s)"
+                                    % _plural(len(segment.tokens), "token")],
+                                   ["fmha-segment"])]
     field_items: List[Inlines] = []
     for path in segment.fields:
         info = infos.get(path)
@@ -408,20 +435,23 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
                                *codes(levels), " (dispatch order: ",
                                " > ".join(model.dispatch.order), ")."]))
     show_cpp = any(infos.get(p) and infos[p].cpp_symbols for p in segment.fields)
-    header = ["Token", "Meaning"] + (["C++ symbol"] if show_cpp else []) + ["Kernels"]
+    conditions = data.token_conditions.get((kernel_type.class_name, index), {})
+    show_dispatch = any(conditions.get(t) for t in segment.tokens)
+    header = (["Token", "Meaning"] + (["C++ symbol"] if show_cpp else [])
+              + (["Dispatch condition"] if show_dispatch else []) + ["Kernels"])
     rows = []
     for token in sorted(segment.tokens, key=_natural):
         row = [_token(token), [segment.tokens[token]]]
         if show_cpp:
             row.append(_cpp_symbol(segment.values.get(token, []), infos))
+        if show_dispatch:
+            row.append(_condition_cell(conditions.get(token, []), segment))
         row.append([str(counts.get(token, 0))])
         rows.append(row)
-    title: Inlines = ["Segment ", Strong(segment.label)]
-    table = Table(header=header, rows=rows, title=title, classes=["fmha-field"])
+    table = Table(header=header, rows=rows, classes=["fmha-field"])
     if len(rows) > FOLD_ROWS:
-        return described + [Dropdown(title=["Segment ", Strong(segment.label), ": %s"
-                                            % _plural(len(rows), "token")],
-                                     blocks=[table])]
+        return described + [Dropdown(title=["Tokens of ", Strong(segment.label), " (%d)"
+                                            % len(rows)], blocks=[table])]
     return described + [table]
 
 
@@ -448,24 +478,43 @@ def _minimal(data: GuideData) -> List[Block]:
     return _minimal_blocks(data.recommendation)
 
 
+def _tokens_natural(tokens: Sequence[str]) -> Inlines:
+    return join([_token(t) for t in sorted(tokens, key=_natural)]) or ["-"]
+
+
 def _minimal_blocks(rec: Recommendation) -> List[Block]:
     blocks: List[Block] = []
-    count = rec.union_count or rec.keep_count
-    blocks.append(Para(["Keep what the table says and drop the rest: the minimal set has ",
-                        Strong(str(count)), " kernels (%s)." % _verified(rec.verified)]))
+    if rec.keep_count == rec.union_count or not rec.runs:
+        blocks.append(Para(["The minimal set has ", Strong(str(rec.keep_count)), " kernels (%s)."
+                            % _verified(rec.verified)]))
+    else:
+        blocks.append(Para(["The keep set has ", Strong(str(rec.keep_count)), " kernels; the "
+                            "filter commands select ", Strong(str(rec.union_count)),
+                            " (%s; see the notes below)." % _verified(rec.verified)]))
     grouped = _decisions_by_type(rec)
     for class_name, decisions in grouped:
         if len(grouped) > 1:
             blocks.append(SubHeading([Code(class_name)]))
+        whole: Dict[str, List[str]] = {}
         rows = []
         for decision in decisions:
-            rows.append([[decision.segment], join([_token(t) for t in decision.keep]) or ["-"],
-                         join([_token(t) for t in decision.drop]) or ["-"],
-                         [decision.category], [decision.reason]])
-        blocks.append(Table(header=["Segment", "Keep", "Drop", "Category", "Why"], rows=rows,
-                            classes=["fmha-decisions"]))
-    for note in rec.notes:
-        blocks.append(Para([note]))
+            if not decision.drop:
+                whole.setdefault(decision.reason or decision.category, []).append(decision.segment)
+                continue
+            why = decision.reason
+            if decision.category and decision.category != "other":
+                why = "%s: %s" % (decision.category, why) if why else decision.category
+            rows.append([[decision.segment], _tokens_natural(decision.keep),
+                         _tokens_natural(decision.drop), [why]])
+        if rows:
+            blocks.append(Table(header=["Segment", "Keep", "Drop", "Why"], rows=rows,
+                                classes=["fmha-decisions"]))
+        for reason, segments in whole.items():
+            blocks.append(Para(["Kept whole: ", *join([[Strong(g)] for g in segments]), "."]
+                               + ([" Why: %s." % reason.rstrip(".")] if reason else [])))
+    if rec.notes:
+        blocks.append(Para(["Notes:"]))
+        blocks.append(BulletList([[note] for note in rec.notes]))
     return blocks
 
 

@@ -169,7 +169,8 @@ def render_guide_markdown(session: "Session", api: str, options: Options = Optio
     """
     names = parse_sections(list(sections) if sections is not None else None)
     wants_recommendation = any(n in names for n in ("minimal", "losses", "commands", "counts"))
-    data = collect_guide(session, api, options, recommend=wants_recommendation)
+    data = collect_guide(session, api, options, recommend=wants_recommendation,
+                         conditions="fields" in names)
     return guide_markdown(data, names)
 
 

@@ -95,7 +95,8 @@ def _paragraph(parts: Sequence[Inline], link: Optional[LinkFactory], classes=())
 
 
 def _table(table: Table, link: Optional[LinkFactory]) -> nodes.table:
-    node = nodes.table(classes=["colwidths-auto", "fmha-table"] + list(table.classes))
+    node = nodes.table(classes=["colwidths-auto", "fmha-table"] + list(table.classes),
+                       align="left")
     if table.title:
         node += nodes.title(text_of(table.title), "", *inlines_to_nodes(table.title, link))
     columns = len(table.header)

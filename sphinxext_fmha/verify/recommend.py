@@ -242,6 +242,11 @@ def recommend(session: "Session", api: str, options: Options = Options()) -> Rec
     return result
 
 
+def _top(counter: Counter, count: int) -> List[str]:
+    """The most common keys, ties broken by the key: the same text in every process."""
+    return [key for key, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:count]]
+
+
 def _filters(model: ApiModel, per_type: Dict[str, List[str]]) -> List[str]:
     spec = model.filter
     if spec.api_split and spec.parts:
@@ -321,10 +326,10 @@ def _losses(session: "Session", model: ApiModel, api: str, options: Options,
                 len(dropped), meaning)
             if fallbacks:
                 text += " %d fall back to %s" % (len(dropped) - unserved,
-                                                  ", ".join(t for t, _ in fallbacks.most_common(3)))
+                                                  ", ".join(_top(fallbacks, 3)))
                 if lost_terms:
                     text += ", which the dispatcher only picks when " + "; ".join(
-                        t for t, _ in lost_terms.most_common(3))
+                        _top(lost_terms, 3))
                     text += " (other inputs are no longer served)"
                 text += "."
             if unserved:

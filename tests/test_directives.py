@@ -1,0 +1,609 @@
+"""The Sphinx directives, built with real Sphinx apps on real and fake CK trees.
+
+* twin reStructuredText and MyST pages give the same doctree, equal to a snapshot
+  (``FMHA_UPDATE_SNAPSHOTS=1`` rewrites the snapshots);
+* html, latex and text builds finish without any warning;
+* every bad input is one located warning (``file:line``) while the page still builds;
+* ``-j 2`` works; an incremental build re-reads exactly the dependent page; a build
+  with nothing changed starts no generate.py process.
+
+The real tree is flash-attn 2.8.3 (fast APIs: fwd_appendkv, bwd for the '@' filter);
+the broken ones are synthetic trees (``tests/synthetic.py``) with a generate.py that
+crashes, hangs, or rejects a filter.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+import pytest
+
+from snapshots_util import SNAPSHOTS, check_snapshot
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util.docutils import docutils_namespace, patch_docutils
+
+from sphinxext_fmha.directives.common import clear_sessions
+
+TREE = "flash-attn-2.8.3"
+EPOCH = "1700000000"  # 2023-11-14
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+
+@pytest.fixture(autouse=True)
+def _reproducible(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)
+    clear_sessions()
+    yield
+    clear_sessions()
+
+
+@pytest.fixture(scope="module")
+def ck_root(corpus_root) -> Path:
+    return corpus_root(TREE)
+
+
+def write_project(src: Path, pages: Dict[str, str], conf: str = "", ck_root: Optional[Path] = None,
+                  extra_conf: str = "") -> Path:
+    src.mkdir(parents=True, exist_ok=True)
+    lines = [
+        'extensions = ["myst_parser", "sphinx_design", "sphinxext_fmha"]',
+        'project = "fmha-test"',
+        'exclude_patterns = ["_build"]',
+        "suppress_warnings = []",
+        "show_warning_types = True",  # the default from Sphinx 8 on; shows [fmha.<kind>]
+    ]
+    if ck_root is not None:
+        lines.append("fmha_ck_root = %r" % str(ck_root))
+    lines.append(conf)
+    lines.append(extra_conf)
+    (src / "conf.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    names = [n.rsplit(".", 1)[0] for n in pages if n.rsplit(".", 1)[0] != "index"]
+    if "index.rst" not in pages and "index.md" not in pages:
+        pages = dict(pages)
+        pages["index.rst"] = "Index\n=====\n\n.. toctree::\n\n" + "".join(
+            "   %s\n" % n for n in sorted(names))
+    for name, text in pages.items():
+        (src / name).write_text(text, encoding="utf-8")
+    return src
+
+
+def build(src: Path, builder: str = "html", out: Optional[Path] = None, parallel: int = 0,
+          confoverrides: Optional[dict] = None) -> Tuple[Sphinx, str, str]:
+    out = out or (src / "_build")
+    status, warning = io.StringIO(), io.StringIO()
+    with patch_docutils(src), docutils_namespace():
+        app = Sphinx(str(src), str(src), str(out / builder), str(out / "doctrees"), builder,
+                     confoverrides=confoverrides or {}, status=status, warning=warning,
+                     freshenv=False, parallel=parallel)
+        app.build()
+    return app, _ANSI.sub("", status.getvalue()), _ANSI.sub("", warning.getvalue())
+
+
+def section_pformat(app: Sphinx, docname: str) -> str:
+    """The page's first section (what the directive produced), without the source."""
+    doctree = app.env.get_doctree(docname)
+    text = doctree[0].pformat()
+    # docutils < 0.22 prints boolean attributes as True/False, later versions as 1/0
+    text = re.sub(r'="True"', '="1"', re.sub(r'="False"', '="0"', text))
+    return text.replace(str(app.srcdir), "<src>")
+
+
+
+
+
+
+
+# --------------------------------------------------------------------------- twins
+
+TWINS = {
+    "guide": (
+        ".. fmha-kernel-guide:: fwd_appendkv\n",
+        "```{fmha-kernel-guide} fwd_appendkv\n```\n",
+    ),
+    "guide_rubrics": (
+        ".. fmha-kernel-guide:: bwd\n   :sections: 1, filter, 3\n   :headings: rubric\n",
+        "```{fmha-kernel-guide} bwd\n:sections: 1, filter, 3\n:headings: rubric\n```\n",
+    ),
+    "filter_check": (
+        ".. fmha-filter-check::\n   :api: fwd_appendkv\n   :filter: *_d128_*\n"
+        "   :expect-count: 49\n   :expect-keep: _d128\n   :expect-drop: hdim:_d64, _d32\n",
+        "```{fmha-filter-check}\n:api: fwd_appendkv\n:filter: '*_d128_*'\n"
+        ":expect-count: 49\n:expect-keep: _d128\n:expect-drop: hdim:_d64, _d32\n```\n",
+    ),
+    "filter_check_at": (
+        ".. fmha-filter-check:: *@*@*_d64_*_nbias_*\n   :api: bwd\n   :expect-count: 516\n",
+        "```{fmha-filter-check} *@*@*_d64_*_nbias_*\n:api: bwd\n:expect-count: 516\n```\n",
+    ),
+    "api_list": (
+        ".. fmha-api-list::\n",
+        "```{fmha-api-list}\n```\n",
+    ),
+    "filename": (
+        ".. fmha-filename:: bwd\n   :legend:\n",
+        "```{fmha-filename} bwd\n:legend:\n```\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TWINS))
+def test_rst_and_myst_give_the_same_doctree(case, ck_root, tmp_path):
+    rst, md = TWINS[case]
+    pages = {
+        "page_rst.rst": "Page\n====\n\nText before.\n\n" + rst,
+        "page_md.md": "# Page\n\nText before.\n\n" + md,
+    }
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    assert warnings == ""
+    from_rst = section_pformat(app, "page_rst")
+    from_md = section_pformat(app, "page_md")
+    assert from_rst == from_md
+    check_snapshot("%s.txt" % case, from_rst)
+
+
+def test_myst_nb_gives_the_same_doctree(ck_root, tmp_path):
+    """myst-nb parses .md pages with its own MyST renderer: same doctree again."""
+    pytest.importorskip("myst_nb")
+    rst, md = TWINS["guide_rubrics"]
+    pages = {
+        "page_rst.rst": "Page\n====\n\nText before.\n\n" + rst,
+        "page_md.md": "# Page\n\nText before.\n\n" + md,
+    }
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    conf = src / "conf.py"
+    conf.write_text(conf.read_text(encoding="utf-8").replace('"myst_parser"', '"myst_nb"'),
+                    encoding="utf-8")
+    # its own process: myst-nb and myst-parser apps do not mix in one interpreter
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", "-d",
+                             str(out / "doctrees"), str(src), str(out / "html")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert _ANSI.sub("", result.stderr) == ""
+
+    def pformat(docname):
+        doctree = pickle.loads((out / "doctrees" / (docname + ".doctree")).read_bytes())
+        return doctree[0].pformat()
+
+    assert pformat("page_rst") == pformat("page_md")
+
+
+# --------------------------------------------------------------------------- builders
+
+ALL_DIRECTIVES = """\
+All directives
+==============
+
+.. fmha-api-list::
+   :link: guide/{api}
+
+.. fmha-filename:: fwd_appendkv
+
+.. fmha-filter-check::
+   :api: fwd_appendkv
+   :filter: *_vr_*
+
+Guide
+-----
+
+.. fmha-kernel-guide:: fwd_appendkv
+"""
+
+
+@pytest.fixture(scope="module")
+def builders_project(ck_root, tmp_path_factory) -> Path:
+    src = tmp_path_factory.mktemp("builders") / "src"
+    pages = {"all.rst": ALL_DIRECTIVES}
+    for api in ("batch_prefill", "bwd", "fwd", "fwd_appendkv", "fwd_splitkv", "pagedkv_prefill"):
+        pages["guide/%s.rst" % api] = "%s\n%s\n\nA page.\n" % (api, "=" * len(api))
+    (src / "guide").mkdir(parents=True)
+    pages["index.rst"] = "Index\n=====\n\n.. toctree::\n   :glob:\n\n   all\n   guide/*\n"
+    return write_project(src, pages, ck_root=ck_root)
+
+
+@pytest.mark.parametrize("builder", ["html", "latex", "text"])
+def test_builders_finish_without_warnings(builder, builders_project):
+    app, _status, warnings = build(builders_project, builder)
+    assert warnings == ""
+    out = Path(app.outdir)
+    if builder == "html":
+        page = (out / "all.html").read_text(encoding="utf-8")
+        assert '<div class="fmha-name"' in page
+        assert "<details" in page and "sd-dropdown" in page
+        assert "_static/fmha.css" in page
+        assert (out / "_static" / "fmha.css").is_file()
+        assert 'href="guide/fwd_appendkv.html"' in page
+    elif builder == "latex":
+        tex = next(out.glob("*.tex")).read_text(encoding="utf-8")
+        assert "fmha\\_fwd\\_appendkv\\_d128" in tex or "fmha_fwd_appendkv_d128" in tex
+        assert "fmha-name" not in tex
+        assert "=================" in tex  # the ruler under the example name
+    else:
+        text = (out / "all.txt").read_text(encoding="utf-8")
+        assert "fmha_fwd_appendkv_d128_bf16" in text
+        assert "=================-----=====" in text
+        assert "Kernel sub-types" in text
+    for path in out.rglob("*"):
+        if path.suffix in (".html", ".tex", ".txt") and path.is_file():
+            content = path.read_text(encoding="utf-8", errors="replace")
+            assert str(builders_project) not in content, path
+            assert str(app.env.srcdir) not in content
+
+
+# --------------------------------------------------------------------------- headings
+
+
+def _titles(app, docname):
+    from docutils import nodes
+
+    doctree = app.env.get_doctree(docname)
+    sections = [n[0].astext() for n in doctree.findall(nodes.section)]
+    rubrics = [n.astext() for n in doctree.findall(nodes.rubric)]
+    return sections, rubrics
+
+
+def test_heading_modes(ck_root, tmp_path):
+    guide = ".. fmha-kernel-guide:: fwd_appendkv\n   :sections: types, counts\n"
+    pages = {
+        "auto_last.rst": "Auto\n====\n\n" + guide,
+        "auto_body_after.rst": "Body after\n==========\n\n" + guide + "\nA paragraph after.\n",
+        "in_note.rst": "In a note\n=========\n\n.. note::\n\n" + "\n".join(
+            "   " + line for line in guide.splitlines()) + "\n",
+        "none.rst": "None\n====\n\n" + guide + "   :headings: none\n",
+        "twice.rst": "Twice\n=====\n\n" + guide + "   :headings: section\n\n" + guide
+        + "   :headings: section\n",
+        "myst_sub.md": "# MyST\n\n## Sub\n\n```{fmha-kernel-guide} fwd_appendkv\n"
+        ":sections: types, counts\n```\n\n## Next\n\nText.\n",
+    }
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    assert warnings == ""
+    assert _titles(app, "auto_last")[0] == ["Auto", "Kernel sub-types", "Kernel counts"]
+    sections, rubrics = _titles(app, "auto_body_after")
+    assert sections == ["Body after"] and rubrics == ["Kernel sub-types", "Kernel counts"]
+    sections, rubrics = _titles(app, "in_note")
+    assert sections == ["In a note"] and rubrics == ["Kernel sub-types", "Kernel counts"]
+    assert _titles(app, "none") == (["None"], [])
+    sections, _ = _titles(app, "myst_sub")
+    assert sections == ["MyST", "Sub", "Kernel sub-types", "Kernel counts", "Next"]
+    doctree = app.env.get_doctree("twice")
+    ids = [n["ids"][0] for n in doctree.findall(lambda n: n.tagname == "section")][1:]
+    assert ids == ["fmha-fwd-appendkv-types", "fmha-fwd-appendkv-counts",
+                   "fmha-fwd-appendkv-types-2", "fmha-fwd-appendkv-counts-2"]
+
+
+# --------------------------------------------------------------------------- bad input
+
+BAD = """\
+Bad inputs
+==========
+
+.. fmha-kernel-guide:: no_such_api
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :mask: bogus
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :receipt: two
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :sections: 1, 99
+
+.. fmha-filter-check::
+   :api: fwd_appendkv
+   :filter: *_nbias_*
+
+.. fmha-filter-check::
+   :api: fwd_appendkv
+   :filter: *_d128_*
+   :expect-count: 50
+
+.. fmha-filename:: fwd_appendkv
+   :type: NoSuchKernel
+
+Still here: the good directive below renders.
+
+.. fmha-filename:: fwd_appendkv
+"""
+
+EXPECTED_BAD = [
+    (4, "api", "unknown FMHA API 'no_such_api'"),
+    (6, "option", "mask: 'bogus' is not one of simplified, generic"),
+    (9, "option", "receipt: 'two' is not an integer"),
+    (12, "option", "sections: 99 is not a section number"),
+    (15, "filter", "selects no kernel"),
+    (19, "expectation", "expected 50 kernels (generate.py selects 49)"),
+    (24, "option", "'NoSuchKernel' is not a kernel sub-type"),
+]
+
+
+def _located(warnings: str, path: Path):
+    found = []
+    # warnings can span lines (command, stderr): split on the location prefix
+    pattern = re.compile(r"^%s:(\d+): WARNING: " % re.escape(str(path)), re.M)
+    starts = list(pattern.finditer(warnings))
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(warnings)
+        body = warnings[match.end():end].strip()
+        kind = re.search(r"\[fmha\.([a-z-]+)\]\s*$", body)
+        found.append((int(match.group(1)), kind.group(1) if kind else None, body))
+    return found
+
+
+def test_bad_inputs_are_located_warnings(ck_root, tmp_path):
+    src = write_project(tmp_path / "src", {"bad.rst": BAD}, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "bad.rst")
+    assert len(found) == len(EXPECTED_BAD), warnings
+    for (line, kind, text), (got_line, got_kind, body) in zip(EXPECTED_BAD, found):
+        assert (got_line, got_kind) == (line, kind), body
+        assert text in body
+    assert "Traceback" not in warnings
+    # the filter that matches nothing names its command
+    assert "python generate.py -a fwd_appendkv -f '*_nbias_*' -l kernels.txt" in warnings
+    html = (Path(app.outdir) / "bad.html").read_text(encoding="utf-8")
+    assert "Still here: the good directive below renders." in html
+    assert html.count('<div class="fmha-name"') == 1
+    assert html.count("fmha-problem") == 6  # the expectation still renders the check
+    assert str(src) not in html
+
+
+def test_missing_ck_root(tmp_path):
+    pages = {"page.rst": "Page\n====\n\n.. fmha-api-list::\n\nText after.\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=tmp_path / "does-not-exist")
+    app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "page.rst")
+    assert [(line, kind) for line, kind, _ in found] == [(4, "ck-root")]
+    assert "does not exist" in found[0][2]
+    assert "Text after." in (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+
+
+def test_no_ck_root_found_upward(tmp_path):
+    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: fwd\n"}
+    src = write_project(tmp_path / "src", pages)
+    _app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "page.rst")
+    assert [(line, kind) for line, kind, _ in found] == [(4, "ck-root")]
+    assert "no Composable Kernel tree found" in found[0][2]
+
+
+def test_recommendation_not_available(ck_root, tmp_path, monkeypatch):
+    from sphinxext_fmha.session import Session
+
+    def unavailable(self, api, options=None):
+        raise NotImplementedError("recommendations are switched off in this test")
+
+    monkeypatch.setattr(Session, "recommend", unavailable)
+    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: fwd_appendkv\n"
+                         "   :sections: 1, 5-8\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "page.rst")
+    assert [(line, kind) for line, kind, _ in found] == [(4, "recommend")], warnings
+    assert "recommendations are switched off in this test" in found[0][2]
+    sections, _ = _titles(app, "page")
+    assert sections == ["Page", "Kernel sub-types", "Kernel counts"]
+    doctree = app.env.get_doctree("page")
+    counts = [t for t in doctree.findall(lambda n: n.tagname == "table")
+              if "fmha-counts" in t["classes"]][0]
+    assert [e.astext() for e in counts.findall(lambda n: n.tagname == "entry")][:2] == [
+        "Sub-type", "Full"]
+
+
+def test_gaps_are_warnings(ck_root, tmp_path, monkeypatch):
+    import copy
+
+    from sphinxext_fmha.model import Gap
+    from sphinxext_fmha.session import Session
+
+    original = Session.model
+
+    def with_gap(self, api, options=None):
+        model = copy.deepcopy(original(self, api, options) if options else original(self, api))
+        model.gaps.append(Gap(what="a test gap", where="codegen/ops/x.py:1", why="made up"))
+        return model
+
+    monkeypatch.setattr(Session, "model", with_gap)
+    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: fwd_appendkv\n"
+                         "   :sections: gaps\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "page.rst")
+    assert [(line, kind) for line, kind, _ in found] == [(4, "gap")], warnings
+    assert "a test gap (codegen/ops/x.py:1): made up" in found[0][2]
+    assert "a test gap" in (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    # suppress_warnings works with the subtype
+    src2 = write_project(tmp_path / "src2", pages, ck_root=ck_root,
+                         conf='suppress_warnings = ["fmha.gap"]')
+    _app, _status, warnings = build(src2, "html")
+    assert warnings == ""
+
+
+def test_strict_mode_raises(ck_root, tmp_path):
+    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: no_such_api\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root, conf="fmha_strict = True")
+    with pytest.raises(ExtensionError, match=r"page\.rst:4: .*unknown FMHA API"):
+        build(src, "html")
+
+
+# --------------------------------------------------------------------------- fake trees
+
+
+def _broken_tree(synthetic_tree, how: str) -> Path:
+    root = synthetic_tree("base")
+    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
+    text = generate.read_text(encoding="utf-8")
+    anchor = "    args = parser.parse_args()\n"
+    assert anchor in text
+    inserts = {
+        "crash": "    raise RuntimeError('synthetic generate.py crash for the tests')\n",
+        "hang": "    import time\n    time.sleep(120)\n",
+        "reject": "    if 'reject' in args.filter:\n"
+                  "        parser.error('invalid filter %r (synthetic)' % args.filter)\n",
+    }
+    generate.write_text(text.replace(anchor, anchor + inserts[how]), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("how", ["crash", "hang"])
+def test_generate_py_failures(how, synthetic_tree, tmp_path):
+    root = _broken_tree(synthetic_tree, how)
+    page = "Page\n====\n\n.. fmha-kernel-guide:: toy\n\nText after.\n"
+    if how == "crash":
+        page += "\n.. fmha-api-list::\n"
+    src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=root,
+                        conf="fmha_timeout = 3\nfmha_cache_dir = %r" % str(tmp_path / "cache"))
+    app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "page.rst")
+    expected = [(4, "generate")] + ([(8, "generate")] if how == "crash" else [])
+    assert [(line, kind) for line, kind, _ in found] == expected, warnings
+    body = found[0][2]
+    assert "python generate.py -a toy" in body
+    if how == "crash":
+        assert "synthetic generate.py crash for the tests" in body  # the stderr tail
+        assert "python generate.py -a toy -l kernels.txt" in found[1][2]
+        html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+        assert "listing failed (see the build log)" in html  # the table still renders
+    else:
+        assert "timed out after 3 s" in body
+    assert "Traceback (most recent call last)" not in warnings.split("stderr")[0]
+    html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    assert "Text after." in html and "fmha-problem" in html
+
+
+def test_filter_rejected_by_generate_py(synthetic_tree, tmp_path):
+    root = _broken_tree(synthetic_tree, "reject")
+    pages = {"page.rst": "Page\n====\n\n.. fmha-filter-check::\n   :api: toy\n"
+                         "   :filter: *reject*\n\n.. fmha-filename:: toy\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache"))
+    app, _status, warnings = build(src, "html")
+    found = _located(warnings, src / "page.rst")
+    assert [(line, kind) for line, kind, _ in found] == [(4, "filter")], warnings
+    assert "python generate.py -a toy -f '*reject*'" in found[0][2]
+    assert "invalid filter" in found[0][2]
+    html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    assert '<div class="fmha-name"' in html
+
+
+# --------------------------------------------------------------------------- parallel, incremental
+
+
+PID_LOG = """
+import os
+def setup(app):
+    def note(app, docname, source):
+        with open(LOG, "a") as handle:
+            handle.write(docname + " " + str(os.getpid()) + "\\n")
+    app.connect("source-read", note)
+"""
+
+
+def test_parallel_build(ck_root, tmp_path):
+    pages = {}
+    for index in range(7):
+        pages["p%d.rst" % index] = "Page %d\n=======\n\n.. fmha-filename:: fwd_appendkv\n\n" \
+                                   ".. fmha-filter-check::\n   :api: fwd_appendkv\n" \
+                                   "   :filter: *_d%d_*\n" % (index, (32, 64, 128, 256)[index % 4])
+    pages["guide.md"] = "# Guide\n\n```{fmha-kernel-guide} fwd_appendkv\n```\n"
+    pids = tmp_path / "pids.txt"
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root, extra_conf=PID_LOG.replace("LOG", repr(str(pids))))
+    app, _status, warnings = build(src, "html", parallel=2)
+    assert warnings == ""
+    assert app.parallel == 2
+    readers = {line.split()[1] for line in pids.read_text().splitlines()}
+    assert str(os.getpid()) not in readers  # the pages were read in worker processes
+    for index in range(7):
+        assert '<div class="fmha-name"' in (Path(app.outdir) / ("p%d.html" % index)).read_text(
+            encoding="utf-8")
+    assert "Recommended minimal set" in (Path(app.outdir) / "guide.html").read_text(encoding="utf-8")
+
+
+def _copy_tree(ck_root: Path, dest: Path) -> Path:
+    from sphinxext_fmha.locate import FMHA_SUBDIR
+
+    target = dest / FMHA_SUBDIR
+    shutil.copytree(ck_root / FMHA_SUBDIR, target)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    return dest
+
+
+READ_LOG = """
+def setup(app):
+    def note(app, docname, source):
+        with open(%r, "a") as handle:
+            handle.write(docname + "\\n")
+    app.connect("source-read", note)
+"""
+
+
+def test_incremental_build(ck_root, tmp_path, monkeypatch):
+    root = _copy_tree(ck_root, tmp_path / "ck")
+    trace = tmp_path / "runs.txt"
+    read_log = tmp_path / "read.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    pages = {
+        "guide.rst": "Guide\n=====\n\n.. fmha-kernel-guide:: fwd_appendkv\n   :sections: 1, 2, 4\n",
+        "plain.rst": "Plain\n=====\n\nNo directive here.\n",
+        "other.md": "# Other\n\nNo directive either.\n",
+    }
+    src = write_project(tmp_path / "src", pages, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache"),
+                        extra_conf=READ_LOG % str(read_log))
+    _app, _status, warnings = build(src)
+    assert warnings == ""
+    assert sorted(read_log.read_text().split()) == ["guide", "index", "other", "plain"]
+    assert trace.read_text().strip(), "the first build runs generate.py"
+
+    # nothing changed: nothing is read, no generate.py process is started
+    read_log.unlink()
+    trace.write_text("")
+    clear_sessions()
+    _app, _status, warnings = build(src)
+    assert warnings == ""
+    assert not read_log.exists()
+    assert trace.read_text() == ""
+
+    # a codegen file changes: only the page that uses the tree is read again
+    module = root / "example/ck_tile/01_fmha/codegen/ops/fmha_fwd_appendkv.py"
+    module.write_text(module.read_text(encoding="utf-8") + "\n# touched by the tests\n",
+                      encoding="utf-8")
+    stamp = module.stat().st_mtime + 2
+    os.utime(module, (stamp, stamp))
+    app, _status, warnings = build(src)
+    assert warnings == ""
+    assert read_log.read_text().split() == ["guide"]
+    assert trace.read_text().strip(), "the changed tree is analysed again"
+    assert "Kernel sub-types" in (Path(app.outdir) / "guide.html").read_text(encoding="utf-8")
+
+
+def test_one_session_per_build(ck_root, tmp_path, monkeypatch):
+    """Many directives on many pages: the expensive work is done once per (tree, API,
+    options), not once per directive."""
+    from sphinxext_fmha.directives import common
+
+    trace = tmp_path / "runs.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    directive = ".. fmha-filename:: fwd_appendkv\n\n.. fmha-filename:: fwd_appendkv\n"
+    pages = {"p%d.rst" % i: "P%d\n==\n\n%s" % (i, directive) for i in range(3)}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache"))
+    _app, _status, warnings = build(src)
+    assert warnings == ""
+    assert len(common._SESSIONS) == 1
+    runs = [line.split("\t")[0] for line in trace.read_text().splitlines()]
+    assert len(runs) == len(set(runs)), runs  # no command ran twice

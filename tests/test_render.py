@@ -1,0 +1,422 @@
+"""The renderers: the guide's document model, docutils nodes, Markdown, diagrams,
+option/section parsing and failure classification.
+
+Most tests use small hand-made data; the guide tests use the real flash-attn 2.8.3
+tree (fwd_appendkv and bwd; cached after the first run).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from snapshots_util import SNAPSHOTS, check_snapshot
+from docutils import nodes
+
+from sphinxext_fmha.analysis.analyze import AnalysisError, Options, UnknownApiError
+from sphinxext_fmha.analysis.observe import ProbeError
+from sphinxext_fmha.locate import CKRootNotFound
+from sphinxext_fmha.model import (
+    Decision,
+    FilterCheck,
+    FilterRun,
+    Recommendation,
+    SegmentBreakdown,
+    TokenCount,
+)
+from sphinxext_fmha.render.collect import (
+    SECTIONS,
+    GuideData,
+    OptionError,
+    build_date,
+    collect_guide,
+    parse_options,
+    parse_sections,
+    problem_of,
+)
+from sphinxext_fmha.render.diagram import diagram_html, diagram_text
+from sphinxext_fmha.render.guide import (
+    filter_check_blocks,
+    guide_sections,
+    header_inlines,
+    recommendation_sections,
+)
+from sphinxext_fmha.render.ir import (
+    Admonition,
+    BulletList,
+    Code,
+    CodeBlock,
+    Diagram,
+    DiagramPart,
+    Dropdown,
+    Emph,
+    Para,
+    Strong,
+    SubHeading,
+    Table,
+    text_of,
+)
+from sphinxext_fmha.render.markdown import (
+    blocks_markdown,
+    filter_check_markdown,
+    guide_markdown,
+    render_guide_markdown,
+    render_recommendation_markdown,
+)
+from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
+from sphinxext_fmha.verify.runner import GenerateError
+
+TREE = "flash-attn-2.8.3"
+
+
+
+@pytest.fixture(autouse=True)
+def _reproducible(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+
+
+@pytest.fixture(scope="module")
+def session(corpus_root):
+    from sphinxext_fmha.session import Session
+
+    return Session(corpus_root(TREE))
+
+
+
+
+
+
+
+# --------------------------------------------------------------------------- diagram
+
+
+def _diagram(*tokens, suffix=".cpp"):
+    parts = [DiagramPart(token=t, label="seg%d" % i, number=i + 1, literal=i == 0)
+             for i, t in enumerate(tokens)]
+    return Diagram(name="".join(tokens) + suffix, parts=parts, suffix=suffix,
+                   suffix_label="extension", kernel_type="K")
+
+
+def test_diagram_text_ruler_marks_every_segment():
+    text = diagram_text(_diagram("fmha", "_a", "_bb", "", "_ccc", suffix="_gfx9.cpp"))
+    assert text.splitlines() == [
+        "fmha_a_bb_ccc_gfx9.cpp",
+        "====--===----.........",
+        "1   2 3  5   s",
+    ]
+
+
+def test_diagram_text_labels_never_overlap():
+    tokens = ["f"] + ["_%d" % i for i in range(11)]  # 2-char tokens, 2-digit labels
+    text = diagram_text(_diagram(*tokens, suffix=""))
+    lines = text.splitlines()
+    assert lines[0] == "".join(tokens)
+    assert len(lines[1]) == len(lines[0])
+    numbers = re.findall(r"\d+", " ".join(lines[2:]))
+    assert sorted(map(int, numbers)) == list(range(1, 13))
+    assert len(lines) > 3  # some labels moved to a second line
+    for line in lines[2:]:
+        for match in re.finditer(r"\d+", line):  # each label starts where its segment starts
+            start = match.start()
+            assert lines[1][start] in "=-" and (start == 0 or lines[1][start - 1] != lines[1][start])
+
+
+def test_diagram_html_is_escaped_and_labelled():
+    html = diagram_html(_diagram("fmha", "_<x>", suffix=".cpp"))
+    assert "_&lt;x&gt;" in html and "<x>" not in html
+    assert html.count('class="fmha-seg') == 3
+    assert 'class="fmha-seg fmha-lit"' in html and 'class="fmha-seg fmha-sfx"' in html
+    assert html.startswith('<div class="fmha-name"') and html.endswith("</div>")
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_parse_options():
+    assert parse_options() == Options()
+    options = parse_options(targets=["gfx90a", "gfx942"], mask="generic", receipt="2",
+                            optdim="64, 128")
+    assert options == Options(targets="gfx90a,gfx942", mask="generic", receipt=2,
+                              optdim="64,128")
+    assert parse_options(receipt=0).receipt == 0
+    for kwargs, message in [
+        ({"receipt": "two"}, "receipt: 'two' is not an integer"),
+        ({"optdim": "64;128"}, "optdim"),
+        ({"targets": "gfx 90a"}, "targets"),
+        ({"mask": "a b"}, "mask"),
+    ]:
+        with pytest.raises(OptionError, match=re.escape(message)):
+            parse_options(**kwargs)
+
+
+def test_parse_options_against_a_tree(session):
+    tree = session.tree
+    assert parse_options(tree, mask="generic").mask == "generic"
+    with pytest.raises(OptionError, match="not one of simplified, generic"):
+        parse_options(tree, mask="bogus")
+    with pytest.raises(OptionError, match="has no --targets option"):
+        parse_options(tree, targets="gfx942")
+
+
+def test_parse_sections():
+    names = [n for n, _ in SECTIONS]
+    assert parse_sections(None) == names
+    assert parse_sections("1, 2,fields") == ["types", "filename", "fields"]
+    assert parse_sections("recommended losses 7 8") == ["minimal", "losses", "commands", "counts"]
+    assert parse_sections("3,3,filter") == ["filter"]
+    assert parse_sections("2, 5-8, 1") == ["filename", "minimal", "losses", "commands",
+                                           "counts", "types"]
+    assert parse_sections("all") == names
+    assert parse_sections(["counts", "1"]) == ["counts", "types"]
+    for bad in ("0", "13", "nope", " , ", "8-5", "1-13"):
+        with pytest.raises(OptionError):
+            parse_sections(bad)
+
+
+def test_build_date(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    assert build_date() == "1970-01-01"
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", build_date())
+
+
+def test_problem_of():
+    cases = [
+        (CKRootNotFound("no tree here", ["/x"]), "ck-root"),
+        (UnknownApiError("nope", ["fwd"]), "api"),
+        (OptionError("mask: bad"), "option"),
+        (AnalysisError("this CK tree's generate.py has no --targets option; remove it"), "option"),
+        (AnalysisError("something else"), "analysis"),
+        (GenerateError("python generate.py -a fwd failed", command="python generate.py -a fwd",
+                       stderr_tail="Traceback\nValueError: boom"), "generate"),
+        (ProbeError("probe failed", "python generate.py -a fwd", "KeyError: x"), "generate"),
+        (ValueError("unexpected"), "analysis"),
+    ]
+    for exc, kind in cases:
+        problem = problem_of(exc)
+        assert problem.kind == kind, exc
+    details = problem_of(cases[5][0]).details()
+    assert "ValueError: boom" in details and "failed" in details
+    details = problem_of(cases[6][0]).details()
+    assert "command: python generate.py -a fwd" in details and "KeyError: x" in details
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def test_markdown_blocks_escape_tables_and_code():
+    table = Table(header=["A|B", "C"], rows=[[[Code("x|y")], ["a*b_c"]], [[Code("`q`")], []]],
+                  title=["T ", Strong("s")])
+    chunks = blocks_markdown([table, CodeBlock("```\ninner\n```", "bash"),
+                              Dropdown(["Fold ", Code("x")], [Para(["inside"])]),
+                              Admonition("caution", [Para(["careful"]), Para(["twice"])]),
+                              SubHeading(["Sub"]), BulletList([["one"], [Emph("two")]])])
+    assert chunks[0].splitlines() == [
+        "**T s**",
+        "",
+        "| A\\|B | C |",
+        "| --- | --- |",
+        "| `x\\|y` | a\\*b\\_c |",
+        "| `` `q` `` |  |",
+    ]
+    assert chunks[1].startswith("````bash\n```\ninner\n```\n````")
+    assert chunks[2] == "<details>\n<summary>Fold <code>x</code></summary>\n\ninside\n\n</details>"
+    assert chunks[3] == "> [!CAUTION]\n> careful\n>\n> twice"
+    assert chunks[4] == "### Sub"
+    assert chunks[5] == "- one\n- *two*"
+
+
+def _recommendation() -> Recommendation:
+    return Recommendation(
+        api="toy",
+        decisions=[
+            Decision(kernel_type="ToyKernel", segment="bias", keep=["_nbias"],
+                     drop=["_bias", "_alibi"], category="optional feature",
+                     reason="keep the disabled variant",
+                     losses={"_bias": "elementwise bias is not served"}),
+            Decision(kernel_type="ToyKernel", segment="hdim", keep=["_d64", "_d128"],
+                     category="problem", reason="keep every value"),
+        ],
+        runs=[FilterRun("*_nbias_*", "python generate.py -a toy -f '*_nbias_*' -l kernels.txt",
+                        40, True),
+              FilterRun("*_d256_*", "python generate.py -a toy -f '*_d256_*' -l kernels.txt",
+                        8, True)],
+        keep_count=44, union_count=44, verified=True,
+        merge_command="sort -u kernels_1.txt kernels_2.txt > kernels.txt",
+        merge_caution="each run rewrites the API dispatch file",
+        driver_command="sphinxext-fmha generate --ck-root . --api toy -f '*_nbias_*' -o generated",
+        driver_verified=True,
+        counts={"ToyKernel": {"full": 120, "minimal": 44}, "total": {"full": 120, "minimal": 44}},
+    )
+
+
+def test_render_recommendation_markdown():
+    text = render_recommendation_markdown(_recommendation())
+    assert text.startswith("# Recommended minimal set: `toy`\n")
+    for title in ("## Recommended minimal set", "## What you lose", "## Filter commands",
+                  "## Kernel counts"):
+        assert title in text
+    assert "- `_bias` (bias): elementwise bias is not served" in text
+    assert "- `_alibi` (bias)" in text
+    assert "```bash\npython generate.py -a toy -f '*_nbias_*' -l kernels.txt\n```" in text
+    assert "sort -u kernels_1.txt kernels_2.txt > kernels.txt" in text
+    assert "> [!CAUTION]\n> each run rewrites the API dispatch file" in text
+    assert "| `ToyKernel` | 120 | 44 | 63.3 % |" in text
+    assert "| **Total** | **120** | **44** | **63.3 %** |" in text
+
+
+def test_recommendation_sections_single_run_has_no_merge():
+    rec = _recommendation()
+    rec.runs = rec.runs[:1]
+    rec.merge_command = ""
+    blocks = recommendation_sections(rec)[2].blocks
+    assert not any(isinstance(b, Admonition) for b in blocks)
+    assert [b.text for b in blocks if isinstance(b, CodeBlock)] == [rec.runs[0].command,
+                                                                     rec.driver_command]
+
+
+def _check() -> FilterCheck:
+    return FilterCheck(
+        api="toy", filter="*_nbias_*", command="python generate.py -a toy -f '*_nbias_*' -l k.txt",
+        count=40, per_type={"ToyKernel": 40}, baseline_count=120,
+        baseline_per_type={"ToyKernel": 120}, predicted=40, predicted_per_type={"ToyKernel": 40},
+        verified=True,
+        breakdown=[
+            SegmentBreakdown("ToyKernel", "bias", [TokenCount("_nbias", "bias=no", 40, 40),
+                                                   TokenCount("_bias", "bias=bias", 40, 0),
+                                                   TokenCount("_alibi", "bias=alibi", 40, 0)],
+                             kept=["_nbias"], dropped=["_bias", "_alibi"]),
+            SegmentBreakdown("ToyKernel", "hdim", [TokenCount("_d64", "hdim=64", 60, 20),
+                                                   TokenCount("_d128", "hdim=128", 60, 20)],
+                             kept=["_d64", "_d128"]),
+            SegmentBreakdown("ToyKernel", "mode", [TokenCount("", "mode=batch", 120, 40)],
+                             kept=[""]),
+        ],
+    )
+
+
+def test_filter_check_blocks_and_markdown():
+    blocks = filter_check_blocks(_check(), [("40 kernels", True), ("_d64 dropped", False)])
+    assert isinstance(blocks[0], CodeBlock) and blocks[0].text.startswith("python generate.py")
+    text = filter_check_markdown(_check())
+    assert "generate.py selects **40** of 120 kernels; the model predicts the same set." in text
+    assert "| `ToyKernel` | 120 | 40 | 40 |" in text
+    assert "| bias | `_bias` | bias=bias | 40 | 0 |" in text
+    assert "| mode | *(no token)* | mode=batch | 120 | 40 |" in text
+    expectations = blocks[-1]
+    assert isinstance(expectations, BulletList)
+    assert [text_of(i) for i in expectations.items] == ["40 kernels: met", "_d64 dropped: NOT met"]
+
+
+# --------------------------------------------------------------------------- docutils
+
+
+def test_blocks_to_nodes_shapes():
+    out = blocks_to_nodes([
+        Para(["a ", Code("b"), Strong("c"), Emph("d")]),
+        Table(header=["H1", "H2"], rows=[[["x"], []]], title=["Title"]),
+        Dropdown(["Fold"], [Para(["inside"])]),
+        Admonition("caution", [Para(["careful"])]),
+        _diagram("fmha", "_a"),
+        CodeBlock("echo hi", "bash"),
+        SubHeading(["Sub"]),
+    ])
+    para, table, dropdown, caution, diagram, code, rubric = out
+    assert [type(n).__name__ for n in para.children] == ["Text", "literal", "strong", "emphasis"]
+    assert table["classes"][:2] == ["colwidths-auto", "fmha-table"]
+    assert table[0].astext() == "Title"
+    entries = list(table.findall(nodes.entry))
+    assert len(entries) == 4 and not entries[-1].children  # an empty cell stays empty
+    # the node shape sphinx-design's dropdown post-transform expects
+    assert dropdown["design_component"] == "dropdown" and dropdown["has_title"]
+    for key in ("opened", "icon", "chevron", "container_classes", "title_classes", "body_classes"):
+        assert key in dropdown.attributes
+    assert isinstance(dropdown[0], nodes.rubric) and dropdown[0].astext() == "Fold"
+    assert isinstance(caution, nodes.caution)
+    assert isinstance(diagram, fmha_diagram) and diagram["html"].startswith('<div class="fmha-name"')
+    assert isinstance(diagram[0], nodes.literal_block) and diagram[0].astext().startswith("fmha_a.cpp")
+    assert code["language"] == "bash"
+    assert isinstance(rubric, nodes.rubric)
+
+
+# --------------------------------------------------------------------------- real guides
+
+
+@pytest.fixture(scope="module")
+def appendkv(session) -> GuideData:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+        return collect_guide(session, "fwd_appendkv")
+
+
+def test_header_line(appendkv):
+    header = text_of(header_inlines(appendkv))
+    assert header == ("Generated: 2023-11-14 | Source: codegen/ops/fmha_fwd_appendkv.py | "
+                      "Targets: all (not selectable in this tree) | Mask mode: simplified")
+
+
+def test_guide_markdown_snapshot(session, appendkv):
+    text = render_guide_markdown(session, "fwd_appendkv")
+    assert text == guide_markdown(appendkv)  # deterministic
+    titles = re.findall(r"^## (.*)$", text, re.M)
+    assert titles == [title for _, title in SECTIONS]
+    assert "/" + "root" not in text and str(session.ck_root) not in text
+    assert text.count("Generated: ") == 1
+    check_snapshot("guide_fwd_appendkv.md", text)
+
+
+def test_guide_sections_subset_and_counts(appendkv):
+    sections = guide_sections(appendkv, ["counts", "types"])
+    assert [s.name for s in sections] == ["counts", "types"]
+    without = GuideData(api=appendkv.api, options=appendkv.options, model=appendkv.model,
+                        date=appendkv.date, token_counts=appendkv.token_counts)
+    names = [s.name for s in guide_sections(without, parse_sections(None))]
+    assert "minimal" not in names and "commands" not in names and "counts" in names
+    table = guide_sections(without, ["counts"])[0].blocks[1]
+    assert table.header == ["Sub-type", "Full"]
+    assert text_of(table.rows[0][1]) == str(appendkv.model.kernel_types[0].count)
+
+
+def test_field_reference_counts_add_up(appendkv):
+    model = appendkv.model
+    kernel_type = model.kernel_types[0]
+    for index, segment in enumerate(kernel_type.segments):
+        counts = appendkv.token_counts[(kernel_type.class_name, index)]
+        assert sum(counts.values()) == kernel_type.count, segment.label
+        assert set(counts) <= set(segment.tokens)
+
+
+def test_bwd_filter_mechanism(session):
+    data = collect_guide(session, "bwd", recommend=False)
+    text = guide_markdown(data, ["filter", "fields"])
+    assert "`@` separates 3 parts" in text
+    assert "one failed match drops the whole trait" in text
+    assert "| 1 | `FmhaBwdConvertQGradKernel` | `*` |" in text
+    assert "Shape of a filter: `-f '<fmha_bwd_dot_do_o*>@<fmha_bwd_convert_dq*>@<fmha_bwd*>'`" in text
+    # one sub-heading per filtered sub-type in the field reference
+    assert re.findall(r"^### `(\w+)` \(filter part (\d)\)$", text, re.M) == [
+        ("FmhaBwdOGradDotOKernel", "0"), ("FmhaBwdDQDKDVKernel", "2"),
+        ("FmhaBwdConvertQGradKernel", "1")]
+
+
+def test_sections_to_nodes_wraps_sections(appendkv):
+    guide = sections_to_nodes(guide_sections(appendkv, ["types", "filename"]), "fwd_appendkv",
+                              "auto")
+    assert guide["api"] == "fwd_appendkv" and guide["headings"] == "auto"
+    assert [c["name"] for c in guide.children] == ["types", "filename"]
+    assert [c["title"] for c in guide.children] == ["Kernel sub-types", "File name structure"]
+    assert list(guide.findall(fmha_diagram))
+
+
+def test_cli_guide_writes_markdown(corpus_root, tmp_path):
+    from sphinxext_fmha import cli
+
+    out = tmp_path / "guide.md"
+    code = cli.main(["guide", "fwd_appendkv", "--ck-root", str(corpus_root(TREE)), "-o", str(out)])
+    assert code == 0
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# FMHA kernel guide: `fwd_appendkv`\n")
+    assert (SNAPSHOTS / "guide_fwd_appendkv.md").read_text(encoding="utf-8") == (text)
