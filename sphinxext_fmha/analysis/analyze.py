@@ -30,7 +30,7 @@ from ..model import (
 from ..verify.cache import DiskCache
 from ..verify.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
-from .grammar import Grammar, derive_grammar, short_name
+from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label, short_name
 from .observe import observe
 from .probe_script import MARKER
 from .source import SourceFacts, analyze_source
@@ -190,6 +190,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             description=_class_doc(facts, class_name),
         ))
 
+    _add_constant_fields(kernel_types, observed, facts)
     classify = _class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
     filter_spec, positions = _filter_spec(observed, sorted(records_by_class), classify)
     for kernel_type in kernel_types:
@@ -233,6 +234,64 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
 
 def module_rel_of(tree: Tree, info: ApiInfo) -> str:
     return Path(info.source).relative_to(_fmha_rel(tree)).as_posix()
+
+
+def _name_piece_groups(name_source: str) -> List[List[str]]:
+    """Attributes that a ``name`` property writes into the same ``_``-piece of an
+    f-string (``b{self.F_bm0}x{self.F_bn0}`` -> [[F_bm0, F_bn0]])."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(name_source))
+    except SyntaxError:
+        return []
+    groups: List[List[str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        current: List[str] = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                if "_" in value.value:
+                    groups.append(current)
+                    current = []
+            elif isinstance(value, ast.FormattedValue):
+                target = value.value
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    current.append(target.attr)
+        groups.append(current)
+    return [g for g in groups if len(g) > 1]
+
+
+def _add_constant_fields(kernel_types: List[KernelType], observed: dict, facts: SourceFacts) -> None:
+    """A field with one value everywhere cannot be perturbed, yet it may be written
+    into a segment (``F_bm0`` in ``_b128x...``); the name property's own f-string
+    places it beside the fields that were observed there."""
+    sources = {c.name: c.name_source for c in facts.classes if c.name_source}
+    for kernel_type in kernel_types:
+        owners = observed.get("owners", {}).get(kernel_type.class_name, {})
+        placed = {f: seg for seg in kernel_type.segments for f in seg.fields}
+        for owner, source in sources.items():
+            paths = {p.split(".")[-1]: p for p, o in owners.items() if o == owner}
+            for group in _name_piece_groups(source):
+                known = [paths[a] for a in group if a in paths and paths[a] in placed]
+                if not known:
+                    continue
+                segment = placed[known[0]]
+                for attribute in group:
+                    path = paths.get(attribute)
+                    if path and path not in placed:
+                        segment.fields.append(path)
+                        placed[path] = segment
+        for segment in kernel_type.segments:
+            segment.fields.sort()
+            if not segment.literal:
+                segment.label = segment_label(segment.fields)
+        disambiguate_labels(kernel_type.segments)
 
 
 def _first_listed(observed: dict, class_name: str) -> int:

@@ -54,7 +54,9 @@ def segment_label(fields: Sequence[str]) -> str:
         return names[0]
     suffix = _common_prefix([n[::-1] for n in names])[::-1]
     prefix = _common_prefix(names)
-    common = suffix if len(suffix) >= 3 else prefix if prefix else suffix
+    if len(suffix) >= 3:
+        return suffix  # a shared word: spad, skpad, dpad, dvpad -> "pad"
+    common = prefix if prefix else suffix
     owners = {_owner(f) for f in fields}
     owner = owners.pop() if len(owners) == 1 else ""
     if common and owner:
@@ -297,11 +299,17 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
             segment.tokens[token] = _meaning(segment, token, combos)
 
     ordered = [segments[node] for node in order]
-    _disambiguate_labels(ordered)
+    disambiguate_labels(ordered)
     return Grammar(segments=ordered, gaps=gaps)
 
 
-def _disambiguate_labels(segments: List[Segment]) -> None:
+def disambiguate_labels(segments: List[Segment]) -> None:
+    """Number repeated labels (``tile r 1``, ``tile r 2``) so each names one segment."""
+    for segment in segments:
+        if segment.literal:
+            segment.label = "literal"
+        else:
+            segment.label = re.sub(r" \d+$", "", segment.label)
     seen: Dict[str, int] = defaultdict(int)
     for segment in segments:
         seen[segment.label] += 1
