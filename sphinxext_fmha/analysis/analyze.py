@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -383,8 +383,11 @@ def _filter_spec(observed: dict, classes: List[str], classify) -> Tuple[FilterSp
             missing = sorted(seen)[0] if seen else ""
         spec.parts.append(FilterPart(position=position, applies_to=sorted(applies[position]),
                                      missing_becomes=missing))
+    # Trait-wise filtering repeats the same multi-part call pattern trait after trait;
+    # one multi-part group at the boundary of two per-class loops proves nothing.
     groups = observed["fnmatch_calls"]["groups"]
-    spec.drops = "trait" if any(len(g) > 1 for g in groups[:50]) else "kernel"
+    shapes = Counter(tuple(p for p, _ in g) for g in groups if len(g) > 1)
+    spec.drops = "trait" if shapes and shapes.most_common(1)[0][1] >= 2 else "kernel"
     return spec, positions
 
 

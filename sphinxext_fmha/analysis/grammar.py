@@ -166,11 +166,14 @@ def _items_for(record: dict, uf: _UnionFind) -> Optional[List[Tuple[str, int, in
                 return None
             covered[i] = group
         spans.append((group, start, end))
+    # An absent token splits the text around it: `_w32x32x16` and `_qr` stay two
+    # literals in names where the optional `_o1` between them is missing.
+    cuts = {start for _, start, end in spans if start == end}
     i = 0
     while i < len(pieces):
         if covered[i] is None:
-            j = i
-            while j < len(pieces) and covered[j] is None:
+            j = i + 1
+            while j < len(pieces) and covered[j] is None and j not in cuts:
                 j += 1
             spans.append(("", i, j))
             i = j

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, List, Optional
 
 from ..verify.cache import DiskCache, tree_digest
+from ..verify.runner import interpreter_id, note_process_started
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
 STDERR_TAIL_LINES = 20
@@ -61,7 +62,7 @@ def observe(
     key = None
     if cache is not None:
         key = cache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
-                            _interpreter_id(python))
+                            interpreter_id(python, fmha_dir))
         hit = cache.get(key)
         if hit is not None:
             try:
@@ -74,20 +75,6 @@ def observe(
     return result
 
 
-_INTERPRETERS: dict = {}
-
-
-def _interpreter_id(python: str) -> str:
-    if python not in _INTERPRETERS:
-        try:
-            version = subprocess.run([python, "-c", "import sys; print(sys.version)"],
-                                     capture_output=True, text=True, timeout=60).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            version = "unknown"
-        _INTERPRETERS[python] = "%s|%s" % (os.path.basename(python), version)
-    return _INTERPRETERS[python]
-
-
 def display_command(argv: List[str]) -> str:
     import shlex
 
@@ -98,7 +85,7 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                progress: Optional[Callable[[str], None]]) -> dict:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     shown = display_command(argv)
-    _trace(shown + "  # observed")
+    note_process_started(shown + "  # observed by the probe", fmha_dir)
     with tempfile.TemporaryDirectory(prefix="fmha-observe-") as tmp:
         out = Path(tmp) / "probe.json"
         command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out)] + list(argv)
@@ -135,10 +122,3 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
 
 def _tail(text: str) -> str:
     return "\n".join((text or "").strip().splitlines()[-STDERR_TAIL_LINES:])
-
-
-def _trace(command: str) -> None:
-    trace = os.environ.get("FMHA_TRACE_RUNS")
-    if trace:
-        with open(trace, "a") as handle:
-            handle.write(command + "\n")

@@ -67,12 +67,46 @@ _STDERR_TAIL = 20
 _PROGRESS_EVERY = 10.0
 
 _COUNT_LOCK = threading.Lock()
+_PY_VERSIONS: Dict[str, str] = {}
 _TOTAL_STARTED = 0
 
 
 def total_processes_started() -> int:
-    """Subprocesses started by every runner of this Python process."""
+    """Subprocesses started by every runner (and the probe) of this Python process."""
     return _TOTAL_STARTED
+
+
+def note_process_started(display: str, fmha_dir: Path) -> None:
+    """Count a started subprocess; with ``FMHA_TRACE_RUNS=<file>`` also log it there,
+    so tests of other processes (a sphinx-build) can count them too."""
+    global _TOTAL_STARTED
+    with _COUNT_LOCK:
+        _TOTAL_STARTED += 1
+    trace = os.environ.get("FMHA_TRACE_RUNS")
+    if trace:
+        line = f"{display}\t{fmha_dir}\n".encode("utf-8")
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
+def interpreter_id(python: str, fmha_dir: Path) -> str:
+    """Interpreter version + executable basename (part of every cache key)."""
+    base = os.path.basename(python)
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return f"{sys.version.split()[0]}|{base}"
+    cached = _PY_VERSIONS.get(python)
+    if cached is None:
+        argv = [python, "-c", "import sys; print(sys.version.split()[0])"]
+        note_process_started(shlex.join([base, *argv[1:]]), fmha_dir)
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise GenerateError(f"cannot run interpreter {python!r}: {exc}") from exc
+        cached = _PY_VERSIONS[python] = out.stdout.strip()
+    return f"{cached}|{base}"
 
 
 class GenerateError(RuntimeError):
@@ -221,7 +255,6 @@ def _decompress(text: str) -> object:
     return json.loads(zlib.decompress(base64.b64decode(text.encode("ascii"))).decode("utf-8"))
 
 
-_PY_VERSIONS: Dict[str, str] = {}
 
 
 class GenerateRunner:
@@ -261,20 +294,7 @@ class GenerateRunner:
         return tree_digest(self.fmha_dir)
 
     def _python_id(self) -> str:
-        """Interpreter version + executable basename (part of every cache key)."""
-        base = os.path.basename(self.python)
-        if os.path.realpath(self.python) == os.path.realpath(sys.executable):
-            return f"{sys.version.split()[0]}|{base}"
-        cached = _PY_VERSIONS.get(self.python)
-        if cached is None:
-            argv = [self.python, "-c", "import sys; print(sys.version.split()[0])"]
-            self._count_start(argv, shlex.join([base, *argv[1:]]))
-            try:
-                out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise GenerateError(f"cannot run interpreter {self.python!r}: {exc}") from exc
-            cached = _PY_VERSIONS[self.python] = out.stdout.strip()
-        return f"{cached}|{base}"
+        return interpreter_id(self.python, self.fmha_dir)
 
     def _key(self, kind: str, req: GenerateRequest) -> str:
         return DiskCache.key_for(
@@ -285,19 +305,9 @@ class GenerateRunner:
         return shlex.join(["python", "generate.py", *req.argv(self.options), *tail])
 
     def _count_start(self, argv: Sequence[str], display: str) -> None:
-        global _TOTAL_STARTED
         with self._lock:
             self.processes_started += 1
-        with _COUNT_LOCK:
-            _TOTAL_STARTED += 1
-        trace = os.environ.get("FMHA_TRACE_RUNS")
-        if trace:
-            line = f"{display}\t{self.fmha_dir}\n".encode("utf-8")
-            fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            try:
-                os.write(fd, line)
-            finally:
-                os.close(fd)
+        note_process_started(display, self.fmha_dir)
 
     def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path) -> float:
         """Run generate.py; return wall seconds or raise GenerateError."""

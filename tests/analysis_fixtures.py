@@ -1,0 +1,263 @@
+"""Helpers for the analysis tests (``test_analysis_corpus.py``, ``test_analysis_synthetic.py``).
+
+Everything here is deliberately independent of the code under test: the listing of a
+tree is obtained by running the tree's own ``generate.py -l`` in a subprocess written
+here (not through :mod:`sphinxext_fmha.verify.runner`), and tree snapshots / content
+keys are computed here with :mod:`hashlib` (not with ``tree_digest``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from sphinxext_fmha.analysis.analyze import grammars_of, parse_filename
+from sphinxext_fmha.model import ApiModel, KernelType, Segment
+
+FMHA_SUBDIR = "example/ck_tile/01_fmha"
+
+#: Keys the issue requires in a model's JSON (``to_dict``).
+MODEL_KEYS = ("api", "source", "options", "kernel_types", "fields", "tiles", "factories",
+              "filter", "skip_conditions", "receipts", "dispatch", "checks", "gaps", "baseline")
+KERNEL_TYPE_KEYS = ("class", "frozen", "filter_position", "count", "arch_suffixes", "segments")
+SEGMENT_KEYS = ("label", "fields", "tokens")
+BASELINE_KEYS = ("count", "parsed", "unparsed")
+
+#: Field categories that must each own a segment; order matters ("dbias" before "bias").
+CATEGORIES = ("dbias", "bias", "mask", "pad")
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass
+class Listing:
+    """An independent ``generate.py -l`` run: kernel files and API dispatch files."""
+
+    kernels: List[str]
+    api_files: List[str]
+    lines: int
+    seconds: float
+    command: List[str]
+
+
+def _listing_argv(api: str, mask: Optional[str], extra: Sequence[str] = ()) -> List[str]:
+    argv = ["-a", api]
+    if mask is not None:
+        argv += ["-m", mask]
+    return argv + list(extra)
+
+
+def run_listing(fmha_dir: Path, api: str, mask: Optional[str] = None, *,
+                python: str = sys.executable, timeout: float = 1200,
+                extra: Sequence[str] = ()) -> Listing:
+    """``python -B generate.py -a API [-m MASK] -l TMP`` with cwd = ``fmha_dir``."""
+    import time
+
+    fmha_dir = Path(fmha_dir)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("FMHA_TRACE_RUNS", None)  # this process is ours, not the library's
+    with tempfile.TemporaryDirectory(prefix="fmha-test-list-") as tmp:
+        out = Path(tmp) / "kernels.txt"
+        command = [python, "-B", str(fmha_dir / "generate.py"),
+                   *_listing_argv(api, mask, extra), "-l", str(out)]
+        started = time.monotonic()
+        proc = subprocess.run(command, cwd=str(fmha_dir), env=env, capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        seconds = time.monotonic() - started
+        if proc.returncode != 0:
+            raise AssertionError("independent listing failed (%s): %s\n%s" % (
+                proc.returncode, " ".join(command), proc.stderr[-3000:]))
+        lines = [line.strip() for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+    names = [os.path.basename(line) for line in lines]
+    api_files = [n for n in names if n.endswith("_api.cpp")]
+    kernels = [n for n in names if not n.endswith("_api.cpp")]
+    return Listing(kernels=kernels, api_files=api_files, lines=len(lines),
+                   seconds=round(seconds, 3), command=command)
+
+
+def content_key(fmha_dir: Path, *parts: object) -> str:
+    """sha256 over generate.py and codegen/**/*.py (our own hash) plus ``parts``."""
+    fmha_dir = Path(fmha_dir)
+    digest = hashlib.sha256()
+    files = [fmha_dir / "generate.py"] + sorted(
+        p for p in (fmha_dir / "codegen").rglob("*.py") if "__pycache__" not in p.parts)
+    for path in files:
+        digest.update(path.relative_to(fmha_dir).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    digest.update(json.dumps([str(p) for p in parts]).encode())
+    return digest.hexdigest()
+
+
+def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],
+                   python: str = sys.executable) -> Listing:
+    """:func:`run_listing`, kept in ``store`` keyed by the tree's content (our own files,
+    not the library's cache) so a persistent test cache can skip the slow runs."""
+    if store is None:
+        return run_listing(fmha_dir, api, mask, python=python)
+    key = content_key(fmha_dir, api, mask, python, sys.version)
+    path = Path(store) / "independent-listings" / (key + ".json")
+    if path.is_file():
+        try:
+            return Listing(**json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError):
+            pass
+    listing = run_listing(fmha_dir, api, mask, python=python)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp%d" % os.getpid())
+    tmp.write_text(json.dumps(listing.__dict__), encoding="utf-8")
+    os.replace(tmp, path)
+    return listing
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def snapshot(root: Path) -> Dict[str, str]:
+    """{relative path: sha256} of every file below ``root``; folders map to "<dir>",
+    symlinks to "-> target"."""
+    root = Path(root)
+    out: Dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in dirnames:
+            full = Path(dirpath) / name
+            out[full.relative_to(root).as_posix() + "/"] = "<dir>"
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink():
+                out[rel] = "-> " + os.readlink(full)
+            else:
+                out[rel] = hashlib.sha256(full.read_bytes()).hexdigest()
+    return out
+
+
+def pycache_dirs(snap: Dict[str, str]) -> List[str]:
+    return sorted(p for p in snap if "__pycache__" in p.split("/") or p.endswith(".pyc"))
+
+
+def snapshot_diff(before: Dict[str, str], after: Dict[str, str]) -> List[str]:
+    diff = ["+ " + p for p in sorted(set(after) - set(before))]
+    diff += ["- " + p for p in sorted(set(before) - set(after))]
+    diff += ["~ " + p for p in sorted(set(before) & set(after)) if before[p] != after[p]]
+    return diff
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def check_parses(model: ApiModel, files: Iterable[str]) -> Tuple[Dict[str, int], List[str]]:
+    """Parse every file with nothing but the model's grammars.
+
+    Returns ({kernel class: parsed count}, [problems]); a problem is a name with no
+    parse, several parses, or a parse that does not re-render to the file name.
+    """
+    grammars = grammars_of(model)
+    per_class: Dict[str, int] = {k.class_name: 0 for k in model.kernel_types}
+    problems: List[str] = []
+    for filename in files:
+        found = parse_filename(model, grammars, filename)
+        if len(found) != 1:
+            problems.append("%s: %d parses %s" % (
+                filename, len(found), [(k.class_name, t) for k, t in found][:3]))
+            continue
+        kernel_type, tokens = found[0]
+        if len(tokens) != len(kernel_type.segments):
+            problems.append("%s: %d tokens for %d segments" % (
+                filename, len(tokens), len(kernel_type.segments)))
+            continue
+        rendered = "".join(tokens)
+        suffix = filename[len(rendered):-len(".cpp")] if filename.startswith(rendered) else None
+        if suffix is None or suffix not in (kernel_type.arch_suffixes or [""]) \
+                or rendered + suffix + ".cpp" != filename:
+            problems.append("%s: re-rendered as %r + arch suffix %r (known %s)" % (
+                filename, rendered, suffix, kernel_type.arch_suffixes))
+            continue
+        for segment, token in zip(kernel_type.segments, tokens):
+            if token not in segment.tokens:
+                problems.append("%s: token %r is not one of segment %s's" % (
+                    filename, token, segment.label))
+                break
+        else:
+            per_class[kernel_type.class_name] += 1
+    return per_class, problems
+
+
+# --------------------------------------------------------------------------- fields
+
+
+def leaf(path: str) -> str:
+    return path.split(".")[-1].lower()
+
+
+def category(path: str) -> Optional[str]:
+    """'dbias', 'bias', 'mask', 'pad' or None, from the field's own (leaf) name."""
+    name = leaf(path)
+    for cat in CATEGORIES:
+        if cat in name:
+            return cat
+    return None
+
+
+def category_segments(kernel_type: KernelType) -> Dict[str, List[Segment]]:
+    """{category: segments holding at least one field of that category}."""
+    out: Dict[str, List[Segment]] = {}
+    for segment in kernel_type.segments:
+        for cat in {category(f) for f in segment.fields} - {None}:
+            out.setdefault(cat, []).append(segment)
+    return out
+
+
+def segment_isolation_problems(kernel_type: KernelType) -> List[str]:
+    """Every segment holding a pad/mask/bias/dbias field holds only fields of that one
+    category, and each category has exactly one segment."""
+    problems = []
+    for cat, segments in category_segments(kernel_type).items():
+        if len(segments) != 1:
+            problems.append("%s: %s fields are spread over %d segments %s" % (
+                kernel_type.class_name, cat, len(segments), [s.label for s in segments]))
+        for segment in segments:
+            others = [f for f in segment.fields if category(f) != cat]
+            if others:
+                problems.append("%s: segment %r holds %s fields and also %s" % (
+                    kernel_type.class_name, segment.label, cat, others))
+            if segment.literal:
+                problems.append("%s: segment %r is literal" % (kernel_type.class_name, segment.label))
+    return problems
+
+
+def segment_with_field(kernel_type: KernelType, path: str) -> Segment:
+    for segment in kernel_type.segments:
+        if path in segment.fields:
+            return segment
+    raise AssertionError("%s has no segment with field %s; segments: %s" % (
+        kernel_type.class_name, path, [(s.label, s.fields) for s in kernel_type.segments]))
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class PopenSpy:
+    """Records every ``subprocess.Popen`` this process starts (``subprocess.run``
+    included), while ``monkeypatch`` is active."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.commands: List[List[str]] = []
+        original = subprocess.Popen
+        spy = self
+
+        class Popen(original):  # type: ignore[misc, valid-type]
+            def __init__(self, args, *a, **kw):
+                spy.commands.append([str(x) for x in args] if not isinstance(args, (str, bytes))
+                                    else [str(args)])
+                super().__init__(args, *a, **kw)
+
+        monkeypatch.setattr(subprocess, "Popen", Popen)

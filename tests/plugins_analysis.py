@@ -1,0 +1,175 @@
+"""Session-scoped fixtures of the analysis tests (a pytest plugin).
+
+Registered by ``pytest_plugins = ["plugins_analysis"]`` in the analysis test modules.
+
+``analysis_cache_dir``: the DiskCache folder every analysis of the session shares.
+  ``FMHA_ANALYSIS_TEST_CACHE=<dir>`` makes it persistent (warm runs); by default it is
+  a fresh folder per test session, shared by all pytest-xdist workers of the session.
+
+``corpus_models``: ``corpus_models.get(tree, api, mask)`` computes (once per session
+  and worker) the model of one API of one corpus tree, the independent listing, and
+  snapshots of the tree before and after the analysis.  The analysis tests group
+  their items with ``xdist_group`` marks so ``--dist loadgroup`` computes each slow
+  model on one worker only; on top of that a file lock per model in the shared
+  session folder makes a second worker that needs the same model wait for the first
+  and then read it from the shared cache (so no slow generate.py run is repeated
+  even when the scheduler splits a group).
+
+pytest >= 9.2 derives ``item.nodeid`` from ``item._id``, so pytest-xdist 3.8's
+``item._nodeid = nodeid + "@group"`` no longer has any effect and ``--dist loadgroup``
+silently ignores ``xdist_group``.  ``pytest_collection_modifyitems`` below applies the
+suffix itself, for this project's ``analysis-*`` groups only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+from analysis_fixtures import Listing, cached_listing, snapshot
+from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api
+from sphinxext_fmha.corpus import CorpusTree, load_corpus
+from sphinxext_fmha.model import ApiModel
+from sphinxext_fmha.verify.cache import DiskCache
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None  # type: ignore[assignment]
+
+CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
+GROUP_PREFIX = "analysis-"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Make ``xdist_group("analysis-...")`` effective under ``--dist loadgroup``."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if not names or not all(n.startswith(GROUP_PREFIX) for n in names):
+            continue
+        nodeid = item.nodeid
+        if nodeid.rfind("@") > nodeid.rfind("]"):
+            continue  # pytest-xdist did it (pytest < 9.2)
+        grouped = "%s@%s" % (nodeid, "_".join(names))
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(grouped)
+        else:  # pragma: no cover - older pytest, where xdist's own suffix works
+            item._nodeid = grouped
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    with open(path, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _session_dir(tmp_path_factory) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-N/popen-gwK -> pytest-N: shared by the workers
+    path = base / "fmha-analysis-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def analysis_cache_dir(tmp_path_factory) -> Path:
+    env = os.environ.get(CACHE_ENV, "").strip()
+    if env:
+        path = Path(env).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return _session_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def analysis_cache(analysis_cache_dir) -> DiskCache:
+    return DiskCache(analysis_cache_dir / "runs")
+
+
+@dataclass
+class CorpusModel:
+    tree: CorpusTree
+    root: Path
+    api: str
+    mask: Optional[str]
+    model: ApiModel
+    listing: Listing
+    seconds: float
+    before: Dict[str, str] = field(repr=False, default_factory=dict)
+    after: Dict[str, str] = field(repr=False, default_factory=dict)
+
+
+class CorpusModels:
+    """Memo of corpus models for one session (one per xdist worker)."""
+
+    def __init__(self, fetch: Callable[[str], Path], cache: DiskCache, store: Path) -> None:
+        self.fetch = fetch
+        self.cache = cache
+        self.store = store
+        self.trees = {t.name: t for t in load_corpus()}
+        self._tree_info: Dict[str, Tree] = {}
+        self._done: Dict[Tuple[str, str, Optional[str]], object] = {}
+
+    def get(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
+        key = (tree_name, api, mask)
+        if key not in self._done:
+            try:
+                self._done[key] = self._compute(*key)
+            except BaseException as exc:  # computed once; every test reports it
+                if not isinstance(exc, Exception):
+                    raise
+                self._done[key] = exc
+        value = self._done[key]
+        if isinstance(value, Exception):
+            pytest.fail("analysing %s -a %s -m %s failed: %r" % (tree_name, api, mask, value),
+                        pytrace=False)
+        return value  # type: ignore[return-value]
+
+    def _compute(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
+        name = hashlib.sha256(repr((tree_name, api, mask)).encode()).hexdigest()[:24]
+        with _locked(self.store / "locks" / (name + ".lock")):
+            return self._compute_locked(tree_name, api, mask)
+
+    def _compute_locked(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
+        root = self.fetch(tree_name)
+        if tree_name not in self._tree_info:
+            self._tree_info[tree_name] = Tree.load(root)
+        before = snapshot(root)
+        started = time.monotonic()
+        model = analyze_api(root, api, Options(mask=mask), cache=self.cache,
+                            tree=self._tree_info[tree_name])
+        seconds = time.monotonic() - started
+        after = snapshot(root)
+        listing = cached_listing(self.store, root / "example/ck_tile/01_fmha", api, mask)
+        return CorpusModel(self.trees[tree_name], root, api, mask, model, listing,
+                           round(seconds, 3), before, after)
+
+    def computed(self) -> List[CorpusModel]:
+        return [v for v in self._done.values() if isinstance(v, CorpusModel)]
+
+
+@pytest.fixture(scope="session")
+def corpus_models(corpus_root, analysis_cache, analysis_cache_dir) -> CorpusModels:
+    return CorpusModels(corpus_root, analysis_cache, analysis_cache_dir)

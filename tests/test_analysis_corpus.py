@@ -1,0 +1,375 @@
+"""The kernel model of every API of every real CK tree of the corpus.
+
+Done-criteria of "Analyse any CK FMHA codegen tree into a kernel model", on the real
+trees: with the default options and with ``-m generic``, the model's grammar parses
+and re-renders every name an independent ``generate.py -l`` lists, exactly once; the
+listed counts are the corpus facts; pad/mask/bias own their segments; the JSON has
+the required shape and round-trips; the filter facts of each version are observed;
+the analysed tree is left byte-identical.  Beyond the criteria: a few other options
+(receipt, optdim, targets) and whether ``filter.drops`` is what generate.py does;
+these caught two library bugs, now fixed (literal runs around absent tokens; 2.8.1's
+per-class filter loops read as trait-wise dropping).
+
+The models are computed once per session (``corpus_models`` in plugins_analysis.py)
+and the items of one model share an ``xdist_group``: run with
+``-n 2 --dist loadgroup``.  ``FMHA_ANALYSIS_TEST_CACHE=<dir>`` keeps the analysis
+cache between sessions.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from analysis_fixtures import (
+    BASELINE_KEYS,
+    KERNEL_TYPE_KEYS,
+    MODEL_KEYS,
+    SEGMENT_KEYS,
+    PopenSpy,
+    category_segments,
+    check_parses,
+    pycache_dirs,
+    run_listing,
+    segment_isolation_problems,
+    snapshot,
+    snapshot_diff,
+)
+from sphinxext_fmha.analysis.analyze import Options, analyze_api
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.model import ApiModel, KernelType, from_json, to_dict, to_json
+from sphinxext_fmha.verify.cache import DiskCache
+
+pytest_plugins = ["plugins_analysis"]
+pytestmark = pytest.mark.corpus
+
+CORPUS = load_corpus()
+TREES = {tree.name: tree for tree in CORPUS}
+MASKS = (None, "generic")
+
+OLDEST = "flash-attn-2.7.4.post1"
+V281 = "flash-attn-2.8.1"
+V283 = "flash-attn-2.8.3"
+AITER = "amd-aiter-0.1.7.post2.dev18"
+
+
+def _group(tree: str, api: str, mask: Optional[str]):
+    # One group per model (tree, api, mask): the masks of one API share nothing, and
+    # splitting them balances the two slowest models (aiter bwd) over two workers.
+    return pytest.mark.xdist_group("analysis-%s-%s-%s" % (tree, api, mask or "default"))
+
+
+def _cost(tree, api: str, mask: Optional[str]) -> int:
+    """Rough cost of a model: kernels listed, bwd (3 kernel classes, quadratic checks
+    in aiter) and -m generic (more kernels) weigh more."""
+    return tree.apis[api] * (3 if api == "bwd" else 1) * (2 if mask else 1)
+
+
+def _cases(masks=MASKS, trees=None, apis=None) -> List:
+    """(tree, api, mask) params, heaviest first: xdist hands out the groups in the
+    order their first item is collected, so the slow models start early."""
+    triples = [(tree, api, mask) for tree in CORPUS for api in tree.apis for mask in masks
+               if (trees is None or tree.name in trees) and (apis is None or api in apis)]
+    triples.sort(key=lambda t: (-_cost(*t), t[0].name, t[1], t[2] or ""))
+    return [pytest.param(tree.name, api, mask, marks=_group(tree.name, api, mask),
+                         id="%s-%s-%s" % (tree.name, api, mask or "default"))
+            for tree, api, mask in triples]
+
+
+ALL = _cases()
+
+
+def generic_counts(notes: str) -> Dict[str, int]:
+    """'... (fwd 5016 -> 7524)' in a tree's notes: {api: count with -m generic}."""
+    return {api: int(after) for api, _before, after in re.findall(r"\((\w+) (\d+) -> (\d+)\)", notes)}
+
+
+#: The main kernel sub-type of each API must have a segment for each of these
+#: categories (facts about CK's kernel names, checked against the real trees).
+REQUIRED_CATEGORIES = {
+    "fwd": {"pad", "mask", "bias"},
+    "fwd_splitkv": {"pad", "mask", "bias"},
+    "batch_prefill": {"pad", "mask", "bias"},
+    "pagedkv_prefill": {"pad", "mask", "bias"},
+    "bwd": {"pad", "mask", "bias", "dbias"},
+    "fwd_appendkv": {"pad"},
+}
+
+
+def main_type(model: ApiModel) -> KernelType:
+    """The sub-type with the most kernels (fmha_fwd, fmha_bwd's dq_dk_dv, ...)."""
+    return max(model.kernel_types, key=lambda k: (k.count, k.class_name))
+
+
+def bwd_role(kernel_type: KernelType) -> str:
+    """dot_do_o / convert_dq / dq_dk_dv, from the sub-type's own file names."""
+    if kernel_type.example.startswith("fmha_bwd_dot_do_o"):
+        return "dot_do_o"
+    if kernel_type.example.startswith("fmha_bwd_convert_dq"):
+        return "convert_dq"
+    assert kernel_type.example.startswith("fmha_bwd_"), kernel_type.example
+    return "dq_dk_dv"
+
+
+# --------------------------------------------------------------------------- 1. names
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_grammar_parses_every_listed_name_once(corpus_models, tree, api, mask):
+    case = corpus_models.get(tree, api, mask)
+    model, listing = case.model, case.listing
+    assert listing.kernels, "generate.py listed no kernels"
+    assert len(listing.api_files) == 1, listing.api_files
+    assert len(set(listing.kernels)) == len(listing.kernels), "duplicate names in the listing"
+
+    # Parse with the published (JSON) model only: what a reader of the JSON gets.
+    published = from_json(ApiModel, to_json(model))
+    per_class, problems = check_parses(published, listing.kernels)
+    assert not problems, "%d of %d names do not parse uniquely, e.g.:\n%s" % (
+        len(problems), len(listing.kernels), "\n".join(problems[:15]))
+    assert sum(per_class.values()) == len(listing.kernels)
+    assert per_class == {k.class_name: k.count for k in model.kernel_types}
+
+    assert model.baseline.count == len(listing.kernels)
+    assert model.baseline.parsed == model.baseline.count
+    assert model.baseline.unparsed == [] and model.baseline.ambiguous == []
+    assert model.checks.get("all_names_parse") is True
+    # The kernel objects the probe saw are exactly what generate.py lists.
+    assert model.checks.get("listing_matches_observation") is True, model.gaps
+    if "api_files" in model.checks:
+        assert model.checks["api_files"] == listing.api_files
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_listed_counts_are_the_corpus_facts(corpus_models, tree, api, mask):
+    case = corpus_models.get(tree, api, mask)
+    count = len(case.listing.kernels)
+    facts = TREES[tree]
+    if mask is None:
+        assert count == facts.apis[api]
+    else:
+        default = facts.apis[api]
+        expected = generic_counts(facts.notes).get(api)
+        if expected is not None:
+            assert count == expected
+        else:  # every 'mask' kernel becomes an 'mc' and an 'mg' kernel, or nothing changes
+            assert count >= default
+
+
+def test_generic_count_fact_is_read_from_the_notes():
+    assert generic_counts(TREES[V283].notes) == {"fwd": 7524}
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_pad_mask_and_bias_own_their_segments(corpus_models, tree, api, mask):
+    model = corpus_models.get(tree, api, mask).model
+    problems = [p for k in model.kernel_types for p in segment_isolation_problems(k)]
+    assert not problems, "\n".join(problems)
+    main = main_type(model)
+    present = set(category_segments(main))
+    assert REQUIRED_CATEGORIES[api] <= present, (main.class_name, present,
+                                                 [(s.label, s.fields) for s in main.segments])
+    # The field table agrees with the segments.
+    for info in model.fields:
+        owners = [s for k in model.kernel_types for s in k.segments if info.path in s.fields]
+        assert owners and info.segment in {s.label for s in owners}, info
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(apis={"fwd", "fwd_splitkv", "bwd",
+                                                          "batch_prefill", "pagedkv_prefill"}))
+def test_mask_tokens_follow_the_mask_option(corpus_models, tree, api, mask):
+    main = main_type(corpus_models.get(tree, api, mask).model)
+    (segment,) = category_segments(main)["mask"]
+    tokens = set(segment.tokens)
+    if mask == "generic":
+        assert {"_mc", "_mg"} <= tokens, tokens
+        assert "_mask" not in tokens
+    else:
+        assert "_mask" in tokens and not {"_mc", "_mg"} & tokens, tokens
+
+
+# --------------------------------------------------------------------------- 2. JSON
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_model_json_has_the_required_keys_and_round_trips(corpus_models, tree, api, mask):
+    case = corpus_models.get(tree, api, mask)
+    model = case.model
+    data = to_dict(model)
+    assert set(MODEL_KEYS) <= set(data), set(MODEL_KEYS) - set(data)
+    assert data["api"] == api
+    source = data["source"]
+    assert source.startswith("example/ck_tile/01_fmha/codegen/ops/") and source.endswith(".py")
+    assert not Path(source).is_absolute() and (case.root / source).is_file()
+    assert data["options"]["mask"] == (mask or "simplified")
+    assert data["options"].get("receipt") == "0"
+    assert data["kernel_types"]
+    for kernel_type in data["kernel_types"]:
+        assert set(KERNEL_TYPE_KEYS) <= set(kernel_type), set(KERNEL_TYPE_KEYS) - set(kernel_type)
+        assert isinstance(kernel_type["frozen"], bool)
+        assert kernel_type["count"] > 0
+        assert kernel_type["segments"]
+        for segment in kernel_type["segments"]:
+            assert set(SEGMENT_KEYS) <= set(segment)
+            assert segment["tokens"], segment
+    assert set(BASELINE_KEYS) <= set(data["baseline"])
+    assert sum(k["count"] for k in data["kernel_types"]) == data["baseline"]["count"]
+    assert data["fields"] and all("path" in f and "segment" in f for f in data["fields"])
+    text = to_json(model)
+    back = from_json(ApiModel, text)
+    assert back == model
+    assert to_json(back) == text
+
+
+# --------------------------------------------------------------------------- 3. filter facts
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={OLDEST}))
+def test_oldest_tree_uses_one_pattern_for_every_api(corpus_models, tree, api, mask):
+    model = corpus_models.get(tree, api, mask).model
+    assert model.filter.cli_split is None
+    assert model.filter.api_split is None
+    assert model.checks["filter_split"] is None
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V281, V283, AITER}))
+def test_newer_trees_split_the_filter_per_api_on_commas(corpus_models, tree, api, mask):
+    assert corpus_models.get(tree, api, mask).model.filter.cli_split == ","
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=MASKS, trees={OLDEST}, apis={"bwd"}))
+def test_oldest_bwd_filters_dq_dk_dv_only(corpus_models, tree, api, mask):
+    model = corpus_models.get(tree, api, mask).model
+    roles = {bwd_role(k): k for k in model.kernel_types}
+    assert set(roles) == {"dot_do_o", "convert_dq", "dq_dk_dv"}
+    spec = model.filter
+    assert spec.cli_split is None and spec.api_split is None
+    assert [p.position for p in spec.parts] == [0]
+    assert spec.parts[0].applies_to == [roles["dq_dk_dv"].class_name]
+    assert roles["dq_dk_dv"].filter_position == 0
+    assert sorted(spec.unfiltered_types) == sorted(roles[r].class_name for r in ("dot_do_o", "convert_dq"))
+    assert roles["dot_do_o"].filter_position is None and roles["convert_dq"].filter_position is None
+    assert spec.drops == "kernel"
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=MASKS, trees={V283}, apis={"bwd"}))
+def test_283_bwd_splits_the_filter_on_at(corpus_models, tree, api, mask):
+    model = corpus_models.get(tree, api, mask).model
+    roles = {bwd_role(k): k for k in model.kernel_types}
+    spec = model.filter
+    assert spec.cli_split == ","
+    assert spec.api_split == "@"
+    assert [p.position for p in spec.parts] == [0, 1, 2]
+    expected = {0: "dot_do_o", 1: "convert_dq", 2: "dq_dk_dv"}
+    for part in spec.parts:
+        assert part.applies_to == [roles[expected[part.position]].class_name]
+        assert roles[expected[part.position]].filter_position == part.position
+    assert [p.missing_becomes for p in spec.parts[1:]] == ["*", "*"]
+    assert spec.unfiltered_types == []
+    assert spec.drops == "trait"
+    assert model.checks["filter_drops"] == "trait" and model.checks["filter_split"] == "@"
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=MASKS, trees={AITER}, apis={"fwd"}))
+def test_aiter_fwd_names_carry_arch_suffixes(corpus_models, tree, api, mask):
+    case = corpus_models.get(tree, api, mask)
+    model = case.model
+    assert model.options.get("targets") == "gfx9,gfx950"
+    (kernel_type,) = model.kernel_types
+    assert kernel_type.arch_suffixes == ["_gfx9", "_gfx950"]
+    suffixes = {re.search(r"(_gfx\w+)\.cpp$", f).group(1) for f in case.listing.kernels}
+    assert suffixes == {"_gfx9", "_gfx950"}
+    for segment in kernel_type.segments:  # the suffix is not part of any segment
+        assert not any("gfx" in token for token in segment.tokens), segment
+
+
+# --------------------------------------------------------------------------- 5. tree untouched
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_analysed_tree_is_byte_identical(corpus_models, tree, api, mask):
+    case = corpus_models.get(tree, api, mask)
+    assert snapshot_diff(case.before, case.after) == []
+    assert pycache_dirs(case.after) == []
+
+
+def test_fresh_analysis_leaves_a_real_tree_untouched(corpus_root, tmp_path, monkeypatch):
+    """With an empty cache (so the probe and generate.py really run) and with no cache."""
+    root = corpus_root(V283)
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    before = snapshot(root)
+    assert pycache_dirs(before) == []
+    spy = PopenSpy(monkeypatch)
+    first = analyze_api(root, "fwd_appendkv", Options(mask="generic"),
+                        cache=DiskCache(tmp_path / "cache"))
+    second = analyze_api(root, "pagedkv_prefill", Options())
+    after = snapshot(root)
+    assert snapshot_diff(before, after) == []
+    assert pycache_dirs(after) == []
+    assert first.baseline.parsed == first.baseline.count == TREES[V283].apis["fwd_appendkv"]
+    assert second.baseline.parsed == second.baseline.count == TREES[V283].apis["pagedkv_prefill"]
+    # Both analyses did run generate.py (so the snapshot tested something).
+    lines = trace.read_text().splitlines()
+    assert len(lines) >= 2, lines
+    assert sum(1 for c in spy.commands if any("probe_script" in str(a) for a in c)) == 2
+
+
+# --------------------------------------------------------------------------- other options
+
+OPTION_CASES = [
+    pytest.param(V283, "fwd", {"receipt": 2}, ["-r", "2"],
+                 marks=pytest.mark.xdist_group("analysis-options-283-r2"),
+                 id="2.8.3-fwd-receipt2"),
+    pytest.param(OLDEST, "fwd", {"receipt": 2}, ["-r", "2"],
+                 marks=pytest.mark.xdist_group("analysis-options-274-r2"), id="2.7.4-fwd-receipt2"),
+    pytest.param(V281, "fwd", {"optdim": "64,128"}, ["--optdim", "64,128"],
+                 marks=pytest.mark.xdist_group("analysis-options-281-optdim"), id="2.8.1-fwd-optdim"),
+    pytest.param(AITER, "fwd", {"targets": "gfx950"}, ["--targets", "gfx950"],
+                 marks=pytest.mark.xdist_group("analysis-options-aiter-gfx950"), id="aiter-fwd-gfx950"),
+]
+
+
+@pytest.mark.parametrize("tree, api, options, argv", OPTION_CASES)
+def test_other_options_parse_every_listed_name_once(corpus_root, analysis_cache, tree, api,
+                                                    options, argv):
+    root = corpus_root(tree)
+    model = analyze_api(root, api, Options(**options), cache=analysis_cache)
+    listing = run_listing(root / "example/ck_tile/01_fmha", api, extra=argv)
+    for key, value in options.items():
+        assert model.options[key] == str(value)
+    if "targets" in options:
+        assert [k.arch_suffixes for k in model.kernel_types] == [["_" + options["targets"]]]
+    per_class, problems = check_parses(model, listing.kernels)
+    assert not problems, "%d of %d names do not parse uniquely, e.g.:\n%s" % (
+        len(problems), len(listing.kernels), "\n".join(problems[:5]))
+    assert model.baseline.parsed == model.baseline.count == len(listing.kernels)
+
+
+# --------------------------------------------------------------------------- filter drops
+
+def _drops_cases():
+    out = []
+    for param in _cases(masks=(None,), trees={V281, V283, AITER}, apis={"bwd", "fwd_splitkv"}):
+        tree, api, _mask = param.values
+        marks = list(param.marks)
+        out.append(pytest.param(tree, api, marks=marks, id=param.id))
+    return out
+
+
+@pytest.mark.parametrize("tree, api", _drops_cases())
+def test_filter_drops_is_what_generate_does(corpus_models, tree, api):
+    """-f with a pattern that matches nothing at position 0 and '*' elsewhere: 'trait'
+    drops everything, 'kernel' keeps every kernel of the other positions."""
+    case = corpus_models.get(tree, api, None)
+    spec = case.model.filter
+    assert spec.api_split == "@" and len(spec.parts) >= 2
+    pattern = spec.api_split.join(["no-such-kernel"] + ["*"] * (len(spec.parts) - 1))
+    listing = run_listing(case.root / "example/ck_tile/01_fmha", api, extra=["-f", pattern])
+    first = set(spec.parts[0].applies_to)
+    others = sum(k.count for k in case.model.kernel_types if k.class_name not in first)
+    expected = {"trait": 0, "kernel": others}[spec.drops]
+    assert len(listing.kernels) == expected, (spec.drops, len(listing.kernels), others)
