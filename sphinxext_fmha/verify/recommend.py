@@ -322,6 +322,13 @@ def _losses(session: "Session", model: ApiModel, api: str, options: Options,
                     # What the fallback requires that the dropped kernel did not.
                     lost_terms.update(t for t in conditions.get(sibling, []) if t not in own)
             meaning = kernel_type.segments[index].tokens.get(token, "")
+            if not dropped:
+                total = sum(1 for c, t in baseline.parsed.values()
+                            if c == decision.kernel_type and t[index] == token)
+                decision.losses[token] = (
+                    "%s only occurs together with other dropped values (%d kernels in the "
+                    "full listing), so dropping it costs nothing beyond them." % (meaning, total))
+                continue
             text = "%d kernels that the other choices keep are not generated (%s)." % (
                 len(dropped), meaning)
             if fallbacks:
