@@ -61,6 +61,8 @@ def write_project(src: Path, pages: Dict[str, str], conf: str = "", ck_root: Opt
     lines = [
         'extensions = ["myst_parser", "sphinx_design", "sphinxext_fmha"]',
         'project = "fmha-test"',
+        'copyright = "the sphinxext-fmha authors"',
+        'version = release = "1.0"',
         'exclude_patterns = ["_build"]',
         "suppress_warnings = []",
         "show_warning_types = True",  # the default from Sphinx 8 on; shows [fmha.<kind>]
@@ -214,7 +216,7 @@ def builders_project(ck_root, tmp_path_factory) -> Path:
     return write_project(src, pages, ck_root=ck_root)
 
 
-@pytest.mark.parametrize("builder", ["html", "latex", "text"])
+@pytest.mark.parametrize("builder", ["html", "latex", "text", "epub"])
 def test_builders_finish_without_warnings(builder, builders_project):
     app, _status, warnings = build(builders_project, builder)
     assert warnings == ""
@@ -231,13 +233,17 @@ def test_builders_finish_without_warnings(builder, builders_project):
         assert "fmha\\_fwd\\_appendkv\\_d128" in tex or "fmha_fwd_appendkv_d128" in tex
         assert "fmha-name" not in tex
         assert "=================" in tex  # the ruler under the example name
+    elif builder == "epub":
+        page = (out / "all.xhtml").read_text(encoding="utf-8")
+        assert "fmha_fwd_appendkv_d128" in page
+        assert next(out.glob("*.epub")).stat().st_size > 0
     else:
         text = (out / "all.txt").read_text(encoding="utf-8")
         assert "fmha_fwd_appendkv_d128_bf16" in text
         assert "=================-----=====" in text
         assert "Kernel sub-types" in text
     for path in out.rglob("*"):
-        if path.suffix in (".html", ".tex", ".txt") and path.is_file():
+        if path.suffix in (".html", ".xhtml", ".tex", ".txt") and path.is_file():
             content = path.read_text(encoding="utf-8", errors="replace")
             assert str(builders_project) not in content, path
             assert str(app.env.srcdir) not in content
