@@ -27,7 +27,7 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 
-from snapshots_util import SNAPSHOTS, check_snapshot
+from snapshots_util import check_snapshot
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import docutils_namespace, patch_docutils

@@ -7,9 +7,7 @@ tree (fwd_appendkv and bwd; cached after the first run).
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.session import Options, Session
+from sphinxext_fmha.session import Session
 
 FILTERS = [
     ("flash-attn-2.8.3", "fwd", "*_nbias_*"),

@@ -30,7 +30,7 @@ from ..model import (
 from ..verify.cache import DiskCache
 from ..verify.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
-from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label, short_name
+from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label
 from .observe import observe
 from .probe_script import MARKER
 from .source import SourceFacts, analyze_source

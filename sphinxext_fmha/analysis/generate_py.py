@@ -627,7 +627,18 @@ def generate_options(ck_root: PathLike) -> List[GenerateOption]:
     ``help`` is the concatenated help text.  Raises FileNotFoundError without a
     generate.py and SyntaxError if it does not parse.
     """
-    module = _load_generate(ck_root)
+    return generate_options_of(_load_generate(ck_root))
+
+
+def generate_options_in(folder: PathLike) -> List[GenerateOption]:
+    """:func:`generate_options` for the folder that holds generate.py itself."""
+    path = Path(folder) / "generate.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no generate.py in {folder}")
+    return generate_options_of(_read_ast(path))
+
+
+def generate_options_of(module: ast.Module) -> List[GenerateOption]:
     consts = _module_constants(module)
     evaluate = _Evaluator(consts)
     options: List[GenerateOption] = []

@@ -1194,11 +1194,9 @@ class _Analysis:
             non_empty = [(c, t, k) for c, t, k in per_combo if t]
             if non_empty:
                 table.supported.append(dtype)
-                distinct = {repr(sorted((h, [id(o) for o in v]) for h, v in t.items())) for _, t, _ in non_empty}
                 rendered_sets = {repr({h: [self._render_tile(interp, o) for o in v] for h, v in t.items()})
                                  for _, t, _ in non_empty}
                 qualify = bool(others) and (len(rendered_sets) > 1 or len(non_empty) < len(per_combo))
-                del distinct
                 tiles_out: Dict[str, List[str]] = {}
                 calls_out: Dict[str, List[str]] = {}
                 for combo, tiles, calls in non_empty:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.analyze import Options, grammars_of, parse_filename, split_filename
-from ..model import ApiModel, FilterCheck, KernelType, SegmentBreakdown, TokenCount
+from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount
 from ..verify.runner import GenerateRequest
 
 if TYPE_CHECKING:  # pragma: no cover

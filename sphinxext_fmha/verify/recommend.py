@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 from ..analysis.analyze import Options
 from ..analysis.grammar import short_name
 from ..model import ApiModel, Decision, FilterRun, KernelType, Recommendation, Segment
-from .filtercheck import ParsedListing, _matches, api_patterns
+from .filtercheck import ParsedListing
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..session import Session

@@ -17,7 +17,6 @@ No Sphinx imports here.
 
 from __future__ import annotations
 
-import ast
 import base64
 import dataclasses
 import json
@@ -222,28 +221,9 @@ class ApiFileResult:
 
 def supported_options(fmha_dir: Path) -> Set[str]:
     """argparse dests of generate.py's options, read statically (no process)."""
-    path = Path(fmha_dir) / "generate.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    dests: Set[str] = set()
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "add_argument"
-        ):
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest = None
-        for kw in node.keywords:
-            if kw.arg == "dest" and isinstance(kw.value, ast.Constant):
-                dest = kw.value.value
-        if dest is None and flags:
-            longs = [f for f in flags if f.startswith("--")]
-            first = longs[0] if longs else flags[0]
-            dest = first.lstrip("-").replace("-", "_")
-        if dest:
-            dests.add(dest)
-    return dests
+    from ..analysis.generate_py import generate_options_in
+
+    return {option.dest for option in generate_options_in(fmha_dir)}
 
 
 def _compress(obj: object) -> str:
