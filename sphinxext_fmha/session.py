@@ -148,7 +148,7 @@ class Session:
 
     def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
         """kernel file -> the readable terms of the dispatch conditions that reach it."""
-        from .verify.dispatch_file import describe_condition, match_leaves_to_kernels, parse_dispatch
+        from .verify.dispatch_file import condition_terms, match_leaves_to_kernels, parse_dispatch
 
         def compute() -> Dict[str, List[str]]:
             api_file = self.runner.generate_api_file(self.tree.request(api, options))
@@ -156,12 +156,8 @@ class Session:
             match = match_leaves_to_kernels(tree, api_file.kernel_traits)
             terms: Dict[str, List[str]] = {}
             for leaf in tree.leaves:
-                described = []
-                for condition in leaf.conditions:
-                    for term in condition.split("&&"):
-                        text = describe_condition(term.strip().strip("()").strip())
-                        if text and text != "always":
-                            described.append(text)
+                described = [term for condition in leaf.conditions
+                             for term in condition_terms(condition)]
                 for filename in match.files_of(leaf.order):
                     terms.setdefault(filename, [])
                     terms[filename].extend(t for t in described if t not in terms[filename])

@@ -936,9 +936,21 @@ def _describe_atom(expr: str) -> str:
         if m.group(2) == "true":
             return subject
         return _negate(subject)
-    if "&&" in expr or "||" in expr:
+    if len(_split_top(expr, "||")) > 1 or len(_split_top(expr, "&&")) > 1:
         return _describe(expr)
     return expr
+
+
+def condition_terms(cond: str) -> List[str]:
+    """The readable terms of a condition's top-level conjunction (``a && (b || c)``
+    -> ``["a", "b or c"]``), without the terms that always hold."""
+    text = _WS_RE.sub(" ", strip_comments(_TRUE_COMMENT_RE.sub("true", cond))).strip()
+    terms = []
+    for term in _split_top(_strip_parens(text), "&&"):
+        described = describe_condition(term)
+        if described != "always" and described not in terms:
+            terms.append(described)
+    return terms
 
 
 def describe_condition(cond: str) -> str:

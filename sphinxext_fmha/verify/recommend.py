@@ -216,6 +216,10 @@ def recommend(session: "Session", api: str, options: Options = Options()) -> Rec
             "the filter runs select %d kernels, the keep set has %d (%d missing, %d extra)"
             % (len(union), len(keep_files), len(keep_files - union), len(union - keep_files)))
     if len(result.runs) > 1:
+        # Several runs: each lists into its own file, merged below.
+        for number, run in enumerate(result.runs, 1):
+            run.command = session.runner.listing_command(
+                session.tree.request(api, options, filter=run.filter), "kernels_%d.txt" % number)
         listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
         result.merge_command = "sort -u %s > kernels.txt" % listings
         result.merge_caution = (
@@ -238,7 +242,7 @@ def recommend(session: "Session", api: str, options: Options = Options()) -> Rec
     minimal = Counter(baseline.parsed[f][0] for f in union if f in baseline.parsed)
     result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
     result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
-    _losses(session, model, api, options, result, baseline, union)
+    _losses(session, model, api, options, result, baseline, keep_files)
     return result
 
 
@@ -278,6 +282,13 @@ def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _context(filename: str, tokens: Sequence[str], index: int) -> Tuple[str, ...]:
+    """Everything about a kernel file but one segment: the other tokens and the
+    arch suffix (a gfx950 kernel does not stand in for a gfx9 one)."""
+    suffix = filename[len("".join(tokens)):]
+    return (suffix,) + tuple(tokens[:index]) + tuple(tokens[index + 1:])
+
+
 def _losses(session: "Session", model: ApiModel, api: str, options: Options,
             result: Recommendation, baseline: ParsedListing, kept: Set[str]) -> None:
     """What each dropped token costs, from the API dispatch file's conditions."""
@@ -293,7 +304,7 @@ def _losses(session: "Session", model: ApiModel, api: str, options: Options,
             continue
         class_name, tokens = baseline.parsed[filename]
         for index in range(len(tokens)):
-            context = tuple(tokens[:index]) + tuple(tokens[index + 1:])
+            context = _context(filename, tokens, index)
             kept_by_context.setdefault((class_name, index, context), []).append(filename)
     for decision in result.decisions:
         kernel_type = model.kernel_type(decision.kernel_type)
@@ -311,8 +322,9 @@ def _losses(session: "Session", model: ApiModel, api: str, options: Options,
             fallbacks: Counter = Counter()
             for filename in dropped:
                 tokens = baseline.parsed[filename][1]
-                context = tuple(tokens[:index]) + tuple(tokens[index + 1:])
-                siblings = kept_by_context.get((decision.kernel_type, index, context), [])
+                context = _context(filename, tokens, index)
+                siblings = [f for f in kept_by_context.get((decision.kernel_type, index, context), [])
+                            if baseline.parsed[f][1][index] != token]
                 if not siblings:
                     unserved += 1
                     continue

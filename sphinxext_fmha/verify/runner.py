@@ -281,6 +281,10 @@ class GenerateRunner:
             "generate-run", RUNNER_FORMAT, kind, self.digest(), req.as_dict(), self._python_id()
         )
 
+    def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt") -> str:
+        """The command a reader runs for ``req``'s listing (no absolute paths)."""
+        return self._display(req, ["-l", listing])
+
     def _display(self, req: GenerateRequest, tail: Sequence[str]) -> str:
         return shlex.join(["python", "generate.py", *req.argv(self.options), *tail])
 
@@ -382,7 +386,7 @@ class GenerateRunner:
 
     def list_kernels(self, req: GenerateRequest) -> ListingResult:
         """``generate.py -a API -l FILE [...]``: kernel files, sorted basenames."""
-        display = self._display(req, ["-l", "kernels.txt"])
+        display = self.listing_command(req)
         key = self._key("list", req) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
