@@ -41,11 +41,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - platforms without fcntl
-    fcntl = None  # type: ignore[assignment]
-
+from .cachedir import cache_root, file_lock
 from .locate import FMHA_SUBDIR
 
 __all__ = [
@@ -167,34 +163,11 @@ def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
     raise CorpusError(f"no corpus tree named {name!r}; known trees: {known}")
 
 
-def cache_root() -> Path:
-    """``$FMHA_CACHE_DIR`` if set, else ``~/.cache/sphinxext-fmha``."""
-    env = os.environ.get("FMHA_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "sphinxext-fmha"
-
-
 def _offline() -> bool:
     return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 # --------------------------------------------------------------------------- locking
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock (fcntl.flock); a no-op where fcntl is missing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:  # pragma: no cover - non-POSIX
-        yield
-        return
-    with open(path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 # --------------------------------------------------------------------------- download
@@ -496,7 +469,7 @@ def fetch_tree(
     ck_root = tree_dir.joinpath(*tree.ck_prefix.split("/"))
     if _ready(tree_dir, ck_root, tree):
         return ck_root
-    with _file_lock(cache / "locks" / f"{tree.sdist_stem}.lock"):
+    with file_lock(cache / "locks" / f"{tree.sdist_stem}.lock"):
         if _ready(tree_dir, ck_root, tree):  # another process finished meanwhile
             return ck_root
         archive = _ensure_archive(tree, cache, progress)

@@ -23,7 +23,6 @@ suffix itself, for this project's ``analysis-*`` groups only.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import time
@@ -33,16 +32,14 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
+from sphinxext_fmha.cachedir import file_lock
+
 from analysis_fixtures import Listing, cached_listing, snapshot
 from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api
 from sphinxext_fmha.corpus import CorpusTree, load_corpus
 from sphinxext_fmha.model import ApiModel
 from sphinxext_fmha.verify.cache import DiskCache
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - non-POSIX
-    fcntl = None  # type: ignore[assignment]
 
 CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
 GROUP_PREFIX = "analysis-"
@@ -68,20 +65,6 @@ def pytest_collection_modifyitems(config, items):
             item._id = NodeId.parse(grouped)
         else:  # pragma: no cover - older pytest, where xdist's own suffix works
             item._nodeid = grouped
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    with open(path, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _session_dir(tmp_path_factory) -> Path:
@@ -149,10 +132,10 @@ class CorpusModels:
 
     def _compute(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
         name = hashlib.sha256(repr((tree_name, api, mask)).encode()).hexdigest()[:24]
-        with _locked(self.store / "locks" / (name + ".lock")):
-            return self._compute_locked(tree_name, api, mask)
+        with file_lock(self.store / "locks" / (name + ".lock")):
+            return self._computefile_lock(tree_name, api, mask)
 
-    def _compute_locked(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
+    def _computefile_lock(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
         root = self.fetch(tree_name)
         if tree_name not in self._tree_info:
             self._tree_info[tree_name] = Tree.load(root)

@@ -24,6 +24,8 @@ import threading
 from pathlib import Path, PurePath
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..cachedir import cache_root
+
 __all__ = [
     "DiskCache",
     "default_cache_root",
@@ -39,10 +41,7 @@ ENTRY_FORMAT = 1
 
 def default_cache_root() -> Path:
     """``$FMHA_CACHE_DIR`` or ``~/.cache/sphinxext-fmha``."""
-    env = os.environ.get("FMHA_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "sphinxext-fmha"
+    return cache_root()
 
 
 def default_runs_dir() -> Path:
