@@ -1,0 +1,106 @@
+"""The command line, on synthetic trees (fast) and one real tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sphinxext_fmha.cli import main
+from sphinxext_fmha.locate import fmha_dir
+
+
+def listing(root: Path, api: str, tmp: Path, *args: str):
+    out = tmp / "independent.txt"
+    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-l", str(out)],
+                   cwd=fmha_dir(root), check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    names = {Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()}
+    return {n for n in names if not n.endswith("_api.cpp")}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_apis_json_lists_every_ops_module(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("new_api")
+    code, out, _ = run(capsys, "apis", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--format", "json")
+    data = json.loads(out)
+    assert code == 0
+    assert [a["name"] for a in data["apis"]] == ["toy", "toy2"]
+    assert "filter" in {o["dest"] for o in data["options"]}
+
+
+def test_analyze_json_has_the_model_keys(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("base")
+    code, out, _ = run(capsys, "analyze", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--api", "toy", "--format", "json")
+    model = json.loads(out)
+    assert code == 0
+    for key in ("api", "source", "options", "kernel_types", "fields", "tiles", "factories",
+                "filter", "skip_conditions", "receipts", "dispatch", "checks", "gaps", "baseline"):
+        assert key in model
+    assert model["baseline"]["parsed"] == model["baseline"]["count"] == len(listing(root, "toy", tmp_path))
+    assert model["kernel_types"][0]["class"]
+
+
+def test_check_counts_what_generate_py_selects(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("base")
+    code, out, _ = run(capsys, "check", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--api", "toy", "--filter", "*_nlse*", "--format", "json")
+    check = json.loads(out)
+    assert code == 0 and check["verified"]
+    assert check["count"] == len(listing(root, "toy", tmp_path, "-f", "*_nlse*")) > 0
+    assert check["command"] == "python generate.py -a toy -f '*_nlse*' -l kernels.txt"
+
+
+def test_generate_driver_writes_the_union(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("base")
+    union = listing(root, "toy", tmp_path, "-f", "*_d64_*") | listing(root, "toy", tmp_path, "-f", "*_lse")
+    out = tmp_path / "driven.txt"
+    code, _, err = run(capsys, "generate", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--api", "toy", "-f", "*_d64_*", "-f", "*_lse", "-l", str(out))
+    assert code == 0, err
+    driven = {Path(line).name for line in out.read_text().splitlines() if line.strip()}
+    assert {n for n in driven if not n.endswith("_api.cpp")} == union
+
+
+def test_recommend_json_is_verified_on_a_letter_encoded_tree(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("base")
+    code, out, _ = run(capsys, "recommend", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--api", "toy", "--format", "json")
+    rec = json.loads(out)
+    selected = set()
+    for r in rec["runs"]:
+        selected |= listing(root, "toy", tmp_path, "-f", r["filter"])
+    assert len(selected) == rec["union_count"] == rec["keep_count"]
+    assert code == 0 and rec["verified"] and rec["driver_verified"]
+
+
+def test_errors_are_one_line_for_humans(tmp_path, capsys):
+    code, out, err = run(capsys, "analyze", "--ck-root", str(tmp_path / "nowhere"), "--api", "fwd")
+    assert code == 2 and out == ""
+    assert "Traceback" not in err and "nowhere" in err
+
+
+def test_unknown_api_names_the_available_ones(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("base")
+    code, _, err = run(capsys, "analyze", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--api", "nope")
+    assert code == 2 and "nope" in err and "toy" in err
+
+
+@pytest.mark.corpus
+def test_unsupported_option_is_refused(corpus_root, tmp_path, capsys):
+    root = corpus_root("flash-attn-2.7.4.post1")
+    code, _, err = run(capsys, "check", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                       "--api", "fwd", "--filter", "*", "--optdim", "128")
+    assert code == 2 and "optdim" in err
