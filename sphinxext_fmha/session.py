@@ -34,7 +34,8 @@ def _code_digest() -> str:
     if not _CODE_DIGEST:
         digest = hashlib.sha256()
         package = Path(__file__).parent
-        for path in sorted(package.glob("analysis/*.py")) + [package / "model.py"]:
+        for path in sorted(package.glob("analysis/*.py")) + sorted(package.glob("verify/*.py")) \
+                + [package / "model.py", package / "session.py"]:
             digest.update(path.name.encode() + path.read_bytes())
         _CODE_DIGEST.append(digest.hexdigest())
     return _CODE_DIGEST[0]
@@ -85,24 +86,29 @@ class Session:
         """Every file whose change can change a result: generate.py and codegen/."""
         return tree_files(self.tree.fmha_dir)
 
+    def _stored(self, kind: str, cls: type, compute: Callable[[], object], *parts) -> object:
+        """A result kept on disk, keyed by the tree's content, our own code and the
+        interpreter: a new process (``sphinx-build -E``) reads it back."""
+        key = self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
+                                 self.runner._python_id(), *parts)
+        hit = self.cache.get(key)
+        if hit is not None:
+            try:
+                return from_dict(cls, hit) if cls is not dict else hit["value"]
+            except (TypeError, KeyError, ValueError):
+                pass
+        value = compute()
+        self.cache.put(key, to_dict(value) if cls is not dict else {"value": value})
+        return value
+
     def model(self, api: str, options: Options = Options()) -> ApiModel:
         def compute() -> ApiModel:
-            key = self.cache.key_for("model", tree_digest(self.tree.fmha_dir), api,
-                                     dataclasses.asdict(options), _code_digest(),
-                                     self.runner._python_id())
-            hit = self.cache.get(key)
-            if hit is not None:
-                try:
-                    return from_dict(ApiModel, hit)
-                except (TypeError, KeyError, ValueError):
-                    pass
-            model = analyze_api(self.ck_root, api, options, python=self.python,
-                                cache=self.cache, timeout=self.timeout, progress=self.progress,
-                                tree=self.tree, runner=self.runner)
-            self.cache.put(key, to_dict(model))
-            return model
+            return analyze_api(self.ck_root, api, options, python=self.python,
+                               cache=self.cache, timeout=self.timeout, progress=self.progress,
+                               tree=self.tree, runner=self.runner)
 
-        return self._once(("model", api, options), compute)
+        return self._once(("model", api, options), lambda: self._stored(
+            "model", ApiModel, compute, api, dataclasses.asdict(options)))
 
     def observation(self, api: str, options: Options = Options()) -> dict:
         """The probe's raw observation (cached on disk by the analysis)."""
@@ -163,15 +169,19 @@ class Session:
                     terms[filename].extend(t for t in described if t not in terms[filename])
             return terms
 
-        return self._once(("dispatch", api, options), compute)
+        return self._once(("dispatch", api, options), lambda: self._stored(
+            "dispatch-conditions", dict, compute, api, dataclasses.asdict(options)))
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         from .verify.filtercheck import check_filter
 
-        return self._once(("check", api, filter, options), lambda: check_filter(
-            self, api, filter, options))
+        return self._once(("check", api, filter, options), lambda: self._stored(
+            "check", FilterCheck, lambda: check_filter(self, api, filter, options),
+            api, filter, dataclasses.asdict(options)))
 
     def recommend(self, api: str, options: Options = Options()) -> Recommendation:
         from .verify.recommend import recommend
 
-        return self._once(("recommend", api, options), lambda: recommend(self, api, options))
+        return self._once(("recommend", api, options), lambda: self._stored(
+            "recommend", Recommendation, lambda: recommend(self, api, options),
+            api, dataclasses.asdict(options)))

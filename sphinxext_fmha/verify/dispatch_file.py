@@ -30,6 +30,7 @@ No Sphinx imports here.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
@@ -941,16 +942,21 @@ def _describe_atom(expr: str) -> str:
     return expr
 
 
-def condition_terms(cond: str) -> List[str]:
-    """The readable terms of a condition's top-level conjunction (``a && (b || c)``
-    -> ``["a", "b or c"]``), without the terms that always hold."""
+@functools.lru_cache(maxsize=65536)
+def _condition_terms(cond: str) -> Tuple[str, ...]:
     text = _WS_RE.sub(" ", strip_comments(_TRUE_COMMENT_RE.sub("true", cond))).strip()
-    terms = []
+    terms: List[str] = []
     for term in _split_top(_strip_parens(text), "&&"):
         described = describe_condition(term)
         if described != "always" and described not in terms:
             terms.append(described)
-    return terms
+    return tuple(terms)
+
+
+def condition_terms(cond: str) -> List[str]:
+    """The readable terms of a condition's top-level conjunction (``a && (b || c)``
+    -> ``["a", "b or c"]``), without the terms that always hold."""
+    return list(_condition_terms(cond))
 
 
 def describe_condition(cond: str) -> str:
