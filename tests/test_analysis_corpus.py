@@ -224,6 +224,17 @@ def test_model_json_has_the_required_keys_and_round_trips(corpus_models, tree, a
     assert to_json(back) == text
 
 
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_source_reading_and_observation_agree(corpus_models, tree, api, mask):
+    """The AST reading and the running code are two witnesses: same kernel classes,
+    same filter part per class, and no gap left on any corpus tree."""
+    model = corpus_models.get(tree, api, mask).model
+    agree = model.checks["source_and_observation_agree"]
+    assert agree["kernel_classes"] and agree["filter_positions"], model.gaps
+    assert model.checks["listing_matches_observation"]
+    assert model.gaps == []
+
+
 # --------------------------------------------------------------------------- 3. filter facts
 
 
