@@ -9,6 +9,7 @@ keep set: the recommendation says ``verified`` only when they are equal.
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 import shlex
 from collections import Counter
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
@@ -22,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..session import Session
 
 MAX_RUNS = 16
+PARALLEL_RUNS = 2
 OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
 
 POLICY = {
@@ -202,8 +204,10 @@ def recommend(session: "Session", api: str, options: Options = Options()) -> Rec
         filters = filters[:MAX_RUNS]
 
     union: Set[str] = set()
-    for text in filters:
-        check = session.check(api, text, options)
+    # The runs are independent generate.py processes: verify them side by side.
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        checks = list(pool.map(lambda text: session.check(api, text, options), filters))
+    for text, check in zip(filters, checks):
         union.update(check.files)
         if check.count == 0 and len(filters) > 1:
             continue  # a combination that no kernel has: the run would add nothing
