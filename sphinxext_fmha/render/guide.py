@@ -790,7 +790,9 @@ def _check_value(value: object) -> str:
     if isinstance(value, dict):
         return ", ".join("%s: %s" % (k, _check_value(v)) for k, v in sorted(value.items()))
     if isinstance(value, (list, tuple)):
-        return ", ".join(_check_value(v) for v in value)
+        return ", ".join(_check_value(v) for v in value) or "none"
+    if value is None:
+        return "none"
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
