@@ -267,8 +267,9 @@ def module_rel_of(tree: Tree, info: ApiInfo) -> str:
 
 
 def _name_piece_groups(name_source: str) -> List[List[str]]:
-    """Attributes that a ``name`` property writes into the same ``_``-piece of an
-    f-string (``b{self.F_bm0}x{self.F_bn0}`` -> [[F_bm0, F_bn0]])."""
+    """Attributes that a ``name`` property writes into one token: the same ``_``-piece
+    of an f-string (``b{self.F_bm0}x{self.F_bn0}`` -> [[F_bm0, F_bn0]]), or one nested
+    helper function."""
     import ast
     import textwrap
 
@@ -277,7 +278,14 @@ def _name_piece_groups(name_source: str) -> List[List[str]]:
     except SyntaxError:
         return []
     groups: List[List[str]] = []
+    outer = tree.body[0] if tree.body else None
     for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node is not outer:
+            # A helper such as pad_name() builds one token from the fields it reads.
+            groups.append(sorted({n.attr for n in ast.walk(node)
+                                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                                  and n.value.id == "self"}))
+            continue
         if not isinstance(node, ast.JoinedStr):
             continue
         current: List[str] = []
