@@ -202,7 +202,7 @@ def test_symbol_maps_and_map_uses(corpus_root):
     mask = f.symbol_maps["get_mask_map"]
     assert mask.kind == "function" and mask.parameter == "mask"
     assert set(mask.branches) == {"generic", "simplified"}
-    assert mask.branches["simplified"]["s_mask"] == "ck_tile::SimplifiedGenericAttentionMask<true>"
+    assert mask.branches["simplified"]["s_mask"].endswith("::SimplifiedGenericAttentionMask<true>")
     assert mask.branch_maps["generic"] == "_MASK_MAP"
     assert f.symbol_maps["BOOL_MAP"].entries == {"t": "true", "f": "false"}
     assert f.symbol_maps["BOOL_MAP"].defined_at.startswith("codegen/cpp_symbol_map.py:")

@@ -5,7 +5,7 @@ The dispatcher is a tree of ``if(cond) {...} else if(cond) {...}`` chains whose
 innermost blocks declare kernel traits and call a kernel template with them::
 
     using trait_ = fmha_fwd_traits_<64, FmhaFwdFp16, ...>;
-    return fmha_fwd_<trait_, ck_tile::gfx950_t>(s, a);
+    return fmha_fwd_<trait_, <arch tag>>(s, a);
 
 Each such call site is a :class:`DispatchLeaf`, numbered in source order, which
 is the order the C++ tries them (first match wins; every leaf returns).
@@ -304,7 +304,7 @@ def _classify_args(
 
     A trait is an argument that names a ``using`` alias whose value is a
     template-id; ``void`` (e.g. from ``std::conditional_t<false, X, void>``)
-    means "not launched"; anything else (``ck_tile::gfx950_t``) is extra.
+    means "not launched"; anything else (``<arch tag>``) is extra.
     Returns ([(alias, trait text)], extras, dropped aliases).
     """
     traits: List[Tuple[str, str]] = []
