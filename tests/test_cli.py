@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from independent import independent_listing
 from sphinxext_fmha.cli import main
-from sphinxext_fmha.locate import fmha_dir
 
 
 def listing(root: Path, api: str, tmp: Path, *args: str):
-    out = tmp / "independent.txt"
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-l", str(out)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    names = {Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()}
-    return {n for n in names if not n.endswith("_api.cpp")}
+    return independent_listing(root, api, tmp, *args)
 
 
 def run(capsys, *argv):

@@ -3,7 +3,6 @@ its live pages are what independent generate.py runs give."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from independent import independent_listing
 from sphinxext_fmha.corpus import fetch_tree, tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 
@@ -31,13 +31,7 @@ def site(tmp_path_factory):
 
 
 def independent(api: str, args, tmp: Path):
-    root = fetch_tree(tree_by_name(PINNED))
-    listing = tmp / "independent.txt"
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-l", str(listing)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    names = {Path(line.strip()).name for line in listing.read_text().splitlines() if line.strip()}
-    return {n for n in names if not n.endswith("_api.cpp")}
+    return independent_listing(fetch_tree(tree_by_name(PINNED)), api, tmp, *args)
 
 
 def flat(path: Path) -> str:

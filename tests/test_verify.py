@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from independent import independent_listing
 
-from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.session import Session
 
 FILTERS = [
@@ -22,13 +19,8 @@ FILTERS = [
 ]
 
 
-def independent_listing(root: Path, api: str, filter: str, tmp: Path):
-    listing = tmp / "independent.txt"
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-f", filter, "-l", str(listing)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    names = [Path(line.strip()).name for line in listing.read_text().splitlines() if line.strip()]
-    return sorted(n for n in names if not n.endswith("_api.cpp"))
+def generate_listing(root: Path, api: str, filter: str, tmp: Path):
+    return sorted(independent_listing(root, api, tmp, "-f", filter))
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +34,7 @@ def sessions(corpus_roots):
 def test_filter_check_matches_generate_py(sessions, tree, api, filter, tmp_path):
     session = sessions[tree]
     check = session.check(api, filter)
-    expected = independent_listing(session.ck_root, api, filter, tmp_path)
+    expected = generate_listing(session.ck_root, api, filter, tmp_path)
     assert check.count == len(expected)
     assert check.files == expected
     assert sum(check.per_type.values()) == check.count
@@ -67,7 +59,7 @@ def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tm
     assert recommendation.runs
     union = set()
     for run in recommendation.runs:
-        union.update(independent_listing(session.ck_root, api, run.filter, tmp_path))
+        union.update(generate_listing(session.ck_root, api, run.filter, tmp_path))
     assert len(union) == recommendation.union_count
     assert recommendation.counts["total"]["minimal"] == len(union)
     if not recommendation.verified:
