@@ -149,7 +149,7 @@ class Session:
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.filtercheck import ParsedListing
 
-        return self._once(("parsed", api, options, len(files), tuple(files[:3])),
+        return self._once(("parsed", api, options, tuple(files)),
                           lambda: ParsedListing.of(self.model(api, options), files))
 
     def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
