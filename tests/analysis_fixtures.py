@@ -2,7 +2,7 @@
 
 Everything here is deliberately independent of the code under test: the listing of a
 tree is obtained by running the tree's own ``generate.py -l`` in a subprocess written
-here (not through :mod:`sphinxext_fmha.verify.runner`), and tree snapshots / content
+here (not through :mod:`sphinxext_fmha.process.runner`), and tree snapshots / content
 keys are computed here with :mod:`hashlib` (not with ``tree_digest``).
 """
 

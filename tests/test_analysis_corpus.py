@@ -41,7 +41,7 @@ from analysis_fixtures import (
 from sphinxext_fmha.analysis.analyze import Options, analyze_api
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.model import ApiModel, KernelType, from_json, to_dict, to_json
-from sphinxext_fmha.verify.cache import DiskCache
+from sphinxext_fmha.process.cache import DiskCache
 
 pytest_plugins = ["plugins_analysis"]
 pytestmark = pytest.mark.corpus

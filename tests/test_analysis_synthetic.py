@@ -35,8 +35,8 @@ from analysis_fixtures import (
 )
 from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api, grammars_of, parse_filename
 from sphinxext_fmha.model import ApiModel, from_json, to_dict, to_json
-from sphinxext_fmha.verify.cache import DiskCache
-from sphinxext_fmha.verify.runner import total_processes_started
+from sphinxext_fmha.process.cache import DiskCache
+from sphinxext_fmha.process.runner import total_processes_started
 
 pytest_plugins = ["plugins_analysis"]
 

@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.verify.cache import DiskCache, default_runs_dir
-from sphinxext_fmha.verify.dispatch_file import (
+from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
+from sphinxext_fmha.cppapi.dispatch_file import (
     DispatchTree,
     describe_condition,
     find_template_calls,
@@ -21,7 +21,7 @@ from sphinxext_fmha.verify.dispatch_file import (
     split_template_args,
     trait_template,
 )
-from sphinxext_fmha.verify.runner import GenerateRequest, GenerateRunner
+from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
 OLD = "flash-attn-2.7.4.post1"
 NEW = "amd-aiter-0.1.7.post2.dev18"

@@ -65,7 +65,7 @@ from sphinxext_fmha.render.markdown import (
     render_recommendation_markdown,
 )
 from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
-from sphinxext_fmha.verify.runner import GenerateError
+from sphinxext_fmha.process.runner import GenerateError
 
 TREE = "flash-attn-2.8.3"
 

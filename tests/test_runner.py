@@ -18,8 +18,8 @@ import pytest
 
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.verify.cache import DiskCache, default_runs_dir, tree_digest
-from sphinxext_fmha.verify.runner import (
+from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
+from sphinxext_fmha.process.runner import (
     ApiFileResult,
     GenerateError,
     GenerateRequest,
@@ -339,7 +339,7 @@ def test_disk_cache_concurrent_processes(tmp_path):
         f"""
         import sys
         from pathlib import Path
-        from sphinxext_fmha.verify.cache import DiskCache
+        from sphinxext_fmha.process.cache import DiskCache
         c = DiskCache(Path({str(tmp_path)!r}))
         for i in range(40):
             c.put({key!r}, {{"writer": int(sys.argv[1]), "i": i, "big": "y" * 200_000}})

@@ -27,8 +27,8 @@ from ..model import (
     KernelType,
     to_dict,
 )
-from ..verify.cache import DiskCache
-from ..verify.runner import GenerateRequest, GenerateRunner
+from ..process.cache import DiskCache
+from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
 from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label
 from .observe import observe

@@ -15,7 +15,12 @@ from ..analysis.analyze import Options
 from ..model import FilterCheck, Recommendation
 from .collect import GuideData, collect_guide, parse_sections
 from .diagram import diagram_text
-from .guide import filter_check_blocks, guide_sections, header_inlines, recommendation_sections
+from .guide import (
+    filter_check_blocks,
+    guide_sections,
+    header_inlines,
+    recommendation_sections,
+)
 from .ir import (
     Admonition,
     Block,
