@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import List, Optional
 
@@ -15,9 +12,8 @@ from .analysis.analyze import AnalysisError, Options
 from .analysis.observe import ProbeError
 from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
+from .process.driver import run_driver
 from .process.runner import GenerateError
-
-DRIVER_SCRIPT = Path(__file__).with_name("process") / "driver_script.py"
 
 
 def _common(parser: argparse.ArgumentParser, api: bool = True) -> None:
@@ -154,37 +150,16 @@ def _run(args) -> int:
     return 2
 
 
-def run_driver(session, api: str, options: Options, filters: List[str], out_args: List[str]) -> None:
-    """Run the driver (one generate.py run for the union of ``filters``)."""
-    model = session.model(api, options)
-    request = session.tree.request(api, options)
-    generate_args = [a for a in request.argv(session.tree.supported_dests())]
-    command = [session.python, "-B", str(DRIVER_SCRIPT), str(session.tree.fmha_dir),
-               model.filter.api_split or ""] + list(filters) + ["--"] + generate_args + out_args
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(command, cwd=str(session.tree.fmha_dir), env=env, capture_output=True,
-                          text=True, timeout=session.timeout)
-    if proc.returncode != 0:
-        raise GenerateError("the driver run failed (exit code %d)" % proc.returncode,
-                            command=" ".join(command[2:]),
-                            stderr_tail="\n".join(proc.stderr.strip().splitlines()[-20:]))
-
-
-def driver_listing(session, api: str, options: Options, filters: List[str]) -> List[str]:
-    with tempfile.TemporaryDirectory(prefix="fmha-driver-") as tmp:
-        listing = Path(tmp) / "kernels.txt"
-        run_driver(session, api, options, filters, ["-l", str(listing)])
-        names = [Path(line.strip()).name for line in listing.read_text().splitlines() if line.strip()]
-    return sorted(n for n in names if not n.endswith("_api.cpp"))
-
-
 def _generate(session, args) -> int:
     options = _options(args)
     if args.list_blobs:
         out = ["-l", str(Path(args.list_blobs).resolve())]
     else:
         out = ["-o", str(Path(args.output_dir).resolve())]
-    run_driver(session, args.api, options, args.filter, out)
+    model = session.model(args.api, options)
+    generate_args = session.tree.request(args.api, options).argv(session.tree.supported_dests())
+    run_driver(session.tree.fmha_dir, session.python, session.timeout,
+               model.filter.api_split or "", args.filter, generate_args, out)
     return 0
 
 

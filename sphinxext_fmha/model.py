@@ -285,6 +285,11 @@ class Decision:
     drop: List[str] = field(default_factory=list)
     reason: str = ""
     losses: Dict[str, str] = field(default_factory=dict)
+    #: tokens kept only together with some values of other segments (the nearest
+    #: variant where nothing preferred exists): ``{"token", "kept_with": {segment: [tokens]}}``
+    partial: List[Dict[str, Any]] = field(default_factory=list)
+    #: the sub-type this one follows (kept exactly with its partners), or ""
+    follows: str = ""
 
 
 @dataclass
@@ -309,6 +314,18 @@ class Recommendation:
     driver_verified: bool = False
     counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    #: the driver's write-mode run (``-o``) succeeded and its dispatch file links
+    write_verified: bool = False
+    #: trait specialisations the set's dispatch file instantiates but no kernel provides
+    links_missing: List[str] = field(default_factory=list)
+    #: kernels of the set no dispatch call reaches
+    links_unreferenced: List[str] = field(default_factory=list)
+    #: kernels of the full listing no dispatch call reaches
+    full_unreferenced: List[str] = field(default_factory=list)
+    #: sub-type -> tile segment -> the tile tokens the set keeps
+    tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    #: how the sub-types are coupled ("" when they are not)
+    coupling: str = ""
 
 
 # JSON: the public key for KernelType.class_name is "class".

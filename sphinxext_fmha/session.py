@@ -12,7 +12,7 @@ import hashlib
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
 from .locate import fmha_dir as fmha_dir_of
@@ -184,5 +184,54 @@ class Session:
         from .verify.recommend import recommend
 
         return self._once(("recommend", api, options), lambda: self._stored(
-            "recommend", Recommendation, lambda: recommend(self, api, options),
+            "recommend", Recommendation, lambda: recommend(*self._recommend_inputs(api, options)),
             api, dataclasses.asdict(options)))
+
+    def _recommend_inputs(self, api: str, options: Options):
+        """The data a recommendation is computed from, and the runner it uses."""
+        from .verify.recommend import RecommendInputs
+
+        model = self.model(api, options)
+        listing = self.runner.list_kernels(self.tree.request(api, options))
+        inputs = RecommendInputs(model=model, options=options,
+                                 baseline=self.parsed_listing(api, options, listing.files),
+                                 traits=self.traits(api, options) if model.filter.drops == "trait" else [])
+        try:
+            inputs.full_api = self.runner.generate_api_file(self.tree.request(api, options))
+            inputs.conditions = self.dispatch_conditions(api, options)
+        except GenerateError as error:
+            inputs.notes.append("the full API dispatch file is not available (%s): coupling "
+                                "and dispatch conditions are not used" % str(error).splitlines()[0])
+        return inputs, _RecommendRunner(self, api, options)
+
+
+class _RecommendRunner:
+    """generate.py runs for one (API, options), as :mod:`verify.recommend` needs them."""
+
+    def __init__(self, session: Session, api: str, options: Options):
+        self.session, self.api, self.options = session, api, options
+
+    def check(self, filter: str) -> FilterCheck:
+        return self.session.check(self.api, filter, self.options)
+
+    def listing_command(self, filter: str, listing: str) -> str:
+        request = self.session.tree.request(self.api, self.options, filter=filter)
+        return self.session.runner.listing_command(request, listing)
+
+    def _driver_args(self):
+        session = self.session
+        separator = session.model(self.api, self.options).filter.api_split or ""
+        generate_args = session.tree.request(self.api, self.options).argv(session.tree.supported_dests())
+        return session.tree.fmha_dir, session.python, session.timeout, separator, generate_args
+
+    def driver_listing(self, filters: Sequence[str]) -> List[str]:
+        from .process.driver import driver_listing
+
+        fmha_dir, python, timeout, separator, generate_args = self._driver_args()
+        return driver_listing(fmha_dir, python, timeout, separator, filters, generate_args)
+
+    def driver_write(self, filters: Sequence[str]):
+        from .process.driver import driver_write
+
+        fmha_dir, python, timeout, separator, generate_args = self._driver_args()
+        return driver_write(fmha_dir, python, timeout, separator, filters, generate_args)

@@ -1,276 +1,265 @@
-"""A minimal kernel set, the fnmatch filters that select it, and what it costs.
+"""The minimal kernel set, the commands that select it, and what it costs.
 
-Fields are classified from what the code says about them (names, values, tokens);
-the keep/drop policy is the guide's documented one. Every proposed filter is run
-through the tree's own generate.py, and the union of the runs is compared with the
-keep set: the recommendation says ``verified`` only when they are equal.
+Pure functions over data: the model, the parsed full listing, the observed traits,
+the full API dispatch file, and a small runner (:class:`RecommendRunner`) that runs
+generate.py. The order of work:
+
+1. the policy picks a keep set per problem class (:mod:`.policy`); sub-kernels the
+   dispatch launches together follow their main kernel (:mod:`.coupling`);
+2. fnmatch filters are synthesised for the tree's filter semantics (:mod:`.synthesis`)
+   and checked in-process against the full listing;
+3. every command is run with generate.py, the driver lists and writes the union, and
+   the written dispatch file is checked to link (:mod:`.links`);
+4. every statement -- keep/drop per segment, partial keeps, tiles, counts, losses --
+   is computed from the union of the runs, not from the policy's intent.
 """
 
 from __future__ import annotations
 
-import itertools
-from concurrent.futures import ThreadPoolExecutor
 import shlex
 from collections import Counter
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Set
 
 from ..analysis.analyze import Options
-from ..analysis.grammar import short_name
-from ..model import ApiModel, Decision, FilterRun, KernelType, Recommendation, Segment
-from .filtercheck import ParsedListing
+from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation
+from .coupling import Coupling, coupling_of
+from .filtercheck import ParsedListing, predict
+from .links import link_report, partners
+from .losses import describe_losses
+from .policy import CHOSEN, POLICY, Plan, plan_keep_set
+from .synthesis import Kernel, synthesize
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..session import Session
+__all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
 
-MAX_RUNS = 16
 PARALLEL_RUNS = 2
-OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
-
-POLICY = {
-    "padding": "keep the no-pad and moderately aligned variants, drop the fully padded one",
-    "optional feature": "keep the disabled variant; the feature's kernels are dropped",
-    "mask": "keep no-mask plus the most common mask variant",
-    "deterministic": "keep the non-deterministic variant",
-    "tuning": "keep the general variant of the tuning specialisation",
-    "other": "keep every value (a property of the problem, not an option)",
-}
 
 
-def classify(segment: Segment) -> str:
-    names = " ".join(short_name(f).lower() for f in segment.fields)
-    values = {v for combos in segment.values.values() for c in combos for v in c.values()}
-    if "pad" in names:
-        return "padding"
-    if "mask" in names:
-        return "mask"
-    if "determin" in names:
-        return "deterministic"
-    if any(k in names for k in ("trload", "max_seq", "maxq", "skip")):
-        return "tuning"
-    if values and values & OFF_VALUES and len(segment.fields) == 1 and not _all_numeric(values):
-        return "optional feature"
-    return "other"
+class ApiFile(Protocol):
+    text: str
+    kernel_traits: Dict[str, str]
 
 
-def _all_numeric(values: Set[str]) -> bool:
-    return all(v.lstrip("-").isdigit() for v in values)
+class RecommendRunner(Protocol):
+    """What the recommendation needs run: generate.py per filter, and the driver."""
+
+    def check(self, filter: str) -> FilterCheck: ...
+
+    def listing_command(self, filter: str, listing: str) -> str: ...
+
+    def driver_listing(self, filters: Sequence[str]) -> List[str]: ...
+
+    def driver_write(self, filters: Sequence[str]) -> ApiFile: ...
 
 
-def _off(combo: Dict[str, str]) -> bool:
-    return all(v.lower() in OFF_VALUES or v == "-1" for v in combo.values())
+@dataclass
+class RecommendInputs:
+    model: ApiModel
+    options: Options
+    baseline: ParsedListing
+    traits: List[List[str]] = field(default_factory=list)
+    #: the full listing's API dispatch file (None when it could not be written)
+    full_api: Optional[ApiFile] = None
+    #: kernel file -> readable dispatch condition terms
+    conditions: Dict[str, List[str]] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
 
 
-def _padded_fields(combo: Dict[str, str]) -> int:
-    return sum(1 for v in combo.values() if v.lower() not in OFF_VALUES)
+def kernels_of(baseline: ParsedListing) -> List[Kernel]:
+    return [Kernel(file=f, kernel_type=c, name="".join(t), tokens=tuple(t))
+            for f, (c, t) in sorted(baseline.parsed.items())]
 
 
-def decide(kernel_type: KernelType, segment: Segment, present: Counter) -> Decision:
-    category = classify(segment)
-    tokens = [t for t in segment.tokens if present.get(t)]
-    keep: List[str] = list(tokens)
-    if category == "padding" and len(tokens) > 1:
-        most = max(max(_padded_fields(c) for c in segment.values[t]) for t in tokens)
-        keep = [t for t in tokens if min(_padded_fields(c) for c in segment.values[t]) < most]
-    elif category in ("optional feature", "deterministic", "tuning"):
-        off = [t for t in tokens if any(_off(c) for c in segment.values.get(t, []))]
-        keep = off or tokens
-    elif category == "mask":
-        off = [t for t in tokens if any(_off(c) for c in segment.values.get(t, []))]
-        masked = sorted((t for t in tokens if t not in off), key=lambda t: (-present[t], t))
-        keep = off + masked[:1]
-    keep = keep or tokens
-    drop = [t for t in tokens if t not in keep]
-    return Decision(kernel_type=kernel_type.class_name, segment=segment.label,
-                    fields=list(segment.fields), category=category,
-                    keep=sorted(keep), drop=sorted(drop), reason=POLICY[category])
+def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
+    if inputs.full_api is not None:
+        found = coupling_of(partners(inputs.full_api.text, inputs.full_api.kernel_traits),
+                            type_of, "dispatch")
+        if found is not None:
+            return found
+    if inputs.traits:
+        return coupling_of(inputs.traits, type_of, "traits")
+    return None
 
 
-def _alternatives(tokens: Sequence[str]) -> List[str]:
-    """fnmatch pieces that together match exactly ``tokens`` (character classes
-    where tokens differ in one position)."""
-    pending = sorted(set(tokens))
-    merged: List[str] = []
-    while pending:
-        first = pending.pop(0)
-        group = [first]
-        for other in list(pending):
-            if len(other) == len(first) and sum(a != b for a, b in zip(first, other)) == 1 and \
-                    all(sum(a != b for a, b in zip(g, other)) == 1 for g in group) and \
-                    _diff_at(first, other) == _diff_at(first, group[-1] if len(group) > 1 else other):
-                group.append(other)
-                pending.remove(other)
-        if len(group) == 1:
-            merged.append(_escape(first))
-        else:
-            at = _diff_at(group[0], group[1])
-            chars = "".join(sorted({g[at] for g in group}))
-            merged.append(_escape(first[:at]) + "[" + chars + "]" + _escape(first[at + 1:]))
-    return merged
-
-
-def _diff_at(a: str, b: str) -> int:
-    return next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
-
-
-def _escape(text: str) -> str:
-    return "".join("[%s]" % c if c in "*?[" else c for c in text)
-
-
-def type_patterns(kernel_type: KernelType, decisions: List[Decision],
-                  continued: Sequence[bool] = ()) -> Optional[List[str]]:
-    """fnmatch patterns (one per run) for a kernel type's keep set, or None when
-    a kept token is the empty (absent) token next to dropped ones: fnmatch cannot
-    say 'not followed by'."""
-    by_segment = {d.segment: d for d in decisions if d.kernel_type == kernel_type.class_name}
-    choices: List[List[str]] = []
-    for index, segment in enumerate(kernel_type.segments):
-        decision = by_segment.get(segment.label)
-        if decision is None or not decision.drop:
-            choices.append([""])
-            continue
-        if "" in decision.keep:
-            return None
-        pieces = _alternatives(decision.keep)
-        if index < len(continued) and continued[index]:
-            # A later token always follows: pin the end so '_pskd' cannot match '_pskddv'.
-            pieces = [p + "_" for p in pieces]
-        choices.append(pieces)
-    patterns = []
-    for combo in itertools.product(*choices):
-        pieces: List[str] = []
-        for piece in (p for p in combo if p):
-            if pieces and pieces[-1].endswith("_") and piece.startswith("_"):
-                piece = piece[1:]  # the pinned '_' before already is this separator
-            pieces.append(piece)
-        patterns.append("*" + "*".join(pieces) + "*" if pieces else "*")
-    return patterns
-
-
-def recommend(session: "Session", api: str, options: Options = Options()) -> Recommendation:
-    model = session.model(api, options)
-    request = session.tree.request(api, options)
-    baseline_listing = session.runner.list_kernels(request)
-    baseline = session.parsed_listing(api, options, baseline_listing.files)
-    result = Recommendation(api=api)
-
-    keep_files: Set[str] = set()
-    per_type_patterns: Dict[str, List[str]] = {}
-    for kernel_type in model.kernel_types:
-        tokens_of = [t for f, (c, t) in baseline.parsed.items() if c == kernel_type.class_name]
-        decisions = []
-        for index, segment in enumerate(kernel_type.segments):
-            if segment.literal:
-                continue
-            present = Counter(tokens[index] for tokens in tokens_of)
-            decisions.append(decide(kernel_type, segment, present))
-        result.decisions.extend(decisions)
-        kept_sets = {d.segment: set(d.keep) for d in decisions}
-        labels = [s.label for s in kernel_type.segments]
-        for filename, (class_name, tokens) in baseline.parsed.items():
-            if class_name != kernel_type.class_name:
-                continue
-            if all(tokens[labels.index(label)] in kept for label, kept in kept_sets.items()):
-                keep_files.add(filename)
-        continued = [bool(tokens_of) and all(any(t[j] for j in range(i + 1, len(t))) for t in tokens_of)
-                     for i in range(len(kernel_type.segments))]
-        patterns = type_patterns(kernel_type, decisions, continued)
-        if patterns is None:
-            result.notes.append(
-                "%s: a kept value has no token of its own (names omit it), and fnmatch has no "
-                "negation, so no filter can select exactly the keep set" % kernel_type.class_name)
-            patterns = ["*"]
-        per_type_patterns[kernel_type.class_name] = patterns
-
-    traits = session.traits(api, options) if model.filter.drops == "trait" else []
-    if traits:
-        # Kernels generated per trait follow the trait's main kernel: select the main
-        # kernels and take what their traits bring along.
-        primary = max(model.kernel_types, key=lambda k: k.count).class_name
-        primary_keep = {f for f in keep_files if baseline.parsed.get(f, ("",))[0] == primary}
-        keep_files = {f for trait in traits if any(m in primary_keep for m in trait)
-                      for f in trait} | {f for f in keep_files if not any(
-                          f in trait for trait in traits[:1])} & primary_keep
-        for class_name in per_type_patterns:
-            if class_name != primary:
-                per_type_patterns[class_name] = ["*"]
+def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendation:
+    model = inputs.model
+    kernels = kernels_of(inputs.baseline)
+    type_of = {k.file: k.kernel_type for k in kernels}
+    result = Recommendation(api=model.api, notes=list(inputs.notes))
+    coupling = _coupling(inputs, type_of)
+    followers = set(coupling.followers) if coupling else set()
+    deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
+    plan = plan_keep_set(model, kernels, deciding)
+    target = set(plan.keep) - {k.file for k in kernels if k.kernel_type in followers}
+    if coupling is not None:
+        kept_main = {f for f in target if type_of.get(f) == coupling.primary}
+        target |= coupling.follow(kept_main)
+        result.coupling = (
+            "%s kernels are launched together with %s kernels by the same dispatch call "
+            "(read from the %s); they are kept exactly with the %s kernels that use them"
+            % (", ".join(coupling.followers), coupling.primary,
+               "API dispatch file" if coupling.source == "dispatch" else "observed traits",
+               coupling.primary))
+    primary = coupling.primary if coupling else max(
+        model.kernel_types, key=lambda k: k.count).class_name
+    synthesis = synthesize(model, kernels, target, primary)
+    result.notes += synthesis.notes
+    claimed = target | set(synthesis.extra)
+    result.keep_count = len(claimed)
+    predicted: Set[str] = set()
+    for text in synthesis.filters:
+        predicted |= predict(model, inputs.baseline, text, inputs.traits)
+    if predicted != claimed:
         result.notes.append(
-            "%s drops whole traits: only %s kernels are selected by the filter; the other "
-            "sub-types come with the traits they belong to" % (model.api, primary))
-    result.keep_count = len(keep_files)
-    filters = _filters(model, per_type_patterns)
-    if len(filters) > MAX_RUNS:
-        result.notes.append("the keep set needs %d filter runs; showing the first %d"
-                            % (len(filters), MAX_RUNS))
-        filters = filters[:MAX_RUNS]
+            "by the model's reading of the filter semantics the commands select %d kernels, "
+            "the keep set has %d" % (len(predicted), len(claimed)))
 
-    union: Set[str] = set()
-    # The runs are independent generate.py processes: verify them side by side.
-    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
-        checks = list(pool.map(lambda text: session.check(api, text, options), filters))
-    for text, check in zip(filters, checks):
-        union.update(check.files)
-        if check.count == 0 and len(filters) > 1:
-            continue  # a combination that no kernel has: the run would add nothing
-        result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
-                                     verified=check.verified))
+    union = _run(runner, synthesis.filters, result)
     result.union_count = len(union)
-    result.verified = union == keep_files and all(r.verified for r in result.runs)
-    if union != keep_files:
+    result.verified = union == claimed and all(r.verified for r in result.runs)
+    if union != claimed:
         result.notes.append(
             "the filter runs select %d kernels, the keep set has %d (%d missing, %d extra)"
-            % (len(union), len(keep_files), len(keep_files - union), len(union - keep_files)))
-    if len(result.runs) > 1:
-        # Several runs: each lists into its own file, merged below.
-        for number, run in enumerate(result.runs, 1):
-            run.command = session.runner.listing_command(
-                session.tree.request(api, options, filter=run.filter), "kernels_%d.txt" % number)
-        listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
-        result.merge_command = "sort -u %s > kernels.txt" % listings
-        result.merge_caution = (
-            "each generate.py run rewrites the API dispatch file, so after several runs only "
-            "the last run's kernels are reachable from it; use the driver command below to "
-            "write one dispatch file for the union")
-    result.driver_command = driver_command(api, options, [r.filter for r in result.runs])
-    if result.runs:
-        from ..cli import driver_listing
-
-        try:
-            driven = set(driver_listing(session, api, options, [r.filter for r in result.runs]))
-            result.driver_verified = driven == union
-            if not result.driver_verified:
-                result.notes.append("the driver run selects %d kernels, the union of the runs %d"
-                                    % (len(driven), len(union)))
-        except Exception as error:  # noqa: BLE001 - reported, the runs still stand
-            result.notes.append("the driver run failed: %s" % error)
-    full = baseline.per_type()
-    minimal = Counter(baseline.parsed[f][0] for f in union if f in baseline.parsed)
+            % (len(union), len(claimed), len(claimed - union), len(union - claimed)))
+    _merge_advice(runner, result)
+    result.driver_command = driver_command(model.api, inputs.options, [r.filter for r in result.runs])
+    _check_driver(runner, result, union)
+    if inputs.full_api is not None:
+        result.full_unreferenced = link_report(inputs.full_api.text,
+                                               inputs.full_api.kernel_traits).unreferenced
+    labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
+    result.decisions = _decisions(model, kernels, union, plan, coupling)
+    follows = {t: coupling.primary for t in followers} if coupling else {}
+    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
+                    labels, follows)
+    result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
+    for decision in result.decisions:
+        if decision.category == "tile":
+            result.tiles[decision.kernel_type][decision.segment] = decision.keep
+    full = inputs.baseline.per_type()
+    minimal = Counter(type_of[f] for f in union if f in type_of)
     result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
     result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
-    _losses(session, model, api, options, result, baseline, keep_files)
     return result
 
 
-def _top(counter: Counter, count: int) -> List[str]:
-    """The most common keys, ties broken by the key: the same text in every process."""
-    return [key for key, _ in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:count]]
+def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
+    union: Set[str] = set()
+    # The runs are independent generate.py processes: run them side by side.
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        checks = list(pool.map(runner.check, filters))
+    for text, check in zip(filters, checks):
+        new = set(check.files) - union
+        union |= new
+        if not new and len(filters) > 1:
+            continue  # selects nothing the earlier runs did not: the run is redundant
+        result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
+                                     verified=check.verified))
+    return union
 
 
-def _filters(model: ApiModel, per_type: Dict[str, List[str]]) -> List[str]:
-    spec = model.filter
-    if spec.api_split and spec.parts:
-        positions = {p.position: p.applies_to for p in spec.parts}
-        width = max(positions) + 1
-        choices = []
-        for position in range(width):
-            classes = positions.get(position, [])
-            options = sorted({p for c in classes for p in per_type.get(c, ["*"])})
-            choices.append(options or ["*"])
-        return [spec.api_split.join(combo) for combo in itertools.product(*choices)]
-    patterns: Set[str] = set()
+def _merge_advice(runner: RecommendRunner, result: Recommendation) -> None:
+    if len(result.runs) < 2:
+        return
+    for number, run in enumerate(result.runs, 1):
+        run.command = runner.listing_command(run.filter, "kernels_%d.txt" % number)
+    listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
+    result.merge_command = "sort -u %s > kernels.txt" % listings
+    result.merge_caution = (
+        "each generate.py run rewrites the API dispatch file, so after several runs only "
+        "the last run's kernels are reachable from it; use the driver command below to "
+        "write one dispatch file for the union")
+
+
+def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+    filters = [r.filter for r in result.runs]
+    if not filters:
+        return
+    try:
+        driven = set(runner.driver_listing(filters))
+        result.driver_verified = driven == union
+        if not result.driver_verified:
+            result.notes.append("the driver run selects %d kernels, the union of the runs %d"
+                                % (len(driven), len(union)))
+        written = runner.driver_write(filters)
+    except Exception as error:  # noqa: BLE001 - reported, the runs still stand
+        result.notes.append("the driver run failed: %s" % str(error).strip().splitlines()[0]
+                            + _tail(error))
+        return
+    report = link_report(written.text, written.kernel_traits)
+    result.links_missing = report.missing
+    result.links_unreferenced = report.unreferenced
+    result.write_verified = report.links and set(written.kernel_traits) == union
+    if report.missing:
+        result.notes.append(
+            "the set does not link: its dispatch file instantiates %d kernel specialisations "
+            "that are not generated" % len(report.missing))
+    if set(written.kernel_traits) != union:
+        result.notes.append("the driver wrote %d kernels, the runs list %d"
+                            % (len(written.kernel_traits), len(union)))
+
+
+def _tail(error: Exception) -> str:
+    tail = getattr(error, "stderr_tail", "")
+    return (" (%s)" % tail.strip().splitlines()[-1]) if tail.strip() else ""
+
+
+def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan: Plan,
+               coupling: Optional[Coupling]) -> List[Decision]:
+    """Keep/drop per segment as the union has them; partial keeps with the problem
+    values they are kept with."""
+    decisions: List[Decision] = []
     for kernel_type in model.kernel_types:
-        if kernel_type.filter_position is not None:
-            patterns.update(per_type.get(kernel_type.class_name, ["*"]))
-    return sorted(patterns) or ["*"]
+        name = kernel_type.class_name
+        own = [k for k in kernels if k.kernel_type == name]
+        chosen = [k for k in own if k.file in union]
+        follows = coupling.primary if coupling and name in coupling.followers else ""
+        problem = [i for i, s in enumerate(kernel_type.segments)
+                   if plan.categories.get((name, s.label)) == "problem"]
+        for index, segment in enumerate(kernel_type.segments):
+            if segment.literal:
+                continue
+            key = (name, segment.label)
+            category = plan.categories.get(key, "other")
+            full = Counter(k.tokens[index] for k in own)
+            kept = Counter(k.tokens[index] for k in chosen)
+            order = [t for t in segment.tokens if full.get(t)]
+            decision = Decision(kernel_type=name, segment=segment.label,
+                                fields=list(segment.fields), category=category,
+                                keep=[t for t in order if kept.get(t)],
+                                drop=[t for t in order if not kept.get(t)],
+                                reason=POLICY.get(category, ""), follows=follows)
+            if follows:
+                decision.reason = "follows the %s kernels it is launched with" % follows
+            elif category in CHOSEN:
+                ranks = plan.ranks.get(key, {})
+                for token in decision.keep:
+                    if ranks.get(token, 0) > 0:
+                        decision.partial.append({"token": token, "kept_with": _kept_with(
+                            kernel_type, chosen, index, token, problem)})
+                if decision.partial:
+                    decision.reason += "; where a problem class has no such variant, its " \
+                                       "nearest variant is kept for that class only"
+            decisions.append(decision)
+    return decisions
+
+
+def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
+               problem: Sequence[int]) -> Dict[str, List[str]]:
+    """The problem values the token is kept with: one segment whose values explain it
+    (every kept kernel with those values carries the token) when there is one."""
+    carrying = [k for k in chosen if k.tokens[index] == token]
+    differing: Dict[str, List[str]] = {}
+    for p in problem:
+        values = {k.tokens[p] for k in carrying}
+        if values == {k.tokens[p] for k in chosen}:
+            continue
+        label = kernel_type.segments[p].label
+        differing[label] = [t for t in kernel_type.segments[p].tokens if t in values]
+        if all(k.tokens[index] == token for k in chosen if k.tokens[p] in values):
+            return {label: differing[label]}
+    return differing
 
 
 def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:
@@ -285,77 +274,3 @@ def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:
     parts += ["-o", "generated"]
     return " ".join(shlex.quote(p) for p in parts)
 
-
-def _context(filename: str, tokens: Sequence[str], index: int) -> Tuple[str, ...]:
-    """Everything about a kernel file but one segment: the other tokens and the
-    arch suffix (a gfx950 kernel does not stand in for a gfx9 one)."""
-    suffix = filename[len("".join(tokens)):]
-    return (suffix,) + tuple(tokens[:index]) + tuple(tokens[index + 1:])
-
-
-def _losses(session: "Session", model: ApiModel, api: str, options: Options,
-            result: Recommendation, baseline: ParsedListing, kept: Set[str]) -> None:
-    """What each dropped token costs, from the API dispatch file's conditions."""
-    try:
-        conditions = session.dispatch_conditions(api, options)
-    except Exception as error:  # noqa: BLE001 - reported, the rest still stands
-        result.notes.append("dispatch conditions unavailable: %s" % error)
-        conditions = {}
-    allowed = {(d.kernel_type, d.segment): set(d.keep) for d in result.decisions}
-    kept_by_context: Dict[Tuple[str, int, Tuple[str, ...]], List[str]] = {}
-    for filename in kept:
-        if filename not in baseline.parsed:
-            continue
-        class_name, tokens = baseline.parsed[filename]
-        for index in range(len(tokens)):
-            context = _context(filename, tokens, index)
-            kept_by_context.setdefault((class_name, index, context), []).append(filename)
-    for decision in result.decisions:
-        kernel_type = model.kernel_type(decision.kernel_type)
-        index = [s.label for s in kernel_type.segments].index(decision.segment)
-        others = [(i, allowed[(decision.kernel_type, label)])
-                  for i, label in enumerate(s.label for s in kernel_type.segments)
-                  if i != index and (decision.kernel_type, label) in allowed]
-        for token in decision.drop:
-            # The kernels this token alone removes: every other segment is kept.
-            dropped = [f for f, (c, t) in baseline.parsed.items()
-                       if c == decision.kernel_type and t[index] == token
-                       and all(t[i] in keep for i, keep in others)]
-            unserved = 0
-            lost_terms: Counter = Counter()
-            fallbacks: Counter = Counter()
-            for filename in dropped:
-                tokens = baseline.parsed[filename][1]
-                context = _context(filename, tokens, index)
-                siblings = [f for f in kept_by_context.get((decision.kernel_type, index, context), [])
-                            if baseline.parsed[f][1][index] != token]
-                if not siblings:
-                    unserved += 1
-                    continue
-                own = set(conditions.get(filename, []))
-                for sibling in siblings:
-                    fallbacks[baseline.parsed[sibling][1][index] or "(no token)"] += 1
-                    # What the fallback requires that the dropped kernel did not.
-                    lost_terms.update(t for t in conditions.get(sibling, []) if t not in own)
-            meaning = kernel_type.segments[index].tokens.get(token, "")
-            if not dropped:
-                total = sum(1 for c, t in baseline.parsed.values()
-                            if c == decision.kernel_type and t[index] == token)
-                decision.losses[token] = (
-                    "%s only occurs together with other dropped values (%d kernels in the "
-                    "full listing), so dropping it costs nothing beyond them." % (meaning, total))
-                continue
-            text = "%d kernels that the other choices keep are not generated (%s)." % (
-                len(dropped), meaning)
-            if fallbacks:
-                text += " %d fall back to %s" % (len(dropped) - unserved,
-                                                  ", ".join(_top(fallbacks, 3)))
-                if lost_terms:
-                    text += ", which the dispatcher only picks when " + "; ".join(
-                        _top(lost_terms, 3))
-                    text += " (other inputs are no longer served)"
-                text += "."
-            if unserved:
-                text += " %d have no kept kernel with otherwise equal parameters: those " \
-                        "inputs are no longer served at all." % unserved
-            decision.losses[token] = text

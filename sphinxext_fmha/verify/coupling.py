@@ -1,0 +1,54 @@
+"""Sub-kernels that must be generated together, found from the dispatch and the runs.
+
+A dispatch call that launches several kernels (a split-KV kernel and the combine
+kernel its ``has_lse`` branch picks; the three bwd kernels of one trait) couples
+them: keeping one without the others does not link (and newer CK refuses to write
+it). The coupling is read from the full API dispatch file; when that file is not
+available, from the traits the probe observed (kernels generated per trait).
+
+One sub-type decides (the one with the most kernels: the main kernel of each call);
+the others follow: a follower kernel is kept exactly when a kept main kernel is
+launched with it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Set
+
+__all__ = ["Coupling", "coupling_of"]
+
+
+@dataclass
+class Coupling:
+    primary: str
+    followers: List[str] = field(default_factory=list)
+    #: main kernel file -> files launched with it
+    partners: Dict[str, Set[str]] = field(default_factory=dict)
+    source: str = "dispatch"
+
+    def follow(self, kept_primary: Set[str]) -> Set[str]:
+        """The follower kernels the kept main kernels need."""
+        return {p for f in kept_primary for p in self.partners.get(f, ())}
+
+
+def coupling_of(groups: Sequence[Sequence[str]], type_of: Mapping[str, str],
+                source: str = "dispatch") -> Optional[Coupling]:
+    """``groups``: file lists launched (or generated) together; ``type_of``: file ->
+    sub-type. None when nothing is coupled."""
+    groups = [[f for f in g if f in type_of] for g in groups]
+    groups = [g for g in groups if len({type_of[f] for f in g}) > 1]
+    if not groups:
+        return None
+    sizes = Counter(type_of.values())
+    coupled = sorted({type_of[f] for g in groups for f in g})
+    primary = max(coupled, key=lambda t: (sizes[t], t))
+    coupling = Coupling(primary=primary, followers=[t for t in coupled if t != primary],
+                        source=source)
+    for group in groups:
+        mains = [f for f in group if type_of[f] == primary]
+        others = {f for f in group if type_of[f] != primary}
+        for main in mains:
+            coupling.partners.setdefault(main, set()).update(others)
+    return coupling

@@ -1,0 +1,148 @@
+"""What the minimal set loses, read from the verified set and the dispatch conditions.
+
+For each token with kernels outside the set (that differ from kept kernels in that
+segment only), the kernels it takes away are compared with the kept kernels of the
+same problem class that differ only there: a kept kernel serves the dropped kernel's
+inputs when the dispatcher's conditions allow, and the conditions it adds are the
+inputs that lose their kernel. One sentence per group of kernels with the same
+answer; conditions of different kernels are never joined.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Dict, List, Mapping, Sequence, Set, Tuple
+
+from ..model import Decision
+from .synthesis import Kernel
+
+__all__ = ["describe_losses"]
+
+_SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
+
+
+def _subject(term: str) -> str:
+    match = _SUBJECT.match(term.strip())
+    return match.group(1) if match else term
+
+
+def _fmt(tokens: Sequence[str]) -> str:
+    return ", ".join("`%s`" % t if t else "(no token)" for t in tokens)
+
+
+def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
+                    categories: Mapping[Tuple[str, str], str],
+                    conditions: Mapping[str, Sequence[str]], labels: Mapping[str, List[str]],
+                    followers: Mapping[str, str]) -> None:
+    """Fill ``decision.losses`` (token -> sentence) for each token with lost kernels.
+
+    ``labels``: sub-type -> its segment labels; ``followers``: follower sub-type ->
+    the sub-type it follows."""
+    by_type: Dict[str, List[Kernel]] = {}
+    for kernel in kernels:
+        by_type.setdefault(kernel.kernel_type, []).append(kernel)
+    for decision in decisions:
+        own = by_type.get(decision.kernel_type, [])
+        seg_labels = labels[decision.kernel_type]
+        index = seg_labels.index(decision.segment)
+        if decision.kernel_type in followers:
+            for token in decision.drop:
+                count = sum(1 for k in own if k.tokens[index] == token)
+                decision.losses[token] = (
+                    "%d kernels; none is launched with a kept %s kernel, so nothing calls them"
+                    % (count, followers[decision.kernel_type]))
+            continue
+        category = categories.get((decision.kernel_type, decision.segment), "other")
+        if category == "tile":
+            continue
+        kept_tokens = [{k.tokens[i] for k in own if k.file in kept} for i in range(len(seg_labels))]
+        # With dispatch conditions, a stand-in may differ in tiles and implementation
+        # choices (pipeline, layout, ...) as long as its conditions do not contradict;
+        # without them, only in tiles.
+        free = ("tile", "other") if conditions else ("tile",)
+        loose = [i for i, label in enumerate(seg_labels)
+                 if categories.get((decision.kernel_type, label)) in free or i == index]
+        kept_by_context: Dict[Tuple, List[Kernel]] = {}
+        for kernel in own:
+            if kernel.file in kept:
+                kept_by_context.setdefault(_context(kernel, loose), []).append(kernel)
+        for token in list(decision.drop) + [p["token"] for p in decision.partial]:
+            alone = [k for k in own if k.file not in kept and k.tokens[index] == token
+                     and all(k.tokens[i] in kept_tokens[i] for i in range(len(seg_labels))
+                             if i != index)]
+            total = sum(1 for k in own if k.file not in kept and k.tokens[index] == token)
+            if not alone:
+                if token in decision.drop:
+                    decision.losses[token] = (
+                        "%d kernels, each also carrying another dropped value: nothing beyond "
+                        "those is lost" % total)
+                continue
+            decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
+                                               conditions)
+
+
+def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
+    stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
+    suffix = stem[len("".join(kernel.tokens)):]
+    return (suffix,) + tuple(t for i, t in enumerate(kernel.tokens) if i not in loose)
+
+
+def _contradictions(extra: Sequence[str], own: Set[str]) -> Tuple[List[str], List[str]]:
+    """(own terms, stand-in terms) on subjects where both kernels have different
+    conditions: the stand-in is reached for other inputs there."""
+    subjects = {_subject(t): t for t in own}
+    theirs = [t for t in extra if _subject(t) in subjects and subjects[_subject(t)] != t]
+    mine = [subjects[_subject(t)] for t in theirs]
+    return mine, theirs
+
+
+def _sentence(alone: Sequence[Kernel], total: int, index: int,
+              kept_by_context: Mapping[Tuple, List[Kernel]], loose: Sequence[int],
+              conditions: Mapping[str, Sequence[str]]) -> str:
+    groups: Counter = Counter()
+    for kernel in alone:
+        own = set(conditions.get(kernel.file, ()))
+        candidates = [k for k in kept_by_context.get(_context(kernel, loose), [])
+                      if k.tokens[index] != kernel.tokens[index]]
+        options = []
+        for candidate in candidates:
+            extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
+            mine, theirs = _contradictions(extra, own)
+            plain = tuple(t for t in extra if t not in theirs)
+            options.append((len(theirs), len(plain), (candidate.tokens[index],),
+                            plain, tuple(mine), tuple(theirs)))
+        if options:
+            _, _, stand_in, plain, mine, theirs = min(options)
+            groups[(stand_in, plain, mine, theirs)] += 1
+        else:
+            groups[((), (), (), ())] += 1
+    parts = []
+    for (stand_in, plain, mine, theirs), count in sorted(groups.items(),
+                                                        key=lambda kv: (-kv[1], kv[0])):
+        if not stand_in:
+            parts.append("%d have no kept kernel of the same problem class; their inputs "
+                         "(%s) find no kernel" % (count, "; ".join(_own_terms(
+                             alone, index, conditions)) or "as named"))
+        elif theirs:
+            parts.append("%d were reached when %s: those inputs now find no kernel (the kept "
+                         "%s variant is reached only when %s)"
+                         % (count, " and ".join(mine), _fmt(stand_in), " and ".join(theirs)))
+        elif plain:
+            parts.append("%d are served by the kept %s variant only when %s; other inputs "
+                         "lose their kernel" % (count, _fmt(stand_in), " and ".join(plain)))
+        else:
+            parts.append("%d are served by the kept %s variant" % (count, _fmt(stand_in)))
+    head = "%d kernels not generated" % len(alone)
+    if total > len(alone):
+        head += " (and %d that also carry another dropped value)" % (total - len(alone))
+    return head + ": " + "; ".join(parts) + "."
+
+
+def _own_terms(alone: Sequence[Kernel], index: int,
+               conditions: Mapping[str, Sequence[str]]) -> List[str]:
+    """The conditions every one of these kernels has (what identifies their inputs)."""
+    sets = [set(conditions.get(k.file, ())) for k in alone]
+    common = set.intersection(*sets) if sets else set()
+    first = conditions.get(alone[0].file, ()) if alone else ()
+    return [t for t in first if t in common]

@@ -1,0 +1,169 @@
+"""Which kernels the minimal set keeps: the policy, applied per problem class.
+
+Segments are classified from what the code says about them (field names and values).
+Problem properties (head dimension, data type, mode, and the arch suffix) are never
+lost: within each problem class the preferred variants are kept, and where a class has
+no preferred variant of a segment (group mode only exists fully padded, fp8 only
+quantised) the nearest variant is kept for that class only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Sequence, Set, Tuple
+
+from ..analysis.grammar import short_name
+from ..model import ApiModel, KernelType, Segment
+from .synthesis import Kernel
+
+__all__ = ["POLICY", "Plan", "classify", "plan_keep_set", "preference"]
+
+OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
+ON_VALUES = {"t", "true", "yes"}
+
+POLICY = {
+    "padding": "keep the no-pad and moderately aligned variants (alignment above 1), drop "
+               "the fully padded ones",
+    "optional feature": "keep the disabled variant; the feature's kernels are dropped",
+    "mask": "keep no-mask plus the most common mask variant",
+    "deterministic": "keep the non-deterministic variant",
+    "tuning": "keep the general variant of the tuning specialisation",
+    "problem": "keep every value (a property of the problem)",
+    "tile": "tiles are not chosen by the filter: the set keeps the tiles of its kernels",
+    "other": "keep every value",
+}
+
+#: Categories the policy chooses within (the others are kept whole).
+CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
+
+
+def classify(segment: Segment, tile_fields: Set[str] = frozenset()) -> str:
+    names = [short_name(f).lower() for f in segment.fields]
+    joined = " ".join(names)
+    values = {v for combos in segment.values.values() for c in combos for v in c.values()}
+    if "pad" in joined:
+        return "padding"
+    if "mask" in joined:
+        return "mask"
+    if "determin" in joined:
+        return "deterministic"
+    if any(k in joined for k in ("trload", "max_seq", "maxq", "skip")):
+        return "tuning"
+    if names and all(n in ("hdim", "dtype", "mode") for n in names):
+        return "problem"
+    if names and all("tile" in f.lower() or f.split(".")[-1] in tile_fields for f in segment.fields):
+        return "tile"
+    if values and values & OFF_VALUES and len(segment.fields) == 1 and \
+            not all(v.lstrip("-").isdigit() for v in values):
+        return "optional feature"
+    return "other"
+
+
+def _pad_level(value: str) -> int:
+    """0: no padding (the kernel needs full tiles), 1: padded to a moderate alignment
+    (> 1), 2: fully padded (any size; alignment 1 or a plain "true")."""
+    lowered = value.lower()
+    if lowered in OFF_VALUES:
+        return 0
+    if lowered.isdigit():
+        return 1 if int(lowered) > 1 else 2
+    return 2
+
+
+def _on_fields(combo: Dict[str, str]) -> int:
+    return sum(1 for v in combo.values() if v.lower() not in OFF_VALUES and v != "-1")
+
+
+def preference(category: str, segment: Segment, present: Counter) -> Dict[str, int]:
+    """Rank of each present token: 0 preferred, higher = further from the policy."""
+    tokens = [t for t in segment.tokens if present.get(t)]
+    combos = {t: segment.values.get(t) or [{}] for t in tokens}
+    if category == "padding":
+        levels = {t: tuple(max(_pad_level(c.get(f, "f")) for c in combos[t])
+                           for f in segment.fields) for t in tokens}
+        moderate = {i for lv in levels.values() for i, level in enumerate(lv) if level == 1}
+        top = tuple(max(lv[i] for lv in levels.values()) for i in range(len(segment.fields)))
+        ranks = {}
+        for token, lv in levels.items():
+            full_where_moderate = any(lv[i] == 2 for i in moderate)
+            fully_padded = len(tokens) > 1 and lv == top and any(top)
+            ranks[token] = sum(lv) + 1 if full_where_moderate or fully_padded else 0
+        return ranks
+    if category in ("optional feature", "deterministic", "tuning"):
+        ranks = {t: min(_on_fields(c) for c in combos[t]) for t in tokens}
+        return ranks if 0 in ranks.values() else {t: 0 for t in tokens}
+    if category == "mask":
+        off = [t for t in tokens if any(_on_fields(c) == 0 for c in combos[t])]
+        masked = sorted((t for t in tokens if t not in off), key=lambda t: (-present[t], t))
+        keep = set(off + masked[:1])
+        return {t: 0 if t in keep else 1 for t in tokens}
+    return {t: 0 for t in tokens}
+
+
+@dataclass
+class Plan:
+    """The policy's keep set for the sub-types that decide for themselves."""
+
+    keep: Set[str] = field(default_factory=set)
+    categories: Dict[Tuple[str, str], str] = field(default_factory=dict)
+    ranks: Dict[Tuple[str, str], Dict[str, int]] = field(default_factory=dict)
+    #: (kernel type, segment) -> tokens kept only where the class has nothing better
+    relaxed: Dict[Tuple[str, str], Set[str]] = field(default_factory=dict)
+
+
+def arch_suffix(kernel: Kernel) -> str:
+    stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
+    return stem[len("".join(kernel.tokens)):]
+
+
+def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str]) -> Plan:
+    tile_fields = {f.name for tile in model.tiles for f in tile.fields}
+    plan = Plan()
+    for kernel_type in model.kernel_types:
+        segments = kernel_type.segments
+        own = [k for k in kernels if k.kernel_type == kernel_type.class_name]
+        chosen: List[int] = []
+        problem: List[int] = []
+        for index, segment in enumerate(segments):
+            if segment.literal:
+                continue
+            category = classify(segment, tile_fields)
+            key = (kernel_type.class_name, segment.label)
+            plan.categories[key] = category
+            present = Counter(k.tokens[index] for k in own)
+            plan.ranks[key] = preference(category, segment, present)
+            if category in CHOSEN:
+                chosen.append(index)
+            elif category == "problem":
+                problem.append(index)
+        if kernel_type.class_name not in types:
+            continue
+        _keep_per_class(plan, kernel_type, own, chosen, problem)
+    return plan
+
+
+def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
+                    chosen: Sequence[int], problem: Sequence[int]) -> None:
+    segments = kernel_type.segments
+    ranks = [plan.ranks.get((kernel_type.class_name, s.label), {}) for s in segments]
+    classes: Dict[Tuple[str, ...], List[Kernel]] = {}
+    for kernel in own:
+        key = (arch_suffix(kernel),) + tuple(kernel.tokens[i] for i in problem)
+        classes.setdefault(key, []).append(kernel)
+    for members in classes.values():
+        # Per segment, the best rank this class offers; a kernel is kept when it
+        # reaches the best on every chosen segment. If no kernel does (the best
+        # values never occur together), keep the kernels of least total rank.
+        best = {i: min(ranks[i].get(k.tokens[i], 0) for k in members) for i in chosen}
+        kept = [k for k in members if all(ranks[i].get(k.tokens[i], 0) == best[i] for i in chosen)]
+        if not kept:
+            total = {k.file: sum(ranks[i].get(k.tokens[i], 0) for i in chosen) for k in members}
+            least = min(total.values())
+            kept = [k for k in members if total[k.file] == least]
+        for kernel in kept:
+            plan.keep.add(kernel.file)
+            for i in chosen:
+                if ranks[i].get(kernel.tokens[i], 0) > 0:
+                    plan.relaxed.setdefault((kernel_type.class_name, segments[i].label),
+                                            set()).add(kernel.tokens[i])

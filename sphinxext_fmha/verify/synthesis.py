@@ -1,0 +1,284 @@
+"""fnmatch filters that select exactly a wanted kernel set, per filter semantics.
+
+generate.py matches ``-f`` against kernel names with ``fnmatch``: no negation, no
+alternation. A name is a sequence of segment tokens, and a token may be empty when a
+feature is off (older trees omit absent features). Any token can still be pinned by
+its neighbours: pinning consecutive segments writes their tokens next to each other
+with no ``*`` between, so an omitted segment becomes "the token before directly
+followed by the token after (or the end of the name)".
+
+A pattern for one wanted kernel starts as its whole name and is generalised one
+segment at a time while it still matches no unwanted name; the patterns then cover
+the wanted set greedily, redundant ones are removed and patterns differing in one
+character are merged into a character class. Everything is checked here against the
+full listing with :mod:`fnmatch` itself, and again by generate.py afterwards.
+
+How the patterns become ``-f`` values follows the tree's filter semantics
+(:class:`~sphinxext_fmha.model.FilterSpec`): one pattern for every sub-type; ``@``
+parts filtered independently (zipped: the runs are the longest part's list); ``@``
+parts that drop whole traits (the main sub-type's patterns, the other parts ``*``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from ..model import ApiModel
+
+__all__ = ["Kernel", "Synthesis", "cover", "synthesize"]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel of the full listing: its file, sub-type, fnmatch name and tokens."""
+
+    file: str
+    kernel_type: str
+    name: str
+    tokens: Tuple[str, ...]
+
+
+@dataclass
+class Synthesis:
+    """The ``-f`` values (one per run) and what they cannot express."""
+
+    filters: List[str] = field(default_factory=list)
+    #: wanted kernels no pattern can separate from an unwanted one (same name)
+    inseparable: List[str] = field(default_factory=list)
+    #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
+    extra: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+
+_MATCHERS: Dict[str, Callable[[str], Optional[re.Match]]] = {}
+
+
+def _matcher(pattern: str) -> Callable[[str], Optional[re.Match]]:
+    found = _MATCHERS.get(pattern)
+    if found is None:
+        found = _MATCHERS[pattern] = re.compile(fnmatch.translate(pattern)).match
+    return found
+
+
+def _escape(text: str) -> str:
+    return "".join("[%s]" % c if c in "*?[" else c for c in text)
+
+
+def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
+    """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
+    ``boundary`` adds the first character of the token after each pinned run (so
+    ``_pskd`` does not also match ``_pskddv``)."""
+    out: List[str] = []
+    previous = False
+    for index, token in enumerate(tokens):
+        if index in pinned:
+            if not previous and index > 0:
+                out.append("*")
+            out.append(_escape(token))
+            previous = True
+            continue
+        if previous and boundary:
+            following = next((t for t in tokens[index:] if t), "")
+            if following and not following[0].isalnum():
+                out.append(_escape(following[0]))
+        previous = False
+    if not previous:
+        out.append("*")
+    text = "".join(out)
+    return re.sub(r"\*+", "*", text)
+
+
+def _safe(pattern: str, unwanted: Sequence[str]) -> bool:
+    match = _matcher(pattern)
+    return not any(match(name) for name in unwanted)
+
+
+def _generalise(kernel: Kernel, order: Sequence[int], unwanted: Sequence[str]) -> str:
+    pinned = set(range(len(kernel.tokens)))
+    best = _pattern(kernel.tokens, pinned, False)
+    for index in order:
+        trial = pinned - {index}
+        for boundary in (False, True):
+            candidate = _pattern(kernel.tokens, trial, boundary)
+            if _safe(candidate, unwanted):
+                pinned, best = trial, candidate
+                break
+    return best
+
+
+def _merge_classes(patterns: List[str], unwanted: Sequence[str]) -> List[str]:
+    """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
+    changed = True
+    while changed:
+        changed = False
+        for i, first in enumerate(patterns):
+            for j in range(i + 1, len(patterns)):
+                merged = _merge_two(first, patterns[j])
+                if merged and _safe(merged, unwanted):
+                    patterns = patterns[:i] + [merged] + patterns[i + 1:j] + patterns[j + 1:]
+                    changed = True
+                    break
+            if changed:
+                break
+    return patterns
+
+
+_PIECE = re.compile(r"\[[^\]]*\]|.")
+
+
+def _merge_two(a: str, b: str) -> Optional[str]:
+    pa, pb = _PIECE.findall(a), _PIECE.findall(b)
+    if len(pa) != len(pb):
+        return None
+    diff = [k for k, (x, y) in enumerate(zip(pa, pb)) if x != y]
+    if len(diff) != 1:
+        return None
+    k = diff[0]
+    chars = set()
+    for piece in (pa[k], pb[k]):
+        if piece in ("*", "?"):
+            return None
+        inner = piece[1:-1] if piece.startswith("[") else piece
+        if len(inner) > 1 and not piece.startswith("[") or any(c in "!^-]" for c in inner):
+            return None
+        if not all(c.isalnum() for c in inner):
+            return None
+        chars.update(inner)
+    return "".join(pa[:k]) + "[" + "".join(sorted(chars)) + "]" + "".join(pa[k + 1:])
+
+
+def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int]) -> List[str]:
+    """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
+    (by name: kernels sharing a name must be all wanted or all unwanted).
+
+    ``order``: segment indices in the order to try generalising them (those whose
+    every value is wanted first)."""
+    wanted_names = sorted({k.name for k in kernels if k.file in wanted})
+    unwanted = sorted({k.name for k in kernels if k.file not in wanted} - set(wanted_names))
+    by_name = {k.name: k for k in kernels}
+    patterns: List[str] = []
+    covered: Set[str] = set()
+    for name in wanted_names:
+        if name in covered:
+            continue
+        pattern = _generalise(by_name[name], order, unwanted)
+        patterns.append(pattern)
+        match = _matcher(pattern)
+        covered.update(n for n in wanted_names if match(n))
+    patterns = _drop_redundant(patterns, wanted_names)
+    return sorted(_merge_classes(patterns, unwanted))
+
+
+def _drop_redundant(patterns: List[str], names: Sequence[str]) -> List[str]:
+    matched = {p: {n for n in names if _matcher(p)(n)} for p in patterns}
+    kept = list(patterns)
+    for pattern in sorted(patterns, key=lambda p: (len(matched[p]), p)):
+        rest = set().union(*(matched[p] for p in kept if p != pattern)) if len(kept) > 1 else set()
+        if matched[pattern] <= rest:
+            kept.remove(pattern)
+    return kept
+
+
+def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
+    """Segments whose tokens all occur among wanted kernels first (free to drop),
+    then the others, each group from the last segment to the first."""
+    width = max((len(k.tokens) for k in kernels), default=0)
+    wanted_tokens: List[Set[str]] = [set() for _ in range(width)]
+    all_tokens: List[Set[str]] = [set() for _ in range(width)]
+    for kernel in kernels:
+        for index, token in enumerate(kernel.tokens):
+            all_tokens[index].add(token)
+            if kernel.file in wanted:
+                wanted_tokens[index].add(token)
+    return sorted(range(width), key=lambda i: (wanted_tokens[i] != all_tokens[i], -i))
+
+
+def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
+    if not any(k.file in wanted for k in kernels):
+        names = {k.name for k in kernels}
+        nothing = "_"
+        while nothing in names:
+            nothing += "_"
+        return [nothing]  # matches no kernel name
+    if all(k.file in wanted for k in kernels):
+        return ["*"]
+    # Sub-types sharing the part: each sub-type's patterns must miss every unwanted
+    # name of the part, its own and the others'.
+    patterns: List[str] = []
+    unwanted_all = [k for k in kernels if k.file not in wanted]
+    for kernel_type in sorted({k.kernel_type for k in kernels}):
+        own = [k for k in kernels if k.kernel_type == kernel_type]
+        if not any(k.file in wanted for k in own):
+            continue
+        patterns += cover(own + [k for k in unwanted_all if k.kernel_type != kernel_type],
+                          wanted, _generalise_order(own, wanted))
+    return sorted(set(patterns))
+
+
+def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
+    """Unwanted files whose name a wanted file also has (fnmatch cannot tell them apart)."""
+    wanted_names = {k.name for k in kernels if k.file in wanted}
+    return {k.file for k in kernels if k.file not in wanted and k.name in wanted_names}
+
+
+def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
+               primary: Optional[str] = None) -> Synthesis:
+    """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics.
+
+    ``primary``: for APIs that drop whole traits, the sub-type whose patterns decide
+    (the other parts are ``*``)."""
+    spec = model.filter
+    result = Synthesis()
+    unfiltered = set(spec.unfiltered_types)
+    result.extra = sorted(k.file for k in kernels
+                          if k.kernel_type in unfiltered and k.file not in wanted)
+    if result.extra:
+        result.notes.append(
+            "%s are not filtered by -f in this tree: every one of them is generated"
+            % ", ".join(sorted({k.kernel_type for k in kernels if k.file in result.extra})))
+    shared = _shared_names(kernels, wanted)
+    if shared:
+        result.extra += sorted(shared)
+        result.notes.append(
+            "%d kernels share their name with a wanted kernel (they differ only outside the "
+            "name fnmatch sees), so the filters select them too" % len(shared))
+    target = set(wanted) | shared
+    parts: List[Tuple[int, List[Kernel]]] = []
+    for part in sorted(spec.parts, key=lambda p: p.position):
+        members = [k for k in kernels if k.kernel_type in part.applies_to
+                   and k.kernel_type not in unfiltered]
+        parts.append((part.position, members))
+    if not parts:
+        result.filters = ["*"]
+        return result
+    if spec.api_split and spec.drops == "trait" and primary:
+        position = next((p for p, m in parts if any(k.kernel_type == primary for k in m)), None)
+        if position is not None:
+            own = [k for k in kernels if k.kernel_type == primary]
+            width = max(p for p, _ in parts) + 1
+            for pattern in _part_patterns(own, target):
+                fields = ["*"] * width
+                fields[position] = pattern
+                result.filters.append(_join(spec.api_split, fields))
+            return result
+    if not spec.api_split or len(parts) == 1:
+        members = [k for _, m in parts for k in m]
+        result.filters = _part_patterns(members, target)
+        return result
+    lists = {position: _part_patterns(members, target) for position, members in parts}
+    width = max(lists) + 1
+    runs = max(len(v) for v in lists.values())
+    for run in range(runs):
+        # Independent parts: run i takes each part's i-th pattern (its last one when
+        # the part has fewer), never an empty part (that means "no filter").
+        fields = [lists[p][min(run, len(lists[p]) - 1)] if p in lists else "*"
+                  for p in range(width)]
+        result.filters.append(_join(spec.api_split, fields))
+    return result
+
+
+def _join(separator: str, fields: Iterable[str]) -> str:
+    return separator.join(fields)
