@@ -28,7 +28,7 @@ def _subject(term: str) -> str:
 
 
 def _fmt(tokens: Sequence[str]) -> str:
-    return ", ".join("`%s`" % t if t else "(no token)" for t in tokens)
+    return ", ".join(t if t else "(no token)" for t in tokens)
 
 
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],

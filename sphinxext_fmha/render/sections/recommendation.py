@@ -24,7 +24,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import token_cell, tokens_natural, verified_text
+from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 
 
 def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
@@ -46,36 +46,71 @@ def minimal_section(data: GuideData) -> List[Block]:
 def _minimal_blocks(rec: Recommendation) -> List[Block]:
     blocks: List[Block] = []
     if rec.keep_count == rec.union_count or not rec.runs:
-        blocks.append(Para(["The minimal set has ", Strong(str(rec.keep_count)), " kernels (%s)."
-                            % verified_text(rec.verified)]))
+        blocks.append(Para(["The minimal set has ", Strong(str(rec.union_count or rec.keep_count)),
+                            " kernels (%s). Every token below is read from the kernels the "
+                            "commands of this guide generate." % verified_text(rec.verified)]))
     else:
         blocks.append(Para(["The keep set has ", Strong(str(rec.keep_count)), " kernels; the "
                             "filter commands select ", Strong(str(rec.union_count)),
-                            " (%s; see the notes below)." % verified_text(rec.verified)]))
+                            " (%s; see the notes below). The tables describe what the "
+                            "commands select." % verified_text(rec.verified)]))
+    if rec.coupling:
+        blocks.append(Para([rec.coupling[0].upper() + rec.coupling[1:] + "."]))
     grouped = _decisions_by_type(rec)
     for class_name, decisions in grouped:
         if len(grouped) > 1:
             blocks.append(SubHeading([Code(class_name)]))
-        whole: Dict[str, List[str]] = {}
-        rows = []
-        for decision in decisions:
-            if not decision.drop:
-                whole.setdefault(decision.reason or decision.category, []).append(decision.segment)
-                continue
-            why = decision.reason
-            if decision.category and decision.category != "other":
-                why = "%s: %s" % (decision.category, why) if why else decision.category
-            rows.append([[decision.segment], tokens_natural(decision.keep),
-                         tokens_natural(decision.drop), [why]])
-        if rows:
-            blocks.append(Table(header=["Segment", "Keep", "Drop", "Why"], rows=rows,
-                                classes=["fmha-decisions"]))
-        for reason, segments in whole.items():
-            blocks.append(Para(["Kept whole: ", *join([[Strong(g)] for g in segments]), "."]
-                               + ([" Why: %s." % reason.rstrip(".")] if reason else [])))
+        blocks += _type_blocks(rec, class_name, decisions)
     if rec.notes:
         blocks.append(Para(["Notes:"]))
         blocks.append(BulletList([[note] for note in rec.notes]))
+    return blocks
+
+
+def _keep_cell(decision: Decision) -> Inlines:
+    partial = {p["token"]: p.get("kept_with") or {} for p in decision.partial}
+    cells: List[Inlines] = []
+    for token in sorted(decision.keep, key=natural):
+        cell = token_cell(token)
+        if token in partial:
+            where = "; ".join("%s %s" % (segment, ", ".join(values))
+                              for segment, values in partial[token].items())
+            cell = cell + [" (only with %s)" % where if where else " (where nothing else exists)"]
+        cells.append(cell)
+    return join(cells) or ["-"]
+
+
+def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]) -> List[Block]:
+    blocks: List[Block] = []
+    follows = next((d.follows for d in decisions if d.follows), "")
+    if follows:
+        counts = rec.counts.get(class_name, {})
+        blocks.append(Para(["Follows the kept ", Code(follows), " kernels: %d of %d kept."
+                            % (counts.get("minimal", 0), counts.get("full", 0))]))
+    rows = []
+    whole: List[str] = []
+    tiles: List[Inlines] = []
+    for decision in decisions:
+        if decision.category == "tile":
+            tiles.append([Strong(decision.segment), ": "] + tokens_natural(decision.keep))
+            continue
+        if not decision.drop and not decision.partial:
+            whole.append(decision.segment)
+            continue
+        why = "" if follows else decision.reason
+        rows.append([[decision.segment], _keep_cell(decision), tokens_natural(decision.drop),
+                     [why] if why else ["-"]])
+    if rows:
+        table: List[Block] = [Table(header=["Segment", "Keep", "Drop", "Why"], rows=rows,
+                                    classes=["fmha-decisions"])]
+        blocks += fold(["Keep/drop per segment (%d rows)" % len(rows)], table, len(rows))
+    if whole:
+        blocks.append(Para(["Every value kept: ", *join([[Strong(g)] for g in whole]), "."]))
+    if tiles:
+        blocks += fold(["Tiles in the set"], [Para(["Tiles in the set (the filter does not "
+                                                     "choose tiles; these come with the kept "
+                                                     "kernels):"]), BulletList(tiles)],
+                       len(tiles), FOLD_ITEMS)
     return blocks
 
 
@@ -87,7 +122,8 @@ def losses_section(data: GuideData) -> List[Block]:
 def _losses_blocks(rec: Recommendation) -> List[Block]:
     items: List[Inlines] = []
     for decision in rec.decisions:
-        for token in decision.drop:
+        for token in [t for t in decision.drop + [p["token"] for p in decision.partial]
+                      if t in decision.losses or t in decision.drop]:
             loss = decision.losses.get(token, "")
             item: Inlines = token_cell(token) + [" (%s" % decision.segment]
             if len({d.kernel_type for d in rec.decisions}) > 1:
@@ -98,8 +134,11 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
             items.append(item)
     if not items:
         return [Para(["Nothing: the minimal set keeps every token."])]
-    return [Para(["Without these kernels, calls that need them find no kernel in the "
-                  "dispatcher:"]), BulletList(items)]
+    lead = Para(["Per dropped variant, the kernels that are not generated, the inputs that "
+                 "lose their kernel and the kept kernel that serves them instead, read from "
+                 "the dispatch conditions:"])
+    return [lead] + fold(["What you lose (%d variants)" % len(items)], [BulletList(items)],
+                         len(items), FOLD_ITEMS)
 
 
 def commands_section(data: GuideData) -> List[Block]:
@@ -127,9 +166,30 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
             "(see the driver command) instead of keeping one run's file.")
         blocks.append(Admonition("caution", [Para([caution])]))
     if rec.driver_command:
-        blocks.append(Para(["Driver (%s):" % verified_text(rec.driver_verified)]))
+        blocks.append(Para(["One generate.py run for the union, with one dispatch file "
+                            "(%s):" % verified_text(rec.driver_verified)]))
         blocks.append(CodeBlock(rec.driver_command, "bash"))
+        blocks.append(Para([_links_text(rec)]))
     return blocks
+
+
+def _links_text(rec: Recommendation) -> str:
+    if rec.links_missing:
+        text = ("Write mode (-o): the dispatch file instantiates %d kernel specialisations "
+                "that are not generated, so the set does not link." % len(rec.links_missing))
+    elif rec.write_verified:
+        text = ("Write mode (-o) succeeds, and every kernel specialisation the written "
+                "dispatch file instantiates is one of the generated kernels (the set links).")
+    else:
+        text = "Write mode (-o) was not verified (see the notes)."
+    if rec.links_unreferenced:
+        text += " %d generated kernels are reached by no dispatch call." % len(rec.links_unreferenced)
+    elif rec.write_verified:
+        text += " Every generated kernel is reached from it."
+    if rec.full_unreferenced:
+        text += (" In the full listing, %d kernels are reached by no dispatch call."
+                 % len(rec.full_unreferenced))
+    return text
 
 
 def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Table:
