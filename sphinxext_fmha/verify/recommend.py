@@ -103,7 +103,8 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                coupling.primary))
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
-    synthesis = synthesize(model, kernels, target, primary)
+    synthesis = synthesize(model, kernels, target, primary,
+                           coupling.partners if coupling else None)
     result.notes += synthesis.notes
     claimed = target | set(synthesis.extra)
     result.keep_count = len(claimed)

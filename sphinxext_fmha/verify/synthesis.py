@@ -24,7 +24,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel
 
@@ -150,14 +150,17 @@ def _merge_two(a: str, b: str) -> Optional[str]:
     return "".join(pa[:k]) + "[" + "".join(sorted(chars)) + "]" + "".join(pa[k + 1:])
 
 
-def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int]) -> List[str]:
+def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int],
+          allowed: Set[str] = frozenset()) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
-    (by name: kernels sharing a name must be all wanted or all unwanted).
+    (by name: kernels sharing a name must be all wanted or all unwanted), give or take
+    ``allowed`` files (they may match or not).
 
     ``order``: segment indices in the order to try generalising them (those whose
     every value is wanted first)."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
-    unwanted = sorted({k.name for k in kernels if k.file not in wanted} - set(wanted_names))
+    unwanted = sorted({k.name for k in kernels if k.file not in wanted and k.file not in allowed}
+                      - set(wanted_names))
     by_name = {k.name: k for k in kernels}
     patterns: List[str] = []
     covered: Set[str] = set()
@@ -225,11 +228,15 @@ def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
 
 
 def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
-               primary: Optional[str] = None) -> Synthesis:
+               primary: Optional[str] = None,
+               partners: Optional[Mapping[str, Set[str]]] = None) -> Synthesis:
     """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics.
 
-    ``primary``: for APIs that drop whole traits, the sub-type whose patterns decide
-    (the other parts are ``*``)."""
+    ``primary``: the sub-type whose patterns decide, for APIs that drop whole traits
+    (the other parts are ``*``) and for coupled sub-types in independent parts (each
+    run then selects the partners of its own main kernels: newer CK refuses to write
+    a run whose split-KV kernel lacks its combine kernel); ``partners``: main kernel
+    file -> the files launched with it."""
     spec = model.filter
     result = Synthesis()
     unfiltered = set(spec.unfiltered_types)
@@ -268,6 +275,11 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
         members = [k for _, m in parts for k in m]
         result.filters = _part_patterns(members, target)
         return result
+    if partners and primary:
+        coupled = _coupled_runs(spec.api_split, parts, target, primary, partners, result)
+        if coupled is not None:
+            result.filters = coupled
+            return result
     lists = {position: _part_patterns(members, target) for position, members in parts}
     width = max(lists) + 1
     runs = max(len(v) for v in lists.values())
@@ -278,6 +290,88 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                   for p in range(width)]
         result.filters.append(_join(spec.api_split, fields))
     return result
+
+
+def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
+                  primary: str, partners: Mapping[str, Set[str]],
+                  result: Synthesis) -> Optional[List[str]]:
+    """One run per pattern of the main sub-type; in the same run, each other part
+    selects (at least) the partners of the main kernels that run selects, and nothing
+    outside the target."""
+    main_position = next((p for p, m in parts if any(k.kernel_type == primary for k in m)), None)
+    if main_position is None:
+        return None
+    main = [k for p, m in parts if p == main_position for k in m]
+    followers = [(p, m) for p, m in parts if p != main_position]
+    width = max(p for p, _ in parts) + 1
+    # Which follower patterns each group of main kernels needs, then one cover of the
+    # main kernels per follower pattern (main kernels whose partners that pattern also
+    # selects may come along).
+    groups: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
+    fits: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
+    for pattern in _part_patterns(main, target):
+        match = _matcher(pattern)
+        selected = {k.file for k in main if match(k.name)}
+        for columns, mine, fitting in _split_by_partners(main, selected, followers, target,
+                                                         partners):
+            key = tuple(sorted(columns.items()))
+            groups.setdefault(key, set()).update(mine)
+            fits[key] = fitting
+    filters: List[str] = []
+    for key in sorted(groups):
+        mine = groups[key]
+        for refined in cover(main, mine, _generalise_order(main, mine), fits[key] - mine):
+            columns = dict(key)
+            columns[main_position] = refined
+            filters.append(_join(separator, [columns.get(p, "*") for p in range(width)]))
+    # Followers in the target but launched by no selected main kernel still need a run.
+    chosen: Set[str] = set()
+    for text in filters:
+        fields = text.split(separator)
+        for position, members in parts:
+            if position < len(fields):
+                match = _matcher(fields[position])
+                chosen |= {k.file for k in members if match(k.name)}
+    missing = {k.file for _, m in parts for k in m if k.file in target} - chosen
+    if missing:
+        return None
+    return filters
+
+
+def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
+                       target: Set[str]) -> List[str]:
+    own_needed = {k.file for k in members if k.file in needed}
+    if not own_needed:
+        return _part_patterns(members, set())
+    allowed = {k.file for k in members if k.file in target} - own_needed
+    return cover(members, own_needed, _generalise_order(members, own_needed), allowed)
+
+
+def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
+                       followers: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
+                       partners: Mapping[str, Set[str]]
+                       ) -> List[Tuple[Dict[int, str], Set[str], Set[str]]]:
+    """({part: follower pattern}, main kernels it serves, main kernels it could serve):
+    each group's partners are selected by its own follower patterns."""
+    needed = {f for s in selected for f in partners.get(s, ())}
+    columns = {p: _follower_patterns(m, needed, target) for p, m in followers}
+    main_files = {k.file for k in main}
+    out = []
+    left = set(selected)
+    for index in range(max((len(c) for c in columns.values()), default=1)):
+        chosen = {p: c[min(index, len(c) - 1)] for p, c in columns.items()}
+        covered: Set[str] = set()
+        for p, members in followers:
+            m = _matcher(chosen[p])
+            covered |= {k.file for k in members if m(k.name)}
+        fitting = {f for f in target & main_files if partners.get(f, set()) <= covered}
+        mine = left & fitting
+        if mine:
+            left -= mine
+            out.append((chosen, mine, fitting))
+    if left:  # no follower pattern covers these partners alone: keep them together
+        out.append(({p: c[0] for p, c in columns.items()}, left, left))
+    return out
 
 
 def _join(separator: str, fields: Iterable[str]) -> str:

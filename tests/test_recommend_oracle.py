@@ -1,0 +1,243 @@
+"""The recommendation is true of the set its commands select (issue 9, items 1, 2, 5).
+
+Independent oracle: the test runs every recommended command with generate.py itself
+(listing and write mode), unions the listings, and reads the kernel names and the
+written C++ with small parsers written here -- never with the package's grammar,
+model or dispatch reader. It then checks the JSON and the rendered text against that.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, Set, Tuple
+
+import pytest
+from conftest import CORPUS
+from independent import independent_listing
+
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.render.markdown import render_recommendation_markdown
+from sphinxext_fmha.session import Session
+
+CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
+
+# -- a small, independent reading of kernel file names --------------------------------
+
+_HDIM = re.compile(r"_d(\d+)(?=_)")
+_DTYPE = re.compile(r"_(fp16|bf16|fp8\w*?|bf8|fp32)(?=_)")
+_MODE = re.compile(r"_(batch|group)(?=_)")
+_ARCH = re.compile(r"_(gfx\w+)\.cpp$")
+_PREFIX = re.compile(r"^(.*?)_d\d+_")
+
+
+def prefix(filename: str) -> str:
+    """The sub-type part of a name: everything before the head dimension."""
+    match = _PREFIX.match(filename)
+    return match.group(1) if match else filename
+
+
+def problem(filename: str) -> Tuple[str, ...]:
+    """Head dimension, data type, mode and arch suffix of a kernel file name."""
+    found = []
+    for pattern in (_HDIM, _DTYPE, _MODE, _ARCH):
+        match = pattern.search(filename)
+        found.append(match.group(1) if match else "")
+    return tuple(found)
+
+
+def carries(filename: str, token: str) -> bool:
+    """``token`` is a whole segment of the name: followed by '_', the arch suffix or
+    the end (``_ps`` is not carried by ``_psddv``)."""
+    stem = filename[:-len(".cpp")] if filename.endswith(".cpp") else filename
+    return re.search(re.escape(token) + r"(?=_|$)", stem) is not None
+
+
+# -- a small, independent reading of the written C++ -----------------------------------
+
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_TRAIT = re.compile(r"\b(\w+_traits_)\s*<")
+
+
+_SAME = re.compile(r"ifconstexpr\((!?)\(?std::is_same_v<([\w:]+),([\w:]+)>\)?\)\{")
+
+
+def _block_end(code: str, open_at: int) -> int:
+    depth = 0
+    for index in range(open_at, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[index], 0)
+        if depth == 0:
+            return index
+    return len(code) - 1
+
+
+def drop_discarded(code: str) -> str:
+    """Blank the branch of ``if constexpr (std::is_same_v<A, B>)`` that the compiler
+    discards (the dispatch guards combine kernels that do not exist this way)."""
+    while True:
+        match = _SAME.search(code)
+        if not match:
+            return code
+        holds = (match.group(2) == match.group(3)) != bool(match.group(1))
+        then_end = _block_end(code, match.end() - 1)
+        then = code[match.end():then_end]
+        rest = code[then_end + 1:]
+        other = ""
+        if rest.startswith("else{"):
+            else_end = _block_end(rest, 4)
+            other, rest = rest[5:else_end], rest[else_end + 1:]
+        code = code[:match.start()] + "{" + (then if holds else other) + "}" + rest
+
+
+def trait_instances(text: str) -> Set[str]:
+    """Every ``<name>_traits_<...>`` template-id in C++ text, blanks removed and the
+    file's own ``using`` aliases expanded (``fmha_mask_0`` -> its mask type); branches
+    an ``if constexpr`` discards are left out."""
+    code = drop_discarded(re.sub(r"\s+", "", _COMMENT.sub("", text)))
+    aliases = dict(re.findall(r"using(\w+)=([^;]*);", code))
+    found = set()
+    for match in _TRAIT.finditer(code):
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(code)):
+            depth += {"<": 1, ">": -1}.get(code[end], 0)
+            if depth == 0:
+                break
+        trait = code[match.start():end + 1]
+        for _ in range(5):
+            expanded = re.sub(r"\b\w+\b", lambda m: aliases.get(m.group(0), m.group(0))
+                              if "_traits_" not in aliases.get(m.group(0), "") else m.group(0),
+                              trait)
+            if expanded == trait:
+                break
+            trait = expanded
+        found.add(trait)
+    return found
+
+
+def run_generate(root: Path, api: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args],
+                          cwd=fmha_dir(root), capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+
+
+@pytest.fixture(scope="module")
+def sessions(corpus_roots):
+    return {name: Session(root) for name, root in corpus_roots.items()}
+
+
+def _types_by_prefix(rec, union: Set[str]) -> Dict[str, str]:
+    """Match sub-types to name prefixes by their kernel counts in the union."""
+    counts: Dict[str, int] = defaultdict(int)
+    for name in union:
+        counts[prefix(name)] += 1
+    mapping = {}
+    for kernel_type, values in rec.counts.items():
+        if kernel_type == "total":
+            continue
+        same = [p for p, n in counts.items() if n == values["minimal"] and p not in mapping.values()]
+        if len(same) == 1:
+            mapping[kernel_type] = same[0]
+    return mapping
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tree,api", CASES, ids=["%s-%s" % c for c in CASES])
+def test_recommendation_is_true_of_its_commands(sessions, tree, api, tmp_path):
+    session = sessions[tree]
+    rec = session.recommend(api)
+    root = session.ck_root
+    assert rec.runs, rec.notes
+    union: Set[str] = set()
+    for run in rec.runs:
+        union |= independent_listing(root, api, tmp_path, "-f", run.filter)
+    # The JSON contract: counts are the size of the union of the shown commands.
+    assert rec.union_count == len(union) == rec.counts["total"]["minimal"]
+    assert rec.verified, rec.notes
+
+    full = independent_listing(root, api, tmp_path)
+    by_prefix = _types_by_prefix(rec, union)
+    # Item 1: a token under "Keep" is carried by some kernel of the set, one under
+    # "Drop" by none; a partial token only with the values it is said to be kept with.
+    for decision in rec.decisions:
+        own_prefix = by_prefix.get(decision.kernel_type)
+        if own_prefix is None:
+            continue
+        mine = [f for f in union if prefix(f) == own_prefix]
+        for token in (t for t in decision.keep if t):
+            assert any(carries(f, token) for f in mine), (decision.segment, token)
+        for token in (t for t in decision.drop if t):
+            assert not any(carries(f, token) for f in mine), (decision.segment, token)
+        for partial in decision.partial:
+            for name in (f for f in mine if carries(f, partial["token"])):
+                for values in partial["kept_with"].values():
+                    assert any(carries(name, v) for v in values), (name, partial)
+
+    # Item 2: no head dimension, data type, mode or arch of the full listing is lost
+    # by a sub-type that decides for itself.
+    followers = {d.kernel_type for d in rec.decisions if d.follows}
+    for kernel_type, own_prefix in by_prefix.items():
+        if kernel_type in followers:
+            continue
+        wanted = {problem(f) for f in full if prefix(f) == own_prefix}
+        kept = {problem(f) for f in union if prefix(f) == own_prefix}
+        assert wanted == kept, (kernel_type, sorted(wanted - kept)[:5])
+
+    # Item 5: every command succeeds in write mode; each run's dispatch file
+    # instantiates only kernels that run generated (newer CK refuses to write a split-KV
+    # kernel without its combine kernel); over all runs -- the union the driver writes
+    # -- every generated kernel is reached by some dispatch call.
+    used_all: Set[str] = set()
+    made_all: Set[str] = set()
+    for number, run in enumerate(rec.runs):
+        out = tmp_path / ("out%d" % number)
+        out.mkdir()
+        proc = run_generate(root, api, tmp_path, "-f", run.filter, "-o", str(out))
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        api_files = list(out.rglob("*_api.cpp"))
+        assert len(api_files) == 1
+        used = trait_instances(api_files[0].read_text())
+        made = set()
+        for path in out.rglob("*.cpp"):
+            if not path.name.endswith("_api.cpp"):
+                made |= trait_instances(path.read_text())
+        if "@" in run.filter or not followers:
+            assert used <= made, (run.filter, sorted(used - made)[:3])
+        used_all |= used
+        made_all |= made
+    assert used_all <= made_all, sorted(used_all - made_all)[:3]
+    assert made_all <= used_all, sorted(made_all - used_all)[:3]
+
+    # The rendered text says the same: counts, commands, and the keep/drop tables.
+    text = render_recommendation_markdown(rec)
+    assert "**%d**" % len(union) in text
+    for run in rec.runs:
+        assert "-f %s" % shlex.quote(run.filter) in text
+    _check_tables(text, union, by_prefix)
+
+
+def _check_tables(text: str, union: Set[str], by_prefix: Dict[str, str]) -> None:
+    kernel_type = next(iter(by_prefix), "")
+    single = len(by_prefix) == 1
+    for line in text.splitlines():
+        heading = re.match(r"^### `(\w+)`", line)
+        if heading:
+            kernel_type = heading.group(1)
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) != 4 or cells[0] in ("Segment", "---"):
+            continue
+        own_prefix = by_prefix.get(kernel_type) if (single or kernel_type) else None
+        if own_prefix is None:
+            continue
+        mine = [f for f in union if prefix(f) == own_prefix]
+        keep = re.sub(r"\(only with[^)]*\)", "", cells[1])
+        for token in re.findall(r"`([^`]+)`", keep):
+            assert any(carries(f, token) for f in mine), (line, token)
+        for token in re.findall(r"`([^`]+)`", cells[2]):
+            assert not any(carries(f, token) for f in mine), (line, token)
+
