@@ -1,0 +1,155 @@
+"""Recommendations on synthetic trees, one per filter semantics (issue 9, item 4 and 5).
+
+Each mutant is a synthetic tree (``synthetic.py``) with one more rewrite made here:
+``@`` parts filtered independently, and a dispatcher that launches the main and the
+convert kernel together while ``write_blobs`` refuses a main kernel without its convert
+kernel (as newer CK does for split-KV and combine kernels). The checks are
+independent: generate.py runs (list and write mode) and fnmatch-free name reading.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Set
+
+import pytest
+import synthetic
+
+from sphinxext_fmha.session import Session
+
+FMHA = "example/ck_tile/01_fmha"
+
+
+def _independent_parts(text: str) -> str:
+    """``MAIN@CONVERT`` with each part filtering its own kernels (empty part: no filter)."""
+    old_check = (
+        "                if not fnmatch.fnmatch(k.name, filter_main):\n"
+        "                    continue\n"
+        "                if not fnmatch.fnmatch(cvt.name, filter_convert):\n"
+        "                    continue")
+    new_check = (
+        "                candidates[cvt.name] = cvt\n"
+        "                if filter_main != '' and not fnmatch.fnmatch(k.name, filter_main):\n"
+        "                    continue")
+    assert old_check in text
+    text = text.replace(old_check, new_check)
+    # The convert kernels are filtered in a pass of their own, like CK's combine kernels.
+    text = text.replace("    convert = dict()  # one convert kernel may serve many traits",
+                        "    candidates = dict()  # every trait's convert kernel")
+    old_return = "                convert[cvt.name] = cvt\n    return"
+    assert old_return in text
+    text = text.replace(old_return, (
+        "    convert = {n: c for n, c in candidates.items()\n"
+        "               if filter_convert == '' or fnmatch.fnmatch(n, filter_convert)}\n"
+        "    return"))
+    text = text.replace("filter_list.extend(['*'] * (2 - len(filter_list)))",
+                        "filter_list.extend([''] * (2 - len(filter_list)))")
+    text = text.replace("        kernel_filter = '*@*'", "        kernel_filter = '@'")
+    return text
+
+
+def _coupled_in_write_mode(text: str) -> str:
+    """The dispatcher launches main and convert kernel in one call; write_blobs asserts
+    that each main kernel's convert kernel is generated (list mode does not check)."""
+    old_call = "                return fmha_toy_<trait_>(s, a);"
+    assert old_call in text
+    text = text.replace(old_call, (
+        "                using ctrait_ = toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, "
+        "{F_spad}, {F_dpad}>;\n"
+        "                return fmha_toy_<trait_, ctrait_>(s, a);"))
+    old_spec = ("void fmha_toy_convert_<toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, "
+                "{F_spad}, {F_dpad}>>(")
+    assert old_spec in text
+    text = text.replace(old_spec, "void fmha_toy_convert_<ctrait_>(")
+    text = text.replace("using toy_convert_kernel =", (
+        "using ctrait_ = toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, {F_spad}, {F_dpad}>;\n"
+        "using toy_convert_kernel ="))
+    old_write = "    for kernel in kernels + convert_kernels:\n        (output_dir"
+    assert old_write in text
+    text = text.replace(old_write, (
+        "    have = {c.name for c in convert_kernels}\n"
+        "    for k in kernels:\n"
+        "        cvt = ToyConvertKernel(F_hdim=k.F_hdim, F_dtype=k.F_dtype, F_mode=k.F_mode,\n"
+        "                               F_bm0=k.F_tile.F_bm0, F_spad=k.F_pipeline.F_spad,\n"
+        "                               F_dpad=k.F_pipeline.F_dpad)\n"
+        "        assert cvt.name in have, f'no convert kernel for {k.name}'\n"
+        + old_write))
+    return text
+
+
+def _make(tmp_path: Path, variant: str, *rewrites) -> Path:
+    root = synthetic.make_tree(tmp_path, variant)
+    module = root / FMHA / "codegen/ops/fmha_toy.py"
+    text = module.read_text()
+    for rewrite in rewrites:
+        text = rewrite(text)
+    module.write_text(text)
+    return root
+
+
+def _generate(root: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-B", "generate.py", "-a", "toy", *args],
+                          cwd=root / FMHA, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+
+
+def _listing(root: Path, tmp: Path, *args: str) -> Set[str]:
+    out = tmp / "list.txt"
+    if out.exists():
+        out.unlink()
+    proc = _generate(root, tmp, *args, "-l", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return {Path(line).name for line in out.read_text().splitlines()
+            if line.strip() and not line.endswith("_api.cpp")}
+
+
+def _check(root: Path, tmp: Path) -> List[str]:
+    """Recommend, then verify independently; return the filters."""
+    rec = Session(root, cache_dir=tmp / "cache").recommend("toy")
+    assert rec.verified, rec.notes
+    assert rec.runs
+    union: Set[str] = set()
+    for number, run in enumerate(rec.runs):
+        union |= _listing(root, tmp, "-f", run.filter)
+        out = tmp / ("out%d" % number)
+        out.mkdir()
+        proc = _generate(root, tmp, "-f", run.filter, "-o", str(out))
+        assert proc.returncode == 0, (run.filter, proc.stderr[-1500:])
+    assert len(union) == rec.union_count == rec.counts["total"]["minimal"]
+    assert rec.union_count < rec.counts["total"]["full"]
+    assert rec.write_verified, rec.notes
+    assert not rec.links_missing
+    full = _listing(root, tmp)
+    for decision in rec.decisions:
+        for token in (t for t in decision.drop if t):
+            assert not any(token + "_" in n or n.endswith(token + ".cpp") for n in union)
+    # No head dimension, data type or mode of the full listing is lost.
+    def classes(names):
+        return {tuple(n.split("_")[2:5]) for n in names if n.startswith("fmha_toy_d")}
+    assert classes(full) == classes(union)
+    return [r.filter for r in rec.runs]
+
+
+@pytest.mark.parametrize("variant", ["base", "absent_when_off", "pad_numbers", "at_split"])
+def test_each_filter_semantics(tmp_path, variant):
+    _check(_make(tmp_path, variant), tmp_path)
+
+
+def test_absent_features_are_expressed_by_adjacency(tmp_path):
+    filters = _check(_make(tmp_path, "absent_when_off"), tmp_path)
+    assert "*" not in filters  # the keep set is expressible, not the whole listing
+
+
+def test_independent_parts_with_coupling_only_write_mode_enforces(tmp_path):
+    root = _make(tmp_path, "at_split", _independent_parts, _coupled_in_write_mode)
+    # The mutant is real: a main kernel without its convert kernel lists fine but
+    # does not write.
+    assert _listing(root, tmp_path, "-f", "*_npad*@*_ps*")
+    out = tmp_path / "naive"
+    out.mkdir()
+    assert _generate(root, tmp_path, "-f", "*_npad*@*_ps*", "-o", str(out)).returncode != 0
+    filters = _check(root, tmp_path)
+    assert all("@" in f for f in filters)
