@@ -108,13 +108,13 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
         options = []
         for candidate in candidates:
             extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
-            mine, theirs = _contradictions(extra, own)
-            plain = tuple(t for t in extra if t not in theirs)
-            options.append((len(theirs), len(plain), (candidate.tokens[index],),
-                            plain, tuple(mine), tuple(theirs)))
+            own_side, their_side = _contradictions(extra, own)
+            plain = tuple(t for t in extra if t not in their_side)
+            options.append((len(their_side), len(plain), (candidate.tokens[index],),
+                            plain, tuple(own_side), tuple(their_side)))
         if options:
-            _, _, stand_in, plain, mine, theirs = min(options)
-            groups[(stand_in, plain, mine, theirs)] += 1
+            best = min(options)
+            groups[best[2:]] += 1
         else:
             groups[((), (), (), ())] += 1
     parts = []

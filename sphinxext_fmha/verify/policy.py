@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, KernelType, Segment
@@ -38,7 +38,7 @@ POLICY = {
 CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
 
 
-def classify(segment: Segment, tile_fields: Set[str] = frozenset()) -> str:
+def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset()) -> str:
     names = [short_name(f).lower() for f in segment.fields]
     joined = " ".join(names)
     values = {v for combos in segment.values.values() for c in combos for v in c.values()}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel
 
@@ -151,7 +151,7 @@ def _merge_two(a: str, b: str) -> Optional[str]:
 
 
 def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int],
-          allowed: Set[str] = frozenset()) -> List[str]:
+          allowed: AbstractSet[str] = frozenset()) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
     (by name: kernels sharing a name must be all wanted or all unwanted), give or take
     ``allowed`` files (they may match or not).

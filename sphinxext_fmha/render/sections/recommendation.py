@@ -87,12 +87,12 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
         counts = rec.counts.get(class_name, {})
         blocks.append(Para(["Follows the kept ", Code(follows), " kernels: %d of %d kept."
                             % (counts.get("minimal", 0), counts.get("full", 0))]))
-    rows = []
+    rows: List[List[Inlines]] = []
     whole: List[str] = []
     tiles: List[Inlines] = []
     for decision in decisions:
         if decision.category == "tile":
-            tiles.append([Strong(decision.segment), ": "] + tokens_natural(decision.keep))
+            tiles.append([Strong(decision.segment), ": ", *tokens_natural(decision.keep)])
             continue
         if not decision.drop and not decision.partial:
             whole.append(decision.segment)
@@ -215,9 +215,9 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
             minimal[class_name] = int(values["minimal"])
     with_minimal = rec is not None and bool(minimal or total)
     header = ["Sub-type", "Full"] + (["Minimal", "Reduction"] if with_minimal else [])
-    rows = []
+    rows: List[List[Inlines]] = []
     for class_name in classes:
-        row = [[Code(class_name)], [str(full.get(class_name, 0))]]
+        row: List[Inlines] = [[Code(class_name)], [str(full.get(class_name, 0))]]
         if with_minimal:
             row += [[str(minimal.get(class_name, 0))],
                     [_reduction(full.get(class_name, 0), minimal.get(class_name, 0))]]
@@ -227,7 +227,7 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
     if isinstance(total, dict):
         total_full = int(total.get("full", total_full))
         total_min = int(total.get("minimal", total_min))
-    total_row = [[Strong("Total")], [Strong(str(total_full))]]
+    total_row: List[Inlines] = [[Strong("Total")], [Strong(str(total_full))]]
     if with_minimal:
         total_row += [[Strong(str(total_min))], [Strong(_reduction(total_full, total_min))]]
     rows.append(total_row)
