@@ -118,8 +118,7 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
         else:
             groups[((), (), (), ())] += 1
     parts = []
-    for (stand_in, plain, mine, theirs), count in sorted(groups.items(),
-                                                        key=lambda kv: (-kv[1], kv[0])):
+    for (stand_in, plain, mine, theirs), count in _merge_numbers(groups):
         if not stand_in:
             parts.append("%d have no kept kernel of the same problem class; their inputs "
                          "(%s) find no kernel" % (count, "; ".join(_own_terms(
@@ -137,6 +136,37 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     if total > len(alone):
         head += " (and %d that also carry another dropped value)" % (total - len(alone))
     return head + ": " + "; ".join(parts) + "."
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _merge_numbers(groups: Counter) -> List[Tuple[Tuple[Tuple[str, ...], ...], int]]:
+    """Groups that differ only in numbers (``hdim_q % 64`` / ``% 128``) said once,
+    with the numbers listed: ``hdim_q % 64/128 == 0``."""
+    merged: Dict[Tuple, List[Tuple[Tuple, int]]] = {}
+    for key, count in groups.items():
+        shape = tuple(tuple(_NUMBER.sub("#", t) for t in part) for part in key)
+        merged.setdefault(shape, []).append((key, count))
+    out = []
+    for shape, members in merged.items():
+        if len(members) == 1:
+            out.append(members[0])
+            continue
+        parts = []
+        for index, part in enumerate(shape):
+            terms = []
+            for position, template in enumerate(part):
+                numbers = [_NUMBER.findall(key[index][position]) for key, _ in members]
+                pieces = template.split("#")
+                text = pieces[0]
+                for slot, piece in enumerate(pieces[1:]):
+                    values = sorted({n[slot] for n in numbers}, key=int)
+                    text += "/".join(values) + piece
+                terms.append(text)
+            parts.append(tuple(terms))
+        out.append((tuple(parts), sum(count for _, count in members)))
+    return sorted(out, key=lambda kv: (-kv[1], kv[0]))
 
 
 def _own_terms(alone: Sequence[Kernel], index: int,
