@@ -103,7 +103,9 @@ def _generalise(kernel: Kernel, order: Sequence[int], unwanted: Sequence[str]) -
         trial = pinned - {index}
         for boundary in (False, True):
             candidate = _pattern(kernel.tokens, trial, boundary)
-            if _safe(candidate, unwanted):
+            # A boundary character can swallow the separator of the next pinned token:
+            # a candidate must still match its own kernel.
+            if _matcher(candidate)(kernel.name) and _safe(candidate, unwanted):
                 pinned, best = trial, candidate
                 break
     return best
@@ -187,7 +189,8 @@ def _drop_redundant(patterns: List[str], names: Sequence[str]) -> List[str]:
 
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
     """Segments whose tokens all occur among wanted kernels first (free to drop),
-    then the others, each group from the last segment to the first."""
+    then the others from the first segment on (tiles and pipelines before the
+    policy segments at the end of a name, which then stay pinned)."""
     width = max((len(k.tokens) for k in kernels), default=0)
     wanted_tokens: List[Set[str]] = [set() for _ in range(width)]
     all_tokens: List[Set[str]] = [set() for _ in range(width)]
@@ -196,7 +199,7 @@ def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
             all_tokens[index].add(token)
             if kernel.file in wanted:
                 wanted_tokens[index].add(token)
-    return sorted(range(width), key=lambda i: (wanted_tokens[i] != all_tokens[i], -i))
+    return sorted(range(width), key=lambda i: (wanted_tokens[i] != all_tokens[i], i))
 
 
 def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
