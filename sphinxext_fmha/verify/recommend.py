@@ -20,7 +20,7 @@ import shlex
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Set
+from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 from ..analysis.analyze import Options
 from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation
@@ -29,7 +29,7 @@ from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
 from .losses import describe_losses
 from .policy import CHOSEN, POLICY, Plan, plan_keep_set
-from .synthesis import Kernel, synthesize
+from .synthesis import Kernel, Synthesis, synthesize
 
 __all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
 
@@ -103,18 +103,23 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                coupling.primary))
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
-    synthesis = synthesize(model, kernels, target, primary,
-                           coupling.partners if coupling else None)
+    synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling)
     result.notes += synthesis.notes
     claimed = target | set(synthesis.extra)
-    result.keep_count = len(claimed)
-    predicted: Set[str] = set()
-    for text in synthesis.filters:
-        predicted |= predict(model, inputs.baseline, text, inputs.traits)
-    if predicted != claimed:
+    if predicted > claimed:
+        # The semantics force more kernels than the keep set: the closest expressible
+        # superset, said with its cost.
+        extra = Counter(k.kernel_type for k in kernels if k.file in predicted - claimed)
+        result.notes.append(
+            "no filter of this tree's semantics selects exactly the keep set: the commands "
+            "also select %s that no kept kernel needs"
+            % ", ".join("%d %s kernels" % (n, t) for t, n in sorted(extra.items())))
+        claimed = set(predicted)
+    elif predicted != claimed:
         result.notes.append(
             "by the model's reading of the filter semantics the commands select %d kernels, "
             "the keep set has %d" % (len(predicted), len(claimed)))
+    result.keep_count = len(claimed)
 
     union = _run(runner, synthesis.filters, result)
     result.union_count = len(union)
@@ -143,6 +148,23 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
     result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
     return result
+
+
+def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
+                primary: str, coupling: Optional[Coupling]) -> Tuple[Synthesis, Set[str]]:
+    """The filters, and what the model predicts they select; of the variants the
+    semantics allow, the first whose prediction is the target."""
+    tried = []
+    for narrow in (True, False):
+        synthesis = synthesize(inputs.model, kernels, target, primary,
+                               coupling.partners if coupling else None, narrow_followers=narrow)
+        predicted: Set[str] = set()
+        for text in synthesis.filters:
+            predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits)
+        if predicted == target | set(synthesis.extra):
+            return synthesis, predicted
+        tried.append((synthesis, predicted))
+    return min(tried, key=lambda t: len(t[1] ^ target))
 
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:

@@ -232,14 +232,16 @@ def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
 
 def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                primary: Optional[str] = None,
-               partners: Optional[Mapping[str, Set[str]]] = None) -> Synthesis:
+               partners: Optional[Mapping[str, Set[str]]] = None,
+               narrow_followers: bool = True) -> Synthesis:
     """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics.
 
     ``primary``: the sub-type whose patterns decide, for APIs that drop whole traits
     (the other parts are ``*``) and for coupled sub-types in independent parts (each
     run then selects the partners of its own main kernels: newer CK refuses to write
     a run whose split-KV kernel lacks its combine kernel); ``partners``: main kernel
-    file -> the files launched with it."""
+    file -> the files launched with it; ``narrow_followers``: with whole-trait
+    dropping, give the other parts a pattern of their own rather than ``*``."""
     spec = model.filter
     result = Synthesis()
     unfiltered = set(spec.unfiltered_types)
@@ -269,8 +271,17 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
         if position is not None:
             own = [k for k in kernels if k.kernel_type == primary]
             width = max(p for p, _ in parts) + 1
+            # The other parts: one pattern that keeps every wanted kernel of theirs
+            # (so no wanted trait is dropped) and leaves out kernels no wanted trait
+            # needs -- kernels outside every trait are filtered by it alone.
+            others = ["*"] * width
+            if narrow_followers:
+                for p, members in parts:
+                    if p != position:
+                        found = _part_patterns(members, target)
+                        others[p] = found[0] if len(found) == 1 else "*"
             for pattern in _part_patterns(own, target):
-                fields = ["*"] * width
+                fields = list(others)
                 fields[position] = pattern
                 result.filters.append(_join(spec.api_split, fields))
             return result
