@@ -19,8 +19,9 @@ from ..model import ApiModel, FilterCheck, Recommendation
 from ..verify.token_facts import (
     TokenConditions,
     TokenCounts,
-    token_conditions,
+    TokenDispatch,
     token_counts,
+    token_dispatch,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -280,6 +281,8 @@ class GuideData:
     date: str
     token_counts: TokenCounts = field(default_factory=dict)
     token_conditions: TokenConditions = field(default_factory=dict)
+    token_dispatch: Optional[TokenDispatch] = None
+    dispatch_reading: Optional[dict] = None
     api_file: Optional[str] = None
     listing_command: str = ""
     recommendation: Optional[Recommendation] = None
@@ -299,13 +302,14 @@ def collect_guide(session: "Session", api: str, options: Options = Options(), *,
     data = GuideData(api=api, options=options, model=model, date=build_date(),
                      token_counts=token_counts(model, listing.files),
                      api_file=listing.api_file, listing_command=listing.command)
-    if conditions and hasattr(session, "dispatch_conditions"):
+    if conditions and hasattr(session, "dispatch_reading"):
         try:
-            terms = session.dispatch_conditions(api, options)
+            reading = session.dispatch_reading(api, options)
         except Exception:  # noqa: BLE001 - optional: the column is left out
-            terms = {}
-        if terms:
-            data.token_conditions = token_conditions(model, listing.files, terms)
+            reading = {}
+        if reading:
+            data.dispatch_reading = reading
+            data.token_dispatch = token_dispatch(model, listing.files, reading)
     if recommend:
         try:
             data.recommendation = session.recommend(api, options)

@@ -1,16 +1,27 @@
-"""What the kernels carrying each token have in common: how many there are, and which
-dispatch conditions they share. Both come from parsing a real listing with the model's
-grammar (no Sphinx, no rendering here)."""
+"""What the kernels carrying each token have in common: how many there are, and under
+which dispatch conditions the dispatcher reaches them.  Both come from parsing a real
+listing with the model's grammar and from the reading of the generated API dispatch
+file (:func:`sphinxext_fmha.cppapi.reading.read_dispatch`); no Sphinx, no rendering.
+
+Dispatch conditions per token are exact, never intersected: every condition term has a
+*slot* (its place in the generated ``if`` template); a slot belongs to the segments
+whose tokens determine its text (the smallest such set of segments, the arch suffix
+counting as one), and a token's condition is, per kernel, the terms of the slots that
+belong to its segment.  Kernels whose condition is the same form one group; the group
+names the tokens of the other determining segments (hdim, tile, ...) it covers."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analysis.analyze import grammars_of, parse_filename
 from ..model import ApiModel
 
-__all__ = ["TokenCounts", "TokenConditions", "token_counts", "token_conditions"]
+__all__ = ["TokenCounts", "TokenConditions", "token_counts", "token_conditions",
+           "ConditionGroup", "TokenDispatch", "token_dispatch"]
 
 
 TokenCounts = Dict[Tuple[str, int], Dict[str, int]]
@@ -68,3 +79,136 @@ def token_conditions(model: ApiModel, files: Sequence[str],
                 token: [t for t in order[token] if t in (shared[token] or set()) and t not in common]
                 for token in shared}
     return result
+
+
+@dataclass
+class ConditionGroup:
+    """Kernels of one token that the dispatcher reaches under the same condition.
+
+    ``cpp``/``words``: the condition's terms (empty: no condition of this segment);
+    ``where``: for the other segments that shape the condition, the tokens the group
+    covers; ``kernels``: how many kernels; ``unreached``: the group is the token's
+    kernels that no dispatch branch launches; ``varying``: some of its kernels are
+    reached by several branches whose extra conditions differ (those are left out).
+    """
+
+    cpp: List[str] = field(default_factory=list)
+    words: List[str] = field(default_factory=list)
+    where: Dict[str, List[str]] = field(default_factory=dict)
+    kernels: int = 0
+    unreached: bool = False
+    varying: bool = False
+
+
+@dataclass
+class TokenDispatch:
+    """``groups``: (kernel class, segment index) -> token -> groups, most kernels first;
+    ``shared``: kernel class -> terms (cpp, words) every kernel of the class has;
+    ``undetermined``: kernel class -> terms whose text no three segments determine."""
+
+    groups: Dict[Tuple[str, int], Dict[str, List[ConditionGroup]]] = field(default_factory=dict)
+    shared: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
+    undetermined: Dict[str, List[str]] = field(default_factory=dict)
+
+
+_ARCH = "arch suffix"
+
+
+def _determining(columns: List[List[str]], values: List[Optional[str]],
+                 limit: int = 3) -> List[Tuple[int, ...]]:
+    """The smallest sets of columns whose values determine ``values`` (all of that size)."""
+    for size in range(1, limit + 1):
+        found = []
+        for combo in combinations(range(len(columns)), size):
+            seen: Dict[Tuple[str, ...], Optional[str]] = {}
+            ok = True
+            for row, value in enumerate(values):
+                key = tuple(columns[c][row] for c in combo)
+                if seen.setdefault(key, value) != value:
+                    ok = False
+                    break
+            if ok:
+                found.append(combo)
+        if found:
+            return found
+    return []
+
+
+def token_dispatch(model: ApiModel, files: Sequence[str],
+                   reading: Mapping[str, Any]) -> TokenDispatch:
+    """Per token, its exact dispatch conditions grouped (see the module docstring)."""
+    grammars = grammars_of(model)
+    kernels = reading.get("kernels", {})
+    per_class: Dict[str, List[Tuple[List[str], str, Optional[Mapping[str, Any]]]]] = {}
+    for filename in files:
+        found = parse_filename(model, grammars, filename)
+        if len(found) != 1:
+            continue
+        kernel_type, tokens = found[0]
+        suffix = filename[len("".join(tokens)):]
+        per_class.setdefault(kernel_type.class_name, []).append(
+            (list(tokens), suffix, kernels.get(filename)))
+    result = TokenDispatch()
+    for kernel_type in model.kernel_types:
+        items = per_class.get(kernel_type.class_name)
+        if items:
+            _class_groups(kernel_type.class_name, [s.label for s in kernel_type.segments],
+                          items, result)
+    return result
+
+
+def _class_groups(class_name: str, labels: List[str],
+                  items: List[Tuple[List[str], str, Optional[Mapping[str, Any]]]],
+                  result: TokenDispatch) -> None:
+    reached = [(tokens, suffix, info) for tokens, suffix, info in items if info is not None]
+    width = len(labels)
+    columns = [[tokens[i] for tokens, _, _ in reached] for i in range(width)]
+    columns.append([suffix for _, suffix, _ in reached])
+    names = labels + [_ARCH]
+    slot_terms: List[Dict[str, Tuple[str, str]]] = [
+        {slot: (cpp, words) for slot, cpp, words in info["terms"]} for _, _, info in reached]
+    slots: List[str] = []
+    for terms in slot_terms:
+        slots.extend(s for s in terms if s not in slots)
+    owners: Dict[str, List[Tuple[int, ...]]] = {}
+    shared: List[Tuple[str, str]] = []
+    undetermined: List[str] = []
+    for slot in slots:
+        values = [terms[slot][0] if slot in terms else None for terms in slot_terms]
+        if len(set(values)) == 1:
+            cpp_words = slot_terms[0].get(slot)
+            if cpp_words and cpp_words[1] != "always":
+                shared.append(cpp_words)
+            continue
+        found = _determining(columns, values)
+        if found:
+            owners[slot] = found
+        else:
+            undetermined.append(next(v for v in values if v is not None))
+    result.shared[class_name] = shared
+    if undetermined:
+        result.undetermined[class_name] = undetermined
+    for index in range(width):
+        own_slots = [s for s in slots if any(index in combo for combo in owners.get(s, []))]
+        partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
+        by_token: Dict[str, Dict[Tuple[Tuple[str, str], ...], ConditionGroup]] = {}
+        for row, (tokens, _, info) in enumerate(reached):
+            terms = slot_terms[row]
+            condition = tuple(terms[s] for s in own_slots if s in terms and terms[s][1] != "always")
+            group = by_token.setdefault(tokens[index], {}).setdefault(
+                condition, ConditionGroup(cpp=[c for c, _ in condition],
+                                          words=[w for _, w in condition]))
+            group.kernels += 1
+            group.varying = group.varying or bool(info and info.get("varying"))
+            for partner in partners:
+                values = group.where.setdefault(names[partner], [])
+                if columns[partner][row] not in values:
+                    values.append(columns[partner][row])
+        for tokens, _, info in items:
+            if info is None:
+                groups = by_token.setdefault(tokens[index], {})
+                group = groups.setdefault((("unreached", ""),), ConditionGroup(unreached=True))
+                group.kernels += 1
+        result.groups[(class_name, index)] = {
+            token: sorted(groups.values(), key=lambda g: (g.unreached, -g.kernels))
+            for token, groups in by_token.items()}
