@@ -98,13 +98,14 @@ class ConditionGroup:
     kernels: int = 0
     unreached: bool = False
     varying: bool = False
+    files: List[str] = field(default_factory=list)
 
 
 @dataclass
 class TokenDispatch:
     """``groups``: (kernel class, segment index) -> token -> groups, most kernels first;
     ``shared``: kernel class -> terms (cpp, words) every kernel of the class has;
-    ``undetermined``: kernel class -> terms whose text no three segments determine."""
+    ``undetermined``: kernel class -> terms whose text no segment of the name decides."""
 
     groups: Dict[Tuple[str, int], Dict[str, List[ConditionGroup]]] = field(default_factory=dict)
     shared: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
@@ -112,6 +113,9 @@ class TokenDispatch:
 
 
 _ARCH = "arch suffix"
+
+#: (tokens, arch suffix, the kernel's reading or None when unreached, file name)
+_Item = Tuple[List[str], str, Optional[Mapping[str, Any]], str]
 
 
 def _determining(columns: List[List[str]], values: List[Optional[str]],
@@ -134,12 +138,27 @@ def _determining(columns: List[List[str]], values: List[Optional[str]],
     return []
 
 
+def _sensitive(columns: List[List[str]], values: List[Optional[str]]) -> List[Tuple[int, ...]]:
+    """Fallback when no three columns determine ``values``: each column on its own for
+    which two rows that differ only in that column have different values."""
+    found = []
+    rows = range(len(values))
+    for index in range(len(columns)):
+        seen: Dict[Tuple[str, ...], Optional[str]] = {}
+        for row in rows:
+            key = tuple(column[row] for c, column in enumerate(columns) if c != index)
+            if seen.setdefault(key, values[row]) != values[row]:
+                found.append((index,))
+                break
+    return found
+
+
 def token_dispatch(model: ApiModel, files: Sequence[str],
                    reading: Mapping[str, Any]) -> TokenDispatch:
     """Per token, its exact dispatch conditions grouped (see the module docstring)."""
     grammars = grammars_of(model)
     kernels = reading.get("kernels", {})
-    per_class: Dict[str, List[Tuple[List[str], str, Optional[Mapping[str, Any]]]]] = {}
+    per_class: Dict[str, List[_Item]] = {}
     for filename in files:
         found = parse_filename(model, grammars, filename)
         if len(found) != 1:
@@ -147,7 +166,7 @@ def token_dispatch(model: ApiModel, files: Sequence[str],
         kernel_type, tokens = found[0]
         suffix = filename[len("".join(tokens)):]
         per_class.setdefault(kernel_type.class_name, []).append(
-            (list(tokens), suffix, kernels.get(filename)))
+            (list(tokens), suffix, kernels.get(filename), filename))
     result = TokenDispatch()
     for kernel_type in model.kernel_types:
         items = per_class.get(kernel_type.class_name)
@@ -158,15 +177,15 @@ def token_dispatch(model: ApiModel, files: Sequence[str],
 
 
 def _class_groups(class_name: str, labels: List[str],
-                  items: List[Tuple[List[str], str, Optional[Mapping[str, Any]]]],
+                  items: List[_Item],
                   result: TokenDispatch) -> None:
-    reached = [(tokens, suffix, info) for tokens, suffix, info in items if info is not None]
+    reached = [item for item in items if item[2] is not None]
     width = len(labels)
-    columns = [[tokens[i] for tokens, _, _ in reached] for i in range(width)]
-    columns.append([suffix for _, suffix, _ in reached])
+    columns = [[item[0][i] for item in reached] for i in range(width)]
+    columns.append([item[1] for item in reached])
     names = labels + [_ARCH]
     slot_terms: List[Dict[str, Tuple[str, str]]] = [
-        {slot: (cpp, words) for slot, cpp, words in info["terms"]} for _, _, info in reached]
+        {slot: (cpp, words) for slot, cpp, words in item[2]["terms"]} for item in reached]
     slots: List[str] = []
     for terms in slot_terms:
         slots.extend(s for s in terms if s not in slots)
@@ -180,7 +199,7 @@ def _class_groups(class_name: str, labels: List[str],
             if cpp_words and cpp_words[1] != "always":
                 shared.append(cpp_words)
             continue
-        found = _determining(columns, values)
+        found = _determining(columns, values) or _sensitive(columns, values)
         if found:
             owners[slot] = found
         else:
@@ -192,23 +211,25 @@ def _class_groups(class_name: str, labels: List[str],
         own_slots = [s for s in slots if any(index in combo for combo in owners.get(s, []))]
         partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
         by_token: Dict[str, Dict[Tuple[Tuple[str, str], ...], ConditionGroup]] = {}
-        for row, (tokens, _, info) in enumerate(reached):
+        for row, (tokens, _, info, filename) in enumerate(reached):
             terms = slot_terms[row]
             condition = tuple(terms[s] for s in own_slots if s in terms and terms[s][1] != "always")
             group = by_token.setdefault(tokens[index], {}).setdefault(
                 condition, ConditionGroup(cpp=[c for c, _ in condition],
                                           words=[w for _, w in condition]))
             group.kernels += 1
+            group.files.append(filename)
             group.varying = group.varying or bool(info and info.get("varying"))
             for partner in partners:
                 values = group.where.setdefault(names[partner], [])
                 if columns[partner][row] not in values:
                     values.append(columns[partner][row])
-        for tokens, _, info in items:
+        for tokens, _, info, filename in items:
             if info is None:
                 groups = by_token.setdefault(tokens[index], {})
                 group = groups.setdefault((("unreached", ""),), ConditionGroup(unreached=True))
                 group.kernels += 1
+                group.files.append(filename)
         result.groups[(class_name, index)] = {
             token: sorted(groups.values(), key=lambda g: (g.unreached, -g.kernels))
             for token, groups in by_token.items()}

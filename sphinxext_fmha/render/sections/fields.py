@@ -116,8 +116,8 @@ def _shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
                             "."]))
     undetermined = dispatch.undetermined.get(kernel_type.class_name, [])
     if undetermined:
-        blocks.append(Para(["Conditions whose text no combination of up to three name "
-                            "segments determines (shown here, not per token): ",
+        blocks.append(Para(["Conditions whose text no segment of the kernel name decides "
+                            "(shown here, not per token): ",
                             *codes(undetermined), "."]))
     return blocks
 
