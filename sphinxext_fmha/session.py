@@ -172,6 +172,28 @@ class Session:
 
         return readable_terms(self.dispatch_reading(api, options))
 
+    def mask_modes(self, api: str, options: Options = Options()):
+        """What ``--mask`` changes in this API's listing
+        (:func:`~sphinxext_fmha.verify.mask_modes.compare_mask_modes`); None when the
+        tree's generate.py has no mask option."""
+        from .verify.mask_modes import MaskModes, compare_mask_modes
+
+        option = self.tree.option("mask")
+        if option is None:
+            return None
+        this = options.mask or option.default or "simplified"
+        other = "simplified" if this == "generic" else "generic"
+
+        def compute() -> dict:
+            mine = self.runner.list_kernels(self.tree.request(api, options))
+            theirs = self.runner.list_kernels(self.tree.request(
+                api, dataclasses.replace(options, mask=other)))
+            return dataclasses.asdict(compare_mask_modes(this, mine.files, other, theirs.files))
+
+        stored = self._once(("mask-modes", api, options), lambda: self._stored(
+            "mask-modes", dict, compute, api, dataclasses.asdict(options)))
+        return MaskModes(**stored)
+
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         from .verify.filtercheck import check_filter
 

@@ -345,3 +345,43 @@ def test_rule_object_receipts():
     assert "problem_ctx.hdim == 128 (when problem_ctx.dtype == 'fp8bf16')" in by_value["2"].conditions
     assert by_value["101"].conditions == ["problem_ctx.mode == 'batch'"]
     assert by_value["other"].label == "Default" and "other than 2, 100, 101" in by_value["other"].reading
+
+
+# --------------------------------------------------------------------------- synthetic trees
+
+
+def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_path):
+    from sphinxext_fmha.render.markdown import render_guide_markdown
+
+    root = synthetic_tree("v2_v3")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    reading = session.dispatch_reading("toy")
+    api = generate(root, "toy", tmp_path / "out")
+    api_text = next(api.rglob("fmha_toy_api.cpp")).read_text()
+    # independent: the trait declarations inside the body of fmha_toy_v3
+    v3_body = api_text.split("static float fmha_toy_v3(", 1)[1].split("\nfloat fmha_toy(", 1)[0]
+    v3_traits = len(re.findall(r"using\s+trait_\s*=", v3_body))
+    assert v3_traits > 0
+    assert reading["entries"] == ["fmha_toy"]
+    assert set(reading["dead"]) == {"fmha_toy_v3"}
+    assert len(reading["unreachable"]) == v3_traits
+    assert reading["unreferenced"] == [] and reading["missing"] == []
+    text = render_guide_markdown(session, "toy", sections=["dispatch"])
+    assert "Not reachable:" in text and "`false and can_dispatch_v3`" in text
+    assert "Referenced but unreachable:" in text
+    assert "No unreachable kernel" not in text
+
+
+def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
+    from independent import independent_listing
+
+    root = synthetic_tree("rule_receipts")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    receipts = {r.value: r for r in session.model("toy").receipts}
+    assert "not referenced" not in receipts["2"].reading
+    assert "mode == 'batch'" in receipts["2"].conditions
+    assert receipts["3"].conditions == ["pipeline.F_lse == 'f'"]
+    assert receipts["other"].label == "Default"
+    # what receipt 3 keeps, measured: no kernel with lse
+    kept = independent_listing(root, "toy", tmp_path, "-r", "3")
+    assert kept and not any(re.search(r"_lse(_|\.cpp|$)", name) for name in kept)

@@ -133,10 +133,11 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
         for term in chosen:
             if term.always or slot_depth(term.slot) != start:
                 continue  # deeper branches of a chosen partner are its own conditions
-            key = (strip_comments(term.cpp), trait_template(leaf.trait_args[0]),
-                   trait_template(leaf.trait_args[-1]))
+            # `if (c)` and its `else` (`!(c)`) are one choice
+            head = _unnegated(strip_comments(term.cpp))
+            key = (head, trait_template(leaf.trait_args[0]), trait_template(leaf.trait_args[-1]))
             choice = choices.setdefault(key, SubKernelChoice(
-                term.cpp, term.words, key[1], key[2]))
+                head, describe_condition(head), key[1], key[2]))
             choice.count += 1
         files = match.leaf_kernels.get(leaf.order, [])
         for position, filename in enumerate(files):
@@ -160,6 +161,13 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
             varying=varying,
             chosen_by=[t for t in chosen_common if not t.always])
     return result, list(choices.values())
+
+
+def _unnegated(condition: str) -> str:
+    text = condition.strip()
+    if text.startswith("!(") and text.endswith(")") and strip_parens(text[1:]) == text[2:-1].strip():
+        return text[2:-1].strip()
+    return text
 
 
 def slot_depth(slot: str) -> Optional[int]:

@@ -68,7 +68,7 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
         blocks.append(Para(["Which dispatch function serves which inputs, in source order:"]))
         blocks.append(BulletList(items))
     for name, reason in sorted((reading.get("dead") or {}).items()):
-        blocks.append(Para([Strong("Not reachable: "), Code(name), ": %s." % reason]))
+        blocks.append(Para([Strong("Not reachable:"), " ", Code(name), ": %s." % reason]))
     return blocks
 
 
@@ -90,9 +90,10 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
     choices = reading.get("choices") or []
     if not choices:
         return []
-    items = [[Code(c["condition"]), " (%s) chooses the " % c["words"], Code(c["partner_kind"]),
-              " partner of a ", Code(c["main_kind"]), " kernel (%s); both branches launch the "
-              "same main kernel, so it is not a condition of that kernel"
+    items = [["the branches on ", Code(c["condition"]), " (%s) choose the " % c["words"],
+              Code(c["partner_kind"]), " partner of a ", Code(c["main_kind"]),
+              " kernel (%s); every branch launches the same main kernel, so the condition "
+              "belongs to the partner, not to the main kernel"
               % plural(c["count"], "dispatch entry", "dispatch entries")]
              for c in choices]
     return [Para(["Conditions that choose between sub-kernels:"]), BulletList(items)]
@@ -106,7 +107,7 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
         by_kind: Dict[str, int] = {}
         for name in unreferenced:
             by_kind[kinds.get(name, "")] = by_kind.get(kinds.get(name, ""), 0) + 1
-        blocks.append(Para([Strong("Generated but never referenced: "),
+        blocks.append(Para([Strong("Generated but never referenced:"), " ",
                             plural(len(unreferenced), "kernel"), " (",
                             *join([[Code(k or "?"), " %d" % n] for k, n in sorted(by_kind.items())]),
                             ") that no dispatch branch instantiates; the API never launches "
@@ -116,7 +117,7 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
                             len(unreferenced), FOLD_ITEMS))
     unreachable = reading.get("unreachable") or {}
     if unreachable:
-        blocks.append(Para([Strong("Referenced but unreachable: "),
+        blocks.append(Para([Strong("Referenced but unreachable:"), " ",
                             plural(len(unreachable), "kernel"), " instantiated only in "
                             "dispatch functions no entry point runs (they still have to link)."]))
         items = [[Code(name), ": " + reason] for name, reason in sorted(unreachable.items())]
@@ -124,7 +125,7 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
                             [BulletList(items)], len(items), FOLD_ITEMS))
     missing = reading.get("missing") or []
     if missing:
-        blocks.append(Para([Strong("Does not link: "), "the API file instantiates ",
+        blocks.append(Para([Strong("Does not link:"), " ", "the API file instantiates ",
                             plural(len(missing), "kernel specialisation"),
                             " that no generated file defines."]))
     if reading.get("discarded"):
