@@ -522,6 +522,16 @@ def _function_params(fn: ast.AST) -> List[str]:
 # --------------------------------------------------------------------------------------
 
 
+def _overlaps(value: str, lo: int, hi: int) -> bool:
+    """Whether a receipt value (``"2"``, ``"100-199"``, ``"-99"``) meets ``lo..hi``."""
+    m = re.match(r"^(\d*)-(\d*)$", value)
+    if m:
+        first = int(m.group(1)) if m.group(1) else lo
+        last = int(m.group(2)) if m.group(2) else hi
+        return first <= hi and lo <= last
+    return value.isdigit() and lo <= int(value) <= hi
+
+
 class _Analysis:
     def __init__(self, fmha_dir: Path, module_relpath: str) -> None:
         self.root = Path(fmha_dir)
@@ -1743,7 +1753,7 @@ class _Analysis:
         # help-text values (and ranges) that this module never tests
         for lo, hi, text, where in labels:
             if lo != hi:
-                if not any(v.isdigit() and lo <= int(v) <= hi for v in referenced):
+                if not any(_overlaps(v, lo, hi) for v in referenced):
                     self.facts.receipts.append(Receipt(
                         value="%d-%d" % (lo, hi), label=text, conditions=[],
                         reading="no value of this range is referenced in this module: only "

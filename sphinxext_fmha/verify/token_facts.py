@@ -5,9 +5,9 @@ file (:func:`sphinxext_fmha.cppapi.reading.read_dispatch`); no Sphinx, no render
 
 Dispatch conditions per token are exact, never intersected: every condition term has a
 *slot* (its place in the generated ``if`` template); a slot belongs to the segments
-whose tokens determine its text (the smallest such set of segments, the arch suffix
-counting as one), and a token's condition is, per kernel, the terms of the slots that
-belong to its segment.  Kernels whose condition is the same form one group; the group
+whose tokens determine its text (the segments common to every smallest such set, the
+arch suffix counting as one), and a token's condition is, per kernel, the terms of the
+slots that belong to its segment.  Kernels whose condition is the same form one group; the group
 names the tokens of the other determining segments (hdim, tile, ...) it covers."""
 
 from __future__ import annotations
@@ -138,6 +138,16 @@ def _determining(columns: List[List[str]], values: List[Optional[str]],
     return []
 
 
+def _core(combos: List[Tuple[int, ...]]) -> set:
+    """The segments a slot belongs to: those in every smallest determining set (the pad in
+    {pad, hdim} and {pad, tile}); when they share none (the hdim level: {hdim} or {tile}),
+    all of them."""
+    if not combos:
+        return set()
+    core = set(combos[0]).intersection(*combos[1:])
+    return core or {c for combo in combos for c in combo}
+
+
 def _sensitive(columns: List[List[str]], values: List[Optional[str]]) -> List[Tuple[int, ...]]:
     """Fallback when no three columns determine ``values``: each column on its own for
     which two rows that differ only in that column have different values."""
@@ -208,7 +218,7 @@ def _class_groups(class_name: str, labels: List[str],
     if undetermined:
         result.undetermined[class_name] = undetermined
     for index in range(width):
-        own_slots = [s for s in slots if any(index in combo for combo in owners.get(s, []))]
+        own_slots = [s for s in slots if index in _core(owners.get(s, []))]
         partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
         by_token: Dict[str, Dict[Tuple[Tuple[str, str], ...], ConditionGroup]] = {}
         for row, (tokens, _, info, filename) in enumerate(reached):
