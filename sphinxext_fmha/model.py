@@ -345,7 +345,7 @@ def _build(tp: Any, data: Any) -> Any:
         return [_build(args[0], v) for v in data] if args else list(data)
     if origin in (dict, Dict):
         return {k: _build(args[1], v) for k, v in data.items()} if args else dict(data)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_dict(tp, data)
     return data
 

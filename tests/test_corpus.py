@@ -322,7 +322,8 @@ def test_unstamped_extraction_that_differs_is_replaced(tmp_path, fake_archive, s
     stray.write_bytes(b"junk")
     (tree_dir / PREFIX / FMHA_SUBDIR / "generate.py").write_bytes(b"edited by someone\n")
     root = fetch_tree(_fake_tree(sha), cache_dir=cache)
-    assert (root / FMHA_SUBDIR / "generate.py").read_bytes() == FMHA_FILES[f"{PREFIX}/{FMHA_SUBDIR}/generate.py"]
+    expected = FMHA_FILES[f"{PREFIX}/{FMHA_SUBDIR}/generate.py"]
+    assert (root / FMHA_SUBDIR / "generate.py").read_bytes() == expected
     assert not stray.parent.exists()
     assert not [p for p in (cache / "trees").iterdir() if p.name.startswith(".")]
 
@@ -340,7 +341,8 @@ def test_zip_sdists_are_supported(tmp_path, served, monkeypatch):
     root = fetch_tree(_fake_tree(sha, sdist=archive.name), cache_dir=tmp_path / "cache")
     assert root == tmp_path / "cache" / "trees" / "fake_pkg-1.0" / PREFIX
     ops = root / FMHA_SUBDIR / "codegen" / "ops"
-    assert (ops / "fmha_fake.py").read_bytes() == FMHA_FILES[f"{PREFIX}/{FMHA_SUBDIR}/codegen/ops/fmha_fake.py"]
+    expected = FMHA_FILES[f"{PREFIX}/{FMHA_SUBDIR}/codegen/ops/fmha_fake.py"]
+    assert (ops / "fmha_fake.py").read_bytes() == expected
     assert not (tmp_path / "cache" / "trees" / "fake_pkg-1.0" / "fake_pkg-1.0" / "setup.py").exists()
 
 

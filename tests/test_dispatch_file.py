@@ -7,8 +7,6 @@ import textwrap
 
 import pytest
 
-from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
 from sphinxext_fmha.cppapi.dispatch_file import (
     DispatchTree,
     describe_condition,
@@ -21,6 +19,8 @@ from sphinxext_fmha.cppapi.dispatch_file import (
     split_template_args,
     trait_template,
 )
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
 OLD = "flash-attn-2.7.4.post1"
