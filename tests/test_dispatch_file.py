@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.cppapi.dispatch_file import (
     DispatchTree,
     describe_condition,
@@ -364,5 +365,5 @@ def test_appendkv_dispatch(corpus_root, shared_cache, name):
     api = _generate(corpus_root, shared_cache, name, GenerateRequest("fwd_appendkv"))
     tree = parse_dispatch(api.text)
     match = match_leaves_to_kernels(tree, api)  # the ApiFileResult works too
-    assert len(tree.leaves) == len(api.kernel_files)
+    assert len(tree.leaves) == len(api.kernel_files) == tree_by_name(name).apis["fwd_appendkv"]
     assert match.unmatched == [] and match.unreached == []
