@@ -339,3 +339,22 @@ def test_optional_token_between_two_constant_literals(tmp_path):
     index = kernel_type.segments.index(occupancy)
     assert list(kernel_type.segments[index - 1].tokens) == ["_b128x64"]
     assert list(kernel_type.segments[index + 1].tokens) == ["_qr"]
+
+
+# --------------------------------------------------------------------------- the tests' own parser
+
+
+def test_token_parses_finds_every_reading():
+    """The parser the tests use instead of the library's grammar: every reading, arch
+    suffixes, absent tokens, and no reading for a foreign name."""
+    from sphinxext_fmha.model import KernelType, Segment
+
+    kernel_type = KernelType("K", False, 0, 0, arch_suffixes=["", "_gfx9"], segments=[
+        Segment("name", tokens={"fmha": ""}, literal=True),
+        Segment("b", tokens={"": "", "_x": "", "_x_y": ""}),
+        Segment("c", tokens={"": "", "_y": ""}),
+    ])
+    assert token_parses(kernel_type, "fmha_x_y.cpp") == [["fmha", "_x", "_y"], ["fmha", "_x_y", ""]]
+    assert token_parses(kernel_type, "fmha_x_gfx9.cpp") == [["fmha", "_x", ""]]
+    assert token_parses(kernel_type, "fmha_z.cpp") == []
+    assert token_parses(kernel_type, "fmha_x.hpp") == []
