@@ -133,12 +133,12 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
                             Code("if constexpr"), " discards (nothing is instantiated there)."]))
     constants = data.model.dispatch.unreachable
     if constants:
-        items = [["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))]
-                 for entry in constants]
+        findings: List[Inlines] = [
+            ["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))] for entry in constants]
         blocks.append(Para([Strong("Unreachable code paths in the codegen"),
                             " (an earlier dispatch branch always catches their calls):"]))
-        blocks.extend(fold(["Unreachable: %s" % plural(len(items), "finding")],
-                            [BulletList(items)], len(items), FOLD_ITEMS))
+        blocks.extend(fold(["Unreachable: %s" % plural(len(findings), "finding")],
+                            [BulletList(findings)], len(findings), FOLD_ITEMS))
     if not blocks:
         if reading:
             blocks.append(Para(["Every generated kernel is referenced by the API file and "
