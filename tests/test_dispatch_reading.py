@@ -96,13 +96,18 @@ def oracle_conditions(folder: Path) -> Dict[str, List[str]]:
         m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
         if not m or m.group(1) not in aliases:
             continue
-        trait = aliases[m.group(1)]
-        for _ in range(5):
-            trait = re.sub(r"\b\w+\b", lambda w: aliases.get(w.group(0), w.group(0))
-                           if w.group(0) != m.group(1) else w.group(0), trait)
+        trait = _expand(aliases[m.group(1)], aliases, m.group(1))
         if trait in leaves:
             out[path.name] = leaves[trait]
     return out
+
+
+def _expand(text: str, aliases: Dict[str, str], own: str) -> str:
+    """Replace alias names by their values (a few rounds: aliases of aliases)."""
+    for _ in range(5):
+        text = re.sub(r"\b\w+\b", lambda w: w.group(0) if w.group(0) == own
+                      else aliases.get(w.group(0), w.group(0)), text)
+    return text
 
 
 def generate(root: Path, api: str, out: Path, *args: str) -> Path:
@@ -238,21 +243,21 @@ def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
 V2_V3_API = textwrap.dedent(r"""
     #include "fmha_fwd.hpp"
     namespace {
-    float fmha_fwd_v2([[maybe_unused]] fmha_fwd_traits t, [[maybe_unused]] fmha_fwd_args a, const ck_tile::stream_config& s) {
+    float fmha_fwd_v2(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
         float r = -1;
         if(t.data_type.compare("fp16") == 0) {
             if((t.is_group_mode == false) && (a.seqlen_k % 128 == 0)) {
-                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, ck_tile::BlockFmhaPipelineEnum::QRKSVS>;
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS>;
                 return fmha_fwd_<trait_, ck_tile::gfx9_t>(s, a);
             }
         }
         return r;
     }
-    float fmha_fwd_v3([[maybe_unused]] fmha_fwd_traits t, [[maybe_unused]] fmha_fwd_args a, const ck_tile::stream_config& s) {
+    float fmha_fwd_v3(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
         float r = -1;
         if(t.data_type.compare("fp16") == 0) {
             if((t.is_group_mode == false)) {
-                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, ck_tile::BlockFmhaPipelineEnum::QRKSVS_V3>;
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS_V3>;
                 return fmha_fwd_<trait_, ck_tile::gfx950_t>(s, a);
             }
         }
@@ -260,7 +265,8 @@ V2_V3_API = textwrap.dedent(r"""
     }
     } // namespace
     float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const ck_tile::stream_config& config) {
-        const bool can_dispatch_v3 = (traits.data_type.compare("fp16") == 0) and (args.hdim_q == 128);
+        const bool can_dispatch_v3 = (traits.data_type.compare("fp16") == 0)
+                                     and (args.hdim_q == 128);
         if (@@ENABLED@@ and can_dispatch_v3) {
             return fmha_fwd_v3(traits, args, config);
         } else {
@@ -271,7 +277,7 @@ V2_V3_API = textwrap.dedent(r"""
 
 KERNEL = textwrap.dedent("""
     #include "fmha_fwd.hpp"
-    using fmha_pipeline_enum = ck_tile::BlockFmhaPipelineEnum::{pipe};
+    using fmha_pipeline_enum = Pipeline::{pipe};
     using trait = fmha_fwd_traits_<128, FmhaFwdFp16, false, fmha_pipeline_enum>;
     template<>
     float fmha_fwd_<trait, ck_tile::{arch}>(const ck_tile::stream_config& s, fmha_fwd_args a)

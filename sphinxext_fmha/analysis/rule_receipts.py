@@ -91,7 +91,7 @@ def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[str]]:
                 add(stmt.value, guard)
             elif isinstance(stmt, ast.If):
                 visit(stmt.body, stmt.test if guard is None else
-                      ast.BoolOp(op=ast.And(), values=[guard, stmt.test]))
+                      ast.BoolOp(op=ast.And(), values=[guard, stmt.test]))  # type: ignore[list-item]
             elif isinstance(stmt, ast.Return) and stmt.value is not None and not (
                     isinstance(stmt.value, ast.Name) and stmt.value.id in accumulators):
                 add(stmt.value, guard)

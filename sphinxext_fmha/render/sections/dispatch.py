@@ -76,7 +76,7 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
     levels = reading.get("levels") or []
     if not levels:
         return []
-    rows = [[[Code(level["function"])], [str(level["depth"])], [Code(level["example"])],
+    rows: List[List[Inlines]] = [[[Code(level["function"])], [str(level["depth"])], [Code(level["example"])],
              [level["words"]], [str(level["distinct"])]] for level in levels]
     table = Table(header=["Function", "Depth", "First condition", "In words", "Distinct"],
                   rows=rows, classes=["fmha-dispatch-levels"])
@@ -90,7 +90,7 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
     choices = reading.get("choices") or []
     if not choices:
         return []
-    items = [["the branches on ", Code(c["condition"]), " (%s) choose the " % c["words"],
+    items: List[Inlines] = [["the branches on ", Code(c["condition"]), " (%s) choose the " % c["words"],
               Code(c["partner_kind"]), " partner of a ", Code(c["main_kind"]),
               " kernel (%s); every branch launches the same main kernel, so the condition "
               "belongs to the partner, not to the main kernel"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from ...model import (
     ApiModel,
@@ -26,8 +26,11 @@ from ..ir import (
     codes,
     join,
 )
-from ...verify.token_facts import ConditionGroup
 from .common import FOLD_ROWS, filterable, fold, natural, plural, short_field, token_cell
+
+#: a :class:`~sphinxext_fmha.verify.token_facts.ConditionGroup` (renderers take data and
+#: do not import the verification layer)
+ConditionGroup = Any
 
 
 def _cpp_symbol(token_values: List[Dict[str, str]], infos: Dict[str, FieldInfo]) -> Inlines:
