@@ -391,3 +391,35 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     # what receipt 3 keeps, measured: no kernel with lse
     kept = independent_listing(root, "toy", tmp_path, "-r", "3")
     assert kept and not any(re.search(r"_lse(_|\.cpp|$)", name) for name in kept)
+
+
+def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
+    """The try order the guide reports for the pad segment is the source order of the
+    kernels' `if` blocks in the API file (read here with the regex reader)."""
+    from sphinxext_fmha.verify.token_facts import token_dispatch
+
+    name, api = "flash-attn-2.8.3", "batch_prefill"
+    session = _session(sessions, corpus_root, name)
+    model = session.model(api)
+    listing = session.runner.list_kernels(session.tree.request(api, Options()))
+    facts = token_dispatch(model, listing.files, session.dispatch_reading(api))
+    orders = facts.orders[("FmhaFwdKernel", "pad")]
+    folder = generate(corpus_root(name), api, tmp_path / "out")
+    api_text = next(folder.glob("*_api.cpp")).read_text()
+    at = {}
+    for m in _LEAF.finditer(api_text):
+        at.setdefault(_norm(m.group(3)), m.start())
+    position = {}
+    for path in folder.glob("*.cpp"):
+        text = _COMMENT.sub("", path.read_text())
+        aliases = {m.group(1): _norm(m.group(2)) for m in _USING.finditer(text)}
+        m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
+        if m and m.group(1) in aliases:
+            trait = _expand(aliases[m.group(1)], aliases, m.group(1))
+            if trait in at:
+                position[path.name] = at[trait]
+    pairs = [(position[f], position[f.replace("_psddv_", "_psskddv_")])
+             for f in position if "_psddv_" in f and f.replace("_psddv_", "_psskddv_") in position]
+    assert pairs
+    first = sum(1 for a, b in pairs if a < b)
+    assert orders.get(("_psddv", "_psskddv"), 0) == first == len(pairs)

@@ -105,11 +105,15 @@ class ConditionGroup:
 class TokenDispatch:
     """``groups``: (kernel class, segment index) -> token -> groups, most kernels first;
     ``shared``: kernel class -> terms (cpp, words) every kernel of the class has;
-    ``undetermined``: kernel class -> terms whose text no segment of the name decides."""
+    ``undetermined``: kernel class -> terms whose text no segment of the name decides;
+    ``orders``: (kernel class, segment label) -> the order in which the dispatcher tries
+    the segment's tokens among kernels equal in every other segment -> how many such
+    sets of kernels follow that order (trait order, padding order, as the file has it)."""
 
     groups: Dict[Tuple[str, int], Dict[str, List[ConditionGroup]]] = field(default_factory=dict)
     shared: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
     undetermined: Dict[str, List[str]] = field(default_factory=dict)
+    orders: Dict[Tuple[str, str], Dict[Tuple[str, ...], int]] = field(default_factory=dict)
 
 
 _ARCH = "arch suffix"
@@ -178,12 +182,30 @@ def token_dispatch(model: ApiModel, files: Sequence[str],
         per_class.setdefault(kernel_type.class_name, []).append(
             (list(tokens), suffix, kernels.get(filename), filename))
     result = TokenDispatch()
+    position = {name: index for index, name in enumerate(reading.get("order", []))}
     for kernel_type in model.kernel_types:
         items = per_class.get(kernel_type.class_name)
         if items:
-            _class_groups(kernel_type.class_name, [s.label for s in kernel_type.segments],
-                          items, result)
+            labels = [s.label for s in kernel_type.segments]
+            _class_groups(kernel_type.class_name, labels, items, result)
+            _try_orders(kernel_type.class_name, labels, items, position, result)
     return result
+
+
+def _try_orders(class_name: str, labels: List[str], items: List[_Item],
+                position: Mapping[str, int], result: TokenDispatch) -> None:
+    """Per segment: in which order the dispatcher tries its tokens among kernels that are
+    equal in every other segment (and arch suffix)."""
+    for index, label in enumerate(labels):
+        chains: Dict[Tuple[str, ...], List[Tuple[int, str]]] = {}
+        for tokens, suffix, _, filename in items:
+            if filename in position:
+                key = (suffix,) + tuple(tokens[:index]) + tuple(tokens[index + 1:])
+                chains.setdefault(key, []).append((position[filename], tokens[index]))
+        counts: Counter = Counter(tuple(token for _, token in sorted(chain))
+                                  for chain in chains.values() if len(chain) > 1)
+        if counts:
+            result.orders[(class_name, label)] = dict(counts.most_common())
 
 
 def _class_groups(class_name: str, labels: List[str],

@@ -16,7 +16,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import FOLD_ITEMS, fold, plural
+from .common import FOLD_ITEMS, fold, plural, token_cell
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
@@ -40,6 +40,7 @@ def dispatch_section(data: GuideData) -> List[Block]:
         notes = [n.strip() for n in dispatch.padding_order.split("; ") if n.strip()]
         blocks.extend(fold(["Order and padding notes from the source (%d)" % len(notes)],
                             [BulletList([[n] for n in notes])], len(notes), FOLD_ITEMS // 4))
+    blocks.extend(_try_orders(data))
     blocks.extend(_choices(reading))
     blocks.extend(_unreachable(data, reading))
     return blocks
@@ -84,6 +85,23 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
                   "dispatcher tries the branches of each level in source order; the first "
                   "match returns):"])] + fold(["Dispatch levels (%d)" % len(rows)], [table],
                                               len(rows))
+
+
+def _try_orders(data: GuideData) -> List[Block]:
+    """Trait and padding order as the API file has it, per segment."""
+    orders = data.token_dispatch.orders if data.token_dispatch is not None else {}
+    items: List[Inlines] = []
+    for (class_name, label), counts in sorted(orders.items()):
+        total = sum(counts.values())
+        parts = [[*join([token_cell(t) for t in order], " before "),
+                  " (%d of %d)" % (count, total)] for order, count in counts.items()]
+        items.append([Code(class_name), " ", Strong(label), ": ", *join(parts, "; ")])
+    if not items:
+        return []
+    return [Para(["The order in which the dispatcher tries the tokens of a segment among "
+                  "kernels equal in every other segment (read from the API file; counts are "
+                  "sets of such kernels):"])] + fold(
+        ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
 
 
 def _choices(reading: Mapping[str, Any]) -> List[Block]:
