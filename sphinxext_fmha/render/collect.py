@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 from ..analysis.analyze import AnalysisError, Options, UnknownApiError
 from ..model import ApiModel, FilterCheck, Recommendation
 from ..verify.token_facts import (
-    TokenConditions,
     TokenCounts,
     TokenDispatch,
     token_counts,
@@ -280,7 +279,6 @@ class GuideData:
     model: ApiModel
     date: str
     token_counts: TokenCounts = field(default_factory=dict)
-    token_conditions: TokenConditions = field(default_factory=dict)
     token_dispatch: Optional[TokenDispatch] = None
     dispatch_reading: Optional[dict] = None
     mask_modes: Optional[Any] = None
