@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import List, Set
 
 import pytest
-import synthetic
 
 from sphinxext_fmha.session import Session
+
+import synthetic
 
 FMHA = "example/ck_tile/01_fmha"
 
