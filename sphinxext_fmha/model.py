@@ -416,56 +416,85 @@ class FilterCheck:
 
 @dataclass
 class Decision:
-    """Keep/drop advice for one filterable segment of one kernel sub-type."""
+    """What the minimal set keeps of one segment of one kernel sub-type, read from the
+    kernels its commands select (``recommend --format json``: ``decisions[]``)."""
 
+    #: The sub-type (codegen class name).
     kernel_type: str
+    #: The segment label (see :class:`Segment`).
     segment: str
+    #: The fields that choose the segment's token.
     fields: List[str] = field(default_factory=list)
+    #: How the policy treats the segment: ``problem``, ``tile``, ``padding``,
+    #: ``optional feature``, ``mask``, ``deterministic``, ``tuning`` or ``other``.
     category: str = "other"
+    #: Tokens some kernel of the set carries.
     keep: List[str] = field(default_factory=list)
+    #: Tokens of the full listing no kernel of the set carries.
     drop: List[str] = field(default_factory=list)
+    #: The policy, as applied.
     reason: str = ""
+    #: ``{token: sentence}``: the kernels each token's loss takes away, the inputs that
+    #: lose their kernel and the kept kernel that serves them instead, if any.
     losses: Dict[str, str] = field(default_factory=dict)
-    #: tokens kept only together with some values of other segments (the nearest
-    #: variant where nothing preferred exists): ``{"token", "kept_with": {segment: [tokens]}}``
+    #: Tokens kept only together with some values of other segments (the nearest
+    #: variant where a problem class has nothing preferred):
+    #: ``[{"token": ..., "kept_with": {segment: [tokens]}}]``.
     partial: List[Dict[str, Any]] = field(default_factory=list)
-    #: the sub-type this one follows (kept exactly with its partners), or ""
+    #: The sub-type this one follows (kept exactly with the kernels of that sub-type the
+    #: dispatcher launches it with), or ``""``.
     follows: str = ""
 
 
 @dataclass
 class FilterRun:
+    """One shown ``generate.py -f`` command."""
+
+    #: The ``-f`` value.
     filter: str
+    #: The command as the guide shows it.
     command: str
+    #: Kernels generate.py lists for it.
     count: int = 0
+    #: The model predicted exactly that selection.
     verified: bool = False
 
 
 @dataclass
 class Recommendation:
+    """The minimal kernel set of one API: decisions, commands, counts, link check."""
+
     api: str
     decisions: List[Decision] = field(default_factory=list)
+    #: Every command the guide shows (never truncated).
     runs: List[FilterRun] = field(default_factory=list)
+    #: The set the commands are meant to select (the keep set, or the closest
+    #: expressible superset when the notes say so).
     keep_count: int = 0
+    #: Size of the union of the runs' listings.
     union_count: int = 0
+    #: The union equals the keep set and every run was predicted.
     verified: bool = False
     merge_command: str = ""
     merge_caution: str = ""
+    #: ``sphinxext-fmha generate`` for the union (one dispatch file).
     driver_command: str = ""
+    #: The driver lists exactly the union.
     driver_verified: bool = False
+    #: ``{sub-type: {"full": n, "minimal": m}}`` plus ``"total"``; minimal = the union.
     counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
-    #: the driver's write-mode run (``-o``) succeeded and its dispatch file links
+    #: The driver's write-mode run (``-o``) succeeded and its dispatch file links.
     write_verified: bool = False
-    #: trait specialisations the set's dispatch file instantiates but no kernel provides
+    #: Specialisations the set's dispatch file instantiates that no kernel provides.
     links_missing: List[str] = field(default_factory=list)
-    #: kernels of the set no dispatch call reaches
+    #: Kernels of the set no dispatch call reaches.
     links_unreferenced: List[str] = field(default_factory=list)
-    #: kernels of the full listing no dispatch call reaches
+    #: Kernels of the full listing no dispatch call reaches.
     full_unreferenced: List[str] = field(default_factory=list)
-    #: sub-type -> tile segment -> the tile tokens the set keeps
+    #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    #: how the sub-types are coupled ("" when they are not)
+    #: How the sub-types are coupled (``""`` when they are not).
     coupling: str = ""
 
 
