@@ -218,10 +218,15 @@ class Session:
                                  traits=self.traits(api, options) if model.filter.drops == "trait" else [])
         try:
             inputs.full_api = self.runner.generate_api_file(self.tree.request(api, options))
-            inputs.conditions = self.dispatch_conditions(api, options)
         except GenerateError as error:
             inputs.notes.append("the full API dispatch file is not available (%s): coupling "
                                 "and dispatch conditions are not used" % str(error).splitlines()[0])
+            return inputs, _RecommendRunner(self, api, options)
+        try:
+            inputs.conditions = self.dispatch_conditions(api, options)
+        except Exception as error:  # noqa: BLE001 - reported; the set still stands
+            inputs.notes.append("dispatch conditions unavailable (%s): what you lose is "
+                                "told without them" % str(error).splitlines()[0])
         return inputs, _RecommendRunner(self, api, options)
 
 
