@@ -458,6 +458,8 @@ class FilterRun:
     count: int = 0
     #: The model predicted exactly that selection.
     verified: bool = False
+    #: The command also succeeded in write mode (``-o`` into a temporary folder).
+    written: bool = False
 
 
 @dataclass

@@ -174,6 +174,7 @@ def test_recommendation_is_true_of_its_commands(sessions, tree, api, tmp_path):
     assert rec.union_count == len(union) == rec.counts["total"]["minimal"]
     assert rec.keep_count == rec.union_count, rec.notes
     assert rec.driver_verified and rec.write_verified, rec.notes
+    assert all(run.written for run in rec.runs), rec.notes
 
     full = independent_listing(root, api, tmp_path)
     by_prefix = _types_by_prefix(rec, union)

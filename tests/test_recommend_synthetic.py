@@ -122,6 +122,7 @@ def _check(root: Path, tmp: Path) -> List[str]:
     assert len(union) == rec.union_count == rec.counts["total"]["minimal"]
     assert rec.union_count < rec.counts["total"]["full"]
     assert rec.write_verified, rec.notes
+    assert all(run.written for run in rec.runs), rec.notes
     assert not rec.links_missing
     full = _listing(root, tmp)
     for decision in rec.decisions:

@@ -177,8 +177,12 @@ def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation
         union |= new
         if not new and len(filters) > 1:
             continue  # selects nothing the earlier runs did not: the run is redundant
+        written = check.dispatch_checked or check.count == 0
+        if not written:
+            result.notes.append("%r fails in write mode: %s" % (text, "; ".join(
+                n for n in check.notes if n.startswith("write mode")) or "not checked"))
         result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
-                                     verified=check.verified))
+                                     verified=check.verified, written=written))
     return union
 
 

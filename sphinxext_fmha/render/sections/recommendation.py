@@ -174,6 +174,13 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
 
 
 def _links_text(rec: Recommendation) -> str:
+    text = ""
+    if rec.runs and all(run.written for run in rec.runs):
+        text = "Each command above also succeeds in write mode (-o). "
+    return text + _union_links_text(rec)
+
+
+def _union_links_text(rec: Recommendation) -> str:
     if rec.links_missing:
         text = ("Write mode (-o): the dispatch file instantiates %d kernel specialisations "
                 "that are not generated, so the set does not link." % len(rec.links_missing))
