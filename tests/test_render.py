@@ -186,7 +186,9 @@ def test_problem_of():
         (CKRootNotFound("no tree here", ["/x"]), "ck-root"),
         (UnknownApiError("nope", ["fwd"]), "api"),
         (OptionError("mask: bad"), "option"),
-        (AnalysisError("this CK tree's generate.py has no --targets option; remove it"), "option"),
+        # the kind is data: a message that mentions an option does not make it an option error
+        (AnalysisError("this CK tree's generate.py has no --targets option; remove it"),
+         "analysis"),
         (AnalysisError("something else"), "analysis"),
         (GenerateError("python generate.py -a fwd failed", command="python generate.py -a fwd",
                        stderr_tail="Traceback\nValueError: boom"), "generate"),

@@ -1,0 +1,77 @@
+"""What can go wrong, as data: the warning subtypes and the error base class.
+
+Every error of ours carries its :class:`WarningType` (``kind``), the command that failed
+and the tail of that command's standard error, so the directives and the CLI report it
+without guessing the kind from the message text.  The documentation's table of warning
+types is generated from :class:`WarningType` (the ``fmha-warning-types`` directive).
+
+A leaf module: no imports from the rest of the package.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Optional
+
+__all__ = ["WarningType", "FmhaError", "stderr_tail", "STDERR_TAIL_LINES", "STDERR_TAIL_BYTES"]
+
+#: How much of a child's standard error a failure message quotes.
+STDERR_TAIL_LINES = 20
+STDERR_TAIL_BYTES = 4096
+
+
+class WarningType(str, enum.Enum):
+    """The subtypes of the ``fmha`` warnings (``suppress_warnings = ["fmha.gap"]``)."""
+
+    def __new__(cls, value: str, when: str) -> "WarningType":
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.when = when  # type: ignore[attr-defined]
+        return member
+
+    CONFIG = ("config", "a configuration value (`fmha_*`) has the wrong type or range; "
+                        "its default is used instead")
+    CK_ROOT = ("ck-root", "no CK tree at `fmha_ck_root`, or none found upward")
+    CACHE = ("cache", "`fmha_cache_dir` is not a folder that can be written")
+    API = ("api", "the API is not one of the tree's")
+    OPTION = ("option", "a bad option value, or an option this tree's `generate.py` "
+                        "does not have or does not know (a receipt it does not list)")
+    GENERATE = ("generate", "`generate.py` (or its analysis) failed or timed out, or "
+                            "`fmha_python` is not a Python")
+    SUSPICIOUS = ("suspicious", "`generate.py` succeeded but listed no kernel, or listed "
+                                "other kernels than the analysis observed")
+    FILTER = ("filter", "`generate.py` rejects the filter, the filter selects no kernel, "
+                        "or it uses `,` / `@` in a way this API does not split on")
+    EXPECTATION = ("expectation", "an `expect-*` option of `fmha-filter-check` is not met")
+    MODEL = ("model", "the model's prediction of a filter differs from `generate.py`")
+    RECOMMEND = ("recommend", "the recommended minimal set cannot be made")
+    GAP = ("gap", "the analysis could not determine something (listed in the guide)")
+    ANALYSIS = ("analysis", "any other analysis failure")
+
+    @property
+    def subtype(self) -> str:
+        """``fmha.<value>``, as written in ``suppress_warnings``."""
+        return "fmha." + self.value
+
+
+def stderr_tail(text: str) -> str:
+    """The end of a child's standard error: its last lines, at most a few KB."""
+    text = (text or "").strip()
+    if len(text) > STDERR_TAIL_BYTES:
+        text = text[-STDERR_TAIL_BYTES:]
+        text = text.split("\n", 1)[1] if "\n" in text else text
+    return "\n".join(text.splitlines()[-STDERR_TAIL_LINES:])
+
+
+class FmhaError(RuntimeError):
+    """An error meant for a human: what failed, the command, the end of its stderr."""
+
+    #: The kind of this class of errors; an instance may carry another one.
+    default_kind = WarningType.ANALYSIS
+
+    def __init__(self, message: str, *, kind: Optional[WarningType] = None,
+                 command: str = "", stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind or self.default_kind
+        self.command = command
+        self.stderr_tail = stderr_tail
