@@ -47,6 +47,8 @@ __all__ = [
     "GenerateRunner",
     "supported_options",
     "total_processes_started",
+    "note_process_started",
+    "interpreter_id",
 ]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes.
