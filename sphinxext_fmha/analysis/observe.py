@@ -98,8 +98,13 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
         except ValueError as exc:
             raise ProbeError("%s: the analysis wrote an unreadable result (%s)" % (shown, exc),
                              shown, outcome.stderr_tail()) from None
-    if result.get("error"):
-        tail = stderr_tail(result["error"])
-        raise ProbeError("%s failed: %s" % (shown, result["error"].strip().splitlines()[-1]),
-                         shown, tail)
+        if result.get("error"):
+            # generate.py ran inside the probe: its own stderr is the probe's
+            error_text = result["error"].strip()
+            tail = stderr_tail(outcome.stderr_tail() + "\n" + error_text)
+            lines = tail.splitlines()
+            raise ProbeError("%s failed: %s\n  in %s\n  last %d lines of stderr:\n%s" % (
+                shown, error_text.splitlines()[-1] if error_text else "unknown error",
+                fmha_dir, len(lines), "\n".join("    " + line for line in lines)),
+                shown, tail)
     return result

@@ -1,0 +1,307 @@
+"""The fault matrix: broken trees and bad inputs, tried as a user and a hostile author would.
+
+Every broken tree is a synthetic tree (``tests/synthetic.py``) written in tmp, with a
+fault prepended to its generate.py.  Each case runs the real command line (or
+sphinx-build) in its own process and checks: the message, the exit status, the time it
+took, that no child of ours is left running, and that the CK tree is unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+from launch_twin import run_child
+from synthetic import make_tree
+
+#: Appended to by the fault code: the pids of the children generate.py starts.
+PIDS_VAR = "FMHA_FAULT_PIDS"
+
+FAULTS: Dict[str, str] = {
+    # a child that keeps stdout/stderr open and outlives generate.py's own timeout
+    "hang_with_grandchild": """
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
+            pids.write("%d\\n%d\\n" % (os.getpid(), child.pid))
+        time.sleep(600)
+    """,
+    # blocks forever unless stdin is /dev/null
+    "reads_stdin": """
+        import sys
+        sys.stdin.read()
+    """,
+    "fails_with_message": """
+        import sys
+        sys.stderr.write("noise line\\n" * 50)
+        sys.stderr.write("codegen: F_bogus is not a known field\\n")
+        sys.exit(3)
+    """,
+    "huge_stderr": """
+        import sys
+        sys.stderr.write(("x" * 1023 + "\\n") * 14 * 1024)
+        sys.stderr.write("the real reason is at the end\\n")
+        sys.exit(1)
+    """,
+}
+
+
+def broken_tree(tmp_path: Path, fault: str) -> Path:
+    root = make_tree(tmp_path, "base")
+    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
+    text = generate.read_text(encoding="utf-8")
+    generate.write_text(textwrap.dedent(FAULTS[fault]) + "\n" + text, encoding="utf-8")
+    return root
+
+
+def snapshot(root: Path) -> Dict[str, str]:
+    """Every file of the tree and its hash (the tree must never change)."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid) as stat:
+            return stat.read().split(") ")[-1][:1] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+class Case:
+    """One command-line run against a tree, with everything the matrix checks."""
+
+    def __init__(self, tmp_path: Path, root: Optional[Path]):
+        self.tmp = tmp_path
+        self.root = root
+        self.before = snapshot(root) if root else {}
+        self.pids = tmp_path / "pids.txt"
+        self.pids.touch()
+        self.tmpdir = tmp_path / "tmpdir"
+        self.tmpdir.mkdir()
+        self.env = dict(os.environ, **{PIDS_VAR: str(self.pids), "TMPDIR": str(self.tmpdir),
+                                       "PYTHONDONTWRITEBYTECODE": "1"})
+        self.env.pop("FMHA_TRACE_RUNS", None)
+
+    def cli(self, *args: str, timeout: float = 120):
+        argv = [sys.executable, "-m", "sphinxext_fmha", *args]
+        if self.root is not None and "--ck-root" not in args:
+            argv[4:4] = ["--ck-root", str(self.root), "--cache-dir", str(self.tmp / "cache")]
+        return run_child(argv, cwd=self.tmp, timeout=timeout, env=self.env)
+
+    def assert_clean(self) -> None:
+        started = [int(p) for p in self.pids.read_text().split()]
+        deadline = time.monotonic() + 2
+        while any(alive(p) for p in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in started if alive(p)], "children left running"
+        if self.root is not None:
+            assert snapshot(self.root) == self.before, "the CK tree changed"
+        assert not list(self.tmpdir.glob("fmha-*")), "temporary folders left behind"
+
+
+def one_error(ran, code: int, *needles: str) -> str:
+    assert ran.returncode == code, (ran.returncode, ran.stderr[-2000:])
+    assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    assert ran.stderr.startswith("sphinxext-fmha: "), ran.stderr[:500]
+    for needle in needles:
+        assert needle in ran.stderr, (needle, ran.stderr[-2000:])
+    return ran.stderr
+
+
+# --------------------------------------------------------------------------- broken trees
+
+
+def test_timeout_holds_when_a_grandchild_keeps_the_pipes(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
+    ran = case.cli("analyze", "--api", "toy", "--timeout", "3", timeout=60)
+    one_error(ran, 1, "timed out after 3 s")
+    assert ran.seconds < 3 + 6  # interpreter start-up + the timeout + a little
+    case.assert_clean()
+
+
+def test_a_generate_py_that_reads_stdin_does_not_block(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "reads_stdin"))
+    ran = case.cli("check", "--api", "toy", "--filter", "*_nlse*", "--timeout", "60")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.seconds < 30
+    case.assert_clean()
+
+
+def test_generate_py_own_words_reach_the_user(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "fails_with_message"))
+    err = one_error(case.cli("analyze", "--api", "toy"), 1,
+                    "codegen: F_bogus is not a known field", "exited with 3")
+    # the tail is bounded: the last lines, not all 50 lines of noise
+    assert err.count("noise line") < 25
+    case.assert_clean()
+
+
+def test_a_huge_stderr_is_cut_to_its_tail(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "huge_stderr"))
+    err = one_error(case.cli("analyze", "--api", "toy"), 1, "the real reason is at the end")
+    assert len(err) < 16 * 1024
+    case.assert_clean()
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)])
+def test_signals_end_the_command_and_its_children(tmp_path, signum, code):
+    case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
+    argv = [sys.executable, "-m", "sphinxext_fmha", "analyze", "--ck-root", str(case.root),
+            "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "--timeout", "300"]
+    with open(tmp_path / "err", "wb") as err:
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=case.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not case.pids.read_text().split() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert case.pids.read_text().split(), "generate.py never started"
+            sent = time.monotonic()
+            proc.send_signal(signum)
+            proc.wait(timeout=10)
+            assert time.monotonic() - sent < 3
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode == code
+    stderr = (tmp_path / "err").read_text()
+    assert "Traceback" not in stderr, stderr
+    if signum == signal.SIGINT:
+        assert stderr.strip() == "sphinxext-fmha: interrupted"
+    case.assert_clean()
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.fixture(scope="module")
+def good_root(tmp_path_factory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("faults_good"), "base")
+
+
+BAD_INPUTS: List = [
+    # (args, exit code, text the one-line message must contain)
+    (["analyze", "--api", "toy", "--optdim", "garbage"], 2, "--optdim: 'garbage'"),
+    (["analyze", "--api", "toy", "--receipt", "99999"], 2, "--receipt: 99999 is not a receipt"),
+    (["analyze", "--api", "toy", "--mask", "bogus"], 2, "--mask: 'bogus' is not one of"),
+    (["analyze", "--api", "nope"], 2, "unknown FMHA API 'nope'"),
+    (["check", "--api", "toy", "--filter", "*_d64_*,*_lse"], 2, "one filter per API"),
+    (["check", "--api", "toy", "--filter", "*_d64_*@*"], 2, "does not split"),
+    (["generate", "--api", "toy", "-f", "a@b", "-l", "out.txt"], 2, "does not split"),
+    (["analyze", "--api", "toy", "--python", "/bin/echo"], 2, "is not a Python"),
+]
+
+
+@pytest.mark.parametrize("args, code, needle", BAD_INPUTS, ids=[" ".join(a[:4]) for a, _, _ in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, good_root, args, code, needle):
+    case = Case(tmp_path, good_root)
+    one_error(case.cli(*args), code, needle)
+    case.assert_clean()
+
+
+def test_timeout_must_be_positive(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    ran = case.cli("analyze", "--api", "toy", "--timeout", "0")
+    assert ran.returncode == 2 and "greater than 0" in ran.stderr and "Traceback" not in ran.stderr
+
+
+def test_cache_dir_that_is_a_file(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    ran = case.cli("apis", "--ck-root", str(good_root), "--cache-dir", str(a_file))
+    one_error(ran, 2, "--cache-dir", "not a folder")
+    case.assert_clean()
+
+
+@pytest.mark.parametrize("where", ["existing-folder", "under-a-file"])
+def test_guide_output_that_cannot_be_written(tmp_path, good_root, where):
+    case = Case(tmp_path, good_root)
+    (tmp_path / "existing-folder").mkdir()
+    (tmp_path / "a-file").write_text("x")
+    target = tmp_path / ("existing-folder" if where == "existing-folder" else "a-file/guide.md")
+    one_error(case.cli("guide", "toy", "-o", str(target)), 2, str(target.parent if
+                                                                   where != "existing-folder"
+                                                                   else target))
+    case.assert_clean()
+
+
+def test_listing_into_a_missing_folder_is_created(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    target = tmp_path / "new" / "folder" / "kernels.txt"
+    ran = case.cli("generate", "--api", "toy", "-f", "*_d64_*", "-l", str(target))
+    assert ran.returncode == 0, ran.stderr
+    assert [line for line in target.read_text().splitlines() if "_d64_" in line]
+    case.assert_clean()
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    argv = [sys.executable, "-m", "sphinxext_fmha", "analyze", "--ck-root", str(good_root),
+            "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "--format", "json"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=case.env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    head = proc.stdout.read(100)
+    proc.stdout.close()  # what `| head -c 100` does
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert len(head) == 100 and proc.returncode == 0 and stderr == "", stderr
+    case.assert_clean()
+
+
+# --------------------------------------------------------------------------- sphinx-build
+
+
+def sphinx_build(tmp_path: Path, case: Case, conf: str, page: str):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        'extensions = ["sphinxext_fmha"]\nfmha_ck_root = %r\nfmha_cache_dir = %r\n%s\n'
+        % (str(case.root), str(tmp_path / "cache"), conf), encoding="utf-8")
+    (src / "index.rst").write_text("Index\n=====\n\n" + page, encoding="utf-8")
+    return run_child([sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src),
+                      str(tmp_path / "out")], cwd=tmp_path, env=case.env, timeout=300)
+
+
+def test_strict_build_fails_with_located_errors_and_generate_py_words(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "fails_with_message"))
+    ran = sphinx_build(tmp_path, case, "fmha_strict = True", ".. fmha-kernel-guide:: toy\n")
+    assert ran.returncode == 1, ran.stderr
+    assert re.search(r"index\.rst:4: ERROR: .*exit(ed with| code) 3", ran.stderr), ran.stderr
+    assert "codegen: F_bogus is not a known field" in ran.stderr
+    assert "Traceback" not in ran.stderr and "Extension error" not in ran.stderr
+    case.assert_clean()
+
+
+def test_sphinx_build_timeout_holds(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
+    ran = sphinx_build(tmp_path, case, "fmha_timeout = 3", ".. fmha-kernel-guide:: toy\n")
+    assert ran.returncode == 0 and ran.seconds < 30, ran.stderr
+    assert re.search(r"index\.rst:4: WARNING: .*timed out after 3 s.*\[fmha\.generate\]",
+                     ran.stderr, re.S), ran.stderr
+    case.assert_clean()
+
+
+def test_bad_configuration_values_are_named(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    (tmp_path / "a-file").write_text("x")
+    conf = "fmha_timeout = 0\nfmha_receipt = 99999\n"
+    ran = sphinx_build(tmp_path, case, conf, ".. fmha-kernel-guide:: toy\n")
+    assert "fmha_timeout: 0 must be a number of seconds greater than 0" in ran.stderr
+    assert re.search(r"index\.rst:4: WARNING: .*fmha_receipt: 99999 is not a receipt",
+                     ran.stderr), ran.stderr
+    assert "Traceback" not in ran.stderr
+    case.assert_clean()
