@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .errors import FmhaError, WarningType
+from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
 from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
@@ -167,7 +167,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         kind = getattr(error, "kind", WarningType.CK_ROOT)
         _say(str(error))
         tail = getattr(error, "stderr_tail", "")
-        if tail and tail.strip() not in str(error):
+        if tail and not tail_shown(str(error), tail):
             _say("last lines of its stderr:\n" + tail)
         return EXIT_USAGE if kind in _INPUT_KINDS else EXIT_FAILED
     except Exception as error:  # noqa: BLE001 - a bug of ours: one line, not a traceback

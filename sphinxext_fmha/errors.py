@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from typing import Optional
 
-__all__ = ["WarningType", "FmhaError", "stderr_tail", "STDERR_TAIL_LINES", "STDERR_TAIL_BYTES"]
+__all__ = ["WarningType", "FmhaError", "stderr_tail", "tail_shown", "STDERR_TAIL_LINES", "STDERR_TAIL_BYTES"]
 
 #: How much of a child's standard error a failure message quotes.
 STDERR_TAIL_LINES = 20
@@ -61,6 +61,11 @@ def stderr_tail(text: str) -> str:
         text = text[-STDERR_TAIL_BYTES:]
         text = text.split("\n", 1)[1] if "\n" in text else text
     return "\n".join(text.splitlines()[-STDERR_TAIL_LINES:])
+
+
+def tail_shown(message: str, tail: str) -> bool:
+    """True when ``message`` already quotes every line of ``tail`` (indented or not)."""
+    return all(line.strip() in message for line in (tail or "").splitlines())
 
 
 class FmhaError(RuntimeError):

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
-from ..errors import FmhaError, WarningType
+from ..errors import FmhaError, WarningType, tail_shown
 from ..options import OptionError, Options, merge_options, parse_options
 from ..model import ApiModel, FilterCheck, Recommendation
 from ..verify.token_facts import (
@@ -92,7 +92,7 @@ class Problem:
         lines = [self.message.rstrip()]
         if self.command and self.command not in self.message:
             lines.append("command: " + self.command)
-        if self.stderr_tail and self.stderr_tail.strip() not in self.message:
+        if self.stderr_tail and not tail_shown(self.message, self.stderr_tail):
             lines.append("stderr (last lines):")
             lines.extend("    " + line for line in self.stderr_tail.rstrip().splitlines())
         return "\n".join(lines)
