@@ -269,7 +269,8 @@ def sphinx_build(tmp_path: Path, case: Case, conf: str, page: str):
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        'extensions = ["sphinxext_fmha"]\nfmha_ck_root = %r\nfmha_cache_dir = %r\n%s\n'
+        'extensions = ["sphinxext_fmha"]\nshow_warning_types = True\n'
+        'fmha_ck_root = %r\nfmha_cache_dir = %r\n%s\n'
         % (str(case.root), str(tmp_path / "cache"), conf), encoding="utf-8")
     (src / "index.rst").write_text("Index\n=====\n\n" + page, encoding="utf-8")
     return run_child([sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src),
@@ -298,10 +299,62 @@ def test_sphinx_build_timeout_holds(tmp_path):
 def test_bad_configuration_values_are_named(tmp_path, good_root):
     case = Case(tmp_path, good_root)
     (tmp_path / "a-file").write_text("x")
-    conf = "fmha_timeout = 0\nfmha_receipt = 99999\n"
+    conf = "fmha_timeout = 0\nfmha_receipt = 99999\nfmha_cache_dir = %r\n" % str(tmp_path / "a-file")
     ran = sphinx_build(tmp_path, case, conf, ".. fmha-kernel-guide:: toy\n")
     assert "fmha_timeout: 0 must be a number of seconds greater than 0" in ran.stderr
+    assert re.search(r"fmha_cache_dir: .*a-file is a file, not a folder.*\[fmha\.cache\]",
+                     ran.stderr), ran.stderr
     assert re.search(r"index\.rst:4: WARNING: .*fmha_receipt: 99999 is not a receipt",
                      ran.stderr), ran.stderr
     assert "Traceback" not in ran.stderr
+    case.assert_clean()
+
+
+def test_an_empty_listing_is_a_warning_not_a_success(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    ran = case.cli("analyze", "--api", "toy", "--optdim", "999")
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr
+    assert "warning: toy: generate.py exited with 0 but listed no kernel" in ran.stderr
+    page = ".. fmha-kernel-guide:: toy\n   :optdim: 999\n   :sections: types\n"
+    ran = sphinx_build(tmp_path, case, "", page)
+    assert re.search(r"index\.rst:4: WARNING: .*listed no kernel.*\[fmha\.suspicious\]",
+                     ran.stderr), ran.stderr
+    case.assert_clean()
+
+
+def test_filter_separators_the_api_does_not_split_on(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    page = (".. fmha-filter-check::\n   :api: toy\n   :filter: *_d64_*@*\n\n"
+            ".. fmha-filter-check::\n   :api: toy\n   :filter: *_d64_*,*_lse\n")
+    ran = sphinx_build(tmp_path, case, "", page)
+    assert re.search(r"index\.rst:4: WARNING: .*'@'.*does not split.*\[fmha\.filter\]",
+                     ran.stderr), ran.stderr
+    assert re.search(r"index\.rst:8: WARNING: .*one filter per API.*only '\*_d64_\*' would be "
+                     r"used.*\[fmha\.filter\]", ran.stderr), ran.stderr
+    case.assert_clean()
+
+
+def test_sphinx_build_interrupted_leaves_no_child(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["sphinxext_fmha"]\nfmha_ck_root = %r\n'
+                                 'fmha_cache_dir = %r\n' % (str(case.root), str(tmp_path / "c")))
+    (src / "index.rst").write_text("Index\n=====\n\n.. fmha-kernel-guide:: toy\n")
+    argv = [sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src), str(tmp_path / "out")]
+    with open(tmp_path / "err", "wb") as err:
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=case.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not case.pids.read_text().split() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert case.pids.read_text().split(), "generate.py never started"
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    assert proc.returncode != 0
     case.assert_clean()

@@ -23,7 +23,7 @@ from sphinx.util.docutils import SphinxDirective
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
 from ..process.launch import GenerateError
-from ..render.collect import Problem, problem_of
+from ..render.collect import Problem, problem_of, suspicious_problems
 from ..render.nodes import problem_node
 from .config import fmha_config
 from .strict import record_problem, suppressed
@@ -171,6 +171,11 @@ class FmhaDirective(SphinxDirective):
     def warn(self, kind: WarningType, message: str) -> None:
         """A located warning that does not replace the directive's output."""
         self._log(WarningType(kind), "%s: %s" % (self.name, message), self.located())
+
+    def warn_suspicious(self, model: Any) -> None:
+        """Warn about a success that should not be trusted (an empty listing...)."""
+        for problem in suspicious_problems(model):
+            self.warn(problem.kind, problem.message)
 
     def _log(self, kind: WarningType, message: str, node: nodes.Node) -> None:
         subtype = WarningType(kind).value

@@ -15,6 +15,7 @@ from docutils.parsers.rst import directives
 from sphinx import addnodes
 
 from ..model import FilterCheck
+from ..options import check_filter_text
 from ..render.collect import (
     RECOMMENDATION_SECTIONS,
     OptionError,
@@ -86,6 +87,7 @@ class KernelGuideDirective(FmhaDirective):
             problem.message = "%s: %s (sections %s are left out)" % (
                 api, problem.message, ", ".join(n for n in names if n in RECOMMENDATION_SECTIONS))
             before.extend(self.report(problem))
+        self.warn_suspicious(data.model)
         if data.model.gaps:
             self.warn("gap", "%s: the analysis left %d gap(s): %s" % (
                 api, len(data.model.gaps), "; ".join(
@@ -132,6 +134,7 @@ class FilterCheckDirective(FmhaDirective):
         self.note_tree(session)
         options = self.fmha_options(session)
         model = session.model(api, options)
+        check_filter_text(api, filter_text, model.filter.cli_split, model.filter.api_split)
         try:
             check = session.check(api, filter_text, options)
         except Exception as exc:  # noqa: BLE001
