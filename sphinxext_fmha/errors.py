@@ -23,10 +23,13 @@ STDERR_TAIL_BYTES = 4096
 class WarningType(str, enum.Enum):
     """The subtypes of the ``fmha`` warnings (``suppress_warnings = ["fmha.gap"]``)."""
 
+    #: When the warning is reported (the documentation's table says this).
+    when: str
+
     def __new__(cls, value: str, when: str) -> "WarningType":
         member = str.__new__(cls, value)
         member._value_ = value
-        member.when = when  # type: ignore[attr-defined]
+        member.when = when
         return member
 
     CONFIG = ("config", "a configuration value (`fmha_*`) has the wrong type or range; "

@@ -28,6 +28,7 @@ __all__ = [
     "OptionError",
     "check_filter_text",
     "check_supported",
+    "cli_flag",
     "flag_of",
     "known_receipts",
     "mask_choices",
@@ -61,6 +62,11 @@ _BY_DEST: Dict[str, OptionSpec] = {spec.dest: spec for spec in GENERATE_OPTIONS}
 def flag_of(dest: str) -> str:
     """generate.py's flag for an option dest (``receipt`` -> ``-r``)."""
     return FILTER_FLAG if dest == "filter" else _BY_DEST[dest].flag
+
+
+def cli_flag(dest: str) -> str:
+    """The ``sphinxext-fmha`` CLI's flag for an option dest (``receipt`` -> ``--receipt``)."""
+    return _BY_DEST[dest].long_flag
 
 
 @dataclass(frozen=True)
