@@ -188,19 +188,22 @@ def _write_text(path_text: str, text: str, what: str) -> None:
                           "write)" % (what, path, error.strerror or error)) from None
 
 
-def _output_path(path_text: str, folder: bool) -> Path:
+def _output_path(path_text: str, folder: bool, flag: str) -> Path:
     """An output of generate.py: a folder (``-o``) or a listing file (``-l``), its
     parent folders created, checked before generate.py runs."""
     path = Path(path_text).expanduser().resolve()
     target = path if folder else path.parent
+    blocking = next((p for p in [target, *target.parents] if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise _InputError("%s: %s is a file, not a folder" % (flag, blocking))
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise _InputError("cannot create %s: %s" % (target, error.strerror or error)) from None
+        raise _InputError("%s: cannot create %s: %s" % (flag, target, error.strerror or error)) from None
     if not folder and path.is_dir():
-        raise _InputError("-l %s: is a folder; give a file to write the listing to" % path)
+        raise _InputError("%s: %s is a folder; give a file path" % (flag, path))
     if not os.access(target, os.W_OK):
-        raise _InputError("%s is not writable" % target)
+        raise _InputError("%s: %s is not writable" % (flag, target))
     return path
 
 
@@ -246,7 +249,7 @@ def _run(args) -> int:
         from .render.markdown import render_guide_markdown
 
         if args.output:
-            _output_path(args.output, folder=False)  # fail before the long run
+            _output_path(args.output, folder=False, flag="-o")  # fail before the long run
         text = render_guide_markdown(session, args.api, options)
         _warn_suspicious(session.model(args.api, options))
         if args.output:
@@ -290,9 +293,9 @@ def _generate(session, args, options: Options) -> int:
     for text in args.filter:
         check_filter_text(args.api, text, model.filter.cli_split, model.filter.api_split)
     if args.list_blobs:
-        out = ["-l", str(_output_path(args.list_blobs, folder=False))]
+        out = ["-l", str(_output_path(args.list_blobs, folder=False, flag="-l"))]
     else:
-        out = ["-o", str(_output_path(args.output_dir, folder=True))]
+        out = ["-o", str(_output_path(args.output_dir, folder=True, flag="-o"))]
     run_driver(session, args.api, options, args.filter, out)
     return 0
 

@@ -358,3 +358,29 @@ def test_sphinx_build_interrupted_leaves_no_child(tmp_path):
                 proc.wait()
     assert proc.returncode != 0
     case.assert_clean()
+
+
+# --------------------------------------------------------------------------- the launcher
+
+
+def test_launcher_kills_the_whole_group_on_timeout(tmp_path):
+    from sphinxext_fmha.process.launch import live_children, run, scratch
+
+    pids = tmp_path / "pids"
+    code = ("import subprocess, sys, time\n"
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+            "open(sys.argv[1], 'w').write('%d' % c.pid)\n"
+            "sys.stdin.read()\n"  # EOF at once: stdin is /dev/null
+            "time.sleep(600)\n")
+    start = time.monotonic()
+    with scratch("fmha-test-") as workdir:
+        outcome = run([sys.executable, "-c", code, str(pids)], cwd=tmp_path, workdir=workdir,
+                      timeout=1.5)
+        kept = workdir
+    assert outcome.timed_out and time.monotonic() - start < 1.5 + 2
+    assert not kept.exists() and not live_children()
+    grandchild = int(pids.read_text())
+    deadline = time.monotonic() + 2
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)

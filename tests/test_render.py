@@ -155,7 +155,7 @@ def test_parse_options_against_a_tree(session):
     assert parse_options(tree, mask="generic").mask == "generic"
     with pytest.raises(OptionError, match="not one of simplified, generic"):
         parse_options(tree, mask="bogus")
-    with pytest.raises(OptionError, match="has no --targets option"):
+    with pytest.raises(OptionError, match="has no option --targets"):
         parse_options(tree, targets="gfx942")
 
 

@@ -116,7 +116,6 @@ def _kill_group(group: int) -> None:
 
 def stop_children() -> None:
     """Kill every live child group of this process and remove its scratch folders."""
-    _STOPPING.set()
     for group in live_children():
         _kill_group(group)
     with _LOCK:
@@ -156,7 +155,12 @@ def _install_handlers() -> None:
             pass
 
 
-atexit.register(stop_children)
+def _at_exit() -> None:
+    _STOPPING.set()
+    stop_children()
+
+
+atexit.register(_at_exit)
 # Worker threads (ThreadPoolExecutor) are joined before ``atexit`` runs; this hook runs
 # before that join, so a worker waiting on a child stops instead of blocking the exit.
 _register = getattr(threading, "_register_atexit", None)
