@@ -96,7 +96,8 @@ class _HelpedOption(Protocol):
 
 
 class _TreeOptions(Protocol):
-    """What the tree-dependent checks need: the options read from generate.py."""
+    """What the tree-dependent checks need: the options read from generate.py (and,
+    when the tree offers it, ``receipt_values()``: the receipts its codegen tests)."""
 
     options: Sequence[_HelpedOption]
 
@@ -204,11 +205,15 @@ def _check_against_tree(tree: _TreeOptions, options: Options, name) -> None:
             raise OptionError("%s: %r is not one of %s (from generate.py -m's help)"
                               % (name("mask"), options.mask, ", ".join(choices)))
     if options.receipt is not None:
-        ranges = known_receipts(helps["receipt"])
-        if ranges and not any(low <= options.receipt <= high for low, high in ranges):
-            raise OptionError("%s: %d is not a receipt this tree's generate.py knows; its -r "
-                              "help lists %s" % (name("receipt"), options.receipt,
-                                                 _ranges_text(ranges)))
+        listed = known_receipts(helps["receipt"])
+        reader = getattr(tree, "receipt_values", None)
+        compared = list(reader()) if callable(reader) else []
+        known = listed + compared
+        if listed and not any(low <= options.receipt <= high for low, high in known):
+            raise OptionError(
+                "%s: %d is not a receipt this tree's generate.py knows; its -r help lists %s%s"
+                % (name("receipt"), options.receipt, _ranges_text(listed),
+                   "; its codegen also tests %s" % _ranges_text(compared) if compared else ""))
 
 
 def merge_options(base: Options, **overrides: object) -> Dict[str, object]:

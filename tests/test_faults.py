@@ -384,3 +384,22 @@ def test_launcher_kills_the_whole_group_on_timeout(tmp_path):
     while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(grandchild)
+
+
+def test_receipts_known_from_the_help_or_the_codegen(tmp_path):
+    """A receipt the codegen tests but the -r help does not list is accepted (flash-attn
+    2.7.4 tests ``receipt == 3``, aiter 800/801/888); one neither knows is refused."""
+    from sphinxext_fmha.analysis.analyze import Tree
+    from sphinxext_fmha.options import OptionError, parse_options
+
+    root = make_tree(tmp_path, "base")
+    ops = root / "example" / "ck_tile" / "01_fmha" / "codegen" / "ops" / "fmha_toy.py"
+    text = ops.read_text(encoding="utf-8")
+    assert "elif receipt == 3:" in text  # the help lists 0, 2, 3
+    ops.write_text(text.replace("elif receipt == 3:", "elif receipt in (3, 7):"), encoding="utf-8")
+    tree = Tree.load(root)
+    for receipt in (0, 2, 3, 7):
+        assert parse_options(tree, receipt=receipt).receipt == receipt
+    with pytest.raises(OptionError, match=r"receipt: 8 is not a receipt .* lists 0, 2, 3; "
+                                          r"its codegen also tests 2, 3, 7"):
+        parse_options(tree, receipt=8)

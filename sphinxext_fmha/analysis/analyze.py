@@ -94,6 +94,15 @@ class Tree:
             result[dest] = str(value) if value is not None else option.default
         return result
 
+    def receipt_values(self) -> List[Tuple[int, int]]:
+        """Receipts the codegen compares with, as inclusive ranges (read once)."""
+        cached = self.__dict__.get("_receipt_values")
+        if cached is None:
+            from .receipts import receipts_in_source
+
+            cached = self.__dict__["_receipt_values"] = receipts_in_source(self.fmha_dir)
+        return cached
+
     def supported_dests(self) -> set:
         return {o.dest for o in self.options}
 
