@@ -23,38 +23,52 @@ STDERR_TAIL_BYTES = 4096
 class WarningType(str, enum.Enum):
     """The subtypes of the ``fmha`` warnings (``suppress_warnings = ["fmha.gap"]``)."""
 
-    #: When the warning is reported (the documentation's table says this).
-    when: str
-
-    def __new__(cls, value: str, when: str) -> "WarningType":
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.when = when
-        return member
-
-    CONFIG = ("config", "a configuration value (`fmha_*`) has the wrong type or range; "
-                        "its default is used instead")
-    CK_ROOT = ("ck-root", "no CK tree at `fmha_ck_root`, or none found upward")
-    CACHE = ("cache", "`fmha_cache_dir` is not a folder that can be written")
-    API = ("api", "the API is not one of the tree's")
-    OPTION = ("option", "a bad option value, or an option this tree's `generate.py` "
-                        "does not have or does not know (a receipt it does not list)")
-    GENERATE = ("generate", "`generate.py` (or its analysis) failed or timed out, or "
-                            "`fmha_python` is not a Python")
-    SUSPICIOUS = ("suspicious", "`generate.py` succeeded but listed no kernel, or listed "
-                                "other kernels than the analysis observed")
-    FILTER = ("filter", "`generate.py` rejects the filter, the filter selects no kernel, "
-                        "or it uses `,` / `@` in a way this API does not split on")
-    EXPECTATION = ("expectation", "an `expect-*` option of `fmha-filter-check` is not met")
-    MODEL = ("model", "the model's prediction of a filter differs from `generate.py`")
-    RECOMMEND = ("recommend", "the recommended minimal set cannot be made")
-    GAP = ("gap", "the analysis could not determine something (listed in the guide)")
-    ANALYSIS = ("analysis", "any other analysis failure")
+    CONFIG = "config"
+    CK_ROOT = "ck-root"
+    CACHE = "cache"
+    API = "api"
+    OPTION = "option"
+    GENERATE = "generate"
+    SUSPICIOUS = "suspicious"
+    FILTER = "filter"
+    EXPECTATION = "expectation"
+    MODEL = "model"
+    RECOMMEND = "recommend"
+    GAP = "gap"
+    ANALYSIS = "analysis"
 
     @property
     def subtype(self) -> str:
         """``fmha.<value>``, as written in ``suppress_warnings``."""
         return "fmha." + self.value
+
+    @property
+    def when(self) -> str:
+        """When the warning is reported (the documentation's table says this)."""
+        return _WHEN[self]
+
+
+_WHEN = {
+    WarningType.CONFIG: "a configuration value (`fmha_*`) has the wrong type or range; its "
+                        "default is used instead",
+    WarningType.CK_ROOT: "no CK tree at `fmha_ck_root`, or none found upward",
+    WarningType.CACHE: "`fmha_cache_dir` is not a folder that can be written",
+    WarningType.API: "the API is not one of the tree's",
+    WarningType.OPTION: "a bad option value, or an option this tree's `generate.py` does not "
+                        "have or does not know (a receipt neither its help nor its codegen "
+                        "lists)",
+    WarningType.GENERATE: "`generate.py` (or its analysis) failed or timed out, or "
+                          "`fmha_python` is not a Python",
+    WarningType.SUSPICIOUS: "`generate.py` succeeded but listed no kernel, or listed other "
+                            "kernels than the analysis observed",
+    WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel, or it "
+                        "uses `,` / `@` in a way this API does not split on",
+    WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",
+    WarningType.MODEL: "the model's prediction of a filter differs from `generate.py`",
+    WarningType.RECOMMEND: "the recommended minimal set cannot be made",
+    WarningType.GAP: "the analysis could not determine something (listed in the guide)",
+    WarningType.ANALYSIS: "any other analysis failure",
+}
 
 
 def stderr_tail(text: str) -> str:

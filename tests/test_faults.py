@@ -110,8 +110,11 @@ class Case:
         assert not list(self.tmpdir.glob("fmha-*")), "temporary folders left behind"
 
 
-def one_error(ran, code: int, *needles: str) -> str:
+def one_error(ran, code: int, *needles: str, seconds: float = 30) -> str:
+    """An error as the matrix wants it: its exit status, one line (plus generate.py's
+    stderr tail), no traceback, in bounded time (the synthetic trees run in ~1 s)."""
     assert ran.returncode == code, (ran.returncode, ran.stderr[-2000:])
+    assert ran.seconds < seconds, ran.seconds
     assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
     assert ran.stderr.startswith("sphinxext-fmha: "), ran.stderr[:500]
     for needle in needles:
@@ -215,6 +218,8 @@ def test_timeout_must_be_positive(tmp_path, good_root):
     case = Case(tmp_path, good_root)
     ran = case.cli("analyze", "--api", "toy", "--timeout", "0")
     assert ran.returncode == 2 and "greater than 0" in ran.stderr and "Traceback" not in ran.stderr
+    assert ran.seconds < 30
+    case.assert_clean()
 
 
 def test_cache_dir_that_is_a_file(tmp_path, good_root):

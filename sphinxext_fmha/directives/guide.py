@@ -14,6 +14,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx import addnodes
 
+from ..errors import WarningType
 from ..model import FilterCheck
 from ..options import check_filter_text
 from ..render.collect import (
@@ -89,7 +90,7 @@ class KernelGuideDirective(FmhaDirective):
             before.extend(self.report(problem))
         self.warn_suspicious(data.model)
         if data.model.gaps:
-            self.warn("gap", "%s: the analysis left %d gap(s): %s" % (
+            self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
                 api, len(data.model.gaps), "; ".join(
                     "%s (%s)%s" % (g.what, g.where, ": " + g.why if g.why else "")
                     for g in data.model.gaps)))
@@ -139,8 +140,8 @@ class FilterCheckDirective(FmhaDirective):
             check = session.check(api, filter_text, options)
         except Exception as exc:  # noqa: BLE001
             problem = problem_of(exc)
-            if problem.kind == "generate":
-                problem.kind = "filter"
+            if problem.kind == WarningType.GENERATE:
+                problem.kind = WarningType.FILTER
                 problem.message = "generate.py rejects the filter %r: %s" % (filter_text,
                                                                          problem.message)
             return self.report(problem)
@@ -149,14 +150,14 @@ class FilterCheckDirective(FmhaDirective):
             if check.notes:
                 message += " (" + "; ".join(n for n in check.notes
                                             if n != "the filter selects no kernel") + ")"
-            return self.report(Problem("filter", message.replace(" ()", ""), check.command))
+            return self.report(Problem(WarningType.FILTER, message.replace(" ()", ""), check.command))
         if not check.verified:
-            self.warn("model", "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
+            self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
                                                  or "the model's prediction differs"))
         results = self._expectations(check, expect_count, expect_keep, expect_drop)
         for text, ok in results:
             if not ok:
-                self.warn("expectation", "%s -f %r: expected %s (command: %s)"
+                self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
                           % (api, filter_text, text, check.command))
         container = nodes.container(classes=["fmha-filter-check"])
         self.set_source_info(container)

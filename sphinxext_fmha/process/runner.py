@@ -330,8 +330,8 @@ class GenerateRunner:
             outdir = workdir / "generated"
             outdir.mkdir()
             seconds = self._run(req, ["-o", str(outdir)], display, workdir)
-            api_paths = []
-            kernel_paths = []
+            api_paths: List[Path] = []
+            kernel_paths: List[Path] = []
             for dirpath, _dirnames, filenames in os.walk(outdir):
                 for name in filenames:
                     if not name.endswith(".cpp"):
