@@ -170,6 +170,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         if tail and not tail_shown(str(error), tail):
             _say("last lines of its stderr:\n" + tail)
         return EXIT_USAGE if kind in _INPUT_KINDS else EXIT_FAILED
+    except (SyntaxError, UnicodeDecodeError) as error:
+        _say("cannot read the CK tree's Python source: %s: %s" % (type(error).__name__, error))
+        return EXIT_FAILED
+    except OSError as error:
+        _say("%s (%s)" % (error.strerror or error, error.filename or "no file name"))
+        return EXIT_FAILED
     except Exception as error:  # noqa: BLE001 - a bug of ours: one line, not a traceback
         if os.environ.get("FMHA_DEBUG"):
             raise

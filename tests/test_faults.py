@@ -47,6 +47,9 @@ FAULTS: Dict[str, str] = {
         sys.stderr.write("codegen: F_bogus is not a known field\\n")
         sys.exit(3)
     """,
+    "syntax_error": """
+        def (:
+    """,
     "huge_stderr": """
         import sys
         sys.stderr.write(("x" * 1023 + "\\n") * 14 * 1024)
@@ -154,6 +157,17 @@ def test_a_huge_stderr_is_cut_to_its_tail(tmp_path):
     case = Case(tmp_path, broken_tree(tmp_path, "huge_stderr"))
     err = one_error(case.cli("analyze", "--api", "toy"), 1, "the real reason is at the end")
     assert len(err) < 16 * 1024
+    case.assert_clean()
+
+
+def test_a_generate_py_that_does_not_parse(tmp_path):
+    case = Case(tmp_path, broken_tree(tmp_path, "syntax_error"))
+    one_error(case.cli("analyze", "--api", "toy"), 1,
+              "cannot read the CK tree's Python source: SyntaxError")
+    ran = sphinx_build(tmp_path, case, "", ".. fmha-kernel-guide:: toy\n")
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr
+    assert re.search(r"index\.rst:4: WARNING: .*Python source: invalid syntax.*"
+                     r"\[fmha\.analysis\]", ran.stderr), ran.stderr
     case.assert_clean()
 
 
