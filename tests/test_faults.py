@@ -422,3 +422,12 @@ def test_receipts_known_from_the_help_or_the_codegen(tmp_path):
     with pytest.raises(OptionError, match=r"receipt: 8 is not a receipt .* lists 0, 2, 3; "
                                           r"its codegen also tests 2, 3, 7"):
         parse_options(tree, receipt=8)
+
+
+def test_an_interpreter_that_is_not_a_python(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    ran = sphinx_build(tmp_path, case, "fmha_python = '/bin/echo'", ".. fmha-kernel-guide:: toy\n")
+    assert re.search(r"index\.rst:4: WARNING: .*fmha_python: interpreter '/bin/echo' is not a "
+                     r"Python.*\[fmha\.config\]", ran.stderr, re.S), ran.stderr
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr
+    case.assert_clean()

@@ -328,7 +328,7 @@ def python_version(python: str, cwd: Path, timeout: float = 60) -> str:
     """``X.Y.Z`` of the interpreter ``python``; :class:`GenerateError` when it cannot
     run or is not a Python (``/bin/echo`` exits 0 too)."""
     marker = "fmha-python-version"
-    code = f"import sys; print({marker!r}, sys.version.split()[0])"
+    code = f'import sys; print("{marker}", sys.version.split()[0])'
     display = shlex.join([os.path.basename(python), "-c", code])
     with scratch("fmha-python-") as workdir:
         outcome = run([python, "-c", code], cwd=cwd, workdir=workdir, timeout=timeout,
