@@ -431,3 +431,25 @@ def test_an_interpreter_that_is_not_a_python(tmp_path, good_root):
                      r"Python.*\[fmha\.config\]", ran.stderr, re.S), ran.stderr
     assert ran.returncode == 0 and "Traceback" not in ran.stderr
     case.assert_clean()
+
+
+def test_strict_parallel_build_counts_problems_from_every_reader(tmp_path, good_root):
+    case = Case(tmp_path, good_root)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["sphinxext_fmha"]\nfmha_strict = True\n'
+                                 'fmha_ck_root = %r\nfmha_cache_dir = %r\n'
+                                 % (str(good_root), str(tmp_path / "cache")))
+    pages = ["a", "b", "c", "d", "e", "f", "g", "h"]  # Sphinx reads in parallel above 5
+    (src / "index.rst").write_text("Index\n=====\n\n.. toctree::\n\n"
+                                   + "".join("   %s\n" % p for p in pages))
+    for page in pages:
+        (src / (page + ".rst")).write_text("%s\n===\n\n.. fmha-kernel-guide:: no_%s\n"
+                                           % (page.upper(), page))
+    ran = run_child([sys.executable, "-m", "sphinx", "-q", "-j", "2", "-b", "text", str(src),
+                     str(tmp_path / "out")], cwd=tmp_path, env=case.env, timeout=300)
+    assert ran.returncode == 1, ran.stderr
+    for page in pages:
+        assert re.search(r"%s\.rst:4: ERROR: .*no_%s" % (page, page), ran.stderr), ran.stderr
+    assert "fmha_strict: 8 problem(s)" in ran.stderr and "Traceback" not in ran.stderr
+    case.assert_clean()
