@@ -16,8 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
 from .locate import fmha_dir as fmha_dir_of
-from .model import ApiInfo, ApiModel, FilterCheck, Recommendation
-from .model import from_dict, to_dict
+from .model import ApiInfo, ApiModel, FilterCheck, Recommendation, from_dict, to_dict
 from .process.cache import DiskCache, tree_digest, tree_files
 from .process.runner import GenerateError, GenerateRunner
 

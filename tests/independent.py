@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Set
 
-from launch_twin import run_child
 from sphinxext_fmha.locate import fmha_dir
+
+from launch_twin import run_child
 
 
 def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:

@@ -16,7 +16,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
-from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..model import (
     ApiInfo,
     ApiModel,
@@ -29,6 +28,7 @@ from ..model import (
     KernelType,
     to_dict,
 )
+from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
 from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
@@ -63,7 +63,7 @@ class Tree:
     gaps: List[Gap]
 
     @classmethod
-    def load(cls, ck_root: Path) -> "Tree":
+    def load(cls, ck_root: Path) -> Tree:
         ck_root = Path(ck_root)
         apis, gaps = discover_apis(ck_root)
         return cls(ck_root, fmha_dir_of(ck_root), apis, generate_options(ck_root), gaps)
@@ -330,8 +330,8 @@ def _add_constant_fields(kernel_types: List[KernelType], observed: dict, facts: 
 def _first_listed(observed: dict, class_name: str) -> int:
     for index, record in enumerate(observed["records"]):
         if record["class"] == class_name:
-            order = observed["listing"].index(record["filename"]) if record["filename"] in observed["listing"] else index
-            return order
+            listing = observed["listing"]
+            return listing.index(record["filename"]) if record["filename"] in listing else index
     return 0
 
 

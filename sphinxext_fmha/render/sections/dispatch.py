@@ -36,7 +36,7 @@ def dispatch_section(data: GuideData) -> List[Block]:
         blocks.extend(fold(["Order and padding notes from the source (%d)" % len(notes)],
                             [BulletList([[n] for n in notes])], len(notes), FOLD_ITEMS // 4))
     if dispatch.unreachable:
-        items = [["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))]
+        items: List[Inlines] = [["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))]
                  for entry in dispatch.unreachable]
         blocks.append(Para([Strong("Unreachable kernels"), " (an earlier dispatch branch always "
                             "catches their calls):"]))

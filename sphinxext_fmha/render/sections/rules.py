@@ -8,6 +8,7 @@ from ..collect import GuideData
 from ..ir import (
     Block,
     Code,
+    Inlines,
     Para,
     Table,
 )
@@ -18,8 +19,9 @@ def rules_section(data: GuideData) -> List[Block]:
     model = data.model
     blocks: List[Block] = []
     if model.skip_conditions:
-        rows = [[[s.kind], [Code(s.source)], [s.reading], [Code(s.where)] if s.where else []]
-                for s in model.skip_conditions]
+        rows: List[List[Inlines]] = [
+            [[s.kind], [Code(s.source)], [s.reading], [Code(s.where)] if s.where else []]
+            for s in model.skip_conditions]
         table = Table(header=["Kind", "Condition", "Reading", "Where"], rows=rows,
                       classes=["fmha-skips"])
         blocks.append(Para(["Conditions under which the codegen skips a combination or a "
