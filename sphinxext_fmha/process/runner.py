@@ -192,7 +192,7 @@ class GenerateRunner:
     ) -> None:
         self.fmha_dir = Path(fmha_dir).resolve()
         if not (self.fmha_dir / "generate.py").is_file():
-            raise GenerateError(f"no generate.py in {self.fmha_dir}")
+            raise GenerateError(f"no generate.py in {self.fmha_dir}", kind=WarningType.CK_ROOT)
         self.python = python
         self.cache = cache
         self.timeout = timeout
