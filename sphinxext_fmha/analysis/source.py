@@ -1239,7 +1239,7 @@ class _Analysis:
         return table
 
     def _class_ref(self, name: str) -> Any:
-        from .pysource import _ClassRef  # local import: private helper type
+        from .pyeval import ClassRef as _ClassRef
 
         return _ClassRef(name)
 
