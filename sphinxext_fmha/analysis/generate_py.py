@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Un
 from ..locate import FMHA_SUBDIR, fmha_dir
 from ..model import ApiInfo, Gap, GenerateOption
 from .pyeval import Evaluator, ModuleRef, Unknown
-from .pyparse import dotted
+from .pyparse import assigned_names, dotted
 
 __all__ = [
     "DEFAULT_REQUIRED_FUNCTIONS",
@@ -69,18 +69,11 @@ def _module_constants(module: ast.Module) -> Dict[str, Any]:
     """Module-level ``NAME = <constant expression>`` assignments (last one wins)."""
     consts: Dict[str, Any] = {}
     for stmt in module.body:
-        targets: List[ast.expr] = []
-        value: Optional[ast.expr] = None
-        if isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets, value = [stmt.target], stmt.value
-        for target in targets:
-            if isinstance(target, ast.Name):
-                try:
-                    consts[target.id] = _evaluate(value, consts)  # type: ignore[arg-type]
-                except Unknown:
-                    consts.pop(target.id, None)
+        for name, value in assigned_names(stmt):
+            try:
+                consts[name] = _evaluate(value, consts)
+            except Unknown:
+                consts.pop(name, None)
     return consts
 
 
@@ -407,7 +400,8 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
         for api_name, stem in sorted(table.literal.items()):
             if stem not in stems:
                 apis.append(ApiInfo(name=api_name, module=stem, source="", in_generate=True))
-                gaps.append(Gap(what=f"generate.py lists API {api_name!r} but codegen/ops/{stem}.py is missing",
+                gaps.append(Gap(what=f"generate.py lists API {api_name!r} "
+                                     f"but codegen/ops/{stem}.py is missing",
                                 where=_where(_GENERATE, table.node), why="the API cannot be analysed"))
     return apis, gaps
 
@@ -549,7 +543,8 @@ def option_split(ck_root: PathLike, dest: str) -> Optional[str]:
         if not (isinstance(func, ast.Attribute) and func.attr in ("split", "rsplit")):
             continue
         target = func.value
-        hit = (isinstance(target, ast.Attribute) and target.attr == dest and isinstance(target.value, ast.Name)) or (
+        hit = (isinstance(target, ast.Attribute) and target.attr == dest
+               and isinstance(target.value, ast.Name)) or (
             isinstance(target, ast.Name) and target.id in aliases
         )
         if not hit:

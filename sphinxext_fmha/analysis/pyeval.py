@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-from .pyparse import dotted
+from .pyparse import FunctionNode, dotted
 
 __all__ = [
     "Unknown",
@@ -47,7 +47,7 @@ class Obj:
 class Closure:
     """A function of the analysed code, with the environment it was defined in."""
 
-    node: ast.FunctionDef
+    node: FunctionNode
     env: Dict[str, Any]
     self_obj: Any = None
 
@@ -71,7 +71,8 @@ _OPAQUE = (Obj, Closure, ClassRef, ModuleRef)
 
 #: Errors a builtin or an operator raises on values it does not accept: the analysed
 #: code would fail (or do something else) there, so the value is unknown.
-_VALUE_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError, OverflowError)
+_VALUE_ERRORS = (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError,
+                 OverflowError)
 
 SAFE_BUILTINS: Dict[str, Callable[..., Any]] = {
     "str": str, "int": int, "float": float, "bool": bool, "len": len, "list": list,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .pyeval import ClassRef, Closure, Evaluator, Obj, Unknown
-from .pyparse import ParsedModule, dotted, segment
+from .pyparse import FunctionNode, ParsedModule, dotted, segment
 
 __all__ = ["Interpreter"]
 
@@ -50,7 +50,7 @@ class Interpreter(Evaluator):
 
     def __init__(self, classes: Dict[str, ast.ClassDef],
                  global_lookup: Callable[[str], Any],
-                 functions: Optional[Dict[str, ast.FunctionDef]] = None,
+                 functions: Optional[Dict[str, FunctionNode]] = None,
                  node_modules: Optional[Dict[int, ParsedModule]] = None) -> None:
         super().__init__(global_lookup)
         self.classes = classes
@@ -185,7 +185,8 @@ class Interpreter(Evaluator):
 
     def call_closure(self, closure: Closure, args: List[Any], kwargs: Dict[str, Any]) -> Any:
         """Call an analysed function (a bound method carries its ``self``)."""
-        return self.call_function(closure.node, args, kwargs, self_obj=closure.self_obj, closure_env=closure.env)
+        return self.call_function(closure.node, args, kwargs, self_obj=closure.self_obj,
+                                  closure_env=closure.env)
 
     def class_attribute(self, ref: ClassRef, name: str) -> Any:
         """``Class.method`` (unbound) or ``Class.CONSTANT``."""
@@ -198,7 +199,7 @@ class Interpreter(Evaluator):
 
     # ---- function calls -----------------------------------------------------------------
 
-    def call_function(self, fn: ast.FunctionDef, args: List[Any], kwargs: Dict[str, Any],
+    def call_function(self, fn: FunctionNode, args: List[Any], kwargs: Dict[str, Any],
                       self_obj: Any = None, closure_env: Optional[Dict[str, Any]] = None) -> Any:
         """Run ``fn``'s body with the given arguments and return what it returns."""
         if self.depth >= self.MAX_DEPTH:

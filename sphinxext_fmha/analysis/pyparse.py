@@ -14,7 +14,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 __all__ = [
     "ParsedModule",
@@ -28,7 +28,14 @@ __all__ = [
     "parent_map",
     "walk_no_nested",
     "fold_str",
+    "assigned_names",
+    "FunctionNode",
+    "FUNCTION_TYPES",
 ]
+
+#: A ``def`` or ``async def`` (the analysis treats both alike).
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 # --------------------------------------------------------------------------------------
 # parsing with an in-process cache keyed by (path, sha256 of the content)
@@ -250,6 +257,15 @@ def display_name(path: str) -> str:
     if parts and parts[0] == "self" and len(parts) > 1:
         parts = parts[1:]
     return ".".join(_PREFIX.sub("", p) for p in parts)
+
+
+def assigned_names(stmt: ast.AST) -> List[Tuple[str, ast.expr]]:
+    """(name, value) pairs of ``a = b = value`` or ``a: T = value`` (other targets skipped)."""
+    if isinstance(stmt, ast.Assign):
+        return [(t.id, stmt.value) for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return [(stmt.target.id, stmt.value)]
+    return []
 
 
 def fold_str(node: ast.AST) -> Optional[str]:
