@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from ...model import Gap, Receipt
 from ..conditions import read_condition
 from ..pyparse import fold_str, parse_module, walk_no_nested
+from ..rule_receipts import rule_object_receipts
 from .astutil import (
     function_params,
     mentions,
@@ -87,15 +88,36 @@ def collect_receipts(ctx: Context) -> None:
                         reading=f"{reading_head}: {body} (in {label})",
                         where=ctx.where(first)))
                 cur = None
-    # help-text values that this module never tests
+    # receipts defined as rule objects (``get_product(receipt)``), see rule_receipts
+    for receipt in rule_object_receipts(
+            ctx.tree, ctx.receipt_names, lambda v: _label_for(v, labels), ctx.where,
+            lambda line: " ".join(ctx.pm.comments_above(line))):
+        referenced.add(receipt.value)
+        ctx.facts.receipts.append(receipt)
+    # help-text values (and ranges) that this module never tests
     for lo, hi, text, where in labels:
         if lo != hi:
+            if not any(_overlaps(v, lo, hi) for v in referenced):
+                ctx.facts.receipts.append(Receipt(
+                    value=f"{lo}-{hi}", label=text, conditions=[],
+                    reading="no value of this range is referenced in this module: only "
+                            "conditions that apply to every receipt", where=where))
             continue
         if str(lo) not in referenced:
             ctx.facts.receipts.append(Receipt(
                 value=str(lo), label=text, conditions=[],
                 reading="not referenced in this module: only conditions that apply to every receipt",
                 where=where))
+
+
+def _overlaps(value: str, lo: int, hi: int) -> bool:
+    """Whether a receipt value (``"2"``, ``"100-199"``, ``"-99"``) meets ``lo..hi``."""
+    m = re.match(r"^(\d*)-(\d*)$", value)
+    if m:
+        first = int(m.group(1)) if m.group(1) else lo
+        last = int(m.group(2)) if m.group(2) else hi
+        return first <= hi and lo <= last
+    return value.isdigit() and lo <= int(value) <= hi
 
 
 def _receipt_labels(ctx: Context) -> List[Tuple[int, int, str, str]]:
@@ -134,7 +156,7 @@ def _receipt_labels(ctx: Context) -> List[Tuple[int, int, str, str]]:
     return out
 
 
-def _label_for(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]]) -> str:
+def _label_for(value: str, labels: List[Tuple[int, int, str, str]]) -> str:
     m = re.match(r"^(\d+)(?:-(\d+))?$", value)
     if not m:
         return ""
@@ -264,7 +286,7 @@ def _branch_conditions(ctx: Context,
 def _make_receipt(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]], comment: str,
                   conditions: List[str], readings: List[str], effects: List[str], extra: str,
                   others: List[ast.AST], fn_label: str, node: ast.If) -> Receipt:
-    label = _label_for(ctx, value, labels) or comment
+    label = _label_for(value, labels) or comment
     parts = list(readings)
     if effects:
         parts.append("runs " + "; ".join(effects))
