@@ -90,7 +90,7 @@ class Session:
         """A result kept on disk, keyed by the tree's content, our own code and the
         interpreter: a new process (``sphinx-build -E``) reads it back."""
         key = self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
-                                 self.runner._python_id(), *parts)
+                                 self.runner.python_id(), *parts)
         hit = self.cache.get(key)
         if hit is not None:
             try:
@@ -257,16 +257,16 @@ class _RecommendRunner:
         session = self.session
         separator = session.model(self.api, self.options).filter.api_split or ""
         generate_args = session.tree.request(self.api, self.options).argv(session.tree.supported_dests())
-        return session.tree.fmha_dir, session.python, session.timeout, separator, generate_args
+        return session.python, session.tree.fmha_dir, separator, generate_args, session.timeout
 
     def driver_listing(self, filters: Sequence[str]) -> List[str]:
         from .process.driver import driver_listing
 
-        fmha_dir, python, timeout, separator, generate_args = self._driver_args()
-        return driver_listing(fmha_dir, python, timeout, separator, filters, generate_args)
+        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
+        return driver_listing(python, fmha_dir, separator, filters, generate_args, timeout)
 
     def driver_write(self, filters: Sequence[str]):
         from .process.driver import driver_write
 
-        fmha_dir, python, timeout, separator, generate_args = self._driver_args()
-        return driver_write(fmha_dir, python, timeout, separator, filters, generate_args)
+        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
+        return driver_write(python, fmha_dir, separator, filters, generate_args, timeout)

@@ -1,86 +1,81 @@
-"""One generate.py run for the union of several ``-f`` filters (``driver_script.py``).
+"""Run ``driver_script.py``: one generate.py run for the union of several filters.
 
-generate.py rewrites its API dispatch file on every run, so the union of several
-filter runs has no consistent dispatch file; the driver runs generate.py once with
-fnmatch widened to "any of the filters" (see ``driver_script.py``). Listing mode
-(``-l``) gives the kernel names, write mode (``-o``) the dispatch file and the kernel
-sources a link check needs. Outputs go to temporary folders, never into the tree.
+Started through the launcher like every other child; no Sphinx, no session.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
+import shlex
 from pathlib import Path
-from typing import List, Sequence
+from typing import TYPE_CHECKING, List, Sequence
 
-from ..cppapi.dispatch_file import kernel_trait_key
-from .runner import ApiFileResult, GenerateError
+from .launch import GenerateError, run, scratch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import ApiFileResult
 
 __all__ = ["DRIVER_SCRIPT", "run_driver", "driver_listing", "driver_write"]
 
 DRIVER_SCRIPT = Path(__file__).with_name("driver_script.py")
-_STDERR_TAIL = 20
 
 
-def run_driver(fmha_dir: Path, python: str, timeout: float, separator: str,
-               filters: Sequence[str], generate_args: Sequence[str],
-               out_args: Sequence[str]) -> None:
-    """Run the driver; raise :class:`GenerateError` (with the stderr tail) on failure.
+def run_driver(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
+               generate_args: Sequence[str], out_args: Sequence[str], timeout: float) -> None:
+    """Run the driver; raise :class:`~sphinxext_fmha.process.launch.GenerateError` (with
+    the tail of its stderr) when it fails or times out.
 
-    ``separator``: the API's ``@``-like part separator ("" when it has none);
-    ``generate_args``: generate.py's other arguments (``-a API`` and options).
+    ``separator``: the API's sub-filter separator ('' for none); ``generate_args``:
+    generate.py's arguments without ``-f``; ``out_args``: ``-l FILE`` or ``-o DIR``.
     """
-    command = [python, "-B", str(DRIVER_SCRIPT), str(fmha_dir), separator, *filters, "--",
-               *generate_args, *out_args]
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    display = " ".join(["driver_script.py", *filters, "--", *generate_args, *out_args[:1]])
-    try:
-        proc = subprocess.run(command, cwd=str(fmha_dir), env=env, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as error:
-        raise GenerateError("the driver run timed out after %g s" % timeout, command=display,
-                            timed_out=True) from error
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-_STDERR_TAIL:])
-        raise GenerateError("the driver run failed (exit code %d)\n%s" % (proc.returncode, tail),
-                            command=display, returncode=proc.returncode, stderr_tail=tail)
+    argv = [python, "-B", str(DRIVER_SCRIPT), str(fmha_dir), separator, *filters, "--",
+            *generate_args, *out_args]
+    display = shlex.join(["python", DRIVER_SCRIPT.name, ".", separator, *filters, "--",
+                          *generate_args, *out_args])
+    with scratch("fmha-driver-") as workdir:
+        outcome = run(argv, cwd=fmha_dir, workdir=workdir, timeout=timeout, display=display)
+        if not outcome.ok:
+            raise outcome.error("the driver run failed (%s): %s" % (outcome.status(), display))
 
 
-def driver_listing(fmha_dir: Path, python: str, timeout: float, separator: str,
-                   filters: Sequence[str], generate_args: Sequence[str]) -> List[str]:
-    """Kernel file names (the API dispatch file left out) the driver lists, sorted."""
-    with tempfile.TemporaryDirectory(prefix="fmha-driver-") as tmp:
-        listing = Path(tmp) / "kernels.txt"
-        run_driver(fmha_dir, python, timeout, separator, filters, generate_args,
-                   ["-l", str(listing)])
-        lines = listing.read_text(encoding="utf-8").splitlines() if listing.exists() else []
-    names = {Path(line.strip()).name for line in lines if line.strip()}
+def driver_listing(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
+                   generate_args: Sequence[str], timeout: float) -> List[str]:
+    """Kernel file names (API file left out) the driver run lists, sorted."""
+    with scratch("fmha-driver-list-") as tmp:
+        listing = tmp / "kernels.txt"
+        run_driver(python, fmha_dir, separator, filters, generate_args, ["-l", str(listing)],
+                   timeout)
+        try:
+            lines = listing.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            lines = []
+    names = [Path(line.strip()).name for line in lines if line.strip()]
     return sorted(n for n in names if not n.endswith("_api.cpp"))
 
 
-def driver_write(fmha_dir: Path, python: str, timeout: float, separator: str,
-                 filters: Sequence[str], generate_args: Sequence[str]) -> ApiFileResult:
-    """The driver in write mode: the dispatch file and each kernel's trait keys.
+def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
+                 generate_args: Sequence[str], timeout: float) -> "ApiFileResult":
+    """The driver in write mode (``-o`` into a temporary folder): the dispatch file and
+    each kernel file's trait keys, for a link check.
 
-    Write mode runs code that listing mode skips (newer CK checks in ``write_blobs``
-    that every split-KV kernel has its combine kernel), so a set that lists can still
-    fail here; the failure is raised with generate.py's stderr.
+    Write mode runs code listing mode skips (newer CK asserts in ``write_blobs`` that
+    every split-KV kernel has its combine kernel), so a set that lists can still fail
+    here; the failure is raised with generate.py's stderr.
     """
-    with tempfile.TemporaryDirectory(prefix="fmha-driver-") as tmp:
-        out = Path(tmp) / "generated"
+    from ..cppapi.dispatch_file import kernel_trait_key
+    from .runner import ApiFileResult
+
+    with scratch("fmha-driver-write-") as tmp:
+        out = tmp / "generated"
         out.mkdir()
-        run_driver(fmha_dir, python, timeout, separator, filters, generate_args,
-                   ["-o", str(out)])
+        run_driver(python, fmha_dir, separator, filters, generate_args, ["-o", str(out)],
+                   timeout)
         api_files = sorted(out.rglob("*_api.cpp"))
-        kernels = sorted(p for p in out.rglob("*.cpp") if not p.name.endswith("_api.cpp"))
         if len(api_files) != 1:
             raise GenerateError("the driver wrote %d API dispatch files, expected one"
                                 % len(api_files))
         text = api_files[0].read_text(encoding="utf-8", errors="replace")
         traits = {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-                  for p in kernels}
+                  for p in sorted(out.rglob("*.cpp")) if not p.name.endswith("_api.cpp")}
     return ApiFileResult(command="sphinxext-fmha generate ... -o generated",
                          api_file=api_files[0].name, text=text, kernel_files=sorted(traits),
                          kernel_traits=traits, seconds=0.0)

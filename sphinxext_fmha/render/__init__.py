@@ -31,7 +31,7 @@ __all__ = [
 
 def render_guide_markdown(session, api, options=None, sections=None):
     """See :func:`sphinxext_fmha.render.markdown.render_guide_markdown`."""
-    from ..analysis.analyze import Options
+    from ..options import Options
     from .markdown import render_guide_markdown as _render
 
     return _render(session, api, options if options is not None else Options(), sections)

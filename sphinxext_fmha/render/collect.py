@@ -12,9 +12,10 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
-from ..analysis.analyze import AnalysisError, Options, UnknownApiError
+from ..errors import FmhaError, WarningType, tail_shown
+from ..options import OptionError, Options, merge_options, parse_options
 from ..model import ApiModel, FilterCheck, Recommendation
 from ..verify.token_facts import (
     TokenCounts,
@@ -38,7 +39,9 @@ __all__ = [
     "parse_options",
     "parse_sections",
     "problem_of",
+    "merge_options",
     "source_rel",
+    "suspicious_problems",
     "token_counts",
 ]
 
@@ -72,140 +75,64 @@ _ALIASES = {
 }
 
 
-class OptionError(AnalysisError):
-    """A directive/CLI option value that cannot be used (checked before running)."""
-
-
 @dataclass
 class Problem:
     """One failure, ready to be reported: ``kind`` is the warning subtype."""
 
-    kind: str
+    kind: WarningType
     message: str
     command: str = ""
     stderr_tail: str = ""
+
+    def __post_init__(self) -> None:
+        self.kind = WarningType(self.kind)  # a bare string must name a known subtype
 
     def details(self) -> str:
         """The message, the failed command and the tail of its stderr."""
         lines = [self.message.rstrip()]
         if self.command and self.command not in self.message:
             lines.append("command: " + self.command)
-        if self.stderr_tail and self.stderr_tail.strip() not in self.message:
+        if self.stderr_tail and not tail_shown(self.message, self.stderr_tail):
             lines.append("stderr (last lines):")
             lines.extend("    " + line for line in self.stderr_tail.rstrip().splitlines())
         return "\n".join(lines)
 
 
 def problem_of(exc: BaseException) -> Problem:
-    """Classify an exception raised while building a guide."""
-    from ..analysis.observe import ProbeError
+    """The :class:`Problem` of an exception raised while building a guide: our errors
+    carry their kind; anything else is an analysis failure (a bug, named as such)."""
     from ..locate import CKRootNotFound
-    from ..process.runner import GenerateError
 
+    if isinstance(exc, FmhaError):
+        return Problem(exc.kind, str(exc), exc.command, exc.stderr_tail)
     if isinstance(exc, CKRootNotFound):
-        return Problem("ck-root", str(exc).splitlines()[0])
-    if isinstance(exc, UnknownApiError):
-        return Problem("api", str(exc))
-    if isinstance(exc, OptionError):
-        return Problem("option", str(exc))
-    if isinstance(exc, AnalysisError):
-        text = str(exc)
-        return Problem("option" if " option" in text else "analysis", text)
-    if isinstance(exc, GenerateError):
-        text = str(exc)
-        if text.startswith("invalid API name"):
-            return Problem("api", text)
-        if "has no option" in text:
-            return Problem("option", text)
-        return Problem("generate", text, exc.command, exc.stderr_tail)
-    if isinstance(exc, ProbeError):
-        return Problem("generate", str(exc), exc.command, exc.stderr_tail)
+        return Problem(WarningType.CK_ROOT, str(exc).splitlines()[0])
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-        return Problem("ck-root", "%s: %s" % (type(exc).__name__, exc))
+        return Problem(WarningType.CK_ROOT, "%s: %s" % (type(exc).__name__, exc))
     if isinstance(exc, SyntaxError):
-        return Problem("analysis", "cannot read the CK tree's Python source: %s" % exc)
-    return Problem("analysis", "%s: %s" % (type(exc).__name__, exc))
+        return Problem(WarningType.ANALYSIS,
+                       "cannot read the CK tree's Python source: %s" % exc)
+    return Problem(WarningType.ANALYSIS, "%s: %s" % (type(exc).__name__, exc))
 
 
-# --------------------------------------------------------------------------- options
+def suspicious_problems(model: ApiModel) -> List[Problem]:
+    """Successes that should not be trusted: generate.py exited 0 but listed no kernel,
+    or listed other kernels than the analysis observed it create."""
+    problems = []
+    if model.baseline.count == 0:
+        problems.append(Problem(WarningType.SUSPICIOUS, (
+            "%s: generate.py exited with 0 but listed no kernel (with options %s); the "
+            "guide has nothing to show. Check the options (receipt, targets, optdim)"
+            % (model.api, ", ".join("%s=%s" % kv for kv in sorted(model.options.items()))
+               or "none"))))
+    elif model.checks.get("listing_matches_observation") is False:
+        problems.append(Problem(WarningType.SUSPICIOUS, (
+            "%s: generate.py's listing and the kernel objects observed while it ran disagree; "
+            "counts in the guide come from the listing" % model.api)))
+    return problems
 
 
-def _text(value: object) -> Optional[str]:
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v).strip() for v in value)
-    text = str(value).strip()
-    return text if text else None
-
-
-_TARGET_RE = re.compile(r"^[A-Za-z0-9_]+$")
-_WORD_RE = re.compile(r"^[A-Za-z0-9_]+$")
-
-
-def _mask_choices(help_text: str) -> List[str]:
-    """Alternatives spelled ``a/b[/c]`` in generate.py's ``-m`` help text."""
-    for word in re.findall(r"[A-Za-z_]+(?:/[A-Za-z_]+)+", help_text or ""):
-        return word.split("/")
-    return []
-
-
-def parse_options(tree=None, *, targets: object = None, mask: object = None,
-                  receipt: object = None, optdim: object = None) -> Options:
-    """Check option values and build :class:`Options` (raises :class:`OptionError`).
-
-    ``tree`` (an :class:`~sphinxext_fmha.analysis.analyze.Tree`) adds the checks that
-    need the tree: the option exists in its generate.py, and ``mask`` is one of the
-    alternatives its ``-m`` help lists.
-    """
-    targets_text = _text(targets)
-    mask_text = _text(mask)
-    receipt_text = _text(receipt)
-    optdim_text = _text(optdim)
-    receipt_value: Optional[int] = None
-    if targets_text is not None:
-        parts = [p.strip() for p in targets_text.split(",")]
-        if not all(_TARGET_RE.match(p) for p in parts):
-            raise OptionError("targets: %r is not a comma-separated list of GPU targets "
-                              "(e.g. gfx90a,gfx942)" % targets_text)
-        targets_text = ",".join(parts)
-    if mask_text is not None and not _WORD_RE.match(mask_text):
-        raise OptionError("mask: %r is not a mask mode (e.g. simplified, generic)" % mask_text)
-    if receipt_text is not None:
-        try:
-            receipt_value = int(receipt_text)
-        except ValueError:
-            raise OptionError("receipt: %r is not an integer" % receipt_text) from None
-    if optdim_text is not None:
-        parts = [p.strip() for p in optdim_text.split(",")]
-        if not all(re.fullmatch(r"-?\d+", p) for p in parts):
-            raise OptionError("optdim: %r is not a comma-separated list of head dimensions "
-                              "(or -1)" % optdim_text)
-        optdim_text = ",".join(parts)
-    options = Options(targets=targets_text, mask=mask_text, receipt=receipt_value,
-                      optdim=optdim_text)
-    if tree is not None:
-        flags = {"targets": "--targets", "mask": "-m", "receipt": "-r", "optdim": "--optdim"}
-        for dest, flag in flags.items():
-            if getattr(options, dest) is not None and tree.option(dest) is None:
-                have = ", ".join(sorted(o.dest for o in tree.options))
-                raise OptionError("%s: this CK tree's generate.py has no %s option "
-                                  "(it has: %s)" % (dest, flag, have))
-        if mask_text is not None:
-            choices = _mask_choices(tree.option("mask").help if tree.option("mask") else "")
-            if choices and mask_text not in choices:
-                raise OptionError("mask: %r is not one of %s (from generate.py -m's help)"
-                                  % (mask_text, ", ".join(choices)))
-    return options
-
-
-def merge_options(base: Options, **overrides: object) -> Dict[str, object]:
-    """Option values: the directive's own when given, else the configuration's."""
-    values: Dict[str, object] = {}
-    for name in ("targets", "mask", "receipt", "optdim"):
-        value = overrides.get(name)
-        values[name] = value if value not in (None, "") else getattr(base, name)
-    return values
+# --------------------------------------------------------------------------- sections
 
 
 def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
@@ -325,7 +252,7 @@ def collect_guide(session: "Session", api: str, options: Options = Options(), *,
             data.recommendation = session.recommend(api, options)
         except (ImportError, NotImplementedError) as exc:
             data.recommendation_problem = Problem(
-                "recommend", "the recommended minimal set is not available in this version "
+                WarningType.RECOMMEND, "the recommended minimal set is not available in this version "
                 "of sphinxext-fmha (%s: %s)" % (type(exc).__name__, exc))
         except Exception as exc:  # noqa: BLE001 - reported, never a traceback
             problem = problem_of(exc)

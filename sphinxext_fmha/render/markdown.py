@@ -11,8 +11,8 @@ import html
 import re
 from typing import TYPE_CHECKING, List, Optional, Sequence
 
-from ..analysis.analyze import Options
 from ..model import FilterCheck, Recommendation
+from ..options import Options
 from .collect import GuideData, collect_guide, needs_dispatch_reading, parse_sections
 from .diagram import diagram_text
 from .guide import (

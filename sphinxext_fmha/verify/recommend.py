@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
-from ..analysis.analyze import Options
+from ..options import Options
 from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation
+from ..options import cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
@@ -291,13 +292,9 @@ def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
 
 def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:
     parts = ["sphinxext-fmha", "generate", "--ck-root", ".", "--api", api]
-    for dest, flag in (("targets", "--targets"), ("mask", "--mask"), ("receipt", "--receipt"),
-                       ("optdim", "--optdim")):
-        value = getattr(options, dest)
-        if value is not None:
-            parts += [flag, str(value)]
+    for dest, value in options.given().items():
+        parts += [cli_flag(dest), str(value)]
     for text in filters:
         parts += ["-f", text]
     parts += ["-o", "generated"]
     return " ".join(shlex.quote(p) for p in parts)
-

@@ -114,7 +114,7 @@ def _core(combos: List[Tuple[int, ...]]) -> set:
 def _sensitive(columns: List[List[str]], values: List[Optional[str]]) -> List[Tuple[int, ...]]:
     """Fallback when no three columns determine ``values``: each column on its own for
     which two rows that differ only in that column have different values."""
-    found = []
+    found: List[Tuple[int, ...]] = []
     rows = range(len(values))
     for index in range(len(columns)):
         seen: Dict[Tuple[str, ...], Optional[str]] = {}
@@ -176,7 +176,7 @@ def _class_groups(class_name: str, labels: List[str],
     columns.append([item[1] for item in reached])
     names = labels + [_ARCH]
     slot_terms: List[Dict[str, Tuple[str, str]]] = [
-        {slot: (cpp, words) for slot, cpp, words in item[2]["terms"]} for item in reached]
+        {slot: (cpp, words) for slot, cpp, words in (item[2] or {})["terms"]} for item in reached]
     slots: List[str] = []
     for terms in slot_terms:
         slots.extend(s for s in terms if s not in slots)
@@ -212,9 +212,9 @@ def _class_groups(class_name: str, labels: List[str],
             group.files.append(filename)
             group.varying = group.varying or bool(info and info.get("varying"))
             for partner in partners:
-                values = group.where.setdefault(names[partner], [])
-                if columns[partner][row] not in values:
-                    values.append(columns[partner][row])
+                partner_values = group.where.setdefault(names[partner], [])
+                if columns[partner][row] not in partner_values:
+                    partner_values.append(columns[partner][row])
         for tokens, _, info, filename in items:
             if info is None:
                 groups = by_token.setdefault(tokens[index], {})
