@@ -23,7 +23,8 @@ extensions = ["myst_parser", "sphinx_design", "sphinxext_fmha"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build"]
 myst_enable_extensions = ["colon_fence", "deflist"]
-html_theme = "alabaster"
+html_theme = "sphinx_book_theme"
+html_theme_options = {"show_toc_level": 2}
 html_title = "sphinxext-fmha"
 
 #: The CK tree the live guides are built from (see sphinxext_fmha/data/ck-corpus.toml).

@@ -17,6 +17,7 @@ from ..ir import (
     Inlines,
     Para,
     Strong,
+    SubHeading,
     Table,
     join,
 )
@@ -45,31 +46,42 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
                         classes=["fmha-check-counts"]))
     changed = [row for row in check.breakdown if any(c.selected != c.baseline for c in row.counts)]
     unchanged = [row for row in check.breakdown if row not in changed]
-    several = len({row.kernel_type for row in check.breakdown}) > 1
+    by_type = sorted({row.kernel_type for row in check.breakdown},
+                     key=lambda name: (classes.index(name) if name in classes else len(classes), name))
+    several = len(by_type) > 1
     if changed:
+        blocks.append(Para(["Segments the filter changes:"]))
+    for kernel_type in by_type:
         rows = []
         for row in changed:
+            if row.kernel_type != kernel_type:
+                continue
             for count in row.counts:
                 if not count.baseline and not count.selected:
                     continue
-                cells = [[row.segment], token_cell(count.token), [count.meaning],
-                         [str(count.baseline)], [str(count.selected)]]
-                if several:
-                    cells.insert(0, [Code(row.kernel_type)])
-                rows.append(cells)
-        header = ["Segment", "Token", "Meaning", "All", "Selected"]
-        if several:
-            header.insert(0, "Sub-type")
-        table = Table(header=header, rows=rows, classes=["fmha-breakdown"])
-        blocks.append(Para(["Segments the filter changes:"]))
-        blocks.extend(fold(["Breakdown: %s" % plural(len(rows), "row")], [table], len(rows),
-                            FOLD_ROWS * 2))
+                rows.append([[row.segment], token_cell(count.token), [str(count.baseline)],
+                             [str(count.selected)], [count.meaning]])
+        if not rows:
+            continue
+        table = Table(header=["Segment", "Token", "All", "Selected", "Meaning"], rows=rows,
+                      classes=["fmha-breakdown"], counts_after=None)
+        title: Inlines = (["Breakdown of ", Code(kernel_type), ": %s" % plural(len(rows), "row")]
+                          if several else ["Breakdown: %s" % plural(len(rows), "row")])
+        if several and len(rows) <= FOLD_ROWS:
+            blocks.append(SubHeading([Code(kernel_type)]))
+        blocks.extend(fold(title, [table], len(rows), FOLD_ROWS))
     if unchanged:
-        names = sorted({(row.kernel_type, row.segment) for row in unchanged},
-                       key=lambda p: (classes.index(p[0]) if p[0] in classes else 99, p[1]))
-        blocks.append(Para(["Unchanged segments: "] + join(
-            [[row_seg if not several else "%s %s" % (row_type, row_seg)]
-             for row_type, row_seg in names]) + ["."]))
+        items: List[Inlines] = []
+        for kernel_type in by_type:
+            segments = sorted({row.segment for row in unchanged if row.kernel_type == kernel_type})
+            if segments:
+                items.append(([Code(kernel_type), ": "] if several else [])
+                             + join([[s] for s in segments]))
+        if several:
+            blocks.append(Para(["Unchanged segments:"]))
+            blocks.append(BulletList(items))
+        else:
+            blocks.append(Para(["Unchanged segments: "] + items[0] + ["."]))
     if check.side_effects:
         blocks.append(Admonition("note", [Para(["Side effects (tokens dropped that the filter "
                                                 "does not name):"]),
@@ -77,7 +89,13 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
     if check.notes:
         blocks.append(BulletList([[n] for n in check.notes]))
     expectations = list(expectations)
-    if expectations:
-        blocks.append(BulletList([[text, ": ", Strong("met" if ok else "NOT met")]
-                                  for text, ok in expectations]))
+    met = [text for text, ok in expectations if ok]
+    failed = [text for text, ok in expectations if not ok]
+    if failed:
+        blocks.append(Admonition("warning", [
+            Para([Strong("Expectation not met:" if len(failed) == 1 else "Expectations not met:")]),
+            BulletList([["Expected ", text, "."] for text in failed])],
+            classes=["fmha-expectation"]))
+    if met:
+        blocks.append(BulletList([[text, ": ", Strong("met")] for text in met]))
     return blocks

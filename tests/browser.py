@@ -1,0 +1,243 @@
+"""A real browser for the tests: Debian's Chromium driven by Playwright for Python.
+
+Import the fixtures into a test module (``from browser import browser_page, chromium``)
+or use the helpers:
+
+* :func:`find_chromium`: the system Chromium (``FMHA_CHROMIUM``, else ``chromium`` /
+  ``chromium-browser`` / ``google-chrome`` on ``PATH``); Playwright's own browser
+  download is never used (``.ci/install-browser`` installs Debian's ``chromium``).
+* :func:`serve`: a built HTML folder on a free localhost port, in a thread.
+* fixtures ``chromium`` (one browser per session; the test FAILS when Chromium or
+  Playwright is missing, unless ``FMHA_NO_BROWSER=1`` asks to skip) and
+  ``browser_page(url, *, dark, width)`` (a page at 1400 px by default; a screenshot of
+  every page a failing test opened is written to ``tests/artifacts/``).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import socketserver
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def find_chromium() -> Optional[str]:
+    """The system Chromium's path, or None."""
+    explicit = os.environ.get("FMHA_CHROMIUM")
+    if explicit:
+        return explicit if Path(explicit).exists() else None
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _skip_browser() -> bool:
+    return os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+@contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` on ``http://127.0.0.1:<free port>/``; yields that base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = _Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield "http://127.0.0.1:%d/" % server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """A launched headless Chromium (Playwright ``Browser``)."""
+    if _skip_browser():
+        pytest.skip("FMHA_NO_BROWSER=1")
+    executable = find_chromium()
+    if executable is None:
+        pytest.fail("no Chromium found: run `bash .ci/install-browser` (Debian's chromium) "
+                    "or set FMHA_CHROMIUM; FMHA_NO_BROWSER=1 skips the browser tests",
+                    pytrace=False)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright for Python is missing: pip install -e '.[test]'", pytrace=False)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def browser_page(request, chromium):
+    """``open(url, dark=False, width=1400)`` -> a loaded Playwright ``Page``.
+
+    Pages are closed after the test; when the test failed, each is first saved as
+    ``tests/artifacts/<test>-<n>.png`` (full page)."""
+    opened: List = []
+    failures_before = request.session.testsfailed
+
+    def open_page(url: str, dark: bool = False, width: int = 1400, height: int = 900):
+        context = chromium.new_context(viewport={"width": width, "height": height},
+                                       color_scheme="dark" if dark else "light")
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        if dark:
+            # pydata-sphinx-theme follows data-mode (auto -> prefers-color-scheme); set
+            # it explicitly so the check does not depend on the theme's default mode.
+            page.evaluate("() => { const h = document.documentElement;"
+                          " h.dataset.mode = 'dark'; h.dataset.theme = 'dark'; }")
+        opened.append(page)
+        return page
+
+    yield open_page
+    # The test's own failure is counted before its fixtures are torn down.
+    failed = request.session.testsfailed > failures_before
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    for index, page in enumerate(opened):
+        if failed:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            try:
+                page.screenshot(path=str(ARTIFACTS / ("%s-%d.png" % (name, index))), full_page=True)
+            except Exception:  # noqa: BLE001 - a screenshot must not hide the failure
+                pass
+        page.context.close()
+
+
+# --------------------------------------------------------------------------- page checks
+
+#: Measures a rendered page (all dropdowns opened first) and returns what a reader
+#: would see as broken: tables wider than their container, code blocks that scroll
+#: (cut commands), horizontal page scroll, diagram labels outside their segments,
+#: diagram text below 4.5:1 contrast against what is really painted behind it.
+PAGE_PROBLEMS_JS = r"""
+() => {
+  const problems = [];
+  for (const d of document.querySelectorAll('details')) d.open = true;
+  const px = (v) => parseFloat(v) || 0;
+  const where = (el) => {
+    const t = (el.textContent || '').replace(/\s+/g, ' ').trim();
+    return t.slice(0, 70);
+  };
+  const scrolls = (el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  // Tables: never wider than the box they sit in (a scrolling wrapper does not count).
+  for (const table of document.querySelectorAll('article table, .body table, main table')) {
+    let box = table.parentElement;
+    while (box && (scrolls(box) || box.classList.contains('pst-scrollable-table-container')))
+      box = box.parentElement;
+    if (!box) continue;
+    const cs = getComputedStyle(box);
+    const room = box.clientWidth - px(cs.paddingLeft) - px(cs.paddingRight);
+    const width = table.getBoundingClientRect().width;
+    if (width > room + 1)
+      problems.push(`table ${table.className}: ${Math.round(width)} px in a ${Math.round(room)} px box: ${where(table)}`);
+    for (let el = table.parentElement; el && el !== box; el = el.parentElement)
+      if (el.scrollWidth > el.clientWidth + 1)
+        problems.push(`table ${table.className} scrolls sideways: ${where(table)}`);
+  }
+  // Code blocks: nothing hidden behind a horizontal scroll.
+  for (const pre of document.querySelectorAll('pre')) {
+    if (pre.closest('.fmha-name')) continue;
+    if (pre.scrollWidth > pre.clientWidth + 1)
+      problems.push(`code block cut (${pre.scrollWidth} > ${pre.clientWidth} px): ${where(pre)}`);
+  }
+  const page = document.documentElement;
+  if (page.scrollWidth > window.innerWidth + 1)
+    problems.push(`the page scrolls sideways: ${page.scrollWidth} > ${window.innerWidth} px`);
+  // Colours: the colour really painted (opacity included) over what is behind it.
+  const parse = (c) => {
+    const m = c.match(/rgba?\(([^)]+)\)/);
+    if (!m) return [0, 0, 0, 0];
+    const v = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
+    return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+  };
+  const over = (top, bottom) => {
+    const a = top[3];
+    return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]);
+  };
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    let colour = [255, 255, 255, 1];
+    for (let i = layers.length - 1; i >= 0; i--) colour = over(layers[i], colour);
+    return colour;
+  };
+  const opacity = (el) => {
+    let o = 1;
+    for (let e = el; e; e = e.parentElement) o *= parseFloat(getComputedStyle(e).opacity);
+    return o;
+  };
+  const luminance = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  const contrast = (a, b) => {
+    const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const diagrams = document.querySelectorAll('.fmha-name');
+  for (const seg of document.querySelectorAll('.fmha-name .fmha-seg')) {
+    const box = seg.getBoundingClientRect();
+    for (const part of seg.querySelectorAll('.fmha-lbl, .fmha-tok')) {
+      const r = part.getBoundingClientRect();
+      if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 ||
+          r.bottom > box.bottom + 0.5 || part.scrollWidth > part.clientWidth + 1)
+        problems.push(`diagram: "${part.textContent}" is not inside its segment "${where(seg)}"`);
+      const bg = background(part);
+      const fg = over(parse(getComputedStyle(part).color).slice(0, 3).concat(
+          [parse(getComputedStyle(part).color)[3] * opacity(part)]), bg);
+      const ratio = contrast(fg, bg);
+      if (ratio < 4.5)
+        problems.push(`diagram: "${part.textContent}" contrast ${ratio.toFixed(2)}:1 < 4.5:1`);
+    }
+  }
+  return {problems, diagrams: diagrams.length,
+          tables: document.querySelectorAll('table').length,
+          pageLuminance: luminance(background(document.querySelector('article') || document.body))};
+}
+"""
+
+
+def page_problems(page) -> dict:
+    """Run :data:`PAGE_PROBLEMS_JS` on a loaded page: ``problems`` (strings),
+    ``diagrams``/``tables`` (how many were checked), ``pageLuminance`` (0 dark .. 1)."""
+    return page.evaluate(PAGE_PROBLEMS_JS)
