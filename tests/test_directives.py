@@ -230,6 +230,7 @@ def test_builders_finish_without_warnings(builder, builders_project):
         assert 'href="guide/fwd_appendkv.html"' in page
     elif builder == "latex":
         tex = next(out.glob("*.tex")).read_text(encoding="utf-8")
+        tex = tex.replace("\\DUrole{fmha-wbr}{}", "")  # break points of long literals
         assert "fmha\\_fwd\\_appendkv\\_d128" in tex or "fmha_fwd_appendkv_d128" in tex
         assert "fmha-name" not in tex
         assert "=================" in tex  # the ruler under the example name

@@ -94,7 +94,7 @@ def test_guides_and_filter_check_are_in_the_rocm_theme(rocm_site, corpus_root, t
     assert "generate.py selects %d of" % len(selected) in check
 
 
-def test_pages_read_well_in_chromium(rocm_site, browser_page):
+def test_pages_read_well_in_chromium(rocm_site, browser_page):  # noqa: F811 - the fixture
     problems = []
     with serve(rocm_site) as base:
         for page_name in PAGES:

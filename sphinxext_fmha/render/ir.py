@@ -268,5 +268,5 @@ def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
             else:
                 current = candidate
         lines.append(current)
-        out.append(" \\\n".join((indent if i else "") + l for i, l in enumerate(lines)))
+        out.append(" \\\n".join((indent if i else "") + text for i, text in enumerate(lines)))
     return "\n".join(out)

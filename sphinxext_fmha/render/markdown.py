@@ -186,7 +186,9 @@ def _section_markdown(blocks: Sequence[Block], level: int) -> List[str]:
     jump = _jump_markdown(blocks)
     if jump:
         lead = 0
-        while lead < len(blocks) and isinstance(blocks[lead], Para) and not blocks[lead].anchor:
+        for block in blocks:
+            if not isinstance(block, Para) or block.anchor:
+                break
             lead += 1
         chunks[lead:lead] = ["\n\n".join(jump)]
     return chunks

@@ -25,5 +25,5 @@ docs_core.setup()
 for sphinx_var in ROCmDocs.SPHINX_VARS:
     globals()[sphinx_var] = getattr(docs_core, sphinx_var)
 
-extensions += ["sphinxext_fmha"]
+extensions += ["sphinxext_fmha"]  # noqa: F821 - set by the loop above
 fmha_ck_root = os.environ.get("FMHA_CK_ROOT")  # None: found upward from this folder

@@ -45,11 +45,18 @@ def gaps_section(data: GuideData) -> List[Block]:
     else:
         blocks.append(Para(["The analysis left no gap."]))
     if model.checks:
-        rows = [[[Code(str(k))], [_check_value(v)]] for k, v in sorted(model.checks.items())]
+        rows = [[[_words(str(k))], [_check_value(v)]] for k, v in sorted(model.checks.items())]
         blocks.append(Dropdown(title=["Analysis checks (%d)" % len(rows)],
                                blocks=[Table(header=["Check", "Value"], rows=rows,
                                              classes=["fmha-checks"])]))
     return blocks
+
+
+def _words(key: str) -> str:
+    """An internal check key as words: ``blob_function_takes_targets`` -> "Blob
+    function takes targets"."""
+    text = " ".join(key.replace("_", " ").split())
+    return text[:1].upper() + text[1:]
 
 
 def _check_value(value: object) -> str:
