@@ -13,7 +13,7 @@ import pytest
 from browser import browser_page, chromium, page_problems, serve  # noqa: F401 - fixtures
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["index.html", "examples.html", "gallery/api/fwd.html", "gallery/api/bwd.html",
+PAGES = ["index.html", "examples.html", "ck-docs.html", "gallery/api/fwd.html", "gallery/api/bwd.html",
          "gallery/api/fwd_appendkv.html"]
 
 # Same group as test_docs_site: both build docs/, whose conf.py writes the gallery pages.
