@@ -61,7 +61,8 @@ def _words(key: str) -> str:
 
 def _check_value(value: object) -> str:
     if isinstance(value, dict):
-        return ", ".join("%s: %s" % (k, _check_value(v)) for k, v in sorted(value.items()))
+        return ", ".join("%s: %s" % (str(k).replace("_", " "), _check_value(v))
+                         for k, v in sorted(value.items()))
     if isinstance(value, (list, tuple)):
         return ", ".join(_check_value(v) for v in value) or "none"
     if value is None:
