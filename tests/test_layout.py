@@ -105,5 +105,8 @@ def test_anchored_paragraphs_get_ids_and_a_jump_list():
     jump = section[1]
     assert "fmha-jump" in jump["classes"]
     refs = [r["refid"] for r in jump.findall(nodes.reference)]
-    ids = [i for p in section.findall(nodes.paragraph) for i in p["ids"]]
-    assert refs == ["fmha-fwd-fields-hdim", "fmha-fwd-fields-dtype"] and set(refs) <= set(ids)
+    targets = list(section.findall(nodes.target))
+    assert refs == ["fmha-fwd-fields-hdim", "fmha-fwd-fields-dtype"]
+    assert [t["ids"] for t in targets] == [[r] for r in refs]
+    for target in targets:  # each just before the paragraph it marks
+        assert target.next_node(descend=False, siblings=True).astext().startswith("Segment")

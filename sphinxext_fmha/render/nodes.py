@@ -268,24 +268,31 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
     return guide
 
 
-def _anchor_groups(content: Sequence[nodes.Node], prefix: str) -> List[Tuple[str, List[nodes.Element]]]:
-    """The section's jump targets, grouped by the sub-heading above them, each given
-    an id unique in the section (``prefix-<group>-<anchor>``)."""
+def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, List[nodes.Element]]]:
+    """The section's jump targets, grouped by the sub-heading above them.  Each gets
+    a ``target`` node just before it with an id unique in the section
+    (``prefix-<group>-<anchor>``), which every writer turns into an anchor (LaTeX
+    labels paragraphs only through targets); ``content`` gets the top-level ones."""
     groups: List[Tuple[str, List[nodes.Element]]] = []
     group = ""
-    for block in content:
+    for block in list(content):
         if isinstance(block, nodes.rubric) and "fmha-subheading" in block["classes"] \
                 and not block.get("fmha_anchor"):
             group = block.astext()
             continue
-        for target in block.findall(nodes.Element):
-            if not target.get("fmha_anchor"):
+        for anchored in list(block.findall(nodes.Element)):
+            if not anchored.get("fmha_anchor"):
                 continue
             if not groups or groups[-1][0] != group:
                 groups.append((group, []))
-            groups[-1][1].append(target)
-            target["ids"].append(anchor_id(prefix, "%s-%s" % (group, target["fmha_anchor"])
-                                           if group else target["fmha_anchor"]))
+            groups[-1][1].append(anchored)
+            name = anchored["fmha_anchor"]
+            anchored["fmha_id"] = anchor_id(prefix, "%s-%s" % (group, name) if group else name)
+            target = nodes.target("", "", ids=[anchored["fmha_id"]])
+            if anchored.parent is None:
+                content.insert(content.index(anchored), target)
+            else:
+                anchored.parent.insert(anchored.parent.index(anchored), target)
     return groups
 
 
@@ -293,7 +300,7 @@ def _jump_list_position(content: Sequence[nodes.Node]) -> int:
     """After the section's leading paragraphs (its introduction)."""
     index = 0
     while index < len(content) and isinstance(content[index], nodes.paragraph) \
-            and not content[index].get("fmha_anchor"):
+            and not content[index].get("fmha_anchor") and not isinstance(content[index], nodes.target):
         index += 1
     return index
 
@@ -304,7 +311,7 @@ def _jump_links(targets: Sequence[nodes.Element]) -> List[nodes.Node]:
         if index:
             out.append(nodes.Text(" \u00b7 "))
         label = target["fmha_anchor"]
-        out.append(nodes.reference(label, label, refid=target["ids"][-1], internal=True))
+        out.append(nodes.reference(label, label, refid=target["fmha_id"], internal=True))
     return out
 
 
