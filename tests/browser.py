@@ -176,6 +176,17 @@ PAGE_PROBLEMS_JS = r"""
     if (pre.scrollWidth > pre.clientWidth + 1)
       problems.push(`code block cut (${pre.scrollWidth} > ${pre.clientWidth} px): ${where(pre)}`);
   }
+  // Sub-headings are headings: a class name in one stays its own width (not a
+  // full-width bar) and the words after it stay on its line.
+  for (const rubric of document.querySelectorAll('p.rubric.fmha-subheading')) {
+    const code = rubric.querySelector('code');
+    if (!code) continue;
+    const r = rubric.getBoundingClientRect(), c = code.getBoundingClientRect();
+    if (c.width > 0.9 * r.width && code.textContent.length < 60)
+      problems.push(`sub-heading drawn as a full-width bar: ${where(rubric)}`);
+    if (rubric.textContent.trim() !== code.textContent.trim() && c.height * 1.8 < r.height)
+      problems.push(`sub-heading broken over lines: ${where(rubric)}`);
+  }
   const page = document.documentElement;
   if (page.scrollWidth > window.innerWidth + 1)
     problems.push(`the page scrolls sideways: ${page.scrollWidth} > ${window.innerWidth} px`);
