@@ -258,7 +258,8 @@ def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
                 groups[-1] = groups[-1] + " " + word if groups else word
             else:
                 groups.append(word)
-        lines, current = [], ""
+        lines: List[str] = []
+        current = ""
         for group in groups:
             candidate = current + " " + group if current else group
             prefix = indent if lines else ""

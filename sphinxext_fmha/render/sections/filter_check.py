@@ -7,6 +7,7 @@ from typing import Iterable, List, Optional, Tuple
 from ...model import (
     ApiModel,
     FilterCheck,
+    SegmentBreakdown,
 )
 from ..ir import (
     Admonition,
@@ -19,6 +20,7 @@ from ..ir import (
     Strong,
     SubHeading,
     Table,
+    inlines,
     join,
 )
 from .common import FOLD_ROWS, fold, plural, token_cell
@@ -40,62 +42,75 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
     if model is not None:
         order = [k.class_name for k in model.kernel_types]
         classes = [c for c in order if c in classes] + [c for c in classes if c not in order]
-    rows = [[[Code(c)], [str(check.baseline_per_type.get(c, 0))], [str(check.per_type.get(c, 0))],
-             [str(check.predicted_per_type.get(c, 0))]] for c in classes]
+    rows: List[List[Inlines]] = [
+        [[Code(c)], [str(check.baseline_per_type.get(c, 0))], [str(check.per_type.get(c, 0))],
+         [str(check.predicted_per_type.get(c, 0))]] for c in classes]
     blocks.append(Table(header=["Sub-type", "All", "Selected", "Predicted"], rows=rows,
                         classes=["fmha-check-counts"]))
-    changed = [row for row in check.breakdown if any(c.selected != c.baseline for c in row.counts)]
-    unchanged = [row for row in check.breakdown if row not in changed]
     by_type = sorted({row.kernel_type for row in check.breakdown},
                      key=lambda name: (classes.index(name) if name in classes else len(classes), name))
-    several = len(by_type) > 1
-    if changed:
-        blocks.append(Para(["Segments the filter changes:"]))
-    for kernel_type in by_type:
-        rows = []
-        for row in changed:
-            if row.kernel_type != kernel_type:
-                continue
-            for count in row.counts:
-                if not count.baseline and not count.selected:
-                    continue
-                rows.append([[row.segment], token_cell(count.token), [str(count.baseline)],
-                             [str(count.selected)], [count.meaning]])
-        if not rows:
-            continue
-        table = Table(header=["Segment", "Token", "All", "Selected", "Meaning"], rows=rows,
-                      classes=["fmha-breakdown"], counts_after=None)
-        title: Inlines = (["Breakdown of ", Code(kernel_type), ": %s" % plural(len(rows), "row")]
-                          if several else ["Breakdown: %s" % plural(len(rows), "row")])
-        if several and len(rows) <= FOLD_ROWS:
-            blocks.append(SubHeading([Code(kernel_type)]))
-        blocks.extend(fold(title, [table], len(rows), FOLD_ROWS))
-    if unchanged:
-        items: List[Inlines] = []
-        for kernel_type in by_type:
-            segments = sorted({row.segment for row in unchanged if row.kernel_type == kernel_type})
-            if segments:
-                items.append(([Code(kernel_type), ": "] if several else [])
-                             + join([[s] for s in segments]))
-        if several:
-            blocks.append(Para(["Unchanged segments:"]))
-            blocks.append(BulletList(items))
-        else:
-            blocks.append(Para(["Unchanged segments: "] + items[0] + ["."]))
+    blocks.extend(_breakdown_blocks(check, by_type))
     if check.side_effects:
         blocks.append(Admonition("note", [Para(["Side effects (tokens dropped that the filter "
                                                 "does not name):"]),
                                           BulletList([[s] for s in check.side_effects])]))
     if check.notes:
         blocks.append(BulletList([[n] for n in check.notes]))
-    expectations = list(expectations)
-    met = [text for text, ok in expectations if ok]
+    blocks.extend(_expectation_blocks(list(expectations)))
+    return blocks
+
+
+def _changed(row: SegmentBreakdown) -> bool:
+    return any(c.selected != c.baseline for c in row.counts)
+
+
+def _breakdown_blocks(check: FilterCheck, by_type: List[str]) -> List[Block]:
+    """One table per sub-type of the segments the filter changes (the sub-type is the
+    table's heading, not a column repeated in every row), then the unchanged ones."""
+    blocks: List[Block] = []
+    several = len(by_type) > 1
+    if any(_changed(row) for row in check.breakdown):
+        blocks.append(Para(["Segments the filter changes:"]))
+    for kernel_type in by_type:
+        rows: List[List[Inlines]] = [
+            [[row.segment], token_cell(count.token), [str(count.baseline)],
+             [str(count.selected)], [count.meaning]]
+            for row in check.breakdown if row.kernel_type == kernel_type and _changed(row)
+            for count in row.counts if count.baseline or count.selected]
+        if not rows:
+            continue
+        table = Table(header=["Segment", "Token", "All", "Selected", "Meaning"], rows=rows,
+                      classes=["fmha-breakdown"], counts_after=None)
+        title: Inlines = (["Breakdown of ", Code(kernel_type), ": %s" % plural(len(rows), "row")]
+                          if several else ["Breakdown: %s" % plural(len(rows), "row")])
+        folded = fold(title, [table], len(rows), FOLD_ROWS * 2)
+        if several and folded[0] is table:  # not folded: a heading names the sub-type
+            blocks.append(SubHeading([Code(kernel_type)]))
+        blocks.extend(folded)
+    items: List[Inlines] = []
+    for kernel_type in by_type:
+        segments = sorted({row.segment for row in check.breakdown
+                           if row.kernel_type == kernel_type and not _changed(row)})
+        if segments:
+            lead: Inlines = [Code(kernel_type), ": "] if several else []
+            items.append(lead + join([[s] for s in segments]))
+    if several and items:
+        blocks += [Para(["Unchanged segments:"]), BulletList(items)]
+    elif items:
+        blocks.append(Para(["Unchanged segments: "] + items[0] + ["."]))
+    return blocks
+
+
+def _expectation_blocks(expectations: List[Tuple[str, bool]]) -> List[Block]:
+    """Failed expectations as a warning admonition (hard to miss), met ones as a list."""
+    blocks: List[Block] = []
     failed = [text for text, ok in expectations if not ok]
     if failed:
         blocks.append(Admonition("warning", [
             Para([Strong("Expectation not met:" if len(failed) == 1 else "Expectations not met:")]),
-            BulletList([["Expected ", text, "."] for text in failed])],
+            BulletList([inlines("Expected ", text, ".") for text in failed])],
             classes=["fmha-expectation"]))
+    met = [inlines(text, ": ", Strong("met")) for text, ok in expectations if ok]
     if met:
-        blocks.append(BulletList([[text, ": ", Strong("met")] for text in met]))
+        blocks.append(BulletList(met))
     return blocks
