@@ -1,30 +1,34 @@
 """A real browser for the tests: Debian's Chromium driven by Playwright for Python.
 
-Import the fixtures into a test module (``from browser import browser_page, chromium``)
-or use the helpers:
-
 * :func:`find_chromium`: the system Chromium (``FMHA_CHROMIUM``, else ``chromium`` /
   ``chromium-browser`` / ``google-chrome`` on ``PATH``); Playwright's own browser
   download is never used (``.ci/install-browser`` installs Debian's ``chromium``).
 * :func:`serve`: a built HTML folder on a free localhost port, in a thread.
-* fixtures ``chromium`` (one browser per session; the test FAILS when Chromium or
-  Playwright is missing, unless ``FMHA_NO_BROWSER=1`` asks to skip) and
-  ``browser_page(url, *, dark, width)`` (a page at 1400 px by default; a screenshot of
-  every page a failing test opened is written to ``tests/artifacts/``).
+* fixture ``browser_check``: ``check(folder, pages)`` opens each page at 1400 px in
+  light and dark mode and returns what :data:`PAGE_PROBLEMS_JS` measured.  The test
+  FAILS when Chromium or Playwright is missing, unless ``FMHA_NO_BROWSER=1`` asks to
+  skip.  A page with problems is saved as ``tests/artifacts/<test>-<page>-<mode>.png``.
+
+The browser runs in a child process (this file run as a script): Playwright's sync
+API refuses to start in a process where an asyncio loop was left running, which other
+in-process tests (myst-nb) may do, and a crashing browser cannot take pytest with it.
 """
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
 import socketserver
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, Optional, Sequence
 
 import pytest
 
@@ -40,6 +44,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+MODES = ("light", "dark")
+
 
 def find_chromium() -> Optional[str]:
     """The system Chromium's path, or None."""
@@ -51,10 +57,6 @@ def find_chromium() -> Optional[str]:
         if found:
             return found
     return None
-
-
-def _skip_browser() -> bool:
-    return os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -79,64 +81,6 @@ def serve(folder: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """A launched headless Chromium (Playwright ``Browser``)."""
-    if _skip_browser():
-        pytest.skip("FMHA_NO_BROWSER=1")
-    executable = find_chromium()
-    if executable is None:
-        pytest.fail("no Chromium found: run `bash .ci/install-browser` (Debian's chromium) "
-                    "or set FMHA_CHROMIUM; FMHA_NO_BROWSER=1 skips the browser tests",
-                    pytrace=False)
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("Playwright for Python is missing: pip install -e '.[test]'", pytrace=False)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def browser_page(request, chromium):
-    """``open(url, dark=False, width=1400)`` -> a loaded Playwright ``Page``.
-
-    Pages are closed after the test; when the test failed, each is first saved as
-    ``tests/artifacts/<test>-<n>.png`` (full page)."""
-    opened: List = []
-    failures_before = request.session.testsfailed
-
-    def open_page(url: str, dark: bool = False, width: int = 1400, height: int = 900):
-        context = chromium.new_context(viewport={"width": width, "height": height},
-                                       color_scheme="dark" if dark else "light")
-        page = context.new_page()
-        page.goto(url, wait_until="load")
-        if dark:
-            # pydata-sphinx-theme follows data-mode (auto -> prefers-color-scheme); set
-            # it explicitly so the check does not depend on the theme's default mode.
-            page.evaluate("() => { const h = document.documentElement;"
-                          " h.dataset.mode = 'dark'; h.dataset.theme = 'dark'; }")
-        opened.append(page)
-        return page
-
-    yield open_page
-    # The test's own failure is counted before its fixtures are torn down.
-    failed = request.session.testsfailed > failures_before
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
-    for index, page in enumerate(opened):
-        if failed:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            try:
-                page.screenshot(path=str(ARTIFACTS / ("%s-%d.png" % (name, index))), full_page=True)
-            except Exception:  # noqa: BLE001 - a screenshot must not hide the failure
-                pass
-        page.context.close()
 
 
 # --------------------------------------------------------------------------- page checks
@@ -165,7 +109,8 @@ PAGE_PROBLEMS_JS = r"""
     const room = box.clientWidth - px(cs.paddingLeft) - px(cs.paddingRight);
     const width = table.getBoundingClientRect().width;
     if (width > room + 1)
-      problems.push(`table ${table.className}: ${Math.round(width)} px in a ${Math.round(room)} px box: ${where(table)}`);
+      problems.push(`table ${table.className}: ${Math.round(width)} px in a ` +
+                    `${Math.round(room)} px box: ${where(table)}`);
     for (let el = table.parentElement; el && el !== box; el = el.parentElement)
       if (el.scrollWidth > el.clientWidth + 1)
         problems.push(`table ${table.className} scrolls sideways: ${where(table)}`);
@@ -248,7 +193,85 @@ PAGE_PROBLEMS_JS = r"""
 """
 
 
-def page_problems(page) -> dict:
-    """Run :data:`PAGE_PROBLEMS_JS` on a loaded page: ``problems`` (strings),
-    ``diagrams``/``tables`` (how many were checked), ``pageLuminance`` (0 dark .. 1)."""
-    return page.evaluate(PAGE_PROBLEMS_JS)
+
+
+def check_pages(folder: Path, pages: Sequence[str], shots: Path, prefix: str,
+                width: int = 1400) -> Dict[str, Dict[str, dict]]:
+    """{page: {mode: measurements}} for ``pages`` of the built site ``folder``, each in
+    light and dark mode (Playwright, this process); pages with problems are saved as
+    ``shots/<prefix>-<page>-<mode>.png``."""
+    from playwright.sync_api import sync_playwright
+
+    results: Dict[str, Dict[str, dict]] = {}
+    with serve(folder) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+        try:
+            for page_name in pages:
+                for mode in MODES:
+                    context = browser.new_context(viewport={"width": width, "height": 900},
+                                                  color_scheme=mode)
+                    page = context.new_page()
+                    page.goto(base + page_name, wait_until="load")
+                    if mode == "dark":
+                        # pydata-sphinx-theme follows data-mode (auto: prefers-color-scheme);
+                        # set it so the check does not depend on the theme's default.
+                        page.evaluate("() => { const h = document.documentElement;"
+                                      " h.dataset.mode = 'dark'; h.dataset.theme = 'dark'; }")
+                    found = page.evaluate(PAGE_PROBLEMS_JS)
+                    results.setdefault(page_name, {})[mode] = found
+                    if found["problems"]:
+                        shots.mkdir(parents=True, exist_ok=True)
+                        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", "%s-%s-%s.png" % (prefix, page_name, mode))
+                        page.screenshot(path=str(shots / name), full_page=True)
+                    context.close()
+        finally:
+            browser.close()
+    return results
+
+
+def reading_problems(results: Dict[str, Dict[str, dict]]) -> list:
+    """Every problem of :func:`check_pages`'s results as ``page (mode): problem``, plus
+    a page whose dark mode is not dark (or light not light): else "both modes" would
+    check one mode twice."""
+    out = []
+    for page, modes in results.items():
+        for mode, found in modes.items():
+            luminance = found["pageLuminance"]
+            if (mode == "dark" and luminance >= 0.2) or (mode == "light" and luminance <= 0.8):
+                out.append("%s (%s): the page is not in %s mode (luminance %.2f)"
+                           % (page, mode, mode, luminance))
+            out += ["%s (%s): %s" % (page, mode, p) for p in found["problems"]]
+    return out
+
+
+def _skip_browser() -> bool:
+    return os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@pytest.fixture
+def browser_check(request):
+    """``check(folder, pages)`` -> {page: {"light"|"dark": measurements}}."""
+    if _skip_browser():
+        pytest.skip("FMHA_NO_BROWSER=1")
+    if find_chromium() is None:
+        pytest.fail("no Chromium found: run `bash .ci/install-browser` (Debian's chromium) "
+                    "or set FMHA_CHROMIUM; FMHA_NO_BROWSER=1 skips the browser tests",
+                    pytrace=False)
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        pytest.fail("Playwright for Python is missing: pip install -e '.[test]'", pytrace=False)
+
+    def check(folder: Path, pages: Sequence[str]) -> Dict[str, Dict[str, dict]]:
+        prefix = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+        proc = subprocess.run([sys.executable, __file__, str(folder), str(ARTIFACTS), prefix,
+                               *pages], capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, "browser check failed:\n" + proc.stderr[-3000:]
+        return json.loads(proc.stdout)
+
+    return check
+
+
+if __name__ == "__main__":
+    folder_arg, shots_arg, prefix_arg, *page_args = sys.argv[1:]
+    json.dump(check_pages(Path(folder_arg), page_args, Path(shots_arg), prefix_arg), sys.stdout)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import browser_page, chromium, page_problems, serve  # noqa: F401 - fixtures
+from browser import browser_check, reading_problems  # noqa: F401 - the fixture
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["index.html", "examples.html", "ck-docs.html", "gallery/api/fwd.html", "gallery/api/bwd.html",
@@ -30,18 +30,12 @@ def site_html(tmp_path_factory):
     return out
 
 
-def test_site_pages_read_well_in_chromium(site_html, browser_page):  # noqa: F811 - the fixture
-    problems = []
-    with serve(site_html) as base:
-        for name in PAGES:
-            assert (site_html / name).exists(), name
-            for dark in (False, True):
-                page = browser_page(base + name, dark=dark)
-                found = page_problems(page)
-                mode = "dark" if dark else "light"
-                assert (found["pageLuminance"] < 0.2) if dark else (found["pageLuminance"] > 0.8), \
-                    (name, mode, found["pageLuminance"])
-                if name.startswith("gallery/"):
-                    assert found["diagrams"] and found["tables"], name
-                problems += ["%s (%s): %s" % (name, mode, p) for p in found["problems"]]
+def test_site_pages_read_well_in_chromium(site_html, browser_check):  # noqa: F811 - the fixture
+    for name in PAGES:
+        assert (site_html / name).exists(), name
+    results = browser_check(site_html, PAGES)
+    for page, modes in results.items():
+        if page.startswith("gallery/"):
+            assert all(found["diagrams"] and found["tables"] for found in modes.values()), page
+    problems = reading_problems(results)
     assert not problems, "\n".join(problems)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import browser_page, chromium, page_problems, serve  # noqa: F401 - fixtures
+from browser import browser_check, reading_problems  # noqa: F401 - the fixture
 from independent import independent_listing
 
 PROJECT = Path(__file__).resolve().parent / "rocm_docs_project"
@@ -94,19 +94,12 @@ def test_guides_and_filter_check_are_in_the_rocm_theme(rocm_site, corpus_root, t
     assert "generate.py selects %d of" % len(selected) in check
 
 
-def test_pages_read_well_in_chromium(rocm_site, browser_page):  # noqa: F811 - the fixture
-    problems = []
-    with serve(rocm_site) as base:
-        for page_name in PAGES:
-            for dark in (False, True):
-                page = browser_page(base + page_name, dark=dark)
-                found = page_problems(page)
-                mode = "dark" if dark else "light"
-                # The mode really changed (else "both modes" would test one twice).
-                assert (found["pageLuminance"] < 0.2) if dark else (found["pageLuminance"] > 0.8), \
-                    (page_name, mode, found["pageLuminance"])
-                assert found["tables"], page_name
-                if page_name.startswith(("fwd", "bwd")):
-                    assert found["diagrams"], page_name
-                problems += ["%s (%s): %s" % (page_name, mode, p) for p in found["problems"]]
+def test_pages_read_well_in_chromium(rocm_site, browser_check):  # noqa: F811 - the fixture
+    results = browser_check(rocm_site, PAGES)
+    for page, modes in results.items():
+        for found in modes.values():
+            assert found["tables"], page
+            if page.startswith(("fwd", "bwd")):
+                assert found["diagrams"], page
+    problems = reading_problems(results)
     assert not problems, "\n".join(problems)
