@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from browser import browser_check, reading_problems  # noqa: F401 - the fixture
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from browser import browser_check, reading_problems  # noqa: F401 - the fixture
+
 from independent import independent_listing
 
 PROJECT = Path(__file__).resolve().parent / "rocm_docs_project"

@@ -73,9 +73,9 @@ def _chunk_text(pieces: List[tuple]) -> str:
     lines: List[List[str]] = []
     ends: List[int] = []
     for start, label in starts:
-        for index, end in enumerate(ends):
-            if start > end:
-                break
+        free = [i for i, end in enumerate(ends) if start > end]  # lines this label fits on
+        if free:
+            index = free[0]
         else:
             index = len(lines)
             lines.append([])
