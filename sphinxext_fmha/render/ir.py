@@ -204,13 +204,18 @@ _BREAK = re.compile(r"(?<=::)(?=[^:])|(?<=[/,;=])(?=[^\s/,;=])|(?<=[\w>)\]])(?=[
                     r"|(?<=[A-Za-z0-9])(?=_[A-Za-z0-9])|(?<=\d)(?=x\d)")
 
 
+#: A source path (``codegen/ops/fmha_bwd.py:760``): it breaks after its slashes only.
+_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$")
+
+
 def break_points(text: str, shortest: int = 16) -> List[str]:
     """``text`` cut where a line may break (C++ names, file names, paths); literals
     shorter than ``shortest`` stay whole."""
     if len(text) < shortest:
         return [text]
+    pattern = re.compile(r"(?<=/)") if _PATH.match(text) else _BREAK
     pieces, start = [], 0
-    for match in _BREAK.finditer(text):
+    for match in pattern.finditer(text):
         if match.start() > start:
             pieces.append(text[start:match.start()])
             start = match.start()
