@@ -23,7 +23,8 @@ from sphinx.util.docutils import SphinxDirective
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
 from ..process.launch import GenerateError
-from ..render.collect import Problem, problem_of, suspicious_problems
+from ..guide import suspicious_problems
+from ..guide_data import Problem, problem_of
 from ..render.nodes import problem_node
 from .config import fmha_config
 from .strict import record_problem, suppressed
