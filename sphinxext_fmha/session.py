@@ -104,6 +104,7 @@ class Session:
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
         def compute() -> ApiModel:
+            self.observation(api, options)  # the probe, and what it stands in for
             return analyze_api(self.ck_root, api, options, python=self.python,
                                cache=self.cache, timeout=self.timeout, progress=self.progress,
                                tree=self.tree, runner=self.runner)
@@ -118,11 +119,26 @@ class Session:
 
         def compute() -> dict:
             request = self.tree.request(api, options)
-            return observe(self.tree.fmha_dir, probe_argv(request, self.tree.supported_dests()),
-                           python=self.python, cache=self.cache, timeout=self.timeout,
-                           progress=self.progress)
+            observed = observe(self.tree.fmha_dir,
+                               probe_argv(request, self.tree.supported_dests()),
+                               python=self.python, cache=self.cache, timeout=self.timeout,
+                               progress=self.progress)
+            self._store_probe_runs(request, observed)
+            return observed
 
         return self._once(("observation", api, options), compute)
+
+    def _store_probe_runs(self, request, observed: dict) -> None:
+        """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
+        dispatch file write mode writes: keep both as those runs' results, so neither
+        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back)."""
+        seconds = float(observed.get("seconds", {}).get("observe", 0.0))
+        self.runner.store_listing(request, observed["listing"], seconds)
+        dispatch = observed.get("dispatch") or {}
+        if dispatch and not dispatch.get("error"):
+            self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
+                                       dispatch["kernel_traits"],
+                                       float(dispatch.get("seconds", 0.0)))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         """Kernel files generated together (one fnmatch decision each), as observed."""

@@ -7,6 +7,7 @@ interpreter chosen for generate.py, without writing bytecode into the tree.
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 import json
 import os
@@ -23,7 +24,13 @@ from ..process.cache import DiskCache, tree_digest
 from ..process.runner import interpreter_id, note_process_started
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
+#: The probe loads this stdlib-only reader by path for the kernel files' trait keys.
+TRAIT_READER = Path(__file__).parent.parent / "cppapi" / "dispatch_file.py"
 STDERR_TAIL_LINES = 20
+#: Results kept in this process (the model and the session read the same probe).
+_MEMO_SIZE = 4
+_MEMO: "collections.OrderedDict[str, dict]" = collections.OrderedDict()
+_MEMO_LOCK = threading.Lock()
 
 
 class ProbeError(RuntimeError):
@@ -36,7 +43,9 @@ class ProbeError(RuntimeError):
 
 
 def _probe_version() -> str:
-    return hashlib.sha256(PROBE_SCRIPT.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(PROBE_SCRIPT.read_bytes())
+    digest.update(TRAIT_READER.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _pack(data: dict) -> dict:
@@ -59,19 +68,28 @@ def observe(
 ) -> dict:
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content)."""
     python = python or sys.executable
-    key = None
-    if cache is not None:
-        key = cache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
+    key = DiskCache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
                             interpreter_id(python, fmha_dir))
+    with _MEMO_LOCK:
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
+    result = None
+    if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             try:
-                return _unpack(hit)
+                result = _unpack(hit)
             except (KeyError, ValueError, zlib.error):
-                pass
-    result = _run_probe(fmha_dir, argv, python, timeout, progress)
-    if cache is not None and key is not None:
-        cache.put(key, _pack(result))
+                result = None
+    if result is None:
+        result = _run_probe(fmha_dir, argv, python, timeout, progress)
+        if cache is not None:
+            cache.put(key, _pack(result))
+    with _MEMO_LOCK:
+        _MEMO[key] = result
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
     return result
 
 
@@ -88,7 +106,8 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
     note_process_started(shown + "  # observed by the probe", fmha_dir)
     with tempfile.TemporaryDirectory(prefix="fmha-observe-") as tmp:
         out = Path(tmp) / "probe.json"
-        command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out)] + list(argv)
+        command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out),
+                   "--trait-reader", str(TRAIT_READER)] + list(argv)
         started = time.time()
         proc = subprocess.Popen(command, cwd=str(fmha_dir), env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

@@ -285,6 +285,10 @@ class GenerateRunner:
         """The command a reader runs for ``req``'s listing (no absolute paths)."""
         return self._display(req, ["-l", listing])
 
+    def api_file_command(self, req: GenerateRequest) -> str:
+        """The write-mode command whose dispatch file ``generate_api_file`` reads."""
+        return self._display(req, ["-o", "generated"])
+
     def _display(self, req: GenerateRequest, tail: Sequence[str]) -> str:
         return shlex.join(["python", "generate.py", *req.argv(self.options), *tail])
 
@@ -412,22 +416,28 @@ class GenerateRunner:
             except FileNotFoundError:
                 lines = []
         names = [os.path.basename(line.strip()) for line in lines if line.strip()]
+        return self.store_listing(req, names, seconds, from_cache=False)
+
+    def store_listing(self, req: GenerateRequest, names: Sequence[str], seconds: float,
+                      from_cache: bool = True) -> ListingResult:
+        """Keep ``names`` (basenames ``generate.py -l`` wrote for ``req``) as that
+        listing's result; the probe, whose run is that listing, stores it here too."""
         api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
         files = sorted({n for n in names if not _API_FILE_RE.search(n)})
         result = ListingResult(
-            command=display,
+            command=self.listing_command(req),
             files=files,
             count=len(files),
             seconds=round(seconds, 3),
-            from_cache=False,
+            from_cache=from_cache,
             api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None),
             request=req,
         )
         if self.cache is not None:
             self.cache.put(
-                key,
+                self._key("list", req),
                 {
-                    "command": display,
+                    "command": result.command,
                     "files": files,
                     "count": result.count,
                     "seconds": result.seconds,
@@ -443,7 +453,7 @@ class GenerateRunner:
 
         The kernel sources are read once (for their trait keys) and dropped.
         """
-        display = self._display(req, ["-o", "generated"])
+        display = self.api_file_command(req)
         key = self._key("api", req) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -487,21 +497,29 @@ class GenerateRunner:
                 p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
                 for p in sorted(kernel_paths, key=lambda p: p.name)
             }
+        return self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
+                                   from_cache=False)
+
+    def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
+                       kernel_traits: Dict[str, str], seconds: float,
+                       from_cache: bool = True) -> ApiFileResult:
+        """Keep a write-mode result for ``req``; the probe, which renders the same
+        dispatch file and kernel trait keys without writing files, stores it here too."""
         result = ApiFileResult(
-            command=display,
-            api_file=api_path.name,
+            command=self.api_file_command(req),
+            api_file=api_file,
             text=text,
             kernel_files=sorted(kernel_traits),
-            kernel_traits=kernel_traits,
+            kernel_traits=dict(kernel_traits),
             seconds=round(seconds, 3),
-            from_cache=False,
+            from_cache=from_cache,
             request=req,
         )
         if self.cache is not None:
             self.cache.put(
-                key,
+                self._key("api", req),
                 {
-                    "command": display,
+                    "command": result.command,
                     "api_file": result.api_file,
                     "seconds": result.seconds,
                     "count": result.count,
@@ -509,7 +527,7 @@ class GenerateRunner:
                         {
                             "text": text,
                             "kernel_files": result.kernel_files,
-                            "kernel_traits": kernel_traits,
+                            "kernel_traits": result.kernel_traits,
                         }
                     ),
                 },
