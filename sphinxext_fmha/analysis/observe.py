@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, List, Optional
 
 from ..process.cache import DiskCache, tree_digest
+from ..process.progress import report_step, run_label
 from ..process.runner import interpreter_id, note_process_started
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
@@ -133,6 +134,12 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
             raise ProbeError("%s failed (exit code %s)" % (shown, proc.returncode), shown,
                              _tail(stderr))
         result = json.loads(out.read_text())
+    if not result.get("error"):
+        options = run_label(argv)
+        report_step(progress, fmha_dir, argv,
+                    "probing generate.py" + (" " + options if options else ""),
+                    time.time() - started,
+                    kernels=len({n for n in result["listing"] if not n.endswith("_api.cpp")}))
     if result.get("error"):
         raise ProbeError("%s failed: %s" % (shown, result["error"].strip().splitlines()[-1]),
                          shown, _tail(result["error"]))

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Union
 
 from .cache import DiskCache, tree_digest
+from .progress import report_step, run_label
 from ..cppapi.dispatch_file import kernel_trait_key
 
 __all__ = [
@@ -416,7 +417,16 @@ class GenerateRunner:
             except FileNotFoundError:
                 lines = []
         names = [os.path.basename(line.strip()) for line in lines if line.strip()]
-        return self.store_listing(req, names, seconds, from_cache=False)
+        result = self.store_listing(req, names, seconds, from_cache=False)
+        self._report(req, "-l", seconds, result.count)
+        return result
+
+    def _report(self, req: GenerateRequest, mode: str, seconds: float, kernels: int) -> None:
+        argv = req.argv(self.options)
+        options = run_label(argv)
+        report_step(self.progress, self.fmha_dir, argv,
+                    "generate.py %s%s" % (mode, " " + options if options else ""), seconds,
+                    kernels)
 
     def store_listing(self, req: GenerateRequest, names: Sequence[str], seconds: float,
                       from_cache: bool = True) -> ListingResult:
@@ -497,8 +507,10 @@ class GenerateRunner:
                 p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
                 for p in sorted(kernel_paths, key=lambda p: p.name)
             }
-        return self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
-                                   from_cache=False)
+        result = self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
+                                     from_cache=False)
+        self._report(req, "-o", seconds, result.count)
+        return result
 
     def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
                        kernel_traits: Dict[str, str], seconds: float,
