@@ -163,6 +163,18 @@ class Session:
 
         return self._once(("traits", api, options), compute)
 
+    def prefetch_checks(self, api: str, filters: List[str], options: Options = Options()) -> None:
+        """Run the ``-f`` runs that checking ``filters`` needs in batches (one
+        interpreter each, see process/batch.py), ahead of :meth:`check`."""
+        from .process.batch import prefetch
+
+        dispatch = self.observation(api, options).get("dispatch") or {}
+        traits = dispatch.get("kernel_traits", {})
+        known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
+                 if name in traits}
+        prefetch(self.runner, [self.tree.request(api, options, filter=f) for f in filters],
+                 dispatch=True, known_keys=known)
+
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.filtercheck import ParsedListing
 

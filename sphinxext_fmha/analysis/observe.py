@@ -25,8 +25,8 @@ from ..process.progress import report_step, run_label
 from ..process.runner import interpreter_id, note_process_started
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
-#: The probe loads this stdlib-only reader by path for the kernel files' trait keys.
-TRAIT_READER = Path(__file__).parent.parent / "cppapi" / "dispatch_file.py"
+#: The probe loads this stdlib-only reader package by path for kernel files' trait keys.
+TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 STDERR_TAIL_LINES = 20
 #: Results kept in this process (the model and the session read the same probe).
 _MEMO_SIZE = 4
@@ -45,7 +45,8 @@ class ProbeError(RuntimeError):
 
 def _probe_version() -> str:
     digest = hashlib.sha256(PROBE_SCRIPT.read_bytes())
-    digest.update(TRAIT_READER.read_bytes())
+    for path in sorted(TRAIT_READER.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 

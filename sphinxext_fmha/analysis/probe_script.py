@@ -22,6 +22,8 @@ import copy
 import dataclasses
 import fnmatch
 import functools
+import hashlib
+import importlib
 import importlib.machinery
 import importlib.util
 import json
@@ -122,6 +124,28 @@ def install_hooks(recorder):
 
     importlib.machinery.SourceFileLoader.exec_module = exec_module
     fnmatch.fnmatch = recorder.fnmatch_hook
+    memoise_compilation()
+
+
+def memoise_compilation():
+    """Compile each source once per process: every run here imports the tree afresh
+    (new module objects, new state), but code objects are immutable, so reusing them
+    is the same as compiling the same bytes again (nothing is written: ``-B``)."""
+    loader = importlib.machinery.SourceFileLoader
+    original = loader.source_to_code
+    if getattr(original, "_fmha_probe", False):
+        return
+    memo = {}
+
+    def source_to_code(self, data, path, *args, **kwargs):
+        key = (path, bytes(data))
+        code = memo.get(key)
+        if code is None:
+            code = memo[key] = original(self, data, path, *args, **kwargs)
+        return code
+
+    source_to_code._fmha_probe = True
+    loader.source_to_code = source_to_code
 
 
 def forget_codegen_modules(fmha_dir):
@@ -343,15 +367,19 @@ def perturb_influence(records, objects, candidates, every_kernel=False):
 API_FILE = re.compile(r"_api\.cpp$")
 
 
-def load_trait_reader(path):
-    """The package's stdlib-only C++ dispatch-file reader, loaded by file path (this
-    script imports nothing from the package), for its ``kernel_trait_key``."""
-    name = "fmha_probe_trait_reader"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module.kernel_trait_key
+def load_trait_reader(package_dir):
+    """``kernel_trait_key`` of the package's C++ dispatch-file reader (``cppapi/``, no
+    Sphinx, standard library only), loaded by path as a package of its own: this
+    script imports nothing from sphinxext_fmha, and may run in another Python."""
+    name = "fmha_probe_cppapi"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(package_dir, "__init__.py"),
+            submodule_search_locations=[package_dir])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and relative imports look it up there
+        spec.loader.exec_module(module)
+    return importlib.import_module(name + ".dispatch_file").kernel_trait_key
 
 
 def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
@@ -370,7 +398,8 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
             all(hasattr(obj, "template") for _, obj in kernels):
         texts = {filename: obj.template for filename, obj in kernels}
         return {"how": "pool", "api_file": api_names[0], "text": own[0].api,
-                "kernel_traits": {f: trait_key(t) for f, t in sorted(texts.items())}}
+                "kernel_traits": {f: trait_key(t) for f, t in sorted(texts.items())},
+                "kernel_sha": {f: text_sha(t) for f, t in sorted(texts.items())}}
     with tempfile.TemporaryDirectory(prefix="fmha-probe-write-") as tmp:
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
@@ -387,7 +416,13 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
         return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
     text = found.pop(api_names[0])
     return {"how": "write", "api_file": api_names[0], "text": text,
-            "kernel_traits": {f: trait_key(t) for f, t in sorted(found.items())}}
+            "kernel_traits": {f: trait_key(t) for f, t in sorted(found.items())},
+            "kernel_sha": {f: text_sha(t) for f, t in sorted(found.items())}}
+
+
+def text_sha(text):
+    """Same text, same trait key: later runs reuse a key by the text's hash."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None):

@@ -282,6 +282,10 @@ class GenerateRunner:
             "generate-run", RUNNER_FORMAT, kind, self.digest(), req.as_dict(), self._python_id()
         )
 
+    def has_result(self, kind: str, req: GenerateRequest) -> bool:
+        """Whether the cache holds ``req``'s result (``kind``: "list" or "api")."""
+        return self.cache is not None and self.cache.path_for(self._key(kind, req)).is_file()
+
     def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt") -> str:
         """The command a reader runs for ``req``'s listing (no absolute paths)."""
         return self._display(req, ["-l", listing])
@@ -298,9 +302,12 @@ class GenerateRunner:
             self.processes_started += 1
         note_process_started(display, self.fmha_dir)
 
-    def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path) -> float:
-        """Run generate.py; return wall seconds or raise GenerateError."""
-        argv = [self.python, "-B", str(self.fmha_dir / "generate.py"), *req.argv(self.options), *out_args]
+    def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path,
+             command: Optional[List[str]] = None) -> float:
+        """Run generate.py (or ``command``, a script that runs it: the batch); return
+        wall seconds or raise GenerateError."""
+        argv = command or [self.python, "-B", str(self.fmha_dir / "generate.py"),
+                           *req.argv(self.options), *out_args]
         env = dict(os.environ)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         for var in ("PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONINSPECT"):
