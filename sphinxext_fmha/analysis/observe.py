@@ -72,24 +72,25 @@ def observe(
     python = python or sys.executable
     key = DiskCache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
                             interpreter_id(python, fmha_dir))
+    if cache is None:  # no caching asked for: run the probe
+        return _run_probe(fmha_dir, argv, python, timeout, progress)
+    memo_key = "%s|%s" % (cache.root, key)  # one memo per cache: its files stay the truth
     with _MEMO_LOCK:
-        if key in _MEMO:
-            _MEMO.move_to_end(key)
-            return _MEMO[key]
+        if memo_key in _MEMO:
+            _MEMO.move_to_end(memo_key)
+            return _MEMO[memo_key]
     result = None
-    if cache is not None:
-        hit = cache.get(key)
-        if hit is not None:
-            try:
-                result = _unpack(hit)
-            except (KeyError, ValueError, zlib.error):
-                result = None
+    hit = cache.get(key)
+    if hit is not None:
+        try:
+            result = _unpack(hit)
+        except (KeyError, ValueError, zlib.error):
+            result = None
     if result is None:
         result = _run_probe(fmha_dir, argv, python, timeout, progress)
-        if cache is not None:
-            cache.put(key, _pack(result))
+        cache.put(key, _pack(result))
     with _MEMO_LOCK:
-        _MEMO[key] = result
+        _MEMO[memo_key] = result
         while len(_MEMO) > _MEMO_SIZE:
             _MEMO.popitem(last=False)
     return result

@@ -396,10 +396,10 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
     complete = {f for f, _ in kernels} == set(listing) - set(api_names)
     if len(own) == 1 and len(api_names) == 1 and complete and \
             all(hasattr(obj, "template") for _, obj in kernels):
-        texts = {filename: obj.template for filename, obj in kernels}
+        texts = dict(sorted((filename, obj.template) for filename, obj in kernels))
         return {"how": "pool", "api_file": api_names[0], "text": own[0].api,
-                "kernel_traits": {f: trait_key(t) for f, t in sorted(texts.items())},
-                "kernel_sha": {f: text_sha(t) for f, t in sorted(texts.items())}}
+                "kernel_traits": dict(zip(texts, keys_of(trait_key, list(texts.values())))),
+                "kernel_sha": {f: text_sha(t) for f, t in texts.items()}}
     with tempfile.TemporaryDirectory(prefix="fmha-probe-write-") as tmp:
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
@@ -415,14 +415,43 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
     if len(api_names) != 1:
         return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
     text = found.pop(api_names[0])
+    found = dict(sorted(found.items()))
     return {"how": "write", "api_file": api_names[0], "text": text,
-            "kernel_traits": {f: trait_key(t) for f, t in sorted(found.items())},
-            "kernel_sha": {f: text_sha(t) for f, t in sorted(found.items())}}
+            "kernel_traits": dict(zip(found, keys_of(trait_key, list(found.values())))),
+            "kernel_sha": {f: text_sha(t) for f, t in found.items()}}
 
 
-def text_sha(text):
-    """Same text, same trait key: later runs reuse a key by the text's hash."""
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+#: Below this many kernel texts a second process costs more than it saves.
+PARALLEL_TEXTS = 400
+_SHARED = {}
+
+
+def _keys_of_slice(bounds):
+    trait_key, texts = _SHARED["key"], _SHARED["texts"]
+    return [trait_key(text) for text in texts[bounds[0]:bounds[1]]]
+
+
+def keys_of(trait_key, texts):
+    """``trait_key`` of every text, on two cores when there are many: a forked worker
+    reads the function and the texts from memory it shares with this process (only
+    the slice bounds and the keys are pickled). One process when fork is not there."""
+    if len(texts) < PARALLEL_TEXTS:
+        return [trait_key(text) for text in texts]
+    try:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+    except (ImportError, ValueError):
+        return [trait_key(text) for text in texts]
+    _SHARED.update(key=trait_key, texts=texts)
+    half = len(texts) // 2
+    try:
+        with context.Pool(1) as pool:
+            other = pool.map_async(_keys_of_slice, [(half, len(texts))])
+            first = _keys_of_slice((0, half))
+            return first + other.get()[0]
+    finally:
+        _SHARED.clear()
 
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None):
