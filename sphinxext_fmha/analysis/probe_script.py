@@ -421,6 +421,11 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
             "kernel_sha": {f: text_sha(t) for f, t in found.items()}}
 
 
+def text_sha(text):
+    """Same text, same trait key: later runs reuse a key by the text's hash."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 #: Below this many kernel texts a second process costs more than it saves.
 PARALLEL_TEXTS = 400
 _SHARED = {}
