@@ -28,7 +28,8 @@ __all__ = ["prefetch", "BATCH_SCRIPT"]
 BATCH_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
-#: Batches run at once; below this many missing runs separate processes are as cheap.
+#: Batches run at once; below this many missing runs (a listing and a write-mode run
+#: each, with ``dispatch``) separate processes are as cheap.
 PARALLEL_BATCHES = 2
 MIN_JOBS = 2
 
@@ -42,7 +43,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     """Run the requests not yet cached (same API and options, different filters) in
     batches; returns how many results were stored."""
     todo = [r for r in dict.fromkeys(requests) if r.filter and _missing(runner, r, dispatch)]
-    if len(todo) < MIN_JOBS or runner.cache is None:
+    if len(todo) * (2 if dispatch else 1) < MIN_JOBS or runner.cache is None:
         return 0
     chunks = [todo[i::PARALLEL_BATCHES] for i in range(PARALLEL_BATCHES)]
     chunks = [c for c in chunks if c]
