@@ -9,6 +9,8 @@ and interleaved so that the machine's load falls on all of them alike:
 * cold: `sphinx-build -E` with a new, empty cache (what hosted CI pays);
 * warm: `sphinx-build -E` again with that cache (Sphinx's own rendering, and reading
   the cache);
+* for scale, `generate.py -a API -o DIR` for every API (write mode: what rendering the
+  dispatch file and the kernel sources costs the codegen itself);
 
 and reports cold - warm (the extension's own work) over plain. `--code DIR` builds with
 the sphinxext_fmha found in DIR (another checkout) instead of the installed one. The
@@ -31,13 +33,15 @@ from sphinxext_fmha.corpus import fetch_tree, tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 
 
-def plain_seconds(root: Path, apis: List[str]) -> float:
+def plain_seconds(root: Path, apis: List[str], mode: str = "-l") -> float:
+    """Wall seconds of `generate.py -a API -l FILE` (or `-o DIR`) for every API."""
     total = 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        for api in apis:
+        for number, api in enumerate(apis):
+            out = Path(tmp) / ("%s%d" % (mode.strip("-"), number))
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-l",
-                            str(Path(tmp) / "l.txt")], cwd=fmha_dir(root), check=True,
+            subprocess.run([sys.executable, "-B", "generate.py", "-a", api, mode, str(out)],
+                           cwd=fmha_dir(root), check=True,
                            capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
             total += time.perf_counter() - start
     return total
@@ -90,18 +94,19 @@ def main() -> None:
             row["warm"], _ = build_seconds(src, Path(tmp) / "out", args.code)
             after = plain_seconds(root, args.apis)
             row["plain"] = (before + after) / 2
+            row["write"] = plain_seconds(root, args.apis, "-o")
             row["load after"] = os.getloadavg()[0]
             rows.append(row)
             shutil.rmtree(cache, ignore_errors=True)
         print("\n".join(line for line in log.splitlines() if line.startswith("fmha: ")))
-    print("| tree | APIs | plain `-l` | cold build | warm `-E` build | (cold - warm) / plain "
-          "| load (1 min) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    print("| tree | APIs | plain `-l` | plain `-o` | cold build | warm `-E` build "
+          "| (cold - warm) / plain `-l` | load (1 min) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in rows:
         ratio = (row["cold"] - row["warm"]) / row["plain"]
-        print("| %s | %s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f → %.1f |" % (
-            args.tree, " ".join(args.apis), row["plain"], row["cold"], row["warm"], ratio,
-            row["load before"], row["load after"]))
+        print("| %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f → %.1f |" % (
+            args.tree, " ".join(args.apis), row["plain"], row["write"], row["cold"], row["warm"],
+            ratio, row["load before"], row["load after"]))
 
 
 if __name__ == "__main__":
