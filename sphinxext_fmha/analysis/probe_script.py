@@ -428,35 +428,35 @@ def text_sha(text):
 
 #: Below this many kernel texts a second process costs more than it saves.
 PARALLEL_TEXTS = 400
-_SHARED = {}
-
-
-def _keys_of_slice(bounds):
-    trait_key, texts = _SHARED["key"], _SHARED["texts"]
-    return [trait_key(text) for text in texts[bounds[0]:bounds[1]]]
-
-
 def keys_of(trait_key, texts):
-    """``trait_key`` of every text, on two cores when there are many: a forked worker
-    reads the function and the texts from memory it shares with this process (only
-    the slice bounds and the keys are pickled). One process when fork is not there."""
-    if len(texts) < PARALLEL_TEXTS:
-        return [trait_key(text) for text in texts]
-    try:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork")
-    except (ImportError, ValueError):
-        return [trait_key(text) for text in texts]
-    _SHARED.update(key=trait_key, texts=texts)
+    """``trait_key`` of every text, on two cores when there are many: a forked child
+    reads the second half from memory it shares with this process and sends its keys
+    back through a pipe. Whatever goes wrong there, this process computes them itself."""
     half = len(texts) // 2
+    if len(texts) < PARALLEL_TEXTS or not hasattr(os, "fork"):
+        return [trait_key(text) for text in texts]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send, leave without running any exit handler
+        try:
+            os.close(read_end)
+            data = json.dumps([trait_key(text) for text in texts[half:]]).encode("utf-8")
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    first = [trait_key(text) for text in texts[:half]]
+    with os.fdopen(read_end, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
     try:
-        with context.Pool(1) as pool:
-            other = pool.map_async(_keys_of_slice, [(half, len(texts))])
-            first = _keys_of_slice((0, half))
-            return first + other.get()[0]
-    finally:
-        _SHARED.clear()
+        second = json.loads(data.decode("utf-8"))
+    except ValueError:
+        second = None
+    if not isinstance(second, list) or len(second) != len(texts) - half:
+        second = [trait_key(text) for text in texts[half:]]
+    return first + second
 
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None):
