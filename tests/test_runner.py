@@ -29,6 +29,8 @@ from sphinxext_fmha.process.runner import (
     total_processes_started,
 )
 
+from independent import independent_listing
+
 OLD = "flash-attn-2.7.4.post1"
 NEW = "amd-aiter-0.1.7.post2.dev18"
 ALL_TREES = ["flash-attn-2.7.4.post1", "flash-attn-2.8.1", "flash-attn-2.8.3", NEW]
@@ -248,12 +250,16 @@ def test_targets_option_on_new_tree(fmha, shared_cache):
     assert all(f.endswith("_gfx9.cpp") for f in appendkv.files)
 
 
-def test_run_many_parallel(fmha, tmp_path):
+def test_run_many_parallel(fmha, corpus_root, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
     reqs = [GenerateRequest("fwd_appendkv", filter=f) for f in ("*d32*", "*d64*", "*d128*")]
     results = runner.run_many(reqs, jobs=2)
     assert [r.request for r in results] == reqs
-    assert all(r.count > 0 and all(p in f for f in r.files) for r, p in zip(results, ("d32", "d64", "d128")))
+    for index, (result, request) in enumerate(zip(results, reqs)):
+        folder = tmp_path / ("independent-%d" % index)
+        folder.mkdir()
+        expected = independent_listing(corpus_root(OLD), "fwd_appendkv", folder, "-f", request.filter)
+        assert result.files == sorted(expected) and result.count == len(expected) > 0
     assert runner.processes_started == 3
     again = runner.run_many(reqs, jobs=3)
     assert all(r.from_cache for r in again) and runner.processes_started == 3

@@ -72,7 +72,7 @@ class Recorder:
                 value.__init__ = self._recording_init(value.__init__)
             prop = value.__dict__.get("filename")
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
-                setattr(value, "filename", self._recording_property(prop))
+                value.filename = self._recording_property(prop)
                 rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
                 key = "%s.%s" % (module.__name__, value.__name__)
                 self.kernel_classes[key] = {"class": value.__name__, "file": rel,

@@ -26,6 +26,7 @@ from ..model import (
     TileClass,
     TileField,
 )
+from .rule_receipts import rule_object_receipts
 from .pysource import (
     Interpreter,
     Obj,
@@ -519,6 +520,16 @@ def _function_params(fn: ast.AST) -> List[str]:
 # --------------------------------------------------------------------------------------
 # the analysis
 # --------------------------------------------------------------------------------------
+
+
+def _overlaps(value: str, lo: int, hi: int) -> bool:
+    """Whether a receipt value (``"2"``, ``"100-199"``, ``"-99"``) meets ``lo..hi``."""
+    m = re.match(r"^(\d*)-(\d*)$", value)
+    if m:
+        first = int(m.group(1)) if m.group(1) else lo
+        last = int(m.group(2)) if m.group(2) else hi
+        return first <= hi and lo <= last
+    return value.isdigit() and lo <= int(value) <= hi
 
 
 class _Analysis:
@@ -1733,9 +1744,20 @@ class _Analysis:
                             reading=f"{reading_head}: {body} (in {label})",
                             where=self.where(first)))
                     cur = None
-        # help-text values that this module never tests
+        # receipts defined as rule objects (``get_product(receipt)``), see rule_receipts
+        for receipt in rule_object_receipts(
+                self.pm.tree, self.receipt_names, lambda v: self._label_for(v, labels), self.where,  # type: ignore[arg-type]
+                lambda line: " ".join(self.pm.comments_above(line))):  # type: ignore[union-attr]
+            referenced.add(receipt.value)
+            self.facts.receipts.append(receipt)
+        # help-text values (and ranges) that this module never tests
         for lo, hi, text, where in labels:
             if lo != hi:
+                if not any(_overlaps(v, lo, hi) for v in referenced):
+                    self.facts.receipts.append(Receipt(
+                        value="%d-%d" % (lo, hi), label=text, conditions=[],
+                        reading="no value of this range is referenced in this module: only "
+                                "conditions that apply to every receipt", where=where))
                 continue
             if str(lo) not in referenced:
                 self.facts.receipts.append(Receipt(

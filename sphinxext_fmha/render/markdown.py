@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from ..analysis.analyze import Options
 from ..model import FilterCheck, Recommendation
-from .collect import GuideData, collect_guide, parse_sections
+from .collect import GuideData, collect_guide, needs_dispatch_reading, parse_sections
 from .diagram import diagram_text
 from .guide import (
     filter_check_blocks,
@@ -65,7 +65,8 @@ def _code(text: str, in_table: bool = False) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     body = text.replace("\n", " ")
-    if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.endswith(" ") and body.strip()):
+    padded = body.startswith(" ") and body.endswith(" ") and body.strip()
+    if body.startswith("`") or body.endswith("`") or padded:
         body = " " + body + " "
     if in_table:
         body = body.replace("|", "\\|")
@@ -164,7 +165,7 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
     return "\n\n".join(chunks).rstrip() + "\n"
 
 
-def render_guide_markdown(session: "Session", api: str, options: Options = Options(),
+def render_guide_markdown(session: Session, api: str, options: Options = Options(),
                           sections: Optional[Sequence[str]] = None) -> str:
     """The guide of ``api`` as GitHub-flavoured Markdown.
 
@@ -175,7 +176,7 @@ def render_guide_markdown(session: "Session", api: str, options: Options = Optio
     names = parse_sections(list(sections) if sections is not None else None)
     wants_recommendation = any(n in names for n in ("minimal", "losses", "commands", "counts"))
     data = collect_guide(session, api, options, recommend=wants_recommendation,
-                         conditions="fields" in names)
+                         conditions=needs_dispatch_reading(names))
     return guide_markdown(data, names)
 
 

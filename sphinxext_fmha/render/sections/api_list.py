@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from ..ir import (
     Code,
@@ -16,7 +16,7 @@ def api_list_table(rows: Sequence[Tuple[str, str, Optional[int], str]],
                    link: Optional[str] = None) -> Table:
     """``rows``: (api, module, kernels or None, note); ``link``: a docname template
     with ``{api}``."""
-    body = []
+    body: List[List[Inlines]] = []
     for api, module, count, note in rows:
         name: Inlines = [Code(api)]
         if link:

@@ -62,7 +62,7 @@ def part_label(kernel_type: KernelType, model: ApiModel) -> Inlines:
     if not filterable(model, kernel_type):
         return [Emph("not filtered")]
     if model.filter.api_split:
-        return ["part %d" % kernel_type.filter_position]
+        return ["part %s" % kernel_type.filter_position]
     return ["the whole pattern"]
 
 

@@ -59,7 +59,7 @@ def _segment_tokens_summary(segment: Segment, limit: int = 6) -> Inlines:
 
 def _legend(kernel_type: KernelType, diagram: Optional[Diagram]) -> Table:
     tokens = {p.number: p.token for p in diagram.parts} if diagram else {}
-    rows = []
+    rows: List[List[Inlines]] = []
     for index, segment in enumerate(kernel_type.segments, start=1):
         example_token = tokens.get(index)
         rows.append([[str(index)], [segment.label],

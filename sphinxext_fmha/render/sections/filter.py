@@ -62,7 +62,7 @@ def filter_section(data: GuideData) -> List[Block]:
                          *codes([c for p in spec.parts for c in p.applies_to]), "."])
     blocks: List[Block] = [BulletList(items)]
     if spec.api_split and spec.parts:
-        rows = []
+        rows: List[List[Inlines]] = []
         for part in spec.parts:
             classes = part.applies_to
             if part.position == 0:

@@ -39,8 +39,9 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
     if model is not None:
         order = [k.class_name for k in model.kernel_types]
         classes = [c for c in order if c in classes] + [c for c in classes if c not in order]
-    rows = [[[Code(c)], [str(check.baseline_per_type.get(c, 0))], [str(check.per_type.get(c, 0))],
-             [str(check.predicted_per_type.get(c, 0))]] for c in classes]
+    rows: List[List[Inlines]] = [
+        [[Code(c)], [str(check.baseline_per_type.get(c, 0))], [str(check.per_type.get(c, 0))],
+         [str(check.predicted_per_type.get(c, 0))]] for c in classes]
     blocks.append(Table(header=["Sub-type", "All", "Selected", "Predicted"], rows=rows,
                         classes=["fmha-check-counts"]))
     changed = [row for row in check.breakdown if any(c.selected != c.baseline for c in row.counts)]
@@ -52,7 +53,7 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
             for count in row.counts:
                 if not count.baseline and not count.selected:
                     continue
-                cells = [[row.segment], token_cell(count.token), [count.meaning],
+                cells: List[Inlines] = [[row.segment], token_cell(count.token), [count.meaning],
                          [str(count.baseline)], [str(count.selected)]]
                 if several:
                     cells.insert(0, [Code(row.kernel_type)])

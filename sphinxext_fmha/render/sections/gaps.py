@@ -45,7 +45,8 @@ def gaps_section(data: GuideData) -> List[Block]:
     else:
         blocks.append(Para(["The analysis left no gap."]))
     if model.checks:
-        rows = [[[Code(str(k))], [_check_value(v)]] for k, v in sorted(model.checks.items())]
+        rows: List[List[Inlines]] = [[[Code(str(k))], [_check_value(v)]]
+                                     for k, v in sorted(model.checks.items())]
         blocks.append(Dropdown(title=["Analysis checks (%d)" % len(rows)],
                                blocks=[Table(header=["Check", "Value"], rows=rows,
                                              classes=["fmha-checks"])]))

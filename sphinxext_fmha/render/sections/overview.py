@@ -43,7 +43,7 @@ def types_section(data: GuideData) -> List[Block]:
     if data.api_file:
         intro += [", plus the API dispatch file ", Code(data.api_file)]
     intro.append(".")
-    rows = []
+    rows: List[List[Inlines]] = []
     for kernel_type in model.kernel_types:
         rows.append([[Code(kernel_type.class_name)], [str(kernel_type.count)],
                      part_label(kernel_type, model), arch_suffixes(kernel_type),

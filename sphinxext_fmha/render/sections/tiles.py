@@ -48,7 +48,7 @@ def tiles_section(data: GuideData) -> List[Block]:
             facts.append(["No tiles for: ", *codes(factory.unsupported_dtypes)])
         if facts:
             blocks.append(BulletList(facts))
-        rows = []
+        rows: List[List[Inlines]] = []
         for dtype in factory.tiles:
             for hdim in sorted(factory.tiles[dtype], key=_hdim_key):
                 tiles = factory.tiles[dtype][hdim]
@@ -58,15 +58,16 @@ def tiles_section(data: GuideData) -> List[Block]:
             blocks.extend(fold([Code(factory.class_name), ": %s" % plural(len(rows), "tile row")],
                                 [table], len(rows)))
     for tile in model.tiles:
-        rows = [[[Code(f.name)], [" ".join(f.comment.split())]] for f in tile.fields]
+        field_rows: List[List[Inlines]] = [[[Code(f.name)], [" ".join(f.comment.split())]]
+                                           for f in tile.fields]
         inner: List[Block] = []
         if tile.defined_at:
             origin: Inlines = ["Defined at ", Code(tile.defined_at)]
             if tile.imported_from:
                 origin += [" (imported from ", Code(tile.imported_from), ")"]
             inner.append(Para(origin + ["."]))
-        if rows:
-            inner.append(Table(header=["Field", "Comment"], rows=rows, classes=["fmha-tilefields"]))
+        if field_rows:
+            inner.append(Table(header=["Field", "Comment"], rows=field_rows, classes=["fmha-tilefields"]))
         if tile.name_source:
             inner.append(Para(["How the tile names itself:"]))
             inner.append(CodeBlock(tile.name_source, "python"))
