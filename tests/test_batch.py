@@ -16,13 +16,14 @@ from typing import List
 
 import pytest
 
-from independent import independent_listing
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
+
+from independent import independent_listing
 
 pytestmark = pytest.mark.corpus
 

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from independent import independent_listing
 from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
 from sphinxext_fmha.locate import fmha_dir
+
+from independent import independent_listing
 
 pytestmark = pytest.mark.corpus
 

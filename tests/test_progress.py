@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from synthetic import EXPECTED_COUNTS
-
 from sphinxext_fmha.cli import main
+
+from synthetic import EXPECTED_COUNTS
 
 STEP = re.compile(r"^fmha: toy of (?P<tree>\S+): (?P<what>.+?)(?: \((?P<n>[\d,]+) kernels\))?"
                   r"\.\.\. \d+\.\d s$")

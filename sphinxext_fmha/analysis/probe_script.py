@@ -185,7 +185,7 @@ def run_generate(fmha_dir, argv, output_dir=None):
 
 
 # -- object inspection -------------------------------------------------------
-_FIELDS = {}
+_FIELDS: dict = {}
 
 
 def _fields_of(cls):
