@@ -46,10 +46,13 @@ def _filters(root: Path, api: str, tmp: Path) -> List[str]:
 
 
 def _written(root: Path, api: str, filter: str, out: Path):
+    """What a separate write-mode run writes, or None when generate.py fails."""
     out.mkdir()
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-f", filter, "-o", str(out)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    proc = subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-f", filter,
+                           "-o", str(out)], cwd=fmha_dir(root), capture_output=True,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    if proc.returncode != 0:
+        return None
     files = {p.name: p for p in out.rglob("*.cpp")}
     api_files = [n for n in files if n.endswith("_api.cpp")]
     assert len(api_files) == 1, api_files
@@ -70,9 +73,15 @@ def test_batched_runs_equal_separate_processes(corpus_root, tmp_path, tree, api)
         listing = runner.list_kernels(req)
         assert listing.from_cache
         assert set(listing.files) == independent_listing(root, api, tmp_path, "-f", text), text
+        written = _written(root, api, text, tmp_path / ("out%d" % number))
+        if written is None:
+            # generate.py's write mode fails here (aiter's fwd_splitkv asserts on some
+            # filters): the batch must not have made up a dispatch file for it.
+            assert not runner.has_result("api", req), text
+            continue
         batched = runner.generate_api_file(req)
         assert batched.from_cache
-        name, api_text, traits = _written(root, api, text, tmp_path / ("out%d" % number))
+        name, api_text, traits = written
         assert batched.api_file == name
         assert batched.text == api_text, text
         assert batched.kernel_traits == traits, text
