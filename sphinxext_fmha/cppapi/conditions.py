@@ -6,7 +6,8 @@ import functools
 import re
 from typing import List, Tuple
 
-from .lexing import _WS_RE, match_paren as _match_paren, strip_comments
+from .lexing import _WS_RE, strip_comments
+from .lexing import match_paren as _match_paren
 
 __all__ = ["describe_condition", "condition_terms", "split_top", "strip_parens"]
 

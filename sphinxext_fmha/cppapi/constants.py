@@ -62,6 +62,14 @@ def _split_or(text: str) -> List[str]:
     return _split_alternative(split_top(text, "||"), "or")
 
 
+def _word_at(text: str, i: int, word: str) -> bool:
+    """Whether ``word`` at ``text[i:]`` stands alone (not part of a longer name)."""
+    before_ok = i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")
+    end = i + len(word)
+    after_ok = end >= len(text) or not (text[end].isalnum() or text[end] == "_")
+    return before_ok and after_ok
+
+
 def _split_and(text: str) -> List[str]:
     return _split_alternative(split_top(text, "&&"), "and")
 
@@ -80,8 +88,7 @@ def _split_alternative(parts: List[str], word: str) -> List[str]:
                 depth += 1
             elif c in ")]}":
                 depth -= 1
-            elif depth == 0 and part.startswith(word, i) and (i == 0 or not (part[i - 1].isalnum() or part[i - 1] in "_.")) \
-                    and (i + len(word) >= len(part) or not (part[i + len(word)].isalnum() or part[i + len(word)] == "_")):
+            elif depth == 0 and part.startswith(word, i) and _word_at(part, i, word):
                 pieces.append(part[start:i])
                 i += len(word)
                 start = i

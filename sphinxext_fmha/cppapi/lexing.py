@@ -67,7 +67,7 @@ def _mask(text: str) -> Tuple[str, str]:
 def strip_comments(text: str) -> str:
     """Remove C/C++ comments (not inside string literals)."""
 
-    def repl(m: "re.Match[str]") -> str:
+    def repl(m: re.Match[str]) -> str:
         if m.lastgroup in ("line_comment", "block_comment"):
             return " "
         return m.group(0)
@@ -143,7 +143,7 @@ def normalize_cpp(text: str, aliases: Optional[Mapping[str, str]] = None) -> str
         for _ in range(20):
             changed = False
 
-            def repl(m: "re.Match[str]") -> str:
+            def repl(m: re.Match[str]) -> str:
                 nonlocal changed
                 name = m.group(0)
                 if name in aliases:

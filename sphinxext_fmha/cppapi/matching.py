@@ -150,7 +150,7 @@ def match_leaves_to_kernels(
     for leaf in leaves:
         files: List[Optional[str]] = []
         for key in leaf.keys:
-            names = by_key.get(key)
+            names = by_key.get(key) or []
             if not names:
                 files.append(None)
                 result.unmatched.append((leaf.order, key))

@@ -23,8 +23,8 @@ from .lexing import (
     _IDENT_RE,
     _WS_RE,
     _mask,
-    _match_paren,
     _match_angle,
+    _match_paren,
     _squeeze,
     find_template_calls,
     normalize_cpp,
@@ -88,10 +88,10 @@ class DispatchBlock:
     condition: str = ""
     name: str = ""
     line: int = 0
-    items: List[Union["DispatchBlock", str]] = field(default_factory=list)
+    items: List[Union[DispatchBlock, str]] = field(default_factory=list)
 
     @property
-    def blocks(self) -> List["DispatchBlock"]:
+    def blocks(self) -> List[DispatchBlock]:
         return [item for item in self.items if isinstance(item, DispatchBlock)]
 
     @property
@@ -191,9 +191,9 @@ def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
     # drop trailing qualifiers after the parameter list
     head = re.sub(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$", ")", head)
     if head.endswith(")") and "=" not in head.split("(", 1)[0] and not head.startswith(("[", "(")):
-        open_at = _find_params_open(head)
-        if open_at is not None:
-            m2 = _FUNC_NAME_RE.search(head[: open_at + 1])
+        params_at = _find_params_open(head)
+        if params_at is not None:
+            m2 = _FUNC_NAME_RE.search(head[: params_at + 1])
             if m2:
                 return "function", "", _squeeze(m2.group(1))
     return "other", "", ""
@@ -306,7 +306,7 @@ def _constexpr_value(cond: str) -> Optional[bool]:
     """
     text = normalize_cpp(cond)
 
-    def same(m: "re.Match[str]") -> str:
+    def same(m: re.Match[str]) -> str:
         args = split_template_args(m.group(1))
         if len(args) == 2 and args[0] == args[1]:
             return "true"
@@ -385,7 +385,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
             visible = _visible(scopes)
             if not visible:
                 continue
-            for name, args, start, end in find_template_calls(item):
+            for _name, args, start, end in find_template_calls(item):
                 traits, extras, dropped = _classify_args(args, visible)
                 if not traits:
                     continue

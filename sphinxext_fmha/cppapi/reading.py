@@ -29,11 +29,11 @@ from typing import Any, Dict, List, Mapping, Tuple
 from .conditions import describe_condition
 from .constants import constant_value
 from .entry_points import read_entry_points
+from .lexing import trait_template
 from .links import unreachable_kernels
 from .matching import match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
 from .reach import kernel_reach
-from .lexing import trait_template
 
 __all__ = ["read_dispatch", "describe_call_condition", "dispatch_levels"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List
 
+from ...guide_data import GuideData
 from ...model import (
     ApiModel,
     FieldInfo,
     KernelType,
     Segment,
 )
-from ..collect import GuideData
 from ..ir import (
     Block,
     BulletList,
@@ -77,7 +77,7 @@ def _where_inlines(group: ConditionGroup) -> Inlines:
     parts: List[Inlines] = []
     for label, tokens in group.where.items():
         parts.append([label + ": ", *join([token_cell(t) for t in sorted(tokens, key=natural)])])
-    text = join(parts, "; ") if parts else ["every kernel of the token"]
+    text: Inlines = join(parts, "; ") if parts else ["every kernel of the token"]
     return text + [" (%s%s)" % (plural(group.kernels, "kernel"),
                                ", reached by branches with differing extra conditions"
                                if group.varying else "")]
@@ -144,7 +144,7 @@ def fields_section(data: GuideData) -> List[Block]:
     for kernel_type in filtered_types:
         if len(model.kernel_types) > 1:
             blocks.append(SubHeading([Code(kernel_type.class_name), " (filter %s)"
-                                      % ("part %d" % kernel_type.filter_position
+                                      % ("part %s" % kernel_type.filter_position
                                          if model.filter.api_split else "pattern")]))
         blocks.extend(_shared_conditions(data, kernel_type))
         for index, segment in enumerate(kernel_type.segments):
@@ -189,9 +189,9 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
     show_dispatch = any(g.cpp or g.unreached for groups in conditions.values() for g in groups)
     header = (["Token", "Meaning"] + (["C++ symbol"] if show_cpp else [])
               + (["Dispatch condition"] if show_dispatch else []) + ["Kernels"])
-    rows = []
+    rows: List[List[Inlines]] = []
     for token in sorted(segment.tokens, key=natural):
-        row = [token_cell(token), [segment.tokens[token]]]
+        row: List[Inlines] = [token_cell(token), [segment.tokens[token]]]
         if show_cpp:
             row.append(_cpp_symbol(segment.values.get(token, []), infos))
         if show_dispatch:
