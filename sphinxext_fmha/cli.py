@@ -252,12 +252,17 @@ def _run(args) -> int:
             print(render_recommendation_markdown(recommendation))
         return 0 if recommendation.verified else EXIT_FAILED
     if args.command == "guide":
-        from .render.markdown import render_guide_markdown
+        from .guide import collect_guide
+        from .render.markdown import guide_markdown
 
         if args.output:
             _output_path(args.output, folder=False, flag="-o")  # fail before the long run
-        text = render_guide_markdown(session, args.api, options)
-        _warn_suspicious(session.model(args.api, options))
+        data = collect_guide(session, args.api, options)
+        text = guide_markdown(data)
+        _warn_suspicious(data.model)
+        for problem in (data.recommendation_problem, data.dispatch_problem):
+            if problem is not None:
+                _say("warning: " + problem.message)
         if args.output:
             _write_text(args.output, text, "the guide")
         else:
@@ -270,7 +275,7 @@ def _run(args) -> int:
 
 
 def _warn_suspicious(model) -> None:
-    from .render.collect import suspicious_problems
+    from .guide import suspicious_problems
 
     for problem in suspicious_problems(model):
         _say("warning: " + problem.message)

@@ -103,6 +103,7 @@ class Session:
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
         def compute() -> ApiModel:
+            self.observation(api, options)  # the probe, and what it stands in for
             return analyze_api(self.ck_root, api, options, python=self.python,
                                cache=self.cache, timeout=self.timeout, progress=self.progress,
                                tree=self.tree, runner=self.runner)
@@ -117,11 +118,26 @@ class Session:
 
         def compute() -> dict:
             request = self.tree.request(api, options)
-            return observe(self.tree.fmha_dir, probe_argv(request, self.tree.supported_dests()),
-                           python=self.python, cache=self.cache, timeout=self.timeout,
-                           progress=self.progress)
+            observed = observe(self.tree.fmha_dir,
+                               probe_argv(request, self.tree.supported_dests()),
+                               python=self.python, cache=self.cache, timeout=self.timeout,
+                               progress=self.progress)
+            self._store_probe_runs(request, observed)
+            return observed
 
         return self._once(("observation", api, options), compute)
+
+    def _store_probe_runs(self, request, observed: dict) -> None:
+        """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
+        dispatch file write mode writes: keep both as those runs' results, so neither
+        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back)."""
+        seconds = float(observed.get("seconds", {}).get("observe", 0.0))
+        self.runner.store_listing(request, observed["listing"], seconds)
+        dispatch = observed.get("dispatch") or {}
+        if dispatch and not dispatch.get("error"):
+            self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
+                                       dispatch["kernel_traits"],
+                                       float(dispatch.get("seconds", 0.0)))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         """Kernel files generated together (one fnmatch decision each), as observed."""
@@ -145,6 +161,18 @@ class Session:
             return traits
 
         return self._once(("traits", api, options), compute)
+
+    def prefetch_checks(self, api: str, filters: List[str], options: Options = Options()) -> None:
+        """Run the ``-f`` runs that checking ``filters`` needs in batches (one
+        interpreter each, see process/batch.py), ahead of :meth:`check`."""
+        from .process.batch import prefetch
+
+        dispatch = self.observation(api, options).get("dispatch") or {}
+        traits = dispatch.get("kernel_traits", {})
+        known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
+                 if name in traits}
+        prefetch(self.runner, [self.tree.request(api, options, filter=f) for f in filters],
+                 dispatch=True, known_keys=known)
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.filtercheck import ParsedListing
@@ -194,11 +222,22 @@ class Session:
         return MaskModes(**stored)
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
+        """What ``generate.py -f filter`` selects: the filtered listing and write-mode
+        run, checked against the unfiltered listing and the model's prediction."""
         from .verify.filtercheck import check_filter
 
+        def compute() -> FilterCheck:
+            model = self.model(api, options)
+            baseline_listing = self.runner.list_kernels(self.tree.request(api, options))
+            request = self.tree.request(api, options, filter=filter)
+            listing = self.runner.list_kernels(request)
+            api_file = self.runner.generate_api_file(request) if listing.count else None
+            return check_filter(model, filter, baseline_listing, listing,
+                                self.parsed_listing(api, options, baseline_listing.files),
+                                self.traits(api, options), api_file)
+
         return self._once(("check", api, filter, options), lambda: self._stored(
-            "check", FilterCheck, lambda: check_filter(self, api, filter, options),
-            api, filter, dataclasses.asdict(options)))
+            "check", FilterCheck, compute, api, filter, dataclasses.asdict(options)))
 
     def recommend(self, api: str, options: Options = Options()) -> Recommendation:
         from .verify.recommend import recommend
@@ -236,6 +275,9 @@ class _RecommendRunner:
     def __init__(self, session: Session, api: str, options: Options):
         self.session, self.api, self.options = session, api, options
 
+    def prefetch(self, filters: Sequence[str]) -> None:
+        self.session.prefetch_checks(self.api, list(filters), self.options)
+
     def check(self, filter: str) -> FilterCheck:
         try:
             return self.session.check(self.api, filter, self.options)
@@ -244,7 +286,12 @@ class _RecommendRunner:
             # still counts; the run is marked as not written, with the reason.
             from .verify.filtercheck import check_filter
 
-            check = check_filter(self.session, self.api, filter, self.options, dispatch=False)
+            session, api, options = self.session, self.api, self.options
+            baseline_listing = session.runner.list_kernels(session.tree.request(api, options))
+            listing = session.runner.list_kernels(session.tree.request(api, options, filter=filter))
+            check = check_filter(session.model(api, options), filter, baseline_listing, listing,
+                                 session.parsed_listing(api, options, baseline_listing.files),
+                                 session.traits(api, options))
             check.notes.append("write mode failed: %s" % (error.stderr_tail or str(error))
                                .strip().splitlines()[-1])
             return check

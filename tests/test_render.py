@@ -15,6 +15,8 @@ from docutils import nodes
 from sphinxext_fmha.analysis.analyze import AnalysisError, Options, UnknownApiError
 from sphinxext_fmha.analysis.observe import ProbeError
 from sphinxext_fmha.corpus import tree_by_name
+from sphinxext_fmha.guide import collect_guide
+from sphinxext_fmha.guide_data import GuideData, build_date, parse_sections, problem_of
 from sphinxext_fmha.locate import CKRootNotFound
 from sphinxext_fmha.model import (
     Decision,
@@ -24,16 +26,8 @@ from sphinxext_fmha.model import (
     SegmentBreakdown,
     TokenCount,
 )
+from sphinxext_fmha.options import OptionError, parse_options
 from sphinxext_fmha.process.runner import GenerateError
-from sphinxext_fmha.render.collect import (
-    GuideData,
-    OptionError,
-    build_date,
-    collect_guide,
-    parse_options,
-    parse_sections,
-    problem_of,
-)
 from sphinxext_fmha.render.diagram import diagram_html, diagram_text
 from sphinxext_fmha.render.guide import (
     filter_check_blocks,
@@ -60,7 +54,6 @@ from sphinxext_fmha.render.markdown import (
     blocks_markdown,
     filter_check_markdown,
     guide_markdown,
-    render_guide_markdown,
     render_recommendation_markdown,
 )
 from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
@@ -310,11 +303,13 @@ def test_filter_check_blocks_and_markdown():
     text = filter_check_markdown(_check())
     assert "generate.py selects **40** of 120 kernels; the model predicts the same set." in text
     assert "| `ToyKernel` | 120 | 40 | 40 |" in text
-    assert "| bias | `_bias` | bias=bias | 40 | 0 |" in text
-    assert "| mode | *(no token)* | mode=batch | 120 | 40 |" in text
-    expectations = blocks[-1]
-    assert isinstance(expectations, BulletList)
-    assert [text_of(i) for i in expectations.items] == ["40 kernels: met", "_d64 dropped: NOT met"]
+    assert "| bias | `_bias` | 40 | 0 | bias=bias |" in text
+    assert "| mode | *(no token)* | 120 | 40 | mode=batch |" in text
+    failed, met = blocks[-2:]
+    assert isinstance(failed, Admonition) and failed.kind == "warning"
+    assert [text_of(i) for i in failed.blocks[1].items] == ["Expected _d64 dropped."]
+    assert isinstance(met, BulletList)
+    assert [text_of(i) for i in met.items] == ["40 kernels: met"]
 
 
 # --------------------------------------------------------------------------- docutils
@@ -380,7 +375,7 @@ def markdown_outline(text: str) -> str:
 
 
 def test_guide_markdown(session, appendkv, file_regression, tmp_path):
-    text = render_guide_markdown(session, "fwd_appendkv")
+    text = guide_markdown(collect_guide(session, "fwd_appendkv"))
     assert text == guide_markdown(appendkv)  # deterministic
     assert re.findall(r"^## (.*)$", text, re.M) == GUIDE_TITLES
     assert "/" + "root" not in text and str(session.ck_root) not in text
@@ -432,7 +427,7 @@ def test_field_reference_counts_add_up(appendkv, session, tmp_path):
 
 
 def test_bwd_filter_mechanism(session):
-    data = collect_guide(session, "bwd", recommend=False)
+    data = collect_guide(session, "bwd", sections=["filter", "fields"])
     text = guide_markdown(data, ["filter", "fields"])
     assert "`@` separates 3 parts" in text
     assert "one failed match drops the whole trait" in text
@@ -461,4 +456,4 @@ def test_cli_guide_writes_markdown(session, tmp_path):
     assert code == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# FMHA kernel guide: `fwd_appendkv`\n")
-    assert text == render_guide_markdown(session, "fwd_appendkv")  # the CLI adds nothing
+    assert text == guide_markdown(collect_guide(session, "fwd_appendkv"))  # the CLI adds nothing

@@ -23,7 +23,8 @@ from sphinx.util.docutils import SphinxDirective
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
 from ..process.launch import GenerateError
-from ..render.collect import Problem, problem_of, suspicious_problems
+from ..guide import suspicious_problems
+from ..guide_data import Problem, problem_of
 from ..render.nodes import problem_node
 from .config import fmha_config
 from .strict import record_problem, suppressed
@@ -94,7 +95,12 @@ def resolve_ck_root(config: Any, confdir: Path, srcdir: Path) -> Path:
 
 
 def _progress(message: str) -> None:
-    logger.verbose("[fmha] %s", message)
+    from ..process.progress import StepLine
+
+    if isinstance(message, StepLine):  # a finished expensive step: shown unless -q
+        logger.info(message)
+    else:
+        logger.verbose("[fmha] %s", message)
 
 
 def get_session(config: Any, confdir: Path, srcdir: Path):

@@ -17,15 +17,9 @@ from sphinx import addnodes
 from ..errors import WarningType
 from ..model import FilterCheck
 from ..options import check_filter_text
-from ..render.collect import (
-    RECOMMENDATION_SECTIONS,
-    OptionError,
-    Problem,
-    collect_guide,
-    needs_dispatch_reading,
-    parse_sections,
-    problem_of,
-)
+from ..guide import check_filter, collect_guide
+from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
+from ..options import OptionError
 from ..render.guide import (
     api_list_table,
     filename_blocks,
@@ -79,8 +73,7 @@ class KernelGuideDirective(FmhaDirective):
         self.note_tree(session)
         options = self.fmha_options(session)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
-        wants = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
-        data = collect_guide(session, api, options, recommend=wants, conditions=needs_dispatch_reading(names))
+        data = collect_guide(session, api, options, names)
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))
@@ -89,6 +82,9 @@ class KernelGuideDirective(FmhaDirective):
             problem.message = "%s: %s (sections %s are left out)" % (
                 api, problem.message, ", ".join(n for n in names if n in RECOMMENDATION_SECTIONS))
             before.extend(self.report(problem))
+        if data.dispatch_problem is not None:
+            data.dispatch_problem.message = "%s: %s" % (api, data.dispatch_problem.message)
+            before.extend(self.report(data.dispatch_problem))
         self.warn_suspicious(data.model)
         if data.model.gaps:
             self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
@@ -138,7 +134,7 @@ class FilterCheckDirective(FmhaDirective):
         model = session.model(api, options)
         check_filter_text(api, filter_text, model.filter.cli_split, model.filter.api_split)
         try:
-            check = session.check(api, filter_text, options)
+            check = check_filter(session, api, filter_text, options)
         except Exception as exc:  # noqa: BLE001
             problem = problem_of(exc)
             if problem.kind == WarningType.GENERATE:

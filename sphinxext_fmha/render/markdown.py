@@ -1,6 +1,6 @@
 """The guide as GitHub-flavoured Markdown (same content as the Sphinx directive).
 
-:func:`render_guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
+:func:`guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
 Folded blocks become ``<details>``, admonitions GitHub alerts, the file-name diagram a
 fenced block with a numbered ruler.
 """
@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
+from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
 from ..model import FilterCheck, Recommendation
-from ..options import Options
-from .collect import GuideData, collect_guide, needs_dispatch_reading, parse_sections
 from .diagram import diagram_text
 from .guide import (
     filter_check_blocks,
@@ -36,16 +35,15 @@ from .ir import (
     Strong,
     SubHeading,
     Table,
+    column_order,
+    text_of,
+    wrap_commands,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..session import Session
 
 __all__ = [
     "blocks_markdown",
     "filter_check_markdown",
     "guide_markdown",
-    "render_guide_markdown",
     "render_recommendation_markdown",
 ]
 
@@ -115,9 +113,13 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
     """Markdown chunks (to be joined with blank lines); ``level``: the heading level
     of the enclosing section."""
     out: List[str] = []
+    heading = ""
     for block in blocks:
+        if isinstance(block, SubHeading):
+            heading = text_of(block.inlines)
         if isinstance(block, Para):
-            out.append(_inline(block.inlines))
+            anchor = '<a id="%s"></a>' % _slug(heading + " " + block.anchor) if block.anchor else ""
+            out.append(anchor + _inline(block.inlines))
         elif isinstance(block, BulletList):
             out.append("\n".join("- " + _inline(item) for item in block.items))
         elif isinstance(block, Table):
@@ -125,14 +127,16 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
             if block.title:
                 lines.append("**%s**" % _inline(block.title).replace("**", ""))
                 lines.append("")
-            lines.append("| " + " | ".join(_escape(h, True) for h in block.header) + " |")
-            lines.append("|" + "|".join(" --- " for _ in block.header) + "|")
+            order = column_order(block)
+            lines.append("| " + " | ".join(_escape(block.header[i], True) for i in order) + " |")
+            lines.append("|" + "|".join(" --- " for _ in order) + "|")
             for row in block.rows:
-                cells = [_inline(row[i], True) if i < len(row) else "" for i in range(len(block.header))]
+                cells = [_inline(row[i], True) if i < len(row) else "" for i in order]
                 lines.append("| " + " | ".join(cells) + " |")
             out.append("\n".join(lines))
         elif isinstance(block, CodeBlock):
-            out.append(_fence(block.text, block.language))
+            text = wrap_commands(block.text) if block.language in ("bash", "sh", "shell") else block.text
+            out.append(_fence(text, block.language))
         elif isinstance(block, SubHeading):
             out.append("#" * min(level + 1, 6) + " " + _inline(block.inlines))
         elif isinstance(block, Dropdown):
@@ -148,6 +152,44 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
     return out
 
 
+def _slug(text: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _jump_markdown(blocks: Sequence[Block]) -> List[str]:
+    """``**Jump to:**`` lines (one per sub-heading group) linking the anchored
+    paragraphs of a section, or nothing when it has fewer than two."""
+    groups: List[List[str]] = []
+    heading = ""
+    for block in blocks:
+        if isinstance(block, SubHeading):
+            heading = text_of(block.inlines)
+            groups.append([heading])
+        elif isinstance(block, Para) and block.anchor:
+            if not groups:
+                groups.append([""])
+            groups[-1].append("[%s](#%s)" % (_escape(block.anchor), _slug(heading + " " + block.anchor)))
+    groups = [g for g in groups if len(g) > 1]
+    if sum(len(g) - 1 for g in groups) < 2:
+        return []
+    return ["**Jump to%s:** %s" % (" " + _escape(g[0]) if g[0] else "", " \u00b7 ".join(g[1:]))
+            for g in groups]
+
+
+def _section_markdown(blocks: Sequence[Block], level: int) -> List[str]:
+    """A section's blocks, its jump list after the leading paragraphs."""
+    chunks = blocks_markdown(blocks, level)
+    jump = _jump_markdown(blocks)
+    if jump:
+        lead = 0
+        for block in blocks:
+            if not isinstance(block, Para) or block.anchor:
+                break
+            lead += 1
+        chunks[lead:lead] = ["\n\n".join(jump)]
+    return chunks
+
+
 def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
                    title: Optional[str] = None) -> str:
     """The guide of ``data`` as one Markdown document."""
@@ -155,29 +197,14 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
     chunks: List[str] = ["# " + (title or "FMHA kernel guide: %s" % _code(data.api))]
     chunks.append(_inline(header_inlines(data)))
     problem = data.recommendation_problem
-    if problem is not None and any(n in names for n in ("minimal", "losses", "commands")):
+    if problem is not None and any(n in names for n in RECOMMENDATION_SECTIONS):
         chunks.extend(blocks_markdown([Admonition("note", [Para([
             "Recommended minimal set, what you lose and filter commands: not available. "
             + problem.message])])]))
     for section in guide_sections(data, names):
         chunks.append("## " + _escape(section.title))
-        chunks.extend(blocks_markdown(section.blocks, 2))
+        chunks.extend(_section_markdown(section.blocks, 2))
     return "\n\n".join(chunks).rstrip() + "\n"
-
-
-def render_guide_markdown(session: Session, api: str, options: Options = Options(),
-                          sections: Optional[Sequence[str]] = None) -> str:
-    """The guide of ``api`` as GitHub-flavoured Markdown.
-
-    ``sections``: names or numbers (see :data:`~sphinxext_fmha.render.collect.SECTIONS`);
-    None: all.  Raises what :meth:`Session.model` raises (see
-    :func:`~sphinxext_fmha.render.collect.problem_of` to report it).
-    """
-    names = parse_sections(list(sections) if sections is not None else None)
-    wants_recommendation = any(n in names for n in ("minimal", "losses", "commands", "counts"))
-    data = collect_guide(session, api, options, recommend=wants_recommendation,
-                         conditions=needs_dispatch_reading(names))
-    return guide_markdown(data, names)
 
 
 def filter_check_markdown(check: FilterCheck) -> str:

@@ -45,6 +45,8 @@ class ApiFile(Protocol):
 class RecommendRunner(Protocol):
     """What the recommendation needs run: generate.py per filter, and the driver."""
 
+    def prefetch(self, filters: Sequence[str]) -> None: ...
+
     def check(self, filter: str) -> FilterCheck: ...
 
     def listing_command(self, filter: str, listing: str) -> str: ...
@@ -170,6 +172,7 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
     union: Set[str] = set()
+    runner.prefetch(filters)  # their generate.py runs, batched
     # The runs are independent generate.py processes: run them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))

@@ -1,8 +1,8 @@
-"""Gather what a guide shows from a :class:`~sphinxext_fmha.session.Session`.
+"""What a kernel selection guide shows, as data: the sections, the collected facts of
+one API (:class:`GuideData`) and reportable failures (:class:`Problem`).
 
-Also: the guide's sections, option parsing/validation shared by the directives and the
-CLI, and turning any failure into a :class:`Problem` (kind + message + command + stderr
-tail) that the callers report.  No Sphinx, no docutils.
+A leaf: the guide service (:mod:`sphinxext_fmha.guide`) fills it, the renderers
+(:mod:`sphinxext_fmha.render`) and the Sphinx glue read it.  No Sphinx, no processes.
 """
 
 from __future__ import annotations
@@ -12,37 +12,24 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ..errors import FmhaError, WarningType, tail_shown
-from ..options import OptionError, Options, merge_options, parse_options
-from ..model import ApiModel, FilterCheck, Recommendation
-from ..verify.token_facts import (
-    TokenCounts,
-    TokenDispatch,
-    token_counts,
-    token_dispatch,
-)
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..session import Session
+from .errors import FmhaError, WarningType, tail_shown
+from .locate import CKRootNotFound
+from .model import ApiModel, Recommendation, TokenCounts, TokenDispatch
+from .options import OptionError, Options
 
 __all__ = [
+    "DISPATCH_SECTIONS",
+    "RECOMMENDATION_SECTIONS",
     "SECTIONS",
     "SECTION_TITLES",
-    "RECOMMENDATION_SECTIONS",
-    "OptionError",
-    "Problem",
     "GuideData",
+    "Problem",
     "build_date",
-    "collect_guide",
-    "parse_options",
     "parse_sections",
     "problem_of",
-    "merge_options",
     "source_rel",
-    "suspicious_problems",
-    "token_counts",
 ]
 
 #: (name, title) of every guide section, in order; numbers are 1-based positions.
@@ -61,8 +48,11 @@ SECTIONS: Tuple[Tuple[str, str], ...] = (
     ("gaps", "Gaps and checks"),
 )
 SECTION_TITLES = dict(SECTIONS)
-#: Sections that need :meth:`Session.recommend`.
+#: Sections that show the recommendation (``counts`` shows it when there is one).
 RECOMMENDATION_SECTIONS = ("minimal", "losses", "commands")
+#: Sections that show what the API dispatch file and the mask modes say (fields:
+#: per-token conditions; rules: the mask-mode note; dispatch: entry points, reach).
+DISPATCH_SECTIONS = ("fields", "rules", "dispatch")
 
 _ALIASES = {
     "sub-types": "types", "subtypes": "types", "kernel-types": "types",
@@ -101,8 +91,6 @@ class Problem:
 def problem_of(exc: BaseException) -> Problem:
     """The :class:`Problem` of an exception raised while building a guide: our errors
     carry their kind; anything else is an analysis failure (a bug, named as such)."""
-    from ..locate import CKRootNotFound
-
     if isinstance(exc, FmhaError):
         return Problem(exc.kind, str(exc), exc.command, exc.stderr_tail)
     if isinstance(exc, CKRootNotFound):
@@ -113,23 +101,6 @@ def problem_of(exc: BaseException) -> Problem:
         return Problem(WarningType.ANALYSIS,
                        "cannot read the CK tree's Python source: %s" % exc)
     return Problem(WarningType.ANALYSIS, "%s: %s" % (type(exc).__name__, exc))
-
-
-def suspicious_problems(model: ApiModel) -> List[Problem]:
-    """Successes that should not be trusted: generate.py exited 0 but listed no kernel,
-    or listed other kernels than the analysis observed it create."""
-    problems = []
-    if model.baseline.count == 0:
-        problems.append(Problem(WarningType.SUSPICIOUS, (
-            "%s: generate.py exited with 0 but listed no kernel (with options %s); the "
-            "guide has nothing to show. Check the options (receipt, targets, optdim)"
-            % (model.api, ", ".join("%s=%s" % kv for kv in sorted(model.options.items()))
-               or "none"))))
-    elif model.checks.get("listing_matches_observation") is False:
-        problems.append(Problem(WarningType.SUSPICIOUS, (
-            "%s: generate.py's listing and the kernel objects observed while it ran disagree; "
-            "counts in the guide come from the listing" % model.api)))
-    return problems
 
 
 # --------------------------------------------------------------------------- sections
@@ -213,55 +184,5 @@ class GuideData:
     listing_command: str = ""
     recommendation: Optional[Recommendation] = None
     recommendation_problem: Optional[Problem] = None
-
-
-def needs_dispatch_reading(sections: Sequence[str]) -> bool:
-    """Whether these sections show what the API file and the mask modes say (fields:
-    per-token conditions; rules: the mask-mode note; dispatch: entry points, reach)."""
-    return bool({"fields", "rules", "dispatch"} & set(sections))
-
-
-def collect_guide(session: "Session", api: str, options: Options = Options(), *,
-                  recommend: bool = True, conditions: bool = True) -> GuideData:
-    """Model + per-token counts (+ dispatch conditions, recommendation) of one API.
-
-    Failures of the model raise; a recommendation that cannot be made is recorded as
-    ``recommendation_problem`` (kind ``recommend`` when the feature is missing);
-    dispatch conditions are shown when they can be read, and left out otherwise.
-    """
-    model = session.model(api, options)
-    listing = session.runner.list_kernels(session.tree.request(api, options))
-    data = GuideData(api=api, options=options, model=model, date=build_date(),
-                     token_counts=token_counts(model, listing.files),
-                     api_file=listing.api_file, listing_command=listing.command)
-    if conditions and hasattr(session, "dispatch_reading"):
-        try:
-            reading = session.dispatch_reading(api, options)
-        except Exception:  # noqa: BLE001 - optional: the column is left out
-            reading = {}
-        if reading:
-            data.dispatch_reading = reading
-            data.token_dispatch = token_dispatch(model, listing.files, reading)
-    if conditions and hasattr(session, "mask_modes"):
-        try:
-            data.mask_modes = session.mask_modes(api, options)
-        except Exception:  # noqa: BLE001 - optional: the note is left out
-            data.mask_modes = None
-    if recommend:
-        try:
-            data.recommendation = session.recommend(api, options)
-        except (ImportError, NotImplementedError) as exc:
-            data.recommendation_problem = Problem(
-                WarningType.RECOMMEND, "the recommended minimal set is not available in this version "
-                "of sphinxext-fmha (%s: %s)" % (type(exc).__name__, exc))
-        except Exception as exc:  # noqa: BLE001 - reported, never a traceback
-            problem = problem_of(exc)
-            problem.message = "cannot make the recommended minimal set: " + problem.message
-            data.recommendation_problem = problem
-    return data
-
-
-def check_filter(session: "Session", api: str, filter: str,
-                 options: Options = Options()) -> FilterCheck:
-    """:meth:`Session.check` (kept here so callers need one import)."""
-    return session.check(api, filter, options)
+    #: why the API dispatch file (or the mask modes) could not be read, if so
+    dispatch_problem: Optional[Problem] = None
