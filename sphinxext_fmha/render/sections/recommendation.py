@@ -102,7 +102,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
                      [why] if why else ["-"]])
     if rows:
         table: List[Block] = [Table(header=["Segment", "Keep", "Drop", "Why"], rows=rows,
-                                    classes=["fmha-decisions"])]
+                                    classes=["fmha-decisions"], counts_after=None)]
         blocks += fold(["Keep/drop per segment (%d rows)" % len(rows)], table, len(rows))
     if whole:
         blocks.append(Para(["Every value kept: ", *join([[Strong(g)] for g in whole]), "."]))
