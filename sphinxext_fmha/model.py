@@ -109,6 +109,9 @@ class KernelType:
     segments: List[Segment] = field(default_factory=list)
     #: One real file name of this sub-type, from the listing.
     example: str = ""
+    #: :attr:`example`'s kernel name cut by the grammar, one token per segment (empty
+    #: when it cannot be cut): what the file-name diagram shows.
+    example_tokens: List[str] = field(default_factory=list)
     #: Where the class is defined (``path:line``).
     defined_at: str = ""
     #: The class's docstring, if it has one.

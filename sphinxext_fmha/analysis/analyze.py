@@ -186,6 +186,8 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         ))
 
     _add_constant_fields(kernel_types, observed, facts)
+    for kernel_type in kernel_types:
+        kernel_type.example_tokens = _example_tokens(kernel_type)
     classify = _class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
     filter_spec, positions = _filter_spec(observed, sorted(records_by_class), classify)
     for kernel_type in kernel_types:
@@ -351,6 +353,15 @@ def _example(records: List[dict], grammar: Grammar) -> str:
     scores = {r["filename"]: filled(r) for r in records}
     top = max(scores.values(), default=0)
     return min((f for f, score in scores.items() if score == top), default="")
+
+
+def _example_tokens(kernel_type: KernelType) -> List[str]:
+    """The example's kernel name cut into one token per (final) segment, or []."""
+    name = split_filename(kernel_type.example, kernel_type.arch_suffixes)
+    if not name:
+        return []
+    tokens = Grammar(segments=kernel_type.segments).parse(name)
+    return list(tokens) if tokens is not None and len(tokens) == len(kernel_type.segments) else []
 
 
 def _class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, str]):
