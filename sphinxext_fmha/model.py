@@ -131,14 +131,27 @@ class Factory:
 
 @dataclass
 class FilterPart:
+    """One ``api_split``-separated part of an API's filter.
+
+    ``missing_becomes``/``empty_becomes``: the pattern fnmatch receives when the part
+    is missing / given but empty; None: the part is then not applied at all.
+    """
+
     position: int
     applies_to: List[str] = field(default_factory=list)
     missing_becomes: Optional[str] = None
+    empty_becomes: Optional[str] = None
 
 
 @dataclass
 class FilterSpec:
-    """How ``generate.py -f`` reaches fnmatch for this API, as observed."""
+    """How ``generate.py -f`` reaches fnmatch for this API, as observed.
+
+    ``when_empty``: kernel class -> the pattern fnmatch receives when this API's
+    filter text is empty (``-f ''``, or nothing before the first ``cli_split``);
+    None: not applied.  ``fnmatch_lowercases``/``fnmatch_backslashes``: what
+    ``os.path.normcase`` does in the interpreter that runs generate.py.
+    """
 
     cli_split: Optional[str] = None
     api_split: Optional[str] = None
@@ -147,6 +160,9 @@ class FilterSpec:
     drops: str = "kernel"
     unfiltered_types: List[str] = field(default_factory=list)
     source: List[str] = field(default_factory=list)
+    when_empty: Dict[str, Optional[str]] = field(default_factory=dict)
+    fnmatch_lowercases: bool = False
+    fnmatch_backslashes: bool = False
 
 
 @dataclass

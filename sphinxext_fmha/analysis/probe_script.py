@@ -307,6 +307,13 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
     marker_calls = recorder.fnmatch_calls
     recorder.fnmatch_calls = []
     _, single_error = run_generate(fmha_dir, list(argv) + ["-f", parts[0]])
+    single_calls = recorder.fnmatch_calls
+    # Empty parts ("@@@") and an empty filter: which pattern, if any, reaches fnmatch.
+    recorder.fnmatch_calls = []
+    _, empty_parts_error = run_generate(fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)])
+    empty_parts_calls = recorder.fnmatch_calls
+    recorder.fnmatch_calls = []
+    _, empty_error = run_generate(fmha_dir, list(argv) + ["-f", ""])
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     result.update({
         "records": records,
@@ -315,8 +322,12 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
         "marker_filter": marker_filter,
         "unfiltered_calls": summarise_calls(unfiltered_calls, name_to_class),
         "fnmatch_calls": summarise_calls(marker_calls, name_to_class),
-        "single_part_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
-        "marker_errors": [e for e in (marker_error, single_error) if e],
+        "single_part_calls": summarise_calls(single_calls, name_to_class),
+        "empty_parts_calls": summarise_calls(empty_parts_calls, name_to_class),
+        "empty_filter_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
+        "marker_errors": [e for e in (marker_error, single_error, empty_parts_error, empty_error)
+                          if e],
+        "normcase": os.path.normcase("Aa/"),
         "seconds": {"observe": round(observe_seconds, 3),
                     "perturb": round(time.time() - perturb_started, 3)},
         "python": sys.version.split()[0],

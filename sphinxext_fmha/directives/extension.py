@@ -26,6 +26,7 @@ from .. import __version__
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .common import forget_roots
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
+from .playground import setup_playground
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"
@@ -164,6 +165,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.add_directive("fmha-filter-check", FilterCheckDirective)
     app.add_directive("fmha-api-list", ApiListDirective)
     app.add_directive("fmha-filename", FilenameDirective)
+    setup_playground(app)
     app.add_transform(ResolveGuideSections)
     app.add_post_transform(ResolveDiagramsHtml)
     app.add_post_transform(ResolveDiagrams)
