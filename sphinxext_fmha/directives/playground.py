@@ -117,8 +117,8 @@ def static_note(node: fmha_playground, url: Optional[str]) -> nodes.Element:
     para += nodes.Text("Filter playground for %s: in the HTML version of this page you can "
                        "try a -f pattern and see what it keeps. Here, run " % node["api"])
     para += nodes.literal(command, command)
-    para += nodes.Text(" (pattern syntax: ")
-    para += nodes.reference(FNMATCH_DOCS, "Python fnmatch", refuri=FNMATCH_DOCS)
+    para += nodes.Text(" (the pattern syntax of Python's fnmatch: ")
+    para += nodes.reference(FNMATCH_DOCS, FNMATCH_DOCS, refuri=FNMATCH_DOCS)
     para += nodes.Text(")")
     if url:
         para += nodes.Text("; the interactive page: ")
@@ -141,8 +141,10 @@ def _resolve(app: Any, doctree: nodes.document, docname: str) -> None:
     if _is_interactive(app.builder):
         return
     base = (getattr(app.config, "html_baseurl", "") or "").rstrip("/")
-    url = "%s/%s.html" % (base, docname) if base else None
     for node in list(doctree.findall(fmha_playground)):
+        # latex and the like assemble several documents: the node's own page
+        page = (app.env.path2doc(node.source) if node.source else None) or docname
+        url = "%s/%s.html" % (base, page) if base else None
         node.replace_self(static_note(node, url))
 
 
