@@ -157,28 +157,47 @@ def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
 def parts_explained(model: ApiModel) -> List[str]:
     """Plain sentences: how this API's ``-f`` value is cut into parts and applied."""
     spec = model.filter
+    by_class = {k.class_name: k for k in model.kernel_types}
+
+    def named(class_names: Sequence[str]) -> str:
+        return ", ".join("%s (%s)" % (c, _name_start(by_class.get(c))) if _name_start(by_class.get(c))
+                         else c for c in class_names)
+
     out: List[str] = []
     if spec.cli_split:
-        out.append("generate.py cuts -f at %r: the text before the first %r is this API's "
-                   "filter." % (spec.cli_split, spec.cli_split))
+        out.append("The text before the first %r is this API's filter (generate.py gives "
+                   "each API of -a its own %r-separated filter)." % (spec.cli_split, spec.cli_split))
     if spec.api_split and spec.parts:
         for part in spec.parts:
-            text = "part %d (before %s %r): %s" % (
-                part.position + 1, "the first" if part.position == 0 else "the next",
-                spec.api_split, ", ".join(part.applies_to))
             rules = []
             if part.position > 0:
                 rules.append("missing: " + _pattern_text(part.missing_becomes))
             rules.append("empty: " + _pattern_text(part.empty_becomes))
-            out.append("%s (%s)" % (text, "; ".join(rules)))
+            out.append("%s %r-separated part: %s; %s." % (
+                _ordinal(part.position), spec.api_split, named(part.applies_to), "; ".join(rules)))
         if spec.drops == "trait":
-            out.append("the parts are tested trait by trait: a kernel is generated only "
-                       "when every part of one of its traits matches.")
+            out.append("The parts are tested trait by trait: a kernel is kept only when every "
+                       "part of one of its traits matches.")
     elif spec.parts:
-        out.append("one pattern for %s." % ", ".join(c for p in spec.parts for c in p.applies_to))
+        out.append("One pattern for %s." % named([c for p in spec.parts for c in p.applies_to]))
     if spec.unfiltered_types:
-        out.append("never filtered: %s." % ", ".join(spec.unfiltered_types))
+        out.append("Never filtered: %s." % ", ".join(spec.unfiltered_types))
+    out.append("Patterns are Python fnmatch patterns (*, ?, [seq], [!seq]), matched against "
+               "the whole kernel name (the file name without %s.cpp)%s." % (
+                   "its arch suffix and " if any(any(k.arch_suffixes) for k in model.kernel_types)
+                   else "", "" if spec.fnmatch_lowercases else ", case-sensitively"))
     return out
+
+
+def _name_start(kernel_type) -> str:
+    if kernel_type and kernel_type.segments and kernel_type.segments[0].literal \
+            and len(kernel_type.segments[0].tokens) == 1:
+        return "names " + next(iter(kernel_type.segments[0].tokens)) + "*"
+    return ""
+
+
+def _ordinal(position: int) -> str:
+    return ("1st", "2nd", "3rd")[position] if position < 3 else "%dth" % (position + 1)
 
 
 def _pattern_text(pattern: Optional[str]) -> str:
