@@ -13,32 +13,18 @@ from pathlib import Path
 import pytest
 
 from sphinxext_fmha.analysis.analyze import Options
-from sphinxext_fmha.directives.common import clear_sessions
 from sphinxext_fmha.directives.playground import fmha_playground
 from sphinxext_fmha.render.playground_data import ALPHABET, _pack_rows, playground_data, to_script_json
 from sphinxext_fmha.session import Session
 
-from test_directives import EPOCH, build, write_project
+# the same reproducible set-up and tree (flash-attn 2.8.3) as the directive tests
+from test_directives import _reproducible, build, ck_root, write_project  # noqa: F401
 
 pytest_plugins = ["plugins_analysis"]
 
-TREE = "flash-attn-2.8.3"
 AITER = "amd-aiter-0.1.7.post2.dev18"
 #: The bound the issue sets for the largest API of the corpus (aiter bwd).
 MAX_PAGE_BYTES = 300 * 1024
-
-
-@pytest.fixture(autouse=True)
-def _reproducible(monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    clear_sessions()
-    yield
-    clear_sessions()
-
-
-@pytest.fixture(scope="module")
-def ck_root(corpus_root) -> Path:
-    return corpus_root(TREE)
 
 
 def _playground(app, docname):

@@ -29,10 +29,9 @@ import pytest
 from independent import independent_listings
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.corpus import load_corpus
-from sphinxext_fmha.directives.common import clear_sessions
 from sphinxext_fmha.session import Session
 
-from test_directives import EPOCH, build, write_project
+from test_directives import _reproducible, build, write_project  # noqa: F401
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -130,14 +129,6 @@ def filters_for(model, seed: str) -> List[str]:
 
 
 # ------------------------------------------------------------------ the test
-
-
-@pytest.fixture(autouse=True)
-def _reproducible(monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    clear_sessions()
-    yield
-    clear_sessions()
 
 
 def _apis(root: Path) -> List[str]:

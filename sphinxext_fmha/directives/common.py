@@ -143,6 +143,12 @@ class FmhaDirective(SphinxDirective):
                              targets=values["targets"], mask=values["mask"],
                              receipt=_receipt(values["receipt"]), optdim=values["optdim"])
 
+    def session_and_options(self):
+        """The Session (this page now depends on its tree) and the options in effect."""
+        session = self.fmha_session()
+        self.note_tree(session)
+        return session, self.fmha_options(session)
+
     def note_tree(self, session) -> None:
         """Rebuild this page when generate.py or any codegen file changes."""
         for path in session.dependencies():

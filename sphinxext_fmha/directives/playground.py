@@ -41,9 +41,7 @@ class FilterPlaygroundDirective(FmhaDirective):
 
     def run_fmha(self) -> List[nodes.Node]:
         api = self.arguments[0].strip()
-        session = self.fmha_session()
-        self.note_tree(session)
-        options = self.fmha_options(session)
+        session, options = self.session_and_options()
         model = session.model(api, options)
         request = session.tree.request(api, options)
         listing = session.runner.list_kernels(request)
