@@ -342,6 +342,8 @@
     var data = model.data;
     var result = select(model, filter);
     var out = root.querySelector(".fmha-pg-result");
+    var previous = out.querySelector("details.fmha-pg-breakdown");
+    var open = previous ? previous.open : false;
     out.setAttribute("data-fmha-count", String(result.count));
     out.setAttribute("data-fmha-filter", filter);
     out.textContent = "";
@@ -363,6 +365,7 @@
     });
     out.appendChild(perType);
     var details = el("details", { "class": "fmha-pg-breakdown" }, [el("summary", {}, ["Kept and dropped tokens per segment"])]);
+    details.open = open;
     breakdown(model, result).forEach(function (type) {
       var table = el("table", { "class": "fmha-pg-table docutils" }, [
         el("caption", {}, [type.name]),
