@@ -19,7 +19,13 @@ author = "sphinxext-fmha contributors"
 copyright = "sphinxext-fmha contributors"
 version = release = __version__
 
-extensions = ["myst_parser", "sphinx_design", "sphinxext_fmha"]
+extensions = ["myst_parser", "sphinx_design", "sphinxext_fmha", "sphinx.ext.autodoc"]
+# json-schema.md documents JSON: attributes in source order, no dataclass constructor
+# signature and no Python type hints (typing's List/Dict/Optional are no JSON types, and
+# nitpicky mode cannot resolve them); each attribute's docstring says what it holds
+autodoc_member_order = "bysource"
+autodoc_class_signature = "separated"
+autodoc_typehints = "none"
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build"]
 myst_enable_extensions = ["colon_fence", "deflist"]

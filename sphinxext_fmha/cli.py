@@ -15,9 +15,9 @@ from .analysis.analyze import AnalysisError, Options
 from .analysis.observe import ProbeError
 from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
-from .verify.runner import GenerateError
+from .process.runner import GenerateError
 
-DRIVER_SCRIPT = Path(__file__).with_name("verify") / "driver_script.py"
+DRIVER_SCRIPT = Path(__file__).with_name("process") / "driver_script.py"
 
 
 def _common(parser: argparse.ArgumentParser, api: bool = True) -> None:

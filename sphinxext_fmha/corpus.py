@@ -18,6 +18,7 @@ Nothing here imports Sphinx.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -190,11 +191,15 @@ def _index_url(package: str) -> str:
 
 
 def _user_agent() -> str:
+    # the distribution's metadata, not ``sphinxext_fmha.__version__``: a leaf module
+    # does not import the package root (which is the Sphinx entry point)
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        from . import __version__
-    except ImportError:  # pragma: no cover
-        __version__ = "0"
-    return f"sphinxext-fmha/{__version__} (+urllib)"
+        release = version("sphinxext-fmha")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        release = "0"
+    return f"sphinxext-fmha/{release} (+urllib)"
 
 
 def _pick_file(index: dict, tree: CorpusTree, url: str) -> str:
@@ -313,7 +318,7 @@ def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[
                     kind = "link"
                 else:
                     kind = "dir" if info.is_dir() else "file"
-                yield info.filename, kind, info.file_size, mode, (lambda i=info: zf.open(i))
+                yield info.filename, kind, info.file_size, mode, functools.partial(zf.open, info)
         return
     try:
         tf = tarfile.open(archive, "r:*")
@@ -329,7 +334,7 @@ def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[
                 kind = "link"
             else:
                 kind = "other"
-            yield member.name, kind, member.size, member.mode, (lambda m=member: tf.extractfile(m))
+            yield member.name, kind, member.size, member.mode, functools.partial(tf.extractfile, member)
 
 
 def _wanted(tree: CorpusTree, raw: str) -> Tuple[bool, List[str]]:
@@ -396,7 +401,7 @@ def _disk_listing(tree_dir: Path, tree: CorpusTree) -> Dict[str, int]:
 
 def _set_read_only(top: Path) -> None:
     """chmod a-w for every file and folder below (and including) ``top``."""
-    for dirpath, dirnames, filenames in os.walk(top, topdown=False):
+    for dirpath, _dirnames, filenames in os.walk(top, topdown=False):
         for filename in filenames:
             full = os.path.join(dirpath, filename)
             if not os.path.islink(full):

@@ -1,8 +1,14 @@
 """The kernel model of one FMHA API: plain dataclasses, JSON round-trippable.
 
 Everything here is data derived from a CK tree; nothing in this module knows about
-Sphinx or about any particular CK version. ``to_json``/``from_json`` give a stable,
-sorted JSON form used by the CLI, the caches and the tests.
+Sphinx or about any particular CK version. ``to_json``/``from_json`` give a stable JSON
+form used by the CLI (``sphinxext-fmha analyze --format json``), the caches and the tests.
+
+:class:`ApiModel` is the public JSON schema: each dataclass becomes a JSON object whose
+keys are the attribute names (one exception: :attr:`KernelType.class_name` is written
+``"class"``); lists stay lists, dicts stay objects, ``None`` is ``null``. File locations
+(``where``, ``defined_at``, ``source``) are ``path:line`` relative to the folder of
+``generate.py`` unless said otherwise.
 """
 
 from __future__ import annotations
@@ -48,8 +54,11 @@ __all__ = [
 class Gap:
     """Something the analysis could not determine; never guessed silently."""
 
+    #: What is unknown, in a few words.
     what: str
+    #: The codegen location it concerns (``path:line``), if any.
     where: str = ""
+    #: Why it could not be established.
     why: str = ""
 
 
@@ -63,25 +72,46 @@ class Segment:
     dict ``{field path: value}`` per distinct combination seen.
     """
 
+    #: A readable name: the field the segment encodes (``hdim``, ``pad``, ...),
+    #: ``literal N`` for constant text.
     label: str
+    #: Dotted paths of the kernel-object fields that choose the token
+    #: (``F_pipeline.F_bias``); empty for a literal segment.
     fields: List[str] = field(default_factory=list)
+    #: ``{token: meaning}`` for every token seen in the listing.
     tokens: Dict[str, str] = field(default_factory=dict)
+    #: ``{token: [{field path: value}, ...]}``: the field values that produce each token.
     values: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
+    #: True when the text is the same in every kernel name of the sub-type.
     literal: bool = False
 
 
 @dataclass
 class KernelType:
-    """A kernel sub-type: a codegen class whose objects become ``.cpp`` files."""
+    """A kernel sub-type: a codegen class whose objects become ``.cpp`` files.
 
+    A file name of this sub-type is one token of each of :attr:`segments`, in order,
+    then one of :attr:`arch_suffixes`, then ``.cpp``.
+    """
+
+    #: The codegen class (JSON key ``"class"``), e.g. ``FmhaFwdKernel``.
     class_name: str
+    #: Whether the class is a frozen dataclass.
     frozen: bool
+    #: Which ``@``-separated part of ``-f`` filters this sub-type (0 when the pattern is
+    #: not split); ``null`` when ``-f`` does not filter it.
     filter_position: Optional[int]
+    #: How many kernel files generate.py lists for this sub-type.
     count: int
+    #: Suffixes between the name and ``.cpp`` (``_gfx9``); ``[""]`` when there are none.
     arch_suffixes: List[str] = field(default_factory=list)
+    #: The parts of the kernel name, in order.
     segments: List[Segment] = field(default_factory=list)
+    #: One real file name of this sub-type, from the listing.
     example: str = ""
+    #: Where the class is defined (``path:line``).
     defined_at: str = ""
+    #: The class's docstring, if it has one.
     description: str = ""
 
 
@@ -89,114 +119,185 @@ class KernelType:
 class FieldInfo:
     """A field of a kernel object that reaches the kernel name."""
 
+    #: Dotted path from the kernel object (``F_pipeline.F_mask``).
     path: str
+    #: The sub-types (class names) that have the field.
     kernel_types: List[str] = field(default_factory=list)
+    #: The :attr:`Segment.label` of the segment it writes.
     segment: str = ""
+    #: Every value observed while generate.py ran, in natural order.
     values: List[str] = field(default_factory=list)
+    #: The comment next to the field's declaration.
     comment: str = ""
+    #: Where the field is declared (``path:line``).
     defined_at: str = ""
+    #: The codegen dict or function that maps its values to C++ symbols, if any.
     symbol_map: str = ""
+    #: ``{value: C++ symbol}`` from that map.
     cpp_symbols: Dict[str, str] = field(default_factory=dict)
+    #: Observed values missing from the map (hard-coded somewhere else).
     hard_coded: List[str] = field(default_factory=list)
+    #: A coarse kind of field (``pad``, ``mask``, ``bias``, ...), when known.
     category: str = ""
 
 
 @dataclass
 class TileField:
+    """One field of a tile class."""
+
+    #: The field's name.
     name: str
+    #: The comment next to its declaration.
     comment: str = ""
 
 
 @dataclass
 class TileClass:
+    """A dataclass describing a tile (block sizes and the like) that names itself."""
+
+    #: The class name.
     class_name: str
+    #: Where it is defined (``path:line``).
     defined_at: str = ""
+    #: The ops module it is imported from, when not defined in the API's own module.
     imported_from: str = ""
+    #: Its fields, in declaration order.
     fields: List[TileField] = field(default_factory=list)
+    #: The source of its ``name`` property.
     name_source: str = ""
+    #: Parts of the name written only under a condition, as source text.
     optional_parts: List[str] = field(default_factory=list)
 
 
 @dataclass
 class Factory:
+    """A class or function that hands out the tiles of each data type and head size
+    (per architecture in newer trees)."""
+
+    #: The class or function name.
     class_name: str
+    #: Its base classes, as source text.
     bases: List[str] = field(default_factory=list)
+    #: The GPU architecture it serves, when it serves one.
     arch: str = ""
+    #: Where it is defined (``path:line``).
     defined_at: str = ""
+    #: The condition under which generate.py uses it, as source text.
     selected_by: str = ""
+    #: Data types it has tiles for.
     dtypes: List[str] = field(default_factory=list)
+    #: Data types it explicitly has no tiles for.
     unsupported_dtypes: List[str] = field(default_factory=list)
+    #: ``{dtype: {head size: [tile, ...]}}``, tiles as source text.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
 
 
 @dataclass
 class FilterPart:
-    """One ``api_split``-separated part of an API's filter.
+    """One part of a split ``-f`` pattern."""
 
-    ``missing_becomes``/``empty_becomes``: the pattern fnmatch receives when the part
-    is missing / given but empty; None: the part is then not applied at all.
-    """
-
+    #: 0 for the first part (or the whole pattern when it is not split).
     position: int
+    #: The sub-types (class names) whose names this part is matched against.
     applies_to: List[str] = field(default_factory=list)
+    #: The pattern fnmatch receives when the user's ``-f`` has no such part (``"*"``,
+    #: say); ``null``: the part is then not applied (and always for the first part).
     missing_becomes: Optional[str] = None
+    #: The pattern fnmatch receives when the part is given but empty (``""`` matches
+    #: no name); ``null``: an empty part is not applied.
     empty_becomes: Optional[str] = None
 
 
 @dataclass
 class FilterSpec:
-    """How ``generate.py -f`` reaches fnmatch for this API, as observed.
+    """How ``generate.py -f`` reaches fnmatch for this API, as observed."""
 
-    ``when_empty``: kernel class -> the pattern fnmatch receives when this API's
-    filter text is empty (``-f ''``, or nothing before the first ``cli_split``);
-    None: not applied.  ``fnmatch_lowercases``/``fnmatch_backslashes``: what
-    ``os.path.normcase`` does in the interpreter that runs generate.py.
-    """
-
+    #: The separator that splits ``-f`` into one filter per API (``","``); ``null``
+    #: when every API gets the whole pattern.
     cli_split: Optional[str] = None
+    #: The separator that splits this API's filter into parts (``"@"``), or ``null``.
     api_split: Optional[str] = None
+    #: The parts, by position.
     parts: List[FilterPart] = field(default_factory=list)
+    #: What an empty ``-f`` does, when that is known.
     empty_filter: str = ""
+    #: What a failed match drops: ``"kernel"`` (that kernel only) or ``"trait"`` (every
+    #: kernel generated together with it).
     drops: str = "kernel"
+    #: Sub-types that ``-f`` does not filter at all.
     unfiltered_types: List[str] = field(default_factory=list)
+    #: Where the filter handling was read (``path:line``).
     source: List[str] = field(default_factory=list)
+    #: Sub-type -> the pattern fnmatch receives when this API's filter text is empty
+    #: (``-f ''``, or nothing before the first ``cli_split``); ``null``: not applied.
     when_empty: Dict[str, Optional[str]] = field(default_factory=dict)
+    #: What ``os.path.normcase`` does to names and patterns in the interpreter that runs
+    #: generate.py (fnmatch.fnmatch applies it): lower-case them (Windows), turn ``/``
+    #: into ``\\`` (Windows). Both false on POSIX: matching is case-sensitive.
     fnmatch_lowercases: bool = False
     fnmatch_backslashes: bool = False
 
 
 @dataclass
 class SkipCondition:
+    """A condition under which the codegen leaves out a combination or a kernel."""
+
+    #: The condition, as source text.
     source: str
+    #: The condition in words.
     reading: str = ""
+    #: Where it is (``path:line``).
     where: str = ""
+    #: How it skips: ``continue`` (a loop skips the combination), ``assert``,
+    #: ``dispatch`` (generated but never dispatched), ``option``, ``unsupported``.
     kind: str = "continue"
 
 
 @dataclass
 class Receipt:
+    """What one ``-r`` receipt value keeps."""
+
+    #: The receipt value (``"2"``), or ``"other"`` for the default branch.
     value: str
+    #: Its label (the comment or help text that names it).
     label: str = ""
+    #: The conditions it adds, as source text.
     conditions: List[str] = field(default_factory=list)
+    #: What it keeps, in words.
     reading: str = ""
+    #: Where it is read (``path:line``).
     where: str = ""
 
 
 @dataclass
 class DispatchInfo:
+    """How the generated API dispatch file chooses a kernel, read from the codegen."""
+
+    #: What renders the dispatcher (``property FmhaFwdApiPool.api``).
     mechanism: str = ""
+    #: Where (``path:line``).
     where: str = ""
+    #: The nesting of the dispatch levels, outermost first (``dtype``, ``hdim``, ``trait``).
     order: List[str] = field(default_factory=list)
+    #: Sorts that decide the try order, as source text with a reading.
     sorts: List[str] = field(default_factory=list)
+    #: What the codegen says about the order of padded and unpadded kernels.
     padding_order: str = ""
+    #: Kernels an earlier branch always catches: ``{"what", "why", "where"}`` each.
     unreachable: List[Dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
 class Baseline:
+    """The default listing, parsed with the model's file-name segments."""
+
+    #: Kernel files generate.py lists (the API dispatch file left out).
     count: int = 0
+    #: How many of them parse as exactly one sub-type.
     parsed: int = 0
+    #: Names no sub-type parses.
     unparsed: List[str] = field(default_factory=list)
+    #: Names with more than one parse.
     ambiguous: List[str] = field(default_factory=list)
 
 
@@ -204,9 +305,13 @@ class Baseline:
 class GenerateOption:
     """One argparse option of generate.py."""
 
+    #: Its flags (``["-f", "--filter"]``).
     flags: List[str]
+    #: The argparse destination (``filter``).
     dest: str
+    #: The default, as text; ``null`` when there is none.
     default: Optional[str] = None
+    #: The help text.
     help: str = ""
 
 
@@ -214,31 +319,62 @@ class GenerateOption:
 class ApiInfo:
     """An API found in ``codegen/ops`` and/or in generate.py's handler table."""
 
+    #: The name ``-a`` takes (``fwd``).
     name: str
+    #: The ops module (``fmha_fwd``).
     module: str
+    #: Its file, relative to the CK root.
     source: str
+    #: Whether generate.py offers it (a module in ``codegen/ops`` may not be wired up).
     in_generate: bool = True
 
 
 @dataclass
 class ApiModel:
+    """Everything the analysis established about one API of one CK tree, for one set of
+    generate.py options: the JSON that ``sphinxext-fmha analyze --format json`` prints.
+
+    The kernel names come from a real ``generate.py -l`` run and the codegen observed
+    while it ran; the rest is read from the codegen's source. What could not be
+    established is in :attr:`gaps`.
+    """
+
+    #: The API (``fwd``, ``bwd``, ...), as ``generate.py -a`` takes it.
     api: str
+    #: Its ops module, relative to the CK root.
     source: str
+    #: The generate.py options the model was built with (``mask``, ``receipt``, ...),
+    #: as text.
     options: Dict[str, Any] = field(default_factory=dict)
+    #: The kernel sub-types and their file-name segments.
     kernel_types: List[KernelType] = field(default_factory=list)
+    #: The kernel-object fields that reach a kernel name, by path.
     fields: List[FieldInfo] = field(default_factory=list)
+    #: The tile classes.
     tiles: List[TileClass] = field(default_factory=list)
+    #: The tile factories.
     factories: List[Factory] = field(default_factory=list)
+    #: How ``-f`` filters this API.
     filter: FilterSpec = field(default_factory=FilterSpec)
+    #: How the codegen enumerates kernels: ``functions``, ``products`` (the loops),
+    #: ``dedup`` (how duplicates are handled).
     enumeration: Dict[str, Any] = field(default_factory=dict)
+    #: Conditions that leave combinations out.
     skip_conditions: List[SkipCondition] = field(default_factory=list)
+    #: What each ``-r`` value keeps.
     receipts: List[Receipt] = field(default_factory=list)
+    #: How the API dispatch file chooses a kernel.
     dispatch: DispatchInfo = field(default_factory=DispatchInfo)
+    #: Cross-checks between the source reading, the observation and the listing
+    #: (``all_names_parse``, ``listing_matches_observation``, ...).
     checks: Dict[str, Any] = field(default_factory=dict)
+    #: What could not be determined.
     gaps: List[Gap] = field(default_factory=list)
+    #: The default listing and how much of it the segments parse.
     baseline: Baseline = field(default_factory=Baseline)
 
     def kernel_type(self, class_name: str) -> KernelType:
+        """The sub-type of codegen class ``class_name`` (KeyError when there is none)."""
         for kernel_type in self.kernel_types:
             if kernel_type.class_name == class_name:
                 return kernel_type
@@ -361,7 +497,7 @@ def _build(tp: Any, data: Any) -> Any:
         return [_build(args[0], v) for v in data] if args else list(data)
     if origin in (dict, Dict):
         return {k: _build(args[1], v) for k, v in data.items()} if args else dict(data)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_dict(tp, data)
     return data
 

@@ -16,10 +16,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
 from .locate import fmha_dir as fmha_dir_of
-from .model import ApiInfo, ApiModel, FilterCheck, Recommendation
-from .model import from_dict, to_dict
-from .verify.cache import DiskCache, tree_digest, tree_files
-from .verify.runner import GenerateError, GenerateRunner
+from .model import ApiInfo, ApiModel, FilterCheck, Recommendation, from_dict, to_dict
+from .process.cache import DiskCache, tree_digest, tree_files
+from .process.runner import GenerateError, GenerateRunner
 
 Progress = Optional[Callable[[str], None]]
 
@@ -34,9 +33,10 @@ def _code_digest() -> str:
     if not _CODE_DIGEST:
         digest = hashlib.sha256()
         package = Path(__file__).parent
-        for path in sorted(package.glob("analysis/*.py")) + sorted(package.glob("verify/*.py")) \
-                + [package / "model.py", package / "session.py"]:
-            digest.update(path.name.encode() + path.read_bytes())
+        layers = ("analysis", "verify", "process", "cppapi")
+        paths = [path for layer in layers for path in sorted(package.glob(layer + "/**/*.py"))]
+        for path in paths + [package / "model.py", package / "session.py"]:
+            digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
         _CODE_DIGEST.append(digest.hexdigest())
     return _CODE_DIGEST[0]
 
@@ -154,7 +154,7 @@ class Session:
 
     def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
         """kernel file -> the readable terms of the dispatch conditions that reach it."""
-        from .verify.dispatch_file import condition_terms, match_leaves_to_kernels, parse_dispatch
+        from .cppapi.dispatch_file import condition_terms, match_leaves_to_kernels, parse_dispatch
 
         def compute() -> Dict[str, List[str]]:
             api_file = self.runner.generate_api_file(self.tree.request(api, options))

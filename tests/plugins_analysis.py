@@ -32,14 +32,13 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from sphinxext_fmha.cachedir import file_lock
-
-from analysis_fixtures import Listing, cached_listing, snapshot
 from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api
+from sphinxext_fmha.cachedir import file_lock
 from sphinxext_fmha.corpus import CorpusTree, load_corpus
 from sphinxext_fmha.model import ApiModel
-from sphinxext_fmha.verify.cache import DiskCache
+from sphinxext_fmha.process.cache import DiskCache
 
+from analysis_fixtures import Listing, cached_listing, snapshot
 
 CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
 GROUP_PREFIX = "analysis-"

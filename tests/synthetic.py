@@ -840,7 +840,7 @@ def tree_files(variant: str = "base") -> Dict[str, str]:
     return files
 
 
-def make_tree(tmp_path: Union[str, "os.PathLike[str]"], variant: str = "base") -> Path:
+def make_tree(tmp_path: Union[str, os.PathLike[str]], variant: str = "base") -> Path:
     """Write the synthetic tree ``variant`` below ``tmp_path``; return its CK root.
 
     The CK root is ``<tmp_path>/ck_<variant>`` so several variants can share one

@@ -24,6 +24,11 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from sphinxext_fmha.analysis.analyze import Options, analyze_api
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.model import ApiModel, KernelType, from_json, to_dict, to_json
+from sphinxext_fmha.process.cache import DiskCache
+
 from analysis_fixtures import (
     BASELINE_KEYS,
     KERNEL_TYPE_KEYS,
@@ -38,10 +43,6 @@ from analysis_fixtures import (
     snapshot,
     snapshot_diff,
 )
-from sphinxext_fmha.analysis.analyze import Options, analyze_api
-from sphinxext_fmha.corpus import load_corpus
-from sphinxext_fmha.model import ApiModel, KernelType, from_json, to_dict, to_json
-from sphinxext_fmha.verify.cache import DiskCache
 
 pytest_plugins = ["plugins_analysis"]
 pytestmark = pytest.mark.corpus

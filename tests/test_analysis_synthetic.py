@@ -17,6 +17,11 @@ from typing import Dict, List
 
 import pytest
 
+from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api
+from sphinxext_fmha.model import ApiModel, from_json, to_dict, to_json
+from sphinxext_fmha.process.cache import DiskCache
+from sphinxext_fmha.process.runner import total_processes_started
+
 import synthetic
 from analysis_fixtures import (
     BASELINE_KEYS,
@@ -32,11 +37,8 @@ from analysis_fixtures import (
     segment_with_field,
     snapshot,
     snapshot_diff,
+    token_parses,
 )
-from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api, grammars_of, parse_filename
-from sphinxext_fmha.model import ApiModel, from_json, to_dict, to_json
-from sphinxext_fmha.verify.cache import DiskCache
-from sphinxext_fmha.verify.runner import total_processes_started
 
 pytest_plugins = ["plugins_analysis"]
 
@@ -195,12 +197,11 @@ def test_absent_when_off_tokens_are_empty_tokens(models, trees):
     assert bias.tokens[""].startswith("(no token)")
     assert bias.values[""] == [{"F_pipeline.F_bias": "no"}]
     index = kernel_type.segments.index(bias)
-    grammars = grammars_of(model)
     listed = run_listing(trees["absent_when_off"] / FMHA, "toy").kernels
     without = [f for f in listed if "_bias" not in f]
     assert without
     for filename in without:
-        ((_, tokens),) = parse_filename(model, grammars, filename)
+        (tokens,) = token_parses(kernel_type, filename)
         assert tokens[index] == ""
 
 
@@ -338,3 +339,22 @@ def test_optional_token_between_two_constant_literals(tmp_path):
     index = kernel_type.segments.index(occupancy)
     assert list(kernel_type.segments[index - 1].tokens) == ["_b128x64"]
     assert list(kernel_type.segments[index + 1].tokens) == ["_qr"]
+
+
+# --------------------------------------------------------------------------- the tests' own parser
+
+
+def test_token_parses_finds_every_reading():
+    """The parser the tests use instead of the library's grammar: every reading, arch
+    suffixes, absent tokens, and no reading for a foreign name."""
+    from sphinxext_fmha.model import KernelType, Segment
+
+    kernel_type = KernelType("K", False, 0, 0, arch_suffixes=["", "_gfx9"], segments=[
+        Segment("name", tokens={"fmha": ""}, literal=True),
+        Segment("b", tokens={"": "", "_x": "", "_x_y": ""}),
+        Segment("c", tokens={"": "", "_y": ""}),
+    ])
+    assert token_parses(kernel_type, "fmha_x_y.cpp") == [["fmha", "_x", "_y"], ["fmha", "_x_y", ""]]
+    assert token_parses(kernel_type, "fmha_x_gfx9.cpp") == [["fmha", "_x", ""]]
+    assert token_parses(kernel_type, "fmha_z.cpp") == []
+    assert token_parses(kernel_type, "fmha_x.hpp") == []

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from independent import independent_listing
 from sphinxext_fmha.cli import main
+
+from independent import independent_listing
 
 
 def listing(root: Path, api: str, tmp: Path, *args: str):

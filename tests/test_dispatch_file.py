@@ -7,9 +7,8 @@ import textwrap
 
 import pytest
 
-from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.verify.cache import DiskCache, default_runs_dir
-from sphinxext_fmha.verify.dispatch_file import (
+from sphinxext_fmha.corpus import tree_by_name
+from sphinxext_fmha.cppapi.dispatch_file import (
     DispatchTree,
     describe_condition,
     find_template_calls,
@@ -21,7 +20,9 @@ from sphinxext_fmha.verify.dispatch_file import (
     split_template_args,
     trait_template,
 )
-from sphinxext_fmha.verify.runner import GenerateRequest, GenerateRunner
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
+from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
 OLD = "flash-attn-2.7.4.post1"
 NEW = "amd-aiter-0.1.7.post2.dev18"
@@ -364,5 +365,5 @@ def test_appendkv_dispatch(corpus_root, shared_cache, name):
     api = _generate(corpus_root, shared_cache, name, GenerateRequest("fwd_appendkv"))
     tree = parse_dispatch(api.text)
     match = match_leaves_to_kernels(tree, api)  # the ApiFileResult works too
-    assert len(tree.leaves) == len(api.kernel_files)
+    assert len(tree.leaves) == len(api.kernel_files) == tree_by_name(name).apis["fwd_appendkv"]
     assert match.unmatched == [] and match.unreached == []

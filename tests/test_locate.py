@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from sphinxext_fmha.locate import (
-    CKRootNotFound,
     FMHA_SUBDIR,
     MARKER_FILE,
+    CKRootNotFound,
     fmha_dir,
     is_ck_root,
     locate_ck_root,

@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from snapshots_util import SNAPSHOTS, check_snapshot
 from docutils import nodes
 
 from sphinxext_fmha.analysis.analyze import AnalysisError, Options, UnknownApiError
 from sphinxext_fmha.analysis.observe import ProbeError
+from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import CKRootNotFound
 from sphinxext_fmha.model import (
     Decision,
@@ -25,8 +24,8 @@ from sphinxext_fmha.model import (
     SegmentBreakdown,
     TokenCount,
 )
+from sphinxext_fmha.process.runner import GenerateError
 from sphinxext_fmha.render.collect import (
-    SECTIONS,
     GuideData,
     OptionError,
     build_date,
@@ -65,9 +64,12 @@ from sphinxext_fmha.render.markdown import (
     render_recommendation_markdown,
 )
 from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
-from sphinxext_fmha.verify.runner import GenerateError
+
+from independent import independent_listing
+from outline import carrying
 
 TREE = "flash-attn-2.8.3"
+FWD_APPENDKV_KERNELS = tree_by_name(TREE).apis["fwd_appendkv"]  # measured (ck-corpus.toml)
 
 
 
@@ -159,8 +161,12 @@ def test_parse_options_against_a_tree(session):
         parse_options(tree, targets="gfx942")
 
 
+GUIDE_SECTIONS = ["types", "filename", "filter", "fields", "minimal", "losses", "commands",
+                  "counts", "tiles", "rules", "dispatch", "gaps"]
+
+
 def test_parse_sections():
-    names = [n for n, _ in SECTIONS]
+    names = GUIDE_SECTIONS
     assert parse_sections(None) == names
     assert parse_sections("1, 2,fields") == ["types", "filename", "fields"]
     assert parse_sections("recommended losses 7 8") == ["minimal", "losses", "commands", "counts"]
@@ -356,14 +362,41 @@ def test_header_line(appendkv):
                       "Targets: all (not selectable in this tree) | Mask mode: simplified")
 
 
-def test_guide_markdown_snapshot(session, appendkv):
+GUIDE_TITLES = ["Kernel sub-types", "File name structure", "Filter mechanism", "Field reference",
+                "Recommended minimal set", "What you lose", "Filter commands", "Kernel counts",
+                "Tiles per architecture", "Skip conditions and receipts", "Dispatch",
+                "Gaps and checks"]
+
+
+def markdown_outline(text: str) -> str:
+    """The headings and the file-name diagram (the first fenced block without a language)
+    of a Markdown guide: the part of it worth a reviewed snapshot."""
+    lines = [line for line in text.splitlines() if line.startswith("#")]
+    diagram = re.search(r"^```\n(.*?)^```$", text, re.M | re.S)
+    assert diagram, "no file-name diagram"
+    return "\n".join(lines) + "\n\n" + diagram.group(1)
+
+
+def test_guide_markdown(session, appendkv, file_regression, tmp_path):
     text = render_guide_markdown(session, "fwd_appendkv")
     assert text == guide_markdown(appendkv)  # deterministic
-    titles = re.findall(r"^## (.*)$", text, re.M)
-    assert titles == [title for _, title in SECTIONS]
+    assert re.findall(r"^## (.*)$", text, re.M) == GUIDE_TITLES
     assert "/" + "root" not in text and str(session.ck_root) not in text
     assert text.count("Generated: ") == 1
-    check_snapshot("guide_fwd_appendkv.md", text)
+    file_regression.check(markdown_outline(text), basename="guide_fwd_appendkv_outline",
+                          extension=".md")
+    # the numbers are generate.py's: the full listing, and the union of the commands shown
+    full = independent_listing(session.ck_root, "fwd_appendkv", tmp_path)
+    filters = re.findall(r"^python generate\.py -a fwd_appendkv -f '([^']*)'", text, re.M)
+    assert filters
+    union = set()
+    for index, pattern in enumerate(filters):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        union |= independent_listing(session.ck_root, "fwd_appendkv", folder, "-f", pattern)
+    assert "| `FmhaFwdAppendKVKernel` | %d | %d |" % (len(full), len(union)) in text
+    diagram_name = markdown_outline(text).split("\n\n", 1)[1].splitlines()[0]
+    assert diagram_name in full
 
 
 def test_guide_sections_subset_and_counts(appendkv):
@@ -375,16 +408,25 @@ def test_guide_sections_subset_and_counts(appendkv):
     assert "minimal" not in names and "commands" not in names and "counts" in names
     table = guide_sections(without, ["counts"])[0].blocks[1]
     assert table.header == ["Sub-type", "Full"]
-    assert text_of(table.rows[0][1]) == str(appendkv.model.kernel_types[0].count)
+    assert text_of(table.rows[0][1]) == str(FWD_APPENDKV_KERNELS)
 
 
-def test_field_reference_counts_add_up(appendkv):
-    model = appendkv.model
-    kernel_type = model.kernel_types[0]
+def test_field_reference_counts_add_up(appendkv, session, tmp_path):
+    """Each segment's token counts add up to the listing, and each count is the number
+    of listed names (an independent generate.py run) that carry the token."""
+    listed = independent_listing(session.ck_root, "fwd_appendkv", tmp_path)
+    assert len(listed) == FWD_APPENDKV_KERNELS
+    (kernel_type,) = appendkv.model.kernel_types
+    checked = 0
     for index, segment in enumerate(kernel_type.segments):
         counts = appendkv.token_counts[(kernel_type.class_name, index)]
-        assert sum(counts.values()) == kernel_type.count, segment.label
+        assert sum(counts.values()) == len(listed), segment.label
         assert set(counts) <= set(segment.tokens)
+        for token, count in counts.items():
+            if token and not segment.literal:
+                assert count == carrying(listed, token), (segment.label, token)
+                checked += 1
+    assert checked >= 10
 
 
 def test_bwd_filter_mechanism(session):
@@ -409,12 +451,12 @@ def test_sections_to_nodes_wraps_sections(appendkv):
     assert list(guide.findall(fmha_diagram))
 
 
-def test_cli_guide_writes_markdown(corpus_root, tmp_path):
+def test_cli_guide_writes_markdown(session, tmp_path):
     from sphinxext_fmha import cli
 
     out = tmp_path / "guide.md"
-    code = cli.main(["guide", "fwd_appendkv", "--ck-root", str(corpus_root(TREE)), "-o", str(out)])
+    code = cli.main(["guide", "fwd_appendkv", "--ck-root", str(session.ck_root), "-o", str(out)])
     assert code == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# FMHA kernel guide: `fwd_appendkv`\n")
-    assert (SNAPSHOTS / "guide_fwd_appendkv.md").read_text(encoding="utf-8") == (text)
+    assert text == render_guide_markdown(session, "fwd_appendkv")  # the CLI adds nothing

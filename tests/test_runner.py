@@ -18,8 +18,8 @@ import pytest
 
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.verify.cache import DiskCache, default_runs_dir, tree_digest
-from sphinxext_fmha.verify.runner import (
+from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
+from sphinxext_fmha.process.runner import (
     ApiFileResult,
     GenerateError,
     GenerateRequest,
@@ -28,6 +28,8 @@ from sphinxext_fmha.verify.runner import (
     supported_options,
     total_processes_started,
 )
+
+from independent import independent_listing
 
 OLD = "flash-attn-2.7.4.post1"
 NEW = "amd-aiter-0.1.7.post2.dev18"
@@ -248,12 +250,16 @@ def test_targets_option_on_new_tree(fmha, shared_cache):
     assert all(f.endswith("_gfx9.cpp") for f in appendkv.files)
 
 
-def test_run_many_parallel(fmha, tmp_path):
+def test_run_many_parallel(fmha, corpus_root, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
     reqs = [GenerateRequest("fwd_appendkv", filter=f) for f in ("*d32*", "*d64*", "*d128*")]
     results = runner.run_many(reqs, jobs=2)
     assert [r.request for r in results] == reqs
-    assert all(r.count > 0 and all(p in f for f in r.files) for r, p in zip(results, ("d32", "d64", "d128")))
+    for index, (result, request) in enumerate(zip(results, reqs)):
+        folder = tmp_path / ("independent-%d" % index)
+        folder.mkdir()
+        expected = independent_listing(corpus_root(OLD), "fwd_appendkv", folder, "-f", request.filter)
+        assert result.files == sorted(expected) and result.count == len(expected) > 0
     assert runner.processes_started == 3
     again = runner.run_many(reqs, jobs=3)
     assert all(r.from_cache for r in again) and runner.processes_started == 3
@@ -339,7 +345,7 @@ def test_disk_cache_concurrent_processes(tmp_path):
         f"""
         import sys
         from pathlib import Path
-        from sphinxext_fmha.verify.cache import DiskCache
+        from sphinxext_fmha.process.cache import DiskCache
         c = DiskCache(Path({str(tmp_path)!r}))
         for i in range(40):
             c.put({key!r}, {{"writer": int(sys.argv[1]), "i": i, "big": "y" * 200_000}})

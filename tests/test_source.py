@@ -223,7 +223,8 @@ def test_group_mode_padding_rule(corpus_root):
         f = facts_of(corpus_root, name, "fwd")
         rule = [s for s in f.skip_conditions if s.source.startswith("mode == \"group\"")]
         assert len(rule) == 1, name
-        assert rule[0].reading == "skipped when mode is group and (pipeline.spad is not t or pipeline.skpad is not t)"
+        assert rule[0].reading == ("skipped when mode is group and "
+                                   "(pipeline.spad is not t or pipeline.skpad is not t)")
         assert rule[0].kind == "continue"
         assert "spad/skpad must be true" in f.skip_context[rule[0].where]["comment"]
     bwd = facts_of(corpus_root, T283, "bwd")
@@ -254,19 +255,19 @@ def test_skip_readings_aiter(corpus_root):
 def test_enumeration_products(corpus_root):
     f = facts_of(corpus_root, T283, "bwd")
     assert list(f.enumeration.functions) == ["get_bwd_blobs"]
-    prod = next(l for l in f.enumeration.loops if l.kind == "product")
+    prod = next(loop for loop in f.enumeration.loops if loop.kind == "product")
     assert prod.targets[:3] == ["hdim_str", "mode", "mask"]
     assert len(prod.axes) == len(prod.targets) == 12  # *([["t", "f"]] * 6) expanded
     assert prod.axes[-1] == '["t", "f"]'
     aiter = facts_of(corpus_root, AITER, "bwd")
-    prod = next(l for l in aiter.enumeration.loops if l.kind == "product" and "tile" in l.targets)
+    prod = next(loop for loop in aiter.enumeration.loops if loop.kind == "product" and "tile" in loop.targets)
     assert "(dpad, dvpad)" in prod.targets
     i = prod.targets.index("(dpad, dvpad)")
     assert prod.axes[i] == "dpad_options"
     assert prod.resolved_axes[i] == "itertools.product(*([[0, 8, 1]] * 2))"
     fwd = facts_of(corpus_root, AITER, "fwd")
-    assert any(l.function.endswith("KernelComponentFactoryGfx9.get_pipelines") and l.kind == "product"
-               for l in fwd.enumeration.loops)
+    assert any(loop.function.endswith("KernelComponentFactoryGfx9.get_pipelines") and loop.kind == "product"
+               for loop in fwd.enumeration.loops)
 
 
 # ------------------------------------------------------------------------- receipts
@@ -327,7 +328,8 @@ def test_notes_dead_rules_and_suspicious_literals(corpus_root):
     dead = [n for n in paged.notes if n["what"] == "skip rule never triggers"]
     assert len(dead) == 1 and "head dim 192" in dead[0]["detail"]
     assert dead[0]["where"] == "codegen/ops/fmha_pagedkv_prefill.py:503"
-    assert not [n for n in facts_of(corpus_root, AITER, "fwd").notes if n["what"] == "skip rule never triggers"]
+    aiter_notes = facts_of(corpus_root, AITER, "fwd").notes
+    assert not [n for n in aiter_notes if n["what"] == "skip rule never triggers"]
     split = facts_of(corpus_root, T283, "fwd_splitkv")
     assert any(n["what"] == "suspicious literal 'fp16, bf16'" for n in split.notes)
     assert not any("suspicious" in n["what"] for n in facts_of(corpus_root, T281, "fwd_splitkv").notes)
@@ -346,9 +348,9 @@ def test_283_bwd_filter_split(corpus_root):
     assert by_class["FmhaBwdDQDKDVKernel"].index == 2
     assert by_class["FmhaBwdOGradDotOKernel"].kernel_expr == "t.dot_do_o_kernel.name"
     assert by_class["FmhaBwdOGradDotOKernel"].pattern == "filter_dot_do_o"
-    kinds = [l.kind for l in fs.lines]
+    kinds = [line.kind for line in fs.lines]
     assert kinds[:3] == ["default", "split", "pad"] and kinds.count("match") == 3
-    assert all(l.where.startswith("codegen/ops/fmha_bwd.py:") for l in fs.lines)
+    assert all(line.where.startswith("codegen/ops/fmha_bwd.py:") for line in fs.lines)
 
 
 def test_281_bwd_filter_index_through_callers(corpus_root):
@@ -385,7 +387,7 @@ def test_dispatch(corpus_root):
     f = facts_of(corpus_root, AITER, "fwd")
     assert f.dispatch.mechanism == "property FmhaFwdApiPool.api"
     assert f.dispatch.order == ["arch", "dtype", "(hdim, hdim_v)", "trait"]
-    assert [l.template for l in f.dispatch_levels] == [
+    assert [level.template for level in f.dispatch_levels] == [
         "FMHA_FWD_API_PER_ARCH", "FMHA_FWD_API_PER_DTYPE", "FMHA_FWD_API_PER_HDIM_CASE",
         "FMHA_FWD_API_INNER_DISPATCH"]
     assert any("codegen/arch.py" in s and "reverse=True" in s for s in f.dispatch.sorts)
@@ -471,7 +473,8 @@ class DemoKernel:
 
     @property
     def name(self) -> str:
-        return f"demo_{self.k_dtype}_d{self.k_hdim}_" + self.k_tile.name + ("_ps" if self.k_seqpad == "y" else "")
+        seqpad = "_ps" if self.k_seqpad == "y" else ""
+        return f"demo_{self.k_dtype}_d{self.k_hdim}_" + self.k_tile.name + seqpad
 
     @property
     def filename(self) -> str:
@@ -662,7 +665,8 @@ def test_synthetic_skips_receipts_filter_dispatch(demo_dir):
     assert f.dispatch.order == ["dtype", "hdim", "k"]
     unreachable = f.dispatch.unreachable
     assert len(unreachable) == 1 and unreachable[0]["what"] == 'F_v3="false"'
-    assert "{F_v3}" in unreachable[0]["why"] and unreachable[0]["where"].startswith("codegen/ops/fmha_demo.py:")
+    assert "{F_v3}" in unreachable[0]["why"]
+    assert unreachable[0]["where"].startswith("codegen/ops/fmha_demo.py:")
 
 
 def test_synthetic_unknown_constructs_become_gaps(demo_dir):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from independent import independent_listing
 
 from sphinxext_fmha.session import Session
+
+from independent import independent_listing
 
 FILTERS = [
     ("flash-attn-2.8.3", "fwd", "*_nbias_*"),

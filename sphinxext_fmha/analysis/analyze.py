@@ -27,8 +27,8 @@ from ..model import (
     KernelType,
     to_dict,
 )
-from ..verify.cache import DiskCache
-from ..verify.runner import GenerateRequest, GenerateRunner
+from ..process.cache import DiskCache
+from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
 from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label
 from .observe import observe
@@ -73,7 +73,7 @@ class Tree:
     gaps: List[Gap]
 
     @classmethod
-    def load(cls, ck_root: Path) -> "Tree":
+    def load(cls, ck_root: Path) -> Tree:
         ck_root = Path(ck_root)
         apis, gaps = discover_apis(ck_root)
         return cls(ck_root, fmha_dir_of(ck_root), apis, generate_options(ck_root), gaps)
@@ -335,8 +335,8 @@ def _add_constant_fields(kernel_types: List[KernelType], observed: dict, facts: 
 def _first_listed(observed: dict, class_name: str) -> int:
     for index, record in enumerate(observed["records"]):
         if record["class"] == class_name:
-            order = observed["listing"].index(record["filename"]) if record["filename"] in observed["listing"] else index
-            return order
+            listing = observed["listing"]
+            return listing.index(record["filename"]) if record["filename"] in listing else index
     return 0
 
 

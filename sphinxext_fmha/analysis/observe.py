@@ -19,8 +19,8 @@ import zlib
 from pathlib import Path
 from typing import Callable, List, Optional
 
-from ..verify.cache import DiskCache, tree_digest
-from ..verify.runner import interpreter_id, note_process_started
+from ..process.cache import DiskCache, tree_digest
+from ..process.runner import interpreter_id, note_process_started
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
 STDERR_TAIL_LINES = 20

@@ -62,7 +62,7 @@ class Recorder:
                 continue
             prop = value.__dict__.get("filename")
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
-                setattr(value, "filename", self._recording_property(prop))
+                value.filename = self._recording_property(prop)
                 rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
                 key = "%s.%s" % (module.__name__, value.__name__)
                 self.kernel_classes[key] = {"class": value.__name__, "file": rel,
@@ -273,7 +273,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
 
     perturb_started = time.time()
     if perturb:
-        for record, (filename, obj) in zip(records, kernels):
+        for record, (_filename, obj) in zip(records, kernels):
             cls = record["class"]
             pieces = PIECE_SPLIT.split(record["name"])
             ranges = {}

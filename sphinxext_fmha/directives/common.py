@@ -102,7 +102,7 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
     """The Session for this configuration: one per (CK root, python, cache dir,
     timeout) per process, renewed when the tree's content changes."""
     from ..session import Session
-    from ..verify.cache import tree_digest
+    from ..process.cache import tree_digest
     from ..locate import fmha_dir
 
     root = resolve_ck_root(config, confdir, srcdir)

@@ -7,7 +7,15 @@
   (:func:`~sphinxext_fmha.render.markdown.render_guide_markdown`).
 """
 
-from .collect import SECTIONS, GuideData, Problem, collect_guide, parse_options, parse_sections, problem_of
+from .collect import (
+    SECTIONS,
+    GuideData,
+    Problem,
+    collect_guide,
+    parse_options,
+    parse_sections,
+    problem_of,
+)
 
 __all__ = [
     "SECTIONS",
@@ -23,7 +31,7 @@ __all__ = [
 
 def render_guide_markdown(session, api, options=None, sections=None):
     """See :func:`sphinxext_fmha.render.markdown.render_guide_markdown`."""
-    from .markdown import render_guide_markdown as _render
     from ..analysis.analyze import Options
+    from .markdown import render_guide_markdown as _render
 
     return _render(session, api, options if options is not None else Options(), sections)

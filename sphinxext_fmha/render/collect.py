@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..analysis.analyze import AnalysisError, Options, UnknownApiError
 from ..model import ApiModel, FilterCheck, Recommendation
-from ..verify.token_facts import TokenConditions, TokenCounts, token_conditions, token_counts
+from ..verify.token_facts import (
+    TokenConditions,
+    TokenCounts,
+    token_conditions,
+    token_counts,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..session import Session
@@ -95,7 +100,7 @@ def problem_of(exc: BaseException) -> Problem:
     """Classify an exception raised while building a guide."""
     from ..analysis.observe import ProbeError
     from ..locate import CKRootNotFound
-    from ..verify.runner import GenerateError
+    from ..process.runner import GenerateError
 
     if isinstance(exc, CKRootNotFound):
         return Problem("ck-root", str(exc).splitlines()[0])

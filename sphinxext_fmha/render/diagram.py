@@ -59,9 +59,9 @@ def diagram_text(diagram: Diagram) -> str:
     lines: List[List[str]] = []
     ends: List[int] = []
     for start, label in starts:
-        for index, end in enumerate(ends):
-            if start > end:
-                break
+        free = [i for i, end in enumerate(ends) if start > end]  # lines this label fits on
+        if free:
+            index = free[0]
         else:
             index = len(lines)
             lines.append([])

@@ -34,7 +34,7 @@ class DocLink:
     renderers without documents show ``content`` only."""
 
     target: str
-    content: List["Inline"] = field(default_factory=list)
+    content: List[Inline] = field(default_factory=list)
 
 
 Inline = Union[str, Code, Strong, Emph, DocLink]
@@ -78,14 +78,14 @@ class Dropdown:
     """Folded content: a sphinx-design dropdown in HTML, a titled block elsewhere."""
 
     title: Inlines
-    blocks: List["Block"]
+    blocks: List[Block]
     opened: bool = False
 
 
 @dataclass
 class Admonition:
     kind: str  # note | tip | caution | warning
-    blocks: List["Block"]
+    blocks: List[Block]
 
 
 @dataclass

@@ -15,7 +15,12 @@ from ..analysis.analyze import Options
 from ..model import FilterCheck, Recommendation
 from .collect import GuideData, collect_guide, parse_sections
 from .diagram import diagram_text
-from .guide import filter_check_blocks, guide_sections, header_inlines, recommendation_sections
+from .guide import (
+    filter_check_blocks,
+    guide_sections,
+    header_inlines,
+    recommendation_sections,
+)
 from .ir import (
     Admonition,
     Block,
@@ -60,7 +65,8 @@ def _code(text: str, in_table: bool = False) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     body = text.replace("\n", " ")
-    if body.startswith("`") or body.endswith("`") or (body.startswith(" ") and body.endswith(" ") and body.strip()):
+    padded = body.startswith(" ") and body.endswith(" ") and body.strip()
+    if body.startswith("`") or body.endswith("`") or padded:
         body = " " + body + " "
     if in_table:
         body = body.replace("|", "\\|")
@@ -159,7 +165,7 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
     return "\n\n".join(chunks).rstrip() + "\n"
 
 
-def render_guide_markdown(session: "Session", api: str, options: Options = Options(),
+def render_guide_markdown(session: Session, api: str, options: Options = Options(),
                           sections: Optional[Sequence[str]] = None) -> str:
     """The guide of ``api`` as GitHub-flavoured Markdown.
 

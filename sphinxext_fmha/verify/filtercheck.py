@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.analyze import Options, grammars_of, parse_filename, split_filename
 from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount
-from ..verify.runner import GenerateRequest
+from ..process.runner import GenerateRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..session import Session
@@ -32,7 +32,7 @@ class ParsedListing:
     unparsed: List[str]
 
     @classmethod
-    def of(cls, model: ApiModel, files: Sequence[str]) -> "ParsedListing":
+    def of(cls, model: ApiModel, files: Sequence[str]) -> ParsedListing:
         grammars = grammars_of(model)
         parsed: Dict[str, Tuple[str, List[str]]] = {}
         unparsed: List[str] = []
@@ -162,7 +162,7 @@ def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> L
     return sorted(set(notes))
 
 
-def check_filter(session: "Session", api: str, filter: str,
+def check_filter(session: Session, api: str, filter: str,
                  options: Options = Options(), dispatch: bool = True) -> FilterCheck:
     model = session.model(api, options)
     tree = session.tree
@@ -205,10 +205,10 @@ def check_filter(session: "Session", api: str, filter: str,
     return check
 
 
-def check_dispatch(session: "Session", request: GenerateRequest, check: FilterCheck) -> None:
+def check_dispatch(session: Session, request: GenerateRequest, check: FilterCheck) -> None:
     """Generate with the filter into a temporary folder and confirm that the API
     dispatch file reaches exactly the generated kernels; record the try order."""
-    from .dispatch_file import match_leaves_to_kernels, parse_dispatch
+    from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 
     api_file = session.runner.generate_api_file(request)
     tree = parse_dispatch(api_file.text)

@@ -6,7 +6,7 @@ generate.py runs in a subprocess: ``python -B generate.py ...`` with
 argv lists only (never a shell), outputs (``-l FILE`` / ``-o DIR``) in a
 temporary folder.  Nothing is ever written into the analysed tree.
 
-Results are cached in a :class:`~sphinxext_fmha.verify.cache.DiskCache` keyed by
+Results are cached in a :class:`~sphinxext_fmha.process.cache.DiskCache` keyed by
 the tree's content digest, the request, the interpreter and
 :data:`RUNNER_FORMAT`.  ``runner.processes_started`` counts subprocesses this
 runner actually started; with ``FMHA_TRACE_RUNS=<file>`` every started process
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Union
 
 from .cache import DiskCache, tree_digest
-from .dispatch_file import kernel_trait_key
+from ..cppapi.dispatch_file import kernel_trait_key
 
 __all__ = [
     "RUNNER_FORMAT",
@@ -202,7 +202,7 @@ class ApiFileResult:
     """``generate.py -o``: the dispatch file's text and the kernels written.
 
     ``kernel_traits`` maps each kernel file to the normalised trait key(s) it
-    specialises (:func:`~sphinxext_fmha.verify.dispatch_file.kernel_trait_key`).
+    specialises (:func:`~sphinxext_fmha.cppapi.dispatch_file.kernel_trait_key`).
     """
 
     command: str

@@ -1,0 +1,1 @@
+"""One module per guide section; :mod:`..guide` puts them in order."""

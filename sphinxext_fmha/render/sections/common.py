@@ -1,0 +1,81 @@
+"""Small helpers every section uses: natural sort, token cells, plurals, folding."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Sequence
+
+from ...model import (
+    ApiModel,
+    KernelType,
+)
+from ..ir import (
+    Block,
+    Code,
+    Dropdown,
+    Emph,
+    Inlines,
+    codes,
+    join,
+)
+
+#: Tables with more rows than this are folded into a dropdown.
+FOLD_ROWS = 12
+
+
+#: Lists with more items than this are folded into a dropdown.
+FOLD_ITEMS = 8
+
+
+_NUM = re.compile(r"(\d+)")
+
+
+def natural(text: str):
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _NUM.split(text)]
+
+
+def token_cell(token: str) -> Inlines:
+    return [Code(token)] if token else [Emph("(no token)")]
+
+
+def plural(count: int, word: str, plural: Optional[str] = None) -> str:
+    return "%d %s" % (count, word if count == 1 else (plural or word + "s"))
+
+
+def fold(title: Inlines, blocks: List[Block], size: int, limit: int = FOLD_ROWS) -> List[Block]:
+    """``blocks`` as they are, or folded into a dropdown when ``size`` > ``limit``."""
+    if size > limit:
+        return [Dropdown(title=title, blocks=blocks)]
+    return blocks
+
+
+def short_field(path: str) -> str:
+    return path.split(".")[-1][2:] if path.split(".")[-1].startswith("F_") else path.split(".")[-1]
+
+
+def filterable(model: ApiModel, kernel_type: KernelType) -> bool:
+    return (kernel_type.filter_position is not None
+            and kernel_type.class_name not in model.filter.unfiltered_types)
+
+
+def part_label(kernel_type: KernelType, model: ApiModel) -> Inlines:
+    if not filterable(model, kernel_type):
+        return [Emph("not filtered")]
+    if model.filter.api_split:
+        return ["part %s" % kernel_type.filter_position]
+    return ["the whole pattern"]
+
+
+def arch_suffixes(kernel_type: KernelType) -> Inlines:
+    suffixes = [s for s in kernel_type.arch_suffixes if s]
+    if not suffixes:
+        return [Emph("none")]
+    return codes(suffixes)
+
+
+def tokens_natural(tokens: Sequence[str]) -> Inlines:
+    return join([token_cell(t) for t in sorted(tokens, key=natural)]) or ["-"]
+
+
+def verified_text(flag: bool) -> str:
+    return "verified with generate.py" if flag else "NOT verified"
