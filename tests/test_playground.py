@@ -12,19 +12,24 @@ from pathlib import Path
 
 import pytest
 
+# the same reproducible set-up as the directive tests
+from test_directives import _reproducible, build, write_project  # noqa: F401
+
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.directives.playground import fmha_playground
 from sphinxext_fmha.render.playground_data import ALPHABET, _pack_rows, playground_data, to_script_json
 from sphinxext_fmha.session import Session
-
-# the same reproducible set-up and tree (flash-attn 2.8.3) as the directive tests
-from test_directives import _reproducible, build, ck_root, write_project  # noqa: F401
 
 pytest_plugins = ["plugins_analysis"]
 
 AITER = "amd-aiter-0.1.7.post2.dev18"
 #: The bound the issue sets for the largest API of the corpus (aiter bwd).
 MAX_PAGE_BYTES = 300 * 1024
+
+
+@pytest.fixture(scope="module")
+def ck_root(corpus_root) -> Path:
+    return corpus_root("flash-attn-2.8.3")
 
 
 def _playground(app, docname):

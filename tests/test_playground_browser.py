@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
+from test_directives import _reproducible, build, write_project  # noqa: F401
 
-from independent import independent_listings
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.session import Session
 
-from test_directives import _reproducible, build, write_project  # noqa: F401
+from independent import independent_listings
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -115,7 +115,8 @@ def filters_for(model, seed: str) -> List[str]:
         for _ in range(14):
             parts = []
             for _position in range(rng.randint(1, width + 1)):
-                parts.append(rng.choice(["*", "", "*%s*" % rng.choice(tokens), _classed(rng.choice(tokens), rng)]))
+                token = rng.choice(tokens)
+                parts.append(rng.choice(["*", "", "*%s*" % token, _classed(token, rng)]))
             out.append(split.join(parts))
         out += [split * (width - 1), "*" + split, split + "*", "*" + split * width + "*"]
     else:

@@ -117,9 +117,9 @@ def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
     tables, rows_of = [], {}
     for kernel_type in types:
         files = [(f, tokens) for f, (c, tokens) in parsed.items() if c == kernel_type.class_name]
-        table, rows = _type_table(kernel_type, files)
+        table, row_of_file = _type_table(kernel_type, files)
         tables.append(table)
-        rows_of.update({f: (type_index[kernel_type.class_name], r) for f, r in rows.items()})
+        rows_of.update({f: (type_index[kernel_type.class_name], r) for f, r in row_of_file.items()})
 
     def type_list(class_names: Sequence[str]) -> List[int]:
         return sorted(type_index[c] for c in class_names if c in type_index)
