@@ -135,7 +135,7 @@ def test_largest_api_stays_small(corpus_root, analysis_cache_dir):
     listing = session.runner.list_kernels(session.tree.request("bwd", options))
     parsed = session.parsed_listing("bwd", options, listing.files)
     assert listing.count == 15156 and not parsed.unparsed
-    data = playground_data(model, parsed.parsed, session.traits("bwd", options),
+    data = playground_data(model, parsed.parsed, session.trait_groups("bwd", options),
                            ("python generate.py -a bwd", "-l kernels.txt"))
     assert data["total"] == 15156
     assert sum(t["count"] for t in data["types"]) == 15156

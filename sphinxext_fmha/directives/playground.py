@@ -49,7 +49,7 @@ class FilterPlaygroundDirective(FmhaDirective):
         if parsed.unparsed:
             self.warn("model", "%s: %d listed file names do not parse with the model's grammar; "
                       "the playground leaves them out" % (api, len(parsed.unparsed)))
-        traits = session.traits(api, options) if model.filter.drops == "trait" else []
+        traits = session.trait_groups(api, options) if model.filter.drops == "trait" else []
         template = session.runner.listing_command(
             session.tree.request(api, options, filter=_PLACEHOLDER))
         head, _, tail = template.partition(" -f %s " % _PLACEHOLDER)

@@ -103,12 +103,14 @@ def _type_table(kernel_type, files: List[Tuple[str, List[str]]]) -> Tuple[Dict[s
 
 
 def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
-                    traits: Sequence[Sequence[str]], command: Tuple[str, str]) -> Dict[str, Any]:
+                    traits: Sequence[Sequence[Tuple[Optional[str], str]]],
+                    command: Tuple[str, str]) -> Dict[str, Any]:
     """The JSON-able payload of one playground.
 
     ``parsed``: file name -> (kernel class, segment tokens) for every listed kernel;
-    ``traits``: the observed trait groups (file names, one per filter part), used only
-    when ``model.filter.drops == "trait"``; ``command``: the listing command's text
+    ``traits``: the observed trait groups (per filter part: the member's file, or None,
+    and its name; see ``Session.trait_groups``), used only when
+    ``model.filter.drops == "trait"``; ``command``: the listing command's text
     before and after ``-f PATTERN``.
     """
     spec: FilterSpec = model.filter
@@ -143,15 +145,40 @@ def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
         "traits": None,
     }
     if spec.drops == "trait" and traits:
-        known = [t for t in traits if all(f in rows_of for f in t)]
-        if known:
-            members = [rows_of[f][0] for f in known[0]]
-            same_shape = [t for t in known if [rows_of[f][0] for f in t] == members]
-            rows = sorted({tuple(rows_of[f][1] for f in t) for t in same_shape})
-            widths = [_width(tables[m]["count"]) for m in members]
-            data["traits"] = {"members": members, "widths": widths, "count": len(rows),
-                              "rows": _pack_rows(rows, widths)}
+        data["traits"] = _trait_table(traits, rows_of, tables)
     return data
+
+
+def _trait_table(traits: Sequence[Sequence[Tuple[Optional[str], str]]],
+                 rows_of: Dict[str, Tuple[int, int]],
+                 tables: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The traits as rows of member indices.  A member that is not a listed kernel
+    (the trait tests its name but does not write it) is a name of the type's
+    ``unlisted`` list, numbered after the type's kernels."""
+    complete = [[rows_of[f] for f, _ in t if f is not None and f in rows_of] for t in traits]
+    complete = [t for t, trait in zip(complete, traits) if len(t) == len(trait)]
+    if not complete:
+        return None
+    members = [member for member, _ in complete[0]]
+    unlisted: Dict[int, Dict[str, int]] = {m: {} for m in members}
+    rows = set()
+    for trait in traits:
+        if len(trait) != len(members):
+            continue
+        row = []
+        for position, (filename, name) in enumerate(trait):
+            member = members[position]
+            if filename is not None and filename in rows_of and rows_of[filename][0] == member:
+                row.append(rows_of[filename][1])
+            else:
+                names = unlisted[member]
+                row.append(tables[member]["count"] + names.setdefault(name, len(names)))
+        rows.add(tuple(row))
+    for member, names in unlisted.items():
+        tables[member]["unlisted"] = sorted(names, key=names.__getitem__)
+    widths = [_width(tables[m]["count"] + len(unlisted[m])) for m in members]
+    return {"members": members, "widths": widths, "count": len(rows),
+            "rows": _pack_rows(sorted(rows), widths)}
 
 
 def parts_explained(model: ApiModel) -> List[str]:

@@ -182,7 +182,8 @@
         var name = type.segments.map(function (segment, s) { return segment.tokens[tokens[s]]; }).join("");
         return { tokens: tokens, name: name, file: name + type.suffixes[suffix] + ".cpp" };
       });
-      model.types.push({ info: type, kernels: kernels });
+      /* names a trait tests but does not write (numbered after the kernels) */
+      model.types.push({ info: type, kernels: kernels, unlisted: type.unlisted || [] });
     });
     if (data.traits) {
       model.traits = unpackRows(data.traits.rows, data.traits.widths, data.traits.count);
@@ -233,9 +234,10 @@
     var matches;
     try {
       matches = model.types.map(function (type, t) {
-        if (patterns[t] === null) { return type.kernels.map(function () { return true; }); }
+        var names = type.kernels.map(function (k) { return k.name; }).concat(type.unlisted);
+        if (patterns[t] === null) { return names.map(function () { return true; }); }
         var re = fnmatchRegExp(normcase(data, patterns[t]));
-        return type.kernels.map(function (k) { return re.test(normcase(data, k.name)); });
+        return names.map(function (name) { return re.test(normcase(data, name)); });
       });
     } catch (err) {
       result.error = "generate.py would stop with an error: " + err.message;
@@ -256,11 +258,12 @@
           for (m = 0; m < row.length; m++) { selected[members[m]][row[m]] = true; }
         }
       });
+      /* a kernel in no trait is matched on its own; unlisted names are never listed */
       selected = selected.map(function (flags, t) {
         return flags.map(function (flag, k) { return grouped[t][k] ? flag : matches[t][k]; });
       });
     }
-    result.selected = selected;
+    result.selected = selected.map(function (flags, t) { return flags.slice(0, model.types[t].kernels.length); });
     result.perType = selected.map(function (flags) {
       return flags.reduce(function (sum, flag) { return sum + (flag ? 1 : 0); }, 0);
     });
