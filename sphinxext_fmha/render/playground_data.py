@@ -13,7 +13,9 @@ Encoding (format ``v`` = 1), chosen so the largest API stays small:
   index is written in base 64 with as many digits as that segment needs; rows are
   sorted by file name and each row is written as one digit (how many leading
   segments it shares with the previous row) followed by the digits of the others;
-* a trait is a row of kernel indices, one per member (same scheme).
+* a trait is a row of kernel indices, one per member (same scheme); an index past
+  a type's kernels names one of its ``unlisted`` names: a member the trait tests
+  but does not write (a disabled kernel).
 """
 
 from __future__ import annotations
