@@ -165,25 +165,46 @@ class Session:
         return self._once(("parsed", api, options, tuple(files)),
                           lambda: ParsedListing.of(self.model(api, options), files))
 
-    def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
-        """kernel file -> the readable terms of the dispatch conditions that reach it."""
-        from .cppapi.dispatch_file import condition_terms, match_leaves_to_kernels, parse_dispatch
+    def dispatch_reading(self, api: str, options: Options = Options()) -> dict:
+        """The generated API dispatch file read as data
+        (:func:`~sphinxext_fmha.cppapi.reading.read_dispatch`)."""
+        from .cppapi.reading import read_dispatch
 
-        def compute() -> Dict[str, List[str]]:
+        def compute() -> dict:
             api_file = self.runner.generate_api_file(self.tree.request(api, options))
-            tree = parse_dispatch(api_file.text)
-            match = match_leaves_to_kernels(tree, api_file.kernel_traits)
-            terms: Dict[str, List[str]] = {}
-            for leaf in tree.leaves:
-                described = [term for condition in leaf.conditions
-                             for term in condition_terms(condition)]
-                for filename in match.files_of(leaf.order):
-                    terms.setdefault(filename, [])
-                    terms[filename].extend(t for t in described if t not in terms[filename])
-            return terms
+            return read_dispatch(api_file.text, api_file.kernel_traits)
 
-        return self._once(("dispatch", api, options), lambda: self._stored(
-            "dispatch-conditions", dict, compute, api, dataclasses.asdict(options)))
+        return self._once(("dispatch-reading", api, options), lambda: self._stored(
+            "dispatch-reading", dict, compute, api, dataclasses.asdict(options)))
+
+    def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
+        """kernel file -> the readable terms of the dispatch conditions that reach it
+        (sub-kernel choices and terms that differ between its branches left out)."""
+        from .cppapi.reading import readable_terms
+
+        return readable_terms(self.dispatch_reading(api, options))
+
+    def mask_modes(self, api: str, options: Options = Options()):
+        """What ``--mask`` changes in this API's listing
+        (:func:`~sphinxext_fmha.verify.mask_modes.compare_mask_modes`); None when the
+        tree's generate.py has no mask option."""
+        from .verify.mask_modes import MaskModes, compare_mask_modes
+
+        option = self.tree.option("mask")
+        if option is None:
+            return None
+        this = options.mask or option.default or "simplified"
+        other = "simplified" if this == "generic" else "generic"
+
+        def compute() -> dict:
+            mine = self.runner.list_kernels(self.tree.request(api, options))
+            theirs = self.runner.list_kernels(self.tree.request(
+                api, dataclasses.replace(options, mask=other)))
+            return dataclasses.asdict(compare_mask_modes(this, mine.files, other, theirs.files))
+
+        stored = self._once(("mask-modes", api, options), lambda: self._stored(
+            "mask-modes", dict, compute, api, dataclasses.asdict(options)))
+        return MaskModes(**stored)
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         from .verify.filtercheck import check_filter

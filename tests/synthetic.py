@@ -19,6 +19,12 @@ Variants ("mutants"), each a small rewrite of ``base``:
 ``at_split``        a main and a ``convert`` kernel per trait; ``-f`` is split on '@'
                     into ``main@convert`` (missing part -> '*'), and a trait is
                     dropped unless both of its kernels match
+``v2_v3``           two dispatch functions ``fmha_toy_v2``/``fmha_toy_v3`` and an entry
+                    ``fmha_toy()`` that calls v3 only ``if (false and can_dispatch_v3)``
+                    (newer CK's disabled v3 path): the d128 no-bias batch kernels
+                    without lse are generated but unreachable
+``rule_receipts``   receipts as rule objects: ``get_product(receipt)`` returns a
+                    ``Product(name=..., rule=fit)`` per receipt (newer CK's shape)
 
 The templates are plain strings with ``@@NAME@@`` slots filled per variant.
 """
@@ -40,6 +46,8 @@ VARIANTS = (
     "new_api",
     "absent_when_off",
     "at_split",
+    "v2_v3",
+    "rule_receipts",
 )
 
 #: The APIs (generate.py ``-a`` values) of each variant.
@@ -55,6 +63,8 @@ EXPECTED_COUNTS: Dict[str, Dict[str, int]] = {
     "new_api": {"toy": 55, "toy2": 21},
     "absent_when_off": {"toy": 55},
     "at_split": {"toy": 67},
+    "v2_v3": {"toy": 55},
+    "rule_receipts": {"toy": 55},
 }
 
 # --------------------------------------------------------------------------- generate.py
@@ -806,6 +816,97 @@ def _fill(template: str, slots: Dict[str, str]) -> str:
     return text
 
 
+# ----------------------------------------------------------- dispatch and receipt mutants
+
+_V2_V3_FOOTER = r"""
+TOY_API_FOOTER = \"\"\"
+float fmha_toy(fmha_toy_traits t, fmha_toy_args a, const tile::stream_config& s)
+{{
+    const bool can_dispatch_v3 = (t.hdim_q == 128) and (t.bias_type == bias_enum::no_bias) and (not t.has_lse);
+    if ({F_is_v3_enabled} and can_dispatch_v3) {{
+        return fmha_toy_v3(t, a, s);
+    }} else {{
+        return fmha_toy_v2(t, a, s);
+    }}
+}}
+\"\"\"
+
+# NOTE: enable the v3 path when ready
+V3_ENABLED = False
+
+
+def is_v3(k) -> bool:
+    return k.F_hdim == 128 and k.F_pipeline.F_bias == 'no' and k.F_pipeline.F_lse == 'f' and k.F_mode == 'batch'
+"""
+
+
+def _v2_v3(text: str) -> str:
+    """Two dispatch functions and an entry that calls v3 under a disabled condition."""
+    old_head = "    @property\n    def api(self) -> str:\n        per_dtypes = str()"
+    new_head = ("    @property\n    def api(self) -> str:\n"
+                "        return (self.render('fmha_toy_v2', lambda k: not is_v3(k))\n"
+                "                + self.render('fmha_toy_v3', is_v3)\n"
+                "                + TOY_API_FOOTER.format(F_is_v3_enabled=BOOL_MAP['t' if V3_ENABLED else 'f']))\n\n"
+                "    def render(self, func_name, accept) -> str:\n        per_dtypes = str()")
+    old_loop = "for n, k in enumerate(self.pool[dtype][hdim]):"
+    new_loop = "for n, k in enumerate([k for k in self.pool[dtype][hdim] if accept(k)]):"
+    old_ret = "return TOY_API_HEADER.format(F_dispatch=per_dtypes)"
+    new_ret = ("return TOY_API_HEADER.replace('float fmha_toy(', 'static float ' + func_name + '(')"
+               ".format(F_dispatch=per_dtypes)")
+    for old, new in ((old_head, new_head), (old_loop, new_loop), (old_ret, new_ret)):
+        assert old in text, old
+        text = text.replace(old, new)
+    anchor = 'TOY_API_FILENAME = "fmha_toy_api.cpp"'
+    return text.replace(anchor, anchor + "\n" + _V2_V3_FOOTER.replace('\\"', '"'))
+
+
+_RULE_RECEIPTS = r"""
+
+@dataclass(frozen=True)
+class Product:
+    name: str
+    rule: Callable
+
+    def __call__(self, dtype, mode, pipeline) -> bool:
+        return self.rule(dtype, mode, pipeline)
+
+
+def get_product(receipt: int) -> Product:
+    # a small set for integration tests
+    if receipt == 2:
+        def fit(dtype, mode, pipeline) -> bool:
+            cond = dtype == 'fp16'
+            cond &= mode == 'batch'
+            cond &= pipeline.F_bias == 'no'
+            return cond
+        return Product(name="integration tests", rule=fit)
+    # inference only
+    elif receipt == 3:
+        def fit(dtype, mode, pipeline) -> bool:
+            return pipeline.F_lse == 'f'
+        return Product(name="inference only", rule=fit)
+    else:
+        def fit(dtype, mode, pipeline) -> bool:
+            return True
+        return Product(name="Default", rule=fit)
+"""
+
+
+def _rule_receipts(text: str) -> str:
+    """Receipt rules as objects returned per receipt instead of ``if receipt`` blocks."""
+    start = text.index("                # 2: a small set for integration tests")
+    end = text.index("                api_pool.register_traits(k)")
+    text = (text[:start] + "                if not get_product(receipt)(dtype, mode, pipeline):\n"
+            "                    continue\n" + text[end:])
+    text = text.replace("from typing import Dict, List, Optional, Tuple",
+                        "from typing import Callable, Dict, List, Optional, Tuple")
+    anchor = "def get_toy_blobs("
+    return text.replace(anchor, _RULE_RECEIPTS.lstrip("\n") + "\n\n" + anchor, 1)
+
+
+_DISPATCH_MUTANTS = {"v2_v3": _v2_v3, "rule_receipts": _rule_receipts}
+
+
 def _toy_module(variant: str) -> str:
     slots = dict(_BASE_SLOTS)
     extra = {
@@ -819,6 +920,8 @@ def _toy_module(variant: str) -> str:
     if variant == "renamed_field":
         assert "F_spad" in text
         text = text.replace("F_spad", "F_seqpad")
+    if variant in _DISPATCH_MUTANTS:
+        text = _DISPATCH_MUTANTS[variant](text)
     return text
 
 

@@ -9,13 +9,15 @@ Nothing here imports or executes CK code: the APIs, the argparse options and the
 from __future__ import annotations
 
 import ast
-import operator
+import copy
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..locate import FMHA_SUBDIR, fmha_dir
 from ..model import ApiInfo, Gap, GenerateOption
+from .pyeval import Evaluator, ModuleRef, Unknown
+from .pyparse import assigned_names, dotted
 
 __all__ = [
     "DEFAULT_REQUIRED_FUNCTIONS",
@@ -48,210 +50,30 @@ def _read_ast(path: Path) -> ast.Module:
     return ast.parse(source, filename=str(path))
 
 
-class _Unknown(Exception):
-    """An expression the evaluator does not understand."""
+def _no_global(name: str) -> Any:
+    raise Unknown(f"name {name}")
 
 
-class _ModuleValue:
-    """Stands for a loaded module in the evaluator (only ``__name__`` is known)."""
+def _evaluate(node: ast.AST, consts: Dict[str, Any], env: Optional[Dict[str, Any]] = None) -> Any:
+    """The value of ``node`` given generate.py's module constants (and loop variables).
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-_STR_METHODS = {
-    "startswith", "endswith", "removeprefix", "removesuffix", "replace", "split",
-    "rsplit", "lower", "upper", "strip", "lstrip", "rstrip", "partition",
-    "rpartition", "format", "join", "capitalize", "title",
-}
-_BINOPS: Dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Mod: operator.mod, ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv,
-}
-_CMPOPS: Dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
-    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-    ast.Is: operator.is_, ast.IsNot: operator.is_not,
-}
-_BUILTINS: Dict[str, Callable[..., Any]] = {"len": len, "str": str, "int": int}
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    """``a.b.c`` for a chain of Name/Attribute nodes, else None."""
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
-class _Evaluator:
-    """A tiny, side-effect-free evaluator for constant-ish expressions."""
-
-    def __init__(self, consts: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, Any]] = None) -> None:
-        self.consts = dict(consts or {})
-        self.env = dict(env or {})
-
-    def __call__(self, node: ast.AST) -> Any:
-        method = getattr(self, "_" + type(node).__name__, None)
-        if method is None:
-            raise _Unknown(type(node).__name__)
-        return method(node)
-
-    def _Constant(self, node: ast.Constant) -> Any:
-        return node.value
-
-    def _Name(self, node: ast.Name) -> Any:
-        if node.id in self.env:
-            return self.env[node.id]
-        if node.id in self.consts:
-            return self.consts[node.id]
-        if node.id in ("True", "False", "None"):  # pragma: no cover - py<3.8 spelling
-            return {"True": True, "False": False, "None": None}[node.id]
-        raise _Unknown(node.id)
-
-    def _Attribute(self, node: ast.Attribute) -> Any:
-        if node.attr == "__name__":
-            try:
-                value = self(node.value)
-            except _Unknown:
-                dotted = _dotted(node.value)
-                if dotted is None:
-                    raise
-                return dotted  # e.g. codegen.ops.__name__
-            if isinstance(value, _ModuleValue):
-                return value.name
-        raise _Unknown(f".{node.attr}")
-
-    def _Tuple(self, node: ast.Tuple) -> Any:
-        return tuple(self(elt) for elt in node.elts)
-
-    def _List(self, node: ast.List) -> Any:
-        return [self(elt) for elt in node.elts]
-
-    def _JoinedStr(self, node: ast.JoinedStr) -> Any:
-        out = []
-        for value in node.values:
-            if isinstance(value, ast.FormattedValue):
-                if value.format_spec is not None:
-                    raise _Unknown("format spec")
-                item = self(value.value)
-                conv = {-1: str, 115: str, 114: repr, 97: ascii}[value.conversion]
-                out.append(conv(item))
-            else:
-                out.append(str(self(value)))
-        return "".join(out)
-
-    def _UnaryOp(self, node: ast.UnaryOp) -> Any:
-        value = self(node.operand)
-        if isinstance(node.op, ast.USub):
-            return -value
-        if isinstance(node.op, ast.UAdd):
-            return +value
-        if isinstance(node.op, ast.Not):
-            return not value
-        raise _Unknown("unary op")
-
-    def _BinOp(self, node: ast.BinOp) -> Any:
-        func = _BINOPS.get(type(node.op))
-        if func is None:
-            raise _Unknown("binary op")
-        try:
-            return func(self(node.left), self(node.right))
-        except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise _Unknown(str(exc)) from exc
-
-    def _BoolOp(self, node: ast.BoolOp) -> Any:
-        if isinstance(node.op, ast.And):
-            result: Any = True
-            for value in node.values:
-                result = self(value)
-                if not result:
-                    return result
-            return result
-        result = False
-        for value in node.values:
-            result = self(value)
-            if result:
-                return result
-        return result
-
-    def _Compare(self, node: ast.Compare) -> Any:
-        left = self(node.left)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = self(comparator)
-            func = _CMPOPS.get(type(op))
-            if func is None:
-                raise _Unknown("comparison")
-            try:
-                if not func(left, right):
-                    return False
-            except TypeError as exc:
-                raise _Unknown(str(exc)) from exc
-            left = right
-        return True
-
-    def _IfExp(self, node: ast.IfExp) -> Any:
-        return self(node.body) if self(node.test) else self(node.orelse)
-
-    def _Subscript(self, node: ast.Subscript) -> Any:
-        value = self(node.value)
-        index = node.slice
-        if isinstance(index, ast.Slice):
-            key: Any = slice(
-                self(index.lower) if index.lower is not None else None,
-                self(index.upper) if index.upper is not None else None,
-                self(index.step) if index.step is not None else None,
-            )
-        else:
-            key = self(index)
-        try:
-            return value[key]
-        except (TypeError, IndexError, KeyError) as exc:
-            raise _Unknown(str(exc)) from exc
-
-    def _Call(self, node: ast.Call) -> Any:
-        if node.keywords and not isinstance(node.func, ast.Attribute):
-            raise _Unknown("keywords")
-        if isinstance(node.func, ast.Name) and node.func.id in _BUILTINS and node.func.id not in self.env:
-            args = [self(arg) for arg in node.args]
-            try:
-                return _BUILTINS[node.func.id](*args)
-            except (TypeError, ValueError) as exc:
-                raise _Unknown(str(exc)) from exc
-        if isinstance(node.func, ast.Attribute) and node.func.attr in _STR_METHODS:
-            target = self(node.func.value)
-            if not isinstance(target, str):
-                raise _Unknown("method on non-str")
-            args = [self(arg) for arg in node.args]
-            kwargs = {kw.arg: self(kw.value) for kw in node.keywords if kw.arg}
-            try:
-                return getattr(target, node.func.attr)(*args, **kwargs)
-            except (TypeError, ValueError, AttributeError) as exc:
-                raise _Unknown(str(exc)) from exc
-        raise _Unknown("call")
+    Constants are copied in so that a method call in the expression (``.append``) cannot
+    change them; ``a.b.__name__`` of an unresolved module reads as ``"a.b"``.
+    """
+    names = copy.deepcopy(consts)
+    names.update(env or {})
+    return Evaluator(_no_global, module_names=True).eval(node, names)
 
 
 def _module_constants(module: ast.Module) -> Dict[str, Any]:
     """Module-level ``NAME = <constant expression>`` assignments (last one wins)."""
     consts: Dict[str, Any] = {}
     for stmt in module.body:
-        targets: List[ast.expr] = []
-        value: Optional[ast.expr] = None
-        if isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets, value = [stmt.target], stmt.value
-        for target in targets:
-            if isinstance(target, ast.Name):
-                try:
-                    consts[target.id] = _Evaluator(consts)(value)  # type: ignore[arg-type]
-                except _Unknown:
-                    consts.pop(target.id, None)
+        for name, value in assigned_names(stmt):
+            try:
+                consts[name] = _evaluate(value, consts)
+            except Unknown:
+                consts.pop(name, None)
     return consts
 
 
@@ -336,17 +158,17 @@ def _find_table(module: ast.Module) -> _Table:
             continue
         literal: Dict[str, str] = {}
         required: List[str] = []
-        for key, value in zip(node.keys, node.values):
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        for entry, value in zip(node.keys, node.values):
+            if not (isinstance(entry, ast.Constant) and isinstance(entry.value, str)):
                 literal = {}
                 break
             modules = set()
             for sub in ast.walk(value):
                 if isinstance(sub, ast.Attribute) and sub.attr in wanted:
-                    dotted = _dotted(sub.value)
-                    if dotted is None:
+                    path = dotted(sub.value)
+                    if path is None:
                         continue
-                    head, _, rest = dotted.partition(".")
+                    head, _, rest = path.partition(".")
                     full = aliases.get(head, head) + ("." + rest if rest else "")
                     modules.add(full.rsplit(".", 1)[-1])
                     if sub.attr not in required:
@@ -354,7 +176,7 @@ def _find_table(module: ast.Module) -> _Table:
             if len(modules) != 1:
                 literal = {}
                 break
-            literal[key.value] = modules.pop()
+            literal[entry.value] = modules.pop()
         if literal:
             table.kind, table.node, table.literal = "literal", node, literal
             table.required = required or list(DEFAULT_REQUIRED_FUNCTIONS)
@@ -372,7 +194,7 @@ def _loaded_name_expr(module: ast.Module) -> Tuple[Optional[ast.expr], Optional[
         if not isinstance(node, ast.For):
             continue
         call = node.iter
-        if not (isinstance(call, ast.Call) and _dotted(call.func) in ("pkgutil.iter_modules", "iter_modules")):
+        if not (isinstance(call, ast.Call) and dotted(call.func) in ("pkgutil.iter_modules", "iter_modules")):
             continue
         target = node.target
         name_var: Optional[str] = None
@@ -381,7 +203,7 @@ def _loaded_name_expr(module: ast.Module) -> Tuple[Optional[ast.expr], Optional[
         for sub in ast.walk(node):
             if not isinstance(sub, ast.Call):
                 continue
-            func = _dotted(sub.func) or ""
+            func = dotted(sub.func) or ""
             attr = sub.func.attr if isinstance(sub.func, ast.Attribute) else func
             if attr in ("load_module", "import_module") and sub.args:
                 return sub.args[0], name_var, True
@@ -487,8 +309,8 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
         if name_expr is None or name_var is None:
             return stem
         try:
-            value = _Evaluator(consts, {name_var: stem})(name_expr)
-        except _Unknown as exc:
+            value = _evaluate(name_expr, consts, {name_var: stem})
+        except Unknown as exc:
             value = exc
         if isinstance(value, str):
             return value
@@ -508,10 +330,10 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
 
     def key_for(stem: str) -> Optional[str]:
         if table.kind == "comprehension" and table.key is not None and table.loop_var:
-            env = {table.loop_var: _ModuleValue(loaded_name(stem))}
+            env = {table.loop_var: ModuleRef(loaded_name(stem))}
             try:
-                value = _Evaluator(consts, env)(table.key)
-            except _Unknown as exc:
+                value = _evaluate(table.key, consts, env)
+            except Unknown as exc:
                 gaps.append(Gap(
                     what=f"API name of {stem}",
                     where=_where(_GENERATE, table.key),
@@ -578,7 +400,8 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
         for api_name, stem in sorted(table.literal.items()):
             if stem not in stems:
                 apis.append(ApiInfo(name=api_name, module=stem, source="", in_generate=True))
-                gaps.append(Gap(what=f"generate.py lists API {api_name!r} but codegen/ops/{stem}.py is missing",
+                gaps.append(Gap(what=f"generate.py lists API {api_name!r} "
+                                     f"but codegen/ops/{stem}.py is missing",
                                 where=_where(_GENERATE, table.node), why="the API cannot be analysed"))
     return apis, gaps
 
@@ -640,14 +463,17 @@ def generate_options_in(folder: PathLike) -> List[GenerateOption]:
 
 def generate_options_of(module: ast.Module) -> List[GenerateOption]:
     consts = _module_constants(module)
-    evaluate = _Evaluator(consts)
+
+    def evaluate(node: ast.AST) -> Any:
+        return _evaluate(node, consts)
+
     options: List[GenerateOption] = []
     for call in _add_argument_calls(module):
         flags: List[str] = []
         for arg in call.args:
             try:
                 value = evaluate(arg)
-            except _Unknown:
+            except Unknown:
                 continue
             if isinstance(value, str):
                 flags.append(value)
@@ -656,19 +482,19 @@ def generate_options_of(module: ast.Module) -> List[GenerateOption]:
         if "dest" in keywords:
             try:
                 dest = _as_text(evaluate(keywords["dest"]))
-            except _Unknown:
+            except Unknown:
                 pass
         default: Optional[str] = None
         if "default" in keywords:
             try:
                 value = evaluate(keywords["default"])
                 default = None if value is None else _as_text(value)
-            except _Unknown:
+            except Unknown:
                 default = ast.unparse(keywords["default"]) if hasattr(ast, "unparse") else None
         elif "action" in keywords:
             try:
                 action = evaluate(keywords["action"])
-            except _Unknown:
+            except Unknown:
                 action = None
             if action == "store_true":
                 default = "False"
@@ -679,7 +505,7 @@ def generate_options_of(module: ast.Module) -> List[GenerateOption]:
             try:
                 value = evaluate(keywords["help"])
                 help_text = value if isinstance(value, str) else ""
-            except _Unknown:
+            except Unknown:
                 help_text = ""
         options.append(GenerateOption(flags=flags, dest=dest, default=default, help=help_text))
     return options
@@ -717,7 +543,8 @@ def option_split(ck_root: PathLike, dest: str) -> Optional[str]:
         if not (isinstance(func, ast.Attribute) and func.attr in ("split", "rsplit")):
             continue
         target = func.value
-        hit = (isinstance(target, ast.Attribute) and target.attr == dest and isinstance(target.value, ast.Name)) or (
+        hit = (isinstance(target, ast.Attribute) and target.attr == dest
+               and isinstance(target.value, ast.Name)) or (
             isinstance(target, ast.Name) and target.id in aliases
         )
         if not hit:
@@ -729,8 +556,8 @@ def option_split(ck_root: PathLike, dest: str) -> Optional[str]:
         if sep_node is None:
             return " "
         try:
-            sep = _Evaluator(consts)(sep_node)
-        except _Unknown:
+            sep = _evaluate(sep_node, consts)
+        except Unknown:
             continue
         if sep is None:
             return " "

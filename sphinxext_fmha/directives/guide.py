@@ -20,6 +20,7 @@ from ..render.collect import (
     OptionError,
     Problem,
     collect_guide,
+    needs_dispatch_reading,
     parse_sections,
     problem_of,
 )
@@ -77,7 +78,7 @@ class KernelGuideDirective(FmhaDirective):
         options = self.fmha_options(session)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
         wants = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
-        data = collect_guide(session, api, options, recommend=wants, conditions="fields" in names)
+        data = collect_guide(session, api, options, recommend=wants, conditions=needs_dispatch_reading(names))
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))

@@ -12,15 +12,15 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..analysis.analyze import AnalysisError, Options, UnknownApiError
 from ..model import ApiModel, FilterCheck, Recommendation
 from ..verify.token_facts import (
-    TokenConditions,
     TokenCounts,
-    token_conditions,
+    TokenDispatch,
     token_counts,
+    token_dispatch,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -279,11 +279,19 @@ class GuideData:
     model: ApiModel
     date: str
     token_counts: TokenCounts = field(default_factory=dict)
-    token_conditions: TokenConditions = field(default_factory=dict)
+    token_dispatch: Optional[TokenDispatch] = None
+    dispatch_reading: Optional[dict] = None
+    mask_modes: Optional[Any] = None
     api_file: Optional[str] = None
     listing_command: str = ""
     recommendation: Optional[Recommendation] = None
     recommendation_problem: Optional[Problem] = None
+
+
+def needs_dispatch_reading(sections: Sequence[str]) -> bool:
+    """Whether these sections show what the API file and the mask modes say (fields:
+    per-token conditions; rules: the mask-mode note; dispatch: entry points, reach)."""
+    return bool({"fields", "rules", "dispatch"} & set(sections))
 
 
 def collect_guide(session: "Session", api: str, options: Options = Options(), *,
@@ -299,13 +307,19 @@ def collect_guide(session: "Session", api: str, options: Options = Options(), *,
     data = GuideData(api=api, options=options, model=model, date=build_date(),
                      token_counts=token_counts(model, listing.files),
                      api_file=listing.api_file, listing_command=listing.command)
-    if conditions and hasattr(session, "dispatch_conditions"):
+    if conditions and hasattr(session, "dispatch_reading"):
         try:
-            terms = session.dispatch_conditions(api, options)
+            reading = session.dispatch_reading(api, options)
         except Exception:  # noqa: BLE001 - optional: the column is left out
-            terms = {}
-        if terms:
-            data.token_conditions = token_conditions(model, listing.files, terms)
+            reading = {}
+        if reading:
+            data.dispatch_reading = reading
+            data.token_dispatch = token_dispatch(model, listing.files, reading)
+    if conditions and hasattr(session, "mask_modes"):
+        try:
+            data.mask_modes = session.mask_modes(api, options)
+        except Exception:  # noqa: BLE001 - optional: the note is left out
+            data.mask_modes = None
     if recommend:
         try:
             data.recommendation = session.recommend(api, options)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from ..analysis.analyze import Options
 from ..model import FilterCheck, Recommendation
-from .collect import GuideData, collect_guide, parse_sections
+from .collect import GuideData, collect_guide, needs_dispatch_reading, parse_sections
 from .diagram import diagram_text
 from .guide import (
     filter_check_blocks,
@@ -176,7 +176,7 @@ def render_guide_markdown(session: Session, api: str, options: Options = Options
     names = parse_sections(list(sections) if sections is not None else None)
     wants_recommendation = any(n in names for n in ("minimal", "losses", "commands", "counts"))
     data = collect_guide(session, api, options, recommend=wants_recommendation,
-                         conditions="fields" in names)
+                         conditions=needs_dispatch_reading(names))
     return guide_markdown(data, names)
 
 

@@ -1,16 +1,26 @@
-"""What the kernels carrying each token have in common: how many there are, and which
-dispatch conditions they share. Both come from parsing a real listing with the model's
-grammar (no Sphinx, no rendering here)."""
+"""What the kernels carrying each token have in common: how many there are, and under
+which dispatch conditions the dispatcher reaches them.  Both come from parsing a real
+listing with the model's grammar and from the reading of the generated API dispatch
+file (:func:`sphinxext_fmha.cppapi.reading.read_dispatch`); no Sphinx, no rendering.
+
+Dispatch conditions per token are exact, never intersected: every condition term has a
+*slot* (its place in the generated ``if`` template); a slot belongs to the segments
+whose tokens determine its text (the segments common to every smallest such set, the
+arch suffix counting as one), and a token's condition is, per kernel, the terms of the
+slots that belong to its segment.  Kernels whose condition is the same form one group; the group
+names the tokens of the other determining segments (hdim, tile, ...) it covers."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..analysis.analyze import grammars_of, parse_filename
 from ..model import ApiModel
 
-__all__ = ["TokenCounts", "TokenConditions", "token_counts", "token_conditions"]
+__all__ = ["TokenCounts", "token_counts", "ConditionGroup", "TokenDispatch", "token_dispatch"]
 
 
 TokenCounts = Dict[Tuple[str, int], Dict[str, int]]
@@ -30,41 +40,187 @@ def token_counts(model: ApiModel, files: Sequence[str]) -> TokenCounts:
     return {key: dict(value) for key, value in counts.items()}
 
 
-TokenConditions = Dict[Tuple[str, int], Dict[str, List[str]]]
+@dataclass
+class ConditionGroup:
+    """Kernels of one token that the dispatcher reaches under the same condition.
+
+    ``cpp``/``words``: the condition's terms (empty: no condition of this segment);
+    ``where``: for the other segments that shape the condition, the tokens the group
+    covers; ``kernels``: how many kernels; ``unreached``: the group is the token's
+    kernels that no dispatch branch launches; ``varying``: some of its kernels are
+    reached by several branches whose extra conditions differ (those are left out).
+    """
+
+    cpp: List[str] = field(default_factory=list)
+    words: List[str] = field(default_factory=list)
+    where: Dict[str, List[str]] = field(default_factory=dict)
+    kernels: int = 0
+    unreached: bool = False
+    varying: bool = False
+    files: List[str] = field(default_factory=list)
 
 
-def token_conditions(model: ApiModel, files: Sequence[str],
-                     terms_by_file: Dict[str, List[str]]) -> TokenConditions:
-    """(kernel class, segment index) -> token -> the dispatch-condition terms shared by
-    every kernel with that token and not by every kernel of its class."""
+@dataclass
+class TokenDispatch:
+    """``groups``: (kernel class, segment index) -> token -> groups, most kernels first;
+    ``shared``: kernel class -> terms (cpp, words) every kernel of the class has;
+    ``undetermined``: kernel class -> terms whose text no segment of the name decides;
+    ``orders``: (kernel class, segment label) -> the order in which the dispatcher tries
+    the segment's tokens among kernels equal in every other segment -> how many such
+    sets of kernels follow that order (trait order, padding order, as the file has it)."""
+
+    groups: Dict[Tuple[str, int], Dict[str, List[ConditionGroup]]] = field(default_factory=dict)
+    shared: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
+    undetermined: Dict[str, List[str]] = field(default_factory=dict)
+    orders: Dict[Tuple[str, str], Dict[Tuple[str, ...], int]] = field(default_factory=dict)
+
+
+_ARCH = "arch suffix"
+
+#: (tokens, arch suffix, the kernel's reading or None when unreached, file name)
+_Item = Tuple[List[str], str, Optional[Mapping[str, Any]], str]
+
+
+def _determining(columns: List[List[str]], values: List[Optional[str]],
+                 limit: int = 3) -> List[Tuple[int, ...]]:
+    """The smallest sets of columns whose values determine ``values`` (all of that size)."""
+    for size in range(1, limit + 1):
+        found = []
+        for combo in combinations(range(len(columns)), size):
+            seen: Dict[Tuple[str, ...], Optional[str]] = {}
+            ok = True
+            for row, value in enumerate(values):
+                key = tuple(columns[c][row] for c in combo)
+                if seen.setdefault(key, value) != value:
+                    ok = False
+                    break
+            if ok:
+                found.append(combo)
+        if found:
+            return found
+    return []
+
+
+def _core(combos: List[Tuple[int, ...]]) -> set:
+    """The segments a slot belongs to: those in every smallest determining set (the pad in
+    {pad, hdim} and {pad, tile}); when they share none (the hdim level: {hdim} or {tile}),
+    all of them."""
+    if not combos:
+        return set()
+    core = set(combos[0]).intersection(*combos[1:])
+    return core or {c for combo in combos for c in combo}
+
+
+def _sensitive(columns: List[List[str]], values: List[Optional[str]]) -> List[Tuple[int, ...]]:
+    """Fallback when no three columns determine ``values``: each column on its own for
+    which two rows that differ only in that column have different values."""
+    found: List[Tuple[int, ...]] = []
+    rows = range(len(values))
+    for index in range(len(columns)):
+        seen: Dict[Tuple[str, ...], Optional[str]] = {}
+        for row in rows:
+            key = tuple(column[row] for c, column in enumerate(columns) if c != index)
+            if seen.setdefault(key, values[row]) != values[row]:
+                found.append((index,))
+                break
+    return found
+
+
+def token_dispatch(model: ApiModel, files: Sequence[str],
+                   reading: Mapping[str, Any]) -> TokenDispatch:
+    """Per token, its exact dispatch conditions grouped (see the module docstring)."""
     grammars = grammars_of(model)
-    per_class: Dict[str, List[Tuple[List[str], List[str]]]] = {}
+    kernels = reading.get("kernels", {})
+    per_class: Dict[str, List[_Item]] = {}
     for filename in files:
-        if filename not in terms_by_file:
-            continue
         found = parse_filename(model, grammars, filename)
         if len(found) != 1:
             continue
         kernel_type, tokens = found[0]
+        suffix = filename[len("".join(tokens)):]
         per_class.setdefault(kernel_type.class_name, []).append(
-            (list(tokens), list(terms_by_file[filename])))
-    result: TokenConditions = {}
-    for class_name, items in per_class.items():
-        common = set(items[0][1])
-        for _tokens, terms in items[1:]:
-            common &= set(terms)
-        width = len(items[0][0])
-        for index in range(width):
-            shared: Dict[str, Optional[set]] = {}
-            order: Dict[str, List[str]] = {}
-            for tokens, terms in items:
-                token = tokens[index]
-                if token not in shared:
-                    shared[token] = set(terms)
-                    order[token] = terms
-                else:
-                    shared[token] &= set(terms)  # type: ignore[operator]
-            result[(class_name, index)] = {
-                token: [t for t in order[token] if t in (shared[token] or set()) and t not in common]
-                for token in shared}
+            (list(tokens), suffix, kernels.get(filename), filename))
+    result = TokenDispatch()
+    position = {name: index for index, name in enumerate(reading.get("order", []))}
+    for kernel_type in model.kernel_types:
+        items = per_class.get(kernel_type.class_name)
+        if items:
+            labels = [s.label for s in kernel_type.segments]
+            _class_groups(kernel_type.class_name, labels, items, result)
+            _try_orders(kernel_type.class_name, labels, items, position, result)
     return result
+
+
+def _try_orders(class_name: str, labels: List[str], items: List[_Item],
+                position: Mapping[str, int], result: TokenDispatch) -> None:
+    """Per segment: in which order the dispatcher tries its tokens among kernels that are
+    equal in every other segment (and arch suffix)."""
+    for index, label in enumerate(labels):
+        chains: Dict[Tuple[str, ...], List[Tuple[int, str]]] = {}
+        for tokens, suffix, _, filename in items:
+            if filename in position:
+                key = (suffix,) + tuple(tokens[:index]) + tuple(tokens[index + 1:])
+                chains.setdefault(key, []).append((position[filename], tokens[index]))
+        counts: Counter = Counter(tuple(token for _, token in sorted(chain))
+                                  for chain in chains.values() if len(chain) > 1)
+        if counts:
+            result.orders[(class_name, label)] = dict(counts.most_common())
+
+
+def _class_groups(class_name: str, labels: List[str],
+                  items: List[_Item],
+                  result: TokenDispatch) -> None:
+    reached = [item for item in items if item[2] is not None]
+    width = len(labels)
+    columns = [[item[0][i] for item in reached] for i in range(width)]
+    columns.append([item[1] for item in reached])
+    names = labels + [_ARCH]
+    slot_terms: List[Dict[str, Tuple[str, str]]] = [
+        {slot: (cpp, words) for slot, cpp, words in (item[2] or {})["terms"]} for item in reached]
+    slots: List[str] = []
+    for terms in slot_terms:
+        slots.extend(s for s in terms if s not in slots)
+    owners: Dict[str, List[Tuple[int, ...]]] = {}
+    shared: List[Tuple[str, str]] = []
+    undetermined: List[str] = []
+    for slot in slots:
+        values = [terms[slot][0] if slot in terms else None for terms in slot_terms]
+        if len(set(values)) == 1:
+            cpp_words = slot_terms[0].get(slot)
+            if cpp_words and cpp_words[1] != "always":
+                shared.append(cpp_words)
+            continue
+        found = _determining(columns, values) or _sensitive(columns, values)
+        if found:
+            owners[slot] = found
+        else:
+            undetermined.append(next(v for v in values if v is not None))
+    result.shared[class_name] = shared
+    if undetermined:
+        result.undetermined[class_name] = undetermined
+    for index in range(width):
+        own_slots = [s for s in slots if index in _core(owners.get(s, []))]
+        partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
+        by_token: Dict[str, Dict[Tuple[Tuple[str, str], ...], ConditionGroup]] = {}
+        for row, (tokens, _, info, filename) in enumerate(reached):
+            terms = slot_terms[row]
+            condition = tuple(terms[s] for s in own_slots if s in terms and terms[s][1] != "always")
+            group = by_token.setdefault(tokens[index], {}).setdefault(
+                condition, ConditionGroup(cpp=[c for c, _ in condition],
+                                          words=[w for _, w in condition]))
+            group.kernels += 1
+            group.files.append(filename)
+            group.varying = group.varying or bool(info and info.get("varying"))
+            for partner in partners:
+                partner_values = group.where.setdefault(names[partner], [])
+                if columns[partner][row] not in partner_values:
+                    partner_values.append(columns[partner][row])
+        for tokens, _, info, filename in items:
+            if info is None:
+                groups = by_token.setdefault(tokens[index], {})
+                group = groups.setdefault((("unreached", ""),), ConditionGroup(unreached=True))
+                group.kernels += 1
+                group.files.append(filename)
+        result.groups[(class_name, index)] = {
+            token: sorted(groups.values(), key=lambda g: (g.unreached, -g.kernels))
+            for token, groups in by_token.items()}

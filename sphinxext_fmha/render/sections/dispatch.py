@@ -1,8 +1,9 @@
-"""The dispatch section: order, sorting and unreachable kernels."""
+"""The dispatch section: entry points, the order the API file tries, sub-kernel choices,
+and the kernels that are generated but unreachable (with the reason)."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List, Mapping
 
 from ..collect import GuideData
 from ..ir import (
@@ -12,21 +13,25 @@ from ..ir import (
     Inlines,
     Para,
     Strong,
+    Table,
     join,
 )
-from .common import FOLD_ITEMS, fold, plural
+from .common import FOLD_ITEMS, fold, plural, token_cell
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
     dispatch = data.model.dispatch
+    reading = data.dispatch_reading or {}
     blocks: List[Block] = []
     if dispatch.mechanism:
         lead: Inlines = ["The dispatch file is written by ", Code(dispatch.mechanism)]
         if dispatch.where:
             lead += [" (", Code(dispatch.where), ")"]
         blocks.append(Para(lead + ["."]))
+    blocks.extend(_entry_points(reading))
+    blocks.extend(_levels(reading))
     if dispatch.order:
-        blocks.append(Para(["Dispatch order: ",
+        blocks.append(Para(["Dispatch order read from the codegen: ",
                             *join([[Code(o)] for o in dispatch.order], " > "), "."]))
     if dispatch.sorts:
         blocks.append(Para(["Sorting that decides which kernel is tried first:"]))
@@ -35,13 +40,128 @@ def dispatch_section(data: GuideData) -> List[Block]:
         notes = [n.strip() for n in dispatch.padding_order.split("; ") if n.strip()]
         blocks.extend(fold(["Order and padding notes from the source (%d)" % len(notes)],
                             [BulletList([[n] for n in notes])], len(notes), FOLD_ITEMS // 4))
-    if dispatch.unreachable:
-        items: List[Inlines] = [["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))]
-                 for entry in dispatch.unreachable]
-        blocks.append(Para([Strong("Unreachable kernels"), " (an earlier dispatch branch always "
-                            "catches their calls):"]))
-        blocks.extend(fold(["Unreachable: %s" % plural(len(items), "finding")],
+    blocks.extend(_try_orders(data))
+    blocks.extend(_choices(reading))
+    blocks.extend(_unreachable(data, reading))
+    return blocks
+
+
+def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
+    entries = reading.get("entries") or []
+    if not entries:
+        return []
+    blocks: List[Block] = [Para([
+        "Entry points of the API file: ", *join([[Code(e)] for e in entries]),
+        "." if len(reading.get("dispatchers", [])) <= 1 else
+        "; dispatch functions: %s." % ", ".join(reading.get("dispatchers", []))])]
+    calls = reading.get("calls") or []
+    if calls:
+        items: List[Inlines] = []
+        for call in calls:
+            item: Inlines = [Code(call["caller"]), " calls ", Code(call["callee"])]
+            if call["when"]:
+                item += [" when ", Code(call["when"]), " (%s)" % call["words"]]
+            else:
+                item += [" unconditionally"]
+            if call["never"]:
+                item += [": ", Strong("never"), ", the condition is always false"]
+            items.append(item + [" — ", Code(call["statement"])])
+        blocks.append(Para(["Which dispatch function serves which inputs, in source order:"]))
+        blocks.append(BulletList(items))
+    for name, reason in sorted((reading.get("dead") or {}).items()):
+        blocks.append(Para([Strong("Not reachable:"), " ", Code(name), ": %s." % reason]))
+    return blocks
+
+
+def _levels(reading: Mapping[str, Any]) -> List[Block]:
+    levels = reading.get("levels") or []
+    if not levels:
+        return []
+    rows: List[List[Inlines]] = [[[Code(level["function"])], [str(level["depth"])], [Code(level["example"])],
+             [level["words"]], [str(level["distinct"])]] for level in levels]
+    table = Table(header=["Function", "Depth", "First condition", "In words", "Distinct"],
+                  rows=rows, classes=["fmha-dispatch-levels"])
+    return [Para(["The nested ", Code("if"), " levels of the API file, outermost first (the "
+                  "dispatcher tries the branches of each level in source order; the first "
+                  "match returns):"])] + fold(["Dispatch levels (%d)" % len(rows)], [table],
+                                              len(rows))
+
+
+def _try_orders(data: GuideData) -> List[Block]:
+    """Trait and padding order as the API file has it, per segment."""
+    orders = data.token_dispatch.orders if data.token_dispatch is not None else {}
+    items: List[Inlines] = []
+    for (class_name, label), counts in sorted(orders.items()):
+        total = sum(counts.values())
+        parts = [[*join([token_cell(t) for t in order], " before "),
+                  " (%d of %d)" % (count, total)] for order, count in counts.items()]
+        items.append([Code(class_name), " ", Strong(label), ": ", *join(parts, "; ")])
+    if not items:
+        return []
+    return [Para(["The order in which the dispatcher tries the tokens of a segment among "
+                  "kernels equal in every other segment (read from the API file; counts are "
+                  "sets of such kernels):"])] + fold(
+        ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
+
+
+def _choices(reading: Mapping[str, Any]) -> List[Block]:
+    choices = reading.get("choices") or []
+    if not choices:
+        return []
+    items: List[Inlines] = [["the branches on ", Code(c["condition"]), " (%s) choose the " % c["words"],
+              Code(c["partner_kind"]), " partner of a ", Code(c["main_kind"]),
+              " kernel (%s); every branch launches the same main kernel, so the condition "
+              "belongs to the partner, not to the main kernel"
+              % plural(c["count"], "dispatch entry", "dispatch entries")]
+             for c in choices]
+    return [Para(["Conditions that choose between sub-kernels:"]), BulletList(items)]
+
+
+def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
+    blocks: List[Block] = []
+    kinds: Dict[str, str] = reading.get("kinds") or {}
+    unreferenced = reading.get("unreferenced") or []
+    if unreferenced:
+        by_kind: Dict[str, int] = {}
+        for name in unreferenced:
+            by_kind[kinds.get(name, "")] = by_kind.get(kinds.get(name, ""), 0) + 1
+        blocks.append(Para([Strong("Generated but never referenced:"), " ",
+                            plural(len(unreferenced), "kernel"), " (",
+                            *join([[Code(k or "?"), " %d" % n] for k, n in sorted(by_kind.items())]),
+                            ") that no dispatch branch instantiates; the API never launches "
+                            "them, they only cost compile time."]))
+        blocks.extend(fold(["Never referenced: %s" % plural(len(unreferenced), "kernel")],
+                            [BulletList([[Code(n)] for n in unreferenced])],
+                            len(unreferenced), FOLD_ITEMS))
+    unreachable = reading.get("unreachable") or {}
+    if unreachable:
+        blocks.append(Para([Strong("Referenced but unreachable:"), " ",
+                            plural(len(unreachable), "kernel"), " instantiated only in "
+                            "dispatch functions no entry point runs (they still have to link)."]))
+        items = [[Code(name), ": " + reason] for name, reason in sorted(unreachable.items())]
+        blocks.extend(fold(["Unreachable: %s" % plural(len(items), "kernel")],
                             [BulletList(items)], len(items), FOLD_ITEMS))
-    else:
-        blocks.append(Para(["No unreachable kernel was found."]))
+    missing = reading.get("missing") or []
+    if missing:
+        blocks.append(Para([Strong("Does not link:"), " ", "the API file instantiates ",
+                            plural(len(missing), "kernel specialisation"),
+                            " that no generated file defines."]))
+    if reading.get("discarded"):
+        blocks.append(Para([plural(reading["discarded"], "call site"), " sit in branches an ",
+                            Code("if constexpr"), " discards (nothing is instantiated there)."]))
+    constants = data.model.dispatch.unreachable
+    if constants:
+        findings: List[Inlines] = [
+            ["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))] for entry in constants]
+        blocks.append(Para([Strong("Unreachable code paths in the codegen"),
+                            " (an earlier dispatch branch always catches their calls):"]))
+        blocks.extend(fold(["Unreachable: %s" % plural(len(findings), "finding")],
+                            [BulletList(findings)], len(findings), FOLD_ITEMS))
+    if not blocks:
+        if reading:
+            blocks.append(Para(["Every generated kernel is referenced by the API file and "
+                                "reachable from an entry point."]))
+        else:
+            blocks.append(Para(["The API dispatch file could not be read, so reachability "
+                                "is not established."]))
     return blocks

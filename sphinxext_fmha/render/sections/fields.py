@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from ...model import (
     ApiModel,
@@ -17,6 +17,7 @@ from ..ir import (
     BulletList,
     Code,
     Dropdown,
+    Emph,
     Inlines,
     Para,
     Strong,
@@ -25,7 +26,11 @@ from ..ir import (
     codes,
     join,
 )
-from .common import FOLD_ROWS, filterable, natural, plural, short_field, token_cell
+from .common import FOLD_ROWS, filterable, fold, natural, plural, short_field, token_cell
+
+#: a :class:`~sphinxext_fmha.verify.token_facts.ConditionGroup` (renderers take data and
+#: do not import the verification layer)
+ConditionGroup = Any
 
 
 def _cpp_symbol(token_values: List[Dict[str, str]], infos: Dict[str, FieldInfo]) -> Inlines:
@@ -58,27 +63,66 @@ def _dispatch_levels(model: ApiModel, segment: Segment) -> List[str]:
     return levels
 
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-
-
-def _related(term: str, segment: Segment) -> bool:
-    """Whether a dispatch-condition term talks about the segment's own fields."""
-    names = set()
-    for text in [segment.label] + [short_field(p) for p in segment.fields]:
-        names.update(w.lower() for w in re.split(r"[^A-Za-z0-9]+", text) if len(w) >= 3)
-    words = {w.lower() for w in _WORD.findall(term) if len(w) >= 3}
-    return any(a in b or b in a for a in names for b in words)
-
-
-def _condition_cell(terms: List[str], segment: Segment, limit: int = 3) -> Inlines:
-    """The terms about this segment first; at most ``limit``, then how many more."""
-    if not terms:
+def _condition_inlines(group: ConditionGroup) -> Inlines:
+    """C++ and plain words of one condition group."""
+    if group.unreached:
+        return [Emph("not launched by any dispatch branch")]
+    if not group.cpp:
         return ["-"]
-    ordered = [t for t in terms if _related(t, segment)] + [t for t in terms if not _related(t, segment)]
-    cell = join([[Code(t)] for t in ordered[:limit]], "; ")
-    if len(ordered) > limit:
-        cell.append(" (+%d more)" % (len(ordered) - limit))
-    return cell
+    cpp = " && ".join("(%s)" % term if "||" in term else term for term in group.cpp)
+    return [Code(cpp), " (" + "; ".join(group.words) + ")"]
+
+
+def _where_inlines(group: ConditionGroup) -> Inlines:
+    parts: List[Inlines] = []
+    for label, tokens in group.where.items():
+        parts.append([label + ": ", *join([token_cell(t) for t in sorted(tokens, key=natural)])])
+    text: Inlines = join(parts, "; ") if parts else ["every kernel of the token"]
+    return text + [" (%s%s)" % (plural(group.kernels, "kernel"),
+                               ", reached by branches with differing extra conditions"
+                               if group.varying else "")]
+
+
+def _condition_cell(groups: List[ConditionGroup], label: str) -> Inlines:
+    """One condition in the cell; several are listed in full below the table."""
+    if not groups:
+        return ["-"]
+    if len(groups) == 1:
+        return _condition_inlines(groups[0])
+    return ["%d conditions, by kernel group: see " % len(groups),
+            Strong("Dispatch conditions of %s" % label), " below"]
+
+
+def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: str) -> List[Block]:
+    rows = [[token_cell(token), _condition_inlines(group), _where_inlines(group)]
+            for token in sorted(groups_by_token, key=natural)
+            if len(groups_by_token[token]) > 1
+            for group in groups_by_token[token]]
+    if not rows:
+        return []
+    table = Table(header=["Token", "Dispatch condition", "Kernels"], rows=rows,
+                  classes=["fmha-field-dispatch"])
+    return fold([Strong("Dispatch conditions of %s" % label), " (%d)" % len(rows)], [table],
+                len(rows))
+
+
+def _shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
+    dispatch = data.token_dispatch
+    if dispatch is None:
+        return []
+    blocks: List[Block] = []
+    shared = dispatch.shared.get(kernel_type.class_name, [])
+    if shared:
+        blocks.append(Para(["Every dispatched ", Code(kernel_type.class_name),
+                            " kernel also needs (not repeated per token): ",
+                            *join([[Code(cpp), " (%s)" % words] for cpp, words in shared], "; "),
+                            "."]))
+    undetermined = dispatch.undetermined.get(kernel_type.class_name, [])
+    if undetermined:
+        blocks.append(Para(["Conditions whose text no segment of the kernel name decides "
+                            "(shown here, not per token): ",
+                            *codes(undetermined), "."]))
+    return blocks
 
 
 def fields_section(data: GuideData) -> List[Block]:
@@ -88,10 +132,11 @@ def fields_section(data: GuideData) -> List[Block]:
     filtered_types = [k for k in model.kernel_types if filterable(model, k)]
     blocks.append(Para(["One table per segment of the kernel name that ", Code("-f"),
                         " can select on: each token, what it means, the C++ symbol the "
-                        "codegen substitutes for it (where the module maps one), the condition "
-                        "under which the generated dispatcher calls its kernels (where the "
-                        "API dispatch file shows one), and how many kernels of the full "
-                        "listing carry it."]))
+                        "codegen substitutes for it (where the module maps one), the exact "
+                        "condition under which the generated dispatcher calls its kernels "
+                        "(the terms of the API dispatch file that this segment's tokens "
+                        "decide, per kernel group where they differ), and how many kernels "
+                        "of the full listing carry it."]))
     for kernel_type in model.kernel_types:
         if kernel_type not in filtered_types:
             blocks.append(Para([Code(kernel_type.class_name), " is not filtered by ", Code("-f"),
@@ -99,8 +144,9 @@ def fields_section(data: GuideData) -> List[Block]:
     for kernel_type in filtered_types:
         if len(model.kernel_types) > 1:
             blocks.append(SubHeading([Code(kernel_type.class_name), " (filter %s)"
-                                      % ("part %d" % kernel_type.filter_position
+                                      % ("part %s" % kernel_type.filter_position
                                          if model.filter.api_split else "pattern")]))
+        blocks.extend(_shared_conditions(data, kernel_type))
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal:
                 continue
@@ -138,21 +184,23 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
                                *codes(levels), " (dispatch order: ",
                                " > ".join(model.dispatch.order), ")."]))
     show_cpp = any(infos.get(p) and infos[p].cpp_symbols for p in segment.fields)
-    conditions = data.token_conditions.get((kernel_type.class_name, index), {})
-    show_dispatch = any(conditions.get(t) for t in segment.tokens)
+    conditions = (data.token_dispatch.groups.get((kernel_type.class_name, index), {})
+                  if data.token_dispatch is not None else {})
+    show_dispatch = any(g.cpp or g.unreached for groups in conditions.values() for g in groups)
     header = (["Token", "Meaning"] + (["C++ symbol"] if show_cpp else [])
               + (["Dispatch condition"] if show_dispatch else []) + ["Kernels"])
-    rows = []
+    rows: List[List[Inlines]] = []
     for token in sorted(segment.tokens, key=natural):
-        row = [token_cell(token), [segment.tokens[token]]]
+        row: List[Inlines] = [token_cell(token), [segment.tokens[token]]]
         if show_cpp:
             row.append(_cpp_symbol(segment.values.get(token, []), infos))
         if show_dispatch:
-            row.append(_condition_cell(conditions.get(token, []), segment))
+            row.append(_condition_cell(conditions.get(token, []), segment.label))
         row.append([str(counts.get(token, 0))])
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
+    details = _condition_details(conditions, segment.label) if show_dispatch else []
     if len(rows) > FOLD_ROWS:
         return described + [Dropdown(title=["Tokens of ", Strong(segment.label), " (%d)"
-                                            % len(rows)], blocks=[table])]
-    return described + [table]
+                                            % len(rows)], blocks=[table])] + details
+    return described + [table] + details

@@ -1,0 +1,282 @@
+"""Parsing foreign Python source read-only, with a cache, and small ``ast`` helpers.
+
+Nothing here knows about Composable Kernel.  Files are parsed once per (path, sha256
+of the content), so the several collectors and the several APIs of one tree share one
+syntax tree per file; tokenize adds the comments that ``ast`` drops.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+__all__ = [
+    "ParsedModule",
+    "parse_module",
+    "parse_text",
+    "clear_cache",
+    "segment",
+    "flat",
+    "dotted",
+    "display_name",
+    "parent_map",
+    "walk_no_nested",
+    "fold_str",
+    "assigned_names",
+    "FunctionNode",
+    "FUNCTION_TYPES",
+]
+
+#: A ``def`` or ``async def`` (the analysis treats both alike).
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+# --------------------------------------------------------------------------------------
+# parsing with an in-process cache keyed by (path, sha256 of the content)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ParsedModule:
+    """One parsed file: its text, syntax tree (None when it does not parse) and comments.
+
+    ``relpath`` is the path shown in facts and gaps (``codegen/ops/fmha_fwd.py:12``);
+    the parent map and the line splits are computed on first use.
+    """
+
+    path: Path
+    relpath: str
+    text: str
+    sha256: str
+    tree: Optional[ast.Module]
+    comments: Dict[int, str] = field(default_factory=dict)
+    error: str = ""
+    _parents: Optional[Dict[ast.AST, ast.AST]] = None
+    _lines: Optional[List[str]] = None
+    _raw_lines: Optional[List[str]] = None
+
+    @property
+    def lines(self) -> List[str]:
+        """The text split into lines (without line ends)."""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines
+
+    def source_segment(self, node: ast.AST) -> Optional[str]:
+        """Like ``ast.get_source_segment`` but with the line split cached."""
+        try:
+            lineno = node.lineno - 1  # type: ignore[attr-defined]
+            end_lineno = node.end_lineno - 1  # type: ignore[attr-defined]
+            col = node.col_offset  # type: ignore[attr-defined]
+            end_col = node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return None
+        if end_lineno is None or end_col is None:
+            return None
+        if self._raw_lines is None:
+            self._raw_lines = _split_lines_keepends(self.text)
+        lines = self._raw_lines
+        if end_lineno >= len(lines):
+            return None
+        if lineno == end_lineno:
+            return lines[lineno].encode()[col:end_col].decode()
+        first = lines[lineno].encode()[col:].decode()
+        last = lines[end_lineno].encode()[:end_col].decode()
+        return "".join([first] + lines[lineno + 1:end_lineno] + [last])
+
+    def where(self, node: Any) -> str:
+        """``relpath:line`` of ``node`` (just ``relpath`` for a node without a line)."""
+        line = getattr(node, "lineno", None)
+        return f"{self.relpath}:{line}" if line else self.relpath
+
+    @property
+    def parents(self) -> Dict[ast.AST, ast.AST]:
+        """Child node -> parent node over the whole tree."""
+        if self._parents is None:
+            self._parents = parent_map(self.tree) if self.tree is not None else {}
+        return self._parents
+
+    def comment_at(self, line: int) -> str:
+        """The comment on ``line`` (1-based), or ``""``."""
+        return self.comments.get(line, "")
+
+    def comments_above(self, line: int) -> List[str]:
+        """Whole-line comments immediately above ``line`` (closest last)."""
+        out: List[str] = []
+        lines = self.lines
+        i = line - 1  # 1-based line -> index of line above is line-2
+        while i - 1 >= 0:
+            src = lines[i - 1].strip()
+            if src.startswith("#"):
+                out.append(self.comments.get(i, src.lstrip("#").strip()))
+                i -= 1
+                continue
+            break
+        return list(reversed(out))
+
+
+_CACHE: Dict[Tuple[str, str], ParsedModule] = {}
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def _split_lines_keepends(text: str) -> List[str]:
+    """Split like the tokenizer does (only \\r\\n, \\r and \\n end a line)."""
+    out: List[str] = []
+    start = 0
+    for m in _NEWLINE.finditer(text):
+        out.append(text[start:m.end()])
+        start = m.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def clear_cache() -> None:
+    """Forget every parsed file (tests that rewrite files in place call this)."""
+    _CACHE.clear()
+
+
+def _comments(text: str) -> Dict[int, str]:
+    out: Dict[int, str] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out[tok.start[0]] = tok.string.lstrip("#").strip()
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return out
+
+
+def parse_text(text: str, relpath: str = "<string>", path: Optional[Path] = None) -> ParsedModule:
+    """Parse ``text`` (cached by path and content); a syntax error is kept in ``error``."""
+    sha = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    key = (str(path) if path is not None else relpath, sha)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        if cached.relpath == relpath:
+            return cached
+        return ParsedModule(cached.path, relpath, cached.text, sha, cached.tree,
+                            cached.comments, cached.error, cached._parents, cached._lines, cached._raw_lines)
+    tree: Optional[ast.Module]
+    error = ""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
+        tree = None
+        error = f"{type(exc).__name__}: {exc}"
+    pm = ParsedModule(path or Path(relpath), relpath, text, sha, tree, _comments(text), error)
+    _CACHE[key] = pm
+    return pm
+
+
+def parse_module(path: Path, root: Optional[Path] = None) -> ParsedModule:
+    """Parse ``path`` (read-only); ``relpath`` is relative to ``root`` (posix)."""
+    data = Path(path).read_bytes()
+    text = data.decode("utf-8", "surrogateescape")
+    if root is not None:
+        try:
+            rel = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            rel = Path(path).as_posix()
+    else:
+        rel = Path(path).name
+    return parse_text(text, rel, Path(path))
+
+
+# --------------------------------------------------------------------------------------
+# small AST helpers
+# --------------------------------------------------------------------------------------
+
+
+def parent_map(tree: ast.AST) -> Dict[ast.AST, ast.AST]:
+    """Child node -> parent node for every node below ``tree``."""
+    out: Dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            out[child] = node
+    return out
+
+
+def walk_no_nested(node: ast.AST) -> Iterator[ast.AST]:
+    """Like ast.walk but does not descend into nested function/class definitions."""
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop(0)
+        yield n
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+
+
+_WS = re.compile(r"\s+")
+
+
+def flat(text: str) -> str:
+    """Collapse a multi-line source fragment onto one line."""
+    if "\n" not in text:
+        return text.strip()
+    out = _WS.sub(" ", text).strip()
+    out = re.sub(r"([(\[{]) ", r"\1", out)
+    out = re.sub(r" ([)\]}])", r"\1", out)
+    out = re.sub(r",([)\]}])", r"\1", out)
+    return out
+
+
+def segment(pm: Optional[ParsedModule], node: ast.AST) -> str:
+    """Original source text of ``node`` on one line (falls back to ``ast.unparse``)."""
+    text = pm.source_segment(node) if pm is not None else None
+    if not text:  # synthesised nodes (e.g. a negated test) have no source position
+        text = ast.unparse(node)
+    return flat(text)
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a chain of Name/Attribute nodes, else None."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+_PREFIX = re.compile(r"^[A-Z]_(?=[A-Za-z0-9])")
+
+
+def display_name(path: str) -> str:
+    """``self.F_pipeline.F_spad`` -> ``pipeline.spad`` (heuristic, naming-neutral)."""
+    parts = path.split(".")
+    if parts and parts[0] == "self" and len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(_PREFIX.sub("", p) for p in parts)
+
+
+def assigned_names(stmt: ast.AST) -> List[Tuple[str, ast.expr]]:
+    """(name, value) pairs of ``a = b = value`` or ``a: T = value`` (other targets skipped)."""
+    if isinstance(stmt, ast.Assign):
+        return [(t.id, stmt.value) for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return [(stmt.target.id, stmt.value)]
+    return []
+
+
+def fold_str(node: ast.AST) -> Optional[str]:
+    """Fold a string built from constants and ``+`` (e.g. argparse help text)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = fold_str(node.left), fold_str(node.right)
+        if a is not None and b is not None:
+            return a + b
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
+    return None
+

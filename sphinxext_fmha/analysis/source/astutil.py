@@ -1,0 +1,132 @@
+"""Small syntax-tree helpers shared by the collectors (pure functions of nodes)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, List, Optional, Sequence, Set, Tuple
+
+from ..pyparse import FUNCTION_TYPES as FUNC
+from ..pyparse import FunctionNode, ParsedModule, dotted
+
+
+def decorators(node: ast.AST) -> List[str]:
+    """Dotted names of the decorators of ``node`` (``@a.b(...)`` gives ``a.b``)."""
+    out = []
+    for d in getattr(node, "decorator_list", []):
+        target = d.func if isinstance(d, ast.Call) else d
+        out.append(dotted(target) or "")
+    return out
+
+
+def is_dataclass(node: ast.ClassDef) -> Tuple[bool, bool]:
+    """(is a dataclass, is frozen) from the decorators of a class."""
+    for d in node.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        name = (dotted(target) or "").split(".")[-1]
+        if name == "dataclass":
+            frozen = False
+            if isinstance(d, ast.Call):
+                for kw in d.keywords:
+                    if kw.arg == "frozen" and isinstance(kw.value, ast.Constant):
+                        frozen = bool(kw.value.value)
+            return True, frozen
+    return False, False
+
+
+def member(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
+    """The method ``name`` defined in the body of ``cls`` (not its bases)."""
+    for stmt in cls.body:
+        if isinstance(stmt, FUNC) and stmt.name == name:
+            return stmt
+    return None
+
+
+def names_in(node: ast.AST) -> Set[str]:
+    """Every name used below ``node``."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def calls_named(node: ast.AST, names: Set[str]) -> List[ast.Call]:
+    """Calls below ``node`` of a function or method named one of ``names``."""
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            fname = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else None)
+            if fname in names:
+                out.append(n)
+    return out
+
+
+def is_fnmatch_call(node: ast.AST, fnmatch_names: Set[str]) -> bool:
+    """Whether ``node`` calls one of the module's names for ``fnmatch``."""
+    if not isinstance(node, ast.Call):
+        return False
+    d = dotted(node.func) or ""
+    return d in fnmatch_names
+
+
+def key_text(key: Any) -> str:
+    """A dict key as shown in facts (tuples without quotes: ``(128, 128)``)."""
+    if isinstance(key, tuple):
+        return "(" + ", ".join(key_text(k) for k in key) + ")"
+    return str(key)
+
+
+def wrap(text: str, node: ast.AST) -> str:
+    """``text`` in parentheses when ``node`` binds looser than ``and``."""
+    if isinstance(node, (ast.BoolOp, ast.IfExp, ast.Lambda)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        return f"({text})"
+    return text
+
+
+def value_text(v: Any) -> str:
+    """A dict value as shown in facts (strings without quotes)."""
+    if isinstance(v, str):
+        return v
+    return repr(v)
+
+
+def function_params(fn: FunctionNode) -> List[str]:
+    """Parameter names of a function, keyword-only ones included."""
+    a = fn.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def mentions(node: ast.AST, names: Set[str]) -> bool:
+    """Whether ``node`` uses one of ``names``."""
+    return bool(names_in(node) & names)
+
+
+def flat_targets(target: ast.AST) -> List[ast.AST]:
+    """The names a ``for`` target binds (``a, b`` gives both)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return list(target.elts)
+    return [target]
+
+
+def expand_axes(args: Sequence[ast.AST]) -> List[ast.AST]:
+    """Axes of ``itertools.product(...)``, with ``*[x] * n`` and ``*[a, b]`` spelled out."""
+    out: List[ast.AST] = []
+    for a in args:
+        if isinstance(a, ast.Starred):
+            v = a.value
+            if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) and isinstance(v.left, ast.List) \
+                    and isinstance(v.right, ast.Constant) and isinstance(v.right.value, int):
+                out.extend(list(v.left.elts) * v.right.value)
+                continue
+            if isinstance(v, (ast.List, ast.Tuple)):
+                out.extend(v.elts)
+                continue
+        out.append(a)
+    return out
+
+
+def stmt_line(node: ast.AST, pm: ParsedModule) -> int:
+    """Line of the statement holding ``node``."""
+    cur = node
+    parents = pm.parents
+    while cur in parents and not isinstance(cur, ast.stmt):
+        cur = parents[cur]
+    return getattr(cur, "lineno", getattr(node, "lineno", 1))

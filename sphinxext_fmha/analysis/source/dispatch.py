@@ -1,0 +1,294 @@
+"""Collector: the dispatcher, its loop levels, sorts, padding order and unreachable code.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from ...model import Gap
+from ..pyparse import ParsedModule, dotted, flat, segment, walk_no_nested
+from .astutil import (
+    FUNC,
+    FunctionNode,
+    decorators,
+    member,
+    stmt_line,
+)
+from .context import Context
+from .facts import (
+    DispatchLevel,
+)
+
+__all__ = ["collect_dispatch"]
+
+
+def collect_dispatch(ctx: Context) -> None:
+    """Read the pool's dispatcher: mechanism, loop levels, sorts, padding order, dead code."""
+    d = ctx.facts.dispatch
+    pool = ctx.pool_class()
+    if pool is None:
+        ctx.gaps.append(Gap("dispatch", ctx.rel, "no API-pool class (name with 'Pool' / register methods)"))
+        return
+    method = _dispatch_method(ctx, pool)
+    if method is None:
+        ctx.gaps.append(Gap("dispatch", ctx.where(pool),
+                            f"{pool.name} has no method rendering the dispatcher"))
+        return
+    if method.name == "api" and "property" in decorators(method):
+        d.mechanism = f"property {pool.name}.api"
+    elif method.name == "render":
+        d.mechanism = f"method {pool.name}.render()"
+    else:
+        d.mechanism = f"method {pool.name}.{method.name}()"
+    d.where = ctx.where(method)
+    levels = _dispatch_levels(ctx, pool, method)
+    ctx.facts.dispatch_levels = levels
+    d.order = [level.name for level in levels]
+    if not levels:
+        ctx.gaps.append(Gap("dispatch order", ctx.where(method), "no nested loops over the pool found"))
+    d.sorts = _sorts(ctx, pool)
+    d.padding_order = _padding_order(ctx)
+    d.unreachable = _unreachable(ctx, pool)
+    _constant_checks(ctx, pool)
+
+
+def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]:
+    props = [s for s in pool.body if isinstance(s, FUNC)]
+    for s in props:
+        if s.name == "api" and "property" in decorators(s):
+            return s
+    for s in props:
+        if s.name == "render":
+            return s
+    for s in props:
+        if any(isinstance(n, ast.For) for n in walk_no_nested(s)) and any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format"
+                for n in ast.walk(s)):
+            return s
+    return None
+
+
+def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> List[DispatchLevel]:
+    levels: List[DispatchLevel] = []
+    methods = {s.name: s for s in pool.body if isinstance(s, FUNC)}
+
+    def level_name(loop: ast.For) -> str:
+        target, it = loop.target, loop.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
+                and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]
+            it = it.args[0] if it.args else it
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(it, ast.Call) \
+                and isinstance(it.func, ast.Attribute) and it.func.attr == "items":
+            target = target.elts[0]
+        if isinstance(target, ast.Tuple):
+            return "(" + ", ".join(ctx.seg(e) for e in target.elts) + ")"
+        return ctx.seg(target)
+
+    def templates_in(body: Sequence[ast.stmt]) -> List[str]:
+        out: List[str] = []
+        todo: List[ast.AST] = list(body)
+        while todo:
+            n = todo.pop(0)
+            if isinstance(n, (ast.For, ast.While) + FUNC):
+                continue
+            if isinstance(n, ast.Call):
+                if isinstance(n.func, ast.Attribute) and n.func.attr == "format" \
+                        and isinstance(n.func.value, ast.Name):
+                    out.append(n.func.value.id)
+                elif isinstance(n.func, ast.Name) and n.func.id in ctx.universe.functions and any(
+                        kw.arg and kw.arg.startswith("F_") for kw in n.keywords):
+                    out.append(n.func.id)
+            todo.extend(ast.iter_child_nodes(n))
+        return out
+
+    def descend(stmts: Sequence[ast.stmt], visited: Set[str]) -> None:
+        loops = [n for n in stmts if isinstance(n, ast.For)]
+        nested: List[ast.For] = []
+        for s in stmts:
+            for n in ast.walk(s):
+                if isinstance(n, ast.For) and n not in nested:
+                    nested.append(n)
+        first: Optional[ast.For] = None
+        for n in nested:
+            # outermost loop: not inside another loop of this block
+            if not any(n is not o and n in list(ast.walk(o)) for o in nested):
+                first = n
+                break
+        if first is None:
+            # follow self.method(...) calls
+            for s in stmts:
+                for n in ast.walk(s):
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" \
+                            and n.func.attr in methods and n.func.attr not in visited:
+                        visited.add(n.func.attr)
+                        descend(methods[n.func.attr].body, visited)
+                        return
+            return
+        del loops
+        tmpl = templates_in(first.body)
+        levels.append(DispatchLevel(level_name(first), ctx.seg(first.iter),
+                                    ", ".join(dict.fromkeys(tmpl)), ctx.where(first)))
+        descend(first.body, visited)
+
+    descend(method.body, {method.name})
+    return levels
+
+
+def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
+    out: List[str] = []
+    scopes: List[Tuple[ast.AST, ParsedModule]] = [(pool, ctx.pm)]
+    scopes += [(fn, ctx.pm) for fn in ctx.blob_functions]
+    # local helper functions called from blob functions (e.g. imported factory selection)
+    for fn in ctx.blob_functions:
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                got = ctx.universe.origin_of(n.func.id)
+                if got is not None and isinstance(got[1], FUNC) and got[1] not in [s for s, _ in scopes]:
+                    scopes.append((got[1], got[0]))
+    for scope, pm in scopes:
+        for n in ast.walk(scope):
+            if not isinstance(n, ast.Call):
+                continue
+            is_sorted = isinstance(n.func, ast.Name) and n.func.id == "sorted"
+            is_sort = isinstance(n.func, ast.Attribute) and n.func.attr == "sort"
+            if not (is_sorted or is_sort):
+                continue
+            text = segment(pm, n)
+            key = next((kw.value for kw in n.keywords if kw.arg == "key"), None)
+            key_src = ""
+            if key is not None and not isinstance(key, ast.Lambda):
+                name = dotted(key) or ""
+                mname = name.split(".")[-1]
+                target = None
+                if isinstance(scope, ast.ClassDef):
+                    target = member(scope, mname)
+                if target is None:
+                    for cls in [pool]:
+                        target = member(cls, mname)
+                if target is not None:
+                    rets = [r.value for r in ast.walk(target)
+                            if isinstance(r, ast.Return) and r.value is not None]
+                    key_src = " | ".join(segment(pm, r) for r in rets)
+                    lines = range(target.lineno, (target.end_lineno or target.lineno) + 1)
+                    comment = " ".join(pm.comment_at(line) for line in lines if pm.comment_at(line))
+                    if comment:
+                        key_src += f"  # {comment}"
+            comment = " ".join(pm.comments_above(stmt_line(n, pm)))
+            entry = f"{text} at {pm.where(n)}"
+            if key_src:
+                entry += f"; key returns {key_src}"
+            if comment:
+                entry += f"; comment: {comment}"
+            out.append(entry)
+    return out
+
+
+def _padding_order(ctx: Context) -> str:
+    hints: List[str] = []
+    seen: Set[str] = set()
+    rel_words = r"matter|later|earlier|first|before|after|pad"
+    for line, text in sorted(ctx.pm.comments.items()):
+        hint = (re.search(r"\border\b", text, re.I) and re.search(rel_words, text, re.I)) or (
+            re.search(r"\bpad", text, re.I)
+            and re.search(r"\b(later|earlier|first|before|after|order)\b", text, re.I))
+        if hint and text not in seen:
+            seen.add(text)
+            hints.append(f"{text} ({ctx.rel}:{line})")
+    for item in ctx.facts.dedup:
+        if item.kind == "check" and re.search(r"pad|order", item.detail, re.I) and item.detail not in seen:
+            seen.add(item.detail)
+            hints.append(f"{item.detail} (called at {item.where})")
+    return "; ".join(hints)
+
+
+def _templates(ctx: Context) -> Dict[str, Tuple[ParsedModule, ast.stmt, str]]:
+    """Module-level string constants containing ``{F_...}``-style placeholders."""
+    out: Dict[str, Tuple[ParsedModule, ast.stmt, str]] = {}
+    for pm in ctx.universe.modules.values():
+        if pm.tree is None:
+            continue
+        for node in pm.tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, str) and re.search(r"\{\w+\}", node.value.value):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        out[t.id] = (pm, node, node.value.value)
+    return out
+
+
+def _unreachable(ctx: Context, pool: ast.ClassDef) -> List[Dict[str, str]]:
+    out: List[Dict[str, str]] = []
+    templates = _templates(ctx)
+    falsy = {"false", "False", "0", "f"}
+    # (1) template arguments hard-coded to a false constant
+    for n in ast.walk(ctx.tree):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format"):
+            continue
+        tname = n.func.value.id if isinstance(n.func.value, ast.Name) else ""
+        for kw in n.keywords:
+            if kw.arg is None:
+                continue
+            val = kw.value
+            const = None
+            if isinstance(val, ast.Constant) and isinstance(val.value, (bool, str, int)) \
+                    and str(val.value) in falsy:
+                const = str(val.value)
+            elif isinstance(val, ast.Subscript) and isinstance(val.slice, ast.Constant) \
+                    and str(val.slice.value) in ("f", "False") and isinstance(val.value, ast.Name) \
+                    and val.value.id in ctx.facts.symbol_maps:
+                entry = ctx.facts.symbol_maps[val.value.id].entries.get(str(val.slice.value))
+                if entry in ("false", "False", "0"):
+                    const = entry
+            if const is None:
+                continue
+            uses = ""
+            if tname in templates:
+                tpm, tnode, text = templates[tname]
+                uses_in = [flat(m.group(0)) for m in re.finditer(
+                    r"[^\n;{}]*\{" + re.escape(kw.arg) + r"\}[^\n;{}]*", text)]
+                uses = " | ".join(uses_in[:3])
+            out.append({
+                "what": f"{kw.arg}={ctx.seg(val)}",
+                "where": ctx.where(kw.value),
+                "why": f"template {tname or '?'} always receives {const} for {{{kw.arg}}}"
+                       + (f"; used in: {uses}" if uses else ""),
+            })
+    # (2) conditions in templates that are always false
+    pattern = re.compile(r"(if\s*(constexpr\s*)?\(\s*(false|0)\s*\)|&&\s*false\b|\bfalse\s*&&)")
+    for tname, (tpm, tnode, text) in templates.items():
+        for m in pattern.finditer(text):
+            line = tnode.lineno + text[:m.start()].count("\n")
+            out.append({"what": flat(m.group(0)), "where": f"{tpm.relpath}:{line}",
+                        "why": f"always-false condition in template {tname}"})
+    return out
+
+
+def _constant_checks(ctx: Context, pool: ast.ClassDef) -> None:
+    """Trait checks whose if/else branches return the same text (condition has no effect)."""
+    trait_classes = set()
+    for n in ast.walk(pool):
+        if isinstance(n, FUNC):
+            for a in n.args.args:
+                if a.annotation is not None:
+                    name = (dotted(a.annotation) or "").split(".")[-1]
+                    if name in ctx.universe.classes:
+                        trait_classes.add(name)
+    for cname in sorted(trait_classes):
+        pm, node = ctx.universe.classes[cname]
+        for s in node.body:
+            if not isinstance(s, FUNC):
+                continue
+            for n in ast.walk(s):
+                if isinstance(n, ast.If) and len(n.body) == 1 and len(n.orelse) == 1 \
+                        and isinstance(n.body[0], ast.Return) and isinstance(n.orelse[0], ast.Return) \
+                        and n.body[0].value is not None and n.orelse[0].value is not None \
+                        and ast.dump(n.body[0].value) == ast.dump(n.orelse[0].value):
+                    ctx.facts.notes.append({
+                        "what": f"{cname}.{s.name} ignores {ctx.seg(n.test, pm)}",
+                        "where": pm.where(n),
+                        "detail": f"both branches return {segment(pm, n.body[0].value)}",
+                    })

@@ -1,0 +1,205 @@
+"""What the source analysis reports: the facts of one ops module, as dataclasses.
+
+Every class here is JSON-serialisable through :func:`sphinxext_fmha.model.to_dict`;
+:class:`SourceFacts` is the whole result of :func:`~.analyze_source`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from ...model import DispatchInfo, Factory, Gap, Receipt, SkipCondition, TileClass
+
+__all__ = [
+    "ClassField",
+    "ClassInfo",
+    "SymbolMap",
+    "MapUse",
+    "LoopInfo",
+    "Enumeration",
+    "FilterLine",
+    "FilterMatch",
+    "FilterSource",
+    "DedupInfo",
+    "DispatchLevel",
+    "FactoryTable",
+    "SourceFacts",
+]
+
+
+@dataclass
+class ClassField:
+    name: str
+    annotation: str = ""
+    default: str = ""
+    comment: str = ""
+    line: int = 0
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    defined_at: str = ""
+    module: str = ""
+    imported_from: str = ""
+    bases: List[str] = field(default_factory=list)
+    is_dataclass: bool = False
+    frozen: bool = False
+    fields: List[ClassField] = field(default_factory=list)
+    class_attributes: Dict[str, str] = field(default_factory=dict)
+    properties: List[str] = field(default_factory=list)
+    methods: List[str] = field(default_factory=list)
+    static_methods: List[str] = field(default_factory=list)
+    name_source: str = ""
+    filename_source: str = ""
+    docstring: str = ""
+
+
+@dataclass
+class SymbolMap:
+    """A module-level dict, or a function returning one dict per argument value."""
+
+    name: str
+    defined_at: str = ""
+    kind: str = "dict"  # "dict" | "function"
+    entries: Dict[str, str] = field(default_factory=dict)
+    parameter: str = ""
+    branches: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    branch_maps: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class MapUse:
+    owner: str
+    path: str
+    field: str
+    map: str
+    map_call: str = ""
+    argument: str = ""
+    where: str = ""
+
+
+@dataclass
+class LoopInfo:
+    function: str
+    kind: str  # "product" | "for"
+    targets: List[str] = field(default_factory=list)
+    axes: List[str] = field(default_factory=list)
+    resolved_axes: List[str] = field(default_factory=list)
+    source: str = ""
+    where: str = ""
+
+
+@dataclass
+class Enumeration:
+    functions: Dict[str, str] = field(default_factory=dict)  # blob function -> where
+    helpers: Dict[str, str] = field(default_factory=dict)  # pipeline-like helpers -> where
+    loops: List[LoopInfo] = field(default_factory=list)
+
+
+@dataclass
+class FilterLine:
+    kind: str  # split | pad | default | guard | match
+    source: str
+    where: str = ""
+    function: str = ""
+
+
+@dataclass
+class FilterMatch:
+    function: str
+    kernel_expr: str
+    pattern: str
+    kernel_class: str = ""
+    index: Optional[int] = None
+    split_var: str = ""
+    via: str = ""
+    guard: str = ""
+    where: str = ""
+
+
+@dataclass
+class FilterSource:
+    separator: Optional[str] = None
+    parts: Optional[int] = None
+    missing_becomes: Optional[str] = None
+    empty_default: Optional[str] = None
+    lines: List[FilterLine] = field(default_factory=list)
+    matches: List[FilterMatch] = field(default_factory=list)
+
+
+@dataclass
+class DedupInfo:
+    kind: str
+    source: str
+    where: str = ""
+    detail: str = ""
+
+
+@dataclass
+class DispatchLevel:
+    name: str
+    loop: str = ""
+    template: str = ""
+    where: str = ""
+
+
+@dataclass
+class FactoryTable:
+    factory: str
+    method: str
+    defined_at: str = ""
+    dtype_parameter: str = ""
+    qualifiers: List[str] = field(default_factory=list)
+    tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    calls: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    supported: List[str] = field(default_factory=list)
+    unsupported: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceFacts:
+    """Everything read statically from one ops module (paths relative to fmha_dir).
+
+    * ``classes`` - every class of the module and the classes it imports from local
+      modules (``imported_from`` set); ``kernel_classes`` - dataclasses with ``filename``.
+    * ``tiles`` - tile dataclasses (``TileClass``); ``symbol_maps`` - module-level dicts
+      and dict-returning functions (one dict per branch value) of the local modules;
+      ``map_uses`` - ``MAP[self.a.b]`` subscripts per owner class/function.
+    * ``factories`` / ``factory_tables`` - tile tables per factory, data type and head
+      dim (``has_arch_factories`` is False when no factory carries an architecture).
+    * ``enumeration`` - blob functions, helper functions and their loops;
+      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule)
+      with ``skip_context[where] = {"function", "comment"}``.
+    * ``dedup``, ``receipts``, ``filter_source``, ``dispatch`` (+ ``dispatch_levels``).
+    * ``notes`` - noteworthy facts that are not gaps (suspicious literals, rules that
+      never trigger, checks whose branches are identical...); ``gaps`` - what could not
+      be determined.
+    """
+
+    module: str
+    classes: List[ClassInfo] = field(default_factory=list)
+    kernel_classes: List[str] = field(default_factory=list)
+    tiles: List[TileClass] = field(default_factory=list)
+    symbol_maps: Dict[str, SymbolMap] = field(default_factory=dict)
+    map_uses: List[MapUse] = field(default_factory=list)
+    factories: List[Factory] = field(default_factory=list)
+    factory_tables: List[FactoryTable] = field(default_factory=list)
+    has_arch_factories: bool = False
+    enumeration: Enumeration = field(default_factory=Enumeration)
+    skip_conditions: List[SkipCondition] = field(default_factory=list)
+    skip_context: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    dedup: List[DedupInfo] = field(default_factory=list)
+    receipts: List[Receipt] = field(default_factory=list)
+    filter_source: FilterSource = field(default_factory=FilterSource)
+    dispatch: DispatchInfo = field(default_factory=DispatchInfo)
+    dispatch_levels: List[DispatchLevel] = field(default_factory=list)
+    notes: List[Dict[str, str]] = field(default_factory=list)
+    gaps: List[Gap] = field(default_factory=list)
+
+    def class_info(self, name: str) -> ClassInfo:
+        for c in self.classes:
+            if c.name == name:
+                return c
+        raise KeyError(name)

@@ -1,0 +1,301 @@
+"""Collector: receipts, the ``receipt`` argument's values and what each keeps or drops.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from ...model import Gap, Receipt
+from ..conditions import read_condition
+from ..pyparse import fold_str, parse_module, walk_no_nested
+from ..rule_receipts import rule_object_receipts
+from .astutil import (
+    function_params,
+    mentions,
+    names_in,
+)
+from .context import Context
+
+__all__ = ["collect_receipts"]
+
+#: ``N < receipt`` read as ``receipt > N``.
+_MIRRORED: Dict[type, ast.cmpop] = {
+    ast.Lt: ast.Gt(), ast.LtE: ast.GtE(), ast.Gt: ast.Lt(), ast.GtE: ast.LtE(),
+}
+
+
+def collect_receipts(ctx: Context) -> None:
+    """Record what each receipt value keeps or drops (``facts.receipts``).
+
+    Values are labelled from the ``--receipt`` help text of generate.py.
+    """
+    labels = _receipt_labels(ctx)
+    referenced: Set[str] = set()
+    funcs = ctx.loop_functions()
+    for fn, label in funcs:
+        # closure: nested helpers see the enclosing function's receipt parameter
+        names_here = set(function_params(fn)) | names_in(fn)
+        if not (names_here & ctx.receipt_names):
+            continue
+        parents = ctx.pm.parents
+        for n in walk_no_nested(fn):
+            if not isinstance(n, ast.If) or not mentions(n.test, ctx.receipt_names):
+                continue
+            parent = parents.get(n)
+            if isinstance(parent, ast.If) and parent.orelse == [n] \
+                    and mentions(parent.test, ctx.receipt_names):
+                continue  # an elif: handled with its chain head
+            chain_values: List[str] = []
+            cur: Optional[ast.If] = n
+            while cur is not None:
+                values, others = _receipt_values(ctx, cur.test)
+                chain_values.extend(values)
+                conditions, readings, effects, _ = _branch_conditions(ctx, cur.body)
+                extra = ""
+                if others:
+                    extra = " and ".join(ctx.seg(o) for o in others)
+                if len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue):
+                    # ``if receipt == N and <cond>: continue``: a drop rule
+                    conditions = [f"not ({extra})"] if extra else ["drops every kernel"]
+                    readings = ["drops kernels where " + " and ".join(read_condition(o) for o in others)
+                                if others else "drops every kernel"]
+                    effects, others, extra = [], [], ""
+                comment = " ".join(ctx.pm.comments_above(cur.lineno)) or \
+                    " ".join(ctx.pm.comments_above(cur.body[0].lineno))
+                for v in values or ["?"]:
+                    referenced.add(v)
+                    ctx.facts.receipts.append(_make_receipt(ctx,
+                        v, labels, comment, conditions, readings, effects, extra, others, label, cur))
+                if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) \
+                        and mentions(cur.orelse[0].test, ctx.receipt_names):
+                    cur = cur.orelse[0]
+                    continue
+                if cur.orelse:
+                    conditions, readings, effects, _ = _branch_conditions(ctx, cur.orelse)
+                    first = cur.orelse[0]
+                    comment = " ".join(ctx.pm.comments_above(first.lineno))
+                    if not comment:
+                        comment = ctx.pm.comment_at(first.lineno)
+                    others_txt = ", ".join(dict.fromkeys(chain_values))
+                    reading_head = f"any receipt other than {others_txt}"
+                    body = "; ".join(readings) or (
+                        "runs " + "; ".join(effects) if effects else "no restriction")
+                    ctx.facts.receipts.append(Receipt(
+                        value="other", label=comment,
+                        conditions=conditions,
+                        reading=f"{reading_head}: {body} (in {label})",
+                        where=ctx.where(first)))
+                cur = None
+    # receipts defined as rule objects (``get_product(receipt)``), see rule_receipts
+    for receipt in rule_object_receipts(
+            ctx.tree, ctx.receipt_names, lambda v: _label_for(v, labels), ctx.where,
+            lambda line: " ".join(ctx.pm.comments_above(line))):
+        referenced.add(receipt.value)
+        ctx.facts.receipts.append(receipt)
+    # help-text values (and ranges) that this module never tests
+    for lo, hi, text, where in labels:
+        if lo != hi:
+            if not any(_overlaps(v, lo, hi) for v in referenced):
+                ctx.facts.receipts.append(Receipt(
+                    value=f"{lo}-{hi}", label=text, conditions=[],
+                    reading="no value of this range is referenced in this module: only "
+                            "conditions that apply to every receipt", where=where))
+            continue
+        if str(lo) not in referenced:
+            ctx.facts.receipts.append(Receipt(
+                value=str(lo), label=text, conditions=[],
+                reading="not referenced in this module: only conditions that apply to every receipt",
+                where=where))
+
+
+def _overlaps(value: str, lo: int, hi: int) -> bool:
+    """Whether a receipt value (``"2"``, ``"100-199"``, ``"-99"``) meets ``lo..hi``."""
+    m = re.match(r"^(\d*)-(\d*)$", value)
+    if m:
+        first = int(m.group(1)) if m.group(1) else lo
+        last = int(m.group(2)) if m.group(2) else hi
+        return first <= hi and lo <= last
+    return value.isdigit() and lo <= int(value) <= hi
+
+
+def _receipt_labels(ctx: Context) -> List[Tuple[int, int, str, str]]:
+    """(lo, hi, label, where) from generate.py's ``--receipt`` help text."""
+    out: List[Tuple[int, int, str, str]] = []
+    files = [ctx.root / "generate.py"] + sorted(p for p in ctx.root.glob("*.py") if p.name != "generate.py")
+    for path in files:
+        if not path.is_file():
+            continue
+        pm = parse_module(path, ctx.root)
+        if pm.tree is None:
+            continue
+        for n in ast.walk(pm.tree):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == "add_argument"):
+                continue
+            flags = [a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = next((kw.value.value for kw in n.keywords if kw.arg == "dest"
+                         and isinstance(kw.value, ast.Constant)), "")
+            if not any("receipt" in f for f in flags) and "receipt" not in str(dest):
+                continue
+            help_node = next((kw.value for kw in n.keywords if kw.arg == "help"), None)
+            text = fold_str(help_node) if help_node is not None else None
+            if text is None:
+                ctx.gaps.append(Gap("receipt labels", pm.where(n), "help text is not a constant string"))
+                continue
+            for line in text.split("\n"):
+                for m in re.finditer(r"(\d+)\s*(?:-\s*(\d+))?\s*:\s*([^\n]+?)\s*$", line):
+                    lo = int(m.group(1))
+                    hi = int(m.group(2)) if m.group(2) else lo
+                    out.append((lo, hi, m.group(3).strip(), pm.where(n)))
+        if out:
+            return out
+    ctx.gaps.append(Gap("receipt labels", (ctx.root / "generate.py").name,
+                        "no --receipt help text found"))
+    return out
+
+
+def _label_for(value: str, labels: List[Tuple[int, int, str, str]]) -> str:
+    m = re.match(r"^(\d+)(?:-(\d+))?$", value)
+    if not m:
+        return ""
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) else lo
+    exact = [label for label in labels if label[0] == lo and label[1] == hi]
+    if exact:
+        return exact[0][2]
+    inside = [label for label in labels if label[0] <= lo and hi <= label[1]]
+    return inside[0][2] if inside else ""
+
+
+def _receipt_values(ctx: Context, test: ast.AST) -> Tuple[List[str], List[ast.AST]]:
+    """Receipt values selected by ``test`` and the other AND-ed conjuncts."""
+    values: List[str] = []
+    others: List[ast.AST] = []
+    conjuncts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    lo: Optional[int] = None
+    hi: Optional[int] = None
+    for c in conjuncts:
+        if not mentions(c, ctx.receipt_names):
+            others.append(c)
+            continue
+        alts = c.values if isinstance(c, ast.BoolOp) and isinstance(c.op, ast.Or) else [c]
+        for a in alts:
+            if not isinstance(a, ast.Compare):
+                values.append(ctx.seg(a))
+                continue
+            items = [a.left] + list(a.comparators)
+            for (lhs, op, rhs) in zip(items, a.ops, items[1:]):
+                rec_left = isinstance(lhs, ast.Name) and lhs.id in ctx.receipt_names
+                rec_right = isinstance(rhs, ast.Name) and rhs.id in ctx.receipt_names
+                other = rhs if rec_left else (lhs if rec_right else None)
+                if other is None:
+                    continue
+                if isinstance(op, ast.Eq) and isinstance(other, ast.Constant):
+                    values.append(str(other.value))
+                elif isinstance(op, ast.In) and isinstance(other, (ast.Tuple, ast.List, ast.Set)):
+                    values.extend(str(e.value) for e in other.elts if isinstance(e, ast.Constant))
+                elif isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and isinstance(other, ast.Constant) \
+                        and isinstance(other.value, int):
+                    v = other.value
+                    # normalise to "receipt OP v"
+                    if rec_right:
+                        op = _MIRRORED[type(op)]
+                    if isinstance(op, ast.Gt):
+                        lo = v + 1
+                    elif isinstance(op, ast.GtE):
+                        lo = v
+                    elif isinstance(op, ast.Lt):
+                        hi = v - 1
+                    elif isinstance(op, ast.LtE):
+                        hi = v
+                else:
+                    values.append(ctx.seg(a))
+    if lo is not None or hi is not None:
+        values.append(f"{lo if lo is not None else ''}-{hi if hi is not None else ''}")
+    return values, others
+
+
+def _branch_conditions(ctx: Context,
+                       body: Sequence[ast.stmt]) -> Tuple[List[str], List[str], List[str], List[str]]:
+    """(keep conditions, drop conditions, keep readings + drop readings, effects)."""
+    keep: List[str] = []
+    keep_read: List[str] = []
+    drop: List[str] = []
+    drop_read: List[str] = []
+    effects: List[str] = []
+    cond_vars: Set[str] = set()
+
+    def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.expr]) -> None:
+        for s in stmts:
+            if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                    and not isinstance(s.value, (ast.Call, ast.ListComp, ast.Dict, ast.List)):
+                cond_vars.add(s.targets[0].id)
+                add_keep(s.value, guard)
+            elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+                    and isinstance(s.op, (ast.BitAnd,)) and s.target.id in cond_vars:
+                add_keep(s.value, guard)
+            elif isinstance(s, ast.If):
+                conts = [x for x in s.body if isinstance(x, ast.Continue)]
+                if conts and len(s.body) == 1:
+                    t = s.test
+                    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(
+                            t.operand, ast.Name) and t.operand.id in cond_vars:
+                        continue  # ``if not cond: continue``
+                    text = ctx.seg(t)
+                    if guard is not None:
+                        text = f"{text} (when {ctx.seg(guard)})"
+                    drop.append(f"not ({text})")
+                    rd = read_condition(t)
+                    if guard is not None:
+                        rd += f" when {read_condition(guard)}"
+                    drop_read.append(rd)
+                else:
+                    g = s.test if guard is None else ast.BoolOp(op=ast.And(), values=[guard, s.test])
+                    visit(s.body, g)
+                    if s.orelse:
+                        ng = ast.UnaryOp(op=ast.Not(), operand=s.test)
+                        visit(s.orelse, ng if guard is None else ast.BoolOp(op=ast.And(), values=[guard, ng]))
+            elif isinstance(s, (ast.Pass,)):
+                continue
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue
+            else:
+                effects.append(ctx.seg(s))
+
+    def add_keep(expr: ast.AST, guard: Optional[ast.AST]) -> None:
+        text = ctx.seg(expr)
+        rd = read_condition(expr)
+        if guard is not None:
+            text = f"{text} (when {ctx.seg(guard)})"
+            rd = f"{rd} when {read_condition(guard)}"
+        keep.append(text)
+        keep_read.append(rd)
+
+    visit(body, None)
+    conditions = keep + drop
+    readings: List[str] = []
+    if keep_read:
+        readings.append("keeps only kernels where " + "; ".join(keep_read))
+    if drop_read:
+        readings.append("drops kernels where " + "; ".join(drop_read))
+    return conditions, readings, effects, []
+
+
+def _make_receipt(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]], comment: str,
+                  conditions: List[str], readings: List[str], effects: List[str], extra: str,
+                  others: List[ast.AST], fn_label: str, node: ast.If) -> Receipt:
+    label = _label_for(value, labels) or comment
+    parts = list(readings)
+    if effects:
+        parts.append("runs " + "; ".join(effects))
+    reading = f"receipt {value}"
+    if others:
+        reading += " when " + " and ".join(read_condition(o) for o in others)
+    reading += ": " + ("; ".join(parts) if parts else "no restriction")
+    reading += f" (in {fn_label})"
+    conds = list(conditions)
+    if extra:
+        conds = [f"(only when {extra})"] + conds
+    return Receipt(value=value, label=label, conditions=conds, reading=reading, where=ctx.where(node))

@@ -1,0 +1,102 @@
+"""Collector: symbol maps, module-level dicts and functions returning one dict per argument.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Optional
+
+from ...model import Gap
+from ..pyparse import ParsedModule, assigned_names, segment
+from .astutil import (
+    FUNC,
+    FunctionNode,
+    key_text,
+    value_text,
+)
+from .context import Context
+from .facts import (
+    SymbolMap,
+)
+
+__all__ = ["collect_symbol_maps"]
+
+#: What ``ast.literal_eval`` raises for an entry that is not a plain literal
+#: (``ValueError``: a name or a call; ``TypeError``: an unhashable key of a nested dict).
+_NOT_LITERAL = (ValueError, TypeError, SyntaxError, RecursionError)
+
+
+def _dict_entries(node: ast.Dict, pm: ParsedModule) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for k, v in zip(node.keys, node.values):
+        if k is None:
+            continue
+        try:
+            shown_key = key_text(ast.literal_eval(k))
+        except _NOT_LITERAL:
+            shown_key = segment(pm, k)
+        try:
+            shown_value = value_text(ast.literal_eval(v))
+        except _NOT_LITERAL:
+            shown_value = segment(pm, v)
+        out[shown_key] = shown_value
+    return out
+
+
+def collect_symbol_maps(ctx: Context) -> None:
+    """Record module-level dicts and dict-returning functions of every loaded module."""
+    maps = ctx.facts.symbol_maps
+    modules = [m for m in ctx.universe.modules.values() if m is not ctx.pm] + [ctx.pm]
+    for pm in modules:
+        if pm is None or pm.tree is None:
+            continue
+        dicts: Dict[str, ast.Dict] = {}
+        for node in pm.tree.body:
+            for name, value in assigned_names(node):
+                if isinstance(value, ast.Dict):
+                    dicts[name] = value
+                    maps[name] = SymbolMap(name, pm.where(node), "dict", _dict_entries(value, pm))
+        for node in pm.tree.body:
+            if not isinstance(node, FUNC) or not node.args.args:
+                continue
+            sm = _map_function(ctx, node, pm, dicts)
+            if sm is not None:
+                maps[node.name] = sm
+    if not maps:
+        ctx.gaps.append(Gap("symbol maps", ctx.rel,
+                            "no module-level dict found in the module or its local imports"))
+
+
+def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
+                  dicts: Dict[str, ast.Dict]) -> Optional[SymbolMap]:
+    param = fn.args.args[0].arg
+    branches: Dict[str, Dict[str, str]] = {}
+    branch_maps: Dict[str, str] = {}
+    returns_dict = False
+    parents = pm.parents
+    for ret in [n for n in ast.walk(fn) if isinstance(n, ast.Return)]:
+        val = ret.value
+        if isinstance(val, ast.Name) and val.id in dicts:
+            returns_dict = True
+            # find the condition choosing this return
+            cur = parents.get(ret)
+            child: ast.AST = ret
+            key = None
+            while cur is not None and cur is not fn:
+                if isinstance(cur, ast.If) and child in cur.body:
+                    t = cur.test
+                    if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
+                            and isinstance(t.left, ast.Name) and t.left.id == param \
+                            and isinstance(t.comparators[0], ast.Constant):
+                        key = str(t.comparators[0].value)
+                    break
+                child, cur = cur, parents.get(cur)
+            key = key if key is not None else "*"
+            branches[key] = _dict_entries(dicts[val.id], pm)
+            branch_maps[key] = val.id
+        elif isinstance(val, ast.Dict):
+            returns_dict = True
+            branches["*"] = _dict_entries(val, pm)
+    if not returns_dict:
+        return None
+    return SymbolMap(fn.name, pm.where(fn), "function", {}, param, branches, branch_maps)

@@ -1,0 +1,151 @@
+"""Dispatcher conditions in plain words (``t.has_lse == true`` -> ``has_lse``)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import List, Tuple
+
+from .lexing import _WS_RE, strip_comments
+from .lexing import match_paren as _match_paren
+
+__all__ = ["describe_condition", "condition_terms", "split_top", "strip_parens"]
+
+
+# --------------------------------------------------------------------------- conditions
+
+
+def _split_top(text: str, op: str) -> List[str]:
+    parts: List[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(op, i):
+            parts.append(text[start:i])
+            i += len(op)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def _strip_parens(text: str) -> str:
+    text = text.strip()
+    while text.startswith("(") and _match_paren(text, 0) == len(text) - 1:
+        text = text[1:-1].strip()
+    return text
+
+
+_TRUE_COMMENT_RE = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
+_COMPARE_STR_RE = re.compile(r'^([\w.]+)\.compare\(\s*("[^"]*")\s*\)\s*==\s*0$')
+_COMPARE_PREFIX_RE = re.compile(r'^([\w.]+)\.compare\(\s*0\s*,\s*\d+\s*,\s*("[^"]*")\s*\)\s*==\s*0$')
+_BOOL_CMP_RE = re.compile(r"^(.+?)\s*==\s*(true|false)$")
+
+
+def _describe(expr: str) -> str:
+    expr = _strip_parens(expr)
+    ors = _split_top(expr, "||")
+    if len(ors) > 1:
+        parts = [_describe(p) for p in ors]
+        if "always" in parts:
+            return "always"
+        parts = [p for p in parts if p != "never"]
+        if not parts:
+            return "never"
+        return " or ".join(f"({p})" if " and " in p else p for p in parts)
+    ands = _split_top(expr, "&&")
+    if len(ands) > 1:
+        parts = [_describe(p) for p in ands]
+        if "never" in parts:
+            return "never"
+        parts = [p for p in parts if p != "always"]
+        if not parts:
+            return "always"
+        return " and ".join(f"({p})" if " or " in p else p for p in parts)
+    return _describe_atom(expr)
+
+
+_SIMPLE_CMP_RE = re.compile(r"^([\w.:]+) (==|!=) ([\w.:]+)$")
+
+
+def _negate(text: str) -> str:
+    if text == "always":
+        return "never"
+    if text == "never":
+        return "always"
+    m = _SIMPLE_CMP_RE.match(text)
+    if m:  # not (x != y) -> x == y
+        return f"{m.group(1)} {'!=' if m.group(2) == '==' else '=='} {m.group(3)}"
+    return f"not ({text})" if " " in text else f"not {text}"
+
+
+def _describe_atom(expr: str) -> str:
+    expr = _strip_parens(expr)
+    if expr == "true":
+        return "always"
+    if expr == "false":
+        return "never"
+    if expr.startswith("!") and not expr.startswith("!="):
+        return _negate(_describe(expr[1:]))
+    m = _COMPARE_STR_RE.match(expr)
+    if m:
+        return f"{m.group(1)} == {m.group(2)}"
+    m = _COMPARE_PREFIX_RE.match(expr)
+    if m:
+        return f"{m.group(1)} starts with {m.group(2)}"
+    m = _BOOL_CMP_RE.match(expr)
+    if m and _split_top(m.group(1), "==") == [m.group(1).strip()]:
+        subject = _describe_atom(m.group(1))
+        if m.group(2) == "true":
+            return subject
+        return _negate(subject)
+    if len(_split_top(expr, "||")) > 1 or len(_split_top(expr, "&&")) > 1:
+        return _describe(expr)
+    return expr
+
+
+@functools.lru_cache(maxsize=65536)
+def _condition_terms(cond: str) -> Tuple[str, ...]:
+    text = _WS_RE.sub(" ", strip_comments(_TRUE_COMMENT_RE.sub("true", cond))).strip()
+    terms: List[str] = []
+    for term in _split_top(_strip_parens(text), "&&"):
+        described = describe_condition(term)
+        if described != "always" and described not in terms:
+            terms.append(described)
+    return tuple(terms)
+
+
+def condition_terms(cond: str) -> List[str]:
+    """The readable terms of a condition's top-level conjunction (``a && (b || c)``
+    -> ``["a", "b or c"]``), without the terms that always hold."""
+    return list(_condition_terms(cond))
+
+
+def describe_condition(cond: str) -> str:
+    """A readable form of a dispatcher condition.
+
+    ``t.``/``a.`` prefixes go; ``true /*...*/`` (a check the generator disabled)
+    and ``(true)`` terms of a conjunction read as "always"; ``x == true`` ->
+    ``x``, ``x == false`` -> ``not x``; ``s.compare("fp16") == 0`` ->
+    ``s == "fp16"``; ``s.compare(0, 6, "gfx950") == 0`` -> ``s starts with
+    "gfx950"``; ``&&``/``||``/``!`` -> and/or/not.  Other terms are kept
+    verbatim (blanks squeezed); nothing is inferred.
+    """
+    text = _TRUE_COMMENT_RE.sub("true", cond)
+    text = strip_comments(text)
+    text = _WS_RE.sub(" ", text).strip()
+    if not text:
+        return "always"
+    text = re.sub(r"(?<![\w.])[ta]\.(?=[A-Za-z_])", "", text)
+    return _describe(text)
+
+split_top = _split_top
+strip_parens = _strip_parens

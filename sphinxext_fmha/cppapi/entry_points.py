@@ -1,0 +1,154 @@
+"""Entry points of a dispatch file and the calls between its dispatch functions.
+
+Newer CK writes several dispatch functions into one API file (``fmha_fwd_v2``,
+``fmha_fwd_v3``, ``fmha_fwd_all``) and a public ``fmha_fwd()`` that calls them under
+conditions (``if (args.max_seqlen_q > 1) { r = fmha_fwd_v3(...); ... }`` or
+``if (false and can_dispatch_v3)``).  This module reads those calls from the parsed
+blocks: which function is an entry point (no other dispatch function calls it), which
+calls it makes and when, and which functions no entry point can run because every
+call to them sits behind a condition that is constantly false.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set
+
+from .constants import bool_locals, constant_value
+from .parse import DispatchBlock, DispatchTree
+
+__all__ = ["FunctionCall", "EntryPoints", "read_entry_points"]
+
+_CONDITIONAL = ("if", "else if", "else", "if constexpr", "else if constexpr")
+
+
+@dataclass
+class FunctionCall:
+    """``caller`` calls ``callee`` when every one of ``conditions`` holds.
+
+    ``never``: one of the conditions is constantly false, so the call never runs;
+    ``statement``: the calling statement (comment-free, blanks squeezed).
+    """
+
+    caller: str
+    callee: str
+    conditions: List[str] = field(default_factory=list)
+    statement: str = ""
+    line: int = 0
+    never: bool = False
+
+
+@dataclass
+class EntryPoints:
+    """``dispatchers``: functions that launch kernels or call a function that does, in
+    file order; ``entries``: the dispatchers no other dispatcher calls; ``calls`` in
+    source order; ``dead``: dispatcher -> why no entry point can run it;
+    ``served_by``: dispatcher -> the entry points that can run it."""
+
+    dispatchers: List[str] = field(default_factory=list)
+    entries: List[str] = field(default_factory=list)
+    calls: List[FunctionCall] = field(default_factory=list)
+    dead: Dict[str, str] = field(default_factory=dict)
+    served_by: Dict[str, List[str]] = field(default_factory=dict)
+
+
+def _function_blocks(block: DispatchBlock) -> List[DispatchBlock]:
+    found: List[DispatchBlock] = []
+    for item in block.blocks:
+        if item.kind == "function":
+            found.append(item)
+        else:
+            found.extend(_function_blocks(item))
+    return found
+
+
+def _statements(block: DispatchBlock) -> List[str]:
+    out = list(block.statements)
+    for item in block.blocks:
+        out.extend(_statements(item))
+    return out
+
+
+def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
+    if not names:
+        return []
+    pattern = re.compile(r"(?<![\w:.>])(%s)\s*\(" % "|".join(sorted(map(re.escape, names))))
+    env = bool_locals(_statements(function))
+    calls: List[FunctionCall] = []
+
+    def walk(block: DispatchBlock, conds: List[str]) -> None:
+        for item in block.items:
+            if isinstance(item, DispatchBlock):
+                if item.kind == "function":
+                    continue
+                sub = [*conds, item.condition] if item.kind in _CONDITIONAL and item.condition else conds
+                walk(item, sub)
+                continue
+            for m in pattern.finditer(item):
+                if m.group(1) == function.name:
+                    continue
+                never = any(constant_value(c, env) is False for c in conds)
+                calls.append(FunctionCall(function.name, m.group(1), list(conds), item,
+                                          block.line, never))
+
+    walk(function, [])
+    return calls
+
+
+def read_entry_points(tree: DispatchTree) -> EntryPoints:
+    """Entry points, calls and dead dispatchers of a parsed dispatch file."""
+    functions = _function_blocks(tree.root)
+    names = {f.name for f in functions}
+    launching = {leaf.function for leaf in [*tree.leaves, *tree.discarded]}
+    calls = [call for f in functions for call in _calls_in(f, names)]
+    dispatchers: Set[str] = set(launching)
+    changed = True
+    while changed:  # callers of dispatchers are dispatchers
+        changed = False
+        for call in calls:
+            if call.callee in dispatchers and call.caller not in dispatchers:
+                dispatchers.add(call.caller)
+                changed = True
+    calls = [c for c in calls if c.caller in dispatchers and c.callee in dispatchers]
+    ordered = [f.name for f in functions if f.name in dispatchers]
+    ordered = list(dict.fromkeys(ordered))
+    called = {c.callee for c in calls}
+    entries = [name for name in ordered if name not in called]
+    served_by: Dict[str, List[str]] = {}
+    for entry in entries:
+        for name in _reachable(entry, calls):
+            served_by.setdefault(name, []).append(entry)
+    dead: Dict[str, str] = {}
+    for name in ordered:
+        if name in served_by:
+            continue
+        reasons = [c for c in calls if c.callee == name]
+        dead[name] = _dead_reason(name, reasons)
+    return EntryPoints(ordered, entries, calls, dead, served_by)
+
+
+def _reachable(entry: str, calls: List[FunctionCall]) -> List[str]:
+    seen = [entry]
+    queue = [entry]
+    while queue:
+        current = queue.pop(0)
+        for call in calls:
+            if call.caller == current and not call.never and call.callee not in seen:
+                seen.append(call.callee)
+                queue.append(call.callee)
+    return seen
+
+
+def _dead_reason(name: str, calls: List[FunctionCall]) -> str:
+    if not calls:
+        return "no entry point calls %s" % name
+    parts = []
+    for call in calls:
+        never = next((c for c in call.conditions if constant_value(c) is False), None)
+        cond: Optional[str] = never or (call.conditions[-1] if call.conditions else None)
+        if call.never and cond:
+            parts.append("%s calls it only when `%s`, which is always false" % (call.caller, cond))
+        else:
+            parts.append("its caller %s is not reachable" % call.caller)
+    return "; ".join(dict.fromkeys(parts))

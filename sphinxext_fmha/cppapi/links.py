@@ -1,0 +1,104 @@
+"""Does a generated set link, and which generated kernels can run?  Without a compiler.
+
+:func:`link_report` compares the kernel specialisations the API dispatch file
+instantiates with the ones the generated kernel files define (the same normalised
+template-argument text on both sides, see :mod:`.matching`):
+
+* ``missing``: specialisations the dispatch file instantiates that no generated file
+  defines.  The build would fail to link.  Branches an ``if constexpr`` discards do
+  not instantiate anything and are not counted; a dispatch function that no entry
+  point can run (a disabled ``fmha_fwd_v3``) still instantiates its kernels.
+* ``unreferenced``: generated kernels no dispatch branch instantiates (e.g. split-KV
+  combine kernels no ``fmha_fwd_splitkv_combine_traits_<...>`` of any entry names).
+* ``unreachable``: generated kernels that are instantiated, but only in dispatch
+  functions no entry point can run, with the reason.
+
+Pure: text in, data out; no process, no file system.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Tuple
+
+from .entry_points import EntryPoints, read_entry_points
+from .lexing import trait_template
+from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
+from .parse import DispatchTree, parse_dispatch
+
+__all__ = ["LinkReport", "link_report", "link_report_from_keys", "unreachable_kernels"]
+
+
+@dataclass
+class LinkReport:
+    """What :func:`link_report` found; see the module docstring.
+
+    ``missing``: (dispatch function, trait template, specialisation key), in try order;
+    ``unreferenced``: kernel files, sorted; ``unreachable``: kernel file -> reason;
+    ``instantiated``: number of distinct specialisations the dispatch file names.
+    """
+
+    missing: List[Tuple[str, str, str]] = field(default_factory=list)
+    unreferenced: List[str] = field(default_factory=list)
+    unreachable: Dict[str, str] = field(default_factory=dict)
+    instantiated: int = 0
+    generated: int = 0
+
+    @property
+    def links(self) -> bool:
+        """Every instantiated specialisation is generated."""
+        return not self.missing
+
+    def missing_by_template(self) -> Dict[str, int]:
+        counts: Dict[str, int] = {}
+        for _, template, _ in self.missing:
+            counts[template] = counts.get(template, 0) + 1
+        return counts
+
+    def unreferenced_by_template(self, kinds: Mapping[str, str]) -> Dict[str, int]:
+        counts: Dict[str, int] = {}
+        for name in self.unreferenced:
+            counts[kinds.get(name, "")] = counts.get(kinds.get(name, ""), 0) + 1
+        return counts
+
+
+def link_report(api_text: str, kernel_texts: Mapping[str, str]) -> LinkReport:
+    """Link check of one generated set.
+
+    ``api_text``: the API dispatch ``.cpp``; ``kernel_texts``: kernel file name -> its
+    text (every ``.cpp`` that ``generate.py -o`` wrote besides the API file).
+    """
+    return link_report_from_keys(api_text, {name: kernel_trait_key(text)
+                                            for name, text in kernel_texts.items()})
+
+
+def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> LinkReport:
+    """:func:`link_report` when the kernel files are already reduced to their trait keys
+    (``ApiFileResult.kernel_traits``)."""
+    tree = parse_dispatch(api_text)
+    match = match_leaves_to_kernels(tree, kernel_traits)
+    entry_points = read_entry_points(tree)
+    report = LinkReport(generated=len(kernel_traits))
+    by_order = {leaf.order: leaf for leaf in tree.leaves}
+    seen = set()
+    for order, key in match.unmatched:
+        if key in seen:
+            continue
+        seen.add(key)
+        report.missing.append((by_order[order].function, trait_template(key), key))
+    report.instantiated = len({key for leaf in tree.leaves for key in leaf.keys})
+    report.unreferenced = list(match.unreached)
+    report.unreachable = unreachable_kernels(tree, match, entry_points)
+    return report
+
+
+def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
+                        entry_points: EntryPoints) -> Dict[str, str]:
+    """Kernel files launched only from dispatch functions no entry point runs -> why."""
+    result: Dict[str, str] = {}
+    for filename, orders in match.kernel_leaves.items():
+        functions = {leaf.function for leaf in tree.leaves if leaf.order in orders}
+        if functions and all(f in entry_points.dead for f in functions):
+            result[filename] = "; ".join(
+                "launched only by %s: %s" % (f, entry_points.dead[f]) for f in sorted(functions))
+    return result

@@ -1,0 +1,425 @@
+"""Parse the API dispatch ``.cpp`` that generate.py writes into blocks and ordered leaves.
+
+The dispatcher is a tree of ``if(cond) {...} else if(cond) {...}`` chains whose
+innermost blocks declare kernel traits and call a kernel template with them::
+
+    using trait_ = fmha_fwd_traits_<64, FmhaFwdFp16, ...>;
+    return fmha_fwd_<trait_, <arch tag>>(s, a);
+
+Each such call site is a :class:`DispatchLeaf`, numbered in source order, which
+is the order the C++ tries them (first match wins; every leaf returns).  Calls from
+one dispatch function to another (``fmha_fwd`` -> ``fmha_fwd_v3``) are kept as
+read by :mod:`.entry_points`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .lexing import (
+    _IDENT_RE,
+    _WS_RE,
+    _mask,
+    _match_angle,
+    _match_paren,
+    _squeeze,
+    find_template_calls,
+    normalize_cpp,
+    split_template_args,
+    trait_key,
+    trait_template,
+)
+
+__all__ = ["DispatchBlock", "DispatchLeaf", "DispatchTree", "parse_dispatch",
+           "classify_args"]
+
+
+def _classify_args(
+    args: Sequence[str], aliases: Mapping[str, str]
+) -> Tuple[List[Tuple[str, str]], List[str], List[str]]:
+    """Split call template arguments into traits, extra arguments, dropped.
+
+    A trait is an argument that names a ``using`` alias whose value is a
+    template-id; ``void`` (e.g. from ``std::conditional_t<false, X, void>``)
+    means "not launched"; anything else (``<arch tag>``) is extra.
+    Returns ([(alias, trait text)], extras, dropped aliases).
+    """
+    traits: List[Tuple[str, str]] = []
+    extras: List[str] = []
+    dropped: List[str] = []
+    for arg in args:
+        names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
+        folded = normalize_cpp(arg, aliases)
+        if folded == "void":
+            dropped.extend(names_in_arg)
+            continue
+        if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
+            alias = arg if arg in aliases else next(n for n in names_in_arg if aliases[n] == folded)
+            if "<" in folded:
+                traits.append((alias, folded))
+                continue
+        extras.append(folded)
+    return traits, extras, dropped
+
+
+
+classify_args = _classify_args
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass
+class DispatchBlock:
+    """One ``{...}`` block of the dispatch file.
+
+    ``kind``: ``if``, ``else if``, ``else``, ``if constexpr``, ``else if constexpr``,
+    ``function``, ``namespace``, ``loop``, ``switch`` or ``other``.
+    ``condition``: the text inside the parentheses (comments kept, blanks
+    squeezed); for ``else`` the negation of the chain's previous conditions.
+    ``items``: statements (str, comment-free, squeezed) and nested blocks, in
+    source order.
+    """
+
+    kind: str
+    header: str = ""
+    condition: str = ""
+    name: str = ""
+    line: int = 0
+    items: List[Union[DispatchBlock, str]] = field(default_factory=list)
+
+    @property
+    def blocks(self) -> List[DispatchBlock]:
+        return [item for item in self.items if isinstance(item, DispatchBlock)]
+
+    @property
+    def statements(self) -> List[str]:
+        return [item for item in self.items if isinstance(item, str)]
+
+
+@dataclass
+class DispatchLeaf:
+    """A call site that launches kernels; ``order`` is the try order (0-based).
+
+    ``path_conditions``: conditions of the enclosing branches, outermost first,
+    excluding ``condition`` (the innermost branch's).  ``trait_args``: the
+    normalised trait types the call passes (one per launched kernel), in
+    argument order; ``extra_args``: the call's other template arguments (arch
+    tag), appended to each trait to form :attr:`keys`.  ``declared_traits``:
+    every trait alias in scope (alias -> text), launched or not.
+    """
+
+    order: int
+    path_conditions: List[str]
+    condition: str
+    trait_args: List[str]
+    call: str
+    extra_args: List[str] = field(default_factory=list)
+    trait_names: List[str] = field(default_factory=list)
+    declared_traits: Dict[str, str] = field(default_factory=dict)
+    not_launched: List[str] = field(default_factory=list)
+    function: str = ""
+    line: int = 0
+    branch_kind: str = ""
+    discarded: bool = False
+
+    @property
+    def keys(self) -> List[str]:
+        return [trait_key(t, self.extra_args) for t in self.trait_args]
+
+    @property
+    def conditions(self) -> List[str]:
+        """All conditions from the outermost branch to the leaf's own."""
+        return [*self.path_conditions, self.condition] if self.condition else list(self.path_conditions)
+
+
+@dataclass
+class DispatchTree:
+    root: DispatchBlock
+    leaves: List[DispatchLeaf] = field(default_factory=list)
+    functions: List[str] = field(default_factory=list)
+    discarded: List[DispatchLeaf] = field(default_factory=list)
+
+    def leaves_in(self, function: str) -> List[DispatchLeaf]:
+        return [leaf for leaf in self.leaves if leaf.function == function]
+
+
+# --------------------------------------------------------------------------- parsing
+
+_HEADER_KW_RE = re.compile(r"^(else\s+)?if\b\s*(constexpr\b)?\s*\(")
+_TEMPLATE_PREFIX_RE = re.compile(r"^\s*template\s*<")
+_ATTR_RE = re.compile(r"\[\[.*?\]\]")
+_FUNC_NAME_RE = re.compile(r"((?:::)?[A-Za-z_~][\w:]*(?:\s*<[^()]*>)?)\s*\($")
+_USING_RE = re.compile(r"^using\s+([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
+
+
+def _strip_template_prefix(code: str) -> str:
+    code = code.strip()
+    while _TEMPLATE_PREFIX_RE.match(code):
+        close = _match_angle(code, code.index("<"))
+        if close is None:
+            break
+        code = code[close + 1 :].strip()
+    return code
+
+
+def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
+    """(kind, condition, name) of a block header (code: masked, raw: with comments)."""
+    code_s = code.strip()
+    raw_s = raw.strip()
+    m = _HEADER_KW_RE.match(code_s)
+    if m:
+        kind = ("else if" if m.group(1) else "if") + (" constexpr" if m.group(2) else "")
+        open_at = m.end() - 1
+        close = _match_paren(code_s, open_at)
+        # code and raw have the same length, so indices carry over (comments
+        # before the keyword are blank in code, not in raw)
+        lead = len(code) - len(code.lstrip())
+        cond_raw = raw[lead + open_at + 1 : lead + close] if close is not None else raw_s
+        return kind, _WS_RE.sub(" ", cond_raw).strip(), ""
+    if code_s == "else":
+        return "else", "", ""
+    if re.match(r"^(inline\s+)?namespace\b", code_s):
+        return "namespace", "", code_s.split(None, 1)[1] if " " in code_s else ""
+    if re.match(r"^(for|while)\b", code_s) or code_s == "do":
+        return "loop", "", ""
+    if re.match(r"^switch\b", code_s):
+        return "switch", "", ""
+    head = _ATTR_RE.sub(" ", _strip_template_prefix(code_s)).strip()
+    # drop trailing qualifiers after the parameter list
+    head = re.sub(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$", ")", head)
+    if head.endswith(")") and "=" not in head.split("(", 1)[0] and not head.startswith(("[", "(")):
+        params_at = _find_params_open(head)
+        if params_at is not None:
+            m2 = _FUNC_NAME_RE.search(head[: params_at + 1])
+            if m2:
+                return "function", "", _squeeze(m2.group(1))
+    return "other", "", ""
+
+
+def _find_params_open(head: str) -> Optional[int]:
+    """Index of the ``(`` that opens the parameter list ending ``head``."""
+    depth = 0
+    for i in range(len(head) - 1, -1, -1):
+        c = head[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def parse_dispatch(text: str) -> DispatchTree:
+    """Parse a generated API dispatch file into blocks and ordered leaves."""
+    code, raw = _mask(text)
+    newlines = _newline_index(code)
+
+    def line_of(pos: int) -> int:
+        return bisect.bisect_right(newlines, pos) + 1
+
+    root = DispatchBlock(kind="file")
+    stack: List[DispatchBlock] = [root]
+    expr_depth = 0  # braces inside an expression (lambda bodies, init lists in calls)
+    paren = 0
+    seg_start = 0
+    last = 0
+    chains: List[List[str]] = [[]]  # per open block: conditions of the current if-chain
+
+    for m in re.finditer(r"[{};]", code):
+        pos = m.start()
+        chunk = code[last:pos]
+        paren += chunk.count("(") - chunk.count(")")
+        last = pos + 1
+        c = m.group(0)
+        if expr_depth or paren > 0:
+            if c == "{":
+                expr_depth += 1
+            elif c == "}":
+                expr_depth = max(0, expr_depth - 1)
+            continue
+        if c == ";":
+            stmt = _squeeze(code[seg_start:pos])
+            if stmt:
+                stack[-1].items.append(stmt)
+                chains[-1] = []
+            seg_start = pos + 1
+        elif c == "{":
+            header_code = code[seg_start:pos]
+            header_raw = raw[seg_start:pos]
+            kind, cond, name = _classify_header(header_code, header_raw)
+            chain = chains[-1]
+            if kind.startswith("if"):
+                chain[:] = [cond]
+            elif kind.startswith("else if"):
+                chain.append(cond)
+            elif kind == "else":
+                cond = " && ".join(f"!({c_})" for c_ in chain if c_)
+                chain[:] = []
+            else:
+                chain[:] = []
+            block = DispatchBlock(
+                kind=kind,
+                header=_squeeze(header_raw[len(header_code) - len(header_code.lstrip()) :]),
+                condition=cond,
+                name=name,
+                line=line_of(pos),
+            )
+            stack[-1].items.append(block)
+            stack.append(block)
+            chains.append([])
+            seg_start = pos + 1
+        else:  # "}"
+            stmt = _squeeze(code[seg_start:pos])
+            if stmt:  # trailing statement without ';' (should not happen)
+                stack[-1].items.append(stmt)
+            if len(stack) > 1:
+                stack.pop()
+                chains.pop()
+            seg_start = pos + 1
+    tree = DispatchTree(root=root)
+    _collect_leaves(tree)
+    return tree
+
+
+def _newline_index(code: str) -> List[int]:
+    out: List[int] = []
+    i = code.find("\n")
+    while i >= 0:
+        out.append(i)
+        i = code.find("\n", i + 1)
+    return out
+
+
+_CONDITIONAL_KINDS = ("if", "else if", "else", "if constexpr", "else if constexpr", "else constexpr")
+
+
+def _constexpr_value(cond: str) -> Optional[bool]:
+    """Value of an ``if constexpr`` condition when it is certain, else None.
+
+    Only literal ``true``/``false`` and ``std::is_same_v<A, A>`` (identical
+    arguments) are decided; ``std::is_same_v<A, B>`` with different names is
+    left undecided (they could be aliases of one type).
+    """
+    text = normalize_cpp(cond)
+
+    def same(m: re.Match[str]) -> str:
+        args = split_template_args(m.group(1))
+        if len(args) == 2 and args[0] == args[1]:
+            return "true"
+        return m.group(0)
+
+    for _ in range(10):
+        new = re.sub(r"std::is_same_v<([^<>]*(?:<[^<>]*>[^<>]*)*)>", same, text)
+        new = re.sub(r"\(\s*(true|false)\s*\)", r"\1", new)
+        new = new.replace("!true", "false").replace("!false", "true")
+        if new == text:
+            break
+        text = new
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    return None
+
+
+def _collect_leaves(tree: DispatchTree) -> None:
+    leaves: List[DispatchLeaf] = []
+    discarded: List[DispatchLeaf] = []
+    functions: List[str] = []
+
+    def walk(
+        block: DispatchBlock,
+        scopes: List[Dict[str, str]],
+        conds: List[str],
+        function: str,
+        kind: str,
+        dead: bool,
+    ) -> None:
+        scope: Dict[str, str] = {}
+        scopes = [*scopes, scope]
+        # values of the current `if constexpr` chain (None: not a constexpr chain)
+        cx_chain: Optional[List[Optional[bool]]] = None
+        for item in block.items:
+            if isinstance(item, DispatchBlock):
+                func = function
+                sub_dead = dead
+                if item.kind == "function":
+                    func = item.name
+                    functions.append(item.name)
+                if item.kind in ("if constexpr",):
+                    value = _constexpr_value(item.condition)
+                    cx_chain = [value]
+                    sub_dead = dead or value is False
+                elif item.kind == "else if constexpr" and cx_chain is not None:
+                    taken = any(v is True for v in cx_chain)
+                    value = _constexpr_value(item.condition)
+                    cx_chain.append(value)
+                    sub_dead = dead or taken or value is False
+                elif item.kind == "else" and cx_chain is not None:
+                    sub_dead = dead or any(v is True for v in cx_chain)
+                    cx_chain = None
+                elif item.kind.startswith("if") or item.kind not in _CONDITIONAL_KINDS:
+                    cx_chain = None
+                sub_conds = conds
+                sub_kind = kind
+                if item.kind in _CONDITIONAL_KINDS:
+                    sub_conds = [*conds, item.condition]
+                    sub_kind = item.kind
+                elif item.kind == "function":
+                    sub_conds = []
+                    sub_kind = ""
+                walk(item, scopes, sub_conds, func, sub_kind, sub_dead)
+                continue
+            cx_chain = None
+            m = _USING_RE.match(item)
+            if m:
+                visible = _visible(scopes)
+                scope[m.group(1)] = normalize_cpp(m.group(2), visible)
+                continue
+            if "<" not in item:
+                continue
+            visible = _visible(scopes)
+            if not visible:
+                continue
+            for _name, args, start, end in find_template_calls(item):
+                traits, extras, dropped = _classify_args(args, visible)
+                if not traits:
+                    continue
+                close = _match_paren(item, end)
+                call = item[start : close + 1] if close is not None else item[start:]
+                leaf = DispatchLeaf(
+                    order=-1 if dead else len(leaves),
+                    path_conditions=list(conds[:-1]),
+                    condition=conds[-1] if conds else "",
+                    trait_args=[t for _, t in traits],
+                    call=_squeeze(call),
+                    extra_args=extras,
+                    trait_names=[a for a, _ in traits],
+                    declared_traits={k: v for k, v in visible.items() if "<" in v and _looks_like_trait(v)},
+                    not_launched=dropped,
+                    function=function,
+                    line=block.line,
+                    branch_kind=kind,
+                    discarded=dead,
+                )
+                (discarded if dead else leaves).append(leaf)
+
+    walk(tree.root, [], [], "", "", False)
+    tree.leaves = leaves
+    tree.discarded = discarded
+    tree.functions = functions
+
+
+def _visible(scopes: List[Dict[str, str]]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for scope in scopes:
+        out.update(scope)
+    return out
+
+
+def _looks_like_trait(value: str) -> bool:
+    return "traits" in trait_template(value).rsplit("::", 1)[-1].lower()

@@ -1,0 +1,178 @@
+"""The conditions under which the dispatcher reaches each generated kernel.
+
+A kernel is launched by one or more leaves (call sites).  Its conditions are the
+top-level ``&&`` terms of every enclosing branch, each tagged with a *slot* (dispatch
+function, nesting depth, position in the conjunction) so that the same template slot
+of different kernels can be compared (:mod:`sphinxext_fmha.verify.token_facts`).
+
+Two readings keep the result exact:
+
+* a branch whose sibling branches launch the *same* kernel with a different partner
+  (``if (t.has_lse) {... combine_traits_<..., true ...>} else {... <..., false ...>}``)
+  chooses a sub-kernel: it is recorded as a :class:`SubKernelChoice`, and it is a
+  condition of the partner kernel, not of the kernel both branches launch;
+* terms that differ between the leaves that reach one kernel are not conditions of
+  that kernel: they are left out and the kernel is marked ``varying`` (the number of
+  reaching leaves is kept), never intersected into a false claim.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from .conditions import describe_condition, split_top, strip_parens
+from .lexing import strip_comments, trait_template
+from .matching import DispatchMatch
+from .parse import DispatchLeaf, DispatchTree
+
+__all__ = ["Term", "KernelReach", "SubKernelChoice", "kernel_reach", "condition_terms_cpp"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """One ``&&`` term of a dispatcher condition: C++ text and plain words."""
+
+    slot: str
+    cpp: str
+    words: str
+
+    @property
+    def always(self) -> bool:
+        return self.words == "always"
+
+
+@dataclass
+class KernelReach:
+    """How the dispatcher reaches one kernel file.
+
+    ``terms``: conditions shared by every leaf that reaches it, outermost first;
+    ``leaves``: try orders of those leaves; ``functions``: their dispatch functions;
+    ``varying``: some leaves add conditions the others do not (left out of ``terms``);
+    ``chosen_by``: sub-kernel choice conditions this kernel depends on (as a partner).
+    """
+
+    terms: List[Term] = field(default_factory=list)
+    leaves: List[int] = field(default_factory=list)
+    functions: List[str] = field(default_factory=list)
+    varying: bool = False
+    chosen_by: List[Term] = field(default_factory=list)
+
+
+@dataclass
+class SubKernelChoice:
+    """A branch that picks a partner kernel, not whether the main kernel runs."""
+
+    condition: str
+    words: str
+    main_kind: str
+    partner_kind: str
+    count: int = 0
+
+
+def condition_terms_cpp(condition: str) -> List[str]:
+    """Top-level ``&&`` terms of a condition, C++ text with comments kept, blanks squeezed."""
+    text = " ".join(condition.split())
+    return [strip_parens(t) for t in split_top(strip_parens(text), "&&") if t.strip()]
+
+
+@functools.lru_cache(maxsize=65536)
+def _condition_terms(function: str, depth: int, condition: str) -> Tuple[Term, ...]:
+    return tuple(Term("%s/%d/%d" % (function, depth, index), cpp, describe_condition(cpp))
+                 for index, cpp in enumerate(condition_terms_cpp(condition)))
+
+
+def _terms(leaf: DispatchLeaf, skip_depths: Set[int]) -> List[Term]:
+    out: List[Term] = []
+    for depth, condition in enumerate(leaf.conditions):
+        if depth not in skip_depths:
+            out.extend(_condition_terms(leaf.function, depth, condition))
+    return out
+
+
+def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
+    """leaf order -> (depth where a partner choice starts, number of its conditions).
+
+    Leaves that launch the same first trait from sibling branches of one chain, with
+    different other traits, differ by a sub-kernel choice at the first depth where
+    their conditions part.
+    """
+    by_main: Dict[Tuple[str, str], List[DispatchLeaf]] = {}
+    for leaf in leaves:
+        if len(leaf.trait_args) > 1:
+            by_main.setdefault((leaf.function, leaf.keys[0]), []).append(leaf)
+    choices: Dict[int, Tuple[int, int]] = {}
+    for group in by_main.values():
+        if len(group) < 2 or len({tuple(leaf.keys[1:]) for leaf in group}) < 2:
+            continue
+        first = group[0].conditions
+        for leaf in group[1:]:
+            other = leaf.conditions
+            depth = next((i for i, (a, b) in enumerate(zip(first, other)) if a != b), None)
+            if depth is None:
+                continue
+            for member in (group[0], leaf):
+                start = min(depth, choices.get(member.order, (depth, 0))[0])
+                choices[member.order] = (start, len(member.conditions))
+    return choices
+
+
+def kernel_reach(tree: DispatchTree, match: DispatchMatch
+                 ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
+    """kernel file -> :class:`KernelReach`, and the sub-kernel choices of the file."""
+    choice_depths = _choice_depths(tree.leaves)
+    per_kernel: Dict[str, List[Tuple[DispatchLeaf, List[Term], List[Term]]]] = {}
+    choices: Dict[Tuple[str, str, str], SubKernelChoice] = {}
+    for leaf in tree.leaves:
+        start, stop = choice_depths.get(leaf.order, (0, 0))
+        skip = set(range(start, stop))
+        every = _terms(leaf, set())
+        terms = [t for t in every if slot_depth(t.slot) not in skip]
+        chosen = [t for t in every if slot_depth(t.slot) in skip]
+        for term in chosen:
+            if term.always or slot_depth(term.slot) != start:
+                continue  # deeper branches of a chosen partner are its own conditions
+            # `if (c)` and its `else` (`!(c)`) are one choice
+            head = _unnegated(strip_comments(term.cpp))
+            key = (head, trait_template(leaf.trait_args[0]), trait_template(leaf.trait_args[-1]))
+            choice = choices.setdefault(key, SubKernelChoice(
+                head, describe_condition(head), key[1], key[2]))
+            choice.count += 1
+        files = match.leaf_kernels.get(leaf.order, [])
+        for position, filename in enumerate(files):
+            if filename is None:
+                continue
+            # the main kernel does not depend on the choice; its partners do
+            own = terms if position == 0 else terms + chosen
+            per_kernel.setdefault(filename, []).append((leaf, own, chosen if position else []))
+    result: Dict[str, KernelReach] = {}
+    for filename, entries in per_kernel.items():
+        first_terms = entries[0][1]
+        others = [set(terms) for _, terms, _ in entries[1:]]
+        common = [t for t in first_terms if all(t in other for other in others)]
+        varying = any(len(terms) != len(common) for _, terms, _ in entries)
+        chosen_sets = [set(c) for _, _, c in entries[1:]]
+        chosen_common = [t for t in entries[0][2] if all(t in c for c in chosen_sets)]
+        result[filename] = KernelReach(
+            terms=common,
+            leaves=[leaf.order for leaf, _, _ in entries],
+            functions=list(dict.fromkeys(leaf.function for leaf, _, _ in entries)),
+            varying=varying,
+            chosen_by=[t for t in chosen_common if not t.always])
+    return result, list(choices.values())
+
+
+def _unnegated(condition: str) -> str:
+    text = condition.strip()
+    if text.startswith("!(") and text.endswith(")") and strip_parens(text[1:]) == text[2:-1].strip():
+        return text[2:-1].strip()
+    return text
+
+
+def slot_depth(slot: str) -> Optional[int]:
+    """The nesting depth of a :attr:`Term.slot`."""
+    try:
+        return int(slot.split("/")[-2])
+    except (IndexError, ValueError):
+        return None

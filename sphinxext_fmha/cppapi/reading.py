@@ -1,0 +1,110 @@
+"""Everything the guide says about one generated API dispatch file, as plain data.
+
+:func:`read_dispatch` turns the file's text and the generated kernels' trait keys into
+a JSON-able dict (cached on disk by the session; rendered by the dispatch and field
+sections):
+
+``entries``, ``calls``, ``dead``
+    entry points, the calls between dispatch functions and the functions no entry
+    point can run (:mod:`.entry_points`);
+``kernels``
+    kernel file -> ``{"terms": [[slot, cpp, words], ...], "leaves": n, "functions":
+    [...], "varying": bool, "chosen_by": [[cpp, words], ...]}`` (:mod:`.reach`);
+``choices``
+    sub-kernel choices (``[{"condition", "words", "main_kind", "partner_kind",
+    "count"}]``);
+``levels``
+    per dispatch function and nesting depth, an example condition and how many
+    distinct ones there are: the dispatch order as the file has it;
+``order``
+    kernel files in the order the dispatcher tries them (first leaf);
+``unreferenced``, ``unreachable``, ``missing``, ``kinds``
+    the link check (:mod:`.links`) and each kernel file's trait template.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Tuple
+
+from .conditions import describe_condition
+from .constants import constant_value
+from .entry_points import read_entry_points
+from .lexing import trait_template
+from .links import unreachable_kernels
+from .matching import match_leaves_to_kernels
+from .parse import DispatchTree, parse_dispatch
+from .reach import kernel_reach
+
+__all__ = ["read_dispatch", "describe_call_condition", "dispatch_levels"]
+
+
+def describe_call_condition(conditions: List[str]) -> Tuple[str, str]:
+    """(C++, words) of the conditions of a call; constant ones read as always/never."""
+    if not conditions:
+        return "", "always"
+    cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
+    value = constant_value(cpp)
+    if value is not None:
+        return cpp, "always" if value else "never"
+    return cpp, describe_condition(cpp)
+
+
+def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
+    """Per function and depth: an example condition (the first) and the distinct count."""
+    seen: Dict[Tuple[str, int], List[str]] = {}
+    for leaf in tree.leaves:
+        for depth, condition in enumerate(leaf.conditions):
+            bucket = seen.setdefault((leaf.function, depth), [])
+            if condition not in bucket:
+                bucket.append(condition)
+    return [{"function": function, "depth": depth, "example": conditions[0],
+             "words": describe_condition(conditions[0]), "distinct": len(conditions)}
+            for (function, depth), conditions in seen.items()]
+
+
+def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, Any]:
+    """The reading of one API dispatch file (see the module docstring)."""
+    tree = parse_dispatch(api_text)
+    match = match_leaves_to_kernels(tree, kernel_traits)
+    entry_points = read_entry_points(tree)
+    reach, choices = kernel_reach(tree, match)
+    calls = []
+    for call in entry_points.calls:
+        cpp, words = describe_call_condition(call.conditions)
+        calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
+                      "words": words, "never": call.never, "statement": call.statement})
+    order: List[str] = []
+    for leaf in tree.leaves:
+        for filename in match.files_of(leaf.order):
+            if filename not in order:
+                order.append(filename)
+    by_order = {leaf.order: leaf for leaf in tree.leaves}
+    missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
+                                 for o, k in match.unmatched))
+    return {
+        "entries": entry_points.entries,
+        "dispatchers": entry_points.dispatchers,
+        "calls": calls,
+        "dead": entry_points.dead,
+        "served_by": entry_points.served_by,
+        "kernels": {name: {"terms": [[t.slot, t.cpp, t.words] for t in r.terms],
+                           "leaves": len(r.leaves), "functions": r.functions,
+                           "varying": r.varying,
+                           "chosen_by": [[t.cpp, t.words] for t in r.chosen_by]}
+                    for name, r in sorted(reach.items())},
+        "choices": [{"condition": c.condition, "words": c.words, "main_kind": c.main_kind,
+                     "partner_kind": c.partner_kind, "count": c.count} for c in choices],
+        "levels": dispatch_levels(tree),
+        "order": order,
+        "discarded": len(tree.discarded),
+        "unreferenced": list(match.unreached),
+        "unreachable": unreachable_kernels(tree, match, entry_points),
+        "missing": [list(m) for m in missing],
+        "kinds": dict(sorted(match.kinds.items())),
+    }
+
+
+def readable_terms(reading: Mapping[str, Any]) -> Dict[str, List[str]]:
+    """kernel file -> the plain words of its conditions (the ``always`` ones left out)."""
+    return {name: [words for _, _, words in info["terms"] if words != "always"]
+            for name, info in reading.get("kernels", {}).items()}

@@ -1,0 +1,61 @@
+"""What ``--mask`` changes, read from two real listings (no grammar, no assumption).
+
+``generate.py -m generic`` replaces the simplified mask values by the generic ones: the
+mask words of the kernel names change (``nmask``/``mask`` become ``nmask``/``mc``/``mg``
+in the CK trees of 2025) and so does the count.  :func:`compare_mask_modes` compares
+the ``_``-separated words of the file names of two listings (the same API, the two
+mask modes):
+
+* ``only_this`` / ``only_other``: words found in one listing only;
+* ``hard_coded``: words of the other mode's mask vocabulary (the words at the places
+  of the names where its own words occur) that the first listing also carries, in
+  fewer kernels: a pipeline that sets that mask value whatever the mode says.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Dict, List, Sequence
+
+__all__ = ["MaskModes", "compare_mask_modes"]
+
+
+@dataclass
+class MaskModes:
+    this_mode: str
+    other_mode: str
+    this_count: int = 0
+    other_count: int = 0
+    only_this: List[str] = field(default_factory=list)
+    only_other: List[str] = field(default_factory=list)
+    hard_coded: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.only_this or self.only_other)
+
+
+def _words(name: str) -> List[str]:
+    return PurePosixPath(name).stem.split("_")
+
+
+def compare_mask_modes(this_mode: str, this_files: Sequence[str],
+                       other_mode: str, other_files: Sequence[str]) -> MaskModes:
+    """Compare the listings of one API in two mask modes (see the module docstring)."""
+    this_words: Counter = Counter(w for f in this_files for w in set(_words(f)))
+    other_words: Counter = Counter(w for f in other_files for w in set(_words(f)))
+    only_this = sorted(set(this_words) - set(other_words))
+    only_other = sorted(set(other_words) - set(this_words))
+    # the other mode's mask vocabulary: words that stand where its own words stand
+    # (same place counted from the end of the name, which tile words do not shift)
+    places = {(len(_words(f)), i) for f in other_files
+              for i, w in enumerate(_words(f)) if w in only_other}
+    vocabulary = {_words(f)[i] for f in other_files for n, i in places
+                  if len(_words(f)) == n}
+    hard_coded = {w: this_words[w] for w in sorted(vocabulary)
+                  if w in this_words and w not in only_other
+                  and this_words[w] < other_words[w]}
+    return MaskModes(this_mode, other_mode, len(this_files), len(other_files),
+                     only_this, only_other, hard_coded)

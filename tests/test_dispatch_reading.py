@@ -1,0 +1,425 @@
+"""Per-token dispatch conditions, entry points and link checks against independent reads.
+
+The oracle here is a small regex reader written in this file: it runs ``generate.py -o``
+itself, pairs each kernel file with the innermost ``if(...) { using trait_ = ...;`` block
+of the API file by the trait text (aliases of the kernel file expanded by plain
+substitution), and splits the condition on top-level ``&&``.  Nothing of
+``sphinxext_fmha.cppapi`` is used to read the C++.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from sphinxext_fmha.cppapi.entry_points import read_entry_points
+from sphinxext_fmha.cppapi.links import link_report
+from sphinxext_fmha.cppapi.parse import parse_dispatch
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.session import Options, Session
+
+# --------------------------------------------------------------------------- the oracle
+
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_LEAF = re.compile(r"if\s*\(((?:[^{}])*?)\)\s*\{\s*using\s+(\w+)\s*=\s*([^;]+);", re.S)
+_USING = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", "", _COMMENT.sub("", text))
+
+
+def _top_split(text: str, sep: str) -> List[str]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    return parts + [text[start:]]
+
+
+def _unwrap(text: str) -> str:
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, c in enumerate(text):
+            depth += (c == "(") - (c == ")")
+            if depth == 0 and i < len(text) - 1:
+                return text
+        text = text[1:-1]
+    return text
+
+
+def oracle_terms(condition: str) -> List[str]:
+    """Top-level ``&&`` terms; comments, blanks and always-true terms dropped."""
+    out = []
+    for part in _top_split(_unwrap(_norm(condition)), "&&"):
+        part = _unwrap(part)
+        if part and re.sub(r"[()&|\s]|true", "", part):
+            out.append(part)
+    return out
+
+
+def nested_branch_terms(folder: Path) -> set:
+    """Conditions of simple ``if (X)`` branches (and their ``else``: ``!(X)``) anywhere in
+    the API file: levels nested inside a trait's block (``if (t.has_lse)``)."""
+    api = next(folder.glob("*_api.cpp")).read_text()
+    found = {_norm(m.group(1)) for m in re.finditer(r"\bif\s*\(([\w.!]+)\)\s*\{", api)}
+    return found | {"!(%s)" % c for c in found}
+
+
+def oracle_conditions(folder: Path) -> Dict[str, List[str]]:
+    """kernel file -> terms of the innermost ``if`` that declares its trait."""
+    api = next(folder.glob("*_api.cpp"))
+    leaves: Dict[str, List[str]] = {}
+    for m in _LEAF.finditer(api.read_text()):
+        leaves.setdefault(_norm(m.group(3)), oracle_terms(m.group(1)))
+    out = {}
+    for path in folder.glob("*.cpp"):
+        if path == api:
+            continue
+        text = _COMMENT.sub("", path.read_text())
+        aliases = {m.group(1): _norm(m.group(2)) for m in _USING.finditer(text)}
+        m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
+        if not m or m.group(1) not in aliases:
+            continue
+        trait = _expand(aliases[m.group(1)], aliases, m.group(1))
+        if trait in leaves:
+            out[path.name] = leaves[trait]
+    return out
+
+
+def _expand(text: str, aliases: Dict[str, str], own: str) -> str:
+    """Replace alias names by their values (a few rounds: aliases of aliases)."""
+    for _ in range(5):
+        text = re.sub(r"\b\w+\b", lambda w: w.group(0) if w.group(0) == own
+                      else aliases.get(w.group(0), w.group(0)), text)
+    return text
+
+
+def generate(root: Path, api: str, out: Path, *args: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", str(out)],
+                   cwd=fmha_dir(root), check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    return out
+
+
+# --------------------------------------------------------------------------- corpus
+
+#: (tree, api, "[kernel class:]token" of the segment under test, filter for the oracle run)
+CASES = [
+    ("flash-attn-2.7.4.post1", "fwd", "_psddv", None),
+    ("flash-attn-2.8.1", "fwd", "_psddv", "*_d128_*"),
+    ("flash-attn-2.8.3", "batch_prefill", "_psskddv", None),
+    ("flash-attn-2.8.3", "fwd_splitkv", "FmhaFwdSplitKVKernel:_lse", None),
+    ("flash-attn-2.8.3", "fwd_splitkv", "FmhaFwdSplitKVKernel:_psddv", None),
+    ("amd-aiter-0.1.7.post2.dev18", "fwd", "_pssk", "*_d256_*"),
+]
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    return {}
+
+
+def _session(sessions, corpus_root, name: str) -> Session:
+    if name not in sessions:
+        sessions[name] = Session(corpus_root(name))
+    return sessions[name]
+
+
+def _segment_of(model, token: str):
+    class_name, _, token = token.rpartition(":")
+    for kernel_type in model.kernel_types:
+        if class_name and kernel_type.class_name != class_name:
+            continue
+        for index, segment in enumerate(kernel_type.segments):
+            if token in segment.tokens:
+                return kernel_type, index, segment
+    raise AssertionError("no segment has token %r" % token)
+
+
+@pytest.mark.parametrize("name,api,token,pattern", CASES, ids=["%s-%s-%s" % c[:3] for c in CASES])
+def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path,
+                                                  name, api, token, pattern):
+    from sphinxext_fmha.verify.token_facts import token_dispatch
+
+    session = _session(sessions, corpus_root, name)
+    model = session.model(api)
+    listing = session.runner.list_kernels(session.tree.request(api, Options()))
+    reading = session.dispatch_reading(api)
+    facts = token_dispatch(model, listing.files, reading)
+    kernel_type, index, segment = _segment_of(model, token)
+    folder = generate(corpus_root(name), api, tmp_path / "out", *(["-f", pattern] if pattern else []))
+    oracle = oracle_conditions(folder)
+    assert oracle, "the independent reader paired no kernel with its if-chain"
+    nested = nested_branch_terms(folder)
+    groups = facts.groups[(kernel_type.class_name, index)]
+    group_of = {f: g for t in segment.tokens for g in groups.get(t, []) for f in g.files}
+    checked = 0
+    for token_here in [t for t in segment.tokens if t]:
+        for filename in [f for f in oracle if token_here in f]:
+            group = group_of.get(filename)
+            assert group is not None, filename
+            shown = [_unwrap(_norm(c)) for c in group.cpp]
+            # correct: every shown term is a term of the kernel's own `if` (or of a simple
+            # branch nested in its block)
+            assert set(shown) <= set(oracle[filename]) | nested, (filename, shown, oracle[filename])
+            # complete: every term that differs from a sibling differing only in this
+            # segment is shown
+            for other in [t for t in segment.tokens if t and t != token_here]:
+                sibling = filename.replace(token_here, other, 1)
+                if sibling == filename or sibling not in oracle:
+                    continue
+                differing = set(oracle[filename]) - set(oracle[sibling])
+                assert differing <= set(shown), (filename, sibling, differing, shown)
+                checked += 1
+    present = {t for t in segment.tokens if t and any(t in f for f in oracle)}
+    if len(present) > 1:  # (split-KV main kernels all carry `_lse`: nothing to pair)
+        assert checked, "no pair of kernels differing only in %s was found" % segment.label
+
+
+def test_splitkv_has_lse_is_a_sub_kernel_choice_not_a_main_condition(corpus_root, sessions):
+    from sphinxext_fmha.verify.token_facts import token_dispatch
+
+    session = _session(sessions, corpus_root, "flash-attn-2.8.3")
+    model = session.model("fwd_splitkv")
+    reading = session.dispatch_reading("fwd_splitkv")
+    api_text = session.runner.generate_api_file(
+        session.tree.request("fwd_splitkv", Options())).text
+    # independent: every `if (t.has_lse)` has an else, both launch fmha_fwd_splitkv_<traits_, ..>
+    assert re.search(r"if\s*\(t\.has_lse\)\s*\{", api_text)
+    assert {c["condition"] for c in reading["choices"]} >= {"t.has_lse"}
+    main = [name for name, kind in reading["kinds"].items()
+            if kind == "fmha_fwd_splitkv_traits_" and name in reading["kernels"]]
+    assert main
+    for name in main:
+        words = [w for _, _, w in reading["kernels"][name]["terms"] if "has_lse" in w]
+        if "_fp8_" in name:
+            # fp8: the has_lse branch returns -1 (`if constexpr` on FmhaFwdFp8), so only the
+            # else branch launches it, and `not has_lse` is a real condition
+            assert words == ["not has_lse"], (name, words)
+        else:
+            assert words == [], (name, words)
+    assert re.search(r"if\s*constexpr\s*\(std::is_same_v<FmhaFwdFp8,\s*FmhaFwdFp8>\)\s*\{\s*"
+                     r"return\s*-1;", api_text)
+    listing = session.runner.list_kernels(session.tree.request("fwd_splitkv", Options()))
+    facts = token_dispatch(model, listing.files, reading)
+    for (class_name, _), groups in facts.groups.items():
+        if class_name != "FmhaFwdSplitKVKernel":
+            continue
+        for group in (g for gs in groups.values() for g in gs):
+            if any("has_lse" in w for w in group.words):
+                assert all("_fp8_" in f for f in group.files)
+
+
+def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
+    """48 of the 147 combine kernels of flash-attn 2.8.3 are never referenced; the
+    independent count: combine trait texts in the API file vs generated combine files."""
+    session = _session(sessions, corpus_root, "flash-attn-2.8.3")
+    reading = session.dispatch_reading("fwd_splitkv")
+    combine = [n for n, k in reading["kinds"].items() if "combine" in k]
+    assert len(combine) == 147
+    assert len([n for n in reading["unreferenced"] if n in combine]) == 48
+    assert not reading["missing"] and not reading["unreachable"]
+
+
+# --------------------------------------------------------------------------- synthetic
+
+V2_V3_API = textwrap.dedent(r"""
+    #include "fmha_fwd.hpp"
+    namespace {
+    float fmha_fwd_v2(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
+        float r = -1;
+        if(t.data_type.compare("fp16") == 0) {
+            if((t.is_group_mode == false) && (a.seqlen_k % 128 == 0)) {
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS>;
+                return fmha_fwd_<trait_, ck_tile::gfx9_t>(s, a);
+            }
+        }
+        return r;
+    }
+    float fmha_fwd_v3(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
+        float r = -1;
+        if(t.data_type.compare("fp16") == 0) {
+            if((t.is_group_mode == false)) {
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS_V3>;
+                return fmha_fwd_<trait_, ck_tile::gfx950_t>(s, a);
+            }
+        }
+        return r;
+    }
+    } // namespace
+    float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const ck_tile::stream_config& config) {
+        const bool can_dispatch_v3 = (traits.data_type.compare("fp16") == 0)
+                                     and (args.hdim_q == 128);
+        if (@@ENABLED@@ and can_dispatch_v3) {
+            return fmha_fwd_v3(traits, args, config);
+        } else {
+            return fmha_fwd_v2(traits, args, config);
+        }
+    }
+""")
+
+KERNEL = textwrap.dedent("""
+    #include "fmha_fwd.hpp"
+    using fmha_pipeline_enum = Pipeline::{pipe};
+    using trait = fmha_fwd_traits_<128, FmhaFwdFp16, false, fmha_pipeline_enum>;
+    template<>
+    float fmha_fwd_<trait, ck_tile::{arch}>(const ck_tile::stream_config& s, fmha_fwd_args a)
+    {{ return 0; }}
+""")
+
+
+def _kernels(*which: str) -> Dict[str, str]:
+    files = {"v2.cpp": KERNEL.format(pipe="QRKSVS", arch="gfx9_t"),
+             "v3.cpp": KERNEL.format(pipe="QRKSVS_V3", arch="gfx950_t"),
+             "extra.cpp": KERNEL.format(pipe="QRKSVS_ASYNC", arch="gfx9_t")}
+    return {name: files[name] for name in which}
+
+
+@pytest.mark.parametrize("enabled", ["false", "true"])
+def test_v2_v3_entry_points(enabled):
+    api = V2_V3_API.replace("@@ENABLED@@", enabled)
+    entry = read_entry_points(parse_dispatch(api))
+    assert entry.entries == ["fmha_fwd"]
+    callees = [(c.callee, c.never) for c in entry.calls]
+    assert callees == [("fmha_fwd_v3", enabled == "false"), ("fmha_fwd_v2", False)]
+    report = link_report(api, _kernels("v2.cpp", "v3.cpp", "extra.cpp"))
+    assert report.links and report.unreferenced == ["extra.cpp"]
+    if enabled == "false":
+        assert list(report.unreachable) == ["v3.cpp"]
+        assert "always false" in report.unreachable["v3.cpp"]
+        assert "fmha_fwd_v3" in entry.dead
+    else:
+        assert report.unreachable == {} and entry.dead == {}
+
+
+def test_link_report_missing_specialisation():
+    api = V2_V3_API.replace("@@ENABLED@@", "false")
+    report = link_report(api, _kernels("v2.cpp"))
+    # a disabled path still instantiates its kernel: the build would not link
+    assert not report.links
+    assert [(f, t) for f, t, _ in report.missing] == [("fmha_fwd_v3", "fmha_fwd_traits_")]
+
+
+def test_rule_object_receipts():
+    import ast
+
+    from sphinxext_fmha.analysis.rule_receipts import rule_object_receipts
+
+    source = textwrap.dedent('''
+        def get_product(receipt: int):
+            # Flash attention integration
+            if receipt == 2:
+                def fit(problem_ctx, kernel_ctx) -> bool:
+                    cond = problem_ctx.dtype in ["fp16", "bf16"]
+                    cond &= kernel_ctx.pipeline.F_bias in ["no", "alibi"]
+                    if problem_ctx.dtype == "fp8bf16":
+                        cond &= problem_ctx.hdim == 128
+                    return cond
+                return Product(name="Flash attention integration", rule=fit)
+            elif receipt in (100, 101):
+                def fit(problem_ctx, kernel_ctx) -> bool:
+                    return problem_ctx.mode == "batch"
+                return Product(name="Aiter", rule=fit)
+            else:
+                def fit(problem_ctx, kernel_ctx) -> bool:
+                    return problem_ctx.dtype != "fp32"
+                return Product(name="Default", rule=fit)
+    ''')
+    receipts = rule_object_receipts(ast.parse(source), {"receipt"}, lambda v: "",
+                                    lambda node: "m.py:%d" % node.lineno, lambda line: "")
+    by_value = {r.value: r for r in receipts}
+    assert list(by_value) == ["2", "100", "101", "other"]
+    assert by_value["2"].label == "Flash attention integration"
+    assert "kernel_ctx.pipeline.F_bias in ['no', 'alibi']" in by_value["2"].conditions
+    assert "problem_ctx.hdim == 128 (when problem_ctx.dtype == 'fp8bf16')" in by_value["2"].conditions
+    assert by_value["101"].conditions == ["problem_ctx.mode == 'batch'"]
+    assert by_value["other"].label == "Default" and "other than 2, 100, 101" in by_value["other"].reading
+
+
+# --------------------------------------------------------------------------- synthetic trees
+
+
+def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_path):
+    from sphinxext_fmha.render.markdown import render_guide_markdown
+
+    root = synthetic_tree("v2_v3")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    reading = session.dispatch_reading("toy")
+    api = generate(root, "toy", tmp_path / "out")
+    api_text = next(api.rglob("fmha_toy_api.cpp")).read_text()
+    # independent: the trait declarations inside the body of fmha_toy_v3
+    v3_body = api_text.split("static float fmha_toy_v3(", 1)[1].split("\nfloat fmha_toy(", 1)[0]
+    v3_traits = len(re.findall(r"using\s+trait_\s*=", v3_body))
+    assert v3_traits > 0
+    assert reading["entries"] == ["fmha_toy"]
+    assert set(reading["dead"]) == {"fmha_toy_v3"}
+    assert len(reading["unreachable"]) == v3_traits
+    assert reading["unreferenced"] == [] and reading["missing"] == []
+    text = render_guide_markdown(session, "toy", sections=["dispatch"])
+    assert "Not reachable:" in text and "`false and can_dispatch_v3`" in text
+    assert "Referenced but unreachable:" in text
+    assert "No unreachable kernel" not in text
+
+
+def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
+    from independent import independent_listing
+
+    root = synthetic_tree("rule_receipts")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    receipts = {r.value: r for r in session.model("toy").receipts}
+    assert "not referenced" not in receipts["2"].reading
+    assert "mode == 'batch'" in receipts["2"].conditions
+    assert receipts["3"].conditions == ["pipeline.F_lse == 'f'"]
+    assert receipts["other"].label == "Default"
+    # what receipt 3 keeps, measured: no kernel with lse
+    kept = independent_listing(root, "toy", tmp_path, "-r", "3")
+    assert kept and not any(re.search(r"_lse(_|\.cpp|$)", name) for name in kept)
+
+
+def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
+    """The try order the guide reports for the pad segment is the source order of the
+    kernels' `if` blocks in the API file (read here with the regex reader)."""
+    from sphinxext_fmha.verify.token_facts import token_dispatch
+
+    name, api = "flash-attn-2.8.3", "batch_prefill"
+    session = _session(sessions, corpus_root, name)
+    model = session.model(api)
+    listing = session.runner.list_kernels(session.tree.request(api, Options()))
+    facts = token_dispatch(model, listing.files, session.dispatch_reading(api))
+    orders = facts.orders[("FmhaFwdKernel", "pad")]
+    folder = generate(corpus_root(name), api, tmp_path / "out")
+    api_text = next(folder.glob("*_api.cpp")).read_text()
+    at = {}
+    for m in _LEAF.finditer(api_text):
+        at.setdefault(_norm(m.group(3)), m.start())
+    position = {}
+    for path in folder.glob("*.cpp"):
+        text = _COMMENT.sub("", path.read_text())
+        aliases = {m.group(1): _norm(m.group(2)) for m in _USING.finditer(text)}
+        m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
+        if m and m.group(1) in aliases:
+            trait = _expand(aliases[m.group(1)], aliases, m.group(1))
+            if trait in at:
+                position[path.name] = at[trait]
+    pairs = [(position[f], position[f.replace("_psddv_", "_psskddv_")])
+             for f in position if "_psddv_" in f and f.replace("_psddv_", "_psskddv_") in position]
+    assert pairs
+    first = sum(1 for a, b in pairs if a < b)
+    assert orders.get(("_psddv", "_psskddv"), 0) == first == len(pairs)
