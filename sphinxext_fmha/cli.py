@@ -1,35 +1,64 @@
-"""Command line: ``sphinxext-fmha {apis,analyze,check,recommend,guide,generate}``."""
+"""Command line: ``sphinxext-fmha {apis,analyze,check,recommend,guide,generate}``.
+
+Exit status: 0 success; 1 a run failed (generate.py, the analysis, an unverified
+check or recommendation); 2 a usage or input error (bad option, path, CK root, API,
+interpreter); 130 interrupted (Ctrl-C).  Errors are one line on stderr (plus the tail of
+generate.py's stderr when it failed), never a traceback; a closed output pipe
+(``| head``) ends the command quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import List, Optional
 
-from .analysis.analyze import AnalysisError, Options
-from .analysis.observe import ProbeError
+from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
-from .process.runner import GenerateError
+from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
+from .process.cache import cache_dir_problem
+from .process.driver import DRIVER_SCRIPT, driver_listing as _driver_listing
+from .process.driver import run_driver as _run_driver
+from .process.launch import GenerateError
 
-DRIVER_SCRIPT = Path(__file__).with_name("process") / "driver_script.py"
+__all__ = ["main", "build_parser", "run_driver", "driver_listing", "DRIVER_SCRIPT",
+           "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: Error kinds that are the user's input to fix (exit 2); every other kind is a failed run.
+_INPUT_KINDS = {WarningType.CONFIG, WarningType.CK_ROOT, WarningType.CACHE, WarningType.API,
+                WarningType.OPTION, WarningType.FILTER}
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % text) from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds greater than 0, not %s"
+                                         % text)
+    return value
 
 
 def _common(parser: argparse.ArgumentParser, api: bool = True) -> None:
     parser.add_argument("--ck-root", help="CK checkout (default: search upward from here)")
     parser.add_argument("--python", help="interpreter that runs generate.py")
     parser.add_argument("--cache-dir", help="on-disk cache (default ~/.cache/sphinxext-fmha)")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds per generate.py run")
+    parser.add_argument("--timeout", type=_seconds, default=900,
+                        help="seconds per generate.py run (> 0)")
     if api:
-        parser.add_argument("--targets")
-        parser.add_argument("--mask", choices=["simplified", "generic"])
-        parser.add_argument("--receipt", type=int)
-        parser.add_argument("--optdim")
+        for spec in GENERATE_OPTIONS:
+            parser.add_argument(spec.long_flag, dest=spec.dest,
+                                help="generate.py %s (checked against the tree's own help)"
+                                % spec.flag)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,30 +101,116 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _InputError(FmhaError):
+    """A path or value given on the command line that cannot be used."""
+
+    default_kind = WarningType.OPTION
+
+
 def _session(args):
     from .session import Session
 
+    cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else None
+    if cache_dir is not None:
+        problem = cache_dir_problem(cache_dir)
+        if problem:
+            raise _InputError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
     root = locate_ck_root(path=Path(args.ck_root) if args.ck_root else None,
                           start=None if args.ck_root else Path.cwd())
     progress = (lambda message: print(message, file=sys.stderr)) if sys.stderr.isatty() else None
-    return Session(root, python=args.python, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                   timeout=args.timeout, progress=progress)
+    session = Session(root, python=args.python, cache_dir=cache_dir, timeout=args.timeout,
+                      progress=progress)
+    try:
+        session.runner.python_id()  # an interpreter that is not a Python fails here, once
+    except GenerateError as error:
+        raise _InputError("--python: %s" % error, kind=WarningType.CONFIG,
+                          command=error.command, stderr_tail=error.stderr_tail) from None
+    return session
 
 
-def _options(args) -> Options:
-    return Options(targets=args.targets, mask=args.mask, receipt=args.receipt, optdim=args.optdim)
+def _options(args, session=None) -> Options:
+    origins = {spec.dest: spec.long_flag for spec in GENERATE_OPTIONS}
+    return parse_options(session.tree if session is not None else None,
+                         **{spec.dest: getattr(args, spec.dest) for spec in GENERATE_OPTIONS},
+                         origins=origins)
+
+
+def _say(message: str) -> None:
+    try:
+        print("sphinxext-fmha: %s" % message, file=sys.stderr)
+    except (OSError, ValueError):  # stderr gone too: nothing left to tell
+        pass
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: send what is left to /dev/null, so the interpreter's final
+    flush does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run the command; return the exit status (see the module docstring)."""
     try:
+        args = build_parser().parse_args(argv)
         return _run(args)
-    except (CKRootNotFound, AnalysisError, GenerateError, ProbeError) as error:
-        print("sphinxext-fmha: %s" % error, file=sys.stderr)
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except (FmhaError, CKRootNotFound) as error:
+        kind = getattr(error, "kind", WarningType.CK_ROOT)
+        _say(str(error))
         tail = getattr(error, "stderr_tail", "")
-        if tail and tail not in str(error):
-            print(tail, file=sys.stderr)
-        return 2
+        if tail and not tail_shown(str(error), tail):
+            _say("last lines of its stderr:\n" + tail)
+        return EXIT_USAGE if kind in _INPUT_KINDS else EXIT_FAILED
+    except (SyntaxError, UnicodeDecodeError) as error:
+        _say("cannot read the CK tree's Python source: %s: %s" % (type(error).__name__, error))
+        return EXIT_FAILED
+    except OSError as error:
+        _say("%s (%s)" % (error.strerror or error, error.filename or "no file name"))
+        return EXIT_FAILED
+    except Exception as error:  # noqa: BLE001 - a bug of ours: one line, not a traceback
+        if os.environ.get("FMHA_DEBUG"):
+            raise
+        _say("internal error: %s: %s (set FMHA_DEBUG=1 to see where; please report it)"
+             % (type(error).__name__, error))
+        return EXIT_FAILED
+
+
+def _write_text(path_text: str, text: str, what: str) -> None:
+    path = Path(path_text).expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise _InputError("cannot write %s to %s: %s (give a file path in a folder you can "
+                          "write)" % (what, path, error.strerror or error)) from None
+
+
+def _output_path(path_text: str, folder: bool, flag: str) -> Path:
+    """An output of generate.py: a folder (``-o``) or a listing file (``-l``), its
+    parent folders created, checked before generate.py runs."""
+    path = Path(path_text).expanduser().resolve()
+    target = path if folder else path.parent
+    blocking = next((p for p in [target, *target.parents] if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        raise _InputError("%s: %s is a file, not a folder" % (flag, blocking))
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _InputError("%s: cannot create %s: %s" % (flag, target, error.strerror or error)) from None
+    if not folder and path.is_dir():
+        raise _InputError("%s: %s is a folder; give a file path" % (flag, path))
+    if not os.access(target, os.W_OK):
+        raise _InputError("%s: %s is not writable" % (flag, target))
+    return path
 
 
 def _run(args) -> int:
@@ -115,75 +230,83 @@ def _run(args) -> int:
             for gap in session.tree.gaps:
                 print("gap: %s (%s)" % (gap.what, gap.why))
         return 0
+    options = _options(args, session)
     if args.command == "analyze":
-        model = session.model(args.api, _options(args))
-        if args.format == "json":
-            print(to_json(model))
-        else:
-            print(_model_text(model))
+        model = session.model(args.api, options)
+        _warn_suspicious(model)
+        print(to_json(model) if args.format == "json" else _model_text(model))
         return 0
     if args.command == "check":
-        check = session.check(args.api, args.filter, _options(args))
-        if args.format == "json":
-            print(to_json(check))
-        else:
-            print(_check_text(check))
-        return 0 if check.verified else 1
+        model = session.model(args.api, options)
+        check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
+        check = session.check(args.api, args.filter, options)
+        print(to_json(check) if args.format == "json" else _check_text(check))
+        return 0 if check.verified else EXIT_FAILED
     if args.command == "recommend":
-        recommendation = session.recommend(args.api, _options(args))
+        recommendation = session.recommend(args.api, options)
         if args.format == "json":
             print(to_json(recommendation))
         else:
             from .render.markdown import render_recommendation_markdown
 
             print(render_recommendation_markdown(recommendation))
-        return 0 if recommendation.verified else 1
+        return 0 if recommendation.verified else EXIT_FAILED
     if args.command == "guide":
-        from .render.markdown import render_guide_markdown
+        from .guide import collect_guide
+        from .render.markdown import guide_markdown
 
-        text = render_guide_markdown(session, args.api, _options(args))
         if args.output:
-            output = Path(args.output)
-            output.parent.mkdir(parents=True, exist_ok=True)
-            output.write_text(text, encoding="utf-8")
+            _output_path(args.output, folder=False, flag="-o")  # fail before the long run
+        data = collect_guide(session, args.api, options)
+        text = guide_markdown(data)
+        _warn_suspicious(data.model)
+        for problem in (data.recommendation_problem, data.dispatch_problem):
+            if problem is not None:
+                _say("warning: " + problem.message)
+        if args.output:
+            _write_text(args.output, text, "the guide")
         else:
             sys.stdout.write(text)
+            sys.stdout.flush()
         return 0
     if args.command == "generate":
-        return _generate(session, args)
-    return 2
+        return _generate(session, args, options)
+    return EXIT_USAGE
+
+
+def _warn_suspicious(model) -> None:
+    from .guide import suspicious_problems
+
+    for problem in suspicious_problems(model):
+        _say("warning: " + problem.message)
+
+
+def _generate_args(session, api: str, options: Options) -> List[str]:
+    return list(session.tree.request(api, options).argv(session.tree.supported_dests()))
 
 
 def run_driver(session, api: str, options: Options, filters: List[str], out_args: List[str]) -> None:
     """Run the driver (one generate.py run for the union of ``filters``)."""
     model = session.model(api, options)
-    request = session.tree.request(api, options)
-    generate_args = [a for a in request.argv(session.tree.supported_dests())]
-    command = [session.python, "-B", str(DRIVER_SCRIPT), str(session.tree.fmha_dir),
-               model.filter.api_split or ""] + list(filters) + ["--"] + generate_args + out_args
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(command, cwd=str(session.tree.fmha_dir), env=env, capture_output=True,
-                          text=True, timeout=session.timeout)
-    if proc.returncode != 0:
-        raise GenerateError("the driver run failed (exit code %d)" % proc.returncode,
-                            command=" ".join(command[2:]),
-                            stderr_tail="\n".join(proc.stderr.strip().splitlines()[-20:]))
+    _run_driver(session.python, session.tree.fmha_dir, model.filter.api_split or "", filters,
+                _generate_args(session, api, options), out_args, session.timeout)
 
 
 def driver_listing(session, api: str, options: Options, filters: List[str]) -> List[str]:
-    with tempfile.TemporaryDirectory(prefix="fmha-driver-") as tmp:
-        listing = Path(tmp) / "kernels.txt"
-        run_driver(session, api, options, filters, ["-l", str(listing)])
-        names = [Path(line.strip()).name for line in listing.read_text().splitlines() if line.strip()]
-    return sorted(n for n in names if not n.endswith("_api.cpp"))
+    """Kernel files the driver run lists for ``filters`` (see :mod:`.process.driver`)."""
+    model = session.model(api, options)
+    return _driver_listing(session.python, session.tree.fmha_dir, model.filter.api_split or "",
+                           filters, _generate_args(session, api, options), session.timeout)
 
 
-def _generate(session, args) -> int:
-    options = _options(args)
+def _generate(session, args, options: Options) -> int:
+    model = session.model(args.api, options)
+    for text in args.filter:
+        check_filter_text(args.api, text, model.filter.cli_split, model.filter.api_split)
     if args.list_blobs:
-        out = ["-l", str(Path(args.list_blobs).resolve())]
+        out = ["-l", str(_output_path(args.list_blobs, folder=False, flag="-l"))]
     else:
-        out = ["-o", str(Path(args.output_dir).resolve())]
+        out = ["-o", str(_output_path(args.output_dir, folder=True, flag="-o"))]
     run_driver(session, args.api, options, args.filter, out)
     return 0
 

@@ -90,7 +90,7 @@ class Session:
         """A result kept on disk, keyed by the tree's content, our own code and the
         interpreter: a new process (``sphinx-build -E``) reads it back."""
         key = self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
-                                 self.runner._python_id(), *parts)
+                                 self.runner.python_id(), *parts)
         hit = self.cache.get(key)
         if hit is not None:
             try:

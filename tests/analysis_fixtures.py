@@ -20,6 +20,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from sphinxext_fmha.model import ApiModel, KernelType, Segment
 
+from launch_twin import run_child
+
 FMHA_SUBDIR = "example/ck_tile/01_fmha"
 
 #: Keys the issue requires in a model's JSON (``to_dict``).
@@ -68,8 +70,7 @@ def run_listing(fmha_dir: Path, api: str, mask: Optional[str] = None, *,
         command = [python, "-B", str(fmha_dir / "generate.py"),
                    *_listing_argv(api, mask, extra), "-l", str(out)]
         started = time.monotonic()
-        proc = subprocess.run(command, cwd=str(fmha_dir), env=env, capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = run_child(command, cwd=fmha_dir, env=env, timeout=timeout)
         seconds = time.monotonic() - started
         if proc.returncode != 0:
             raise AssertionError("independent listing failed (%s): %s\n%s" % (

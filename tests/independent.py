@@ -1,24 +1,29 @@
 """An independent `generate.py -l` run, the yardstick the tests measure against: a plain
-subprocess, no cache and nothing of sphinxext_fmha in between."""
+child process (the tests' launcher twin), no cache and nothing of sphinxext_fmha in
+between."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Set
 
 from sphinxext_fmha.locate import fmha_dir
 
+from launch_twin import run_child
+
 
 def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:
     """Kernel file names (the API dispatch file left out) that generate.py lists."""
     out = tmp / "independent.txt"
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-l", str(out)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    ran = run_child([sys.executable, "-B", "generate.py", "-a", api, *args, "-l", str(out)],
+                    cwd=fmha_dir(root), timeout=1200,
+                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    if ran.returncode != 0:
+        raise AssertionError("independent listing failed (%s):\n%s" % (ran.returncode,
+                                                                       ran.stderr[-3000:]))
     names = {Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()}
     return {n for n in names if not n.endswith("_api.cpp")}
 
@@ -70,7 +75,9 @@ def independent_listings(root: Path, api: str, tmp: Path, filters: Sequence[str]
     request = tmp / ("independent_%s_request.json" % api)
     request.write_text(json.dumps({"api": api, "args": list(args), "filters": list(filters),
                                    "out": str(out)}), encoding="utf-8")
-    subprocess.run([sys.executable, "-B", str(driver), str(fmha_dir(root)), str(request)],
-                   check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    ran = run_child([sys.executable, "-B", str(driver), str(fmha_dir(root)), str(request)],
+                    cwd=tmp, timeout=3600, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    if ran.returncode != 0:
+        raise AssertionError("independent listings failed (%s):\n%s" % (ran.returncode,
+                                                                        ran.stderr[-3000:]))
     return [set(r) if r is not None else None for r in json.loads(out.read_text())]

@@ -30,7 +30,6 @@ from typing import Dict, Optional, Set, Tuple
 import pytest
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.errors import ExtensionError
 from sphinx.util.docutils import docutils_namespace, patch_docutils
 
 from sphinxext_fmha.corpus import tree_by_name
@@ -584,11 +583,19 @@ def test_gaps_are_warnings(ck_root, tmp_path, monkeypatch):
     assert warnings == ""
 
 
-def test_strict_mode_raises(ck_root, tmp_path):
-    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: no_such_api\n"}
+def test_strict_mode_fails_the_build_without_a_crash_report(ck_root, tmp_path):
+    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: no_such_api\n\n"
+                         ".. fmha-kernel-guide:: other_api\n"}
     src = write_project(tmp_path / "src", pages, ck_root=ck_root, conf="fmha_strict = True")
-    with pytest.raises(ExtensionError, match=r"page\.rst:4: .*unknown FMHA API"):
-        build(src, "html")
+    app, _status, warnings = build(src, "html")
+    assert app.statuscode == 1
+    # every problem is a located error line; no traceback, no "Extension error"
+    assert re.search(r"page\.rst:4: ERROR: .*unknown FMHA API 'no_such_api'", warnings)
+    assert re.search(r"page\.rst:6: ERROR: .*unknown FMHA API 'other_api'", warnings)
+    assert "Traceback" not in warnings and "Extension error" not in warnings
+    # the next (incremental) build reads the page again and still fails
+    app, _status, warnings = build(src, "html")
+    assert app.statuscode == 1 and "page.rst:4: ERROR" in warnings
 
 
 # --------------------------------------------------------------------------- fake trees

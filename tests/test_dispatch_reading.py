@@ -357,7 +357,8 @@ def test_rule_object_receipts():
 
 
 def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_path):
-    from sphinxext_fmha.render.markdown import render_guide_markdown
+    from sphinxext_fmha.guide import collect_guide
+    from sphinxext_fmha.render.markdown import guide_markdown
 
     root = synthetic_tree("v2_v3")
     session = Session(root, cache_dir=tmp_path / "cache")
@@ -372,7 +373,7 @@ def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_
     assert set(reading["dead"]) == {"fmha_toy_v3"}
     assert len(reading["unreachable"]) == v3_traits
     assert reading["unreferenced"] == [] and reading["missing"] == []
-    text = render_guide_markdown(session, "toy", sections=["dispatch"])
+    text = guide_markdown(collect_guide(session, "toy", sections=["dispatch"]), ["dispatch"])
     assert "Not reachable:" in text and "`false and can_dispatch_v3`" in text
     assert "Referenced but unreachable:" in text
     assert "No unreachable kernel" not in text

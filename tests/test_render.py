@@ -15,6 +15,8 @@ from docutils import nodes
 from sphinxext_fmha.analysis.analyze import AnalysisError, Options, UnknownApiError
 from sphinxext_fmha.analysis.observe import ProbeError
 from sphinxext_fmha.corpus import tree_by_name
+from sphinxext_fmha.guide import collect_guide
+from sphinxext_fmha.guide_data import GuideData, build_date, parse_sections, problem_of
 from sphinxext_fmha.locate import CKRootNotFound
 from sphinxext_fmha.model import (
     Decision,
@@ -24,16 +26,8 @@ from sphinxext_fmha.model import (
     SegmentBreakdown,
     TokenCount,
 )
+from sphinxext_fmha.options import OptionError, parse_options
 from sphinxext_fmha.process.runner import GenerateError
-from sphinxext_fmha.render.collect import (
-    GuideData,
-    OptionError,
-    build_date,
-    collect_guide,
-    parse_options,
-    parse_sections,
-    problem_of,
-)
 from sphinxext_fmha.render.diagram import diagram_html, diagram_text
 from sphinxext_fmha.render.guide import (
     filter_check_blocks,
@@ -60,7 +54,6 @@ from sphinxext_fmha.render.markdown import (
     blocks_markdown,
     filter_check_markdown,
     guide_markdown,
-    render_guide_markdown,
     render_recommendation_markdown,
 )
 from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
@@ -157,7 +150,7 @@ def test_parse_options_against_a_tree(session):
     assert parse_options(tree, mask="generic").mask == "generic"
     with pytest.raises(OptionError, match="not one of simplified, generic"):
         parse_options(tree, mask="bogus")
-    with pytest.raises(OptionError, match="has no --targets option"):
+    with pytest.raises(OptionError, match="has no option --targets"):
         parse_options(tree, targets="gfx942")
 
 
@@ -192,7 +185,9 @@ def test_problem_of():
         (CKRootNotFound("no tree here", ["/x"]), "ck-root"),
         (UnknownApiError("nope", ["fwd"]), "api"),
         (OptionError("mask: bad"), "option"),
-        (AnalysisError("this CK tree's generate.py has no --targets option; remove it"), "option"),
+        # the kind is data: a message that mentions an option does not make it an option error
+        (AnalysisError("this CK tree's generate.py has no --targets option; remove it"),
+         "analysis"),
         (AnalysisError("something else"), "analysis"),
         (GenerateError("python generate.py -a fwd failed", command="python generate.py -a fwd",
                        stderr_tail="Traceback\nValueError: boom"), "generate"),
@@ -378,7 +373,7 @@ def markdown_outline(text: str) -> str:
 
 
 def test_guide_markdown(session, appendkv, file_regression, tmp_path):
-    text = render_guide_markdown(session, "fwd_appendkv")
+    text = guide_markdown(collect_guide(session, "fwd_appendkv"))
     assert text == guide_markdown(appendkv)  # deterministic
     assert re.findall(r"^## (.*)$", text, re.M) == GUIDE_TITLES
     assert "/" + "root" not in text and str(session.ck_root) not in text
@@ -430,7 +425,7 @@ def test_field_reference_counts_add_up(appendkv, session, tmp_path):
 
 
 def test_bwd_filter_mechanism(session):
-    data = collect_guide(session, "bwd", recommend=False)
+    data = collect_guide(session, "bwd", sections=["filter", "fields"])
     text = guide_markdown(data, ["filter", "fields"])
     assert "`@` separates 3 parts" in text
     assert "one failed match drops the whole trait" in text
@@ -459,4 +454,4 @@ def test_cli_guide_writes_markdown(session, tmp_path):
     assert code == 0
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# FMHA kernel guide: `fwd_appendkv`\n")
-    assert text == render_guide_markdown(session, "fwd_appendkv")  # the CLI adds nothing
+    assert text == guide_markdown(collect_guide(session, "fwd_appendkv"))  # the CLI adds nothing

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
 from ..model import (
     ApiInfo,
@@ -27,6 +28,7 @@ from ..model import (
     KernelType,
     to_dict,
 )
+from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
 from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
@@ -37,29 +39,17 @@ from .source import SourceFacts, analyze_source
 
 Progress = Optional[Callable[[str], None]]
 
-#: generate.py option dests the guide knows how to set, and their CLI flags.
-OPTION_FLAGS = {"targets": "--targets", "mask": "-m", "receipt": "-r", "optdim": "--optdim"}
-
-
-class AnalysisError(RuntimeError):
+class AnalysisError(FmhaError):
     """A problem the user has to fix (unknown API, unsupported option...)."""
 
 
 class UnknownApiError(AnalysisError):
+    default_kind = WarningType.API
+
     def __init__(self, api: str, available: Sequence[str]):
         super().__init__("unknown FMHA API %r; this tree has: %s" % (api, ", ".join(available)))
         self.api = api
         self.available = list(available)
-
-
-@dataclass(frozen=True)
-class Options:
-    """The generate.py options a model is built for (None: the tree's default)."""
-
-    targets: Optional[str] = None
-    mask: Optional[str] = None
-    receipt: Optional[int] = None
-    optdim: Optional[str] = None
 
 
 @dataclass
@@ -89,24 +79,29 @@ class Tree:
 
     def request(self, api: str, options: Options, filter: str = "") -> GenerateRequest:
         self.api(api)
-        for dest in OPTION_FLAGS:
-            if getattr(options, dest) is not None and self.option(dest) is None:
-                raise AnalysisError(
-                    "this CK tree's generate.py has no %s option; remove it (supported: %s)"
-                    % (OPTION_FLAGS[dest], ", ".join(sorted(o.dest for o in self.options))))
+        check_supported(options.given(), self.supported_dests())
         return GenerateRequest(api=api, filter=filter, targets=options.targets,
                                mask=options.mask, receipt=options.receipt, optdim=options.optdim)
 
     def effective_options(self, options: Options) -> Dict[str, Optional[str]]:
         """Every option the guide talks about, with the tree's default filled in."""
         result: Dict[str, Optional[str]] = {}
-        for dest in OPTION_FLAGS:
+        for dest in (spec.dest for spec in GENERATE_OPTIONS):
             option = self.option(dest)
             if option is None:
                 continue
             value = getattr(options, dest)
             result[dest] = str(value) if value is not None else option.default
         return result
+
+    def receipt_values(self) -> List[Tuple[int, int]]:
+        """Receipts the codegen compares with, as inclusive ranges (read once)."""
+        cached = self.__dict__.get("_receipt_values")
+        if cached is None:
+            from .receipts import receipts_in_source
+
+            cached = self.__dict__["_receipt_values"] = receipts_in_source(self.fmha_dir)
+        return cached
 
     def supported_dests(self) -> set:
         return {o.dest for o in self.options}

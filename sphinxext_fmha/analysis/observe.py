@@ -9,30 +9,26 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 import zlib
 from pathlib import Path
 from typing import Callable, List, Optional
 
 from ..process.cache import DiskCache, tree_digest
-from ..process.runner import interpreter_id, note_process_started
+from ..errors import FmhaError, WarningType, stderr_tail
+from ..process.launch import run, scratch
+from ..process.runner import interpreter_id
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
-STDERR_TAIL_LINES = 20
 
 
-class ProbeError(RuntimeError):
+class ProbeError(FmhaError):
     """The probe (i.e. the tree's own generate.py) failed; the message is for humans."""
 
+    default_kind = WarningType.GENERATE
+
     def __init__(self, message: str, command: str = "", stderr_tail: str = ""):
-        super().__init__(message)
-        self.command = command
-        self.stderr_tail = stderr_tail
+        super().__init__(message, command=command, stderr_tail=stderr_tail)
 
 
 def _probe_version() -> str:
@@ -83,42 +79,32 @@ def display_command(argv: List[str]) -> str:
 
 def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                progress: Optional[Callable[[str], None]]) -> dict:
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     shown = display_command(argv)
-    note_process_started(shown + "  # observed by the probe", fmha_dir)
-    with tempfile.TemporaryDirectory(prefix="fmha-observe-") as tmp:
-        out = Path(tmp) / "probe.json"
+    with scratch("fmha-observe-") as workdir:
+        out = workdir / "probe.json"
         command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out)] + list(argv)
-        started = time.time()
-        proc = subprocess.Popen(command, cwd=str(fmha_dir), env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        done = threading.Event()
-
-        def report() -> None:
-            while not done.wait(10):
-                if progress:
-                    progress("%s: still analysing (%d s)" % (shown, time.time() - started))
-
-        reporter = threading.Thread(target=report, daemon=True)
-        reporter.start()
+        outcome = run(command, cwd=fmha_dir, workdir=workdir, timeout=timeout,
+                      display=shown + "  # observed by the probe", progress=progress,
+                      label=shown + " (analysis)")
+        if outcome.timed_out:
+            error = outcome.error("%s timed out after %g s" % (shown, timeout))
+            raise ProbeError(str(error), shown, error.stderr_tail)
+        if not outcome.ok or not out.exists():
+            status = outcome.status() if not outcome.ok else "exit code 0 but no result"
+            error = outcome.error("%s failed (%s)" % (shown, status))
+            raise ProbeError(str(error), shown, error.stderr_tail)
         try:
-            _stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _stdout, stderr = proc.communicate()
-            raise ProbeError("%s timed out after %d s" % (shown, timeout), shown,
-                             _tail(stderr)) from None
-        finally:
-            done.set()
-        if proc.returncode != 0 or not out.exists():
-            raise ProbeError("%s failed (exit code %s)" % (shown, proc.returncode), shown,
-                             _tail(stderr))
-        result = json.loads(out.read_text())
-    if result.get("error"):
-        raise ProbeError("%s failed: %s" % (shown, result["error"].strip().splitlines()[-1]),
-                         shown, _tail(result["error"]))
+            result = json.loads(out.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ProbeError("%s: the analysis wrote an unreadable result (%s)" % (shown, exc),
+                             shown, outcome.stderr_tail()) from None
+        if result.get("error"):
+            # generate.py ran inside the probe: its own stderr is the probe's
+            error_text = result["error"].strip()
+            tail = stderr_tail(outcome.stderr_tail() + "\n" + error_text)
+            lines = tail.splitlines()
+            raise ProbeError("%s failed: %s\n  in %s\n  last %d lines of stderr:\n%s" % (
+                shown, error_text.splitlines()[-1] if error_text else "unknown error",
+                fmha_dir, len(lines), "\n".join("    " + line for line in lines)),
+                shown, tail)
     return result
-
-
-def _tail(text: str) -> str:
-    return "\n".join((text or "").strip().splitlines()[-STDERR_TAIL_LINES:])

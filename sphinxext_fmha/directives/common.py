@@ -1,9 +1,10 @@
-"""Shared Sphinx glue: configuration, the per-process Session memo, problem reporting.
+"""Shared Sphinx glue: the per-process Session memo, problem reporting.
 
 Every failure a directive meets is turned into one located warning
-(``type="fmha"``, ``subtype=<kind>``) carrying the failed command and the tail of its
-stderr, and a short admonition in the page; with ``fmha_strict = True`` it raises an
-:class:`~sphinx.errors.ExtensionError` instead.
+(``type="fmha"``, ``subtype=<kind>``, see :class:`~sphinxext_fmha.errors.WarningType`)
+carrying the failed command and the tail of its stderr, and a short admonition in the
+page; with ``fmha_strict = True`` it is a located error line instead, and the build ends
+with a non-zero exit status (:mod:`.strict`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from docutils import nodes
 from docutils.parsers.rst import directives
-from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from ..analysis.analyze import Options
-from ..render.collect import Problem, merge_options, parse_options, problem_of
+from ..errors import WarningType
+from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
+from ..process.launch import GenerateError
+from ..guide import suspicious_problems
+from ..guide_data import Problem, problem_of
 from ..render.nodes import problem_node
+from .config import fmha_config
+from .strict import record_problem, suppressed
 
 logger = logging.getLogger("sphinxext_fmha")
 
@@ -37,12 +42,7 @@ __all__ = [
 ]
 
 #: Options every directive takes (generate.py options; they override the config).
-OPTION_SPEC = {
-    "targets": directives.unchanged,
-    "mask": directives.unchanged,
-    "receipt": directives.unchanged,
-    "optdim": directives.unchanged,
-}
+OPTION_SPEC = {spec.dest: directives.unchanged for spec in GENERATE_OPTIONS}
 
 _LOCK = threading.Lock()
 #: (ck_root, python, cache_dir, timeout) -> (tree digest, Session)
@@ -75,7 +75,7 @@ def resolve_ck_root(config: Any, confdir: Path, srcdir: Path) -> Path:
     source folder; raises :class:`~sphinxext_fmha.locate.CKRootNotFound`."""
     from ..locate import locate_ck_root
 
-    given = _config_path(config.fmha_ck_root, confdir)
+    given = _config_path(fmha_config(config).ck_root, confdir)
     key = (str(given) if given is not None else "", str(srcdir))
     with _LOCK:
         if key in _ROOTS:
@@ -105,10 +105,11 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
     from ..process.cache import tree_digest
     from ..locate import fmha_dir
 
+    settings = fmha_config(config)
     root = resolve_ck_root(config, confdir, srcdir)
-    python = str(config.fmha_python or sys.executable)
-    cache_dir = _config_path(config.fmha_cache_dir, confdir)
-    timeout = float(config.fmha_timeout)
+    python = str(settings.python or sys.executable)
+    cache_dir = _config_path(settings.cache_dir, confdir)
+    timeout = settings.timeout
     key = (str(root), python, str(cache_dir or ""), timeout)
     digest = tree_digest(fmha_dir(root))
     with _LOCK:
@@ -117,6 +118,11 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
             return cached[1]
     session = Session(root, python=python, cache_dir=cache_dir, timeout=timeout,
                       progress=_progress)
+    try:
+        session.runner.python_id()  # an interpreter that is not a Python fails here, once
+    except GenerateError as error:
+        raise GenerateError("fmha_python: %s" % error, command=error.command,
+                            stderr_tail=error.stderr_tail, kind=WarningType.CONFIG) from None
     with _LOCK:
         cached = _SESSIONS.get(key)
         if cached is not None and cached[0] == digest:
@@ -135,13 +141,14 @@ class FmhaDirective(SphinxDirective):
         return get_session(self.config, Path(self.env.srcdir), Path(self.env.srcdir))
 
     def fmha_options(self, session) -> Options:
-        config = self.config
-        defaults = Options(targets=_joined(config.fmha_targets), mask=config.fmha_mask,
-                           receipt=config.fmha_receipt, optdim=_joined(config.fmha_optdim))
-        values = merge_options(defaults, **{k: self.options.get(k) for k in OPTION_SPEC})
-        return parse_options(session.tree if session is not None else None,
-                             targets=values["targets"], mask=values["mask"],
-                             receipt=_receipt(values["receipt"]), optdim=values["optdim"])
+        """The configuration's options, overridden by the directive's own, checked against
+        the tree; a message names where a bad value came from (the option ``receipt``
+        or the configuration value ``fmha_receipt``)."""
+        own = {k: self.options.get(k) for k in OPTION_SPEC}
+        values = merge_options(fmha_config(self.config).options(), **own)
+        origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
+        return parse_options(session.tree if session is not None else None, origins=origins,
+                             **values)
 
     def session_and_options(self):
         """The Session (this page now depends on its tree) and the options in effect."""
@@ -162,29 +169,34 @@ class FmhaDirective(SphinxDirective):
         return node
 
     def report(self, problem: Problem, *, render: bool = True) -> List[nodes.Node]:
-        """Log ``problem`` (or raise in strict mode); return the admonition to show."""
+        """Log ``problem`` (an error line in strict mode); return the admonition to show."""
         node = problem_node("%s not available:" % self.what, _first_line(problem.message))
         self.set_source_info(node)
-        message = "%s: %s" % (self.name, problem.details())
-        if self.config.fmha_strict:
-            source, line = self.get_source_info()
-            raise ExtensionError("%s:%s: %s [fmha.%s]" % (source, line, message, problem.kind))
-        logger.warning(message, location=node, type="fmha", subtype=problem.kind)
+        self._log(problem.kind, "%s: %s" % (self.name, problem.details()), node)
         return [node] if render else []
 
-    def warn(self, kind: str, message: str) -> None:
+    def warn(self, kind: WarningType, message: str) -> None:
         """A located warning that does not replace the directive's output."""
-        if self.config.fmha_strict:
-            source, line = self.get_source_info()
-            raise ExtensionError("%s:%s: %s: %s [fmha.%s]" % (source, line, self.name, message, kind))
-        logger.warning("%s: %s", self.name, message, location=self.located(), type="fmha",
-                       subtype=kind)
+        self._log(WarningType(kind), "%s: %s" % (self.name, message), self.located())
+
+    def warn_suspicious(self, model: Any) -> None:
+        """Warn about a success that should not be trusted (an empty listing...)."""
+        for problem in suspicious_problems(model):
+            self.warn(problem.kind, problem.message)
+
+    def _log(self, kind: WarningType, message: str, node: nodes.Node) -> None:
+        subtype = WarningType(kind).value
+        if fmha_config(self.config).strict:
+            logger.error(message, location=node, type="fmha", subtype=subtype)
+            if not suppressed(self.config, subtype):
+                source, line = self.get_source_info()
+                record_problem(self.env, self.env.docname, "%s:%s: %s" % (source, line, message))
+        else:
+            logger.warning(message, location=node, type="fmha", subtype=subtype)
 
     def run(self) -> List[nodes.Node]:
         try:
             return self.run_fmha()
-        except ExtensionError:
-            raise
         except Exception as exc:  # noqa: BLE001 - every failure is reported, located
             return self.report(problem_of(exc))
 
@@ -201,17 +213,3 @@ def _first_line(text: str) -> str:
             word = "<path>"
         words.append(word)
     return " ".join(words) + ("" if line.endswith(".") else ".") + " See the build log."
-
-
-def _joined(value: Any) -> Optional[str]:
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(value)
-
-
-def _receipt(value: Any) -> Any:
-    if value is None or isinstance(value, int):
-        return value
-    return str(value)

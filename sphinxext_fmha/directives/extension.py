@@ -1,9 +1,8 @@
 """``extensions = ["sphinxext_fmha"]``: configuration values, directives, transforms.
 
-* Config values (all ``fmha_*``, rebuild ``env`` unless noted): ``fmha_ck_root``,
-  ``fmha_targets``, ``fmha_mask``, ``fmha_receipt``, ``fmha_optdim``,
-  ``fmha_cache_dir`` (rebuild ``""``), ``fmha_python``, ``fmha_timeout`` (900 s),
-  ``fmha_strict``.
+* Config values (all ``fmha_*``): the fields of
+  :class:`~sphinxext_fmha.directives.config.FmhaConfig`, validated once at
+  ``config-inited``; ``fmha_strict`` makes problems fail the build (:mod:`.strict`).
 * A read-time transform resolves each guide's sections into real sections (when the
   directive sits directly in a section and only sections follow it), rubrics, or bare
   content, and gives them stable ids ``fmha-<api>-<section>``.
@@ -14,8 +13,7 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, Dict, List
 
 from docutils import nodes
@@ -25,27 +23,14 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from .. import __version__
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .common import forget_roots
+from .config import add_config_values, validate_config
+from .strict import setup_strict
+from .warning_types import WarningTypesDirective
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
 from .playground import setup_playground
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"
-
-_PATH_TYPES = (str, type(Path()), PurePath, type(None))
-
-#: name -> (default, rebuild, types)
-CONFIG_VALUES: Dict[str, Any] = {
-    "fmha_ck_root": (None, "env", _PATH_TYPES),
-    "fmha_targets": (None, "env", (str, list, tuple, type(None))),
-    "fmha_mask": (None, "env", (str, type(None))),
-    "fmha_receipt": (None, "env", (int, str, type(None))),
-    "fmha_optdim": (None, "env", (str, int, list, tuple, type(None))),
-    "fmha_cache_dir": (None, "", _PATH_TYPES),
-    "fmha_python": (None, "env", (str, type(None))),
-    "fmha_timeout": (900, "env", (int, float)),
-    "fmha_strict": (False, "env", (bool,)),
-}
-
 
 class ResolveGuideSections(Transform):
     """Turn :class:`fmha_guide`/:class:`fmha_section` into sections, rubrics or content.
@@ -130,19 +115,6 @@ class ResolveDiagrams(SphinxPostTransform):
             node.replace_self(list(node.children))
 
 
-def _resolve_paths(app: Any, config: Any) -> None:
-    """Make ``fmha_ck_root``/``fmha_cache_dir`` absolute (relative to conf.py's folder)
-    once, so the directives need no application object."""
-    for name in ("fmha_ck_root", "fmha_cache_dir"):
-        value = getattr(config, name)
-        if value is None or str(value) == "":
-            continue
-        path = Path(os.path.expanduser(str(value)))
-        if not path.is_absolute():
-            path = Path(app.confdir) / path
-        setattr(config, name, str(path))
-
-
 def _add_static(app: Any) -> None:
     if getattr(app.builder, "format", "") != "html":
         return
@@ -157,19 +129,20 @@ def setup(app: Any) -> Dict[str, Any]:
         app.setup_extension("sphinx_design")
     except Exception:  # pragma: no cover - sphinx-design is a dependency; dropdowns degrade
         pass
-    for name, (default, rebuild, types) in CONFIG_VALUES.items():
-        app.add_config_value(name, default, rebuild, types=types)
+    add_config_values(app)
     for node_class in (fmha_guide, fmha_section, fmha_diagram):
         app.add_node(node_class)
     app.add_directive("fmha-kernel-guide", KernelGuideDirective)
     app.add_directive("fmha-filter-check", FilterCheckDirective)
     app.add_directive("fmha-api-list", ApiListDirective)
     app.add_directive("fmha-filename", FilenameDirective)
+    app.add_directive("fmha-warning-types", WarningTypesDirective)
     setup_playground(app)
     app.add_transform(ResolveGuideSections)
     app.add_post_transform(ResolveDiagramsHtml)
     app.add_post_transform(ResolveDiagrams)
-    app.connect("config-inited", _resolve_paths)
+    app.connect("config-inited", validate_config)
+    setup_strict(app)
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", forget_roots)
     return {
@@ -180,5 +153,5 @@ def setup(app: Any) -> Dict[str, Any]:
     }
 
 
-__all__ = ["setup", "CONFIG_VALUES", "STATIC_DIR", "ResolveGuideSections", "ResolveDiagrams",
+__all__ = ["setup", "STATIC_DIR", "ResolveGuideSections", "ResolveDiagrams",
            "ResolveDiagramsHtml"]

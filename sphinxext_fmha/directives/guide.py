@@ -14,16 +14,12 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx import addnodes
 
+from ..errors import WarningType
 from ..model import FilterCheck
-from ..render.collect import (
-    RECOMMENDATION_SECTIONS,
-    OptionError,
-    Problem,
-    collect_guide,
-    needs_dispatch_reading,
-    parse_sections,
-    problem_of,
-)
+from ..options import check_filter_text
+from ..guide import check_filter, collect_guide
+from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
+from ..options import OptionError
 from ..render.guide import (
     api_list_table,
     filename_blocks,
@@ -77,8 +73,7 @@ class KernelGuideDirective(FmhaDirective):
         self.note_tree(session)
         options = self.fmha_options(session)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
-        wants = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
-        data = collect_guide(session, api, options, recommend=wants, conditions=needs_dispatch_reading(names))
+        data = collect_guide(session, api, options, names)
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))
@@ -87,8 +82,12 @@ class KernelGuideDirective(FmhaDirective):
             problem.message = "%s: %s (sections %s are left out)" % (
                 api, problem.message, ", ".join(n for n in names if n in RECOMMENDATION_SECTIONS))
             before.extend(self.report(problem))
+        if data.dispatch_problem is not None:
+            data.dispatch_problem.message = "%s: %s" % (api, data.dispatch_problem.message)
+            before.extend(self.report(data.dispatch_problem))
+        self.warn_suspicious(data.model)
         if data.model.gaps:
-            self.warn("gap", "%s: the analysis left %d gap(s): %s" % (
+            self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
                 api, len(data.model.gaps), "; ".join(
                     "%s (%s)%s" % (g.what, g.where, ": " + g.why if g.why else "")
                     for g in data.model.gaps)))
@@ -133,12 +132,13 @@ class FilterCheckDirective(FmhaDirective):
         self.note_tree(session)
         options = self.fmha_options(session)
         model = session.model(api, options)
+        check_filter_text(api, filter_text, model.filter.cli_split, model.filter.api_split)
         try:
-            check = session.check(api, filter_text, options)
+            check = check_filter(session, api, filter_text, options)
         except Exception as exc:  # noqa: BLE001
             problem = problem_of(exc)
-            if problem.kind == "generate":
-                problem.kind = "filter"
+            if problem.kind == WarningType.GENERATE:
+                problem.kind = WarningType.FILTER
                 problem.message = "generate.py rejects the filter %r: %s" % (filter_text,
                                                                          problem.message)
             return self.report(problem)
@@ -147,14 +147,14 @@ class FilterCheckDirective(FmhaDirective):
             if check.notes:
                 message += " (" + "; ".join(n for n in check.notes
                                             if n != "the filter selects no kernel") + ")"
-            return self.report(Problem("filter", message.replace(" ()", ""), check.command))
+            return self.report(Problem(WarningType.FILTER, message.replace(" ()", ""), check.command))
         if not check.verified:
-            self.warn("model", "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
+            self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
                                                  or "the model's prediction differs"))
         results = self._expectations(check, expect_count, expect_keep, expect_drop)
         for text, ok in results:
             if not ok:
-                self.warn("expectation", "%s -f %r: expected %s (command: %s)"
+                self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
                           % (api, filter_text, text, check.command))
         container = nodes.container(classes=["fmha-filter-check"])
         self.set_source_info(container)

@@ -33,6 +33,7 @@ __all__ = [
     "tree_digest",
     "tree_files",
     "canonical_json",
+    "cache_dir_problem",
 ]
 
 #: Version of the on-disk entry envelope; bump to orphan every old entry.
@@ -71,6 +72,23 @@ def _canon(obj: Any) -> Any:
 def canonical_json(obj: Any) -> str:
     """Compact, key-sorted JSON of ``obj`` (dataclasses, paths and sets allowed)."""
     return json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cache_dir_problem(path: Path) -> Optional[str]:
+    """Why ``path`` cannot be a cache folder (it or a parent is a file, it is not
+    writable), or None when it can (it need not exist yet)."""
+    path = Path(path)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            return None
+        probe = probe.parent
+    if not probe.is_dir():
+        what = "is a file" if probe == path else "is below a file (%s)" % probe
+        return "%s %s, not a folder" % (path, what)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return "%s is not writable" % probe
+    return None
 
 
 class DiskCache:

@@ -23,12 +23,8 @@ import json
 import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +32,11 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Union
 
 from .cache import DiskCache, tree_digest
+from .launch import GenerateError, note_process_started, python_version, run, scratch
+from .launch import total_processes_started
 from ..cppapi.dispatch_file import kernel_trait_key
+from ..errors import WarningType
+from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
 
 __all__ = [
     "RUNNER_FORMAT",
@@ -47,84 +47,38 @@ __all__ = [
     "GenerateRunner",
     "supported_options",
     "total_processes_started",
+    "note_process_started",
+    "interpreter_id",
 ]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes.
 RUNNER_FORMAT = 1
 
-#: Options GenerateRequest can emit: request field -> (argparse dest, flag).
-_OPTION_FLAGS = {
-    "filter": ("filter", "-f"),
-    "targets": ("targets", "--targets"),
-    "mask": ("mask", "-m"),
-    "receipt": ("receipt", "-r"),
-    "optdim": ("optdim", "--optdim"),
-}
+#: Request fields that become generate.py flags, in argv order (see ``options.py``).
+_REQUEST_FIELDS = ("filter",) + tuple(spec.dest for spec in GENERATE_OPTIONS)
 
 _API_FILE_RE = re.compile(r"_api\.cpp$")
-_STDERR_TAIL = 20
 _PROGRESS_EVERY = 10.0
 
-_COUNT_LOCK = threading.Lock()
+_PY_LOCK = threading.Lock()
 _PY_VERSIONS: Dict[str, str] = {}
-_TOTAL_STARTED = 0
-
-
-def total_processes_started() -> int:
-    """Subprocesses started by every runner (and the probe) of this Python process."""
-    return _TOTAL_STARTED
-
-
-def note_process_started(display: str, fmha_dir: Path) -> None:
-    """Count a started subprocess; with ``FMHA_TRACE_RUNS=<file>`` also log it there,
-    so tests of other processes (a sphinx-build) can count them too."""
-    global _TOTAL_STARTED
-    with _COUNT_LOCK:
-        _TOTAL_STARTED += 1
-    trace = os.environ.get("FMHA_TRACE_RUNS")
-    if trace:
-        line = f"{display}\t{fmha_dir}\n".encode("utf-8")
-        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
 
 
 def interpreter_id(python: str, fmha_dir: Path) -> str:
-    """Interpreter version + executable basename (part of every cache key)."""
+    """Interpreter version + executable basename (part of every cache key).
+
+    Raises :class:`GenerateError` when ``python`` cannot run or is not a Python.
+    """
     base = os.path.basename(python)
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return f"{sys.version.split()[0]}|{base}"
-    cached = _PY_VERSIONS.get(python)
+    with _PY_LOCK:
+        cached = _PY_VERSIONS.get(python)
     if cached is None:
-        argv = [python, "-c", "import sys; print(sys.version.split()[0])"]
-        note_process_started(shlex.join([base, *argv[1:]]), fmha_dir)
-        try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise GenerateError(f"cannot run interpreter {python!r}: {exc}") from exc
-        cached = _PY_VERSIONS[python] = out.stdout.strip()
+        cached = python_version(python, fmha_dir)
+        with _PY_LOCK:
+            _PY_VERSIONS[python] = cached
     return f"{cached}|{base}"
-
-
-class GenerateError(RuntimeError):
-    """generate.py failed, timed out, or was asked for something it cannot do."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        command: str = "",
-        returncode: Optional[int] = None,
-        timed_out: bool = False,
-        stderr_tail: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.command = command
-        self.returncode = returncode
-        self.timed_out = timed_out
-        self.stderr_tail = stderr_tail
 
 
 @dataclass(frozen=True)
@@ -144,13 +98,7 @@ class GenerateRequest:
 
     def requested_options(self) -> List[str]:
         """argparse dests this request needs besides the API."""
-        out = []
-        for name, (dest, _) in _OPTION_FLAGS.items():
-            value = getattr(self, name)
-            if value is None or (name == "filter" and value == ""):
-                continue
-            out.append(dest)
-        return out
+        return [name for name in _REQUEST_FIELDS if getattr(self, name) not in (None, "")]
 
     def argv(self, options_supported: Optional[Set[str]] = None) -> List[str]:
         """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``.
@@ -160,24 +108,17 @@ class GenerateRequest:
         :class:`GenerateError` instead of being dropped.  None: no check.
         """
         if not self.api or not re.fullmatch(r"[A-Za-z0-9_]+", self.api):
-            raise GenerateError(f"invalid API name {self.api!r} (one API per request)")
+            raise GenerateError(f"invalid API name {self.api!r} (one API per request)",
+                                kind=WarningType.API)
+        requested = self.requested_options()
+        if options_supported is not None:
+            try:
+                check_supported(requested, options_supported)
+            except OptionError as error:
+                raise GenerateError(str(error), kind=WarningType.OPTION) from None
         args = ["-a", self.api]
-        missing = []
-        for name, (dest, flag) in _OPTION_FLAGS.items():
-            value = getattr(self, name)
-            if value is None or (name == "filter" and value == ""):
-                continue
-            if options_supported is not None and dest not in options_supported:
-                missing.append(f"{flag} ({name}={value!r})")
-                continue
-            args += [flag, str(value)]
-        if missing:
-            have = ", ".join(sorted(options_supported or ())) or "none"
-            raise GenerateError(
-                "this tree's generate.py has no option "
-                + ", ".join(missing)
-                + f"; it supports: {have}"
-            )
+        for name in requested:
+            args += [flag_of(name), str(getattr(self, name))]
         return args
 
     def as_dict(self) -> Dict[str, object]:
@@ -251,7 +192,7 @@ class GenerateRunner:
     ) -> None:
         self.fmha_dir = Path(fmha_dir).resolve()
         if not (self.fmha_dir / "generate.py").is_file():
-            raise GenerateError(f"no generate.py in {self.fmha_dir}")
+            raise GenerateError(f"no generate.py in {self.fmha_dir}", kind=WarningType.CK_ROOT)
         self.python = python
         self.cache = cache
         self.timeout = timeout
@@ -273,12 +214,16 @@ class GenerateRunner:
     def digest(self) -> str:
         return tree_digest(self.fmha_dir)
 
-    def _python_id(self) -> str:
+    def python_id(self) -> str:
+        """The interpreter's id in cache keys (version + basename); checks that
+        ``python`` is a Python (raises :class:`GenerateError`)."""
         return interpreter_id(self.python, self.fmha_dir)
+
+    _python_id = python_id  # the old private name
 
     def _key(self, kind: str, req: GenerateRequest) -> str:
         return DiskCache.key_for(
-            "generate-run", RUNNER_FORMAT, kind, self.digest(), req.as_dict(), self._python_id()
+            "generate-run", RUNNER_FORMAT, kind, self.digest(), req.as_dict(), self.python_id()
         )
 
     def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt") -> str:
@@ -288,99 +233,18 @@ class GenerateRunner:
     def _display(self, req: GenerateRequest, tail: Sequence[str]) -> str:
         return shlex.join(["python", "generate.py", *req.argv(self.options), *tail])
 
-    def _count_start(self, argv: Sequence[str], display: str) -> None:
+    def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path) -> float:
+        """Run generate.py (through the launcher); return wall seconds or raise
+        :class:`GenerateError` with the tail of its stderr."""
+        argv = [self.python, "-B", str(self.fmha_dir / "generate.py"), *req.argv(self.options), *out_args]
         with self._lock:
             self.processes_started += 1
-        note_process_started(display, self.fmha_dir)
-
-    def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path) -> float:
-        """Run generate.py; return wall seconds or raise GenerateError."""
-        argv = [self.python, "-B", str(self.fmha_dir / "generate.py"), *req.argv(self.options), *out_args]
-        env = dict(os.environ)
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        for var in ("PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONINSPECT"):
-            env.pop(var, None)
-        stdout_path = workdir / "stdout.txt"
-        stderr_path = workdir / "stderr.txt"
-        label = f"generate.py -a {req.api}"
-        self._count_start(argv, display)
-        start = time.monotonic()
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=str(self.fmha_dir),
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=(os.name == "posix"),
-                )
-            except OSError as exc:
-                raise GenerateError(
-                    f"cannot start {display}: {exc}", command=display
-                ) from exc
-            timed_out = False
-            try:
-                while True:
-                    elapsed = time.monotonic() - start
-                    remaining = self.timeout - elapsed
-                    if remaining <= 0:
-                        timed_out = True
-                        self._kill(proc)
-                        break
-                    try:
-                        proc.wait(timeout=min(remaining, self.progress_interval))
-                        break
-                    except subprocess.TimeoutExpired:
-                        if self.progress is not None and time.monotonic() - start < self.timeout:
-                            self.progress(f"{label}: still running ({int(time.monotonic() - start)} s)")
-            except BaseException:
-                # a failing progress callback, KeyboardInterrupt, ...: do not leave
-                # generate.py running behind us
-                if proc.poll() is None:
-                    self._kill(proc)
-                raise
-        seconds = time.monotonic() - start
-        if timed_out or proc.returncode != 0:
-            tail_lines = stderr_path.read_text(encoding="utf-8", errors="replace").splitlines()[-_STDERR_TAIL:]
-            tail = "\n".join(tail_lines)
-            if timed_out:
-                status = f"timed out after {self.timeout:g} s"
-            else:
-                status = f"exit code {proc.returncode}"
-            message = (
-                f"{display} failed: {status}\n"
-                f"  in {self.fmha_dir}\n"
-                + (
-                    f"  last {len(tail_lines)} lines of stderr:\n"
-                    + "\n".join("    " + line for line in tail_lines)
-                    if tail_lines
-                    else "  (no stderr output)"
-                )
-            )
-            raise GenerateError(
-                message,
-                command=display,
-                returncode=None if timed_out else proc.returncode,
-                timed_out=timed_out,
-                stderr_tail=tail,
-            )
-        return seconds
-
-    @staticmethod
-    def _kill(proc: "subprocess.Popen[bytes]") -> None:
-        try:
-            if os.name == "posix":
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:  # pragma: no cover
-                proc.kill()
-        except (ProcessLookupError, PermissionError, OSError):
-            proc.kill()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
+        outcome = run(argv, cwd=self.fmha_dir, workdir=workdir, timeout=self.timeout,
+                      display=display, progress=self.progress,
+                      label=f"generate.py -a {req.api}", progress_every=self.progress_interval)
+        if not outcome.ok:
+            raise outcome.error()
+        return outcome.seconds
 
     # ------------------------------------------------------------------ listing
 
@@ -403,8 +267,7 @@ class GenerateRunner:
                     )
                 except (KeyError, TypeError, ValueError):
                     self.cache.delete(key)
-        with tempfile.TemporaryDirectory(prefix="fmha-list-") as tmp:
-            workdir = Path(tmp)
+        with scratch("fmha-list-") as workdir:
             listing = workdir / "kernels.txt"
             seconds = self._run(req, ["-l", str(listing)], display, workdir)
             try:
@@ -463,13 +326,12 @@ class GenerateRunner:
                     )
                 except (KeyError, TypeError, ValueError, AssertionError, zlib.error):
                     self.cache.delete(key)
-        with tempfile.TemporaryDirectory(prefix="fmha-gen-") as tmp:
-            workdir = Path(tmp)
+        with scratch("fmha-gen-") as workdir:
             outdir = workdir / "generated"
             outdir.mkdir()
             seconds = self._run(req, ["-o", str(outdir)], display, workdir)
-            api_paths = []
-            kernel_paths = []
+            api_paths: List[Path] = []
+            kernel_paths: List[Path] = []
             for dirpath, _dirnames, filenames in os.walk(outdir):
                 for name in filenames:
                     if not name.endswith(".cpp"):

@@ -1,6 +1,6 @@
 """The kernel selection guide, written once as :mod:`.ir` blocks.
 
-Input: a :class:`~sphinxext_fmha.render.collect.GuideData` (model, measured token
+Input: a :class:`~sphinxext_fmha.guide_data.GuideData` (model, measured token
 counts, recommendation) or a :class:`~sphinxext_fmha.model.FilterCheck`.  Output:
 :class:`~sphinxext_fmha.render.ir.Section` lists that :mod:`.nodes` and
 :mod:`.markdown` render.  Each section is built by its own module in
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from .collect import SECTION_TITLES, GuideData
+from ..guide_data import SECTION_TITLES, GuideData
 from .ir import Section
 from .sections.api_list import api_list_table
 from .sections.common import FOLD_ROWS

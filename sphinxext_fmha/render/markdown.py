@@ -1,6 +1,6 @@
 """The guide as GitHub-flavoured Markdown (same content as the Sphinx directive).
 
-:func:`render_guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
+:func:`guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
 Folded blocks become ``<details>``, admonitions GitHub alerts, the file-name diagram a
 fenced block with a numbered ruler.
 """
@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from ..analysis.analyze import Options
+from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
 from ..model import FilterCheck, Recommendation
-from .collect import GuideData, collect_guide, needs_dispatch_reading, parse_sections
 from .diagram import diagram_text
 from .guide import (
     filter_check_blocks,
@@ -38,14 +37,10 @@ from .ir import (
     Table,
 )
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..session import Session
-
 __all__ = [
     "blocks_markdown",
     "filter_check_markdown",
     "guide_markdown",
-    "render_guide_markdown",
     "render_recommendation_markdown",
 ]
 
@@ -155,7 +150,7 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
     chunks: List[str] = ["# " + (title or "FMHA kernel guide: %s" % _code(data.api))]
     chunks.append(_inline(header_inlines(data)))
     problem = data.recommendation_problem
-    if problem is not None and any(n in names for n in ("minimal", "losses", "commands")):
+    if problem is not None and any(n in names for n in RECOMMENDATION_SECTIONS):
         chunks.extend(blocks_markdown([Admonition("note", [Para([
             "Recommended minimal set, what you lose and filter commands: not available. "
             + problem.message])])]))
@@ -163,21 +158,6 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
         chunks.append("## " + _escape(section.title))
         chunks.extend(blocks_markdown(section.blocks, 2))
     return "\n\n".join(chunks).rstrip() + "\n"
-
-
-def render_guide_markdown(session: Session, api: str, options: Options = Options(),
-                          sections: Optional[Sequence[str]] = None) -> str:
-    """The guide of ``api`` as GitHub-flavoured Markdown.
-
-    ``sections``: names or numbers (see :data:`~sphinxext_fmha.render.collect.SECTIONS`);
-    None: all.  Raises what :meth:`Session.model` raises (see
-    :func:`~sphinxext_fmha.render.collect.problem_of` to report it).
-    """
-    names = parse_sections(list(sections) if sections is not None else None)
-    wants_recommendation = any(n in names for n in ("minimal", "losses", "commands", "counts"))
-    data = collect_guide(session, api, options, recommend=wants_recommendation,
-                         conditions=needs_dispatch_reading(names))
-    return guide_markdown(data, names)
 
 
 def filter_check_markdown(check: FilterCheck) -> str:

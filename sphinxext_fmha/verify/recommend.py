@@ -15,6 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..analysis.analyze import Options
+from ..options import cli_flag
 from ..analysis.grammar import short_name
 from ..model import ApiModel, Decision, FilterRun, KernelType, Recommendation, Segment
 from .filtercheck import ParsedListing
@@ -275,11 +276,8 @@ def _filters(model: ApiModel, per_type: Dict[str, List[str]]) -> List[str]:
 
 def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:
     parts = ["sphinxext-fmha", "generate", "--ck-root", ".", "--api", api]
-    for dest, flag in (("targets", "--targets"), ("mask", "--mask"), ("receipt", "--receipt"),
-                       ("optdim", "--optdim")):
-        value = getattr(options, dest)
-        if value is not None:
-            parts += [flag, str(value)]
+    for dest, value in options.given().items():
+        parts += [cli_flag(dest), str(value)]
     for text in filters:
         parts += ["-f", text]
     parts += ["-o", "generated"]

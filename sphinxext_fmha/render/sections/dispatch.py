@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
-from ..collect import GuideData
+from ...guide_data import GuideData
 from ..ir import (
     Block,
     BulletList,

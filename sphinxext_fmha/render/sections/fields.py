@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List
 
+from ...guide_data import GuideData
 from ...model import (
     ApiModel,
     FieldInfo,
     KernelType,
     Segment,
 )
-from ..collect import GuideData
 from ..ir import (
     Block,
     BulletList,

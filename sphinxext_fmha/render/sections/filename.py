@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
+from ...guide_data import GuideData
 from ...model import (
     ApiModel,
     KernelType,
     Segment,
 )
-from ..collect import GuideData
 from ..ir import (
     Block,
     Code,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from ...guide_data import GuideData
 from ...model import (
     KernelType,
 )
-from ..collect import GuideData
 from ..ir import (
     Block,
     BulletList,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..collect import GuideData, source_rel
+from ...guide_data import GuideData, source_rel
 from ..ir import (
     Block,
     BulletList,

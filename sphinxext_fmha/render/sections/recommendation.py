@@ -9,7 +9,7 @@ from ...model import (
     Decision,
     Recommendation,
 )
-from ..collect import SECTION_TITLES, GuideData
+from ...guide_data import SECTION_TITLES, GuideData
 from ..ir import (
     Admonition,
     Block,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..collect import GuideData
+from ...guide_data import GuideData
 from ..ir import (
     Block,
     BulletList,

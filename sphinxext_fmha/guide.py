@@ -1,0 +1,97 @@
+"""The guide service: the one place that turns a CK tree into what a guide shows.
+
+The CLI and the Sphinx directives call it identically: :func:`collect_guide` for a
+kernel selection guide, :func:`check_filter` for a filter check.  It asks the
+:class:`~sphinxext_fmha.session.Session` (models, runs, verification, all cached) and
+returns data (:mod:`sphinxext_fmha.guide_data`) that the renderers turn into pages.
+No Sphinx, no rendering.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from .errors import WarningType
+from .guide_data import (
+    DISPATCH_SECTIONS,
+    RECOMMENDATION_SECTIONS,
+    GuideData,
+    Problem,
+    build_date,
+    parse_sections,
+    problem_of,
+)
+from .model import ApiModel, FilterCheck
+from .options import Options
+from .session import Session
+from .verify.token_facts import token_counts, token_dispatch
+
+__all__ = ["check_filter", "collect_guide", "suspicious_problems"]
+
+
+def collect_guide(session: Session, api: str, options: Options = Options(),
+                  sections: Optional[Sequence[str]] = None) -> GuideData:
+    """What the guide of ``api`` shows in ``sections`` (names or numbers; None: all).
+
+    The one place that decides what a guide needs: the recommendation for sections
+    5-8, the API dispatch file for the field reference, rules and dispatch sections.
+    Failures of the model raise; a recommendation or dispatch reading that cannot be
+    made is recorded as ``recommendation_problem`` / ``dispatch_problem``.
+    """
+    names = parse_sections(list(sections) if sections is not None else None)
+    recommend = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
+    conditions = any(n in names for n in DISPATCH_SECTIONS)
+    model = session.model(api, options)
+    listing = session.runner.list_kernels(session.tree.request(api, options))
+    data = GuideData(api=api, options=options, model=model, date=build_date(),
+                     token_counts=token_counts(model, listing.files),
+                     api_file=listing.api_file, listing_command=listing.command)
+    if conditions:
+        # Optional facts: when they cannot be read, the guide leaves them out and the
+        # caller reports why (never silently).
+        try:
+            reading = session.dispatch_reading(api, options)
+            if reading:
+                data.dispatch_reading = reading
+                data.token_dispatch = token_dispatch(model, listing.files, reading)
+            data.mask_modes = session.mask_modes(api, options)
+        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
+            problem = problem_of(exc)
+            problem.message = ("cannot read the API dispatch file or the mask modes "
+                               "(dispatch conditions are left out): " + problem.message)
+            data.dispatch_problem = problem
+    if recommend:
+        try:
+            data.recommendation = session.recommend(api, options)
+        except (ImportError, NotImplementedError) as exc:
+            data.recommendation_problem = Problem(
+                WarningType.RECOMMEND, "the recommended minimal set is not available in this version "
+                "of sphinxext-fmha (%s: %s)" % (type(exc).__name__, exc))
+        except Exception as exc:  # noqa: BLE001 - reported, never a traceback
+            problem = problem_of(exc)
+            problem.message = "cannot make the recommended minimal set: " + problem.message
+            data.recommendation_problem = problem
+    return data
+
+
+def check_filter(session: Session, api: str, filter: str,
+                 options: Options = Options()) -> FilterCheck:
+    """What ``generate.py -f filter`` selects, measured and predicted."""
+    return session.check(api, filter, options)
+
+
+def suspicious_problems(model: ApiModel) -> List[Problem]:
+    """Successes that should not be trusted: generate.py exited 0 but listed no kernel,
+    or listed other kernels than the analysis observed it create."""
+    problems = []
+    if model.baseline.count == 0:
+        problems.append(Problem(WarningType.SUSPICIOUS, (
+            "%s: generate.py exited with 0 but listed no kernel (with options %s); the "
+            "guide has nothing to show. Check the options (receipt, targets, optdim)"
+            % (model.api, ", ".join("%s=%s" % kv for kv in sorted(model.options.items()))
+               or "none"))))
+    elif model.checks.get("listing_matches_observation") is False:
+        problems.append(Problem(WarningType.SUSPICIOUS, (
+            "%s: generate.py's listing and the kernel objects observed while it ran disagree; "
+            "counts in the guide come from the listing" % model.api)))
+    return problems

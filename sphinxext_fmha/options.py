@@ -1,0 +1,250 @@
+"""The generate.py options the guides can set, in one table, and their validation.
+
+One row per option (:data:`GENERATE_OPTIONS`): the argparse ``dest`` (also the field of
+:class:`Options`, the directive option and the CLI option), the flag generate.py is
+called with, the long flag the ``sphinxext-fmha`` CLI takes, and the ``fmha_*``
+configuration value.  Everything that turns options into flags, or checks that a tree's
+generate.py has an option, reads this table.
+
+Values are checked before any process runs (:func:`parse_options`); checks that need the
+tree (the option exists, ``-m`` is one of the alternatives its help lists, the receipt
+is one its ``-r`` help lists) take the tree's options as read from its generate.py.
+A leaf module: no imports from the rest of the package but :mod:`~sphinxext_fmha.errors`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
+
+from .errors import FmhaError, WarningType
+
+__all__ = [
+    "FILTER_FLAG",
+    "GENERATE_OPTIONS",
+    "OptionSpec",
+    "Options",
+    "OptionError",
+    "check_filter_text",
+    "check_supported",
+    "cli_flag",
+    "flag_of",
+    "known_receipts",
+    "mask_choices",
+    "merge_options",
+    "parse_options",
+]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One generate.py option the guides can set."""
+
+    dest: str
+    flag: str
+    long_flag: str
+    config: str
+
+
+GENERATE_OPTIONS: Tuple[OptionSpec, ...] = (
+    OptionSpec("targets", "--targets", "--targets", "fmha_targets"),
+    OptionSpec("mask", "-m", "--mask", "fmha_mask"),
+    OptionSpec("receipt", "-r", "--receipt", "fmha_receipt"),
+    OptionSpec("optdim", "--optdim", "--optdim", "fmha_optdim"),
+)
+#: The ``-f`` option (a request's filter, not a guide option).
+FILTER_FLAG = "-f"
+
+_BY_DEST: Dict[str, OptionSpec] = {spec.dest: spec for spec in GENERATE_OPTIONS}
+
+
+def flag_of(dest: str) -> str:
+    """generate.py's flag for an option dest (``receipt`` -> ``-r``)."""
+    return FILTER_FLAG if dest == "filter" else _BY_DEST[dest].flag
+
+
+def cli_flag(dest: str) -> str:
+    """The ``sphinxext-fmha`` CLI's flag for an option dest (``receipt`` -> ``--receipt``)."""
+    return _BY_DEST[dest].long_flag
+
+
+@dataclass(frozen=True)
+class Options:
+    """The generate.py options a model is built for (None: the tree's default)."""
+
+    targets: Optional[str] = None
+    mask: Optional[str] = None
+    receipt: Optional[int] = None
+    optdim: Optional[str] = None
+
+    def given(self) -> Dict[str, object]:
+        """dest -> value of the options that are set."""
+        return {spec.dest: getattr(self, spec.dest) for spec in GENERATE_OPTIONS
+                if getattr(self, spec.dest) is not None}
+
+
+class OptionError(FmhaError):
+    """An option or configuration value that cannot be used (checked before running)."""
+
+    default_kind = WarningType.OPTION
+
+
+class _HelpedOption(Protocol):
+    dest: str
+    help: str
+
+
+class _TreeOptions(Protocol):
+    """What the tree-dependent checks need: the options read from generate.py (and,
+    when the tree offers it, ``receipt_values()``: the receipts its codegen tests)."""
+
+    options: Sequence[_HelpedOption]
+
+
+def check_supported(requested: Iterable[str], supported: Iterable[str],
+                    origins: Optional[Mapping[str, str]] = None) -> None:
+    """Raise :class:`OptionError` when a requested option dest is not among the tree's
+    generate.py options (``supported``: argparse dests)."""
+    have = set(supported)
+    missing = [dest for dest in requested if dest not in have]
+    if not missing:
+        return
+    names = [(origins or {}).get(dest, dest) for dest in missing]
+    flags = ", ".join(flag_of(dest) for dest in missing)
+    raise OptionError("%s: this CK tree's generate.py has no option %s; remove it "
+                      "(it has: %s)" % (", ".join(names), flags, ", ".join(sorted(have)) or "none"))
+
+
+def mask_choices(help_text: str) -> List[str]:
+    """Alternatives spelled ``a/b[/c]`` in generate.py's ``-m`` help text."""
+    for word in re.findall(r"[A-Za-z_]+(?:/[A-Za-z_]+)+", help_text or ""):
+        return word.split("/")
+    return []
+
+
+_RECEIPT_ENTRY = re.compile(r"(?:^|\n|\.)\s*(\d+)(?:\s*-\s*(\d+))?\s*:")
+
+
+def known_receipts(help_text: str) -> List[Tuple[int, int]]:
+    """The receipts generate.py's ``-r`` help lists (``0: ...``, ``100-199: ...``), as
+    inclusive ranges; empty when the help lists none (then any integer is accepted)."""
+    ranges = []
+    for match in _RECEIPT_ENTRY.finditer(help_text or ""):
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) else low
+        ranges.append((low, high))
+    return ranges
+
+
+def _ranges_text(ranges: Sequence[Tuple[int, int]]) -> str:
+    return ", ".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in ranges)
+
+
+def _text(value: object) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v).strip() for v in value)
+    text = str(value).strip()
+    return text if text else None
+
+
+_WORD_RE = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def parse_options(tree: Optional[_TreeOptions] = None, *, targets: object = None,
+                  mask: object = None, receipt: object = None, optdim: object = None,
+                  origins: Optional[Mapping[str, str]] = None) -> Options:
+    """Check option values and build :class:`Options` (raises :class:`OptionError`).
+
+    ``origins`` names where each value came from (``fmha_receipt``, ``:receipt:``,
+    ``--receipt``); messages start with it (default: the dest).  ``tree`` adds the checks
+    that need the tree's generate.py options.
+    """
+    def name(dest: str) -> str:
+        return (origins or {}).get(dest, dest)
+
+    targets_text, mask_text = _text(targets), _text(mask)
+    receipt_text, optdim_text = _text(receipt), _text(optdim)
+    receipt_value: Optional[int] = None
+    if targets_text is not None:
+        parts = [p.strip() for p in targets_text.split(",")]
+        if not all(_WORD_RE.match(p) for p in parts):
+            raise OptionError("%s: %r is not a comma-separated list of GPU targets "
+                              "(e.g. gfx90a,gfx942)" % (name("targets"), targets_text))
+        targets_text = ",".join(parts)
+    if mask_text is not None and not _WORD_RE.match(mask_text):
+        raise OptionError("%s: %r is not a mask mode (e.g. simplified, generic)"
+                          % (name("mask"), mask_text))
+    if receipt_text is not None:
+        try:
+            receipt_value = int(receipt_text)
+        except ValueError:
+            raise OptionError("%s: %r is not an integer" % (name("receipt"), receipt_text)) from None
+    if optdim_text is not None:
+        parts = [p.strip() for p in optdim_text.split(",")]
+        if not all(re.fullmatch(r"-?\d+", p) for p in parts):
+            raise OptionError("%s: %r is not a comma-separated list of head dimensions "
+                              "(or -1)" % (name("optdim"), optdim_text))
+        optdim_text = ",".join(parts)
+    options = Options(targets=targets_text, mask=mask_text, receipt=receipt_value,
+                      optdim=optdim_text)
+    if tree is not None:
+        _check_against_tree(tree, options, name)
+    return options
+
+
+def _check_against_tree(tree: _TreeOptions, options: Options, name) -> None:
+    helps = {option.dest: option.help or "" for option in tree.options}
+    given = options.given()
+    check_supported(given, helps, {dest: name(dest) for dest in given})
+    if options.mask is not None:
+        choices = mask_choices(helps["mask"])
+        if choices and options.mask not in choices:
+            raise OptionError("%s: %r is not one of %s (from generate.py -m's help)"
+                              % (name("mask"), options.mask, ", ".join(choices)))
+    if options.receipt is not None:
+        listed = known_receipts(helps["receipt"])
+        reader = getattr(tree, "receipt_values", None)
+        compared = list(reader()) if callable(reader) else []
+        known = listed + compared
+        if listed and not any(low <= options.receipt <= high for low, high in known):
+            raise OptionError(
+                "%s: %d is not a receipt this tree's generate.py knows; its -r help lists %s%s"
+                % (name("receipt"), options.receipt, _ranges_text(listed),
+                   "; its codegen also tests %s" % _ranges_text(compared) if compared else ""))
+
+
+def merge_options(base: Options, **overrides: object) -> Dict[str, object]:
+    """Option values: the directive's own when given, else the configuration's."""
+    values: Dict[str, object] = {}
+    for spec in GENERATE_OPTIONS:
+        value = overrides.get(spec.dest)
+        values[spec.dest] = value if value not in (None, "") else getattr(base, spec.dest)
+    return values
+
+
+def check_filter_text(api: str, filter_text: str, cli_split: Optional[str],
+                      api_split: Optional[str]) -> None:
+    """Reject a ``-f`` pattern for one API that generate.py would cut up silently.
+
+    ``cli_split``: the separator generate.py splits ``-f`` on into one filter per API (a
+    second part would go to a second API, so it is dropped); ``api_split``: the separator
+    this API splits its own filter on into sub-filters (None: it has none, so the
+    separator would be matched literally and select nothing).  Both as observed.
+    """
+    if cli_split and cli_split in filter_text:
+        first = filter_text.split(cli_split)[0]
+        raise OptionError(
+            "filter: %r contains %r, which generate.py splits -f on into one filter per API; "
+            "for -a %s only %r would be used. Give one pattern (fnmatch has no "
+            "alternatives: run generate.py once per pattern, or use the "
+            "'sphinxext-fmha generate' driver)" % (filter_text, cli_split, api, first),
+            kind=WarningType.FILTER)
+    if "@" in filter_text and not api_split and (cli_split or "") != "@":
+        raise OptionError(
+            "filter: %r contains '@', but generate.py does not split %s's filter into "
+            "sub-filters (only APIs with several kernel kinds per trait, such as bwd in "
+            "newer trees, do); '@' would be matched literally and select nothing"
+            % (filter_text, api), kind=WarningType.FILTER)

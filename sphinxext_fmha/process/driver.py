@@ -1,0 +1,49 @@
+"""Run ``driver_script.py``: one generate.py run for the union of several filters.
+
+Started through the launcher like every other child; no Sphinx, no session.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import List, Sequence
+
+from .launch import run, scratch
+
+__all__ = ["DRIVER_SCRIPT", "run_driver", "driver_listing"]
+
+DRIVER_SCRIPT = Path(__file__).with_name("driver_script.py")
+
+
+def run_driver(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
+               generate_args: Sequence[str], out_args: Sequence[str], timeout: float) -> None:
+    """Run the driver; raise :class:`~sphinxext_fmha.process.launch.GenerateError` (with
+    the tail of its stderr) when it fails or times out.
+
+    ``separator``: the API's sub-filter separator ('' for none); ``generate_args``:
+    generate.py's arguments without ``-f``; ``out_args``: ``-l FILE`` or ``-o DIR``.
+    """
+    argv = [python, "-B", str(DRIVER_SCRIPT), str(fmha_dir), separator, *filters, "--",
+            *generate_args, *out_args]
+    display = shlex.join(["python", DRIVER_SCRIPT.name, ".", separator, *filters, "--",
+                          *generate_args, *out_args])
+    with scratch("fmha-driver-") as workdir:
+        outcome = run(argv, cwd=fmha_dir, workdir=workdir, timeout=timeout, display=display)
+        if not outcome.ok:
+            raise outcome.error("the driver run failed (%s): %s" % (outcome.status(), display))
+
+
+def driver_listing(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
+                   generate_args: Sequence[str], timeout: float) -> List[str]:
+    """Kernel file names (API file left out) the driver run lists, sorted."""
+    with scratch("fmha-driver-list-") as tmp:
+        listing = tmp / "kernels.txt"
+        run_driver(python, fmha_dir, separator, filters, generate_args, ["-l", str(listing)],
+                   timeout)
+        try:
+            lines = listing.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            lines = []
+    names = [Path(line.strip()).name for line in lines if line.strip()]
+    return sorted(n for n in names if not n.endswith("_api.cpp"))

@@ -1,0 +1,343 @@
+"""The one way this package starts a child process.
+
+Every child (generate.py runs, the probe, the CLI's driver, the interpreter check) is
+started by :func:`run`:
+
+* an argv list, never a shell; standard input from ``/dev/null`` (a child that reads
+  stdin gets EOF instead of blocking until the timeout);
+* standard output and error go to files in a scratch folder, never to pipes: a
+  grandchild that keeps them open cannot make us wait for it;
+* its own session / process group, so the whole group is killed (SIGKILL) when the
+  timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit;
+* ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
+  folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
+  removed in every case, a SIGTERM included.
+
+The wait polls in short slices, so a timeout holds to a fraction of a second whatever
+the children do, and a stop request (interpreter exit) is seen by worker threads too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures  # noqa: F401 - imported first: its exit hook must run after ours
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
+
+from ..errors import FmhaError, WarningType, stderr_tail
+
+__all__ = [
+    "GenerateError",
+    "Outcome",
+    "child_environment",
+    "live_children",
+    "python_version",
+    "note_process_started",
+    "run",
+    "scratch",
+    "stop_children",
+    "total_processes_started",
+]
+
+_POLL = 0.1
+_LOCK = threading.Lock()
+#: process group id -> pid of the process that started it (a fork must not kill its
+#: parent's children).
+_GROUPS: Dict[int, int] = {}
+_SCRATCH: Dict[str, int] = {}
+_STOPPING = threading.Event()
+_TOTAL_STARTED = 0
+_HANDLERS_INSTALLED: Set[int] = set()
+
+
+class GenerateError(FmhaError):
+    """A child process (generate.py, the probe, the driver) failed, timed out, or was
+    asked for something it cannot do."""
+
+    default_kind = WarningType.GENERATE
+
+    def __init__(self, message: str, *, command: str = "", returncode: Optional[int] = None,
+                 timed_out: bool = False, stderr_tail: str = "",
+                 kind: Optional[WarningType] = None) -> None:
+        super().__init__(message, kind=kind, command=command, stderr_tail=stderr_tail)
+        self.returncode = returncode
+        self.timed_out = timed_out
+
+
+# --------------------------------------------------------------------------- counting
+
+
+def total_processes_started() -> int:
+    """Children started by this Python process."""
+    return _TOTAL_STARTED
+
+
+def note_process_started(display: str, cwd: Path) -> None:
+    """Count a started child; with ``FMHA_TRACE_RUNS=<file>`` also log it there, so
+    tests of other processes (a sphinx-build) can count them too."""
+    global _TOTAL_STARTED
+    with _LOCK:
+        _TOTAL_STARTED += 1
+    trace = os.environ.get("FMHA_TRACE_RUNS")
+    if trace:
+        line = f"{display}\t{cwd}\n".encode("utf-8")
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
+# --------------------------------------------------------------------------- cleanup
+
+
+def live_children() -> List[int]:
+    """Process groups started by this process that have not been reaped yet."""
+    with _LOCK:
+        return [group for group, owner in _GROUPS.items() if owner == os.getpid()]
+
+
+def _kill_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def stop_children() -> None:
+    """Kill every live child group of this process and remove its scratch folders."""
+    for group in live_children():
+        _kill_group(group)
+    with _LOCK:
+        folders = [path for path, owner in _SCRATCH.items() if owner == os.getpid()]
+    for path in folders:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    for group in live_children():
+        _kill_group(group)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    # SIGTERM: clean up, then die of the signal as the default action would.
+    stop_children()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_handlers() -> None:
+    """Kill our children on SIGINT/SIGTERM, when nobody else handles those signals.
+
+    Only the default handlers are replaced (and only from the main thread); Ctrl-C still
+    raises KeyboardInterrupt and SIGTERM still ends the process.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum, default in ((signal.SIGINT, signal.default_int_handler),
+                            (signal.SIGTERM, signal.SIG_DFL)):
+        if signum in _HANDLERS_INSTALLED:
+            continue
+        try:
+            if signal.getsignal(signum) is default:
+                signal.signal(signum, _on_signal)
+                _HANDLERS_INSTALLED.add(signum)
+        except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+            pass
+
+
+def _at_exit() -> None:
+    _STOPPING.set()
+    stop_children()
+
+
+atexit.register(_at_exit)
+# Worker threads (ThreadPoolExecutor) are joined before ``atexit`` runs; this hook runs
+# before that join, so a worker waiting on a child stops instead of blocking the exit.
+_register = getattr(threading, "_register_atexit", None)
+if _register is not None:
+    _register(_STOPPING.set)
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temporary folder that is removed in every case (exception, SIGTERM, exit)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    with _LOCK:
+        _SCRATCH[path] = os.getpid()
+    try:
+        yield Path(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        with _LOCK:
+            _SCRATCH.pop(path, None)
+
+
+# --------------------------------------------------------------------------- running
+
+
+def child_environment(workdir: Path, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Our environment for a Python child: no bytecode written, no interactive hooks,
+    temporary files inside ``workdir``."""
+    env = dict(os.environ)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    for var in ("PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONINSPECT"):
+        env.pop(var, None)
+    tmp = workdir / "tmp"
+    tmp.mkdir(exist_ok=True)
+    for var in ("TMPDIR", "TEMP", "TMP"):
+        env[var] = str(tmp)
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class Outcome:
+    """How a child ended; its output stays in the scratch folder's files."""
+
+    command: str
+    cwd: Path
+    returncode: Optional[int]
+    seconds: float
+    timed_out: bool
+    timeout: float
+    stdout: Path
+    stderr: Path
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and self.returncode == 0
+
+    def stderr_tail(self) -> str:
+        """The end of the child's standard error (bounded)."""
+        try:
+            with open(self.stderr, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                size = handle.tell()
+                handle.seek(max(0, size - 65536))
+                text = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return stderr_tail(text)
+
+    def status(self) -> str:
+        if self.timed_out:
+            return f"timed out after {self.timeout:g} s"
+        if self.returncode is not None and self.returncode < 0:
+            return f"killed by signal {-self.returncode}"
+        return f"exit code {self.returncode}"
+
+    def error(self, message: str = "", kind: Optional[WarningType] = None) -> GenerateError:
+        """The :class:`GenerateError` for this outcome: what failed, where, and the end
+        of its stderr."""
+        tail = self.stderr_tail()
+        lines = tail.splitlines()
+        text = (message or f"{self.command} failed: {self.status()}") + f"\n  in {self.cwd}\n"
+        if lines:
+            text += f"  last {len(lines)} lines of stderr:\n" + "\n".join("    " + line for line in lines)
+        else:
+            text += "  (no stderr output)"
+        return GenerateError(text, command=self.command,
+                             returncode=None if self.timed_out else self.returncode,
+                             timed_out=self.timed_out, stderr_tail=tail, kind=kind)
+
+
+def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, display: str = "",
+        env: Optional[Mapping[str, str]] = None,
+        progress: Optional[Callable[[str], None]] = None, label: str = "",
+        progress_every: float = 10.0) -> Outcome:
+    """Run ``argv`` to its end or its timeout (see the module docstring).
+
+    ``workdir``: a :func:`scratch` folder for the output files.  Returns the
+    :class:`Outcome` (a non-zero exit is not an error here); raises
+    :class:`GenerateError` when the child cannot be started.  ``progress`` gets
+    ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
+    """
+    display = display or " ".join(argv)
+    if env is None:
+        env = child_environment(workdir)
+    stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
+    _install_handlers()
+    note_process_started(display, cwd)
+    start = time.monotonic()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        try:
+            proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env),
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise GenerateError(f"cannot start {display}: {exc.strerror or exc}",
+                                command=display) from None
+    with _LOCK:
+        _GROUPS[proc.pid] = os.getpid()
+    try:
+        timed_out = _wait(proc, start, timeout, progress, label or display, progress_every)
+    finally:
+        if proc.poll() is None:  # an exception (KeyboardInterrupt, ...) or a stop request
+            _kill_group(proc.pid)
+            _reap(proc)
+        with _LOCK:
+            _GROUPS.pop(proc.pid, None)
+    # the group leader is gone; anything it left behind in its group goes too
+    _kill_group(proc.pid)
+    return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
+                   seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
+                   stdout=stdout_path, stderr=stderr_path)
+
+
+def _wait(proc: "subprocess.Popen[bytes]", start: float, timeout: float,
+          progress: Optional[Callable[[str], None]], label: str, every: float) -> bool:
+    """Wait for ``proc``; True when it was killed for taking longer than ``timeout``."""
+    next_report = start + every
+    while True:
+        now = time.monotonic()
+        if now - start >= timeout:
+            _kill_group(proc.pid)
+            _reap(proc)
+            return True
+        if _STOPPING.is_set():
+            raise GenerateError(f"{label}: stopped (the interpreter is exiting)",
+                                command=label)
+        try:
+            proc.wait(timeout=min(_POLL, max(0.0, timeout - (now - start))))
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        if progress is not None and time.monotonic() >= next_report:
+            next_report += every
+            progress(f"{label}: still running ({int(time.monotonic() - start)} s)")
+
+
+def _reap(proc: "subprocess.Popen[bytes]") -> None:
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered yet
+        pass
+
+
+def python_version(python: str, cwd: Path, timeout: float = 60) -> str:
+    """``X.Y.Z`` of the interpreter ``python``; :class:`GenerateError` when it cannot
+    run or is not a Python (``/bin/echo`` exits 0 too)."""
+    marker = "fmha-python-version"
+    code = f'import sys; print("{marker}", sys.version.split()[0])'
+    display = shlex.join([os.path.basename(python), "-c", code])
+    with scratch("fmha-python-") as workdir:
+        outcome = run([python, "-c", code], cwd=cwd, workdir=workdir, timeout=timeout,
+                      display=display)
+        if not outcome.ok:
+            raise outcome.error(f"cannot run interpreter {python!r}: {outcome.status()}")
+        words = outcome.stdout.read_text(encoding="utf-8", errors="replace").split()
+    if len(words) != 2 or words[0] != marker:
+        raise GenerateError(
+            f"interpreter {python!r} is not a Python: it ran, but did not print its "
+            "version (set fmha_python / --python to a python3 executable)", command=display)
+    return words[1]
