@@ -207,11 +207,22 @@ class Session:
         return MaskModes(**stored)
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
+        """What ``generate.py -f filter`` selects: the filtered listing and write-mode
+        run, checked against the unfiltered listing and the model's prediction."""
         from .verify.filtercheck import check_filter
 
+        def compute() -> FilterCheck:
+            model = self.model(api, options)
+            baseline_listing = self.runner.list_kernels(self.tree.request(api, options))
+            request = self.tree.request(api, options, filter=filter)
+            listing = self.runner.list_kernels(request)
+            api_file = self.runner.generate_api_file(request) if listing.count else None
+            return check_filter(model, filter, baseline_listing, listing,
+                                self.parsed_listing(api, options, baseline_listing.files),
+                                self.traits(api, options), api_file)
+
         return self._once(("check", api, filter, options), lambda: self._stored(
-            "check", FilterCheck, lambda: check_filter(self, api, filter, options),
-            api, filter, dataclasses.asdict(options)))
+            "check", FilterCheck, compute, api, filter, dataclasses.asdict(options)))
 
     def recommend(self, api: str, options: Options = Options()) -> Recommendation:
         from .verify.recommend import recommend

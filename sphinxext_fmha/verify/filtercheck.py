@@ -11,14 +11,12 @@ import fnmatch
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..analysis.analyze import Options, grammars_of, parse_filename, split_filename
+from ..analysis.analyze import grammars_of, parse_filename, split_filename
+from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount
-from ..process.runner import GenerateRequest
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..session import Session
+from ..process.runner import ApiFileResult, ListingResult
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 
@@ -162,19 +160,16 @@ def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> L
     return sorted(set(notes))
 
 
-def check_filter(session: Session, api: str, filter: str,
-                 options: Options = Options(), dispatch: bool = True) -> FilterCheck:
-    model = session.model(api, options)
-    tree = session.tree
-    base_request = tree.request(api, options)
-    request = tree.request(api, options, filter=filter)
-    baseline_listing = session.runner.list_kernels(base_request)
-    listing = session.runner.list_kernels(request)
-    baseline = session.parsed_listing(api, options, baseline_listing.files)
+def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
+                 listing: ListingResult, baseline: ParsedListing, traits: List[List[str]],
+                 api_file: Optional[ApiFileResult] = None) -> FilterCheck:
+    """What ``generate.py -f filter`` selected (``listing``) against the unfiltered
+    ``baseline_listing`` and the model's prediction; ``api_file``: the same filtered run
+    in write mode, whose dispatch file must reach exactly the generated kernels."""
     selected = ParsedListing.of(model, listing.files)
-    predicted = predict(model, baseline, filter, session.traits(api, options))
+    predicted = predict(model, baseline, filter, traits)
     check = FilterCheck(
-        api=api, filter=filter, command=listing.command, count=listing.count,
+        api=model.api, filter=filter, command=listing.command, count=listing.count,
         per_type=selected.per_type(), baseline_count=baseline_listing.count,
         baseline_per_type=baseline.per_type(),
         breakdown=breakdown(model, baseline, selected, filter),
@@ -200,17 +195,14 @@ def check_filter(session: Session, api: str, filter: str,
                            "requires it cannot match" % piece)
     if listing.count == 0:
         check.notes.append("the filter selects no kernel")
-    elif dispatch:
-        check_dispatch(session, request, check)
+    elif api_file is not None:
+        check_dispatch(check, api_file)
     return check
 
 
-def check_dispatch(session: Session, request: GenerateRequest, check: FilterCheck) -> None:
-    """Generate with the filter into a temporary folder and confirm that the API
-    dispatch file reaches exactly the generated kernels; record the try order."""
-    from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
-
-    api_file = session.runner.generate_api_file(request)
+def check_dispatch(check: FilterCheck, api_file: ApiFileResult) -> None:
+    """Confirm that the API dispatch file of the filtered write-mode run reaches
+    exactly the generated kernels; record the try order."""
     tree = parse_dispatch(api_file.text)
     match = match_leaves_to_kernels(tree, api_file.kernel_traits)
     order: List[str] = []
