@@ -29,7 +29,8 @@ autodoc_typehints = "none"
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build"]
 myst_enable_extensions = ["colon_fence", "deflist"]
-html_theme = "alabaster"
+html_theme = "sphinx_book_theme"
+html_theme_options = {"show_toc_level": 2}
 html_title = "sphinxext-fmha"
 
 #: The CK tree the live guides are built from (see sphinxext_fmha/data/ck-corpus.toml).

@@ -42,6 +42,7 @@ def flat(path: Path) -> str:
 def commands(text: str):
     """generate.py command lines shown on a page, as (api, argv after -a API)."""
     found = []
+    text = re.sub(r" \\\n\s*", " ", text)  # long commands are shown with \ continuations
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("python generate.py "):

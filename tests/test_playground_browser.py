@@ -8,10 +8,10 @@ built and opened in Chromium (headless, through Playwright); each filter below i
 typed into the form and the count the page shows (``data-fmha-count``) and the files
 it selects must equal what an independent ``generate.py -l FILE -f PATTERN`` lists.
 
-Chromium comes from Debian (``.ci/install-browser``), never from ``playwright
-install``; without it (or without the playwright package) the test is skipped with
-the reason.  ``FMHA_PLAYGROUND_TREES`` (comma-separated corpus names) overrides the
-trees.
+Chromium comes from Debian (``.ci/install-browser``; ``FMHA_CHROMIUM`` names another),
+never from ``playwright install``; without it (or without the playwright package, or
+with ``FMHA_NO_BROWSER=1``) the test is skipped with the reason.
+``FMHA_PLAYGROUND_TREES`` (comma-separated corpus names) overrides the trees.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
+from browser import CHROMIUM_ARGS, find_chromium
 from test_directives import _reproducible, build, write_project  # noqa: F401
 
 from sphinxext_fmha.analysis.analyze import Options
@@ -34,9 +34,6 @@ from sphinxext_fmha.session import Session
 
 from independent import independent_listings
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 TREES = [t for t in os.environ.get("FMHA_PLAYGROUND_TREES", "").split(",") if t] or [
     "flash-attn-2.8.1", "flash-attn-2.8.3"]
 MIN_FILTERS = 50
@@ -45,16 +42,27 @@ pytestmark = pytest.mark.corpus
 
 
 def _browser_or_skip():
+    """Playwright's sync API and the system Chromium (``tests/browser.py``'s
+    conventions: ``FMHA_CHROMIUM``, ``FMHA_NO_BROWSER=1``); a clear skip without them."""
+    if os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on"):
+        pytest.skip("FMHA_NO_BROWSER=1")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("the playwright package is not installed (pip install playwright; the "
                     "'test' extra has it)")
-    chromium = shutil.which("chromium") or (CHROMIUM if os.path.exists(CHROMIUM) else None)
+    chromium = find_chromium()
     if chromium is None:
         pytest.skip("no Chromium: run .ci/install-browser (apt-get install -y chromium) "
-                    "to test the filter playground in a browser")
+                    "or set FMHA_CHROMIUM to test the filter playground in a browser")
     return sync_playwright, chromium
+
+
+def _in_own_thread(function):
+    """Run ``function()`` in a fresh thread: Playwright's sync API refuses a thread
+    where another test left an asyncio loop running."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(function).result()
 
 
 # ------------------------------------------------------------------ the filters
@@ -206,19 +214,24 @@ def test_playground_counts_equal_generate_py(tree_name, corpus_root, tmp_path):
     problems: List[str] = []
     checked = 0
     started = time.monotonic()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            errors: List[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            for api in apis:
-                url = (Path(app.outdir) / ("%s.html" % api)).as_uri()
-                problems += _check_page(page, url, filters[api], expected[api], api)
-                checked += len(filters[api])
-            assert errors == []
-        finally:
-            browser.close()
+    errors: List[str] = []
+
+    def run_browser() -> None:
+        nonlocal checked
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                for api in apis:
+                    url = (Path(app.outdir) / ("%s.html" % api)).as_uri()
+                    problems.extend(_check_page(page, url, filters[api], expected[api], api))
+                    checked += len(filters[api])
+            finally:
+                browser.close()
+
+    _in_own_thread(run_browser)
+    assert errors == []
     assert not problems, "\n".join(problems[:40])
     assert checked >= MIN_FILTERS * len(apis)
     print("%s: %d filters over %d APIs agree with generate.py (generate.py runs %.0f s, "
@@ -267,16 +280,20 @@ def test_trait_members_that_are_not_written(tmp_path):
                 "*@*_9": ["a_2.cpp"], "*_2": ["a_2.cpp"], "*@": [], ",": ["a_1.cpp", "a_2.cpp", "b_1.cpp"],
                 "a_[!1]@b_[0-8]": []}
     script = (Path(__file__).resolve().parents[1] / "sphinxext_fmha" / "static" / "fmha-playground.js")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.set_content("<p>empty</p>")
-            page.add_script_tag(path=str(script))
-            got = page.evaluate("""([data, filters]) => {
-                const model = fmhaPlayground.load(JSON.parse(data));
-                return filters.map(f => fmhaPlayground.selectedFiles(model, fmhaPlayground.select(model, f)));
-            }""", [to_script_json(data), list(expected)])
-        finally:
-            browser.close()
+    def run_browser():
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.set_content("<p>empty</p>")
+                page.add_script_tag(path=str(script))
+                return page.evaluate("""([data, filters]) => {
+                    const model = fmhaPlayground.load(JSON.parse(data));
+                    return filters.map(f => fmhaPlayground.selectedFiles(model,
+                                                                         fmhaPlayground.select(model, f)));
+                }""", [to_script_json(data), list(expected)])
+            finally:
+                browser.close()
+
+    got = _in_own_thread(run_browser)
     assert dict(zip(expected, got)) == expected

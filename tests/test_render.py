@@ -303,11 +303,13 @@ def test_filter_check_blocks_and_markdown():
     text = filter_check_markdown(_check())
     assert "generate.py selects **40** of 120 kernels; the model predicts the same set." in text
     assert "| `ToyKernel` | 120 | 40 | 40 |" in text
-    assert "| bias | `_bias` | bias=bias | 40 | 0 |" in text
-    assert "| mode | *(no token)* | mode=batch | 120 | 40 |" in text
-    expectations = blocks[-1]
-    assert isinstance(expectations, BulletList)
-    assert [text_of(i) for i in expectations.items] == ["40 kernels: met", "_d64 dropped: NOT met"]
+    assert "| bias | `_bias` | 40 | 0 | bias=bias |" in text
+    assert "| mode | *(no token)* | 120 | 40 | mode=batch |" in text
+    failed, met = blocks[-2:]
+    assert isinstance(failed, Admonition) and failed.kind == "warning"
+    assert [text_of(i) for i in failed.blocks[1].items] == ["Expected _d64 dropped."]
+    assert isinstance(met, BulletList)
+    assert [text_of(i) for i in met.items] == ["40 kernels: met"]
 
 
 # --------------------------------------------------------------------------- docutils

@@ -34,27 +34,41 @@ def diagram_html(diagram: Diagram) -> str:
     return "".join(out)
 
 
-def diagram_text(diagram: Diagram) -> str:
+def diagram_text(diagram: Diagram, width: int = 72) -> str:
     """The name, a ruler marking each segment, and the segment numbers below it::
 
         fmha_fwd_appendkv_d128_bf16_b64x64x128x128
         =================-----=====---------------
         1                2    3    4
+
+    A name longer than ``width`` is cut at segment boundaries into chunks of at most
+    ``width`` characters (a longer segment is a chunk of its own), each with its own
+    ruler and numbers, so that no line has to wrap (LaTeX/PDF, narrow terminals).
     """
-    name = "".join(p.token for p in diagram.parts) + diagram.suffix
-    ruler: List[str] = []
+    shown = [(part.token, str(part.number)) for part in diagram.parts if part.token]
+    fills = ["=" if index % 2 == 0 else "-" for index in range(len(shown))]
+    pieces = [(token, label, fill) for (token, label), fill in zip(shown, fills)]
+    if diagram.suffix:
+        pieces.append((diagram.suffix, "s", "."))
+    chunks: List[List[tuple]] = [[]]
+    used = 0
+    for piece in pieces:
+        if chunks[-1] and used + len(piece[0]) > width:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(piece)
+        used += len(piece[0])
+    return "\n\n".join(_chunk_text(chunk) for chunk in chunks)
+
+
+def _chunk_text(pieces: List[tuple]) -> str:
+    name = "".join(token for token, _, _ in pieces)
+    ruler = "".join(fill * len(token) for token, _, fill in pieces)
     starts = []
     position = 0
-    fill = "="
-    shown = [p for p in diagram.parts if p.token]
-    for part in shown:
-        starts.append((position, str(part.number)))
-        ruler.append(fill * len(part.token))
-        position += len(part.token)
-        fill = "-" if fill == "=" else "="
-    if diagram.suffix:
-        starts.append((position, "s"))
-        ruler.append("." * len(diagram.suffix))
+    for token, label, _ in pieces:
+        starts.append((position, label))
+        position += len(token)
     # Numbers on as few lines as needed so that none overlaps another.
     lines: List[List[str]] = []
     ends: List[int] = []
@@ -70,5 +84,4 @@ def diagram_text(diagram: Diagram) -> str:
         row.extend(" " * (start - len(row)))
         row.extend(label)
         ends[index] = start + len(label)
-    text = [name, "".join(ruler)] + ["".join(row).rstrip() for row in lines]
-    return "\n".join(text)
+    return "\n".join([name, ruler] + ["".join(row).rstrip() for row in lines])

@@ -7,6 +7,7 @@ say exactly the same thing.  Plain data, no docutils, no Sphinx.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Union
 
@@ -43,8 +44,12 @@ Inlines = List[Inline]
 
 @dataclass
 class Para:
+    """A paragraph; with an ``anchor`` (a short name, unique within its section) it is
+    a jump target: it gets an id and an entry in its section's jump list."""
+
     inlines: Inlines
     classes: List[str] = field(default_factory=list)
+    anchor: str = ""
 
 
 @dataclass
@@ -58,19 +63,27 @@ class Table:
     rows: List[List[Inlines]]
     title: Optional[Inlines] = None
     classes: List[str] = field(default_factory=list)
+    #: Columns whose every cell is a number (counts) are shown right after the first
+    #: ``counts_after`` columns, before long text; None keeps the order as written.
+    counts_after: Optional[int] = 1
 
 
 @dataclass
 class CodeBlock:
+    """Literal lines; ``bash`` blocks are shown with long command lines wrapped at
+    argument boundaries with ``\\`` continuations (:func:`wrap_commands`)."""
+
     text: str
     language: str = ""
 
 
 @dataclass
 class SubHeading:
-    """A heading inside a section (a rubric in docutils, ``###`` in Markdown)."""
+    """A heading inside a section (a rubric in docutils, ``###`` in Markdown); with an
+    ``anchor`` it is also a jump target, like :class:`Para`."""
 
     inlines: Inlines
+    anchor: str = ""
 
 
 @dataclass
@@ -86,6 +99,7 @@ class Dropdown:
 class Admonition:
     kind: str  # note | tip | caution | warning
     blocks: List[Block]
+    classes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -159,3 +173,106 @@ def join(items: Sequence[Inlines], sep: str = ", ") -> Inlines:
 
 def codes(values: Sequence[str], sep: str = ", ") -> Inlines:
     return join([[Code(v)] for v in values], sep)
+
+
+# --------------------------------------------------------------------------- layout
+
+_NUMBER = re.compile(r"^[-+]?[\d.,]*\d[\d.,]*\s*%?$|^-$")
+
+
+def column_order(table: Table) -> List[int]:
+    """The order the columns of ``table`` are shown in: count columns (every non-empty
+    cell a number, ``-`` allowed) right after the first ``counts_after`` columns."""
+    columns = list(range(len(table.header)))
+    if table.counts_after is None or not table.rows:
+        return columns
+
+    def numeric(index: int) -> bool:
+        texts = [text_of(row[index]).strip() for row in table.rows if index < len(row)]
+        texts = [t for t in texts if t]
+        return bool(texts) and all(_NUMBER.match(t) for t in texts)
+
+    lead = columns[: table.counts_after]
+    rest = columns[table.counts_after:]
+    counts = [c for c in rest if numeric(c)]
+    return lead + counts + [c for c in rest if c not in counts]
+
+
+#: Where a long literal may break: after ``::``, ``/``, ``,``, ``;`` or ``=``, and
+#: before ``<``, ``(``, ``.``, an inner ``_`` or the ``x`` of a tile shape (``128x64``).
+_BREAK = re.compile(r"(?<=::)(?=[^:])|(?<=[/,;=])(?=[^\s/,;=])|(?<=[\w>)\]])(?=[<(.])"
+                    r"|(?<=[A-Za-z0-9])(?=_[A-Za-z0-9])|(?<=\d)(?=x\d)")
+
+
+#: A source path (``codegen/ops/fmha_bwd.py:760``): it breaks after its slashes only.
+_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$")
+
+
+def break_points(text: str, shortest: int = 16) -> List[str]:
+    """``text`` cut where a line may break (C++ names, file names, paths); literals
+    shorter than ``shortest`` stay whole."""
+    if len(text) < shortest:
+        return [text]
+    pattern = re.compile(r"(?<=/)") if _PATH.match(text) else _BREAK
+    pieces, start = [], 0
+    for match in pattern.finditer(text):
+        if match.start() > start:
+            pieces.append(text[start:match.start()])
+            start = match.start()
+    pieces.append(text[start:])
+    return pieces
+
+
+def _split_outside_quotes(line: str) -> List[str]:
+    """Shell words of ``line`` (quotes kept as written), split at unquoted blanks."""
+    words, current, quote = [], "", ""
+    for char in line:
+        if quote:
+            current += char
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+            current += char
+        elif char == " ":
+            if current:
+                words.append(current)
+            current = ""
+        else:
+            current += char
+    if current:
+        words.append(current)
+    return words
+
+
+def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
+    """Shell lines longer than ``width`` wrapped with ``\\`` continuations, an option
+    and its value kept on one line; the result runs exactly as the original."""
+    out: List[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width or line.rstrip().endswith("\\") or line.lstrip().startswith("#"):
+            out.append(line)
+            continue
+        words = _split_outside_quotes(line)
+        groups: List[str] = []
+        for index, word in enumerate(words):
+            option_value = (index > 0 and words[index - 1].startswith("-")
+                            and not word.startswith("-") and groups
+                            and groups[-1] == words[index - 1])
+            if option_value or word in (">", ">>", "|", "&&") or (groups and groups[-1] in (">", ">>")):
+                groups[-1] = groups[-1] + " " + word if groups else word
+            else:
+                groups.append(word)
+        lines: List[str] = []
+        current = ""
+        for group in groups:
+            candidate = current + " " + group if current else group
+            prefix = indent if lines else ""
+            if current and len(prefix + candidate) + 2 > width:
+                lines.append(current)
+                current = group
+            else:
+                current = candidate
+        lines.append(current)
+        out.append(" \\\n".join((indent if i else "") + text for i, text in enumerate(lines)))
+    return "\n".join(out)

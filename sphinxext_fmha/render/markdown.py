@@ -35,6 +35,9 @@ from .ir import (
     Strong,
     SubHeading,
     Table,
+    column_order,
+    text_of,
+    wrap_commands,
 )
 
 __all__ = [
@@ -110,9 +113,13 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
     """Markdown chunks (to be joined with blank lines); ``level``: the heading level
     of the enclosing section."""
     out: List[str] = []
+    heading = ""
     for block in blocks:
+        if isinstance(block, SubHeading):
+            heading = text_of(block.inlines)
         if isinstance(block, Para):
-            out.append(_inline(block.inlines))
+            anchor = '<a id="%s"></a>' % _slug(heading + " " + block.anchor) if block.anchor else ""
+            out.append(anchor + _inline(block.inlines))
         elif isinstance(block, BulletList):
             out.append("\n".join("- " + _inline(item) for item in block.items))
         elif isinstance(block, Table):
@@ -120,14 +127,16 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
             if block.title:
                 lines.append("**%s**" % _inline(block.title).replace("**", ""))
                 lines.append("")
-            lines.append("| " + " | ".join(_escape(h, True) for h in block.header) + " |")
-            lines.append("|" + "|".join(" --- " for _ in block.header) + "|")
+            order = column_order(block)
+            lines.append("| " + " | ".join(_escape(block.header[i], True) for i in order) + " |")
+            lines.append("|" + "|".join(" --- " for _ in order) + "|")
             for row in block.rows:
-                cells = [_inline(row[i], True) if i < len(row) else "" for i in range(len(block.header))]
+                cells = [_inline(row[i], True) if i < len(row) else "" for i in order]
                 lines.append("| " + " | ".join(cells) + " |")
             out.append("\n".join(lines))
         elif isinstance(block, CodeBlock):
-            out.append(_fence(block.text, block.language))
+            text = wrap_commands(block.text) if block.language in ("bash", "sh", "shell") else block.text
+            out.append(_fence(text, block.language))
         elif isinstance(block, SubHeading):
             out.append("#" * min(level + 1, 6) + " " + _inline(block.inlines))
         elif isinstance(block, Dropdown):
@@ -143,6 +152,44 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
     return out
 
 
+def _slug(text: str) -> str:
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _jump_markdown(blocks: Sequence[Block]) -> List[str]:
+    """``**Jump to:**`` lines (one per sub-heading group) linking the anchored
+    paragraphs of a section, or nothing when it has fewer than two."""
+    groups: List[List[str]] = []
+    heading = ""
+    for block in blocks:
+        if isinstance(block, SubHeading):
+            heading = text_of(block.inlines)
+            groups.append([heading])
+        elif isinstance(block, Para) and block.anchor:
+            if not groups:
+                groups.append([""])
+            groups[-1].append("[%s](#%s)" % (_escape(block.anchor), _slug(heading + " " + block.anchor)))
+    groups = [g for g in groups if len(g) > 1]
+    if sum(len(g) - 1 for g in groups) < 2:
+        return []
+    return ["**Jump to%s:** %s" % (" " + _escape(g[0]) if g[0] else "", " \u00b7 ".join(g[1:]))
+            for g in groups]
+
+
+def _section_markdown(blocks: Sequence[Block], level: int) -> List[str]:
+    """A section's blocks, its jump list after the leading paragraphs."""
+    chunks = blocks_markdown(blocks, level)
+    jump = _jump_markdown(blocks)
+    if jump:
+        lead = 0
+        for block in blocks:
+            if not isinstance(block, Para) or block.anchor:
+                break
+            lead += 1
+        chunks[lead:lead] = ["\n\n".join(jump)]
+    return chunks
+
+
 def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
                    title: Optional[str] = None) -> str:
     """The guide of ``data`` as one Markdown document."""
@@ -156,7 +203,7 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
             + problem.message])])]))
     for section in guide_sections(data, names):
         chunks.append("## " + _escape(section.title))
-        chunks.extend(blocks_markdown(section.blocks, 2))
+        chunks.extend(_section_markdown(section.blocks, 2))
     return "\n\n".join(chunks).rstrip() + "\n"
 
 

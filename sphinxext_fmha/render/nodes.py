@@ -13,7 +13,7 @@ hand so nothing is imported).  Two placeholder nodes are resolved by the Sphinx 
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from docutils import nodes
 
@@ -34,7 +34,10 @@ from .ir import (
     Strong,
     SubHeading,
     Table,
+    break_points,
+    column_order,
     text_of,
+    wrap_commands,
 )
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "fmha_section",
     "LinkFactory",
     "blocks_to_nodes",
+    "anchor_id",
     "inlines_to_nodes",
     "sections_to_nodes",
     "dropdown_node",
@@ -72,7 +76,7 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
         if isinstance(part, str):
             out.append(nodes.Text(part))
         elif isinstance(part, Code):
-            out.append(nodes.literal(part.text, part.text))
+            out.append(_literal(part.text))
         elif isinstance(part, Strong):
             out.append(nodes.strong(part.text, part.text))
         elif isinstance(part, Emph):
@@ -88,6 +92,26 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
     return out
 
 
+def _literal(text: str) -> nodes.literal:
+    """Inline code whose long names may wrap at sensible points (:func:`break_points`):
+    an empty ``fmha-wbr`` inline between the pieces, which ``fmha.css`` turns into a
+    break opportunity (generated content, so copied text stays exact); other builders
+    show the pieces joined."""
+    pieces = break_points(text)
+    node = nodes.literal(text, pieces[0])
+    if len(pieces) > 1:
+        node["classes"].append("fmha-brk")
+    for piece in pieces[1:]:
+        node += nodes.inline("", "", classes=["fmha-wbr"])
+        node += nodes.Text(piece)
+    return node
+
+
+def anchor_id(section: str, anchor: str) -> str:
+    """The id of a jump target ``anchor`` inside the section whose id is ``section``."""
+    return nodes.make_id("%s-%s" % (section, anchor))
+
+
 def _paragraph(parts: Sequence[Inline], link: Optional[LinkFactory], classes=()) -> nodes.paragraph:
     para = nodes.paragraph("", "", *inlines_to_nodes(parts, link))
     para["classes"].extend(classes)
@@ -99,22 +123,24 @@ def _table(table: Table, link: Optional[LinkFactory]) -> nodes.table:
                        align="left")
     if table.title:
         node += nodes.title(text_of(table.title), "", *inlines_to_nodes(table.title, link))
-    columns = len(table.header)
-    group = nodes.tgroup(cols=columns)
+    order = column_order(table)
+    group = nodes.tgroup(cols=len(order))
     node += group
-    for width in _widths(table):
-        group += nodes.colspec(colwidth=width)
+    widths = _widths(table)
+    for index in order:
+        group += nodes.colspec(colwidth=widths[index])
     head = nodes.thead()
     group += head
     row = nodes.row()
-    for title in table.header:
+    for index in order:
+        title = table.header[index]
         row += nodes.entry("", nodes.paragraph(title, title))
     head += row
     body = nodes.tbody()
     group += body
     for cells in table.rows:
         row = nodes.row()
-        for index in range(columns):
+        for index in order:
             value = cells[index] if index < len(cells) else []
             entry = nodes.entry()
             if value:
@@ -187,7 +213,11 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
     out: List[nodes.Node] = []
     for block in blocks:
         if isinstance(block, Para):
-            out.append(_paragraph(block.inlines, link, block.classes))
+            para = _paragraph(block.inlines, link, block.classes)
+            if block.anchor:
+                para["fmha_anchor"] = block.anchor
+                para["classes"].append("fmha-anchored")
+            out.append(para)
         elif isinstance(block, BulletList):
             bullets = nodes.bullet_list(bullet="-")
             for item in block.items:
@@ -196,16 +226,21 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
         elif isinstance(block, Table):
             out.append(_table(block, link))
         elif isinstance(block, CodeBlock):
-            literal = nodes.literal_block(block.text, block.text)
+            text = wrap_commands(block.text) if block.language in ("bash", "sh", "shell") else block.text
+            literal = nodes.literal_block(text, text, classes=["fmha-code"])
             literal["language"] = block.language or "none"
             out.append(literal)
         elif isinstance(block, SubHeading):
-            out.append(nodes.rubric(text_of(block.inlines), "", *inlines_to_nodes(block.inlines, link)))
+            rubric = nodes.rubric(text_of(block.inlines), "", *inlines_to_nodes(block.inlines, link),
+                                  classes=["fmha-subheading"])
+            if block.anchor:
+                rubric["fmha_anchor"] = block.anchor
+            out.append(rubric)
         elif isinstance(block, Dropdown):
             out.append(dropdown_node(inlines_to_nodes(block.title, link),
                                      blocks_to_nodes(block.blocks, link), block.opened))
         elif isinstance(block, Admonition):
-            admonition = _ADMONITIONS.get(block.kind, nodes.note)()
+            admonition = _ADMONITIONS.get(block.kind, nodes.note)(classes=list(block.classes))
             admonition.extend(blocks_to_nodes(block.blocks, link))
             out.append(admonition)
         elif isinstance(block, Diagram):
@@ -224,9 +259,72 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
     guide.extend(before)
     for section in sections:
         node = fmha_section("", name=section.name, title=section.title)
-        node.extend(blocks_to_nodes(section.blocks, link))
+        content = blocks_to_nodes(section.blocks, link)
+        groups = _anchor_groups(content, "fmha-%s-%s" % (api, section.name))
+        if sum(len(targets) for _, targets in groups) > 1:
+            content.insert(_jump_list_position(content), _jump_list(groups))
+        node.extend(content)
         guide += node
     return guide
+
+
+def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, List[nodes.Element]]]:
+    """The section's jump targets, grouped by the sub-heading above them.  Each gets
+    a ``target`` node just before it with an id unique in the section
+    (``prefix-<group>-<anchor>``), which every writer turns into an anchor (LaTeX
+    labels paragraphs only through targets); ``content`` gets the top-level ones."""
+    groups: List[Tuple[str, List[nodes.Element]]] = []
+    group = ""
+    for block in list(content):
+        if isinstance(block, nodes.rubric) and "fmha-subheading" in block["classes"] \
+                and not block.get("fmha_anchor"):
+            group = block.astext()
+            continue
+        for anchored in list(block.findall(nodes.Element)):
+            if not anchored.get("fmha_anchor"):
+                continue
+            if not groups or groups[-1][0] != group:
+                groups.append((group, []))
+            groups[-1][1].append(anchored)
+            name = anchored["fmha_anchor"]
+            anchored["fmha_id"] = anchor_id(prefix, "%s-%s" % (group, name) if group else name)
+            target = nodes.target("", "", ids=[anchored["fmha_id"]])
+            if anchored.parent is None:
+                content.insert(content.index(anchored), target)
+            else:
+                anchored.parent.insert(anchored.parent.index(anchored), target)
+    return groups
+
+
+def _jump_list_position(content: Sequence[nodes.Node]) -> int:
+    """After the section's leading paragraphs (its introduction)."""
+    index = 0
+    while index < len(content) and isinstance(content[index], nodes.paragraph) \
+            and not content[index].get("fmha_anchor") and not isinstance(content[index], nodes.target):
+        index += 1
+    return index
+
+
+def _jump_links(targets: Sequence[nodes.Element]) -> List[nodes.Node]:
+    out: List[nodes.Node] = []
+    for index, target in enumerate(targets):
+        if index:
+            out.append(nodes.Text(" \u00b7 "))
+        label = target["fmha_anchor"]
+        out.append(nodes.reference(label, label, refid=target["fmha_id"], internal=True))
+    return out
+
+
+def _jump_list(groups: Sequence[Tuple[str, List[nodes.Element]]]) -> nodes.Element:
+    """``Jump to: a · b · c`` (one line per sub-heading group): in-page links to the
+    section's anchored blocks."""
+    container = nodes.container("", classes=["fmha-jump"])
+    for group, targets in groups:
+        lead = "Jump to %s:" % group if group else "Jump to:"
+        para = nodes.paragraph("", "", nodes.strong(lead, lead), nodes.Text(" "))
+        para.extend(_jump_links(targets))
+        container += para
+    return container
 
 
 def problem_node(title: str, message: str) -> nodes.Element:

@@ -160,7 +160,7 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
     counts = data.token_counts.get((kernel_type.class_name, index), {})
     described: List[Block] = [Para(["Segment ", Strong(segment.label), " (%s)"
                                     % plural(len(segment.tokens), "token")],
-                                   ["fmha-segment"])]
+                                   ["fmha-segment"], anchor=segment.label)]
     field_items: List[Inlines] = []
     for path in segment.fields:
         info = infos.get(path)

@@ -7,6 +7,7 @@ from typing import Iterable, List, Optional, Tuple
 from ...model import (
     ApiModel,
     FilterCheck,
+    SegmentBreakdown,
 )
 from ..ir import (
     Admonition,
@@ -17,7 +18,9 @@ from ..ir import (
     Inlines,
     Para,
     Strong,
+    SubHeading,
     Table,
+    inlines,
     join,
 )
 from .common import FOLD_ROWS, fold, plural, token_cell
@@ -44,41 +47,70 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
          [str(check.predicted_per_type.get(c, 0))]] for c in classes]
     blocks.append(Table(header=["Sub-type", "All", "Selected", "Predicted"], rows=rows,
                         classes=["fmha-check-counts"]))
-    changed = [row for row in check.breakdown if any(c.selected != c.baseline for c in row.counts)]
-    unchanged = [row for row in check.breakdown if row not in changed]
-    several = len({row.kernel_type for row in check.breakdown}) > 1
-    if changed:
-        rows = []
-        for row in changed:
-            for count in row.counts:
-                if not count.baseline and not count.selected:
-                    continue
-                cells: List[Inlines] = [[row.segment], token_cell(count.token), [count.meaning],
-                         [str(count.baseline)], [str(count.selected)]]
-                if several:
-                    cells.insert(0, [Code(row.kernel_type)])
-                rows.append(cells)
-        header = ["Segment", "Token", "Meaning", "All", "Selected"]
-        if several:
-            header.insert(0, "Sub-type")
-        table = Table(header=header, rows=rows, classes=["fmha-breakdown"])
-        blocks.append(Para(["Segments the filter changes:"]))
-        blocks.extend(fold(["Breakdown: %s" % plural(len(rows), "row")], [table], len(rows),
-                            FOLD_ROWS * 2))
-    if unchanged:
-        names = sorted({(row.kernel_type, row.segment) for row in unchanged},
-                       key=lambda p: (classes.index(p[0]) if p[0] in classes else 99, p[1]))
-        blocks.append(Para(["Unchanged segments: "] + join(
-            [[row_seg if not several else "%s %s" % (row_type, row_seg)]
-             for row_type, row_seg in names]) + ["."]))
+    by_type = sorted({row.kernel_type for row in check.breakdown},
+                     key=lambda name: (classes.index(name) if name in classes else len(classes), name))
+    blocks.extend(_breakdown_blocks(check, by_type))
     if check.side_effects:
         blocks.append(Admonition("note", [Para(["Side effects (tokens dropped that the filter "
                                                 "does not name):"]),
                                           BulletList([[s] for s in check.side_effects])]))
     if check.notes:
         blocks.append(BulletList([[n] for n in check.notes]))
-    expectations = list(expectations)
-    if expectations:
-        blocks.append(BulletList([[text, ": ", Strong("met" if ok else "NOT met")]
-                                  for text, ok in expectations]))
+    blocks.extend(_expectation_blocks(list(expectations)))
+    return blocks
+
+
+def _changed(row: SegmentBreakdown) -> bool:
+    return any(c.selected != c.baseline for c in row.counts)
+
+
+def _breakdown_blocks(check: FilterCheck, by_type: List[str]) -> List[Block]:
+    """One table per sub-type of the segments the filter changes (the sub-type is the
+    table's heading, not a column repeated in every row), then the unchanged ones."""
+    blocks: List[Block] = []
+    several = len(by_type) > 1
+    if any(_changed(row) for row in check.breakdown):
+        blocks.append(Para(["Segments the filter changes:"]))
+    for kernel_type in by_type:
+        rows: List[List[Inlines]] = [
+            [[row.segment], token_cell(count.token), [str(count.baseline)],
+             [str(count.selected)], [count.meaning]]
+            for row in check.breakdown if row.kernel_type == kernel_type and _changed(row)
+            for count in row.counts if count.baseline or count.selected]
+        if not rows:
+            continue
+        table = Table(header=["Segment", "Token", "All", "Selected", "Meaning"], rows=rows,
+                      classes=["fmha-breakdown"], counts_after=None)
+        title: Inlines = (["Breakdown of ", Code(kernel_type), ": %s" % plural(len(rows), "row")]
+                          if several else ["Breakdown: %s" % plural(len(rows), "row")])
+        folded = fold(title, [table], len(rows), FOLD_ROWS * 2)
+        if several and folded[0] is table:  # not folded: a heading names the sub-type
+            blocks.append(SubHeading([Code(kernel_type)]))
+        blocks.extend(folded)
+    items: List[Inlines] = []
+    for kernel_type in by_type:
+        segments = sorted({row.segment for row in check.breakdown
+                           if row.kernel_type == kernel_type and not _changed(row)})
+        if segments:
+            lead: Inlines = [Code(kernel_type), ": "] if several else []
+            items.append(lead + join([[s] for s in segments]))
+    if several and items:
+        blocks += [Para(["Unchanged segments:"]), BulletList(items)]
+    elif items:
+        blocks.append(Para(["Unchanged segments: "] + items[0] + ["."]))
+    return blocks
+
+
+def _expectation_blocks(expectations: List[Tuple[str, bool]]) -> List[Block]:
+    """Failed expectations as a warning admonition (hard to miss), met ones as a list."""
+    blocks: List[Block] = []
+    failed = [text for text, ok in expectations if not ok]
+    if failed:
+        blocks.append(Admonition("warning", [
+            Para([Strong("Expectation not met:" if len(failed) == 1 else "Expectations not met:")]),
+            BulletList([inlines("Expected ", text, ".") for text in failed])],
+            classes=["fmha-expectation"]))
+    met = [inlines(text, ": ", Strong("met")) for text, ok in expectations if ok]
+    if met:
+        blocks.append(BulletList(met))
     return blocks

@@ -45,7 +45,7 @@ def gaps_section(data: GuideData) -> List[Block]:
     else:
         blocks.append(Para(["The analysis left no gap."]))
     if model.checks:
-        rows: List[List[Inlines]] = [[[Code(str(k))], [_check_value(v)]]
+        rows: List[List[Inlines]] = [[[_words(str(k))], [_check_value(v)]]
                                      for k, v in sorted(model.checks.items())]
         blocks.append(Dropdown(title=["Analysis checks (%d)" % len(rows)],
                                blocks=[Table(header=["Check", "Value"], rows=rows,
@@ -53,9 +53,17 @@ def gaps_section(data: GuideData) -> List[Block]:
     return blocks
 
 
+def _words(key: str) -> str:
+    """An internal check key as words: ``blob_function_takes_targets`` -> "Blob
+    function takes targets"."""
+    text = " ".join(key.replace("_", " ").split())
+    return text[:1].upper() + text[1:]
+
+
 def _check_value(value: object) -> str:
     if isinstance(value, dict):
-        return ", ".join("%s: %s" % (k, _check_value(v)) for k, v in sorted(value.items()))
+        return ", ".join("%s: %s" % (str(k).replace("_", " "), _check_value(v))
+                         for k, v in sorted(value.items()))
     if isinstance(value, (list, tuple)):
         return ", ".join(_check_value(v) for v in value) or "none"
     if value is None:
