@@ -103,6 +103,7 @@ class Session:
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
         def compute() -> ApiModel:
+            self.observation(api, options)  # the probe, and what it stands in for
             return analyze_api(self.ck_root, api, options, python=self.python,
                                cache=self.cache, timeout=self.timeout, progress=self.progress,
                                tree=self.tree, runner=self.runner)
@@ -117,11 +118,26 @@ class Session:
 
         def compute() -> dict:
             request = self.tree.request(api, options)
-            return observe(self.tree.fmha_dir, probe_argv(request, self.tree.supported_dests()),
-                           python=self.python, cache=self.cache, timeout=self.timeout,
-                           progress=self.progress)
+            observed = observe(self.tree.fmha_dir,
+                               probe_argv(request, self.tree.supported_dests()),
+                               python=self.python, cache=self.cache, timeout=self.timeout,
+                               progress=self.progress)
+            self._store_probe_runs(request, observed)
+            return observed
 
         return self._once(("observation", api, options), compute)
+
+    def _store_probe_runs(self, request, observed: dict) -> None:
+        """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
+        dispatch file write mode writes: keep both as those runs' results, so neither
+        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back)."""
+        seconds = float(observed.get("seconds", {}).get("observe", 0.0))
+        self.runner.store_listing(request, observed["listing"], seconds)
+        dispatch = observed.get("dispatch") or {}
+        if dispatch and not dispatch.get("error"):
+            self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
+                                       dispatch["kernel_traits"],
+                                       float(dispatch.get("seconds", 0.0)))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         """Kernel files generated together (one fnmatch decision each), as observed;
@@ -158,6 +174,18 @@ class Session:
             return groups
 
         return self._once(("trait-groups", api, options), compute)
+
+    def prefetch_checks(self, api: str, filters: List[str], options: Options = Options()) -> None:
+        """Run the ``-f`` runs that checking ``filters`` needs in batches (one
+        interpreter each, see process/batch.py), ahead of :meth:`check`."""
+        from .process.batch import prefetch
+
+        dispatch = self.observation(api, options).get("dispatch") or {}
+        traits = dispatch.get("kernel_traits", {})
+        known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
+                 if name in traits}
+        prefetch(self.runner, [self.tree.request(api, options, filter=f) for f in filters],
+                 dispatch=True, known_keys=known)
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.filtercheck import ParsedListing

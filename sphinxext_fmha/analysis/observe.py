@@ -7,9 +7,12 @@ interpreter chosen for generate.py, without writing bytecode into the tree.
 from __future__ import annotations
 
 import base64
+import collections
 import hashlib
 import json
 import sys
+import threading
+import time
 import zlib
 from pathlib import Path
 from typing import Callable, List, Optional
@@ -17,9 +20,16 @@ from typing import Callable, List, Optional
 from ..process.cache import DiskCache, tree_digest
 from ..errors import FmhaError, WarningType, stderr_tail
 from ..process.launch import run, scratch
+from ..process.progress import report_step, run_label
 from ..process.runner import interpreter_id
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
+#: The probe loads this stdlib-only reader package by path for kernel files' trait keys.
+TRAIT_READER = Path(__file__).parent.parent / "cppapi"
+#: Results kept in this process (the model and the session read the same probe).
+_MEMO_SIZE = 4
+_MEMO: "collections.OrderedDict[str, dict]" = collections.OrderedDict()
+_MEMO_LOCK = threading.Lock()
 
 
 class ProbeError(FmhaError):
@@ -32,7 +42,10 @@ class ProbeError(FmhaError):
 
 
 def _probe_version() -> str:
-    return hashlib.sha256(PROBE_SCRIPT.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(PROBE_SCRIPT.read_bytes())
+    for path in sorted(TRAIT_READER.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _pack(data: dict) -> dict:
@@ -55,19 +68,29 @@ def observe(
 ) -> dict:
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content)."""
     python = python or sys.executable
-    key = None
-    if cache is not None:
-        key = cache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
+    key = DiskCache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
                             interpreter_id(python, fmha_dir))
-        hit = cache.get(key)
-        if hit is not None:
-            try:
-                return _unpack(hit)
-            except (KeyError, ValueError, zlib.error):
-                pass
-    result = _run_probe(fmha_dir, argv, python, timeout, progress)
-    if cache is not None and key is not None:
+    if cache is None:  # no caching asked for: run the probe
+        return _run_probe(fmha_dir, argv, python, timeout, progress)
+    memo_key = "%s|%s" % (cache.root, key)  # one memo per cache: its files stay the truth
+    with _MEMO_LOCK:
+        if memo_key in _MEMO:
+            _MEMO.move_to_end(memo_key)
+            return _MEMO[memo_key]
+    result = None
+    hit = cache.get(key)
+    if hit is not None:
+        try:
+            result = _unpack(hit)
+        except (KeyError, ValueError, zlib.error):
+            result = None
+    if result is None:
+        result = _run_probe(fmha_dir, argv, python, timeout, progress)
         cache.put(key, _pack(result))
+    with _MEMO_LOCK:
+        _MEMO[memo_key] = result
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
     return result
 
 
@@ -82,7 +105,9 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
     shown = display_command(argv)
     with scratch("fmha-observe-") as workdir:
         out = workdir / "probe.json"
-        command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out)] + list(argv)
+        command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out),
+                   "--trait-reader", str(TRAIT_READER)] + list(argv)
+        started = time.time()
         outcome = run(command, cwd=fmha_dir, workdir=workdir, timeout=timeout,
                       display=shown + "  # observed by the probe", progress=progress,
                       label=shown + " (analysis)")
@@ -107,4 +132,9 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                 shown, error_text.splitlines()[-1] if error_text else "unknown error",
                 fmha_dir, len(lines), "\n".join("    " + line for line in lines)),
                 shown, tail)
+    options = run_label(argv)
+    report_step(progress, fmha_dir, argv,
+                "probing generate.py" + (" " + options if options else ""),
+                time.time() - started,
+                kernels=len({n for n in result["listing"] if not n.endswith("_api.cpp")}))
     return result

@@ -11,15 +11,21 @@ It runs ``generate.py -l`` in-process, with two observation hooks installed firs
 * ``fnmatch.fnmatch`` records which pattern is matched against which name, so the way
   ``-f`` is split and applied is observed, not assumed.
 
-Then each kernel object is perturbed, one leaf field at a time, to see which part of
-its name each field writes. The result is written as JSON for the analysis to read.
+Then kernel objects are perturbed, one leaf field at a time, to see which part of
+its name each field writes (one representative per field value and name layout, see
+:func:`perturb_influence`), and the API dispatch file is rendered from the pool the
+codegen built, as write mode would (see :func:`render_dispatch`). The result is written
+as JSON for the analysis to read.
 """
 
 import copy
 import dataclasses
 import fnmatch
 import functools
+import hashlib
+import importlib
 import importlib.machinery
+import importlib.util
 import json
 import os
 import re
@@ -48,6 +54,7 @@ class Recorder:
         self.objects = []
         self.seen_ids = set()
         self.kernel_classes = {}
+        self.pools = []
         self.fnmatch_calls = []
         self.pass_first = None  # None: the real fnmatch; N: True for N calls, then False
         self.max_calls = None
@@ -65,6 +72,9 @@ class Recorder:
         for value in list(vars(module).values()):
             if not isinstance(value, type) or value.__module__ != module.__name__:
                 continue
+            if isinstance(value.__dict__.get("api"), property) and \
+                    not getattr(value.__init__, "_fmha_probe", False):
+                value.__init__ = self._recording_init(value.__init__)
             prop = value.__dict__.get("filename")
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
                 self.filename_getters[value] = prop.fget
@@ -113,6 +123,19 @@ class Recorder:
         except Exception:  # noqa: BLE001 - no file: the call is matched by name
             return None
 
+    def _recording_init(self, init):
+        """Instances of classes with an ``api`` property are the API pools that write
+        mode renders into the dispatch file."""
+        recorder = self
+
+        @functools.wraps(init)
+        def wrapped(obj, *args, **kwargs):
+            init(obj, *args, **kwargs)
+            recorder.pools.append(obj)
+
+        wrapped._fmha_probe = True
+        return wrapped
+
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
         if self.max_calls is None or calls < self.max_calls:
@@ -133,6 +156,28 @@ def install_hooks(recorder):
 
     importlib.machinery.SourceFileLoader.exec_module = exec_module
     fnmatch.fnmatch = recorder.fnmatch_hook
+    memoise_compilation()
+
+
+def memoise_compilation():
+    """Compile each source once per process: every run here imports the tree afresh
+    (new module objects, new state), but code objects are immutable, so reusing them
+    is the same as compiling the same bytes again (nothing is written: ``-B``)."""
+    loader = importlib.machinery.SourceFileLoader
+    original = loader.source_to_code
+    if getattr(original, "_fmha_probe", False):
+        return
+    memo = {}
+
+    def source_to_code(self, data, path, *args, **kwargs):
+        key = (path, bytes(data))
+        code = memo.get(key)
+        if code is None:
+            code = memo[key] = original(self, data, path, *args, **kwargs)
+        return code
+
+    source_to_code._fmha_probe = True
+    loader.source_to_code = source_to_code
 
 
 def forget_codegen_modules(fmha_dir):
@@ -145,13 +190,15 @@ def forget_codegen_modules(fmha_dir):
             del sys.modules[name]
 
 
-def run_generate(fmha_dir, argv):
-    """Run generate.py as __main__ in this process; returns the listed basenames."""
+def run_generate(fmha_dir, argv, output_dir=None):
+    """Run generate.py as __main__ in this process; returns the listed basenames (or,
+    with ``output_dir``, write mode into that folder and no names) and an error."""
     forget_codegen_modules(fmha_dir)
     with tempfile.TemporaryDirectory(prefix="fmha-probe-") as tmp:
         listing = os.path.join(tmp, "list.txt")
         saved_argv = sys.argv
-        sys.argv = ["generate.py"] + list(argv) + ["-l", listing]
+        out_args = ["-o", output_dir] if output_dir else ["-l", listing]
+        sys.argv = ["generate.py"] + list(argv) + out_args
         error = None
         try:
             runpy.run_path(os.path.join(fmha_dir, "generate.py"), run_name="__main__")
@@ -170,21 +217,31 @@ def run_generate(fmha_dir, argv):
 
 
 # -- object inspection -------------------------------------------------------
+_FIELDS: dict = {}
+
+
+def _fields_of(cls):
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = [f.name for f in dataclasses.fields(cls)]
+    return names
+
+
 def leaves(obj, prefix="", depth=0, owners=None):
     """Flatten a dataclass object into {attribute path: scalar value}; ``owners``
     collects the class that declares each path's last attribute."""
     out = {}
     if depth > 4:
         return out
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name, None)
-        path = prefix + f.name
-        if owners is not None:
-            owners.setdefault(path, type(obj).__name__)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            out.update(leaves(value, path + ".", depth + 1, owners))
-        elif isinstance(value, SCALARS):
+    for name in _fields_of(type(obj)):
+        value = getattr(obj, name, None)
+        path = prefix + name
+        if owners is not None and path not in owners:
+            owners[path] = type(obj).__name__
+        if isinstance(value, SCALARS):
             out[path] = value
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            out.update(leaves(value, path + ".", depth + 1, owners))
         else:
             out[path] = {"repr": repr(value)}
     return out
@@ -241,7 +298,200 @@ def alternatives_for(observed, domains):
     return sorted(set(values), key=lambda v: (str(type(v)), v)), ""
 
 
-def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
+def field_ranges(obj, record, paths, candidates):
+    """{path: [first, end)} of the name pieces that changing each field of ``paths``
+    rewrites in ``obj``'s name (the union over up to MAX_ALTERNATIVES values), and
+    whether some change altered the number of pieces."""
+    pieces = PIECE_SPLIT.split(record["name"])
+    ranges = {}
+    shifts = set()
+    for path in paths:
+        value = record["leaves"][path]
+        alts = [v for v in candidates.get((record["class"], path), []) if v != value
+                and type(v) is type(value)][:MAX_ALTERNATIVES]
+        spans = []
+        for alt in alts:
+            try:
+                other = replaced(obj, path, alt).name
+            except Exception:  # noqa: BLE001 - invalid combination: no evidence
+                continue
+            if other == record["name"]:
+                continue
+            other_pieces = PIECE_SPLIT.split(other)
+            if len(other_pieces) != len(pieces):
+                shifts.add(path)
+            spans.append(influence(pieces, other_pieces))
+        if spans:
+            ranges[path] = [min(s[0] for s in spans), max(s[1] for s in spans)]
+    return ranges, shifts
+
+
+def _typed(value):
+    """A dict key that keeps 1, 1.0 and True apart."""
+    return type(value).__name__, value
+
+
+def perturb_influence(records, objects, candidates, every_kernel=False):
+    """Fill ``record["influence"]`` for every record, perturbing few kernels.
+
+    The pieces a field rewrites depend on its own value and on where its token stands,
+    i.e. on the tokens before it that come and go or change their number of pieces. So
+    the first pass perturbs one representative per (field, value); the fields whose
+    change altered a name's piece count there are the layout fields. Then each
+    (field, value, layout) is perturbed once, on its first record, and every record
+    of the same layout takes that result. ``every_kernel`` perturbs every field of
+    every record (the reference the tests compare with)."""
+    scalar_paths = [[p for p, v in r["leaves"].items() if isinstance(v, SCALARS)]
+                    for r in records]
+    if every_kernel:
+        for record, obj, paths in zip(records, objects, scalar_paths):
+            record["influence"], _ = field_ranges(obj, record, paths, candidates)
+        return {"perturbed fields": sum(len(p) for p in scalar_paths)}
+    done = {}  # (record index, path) -> range or None
+    shifting = set()
+    covered = set()
+    for index, (record, obj, paths) in enumerate(zip(records, objects, scalar_paths)):
+        todo = []
+        cls, leaves_of = record["class"], record["leaves"]
+        for path in paths:
+            value = leaves_of[path]
+            key = (cls, path, type(value), value)
+            if key not in covered:
+                covered.add(key)
+                todo.append(path)
+        if todo:
+            ranges, shifts = field_ranges(obj, record, todo, candidates)
+            shifting |= {(record["class"], p) for p in shifts}
+            for path in todo:
+                done[(index, path)] = ranges.get(path)
+
+    def layout(record):
+        pieces = len(PIECE_SPLIT.split(record["name"]))
+        return record["class"], pieces, tuple(
+            _typed(record["leaves"].get(p)) for c, p in sorted(shifting) if c == record["class"])
+
+    layout_ids = {}
+    layouts = [layout_ids.setdefault(layout(r), len(layout_ids)) for r in records]
+    known = {}  # (layout, path, value type, value) -> range or None
+    for (index, path), found in done.items():
+        value = records[index]["leaves"][path]
+        known[(layouts[index], path, type(value), value)] = found
+    for index, (record, obj, paths) in enumerate(zip(records, objects, scalar_paths)):
+        leaves_of = record["leaves"]
+        at = layouts[index]
+        keys = [(at, p, type(leaves_of[p]), leaves_of[p]) for p in paths]
+        todo = [p for p, key in zip(paths, keys) if key not in known]
+        if todo:
+            ranges, _ = field_ranges(obj, record, todo, candidates)
+            for path in todo:
+                value = leaves_of[path]
+                known[(at, path, type(value), value)] = ranges.get(path)
+        influence = {}
+        for path, key in zip(paths, keys):
+            found = known[key]
+            if found is not None:
+                influence[path] = list(found)
+        record["influence"] = influence
+    return {"perturbed fields": len(known), "layout fields": sorted("%s:%s" % s for s in shifting),
+            "layouts": len(layout_ids)}
+
+
+API_FILE = re.compile(r"_api\.cpp$")
+
+
+def load_trait_reader(package_dir):
+    """``kernel_trait_key`` of the package's C++ dispatch-file reader (``cppapi/``, no
+    Sphinx, standard library only), loaded by path as a package of its own: this
+    script imports nothing from sphinxext_fmha, and may run in another Python."""
+    name = "fmha_probe_cppapi"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(package_dir, "__init__.py"),
+            submodule_search_locations=[package_dir])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and relative imports look it up there
+        spec.loader.exec_module(module)
+    return importlib.import_module(name + ".dispatch_file").kernel_trait_key
+
+
+def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
+    """The API dispatch file write mode would write, and each kernel file's trait key.
+
+    Write mode writes ``pool.api`` of the pool its enumeration built and ``k.template``
+    of every kernel; the unfiltered run built the same pool and kernels, so they are
+    rendered here without writing files. When that run built no single pool of the
+    kernels' own module (some trees build it in write mode only), write mode runs
+    here, into a temporary folder."""
+    api_names = [n for n in listing if API_FILE.search(n)]
+    modules = {type(obj).__module__ for _, obj in kernels}
+    own = [p for p in pools if type(p).__module__ in modules]
+    complete = {f for f, _ in kernels} == set(listing) - set(api_names)
+    if len(own) == 1 and len(api_names) == 1 and complete and \
+            all(hasattr(obj, "template") for _, obj in kernels):
+        texts = dict(sorted((filename, obj.template) for filename, obj in kernels))
+        return {"how": "pool", "api_file": api_names[0], "text": own[0].api,
+                "kernel_traits": dict(zip(texts, keys_of(trait_key, list(texts.values())))),
+                "kernel_sha": {f: text_sha(t) for f, t in texts.items()}}
+    with tempfile.TemporaryDirectory(prefix="fmha-probe-write-") as tmp:
+        _, error = run_generate(fmha_dir, argv, output_dir=tmp)
+        if error:
+            return {"error": error}
+        found = {}
+        for dirpath, _dirnames, filenames in os.walk(tmp):
+            for name in filenames:
+                if name.endswith(".cpp"):
+                    with open(os.path.join(dirpath, name), encoding="utf-8",
+                              errors="replace") as handle:
+                        found[name] = handle.read()
+    api_names = sorted(n for n in found if API_FILE.search(n))
+    if len(api_names) != 1:
+        return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
+    text = found.pop(api_names[0])
+    found = dict(sorted(found.items()))
+    return {"how": "write", "api_file": api_names[0], "text": text,
+            "kernel_traits": dict(zip(found, keys_of(trait_key, list(found.values())))),
+            "kernel_sha": {f: text_sha(t) for f, t in found.items()}}
+
+
+def text_sha(text):
+    """Same text, same trait key: later runs reuse a key by the text's hash."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+#: Below this many kernel texts a second process costs more than it saves.
+PARALLEL_TEXTS = 400
+def keys_of(trait_key, texts):
+    """``trait_key`` of every text, on two cores when there are many: a forked child
+    reads the second half from memory it shares with this process and sends its keys
+    back through a pipe. Whatever goes wrong there, this process computes them itself."""
+    half = len(texts) // 2
+    if len(texts) < PARALLEL_TEXTS or not hasattr(os, "fork"):
+        return [trait_key(text) for text in texts]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send, leave without running any exit handler
+        try:
+            os.close(read_end)
+            data = json.dumps([trait_key(text) for text in texts[half:]]).encode("utf-8")
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    first = [trait_key(text) for text in texts[:half]]
+    with os.fdopen(read_end, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
+    try:
+        second = json.loads(data.decode("utf-8"))
+    except ValueError:
+        second = None
+    if not isinstance(second, list) or len(second) != len(texts) - half:
+        second = [trait_key(text) for text in texts[half:]]
+    return first + second
+
+
+def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None):
     started = time.time()
     recorder = Recorder(fmha_dir)
     install_hooks(recorder)
@@ -287,45 +537,38 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True):
                         "filename": filename, "name": name, "leaves": flat,
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
+        counted = observed.setdefault(cls, {})
         for path, value in flat.items():
             if isinstance(value, SCALARS):
-                observed.setdefault(cls, {}).setdefault(path, {})
-                key = json.dumps(value)
-                observed[cls][path][key] = observed[cls][path].get(key, 0) + 1
+                counts = counted.setdefault(path, {})
+                key = _typed(value)
+                counts[key] = counts.get(key, 0) + 1
 
     domain_of = {}
     candidates = {}
     for cls, paths in observed.items():
-        for path, counts in paths.items():
+        for path, typed_counts in paths.items():
+            counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
             cand, dom = alternatives_for(values, domains)
             candidates[(cls, path)] = cand
             if dom:
                 domain_of["%s:%s" % (cls, path)] = dom
 
+    if trait_reader:
+        dispatch_started = time.time()
+        try:
+            result["dispatch"] = render_dispatch(fmha_dir, list(argv), listing, kernels,
+                                                 list(recorder.pools),
+                                                 load_trait_reader(trait_reader))
+        except Exception:  # noqa: BLE001 - the caller falls back to a write-mode run
+            result["dispatch"] = {"error": traceback.format_exc(limit=-8)}
+        result["dispatch"]["seconds"] = round(time.time() - dispatch_started, 3)
+
     perturb_started = time.time()
     if perturb:
-        for record, (_filename, obj) in zip(records, kernels):
-            cls = record["class"]
-            pieces = PIECE_SPLIT.split(record["name"])
-            ranges = {}
-            for path, value in record["leaves"].items():
-                if not isinstance(value, SCALARS):
-                    continue
-                alts = [v for v in candidates.get((cls, path), []) if v != value
-                        and type(v) is type(value)][:MAX_ALTERNATIVES]
-                spans = []
-                for alt in alts:
-                    try:
-                        other = replaced(obj, path, alt).name
-                    except Exception:  # noqa: BLE001 - invalid combination: no evidence
-                        continue
-                    if other == record["name"]:
-                        continue
-                    spans.append(influence(pieces, PIECE_SPLIT.split(other)))
-                if spans:
-                    ranges[path] = [min(s[0] for s in spans), max(s[1] for s in spans)]
-            record["influence"] = ranges
+        result["perturbation"] = perturb_influence(
+            records, [obj for _, obj in kernels], candidates, every_kernel=perturb == "all")
 
     # How -f travels: a filter of distinct markers shows which part each kernel class
     # is matched against; a single marker shows what missing parts become.
@@ -408,11 +651,16 @@ def main():
     fmha_dir, out_path = sys.argv[1], sys.argv[2]
     argv = sys.argv[3:]
     perturb = True
-    if argv and argv[0] == "--no-perturb":
-        perturb, argv = False, argv[1:]
-    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb)
+    trait_reader = None
+    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader"):
+        option, argv = argv[0], argv[1:]
+        if option == "--trait-reader":
+            trait_reader, argv = argv[0], argv[1:]
+        else:
+            perturb = False if option == "--no-perturb" else "all"
+    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader)
     with open(out_path, "w") as handle:
-        json.dump(result, handle, sort_keys=True)
+        handle.write(json.dumps(result, sort_keys=True))  # dumps: the C encoder
 
 
 if __name__ == "__main__":

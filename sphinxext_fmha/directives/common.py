@@ -95,7 +95,12 @@ def resolve_ck_root(config: Any, confdir: Path, srcdir: Path) -> Path:
 
 
 def _progress(message: str) -> None:
-    logger.verbose("[fmha] %s", message)
+    from ..process.progress import StepLine
+
+    if isinstance(message, StepLine):  # a finished expensive step: shown unless -q
+        logger.info(message)
+    else:
+        logger.verbose("[fmha] %s", message)
 
 
 def get_session(config: Any, confdir: Path, srcdir: Path):

@@ -34,6 +34,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Unio
 from .cache import DiskCache, tree_digest
 from .launch import GenerateError, note_process_started, python_version, run, scratch
 from .launch import total_processes_started
+from .progress import report_step, run_label
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
@@ -226,17 +227,28 @@ class GenerateRunner:
             "generate-run", RUNNER_FORMAT, kind, self.digest(), req.as_dict(), self.python_id()
         )
 
+    def has_result(self, kind: str, req: GenerateRequest) -> bool:
+        """Whether the cache holds ``req``'s result (``kind``: "list" or "api")."""
+        return self.cache is not None and self.cache.path_for(self._key(kind, req)).is_file()
+
     def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt") -> str:
         """The command a reader runs for ``req``'s listing (no absolute paths)."""
         return self._display(req, ["-l", listing])
 
+    def api_file_command(self, req: GenerateRequest) -> str:
+        """The write-mode command whose dispatch file ``generate_api_file`` reads."""
+        return self._display(req, ["-o", "generated"])
+
     def _display(self, req: GenerateRequest, tail: Sequence[str]) -> str:
         return shlex.join(["python", "generate.py", *req.argv(self.options), *tail])
 
-    def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path) -> float:
-        """Run generate.py (through the launcher); return wall seconds or raise
-        :class:`GenerateError` with the tail of its stderr."""
-        argv = [self.python, "-B", str(self.fmha_dir / "generate.py"), *req.argv(self.options), *out_args]
+    def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path,
+             command: Optional[List[str]] = None) -> float:
+        """Run generate.py (or ``command``, a script that runs it: the batch) through
+        the launcher; return wall seconds or raise :class:`GenerateError` with the tail
+        of its stderr."""
+        argv = command or [self.python, "-B", str(self.fmha_dir / "generate.py"),
+                           *req.argv(self.options), *out_args]
         with self._lock:
             self.processes_started += 1
         outcome = run(argv, cwd=self.fmha_dir, workdir=workdir, timeout=self.timeout,
@@ -275,22 +287,37 @@ class GenerateRunner:
             except FileNotFoundError:
                 lines = []
         names = [os.path.basename(line.strip()) for line in lines if line.strip()]
+        result = self.store_listing(req, names, seconds, from_cache=False)
+        self._report(req, "-l", seconds, result.count)
+        return result
+
+    def _report(self, req: GenerateRequest, mode: str, seconds: float, kernels: int) -> None:
+        argv = req.argv(self.options)
+        options = run_label(argv)
+        report_step(self.progress, self.fmha_dir, argv,
+                    "generate.py %s%s" % (mode, " " + options if options else ""), seconds,
+                    kernels)
+
+    def store_listing(self, req: GenerateRequest, names: Sequence[str], seconds: float,
+                      from_cache: bool = True) -> ListingResult:
+        """Keep ``names`` (basenames ``generate.py -l`` wrote for ``req``) as that
+        listing's result; the probe, whose run is that listing, stores it here too."""
         api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
         files = sorted({n for n in names if not _API_FILE_RE.search(n)})
         result = ListingResult(
-            command=display,
+            command=self.listing_command(req),
             files=files,
             count=len(files),
             seconds=round(seconds, 3),
-            from_cache=False,
+            from_cache=from_cache,
             api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None),
             request=req,
         )
         if self.cache is not None:
             self.cache.put(
-                key,
+                self._key("list", req),
                 {
-                    "command": display,
+                    "command": result.command,
                     "files": files,
                     "count": result.count,
                     "seconds": result.seconds,
@@ -306,7 +333,7 @@ class GenerateRunner:
 
         The kernel sources are read once (for their trait keys) and dropped.
         """
-        display = self._display(req, ["-o", "generated"])
+        display = self.api_file_command(req)
         key = self._key("api", req) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -349,21 +376,31 @@ class GenerateRunner:
                 p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
                 for p in sorted(kernel_paths, key=lambda p: p.name)
             }
+        result = self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
+                                     from_cache=False)
+        self._report(req, "-o", seconds, result.count)
+        return result
+
+    def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
+                       kernel_traits: Dict[str, str], seconds: float,
+                       from_cache: bool = True) -> ApiFileResult:
+        """Keep a write-mode result for ``req``; the probe, which renders the same
+        dispatch file and kernel trait keys without writing files, stores it here too."""
         result = ApiFileResult(
-            command=display,
-            api_file=api_path.name,
+            command=self.api_file_command(req),
+            api_file=api_file,
             text=text,
             kernel_files=sorted(kernel_traits),
-            kernel_traits=kernel_traits,
+            kernel_traits=dict(kernel_traits),
             seconds=round(seconds, 3),
-            from_cache=False,
+            from_cache=from_cache,
             request=req,
         )
         if self.cache is not None:
             self.cache.put(
-                key,
+                self._key("api", req),
                 {
-                    "command": display,
+                    "command": result.command,
                     "api_file": result.api_file,
                     "seconds": result.seconds,
                     "count": result.count,
@@ -371,7 +408,7 @@ class GenerateRunner:
                         {
                             "text": text,
                             "kernel_files": result.kernel_files,
-                            "kernel_traits": kernel_traits,
+                            "kernel_traits": result.kernel_traits,
                         }
                     ),
                 },

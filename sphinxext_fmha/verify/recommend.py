@@ -205,6 +205,7 @@ def recommend(session: "Session", api: str, options: Options = Options()) -> Rec
         filters = filters[:MAX_RUNS]
 
     union: Set[str] = set()
+    session.prefetch_checks(api, filters, options)  # their generate.py runs, batched
     # The runs are independent generate.py processes: verify them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(lambda text: session.check(api, text, options), filters))

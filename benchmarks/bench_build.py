@@ -1,0 +1,113 @@
+"""Cold and warm docs builds against plain `generate.py -l` runs, side by side (by hand).
+
+usage: python benchmarks/bench_build.py TREE API [API ...] [--code DIR] [--rounds N]
+
+For one corpus tree and a set of APIs (one guide page each) this measures, in one run
+and interleaved so that the machine's load falls on all of them alike:
+
+* plain: `python -B generate.py -a API -l FILE` for every API, summed (wall seconds);
+* cold: `sphinx-build -E` with a new, empty cache (what hosted CI pays);
+* warm: `sphinx-build -E` again with that cache (Sphinx's own rendering, and reading
+  the cache);
+* for scale, `generate.py -a API -o DIR` for every API (write mode: what rendering the
+  dispatch file and the kernel sources costs the codegen itself);
+
+and reports cold - warm (the extension's own work) over plain. `--code DIR` builds with
+the sphinxext_fmha found in DIR (another checkout) instead of the installed one. The
+step lines of the cold build's log (`fmha: ...`) are printed too. Never a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from sphinxext_fmha.corpus import fetch_tree, tree_by_name
+from sphinxext_fmha.locate import fmha_dir
+
+
+def plain_seconds(root: Path, apis: List[str], mode: str = "-l") -> float:
+    """Wall seconds of `generate.py -a API -l FILE` (or `-o DIR`) for every API."""
+    total = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for number, api in enumerate(apis):
+            out = Path(tmp) / ("%s%d" % (mode.strip("-"), number))
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-B", "generate.py", "-a", api, mode, str(out)],
+                           cwd=fmha_dir(root), check=True,
+                           capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+            total += time.perf_counter() - start
+    return total
+
+
+def project(src: Path, root: Path, cache: Path, apis: List[str]) -> None:
+    src.mkdir(parents=True)
+    (src / "conf.py").write_text(
+        'extensions = ["sphinxext_fmha"]\nproject = "bench"\n'
+        "fmha_ck_root = %r\nfmha_cache_dir = %r\n" % (str(root), str(cache)), encoding="utf-8")
+    pages = "".join("   %s\n" % api for api in apis)
+    (src / "index.rst").write_text("Bench\n=====\n\n.. toctree::\n\n" + pages, encoding="utf-8")
+    for api in apis:
+        (src / ("%s.rst" % api)).write_text(".. fmha-kernel-guide:: %s\n" % api, encoding="utf-8")
+
+
+def build_seconds(src: Path, out: Path, code: Optional[Path]) -> (float, str):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-B", "-m", "sphinx", "-E", "-b", "html", str(src),
+                           str(out)], capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit("sphinx-build failed:\n" + proc.stderr[-3000:])
+    return seconds, proc.stdout
+
+
+def load() -> str:
+    return " ".join("%.1f" % v for v in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tree")
+    parser.add_argument("apis", nargs="+")
+    parser.add_argument("--code", type=Path, help="a checkout whose sphinxext_fmha to build with")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    root = fetch_tree(tree_by_name(args.tree))
+    rows: List[Dict[str, float]] = []
+    for _ in range(args.rounds):
+        with tempfile.TemporaryDirectory(prefix="fmha-bench-") as tmp:
+            src, cache = Path(tmp) / "src", Path(tmp) / "cache"
+            project(src, root, cache, args.apis)
+            row = {"load before": os.getloadavg()[0]}
+            before = plain_seconds(root, args.apis)
+            row["cold"], log = build_seconds(src, Path(tmp) / "out", args.code)
+            row["warm"], _ = build_seconds(src, Path(tmp) / "out", args.code)
+            after = plain_seconds(root, args.apis)
+            row["plain"] = (before + after) / 2
+            row["write"] = plain_seconds(root, args.apis, "-o")
+            row["load after"] = os.getloadavg()[0]
+            rows.append(row)
+            shutil.rmtree(cache, ignore_errors=True)
+        print("\n".join(line for line in log.splitlines() if line.startswith("fmha: ")))
+    print("| tree | APIs | plain `-l` | plain `-o` | cold build | warm `-E` build "
+          "| (cold - warm) / plain `-l` | load (1 min) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for row in rows:
+        ratio = (row["cold"] - row["warm"]) / row["plain"]
+        print("| %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f → %.1f |" % (
+            args.tree, " ".join(args.apis), row["plain"], row["write"], row["cold"], row["warm"],
+            ratio, row["load before"], row["load after"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""One line per expensive step for the build log (Sphinx) or a terminal (CLI).
+
+A step line is written when the step has finished, so lines from runs side by side
+never interleave half-written: ``fmha: bwd of flash_attn-2.8.3: probing generate.py
+(7,824 kernels)... 14.2 s``. Steps answered from the cache write nothing. Progress
+callbacks receive :class:`StepLine` for these, and plain strings for "still running"
+notes, so the Sphinx side can show steps in normal builds and notes only with ``-v``.
+
+No Sphinx imports here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+__all__ = ["StepLine", "report_step", "tree_label", "run_label"]
+
+Progress = Optional[Callable[[str], None]]
+
+#: How far above the CK root an sdist (PKG-INFO) still names the tree.
+_SDIST_LEVELS = 4
+
+
+class StepLine(str):
+    """A finished expensive step (a str, so plain callbacks print it as it is)."""
+
+
+def tree_label(fmha_dir: Path) -> str:
+    """The name a reader knows the tree by: the sdist folder that ships it (a
+    ``PKG-INFO`` beside it), else the CK checkout's folder name."""
+    fmha_dir = Path(fmha_dir)
+    ck_root = fmha_dir.parents[2] if len(fmha_dir.parents) > 2 else fmha_dir
+    for folder in [ck_root, *list(ck_root.parents)[:_SDIST_LEVELS]]:
+        if (folder / "PKG-INFO").is_file():
+            return folder.name
+    return ck_root.name
+
+
+def run_label(argv: Sequence[str]) -> str:
+    """The options of a generate.py run besides the API, as the reader would type them."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-a", "--api", "-d", "--direction"):
+            skip = True
+            continue
+        out.append(arg)
+    return shlex.join(out)
+
+
+def api_of(argv: Sequence[str]) -> str:
+    for flag in ("-a", "--api", "-d", "--direction"):
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            return argv[argv.index(flag) + 1]
+    return "?"
+
+
+def report_step(progress: Progress, fmha_dir: Path, argv: Sequence[str], what: str,
+                seconds: float, kernels: Optional[int] = None) -> None:
+    """Write ``fmha: <api> of <tree>: <what> (<n> kernels)... <s> s``."""
+    if progress is None:
+        return
+    detail = " (%s kernels)" % format(kernels, ",") if kernels is not None else ""
+    progress(StepLine("fmha: %s of %s: %s%s... %.1f s" % (
+        api_of(argv), tree_label(fmha_dir), what, detail, seconds)))

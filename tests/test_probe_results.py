@@ -1,0 +1,107 @@
+"""What one probe run yields instead of separate generate.py runs, on every corpus tree.
+
+* The API dispatch file the probe renders from the pool the codegen built is byte for
+  byte the one a real ``generate.py -o`` writes, and each kernel's trait key is the key
+  of the kernel file written there (read with the same C++ reader, from the real file).
+* The probe's listing is an independent ``generate.py -l``'s.
+* Perturbing one representative per (field, value, name layout) gives every record the
+  influence that perturbing every field of every kernel gives.
+
+The oracle runs are plain subprocesses, written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
+from sphinxext_fmha.locate import fmha_dir
+
+from independent import independent_listing
+
+pytestmark = pytest.mark.corpus
+
+CORPUS = load_corpus()
+AITER = "amd-aiter-0.1.7.post2.dev18"
+
+CASES = [
+    pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
+                 marks=pytest.mark.xdist_group("probe-%s-%s" % (tree.name, api)))
+    for tree in CORPUS for api in sorted(tree.apis)
+]
+
+
+def _written(root: Path, api: str, out: Path):
+    """(api file name, its text, {kernel file: trait key}) of a real write-mode run."""
+    out.mkdir()
+    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-o", str(out)],
+                   cwd=fmha_dir(root), check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    files = {p.name: p for p in out.rglob("*.cpp")}
+    api_files = [n for n in files if n.endswith("_api.cpp")]
+    assert len(api_files) == 1, api_files
+    name = api_files[0]
+    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
+              if n != name}
+    return name, files[name].read_text(encoding="utf-8"), traits
+
+
+@pytest.mark.parametrize("tree, api", CASES)
+def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, tmp_path, tree, api):
+    root = corpus_root(tree)
+    observed = observe(fmha_dir(root), ["-a", api])
+    dispatch = observed["dispatch"]
+    assert not dispatch.get("error"), dispatch.get("error")
+    name, text, traits = _written(root, api, tmp_path / "generated")
+    assert dispatch["api_file"] == name
+    assert dispatch["text"] == text
+    assert dispatch["kernel_traits"] == traits
+    listed = independent_listing(root, api, tmp_path)
+    assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == listed
+
+
+PERTURB_CASES = [p for p in CASES if not (p.values[0] == AITER and p.values[1] == "bwd")]
+
+
+@pytest.mark.parametrize("tree, api", PERTURB_CASES)
+def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root, tmp_path,
+                                                                    tree, api):
+    root = corpus_root(tree)
+    results = {}
+    for mode in ("--perturb-all", None):
+        out = tmp_path / ("all.json" if mode else "few.json")
+        command = [sys.executable, "-B", str(PROBE_SCRIPT), str(fmha_dir(root)), str(out)]
+        command += [mode] if mode else []
+        subprocess.run(command + ["-a", api], cwd=fmha_dir(root), check=True,
+                       capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        results[mode] = json.loads(out.read_text())
+    every, few = results["--perturb-all"], results[None]
+    assert [r["name"] for r in every["records"]] == [r["name"] for r in few["records"]]
+    wrong = [(r["name"], p, v, f["influence"].get(p))
+             for r, f in zip(every["records"], few["records"])
+             for p, v in r["influence"].items() if f["influence"].get(p) != v]
+    wrong += [(f["name"], p, None, v) for r, f in zip(every["records"], few["records"])
+              for p, v in f["influence"].items() if p not in r["influence"]]
+    assert not wrong, wrong[:5]
+    # Fewer fields were perturbed: at most a fifth of the (kernel, field) pairs (a few
+    # hundred on the 2.8 trees; 2.7.4's names leave out absent features, so its bwd
+    # names come in 780 layouts and take about a sixth).
+    pairs = every["perturbation"]["perturbed fields"]
+    assert few["perturbation"]["perturbed fields"] * 5 <= max(pairs, 100)
+
+
+def test_probe_cache_key_follows_the_trait_reader():
+    """The probe computes trait keys with the package's reader: a new reader must not
+    reuse old probe results."""
+    from sphinxext_fmha.analysis import observe as observe_module
+
+    assert (TRAIT_READER / "__init__.py").is_file()
+    assert observe_module._probe_version()
