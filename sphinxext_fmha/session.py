@@ -54,6 +54,7 @@ class Session:
         self.progress = progress
         self.tree = Tree.load(self.ck_root)
         self.runner = GenerateRunner(self.tree.fmha_dir, python=self.python, cache=self.cache,
+                                     options=self.tree.supported_dests(),
                                      timeout=timeout, progress=progress)
         self._lock = threading.RLock()
         self._key_locks: Dict[Tuple, threading.Lock] = {}
