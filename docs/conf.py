@@ -47,6 +47,14 @@ Module `{source}` of {tree}.
 
 ```{{fmha-kernel-guide}} {api}
 ```
+
+## Try a filter
+
+Type a `-f` pattern: the kernels it keeps are computed in your browser, with the
+filter rules of this tree's `generate.py` (its listing is embedded in the page).
+
+```{{fmha-filter-playground}} {api}
+```
 """
 
 

@@ -109,6 +109,9 @@ class KernelType:
     segments: List[Segment] = field(default_factory=list)
     #: One real file name of this sub-type, from the listing.
     example: str = ""
+    #: :attr:`example`'s kernel name cut by the grammar, one token per segment (empty
+    #: when it cannot be cut): what the file-name diagram shows.
+    example_tokens: List[str] = field(default_factory=list)
     #: Where the class is defined (``path:line``).
     defined_at: str = ""
     #: The class's docstring, if it has one.
@@ -200,9 +203,12 @@ class FilterPart:
     position: int
     #: The sub-types (class names) whose names this part is matched against.
     applies_to: List[str] = field(default_factory=list)
-    #: The pattern used when the user's ``-f`` has no such part: ``"*"``, ``""`` (the
-    #: part is not applied), or ``null`` for the first part.
+    #: The pattern fnmatch receives when the user's ``-f`` has no such part (``"*"``,
+    #: say); ``null``: the part is then not applied (and always for the first part).
     missing_becomes: Optional[str] = None
+    #: The pattern fnmatch receives when the part is given but empty (``""`` matches
+    #: no name); ``null``: an empty part is not applied.
+    empty_becomes: Optional[str] = None
 
 
 @dataclass
@@ -225,6 +231,14 @@ class FilterSpec:
     unfiltered_types: List[str] = field(default_factory=list)
     #: Where the filter handling was read (``path:line``).
     source: List[str] = field(default_factory=list)
+    #: Sub-type -> the pattern fnmatch receives when this API's filter text is empty
+    #: (``-f ''``, or nothing before the first ``cli_split``); ``null``: not applied.
+    when_empty: Dict[str, Optional[str]] = field(default_factory=dict)
+    #: What ``os.path.normcase`` does to names and patterns in the interpreter that runs
+    #: generate.py (fnmatch.fnmatch applies it): lower-case them (Windows), turn ``/``
+    #: into ``\\`` (Windows). Both false on POSIX: matching is case-sensitive.
+    fnmatch_lowercases: bool = False
+    fnmatch_backslashes: bool = False
 
 
 @dataclass

@@ -54,6 +54,7 @@ class Session:
         self.progress = progress
         self.tree = Tree.load(self.ck_root)
         self.runner = GenerateRunner(self.tree.fmha_dir, python=self.python, cache=self.cache,
+                                     options=self.tree.supported_dests(),
                                      timeout=timeout, progress=progress)
         self._lock = threading.RLock()
         self._key_locks: Dict[Tuple, threading.Lock] = {}
@@ -140,27 +141,40 @@ class Session:
                                        float(dispatch.get("seconds", 0.0)))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
-        """Kernel files generated together (one fnmatch decision each), as observed."""
-        def compute() -> List[List[str]]:
+        """Kernel files generated together (one fnmatch decision each), as observed;
+        only the traits whose every member is a listed kernel."""
+        return self._once(("traits", api, options), lambda: [
+            [filename for filename, _ in group] for group in self.trait_groups(api, options)
+            if all(filename is not None for filename, _ in group)])
+
+    def trait_groups(self, api: str, options: Options = Options()) -> List[List[Tuple[Optional[str], str]]]:
+        """Every observed trait with a listed member: per member (its file, or None when
+        no listed kernel has that name -- a member the trait does not write, such as a
+        disabled kernel -- and its name, which the filter part is still matched against)."""
+        def compute() -> List[List[Tuple[Optional[str], str]]]:
             observed = self.observation(api, options)
             records = observed["records"]
             marker_groups = observed.get("fnmatch_calls", {}).get("groups", [])
             size = len(marker_groups[0]) if marker_groups else 1
-            calls = [index for group in observed.get("unfiltered_calls", {}).get("groups", [])
-                     for _, index in group]
+            summary = observed.get("unfiltered_calls", {})
+            unlisted = summary.get("unlisted", [])
+            calls = [index for group in summary.get("groups", []) for _, index in group]
             if size < 2 or len(calls) % size:
                 return []
             # With every part matching, each trait makes one call per part, in the
-            # order the marker run showed; a name that is not listed marks a trait
-            # that a later rule dropped.
-            traits = []
+            # order the marker run showed; a trait none of whose names is listed was
+            # dropped by a later rule.
+            groups = []
             for start in range(0, len(calls), size):
                 indices = calls[start:start + size]
-                if all(i >= 0 for i in indices):
-                    traits.append([records[i]["filename"] for i in indices])
-            return traits
+                if not any(i >= 0 for i in indices):
+                    continue
+                groups.append([(records[i]["filename"], records[i]["name"]) if i >= 0
+                               else (None, unlisted[-2 - i] if 0 <= -2 - i < len(unlisted) else "")
+                               for i in indices])
+            return groups
 
-        return self._once(("traits", api, options), compute)
+        return self._once(("trait-groups", api, options), compute)
 
     def prefetch_checks(self, api: str, filters: List[str], options: Options = Options()) -> None:
         """Run the ``-f`` runs that checking ``filters`` needs in batches (one

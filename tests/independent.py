@@ -4,10 +4,11 @@ between."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
-from typing import Set
+from typing import List, Optional, Sequence, Set
 
 from sphinxext_fmha.locate import fmha_dir
 
@@ -25,3 +26,58 @@ def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]
                                                                        ran.stderr[-3000:]))
     names = {Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()}
     return {n for n in names if not n.endswith("_api.cpp")}
+
+
+#: Runs generate.py (as ``__main__``, with a fresh import of its codegen each time) once
+#: per filter in one interpreter: the same code path as one process per filter, without
+#: paying the interpreter start-up each time. Standard library only.
+_BATCH_DRIVER = r'''
+import json, os, runpy, sys, tempfile
+fmha_dir, request_path = sys.argv[1], sys.argv[2]
+request = json.load(open(request_path))
+root = os.path.realpath(fmha_dir)
+sys.path.insert(0, fmha_dir)
+os.chdir(fmha_dir)
+sys.dont_write_bytecode = True
+results = []
+for pattern in request["filters"]:
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if path and os.path.realpath(path).startswith(root + os.sep):
+            del sys.modules[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "kernels.txt")
+        sys.argv = ["generate.py", "-a", request["api"], *request["args"]] \
+            + (["-f", pattern] if pattern != "" else []) + ["-l", out]
+        try:
+            runpy.run_path("generate.py", run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                results.append(None)
+                continue
+        except Exception:
+            results.append(None)
+            continue
+        lines = open(out).read().splitlines() if os.path.exists(out) else []
+        results.append(sorted({os.path.basename(l.strip()) for l in lines
+                               if l.strip() and not l.strip().endswith("_api.cpp")}))
+json.dump(results, open(request["out"], "w"))
+'''
+
+
+def independent_listings(root: Path, api: str, tmp: Path, filters: Sequence[str],
+                         *args: str) -> List[Optional[Set[str]]]:
+    """For each filter ("" = no ``-f``), the kernel files generate.py lists (None: it
+    failed), from one plain interpreter running generate.py once per filter."""
+    driver = tmp / "independent_batch.py"
+    driver.write_text(_BATCH_DRIVER, encoding="utf-8")
+    out = tmp / ("independent_%s.json" % api)
+    request = tmp / ("independent_%s_request.json" % api)
+    request.write_text(json.dumps({"api": api, "args": list(args), "filters": list(filters),
+                                   "out": str(out)}), encoding="utf-8")
+    ran = run_child([sys.executable, "-B", str(driver), str(fmha_dir(root)), str(request)],
+                    cwd=tmp, timeout=3600, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    if ran.returncode != 0:
+        raise AssertionError("independent listings failed (%s):\n%s" % (ran.returncode,
+                                                                        ran.stderr[-3000:]))
+    return [set(r) if r is not None else None for r in json.loads(out.read_text())]

@@ -16,6 +16,7 @@ from typing import Dict
 
 import pytest
 
+from sphinxext_fmha.analysis.generate_py import supported_options
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
@@ -25,7 +26,6 @@ from sphinxext_fmha.process.runner import (
     GenerateRequest,
     GenerateRunner,
     ListingResult,
-    supported_options,
     total_processes_started,
 )
 
@@ -128,7 +128,8 @@ def test_supported_options_per_tree(fmha):
 
 
 def test_runner_refuses_unsupported_option_without_running(fmha, tmp_path):
-    runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
+    runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"),
+                            options=supported_options(fmha(OLD)))
     with pytest.raises(GenerateError, match="no option --optdim"):
         runner.list_kernels(GenerateRequest("fwd_appendkv", optdim="64"))
     with pytest.raises(GenerateError, match="--targets"):

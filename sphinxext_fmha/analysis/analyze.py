@@ -186,6 +186,8 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         ))
 
     _add_constant_fields(kernel_types, observed, facts)
+    for kernel_type in kernel_types:
+        kernel_type.example_tokens = _example_tokens(kernel_type)
     classify = _class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
     filter_spec, positions = _filter_spec(observed, sorted(records_by_class), classify)
     for kernel_type in kernel_types:
@@ -353,6 +355,15 @@ def _example(records: List[dict], grammar: Grammar) -> str:
     return min((f for f, score in scores.items() if score == top), default="")
 
 
+def _example_tokens(kernel_type: KernelType) -> List[str]:
+    """The example's kernel name cut into one token per (final) segment, or []."""
+    name = split_filename(kernel_type.example, kernel_type.arch_suffixes)
+    if not name:
+        return []
+    tokens = Grammar(segments=kernel_type.segments).parse(name)
+    return list(tokens) if tokens is not None and len(tokens) == len(kernel_type.segments) else []
+
+
 def _class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, str]):
     """Which sub-type a name tested by fnmatch belongs to: a listed kernel's own
     class, else the sub-type whose leading literal segment is the longest prefix
@@ -408,14 +419,25 @@ def _filter_spec(observed: dict, classes: List[str], classify) -> Tuple[FilterSp
         else:
             spec.unfiltered_types.append(class_name)
     single = _per_class(observed.get("single_part_calls", {"per_class": {}}), classify)
+    empty_parts = _per_class(observed.get("empty_parts_calls", {"per_class": {}}), classify)
+    empty_filter = _per_class(observed.get("empty_filter_calls", {"per_class": {}}), classify)
+
+    def reaching(per_class: Dict[str, Dict[str, int]], class_names: List[str]) -> Optional[str]:
+        # The pattern fnmatch receives; no call at all: the part is not applied.
+        seen = {p for c in class_names for p in per_class.get(c, {})}
+        return sorted(seen)[0] if seen else None
+
     for position in sorted(applies):
-        missing: Optional[str] = None
-        if position > 0:
-            seen = {p for c in applies[position] for p in single.get(c, {})}
-            # No call at all: the part is skipped when missing (an empty pattern).
-            missing = sorted(seen)[0] if seen else ""
-        spec.parts.append(FilterPart(position=position, applies_to=sorted(applies[position]),
-                                     missing_becomes=missing))
+        classes_here = sorted(applies[position])
+        spec.parts.append(FilterPart(
+            position=position, applies_to=classes_here,
+            missing_becomes=reaching(single, classes_here) if position > 0 else None,
+            empty_becomes=reaching(empty_parts, classes_here) if spec.api_split else None))
+    if "empty_filter_calls" in observed:
+        spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
+    normcase = observed.get("normcase", "Aa/")
+    spec.fnmatch_lowercases = normcase[:2] == "aa"
+    spec.fnmatch_backslashes = normcase[2:] == "\\"
     # Trait-wise filtering repeats the same multi-part call pattern trait after trait;
     # one multi-part group at the boundary of two per-class loops proves nothing.
     groups = observed["fnmatch_calls"]["groups"]

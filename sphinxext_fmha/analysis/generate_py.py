@@ -574,3 +574,8 @@ def filter_split(ck_root: PathLike) -> Optional[str]:
     (flash-attn 2.7.4, where it also defaults to None).
     """
     return option_split(ck_root, "filter")
+
+
+def supported_options(fmha_dir: Path) -> Set[str]:
+    """argparse dests of generate.py's options, read statically (no process)."""
+    return {option.dest for option in generate_options_in(fmha_dir)}

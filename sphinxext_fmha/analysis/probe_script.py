@@ -58,6 +58,11 @@ class Recorder:
         self.fnmatch_calls = []
         self.pass_first = None  # None: the real fnmatch; N: True for N calls, then False
         self.max_calls = None
+        # (name, object) of the last kernel object whose name was asked for, and each
+        # kernel class's own filename getter: an fnmatch call on that name is tied to
+        # that object's file (names repeat across arch suffixes, files do not).
+        self.last_named = None
+        self.filename_getters = {}
 
     # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
@@ -72,7 +77,11 @@ class Recorder:
                 value.__init__ = self._recording_init(value.__init__)
             prop = value.__dict__.get("filename")
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
+                self.filename_getters[value] = prop.fget
                 value.filename = self._recording_property(prop)
+                name_prop = value.__dict__.get("name")
+                if isinstance(name_prop, property) and not getattr(name_prop.fget, "_fmha_probe", False):
+                    value.name = self._naming_property(name_prop)
                 rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
                 key = "%s.%s" % (module.__name__, value.__name__)
                 self.kernel_classes[key] = {"class": value.__name__, "file": rel,
@@ -91,6 +100,29 @@ class Recorder:
         fget._fmha_probe = True
         return property(fget, prop.fset, prop.fdel, prop.__doc__)
 
+    def _naming_property(self, prop):
+        recorder = self
+
+        @functools.wraps(prop.fget)
+        def fget(obj):
+            value = prop.fget(obj)
+            recorder.last_named = (value, obj)
+            return value
+
+        fget._fmha_probe = True
+        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+
+    def file_of(self, name):
+        """The file of the kernel object whose name was just computed, if it is ``name``."""
+        last = self.last_named
+        if last is None or last[0] != name:
+            return None
+        getter = self.filename_getters.get(type(last[1]))
+        try:
+            return getter(last[1]) if getter is not None else None
+        except Exception:  # noqa: BLE001 - no file: the call is matched by name
+            return None
+
     def _recording_init(self, init):
         """Instances of classes with an ``api`` property are the API pools that write
         mode renders into the dispatch file."""
@@ -107,7 +139,7 @@ class Recorder:
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
         if self.max_calls is None or calls < self.max_calls:
-            self.fnmatch_calls.append((str(pattern), str(name)))
+            self.fnmatch_calls.append((str(pattern), str(name), self.file_of(name)))
         if self.pass_first is None:
             return ORIGINAL_FNMATCH(name, pattern)
         # Let the first calls pass so every filter part is seen once per trait, then
@@ -550,7 +582,15 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     marker_calls = recorder.fnmatch_calls
     recorder.fnmatch_calls = []
     _, single_error = run_generate(fmha_dir, list(argv) + ["-f", parts[0]])
+    single_calls = recorder.fnmatch_calls
+    # Empty parts ("@@@") and an empty filter: which pattern, if any, reaches fnmatch.
+    recorder.fnmatch_calls = []
+    _, empty_parts_error = run_generate(fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)])
+    empty_parts_calls = recorder.fnmatch_calls
+    recorder.fnmatch_calls = []
+    _, empty_error = run_generate(fmha_dir, list(argv) + ["-f", ""])
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
+    name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
     result.update({
         "records": records,
         "domains": domain_of,
@@ -558,8 +598,12 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "marker_filter": marker_filter,
         "unfiltered_calls": summarise_calls(unfiltered_calls, name_to_class),
         "fnmatch_calls": summarise_calls(marker_calls, name_to_class),
-        "single_part_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
-        "marker_errors": [e for e in (marker_error, single_error) if e],
+        "single_part_calls": summarise_calls(single_calls, name_to_class),
+        "empty_parts_calls": summarise_calls(empty_parts_calls, name_to_class),
+        "empty_filter_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
+        "marker_errors": [e for e in (marker_error, single_error, empty_parts_error, empty_error)
+                          if e],
+        "normcase": os.path.normcase("Aa/"),
         "seconds": {"observe": round(observe_seconds, 3),
                     "perturb": round(time.time() - perturb_started, 3)},
         "python": sys.version.split()[0],
@@ -569,16 +613,21 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
 
 def summarise_calls(calls, name_to_class):
     """Compress an fnmatch log: patterns per class, and the trait groups (consecutive
-    calls up to the first repeated pattern) as [pattern index, record index] lists,
-    record index -1 for a name that is not a listed kernel."""
+    calls up to the first repeated pattern) as [pattern index, record index] lists.
+    A call is tied to a record by the file of the object it names when that is known
+    (``("file", filename)`` keys), else by the name; a name that no listed kernel has
+    gets the index -2 - k, k its place in ``unlisted``."""
     per_class = {}
     patterns = []
     pattern_index = {}
     groups = []
     current = []
     current_patterns = set()
-    for pattern, name in calls:
-        index, cls = name_to_class.get(name, (-1, ""))
+    unlisted = {}
+    for pattern, name, filename in calls:
+        index, cls = name_to_class.get(("file", filename), name_to_class.get(name, (-1, "")))
+        if index == -1:
+            index = -2 - unlisted.setdefault(name, len(unlisted))
         per_class.setdefault(cls, {}).setdefault(pattern, 0)
         per_class[cls][pattern] += 1
         if pattern not in pattern_index:
@@ -592,9 +641,9 @@ def summarise_calls(calls, name_to_class):
     if current:
         groups.append(current)
     summary = {"per_class": per_class, "patterns": patterns, "groups": groups,
-               "count": len(calls)}
+               "count": len(calls), "unlisted": sorted(unlisted, key=unlisted.__getitem__)}
     if len(calls) <= OBSERVED_CALLS:
-        summary["raw"] = [list(call) for call in calls]
+        summary["raw"] = [list(call[:2]) for call in calls]
     return summary
 
 

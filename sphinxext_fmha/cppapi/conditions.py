@@ -129,6 +129,9 @@ def condition_terms(cond: str) -> List[str]:
     return list(_condition_terms(cond))
 
 
+# Pure and called for every term of every dispatch branch (hundreds of thousands of
+# calls for a few thousand distinct conditions on a large bwd API file).
+@functools.lru_cache(maxsize=65536)
 def describe_condition(cond: str) -> str:
     """A readable form of a dispatcher condition.
 

@@ -96,8 +96,9 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
                         entry_points: EntryPoints) -> Dict[str, str]:
     """Kernel files launched only from dispatch functions no entry point runs -> why."""
     result: Dict[str, str] = {}
+    function_of = {leaf.order: leaf.function for leaf in tree.leaves}
     for filename, orders in match.kernel_leaves.items():
-        functions = {leaf.function for leaf in tree.leaves if leaf.order in orders}
+        functions = {function_of[order] for order in orders if order in function_of}
         if functions and all(f in entry_points.dead for f in functions):
             result[filename] = "; ".join(
                 "launched only by %s: %s" % (f, entry_points.dead[f]) for f in sorted(functions))

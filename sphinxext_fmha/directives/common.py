@@ -155,6 +155,12 @@ class FmhaDirective(SphinxDirective):
         return parse_options(session.tree if session is not None else None, origins=origins,
                              **values)
 
+    def session_and_options(self):
+        """The Session (this page now depends on its tree) and the options in effect."""
+        session = self.fmha_session()
+        self.note_tree(session)
+        return session, self.fmha_options(session)
+
     def note_tree(self, session) -> None:
         """Rebuild this page when generate.py or any codegen file changes."""
         for path in session.dependencies():

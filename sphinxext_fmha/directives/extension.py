@@ -27,6 +27,7 @@ from .config import add_config_values, validate_config
 from .strict import setup_strict
 from .warning_types import WarningTypesDirective
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
+from .playground import setup_playground
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"
@@ -136,6 +137,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.add_directive("fmha-api-list", ApiListDirective)
     app.add_directive("fmha-filename", FilenameDirective)
     app.add_directive("fmha-warning-types", WarningTypesDirective)
+    setup_playground(app)
     app.add_transform(ResolveGuideSections)
     app.add_post_transform(ResolveDiagramsHtml)
     app.add_post_transform(ResolveDiagrams)

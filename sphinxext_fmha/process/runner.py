@@ -46,7 +46,6 @@ __all__ = [
     "ListingResult",
     "ApiFileResult",
     "GenerateRunner",
-    "supported_options",
     "total_processes_started",
     "note_process_started",
     "interpreter_id",
@@ -105,7 +104,7 @@ class GenerateRequest:
         """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``.
 
         ``options_supported``: the tree's argparse dests (see
-        :func:`supported_options`); a requested option missing there raises
+        :func:`sphinxext_fmha.analysis.generate_py.supported_options`); a requested option missing there raises
         :class:`GenerateError` instead of being dropped.  None: no check.
         """
         if not self.api or not re.fullmatch(r"[A-Za-z0-9_]+", self.api):
@@ -161,13 +160,6 @@ class ApiFileResult:
         return len(self.kernel_files)
 
 
-def supported_options(fmha_dir: Path) -> Set[str]:
-    """argparse dests of generate.py's options, read statically (no process)."""
-    from ..analysis.generate_py import generate_options_in
-
-    return {option.dest for option in generate_options_in(fmha_dir)}
-
-
 def _compress(obj: object) -> str:
     raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
@@ -206,10 +198,10 @@ class GenerateRunner:
     # ------------------------------------------------------------------ helpers
 
     @property
-    def options(self) -> Set[str]:
-        """The tree's generate.py option dests (parsed once)."""
-        if self._options is None:
-            self._options = supported_options(self.fmha_dir)
+    def options(self) -> Optional[Set[str]]:
+        """The tree's generate.py option dests, as the caller read them (the analysis
+        reads generate.py; the runner does not): a request for another option is
+        refused before any run.  None: requests are not checked."""
         return self._options
 
     def digest(self) -> str:

@@ -51,40 +51,55 @@ class ParsedListing:
 
 
 def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
-    """The fnmatch pattern each kernel type meets for ``-f filter`` (None: unfiltered),
-    following the split rules observed for this tree."""
+    """The fnmatch pattern each kernel type meets for ``-f filter`` (None: not
+    filtered), following the split, missing-part and empty-part rules observed for
+    this tree.  ``filter`` is the ``-f`` value; "" means no ``-f`` at all."""
     spec = model.filter
-    text = filter.split(spec.cli_split)[0] if spec.cli_split else filter
     patterns: Dict[str, Optional[str]] = {}
-    if spec.api_split:
-        parts = text.split(spec.api_split)
+    text = filter.split(spec.cli_split)[0] if spec.cli_split else filter
+    if not filter:
+        patterns = {c: None for p in spec.parts for c in p.applies_to}
+    elif not text and spec.when_empty:
+        patterns = dict(spec.when_empty)
     else:
-        parts = [text]
-    for part in spec.parts:
-        if part.position < len(parts):
-            pattern: Optional[str] = parts[part.position]
-        else:
-            pattern = part.missing_becomes
-        for class_name in part.applies_to:
-            patterns[class_name] = pattern
+        parts = text.split(spec.api_split) if spec.api_split else [text]
+        for part in spec.parts:
+            if part.position >= len(parts):
+                pattern = part.missing_becomes
+            elif parts[part.position] == "" and spec.api_split:
+                pattern = part.empty_becomes
+            else:
+                pattern = parts[part.position]
+            for class_name in part.applies_to:
+                patterns[class_name] = pattern
     for class_name in spec.unfiltered_types:
         patterns[class_name] = None
     return patterns
 
 
-def _matches(name: str, pattern: Optional[str]) -> bool:
-    if pattern is None or pattern == "":
-        # No pattern (an unfiltered type, or a part the code skips when empty).
+def fnmatch_as_generate(model: ApiModel, name: str, pattern: Optional[str]) -> bool:
+    """``fnmatch.fnmatch`` as the interpreter running generate.py does it (its
+    ``os.path.normcase``); None: the kernel is not filtered."""
+    if pattern is None:
         return True
-    return fnmatch.fnmatch(name, pattern)
+    spec = model.filter
+    if spec.fnmatch_lowercases:
+        name, pattern = name.lower(), pattern.lower()
+    if spec.fnmatch_backslashes:
+        name, pattern = name.replace("/", "\\"), pattern.replace("/", "\\")
+    return fnmatch.fnmatchcase(name, pattern)
 
 
 def predict(model: ApiModel, baseline: ParsedListing, filter: str,
             traits: Optional[List[List[str]]] = None) -> Set[str]:
     """The files ``-f filter`` would select, from the model alone."""
-    if not filter and not model.filter.empty_filter:
+    if not filter:
         return set(baseline.parsed)
     patterns = api_patterns(model, filter)
+
+    def _matches(name: str, pattern: Optional[str]) -> bool:
+        return fnmatch_as_generate(model, name, pattern)
+
     names = {f: baseline.kernel_name(model, f) for f in baseline.parsed}
     selected: Set[str] = set()
     grouped: Set[str] = set()

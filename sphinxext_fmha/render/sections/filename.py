@@ -27,18 +27,12 @@ from .common import natural, token_cell
 
 
 def diagram_of(kernel_type: KernelType) -> Optional[Diagram]:
-    """The example file name of ``kernel_type`` cut into its segments."""
-    from ...analysis.analyze import split_filename
-    from ...analysis.grammar import Grammar
-
+    """The example file name of ``kernel_type`` cut into its segments (the analysis
+    cut it: :attr:`~sphinxext_fmha.model.KernelType.example_tokens`)."""
     example = kernel_type.example
-    if not example:
-        return None
-    name = split_filename(example, kernel_type.arch_suffixes)
-    if name is None:
-        return None
-    tokens = Grammar(segments=kernel_type.segments).parse(name)
-    if tokens is None or len(tokens) != len(kernel_type.segments):
+    tokens = kernel_type.example_tokens
+    name = "".join(tokens)
+    if not example or not tokens or not example.startswith(name):
         return None
     parts = [DiagramPart(token=token, label=segment.label, number=index + 1,
                          literal=segment.literal)

@@ -1,0 +1,243 @@
+"""The data a filter playground embeds: an API's verified listing, factored.
+
+Pure functions over data (no Sphinx, no process): the model's observed filter rules
+(``ApiModel.filter``), the unfiltered listing's file names parsed into segment tokens,
+and -- where the tree drops whole traits -- the observed trait groups.  The browser
+(``static/fmha-playground.js``) rebuilds every kernel name from its token indices and
+applies the same rules generate.py does.
+
+Encoding (format ``v`` = 1), chosen so the largest API stays small:
+
+* a kernel type's kernels are rows of token indices, one per segment that has more
+  than one token (plus the arch suffix index when there are several suffixes); each
+  index is written in base 64 with as many digits as that segment needs; rows are
+  sorted by file name and each row is written as one digit (how many leading
+  segments it shares with the previous row) followed by the digits of the others;
+* a trait is a row of kernel indices, one per member (same scheme); an index past
+  a type's kernels names one of its ``unlisted`` names: a member the trait tests
+  but does not write (a disabled kernel).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..model import ApiModel, FilterSpec
+
+__all__ = ["ALPHABET", "FORMAT", "playground_data", "parts_explained", "to_script_json"]
+
+FORMAT = 1
+#: Base-64 digits, in value order.
+ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+
+
+def _width(count: int) -> int:
+    width, capacity = 1, len(ALPHABET)
+    while count > capacity:
+        width += 1
+        capacity *= len(ALPHABET)
+    return width
+
+
+def _digits(value: int, width: int) -> str:
+    out = []
+    for _ in range(width):
+        out.append(ALPHABET[value % len(ALPHABET)])
+        value //= len(ALPHABET)
+    return "".join(reversed(out))
+
+
+def _pack_rows(rows: Sequence[Sequence[int]], widths: Sequence[int]) -> str:
+    """Rows of small integers, prefix-shared with the row before (see the module doc)."""
+    if len(widths) >= len(ALPHABET):
+        raise ValueError("too many columns to pack: %d" % len(widths))
+    out: List[str] = []
+    previous: Sequence[int] = ()
+    for row in rows:
+        shared = 0
+        while shared < len(row) and shared < len(previous) and row[shared] == previous[shared]:
+            shared += 1
+        out.append(ALPHABET[shared])
+        out.extend(_digits(v, w) for v, w in zip(row[shared:], widths[shared:]))
+        previous = row
+    return "".join(out)
+
+
+def _type_table(kernel_type, files: List[Tuple[str, List[str]]]) -> Tuple[Dict[str, Any], Dict[str, int]]:
+    """One kernel type's segments and packed rows; file name -> row index."""
+    columns = []  # (segment index or -1 for the suffix, token list)
+    segments = []
+    for index, segment in enumerate(kernel_type.segments):
+        tokens = list(segment.tokens)
+        for _, parsed in files:
+            if parsed[index] not in tokens:
+                tokens.append(parsed[index])
+        segments.append({"label": segment.label, "tokens": tokens,
+                         "meanings": [segment.tokens.get(t, "") for t in tokens],
+                         "literal": bool(segment.literal)})
+        if len(tokens) > 1:
+            columns.append((index, tokens))
+    suffixes = sorted({name[len("".join(parsed)):-len(".cpp")] for name, parsed in files})
+    if len(suffixes) > 1:
+        columns.append((-1, suffixes))
+    ordered = sorted(files, key=lambda item: item[0])
+    rows = []
+    for name, parsed in ordered:
+        row = []
+        for index, tokens in columns:
+            if index < 0:
+                row.append(tokens.index(name[len("".join(parsed)):-len(".cpp")]))
+            else:
+                row.append(tokens.index(parsed[index]))
+        rows.append(row)
+    widths = [_width(len(tokens)) for _, tokens in columns]
+    table = {
+        "name": kernel_type.class_name,
+        "segments": segments,
+        "suffixes": suffixes or [""],
+        "columns": [index for index, _ in columns],
+        "widths": widths,
+        "count": len(rows),
+        "rows": _pack_rows(rows, widths),
+    }
+    return table, {name: i for i, (name, _) in enumerate(ordered)}
+
+
+def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
+                    traits: Sequence[Sequence[Tuple[Optional[str], str]]],
+                    command: Tuple[str, str]) -> Dict[str, Any]:
+    """The JSON-able payload of one playground.
+
+    ``parsed``: file name -> (kernel class, segment tokens) for every listed kernel;
+    ``traits``: the observed trait groups (per filter part: the member's file, or None,
+    and its name; see ``Session.trait_groups``), used only when
+    ``model.filter.drops == "trait"``; ``command``: the listing command's text
+    before and after ``-f PATTERN``.
+    """
+    spec: FilterSpec = model.filter
+    types = [k for k in model.kernel_types if any(c == k.class_name for c, _ in parsed.values())]
+    type_index = {k.class_name: i for i, k in enumerate(types)}
+    tables, rows_of = [], {}
+    for kernel_type in types:
+        files = [(f, tokens) for f, (c, tokens) in parsed.items() if c == kernel_type.class_name]
+        table, row_of_file = _type_table(kernel_type, files)
+        tables.append(table)
+        rows_of.update({f: (type_index[kernel_type.class_name], r) for f, r in row_of_file.items()})
+
+    def type_list(class_names: Sequence[str]) -> List[int]:
+        return sorted(type_index[c] for c in class_names if c in type_index)
+
+    data: Dict[str, Any] = {
+        "v": FORMAT,
+        "api": model.api,
+        "total": len(rows_of),
+        "command": list(command),
+        "cliSplit": spec.cli_split,
+        "apiSplit": spec.api_split,
+        "parts": [{"position": p.position, "types": type_list(p.applies_to),
+                   "missing": p.missing_becomes, "empty": p.empty_becomes} for p in spec.parts],
+        "whenEmpty": ({str(type_index[c]): v for c, v in spec.when_empty.items() if c in type_index}
+                      if spec.when_empty else None),
+        "unfiltered": type_list(spec.unfiltered_types),
+        "lowercase": spec.fnmatch_lowercases,
+        "backslashes": spec.fnmatch_backslashes,
+        "drops": spec.drops,
+        "types": tables,
+        "traits": None,
+    }
+    if spec.drops == "trait" and traits:
+        data["traits"] = _trait_table(traits, rows_of, tables)
+    return data
+
+
+def _trait_table(traits: Sequence[Sequence[Tuple[Optional[str], str]]],
+                 rows_of: Dict[str, Tuple[int, int]],
+                 tables: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The traits as rows of member indices.  A member that is not a listed kernel
+    (the trait tests its name but does not write it) is a name of the type's
+    ``unlisted`` list, numbered after the type's kernels."""
+    complete = [[rows_of[f] for f, _ in t if f is not None and f in rows_of] for t in traits]
+    complete = [t for t, trait in zip(complete, traits) if len(t) == len(trait)]
+    if not complete:
+        return None
+    members = [member for member, _ in complete[0]]
+    unlisted: Dict[int, Dict[str, int]] = {m: {} for m in members}
+    rows = set()
+    for trait in traits:
+        if len(trait) != len(members):
+            continue
+        row = []
+        for position, (filename, name) in enumerate(trait):
+            member = members[position]
+            if filename is not None and filename in rows_of and rows_of[filename][0] == member:
+                row.append(rows_of[filename][1])
+            else:
+                names = unlisted[member]
+                row.append(tables[member]["count"] + names.setdefault(name, len(names)))
+        rows.add(tuple(row))
+    for member, names in unlisted.items():
+        tables[member]["unlisted"] = sorted(names, key=names.__getitem__)
+    widths = [_width(tables[m]["count"] + len(unlisted[m])) for m in members]
+    return {"members": members, "widths": widths, "count": len(rows),
+            "rows": _pack_rows(sorted(rows), widths)}
+
+
+def parts_explained(model: ApiModel) -> List[str]:
+    """Plain sentences: how this API's ``-f`` value is cut into parts and applied."""
+    spec = model.filter
+    by_class = {k.class_name: k for k in model.kernel_types}
+
+    def named(class_names: Sequence[str]) -> str:
+        return ", ".join("%s (%s)" % (c, _name_start(by_class.get(c))) if _name_start(by_class.get(c))
+                         else c for c in class_names)
+
+    out: List[str] = []
+    if spec.cli_split:
+        out.append("The text before the first %r is this API's filter (generate.py gives "
+                   "each API of -a its own %r-separated filter)." % (spec.cli_split, spec.cli_split))
+    if spec.api_split and spec.parts:
+        for part in spec.parts:
+            rules = []
+            if part.position > 0:
+                rules.append("missing: " + _pattern_text(part.missing_becomes))
+            rules.append("empty: " + _pattern_text(part.empty_becomes))
+            out.append("%s %r-separated part: %s; %s." % (
+                _ordinal(part.position), spec.api_split, named(part.applies_to), "; ".join(rules)))
+        if spec.drops == "trait":
+            out.append("The parts are tested trait by trait: a kernel is kept only when every "
+                       "part of one of its traits matches.")
+    elif spec.parts:
+        out.append("One pattern for %s." % named([c for p in spec.parts for c in p.applies_to]))
+    if spec.unfiltered_types:
+        out.append("Never filtered: %s." % ", ".join(spec.unfiltered_types))
+    out.append("Patterns are Python fnmatch patterns (*, ?, [seq], [!seq]), matched against "
+               "the whole kernel name (the file name without %s.cpp)%s." % (
+                   "its arch suffix and " if any(any(k.arch_suffixes) for k in model.kernel_types)
+                   else "", "" if spec.fnmatch_lowercases else ", case-sensitively"))
+    return out
+
+
+def _name_start(kernel_type) -> str:
+    if kernel_type and kernel_type.segments and kernel_type.segments[0].literal \
+            and len(kernel_type.segments[0].tokens) == 1:
+        return "names " + next(iter(kernel_type.segments[0].tokens)) + "*"
+    return ""
+
+
+def _ordinal(position: int) -> str:
+    return ("1st", "2nd", "3rd")[position] if position < 3 else "%dth" % (position + 1)
+
+
+def _pattern_text(pattern: Optional[str]) -> str:
+    if pattern is None:
+        return "not applied"
+    if pattern == "":
+        return "matches nothing"
+    return "becomes %r" % pattern
+
+
+def to_script_json(data: Dict[str, Any]) -> str:
+    """Compact JSON that is safe inside ``<script type="application/json">``."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

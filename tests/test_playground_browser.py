@@ -1,0 +1,299 @@
+"""The filter playground in a real browser, against generate.py itself.
+
+For every API of two corpus trees whose ``-f`` rules differ (flash-attn 2.8.1: the
+``@`` parts filter each sub-type on its own, an empty part is not applied;
+flash-attn 2.8.3: bwd keeps a kernel only when its whole trait matches, an empty
+part matches nothing, a missing one becomes ``*``), a page with the playground is
+built and opened in Chromium (headless, through Playwright); each filter below is
+typed into the form and the count the page shows (``data-fmha-count``) and the files
+it selects must equal what an independent ``generate.py -l FILE -f PATTERN`` lists.
+
+Chromium comes from Debian (``.ci/install-browser``; ``FMHA_CHROMIUM`` names another),
+never from ``playwright install``; without it (or without the playwright package, or
+with ``FMHA_NO_BROWSER=1``) the test is skipped with the reason.
+``FMHA_PLAYGROUND_TREES`` (comma-separated corpus names) overrides the trees.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import pytest
+from browser import CHROMIUM_ARGS, find_chromium
+from test_directives import _reproducible, build, write_project  # noqa: F401
+
+from sphinxext_fmha.analysis.analyze import Options
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.session import Session
+
+from independent import independent_listings
+
+TREES = [t for t in os.environ.get("FMHA_PLAYGROUND_TREES", "").split(",") if t] or [
+    "flash-attn-2.8.1", "flash-attn-2.8.3"]
+MIN_FILTERS = 50
+
+pytestmark = pytest.mark.corpus
+
+
+def _browser_or_skip():
+    """Playwright's sync API and the system Chromium (``tests/browser.py``'s
+    conventions: ``FMHA_CHROMIUM``, ``FMHA_NO_BROWSER=1``); a clear skip without them."""
+    if os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on"):
+        pytest.skip("FMHA_NO_BROWSER=1")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed (pip install playwright; the "
+                    "'test' extra has it)")
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium: run .ci/install-browser (apt-get install -y chromium) "
+                    "or set FMHA_CHROMIUM to test the filter playground in a browser")
+    return sync_playwright, chromium
+
+
+def _in_own_thread(function):
+    """Run ``function()`` in a fresh thread: Playwright's sync API refuses a thread
+    where another test left an asyncio loop running."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(function).result()
+
+
+# ------------------------------------------------------------------ the filters
+
+
+def _tokens(model) -> List[str]:
+    """Distinct non-empty tokens of the non-literal segments, in a stable order."""
+    seen: Dict[str, None] = {}
+    for kernel_type in model.kernel_types:
+        for segment in kernel_type.segments:
+            if segment.literal:
+                continue
+            for token in segment.tokens:
+                if token.strip("_"):
+                    seen.setdefault(token, None)
+    return list(seen)
+
+
+def _classed(token: str, rng: random.Random) -> str:
+    """The token with one character written as a character class."""
+    body = token.strip("_")
+    index = rng.randrange(len(body))
+    char = body[index]
+    other = rng.choice([c for c in "0123456789abcdfgkmnpqrstvwxyz" if c != char])
+    kind = rng.randrange(4)
+    if kind == 0:
+        cls = "[%s%s]" % (other, char)
+    elif kind == 1:
+        cls = "[!%s]" % other
+    elif kind == 2:
+        cls = "[0-9]" if char.isdigit() else "[a-z]"
+    else:
+        cls = "[!%s]" % char  # excludes the token's own character
+    return "*" + body[:index] + cls + body[index + 1:] + "*"
+
+
+def filters_for(model, seed: str) -> List[str]:
+    """At least MIN_FILTERS filters for one API: single tokens, pairs, character classes,
+    '?', prefixes, '@' parts (missing, empty and extra ones), ',' and patterns that
+    match nothing.  Deterministic for a seed."""
+    rng = random.Random(seed)
+    tokens = _tokens(model)
+    pick = lambda count: [rng.choice(tokens) for _ in range(count)]  # noqa: E731
+    out = ["*", "**", "*_*", "fmha_*", "[", "*[*", "[]]*", "*[]-a]*", "[!f]*", "*[z-a]*",
+           "*[--_]*", "*\\*", "?*", "*_nosuchtoken_*", "FMHA_*", "*,", ",*", ","]
+    out += ["*%s*" % t for t in pick(10)]
+    out += ["*%s*%s*" % (a, b) for a, b in zip(pick(6), pick(6))]
+    out += [_classed(t, rng) for t in pick(8)]
+    for token in pick(3):
+        body = token.strip("_")
+        index = rng.randrange(len(body))
+        out.append("*" + body[:index] + "?" + body[index + 1:] + "*")
+    for kernel_type in model.kernel_types:
+        head = kernel_type.example[: kernel_type.example.find("_d") + 1] or "fmha_"
+        out.append(head + "*")
+    if model.filter.api_split:
+        split = model.filter.api_split
+        width = max(p.position for p in model.filter.parts) + 1
+        for _ in range(14):
+            parts = []
+            for _position in range(rng.randint(1, width + 1)):
+                token = rng.choice(tokens)
+                parts.append(rng.choice(["*", "", "*%s*" % token, _classed(token, rng)]))
+            out.append(split.join(parts))
+        out += [split * (width - 1), "*" + split, split + "*", "*" + split * width + "*"]
+    else:
+        out += ["*@*", "*%s*@*" % rng.choice(tokens)]
+    out.append("*%s*,*%s*" % (rng.choice(tokens), rng.choice(tokens)))
+    unique = dict.fromkeys(f for f in out if f)
+    while len(unique) < MIN_FILTERS + 4:  # more of the same kinds, up to the count
+        a, b = pick(2)
+        unique.setdefault(rng.choice(["*%s*" % a, "*%s*%s*" % (a, b), _classed(a, rng)]), None)
+    return list(unique)
+
+
+# ------------------------------------------------------------------ the test
+
+
+def _apis(root: Path) -> List[str]:
+    from sphinxext_fmha.analysis.analyze import Tree
+
+    return [info.name for info in Tree.load(root).apis if info.in_generate]
+
+
+def _check_page(page, url: str, filters: Sequence[str], expected: Sequence, api: str) -> List[str]:
+    """Open the page with the first filter in its URL, then type every filter; the
+    mismatches, described."""
+    problems = []
+    first = filters[0]
+    page.goto(url + "?fmha-filter=" + _quote(first))
+    page.wait_for_selector(".fmha-playground[data-fmha-ready]")
+    box = page.locator(".fmha-pg-input")
+    assert box.input_value() == first
+    result = page.locator(".fmha-pg-result")
+    for pattern, files in zip(filters, expected):
+        if pattern != first:
+            box.fill(pattern)
+            box.press("Enter")
+        page.wait_for_function(
+            "f => document.querySelector('.fmha-pg-result').getAttribute('data-fmha-filter') === f",
+            arg=pattern)
+        shown = int(result.get_attribute("data-fmha-count"))
+        selected = set(page.evaluate(
+            "f => fmhaPlayground.filesFor(document.querySelector('.fmha-playground'), f)", pattern))
+        if files is None:
+            if not page.locator(".fmha-pg-error").count():
+                problems.append("%s -f %r: generate.py fails, the page shows %d" % (api, pattern, shown))
+            continue
+        if shown != len(files) or selected != files:
+            problems.append("%s -f %r: page %d, generate.py %d (%d only on the page, %d only in "
+                            "generate.py)" % (api, pattern, shown, len(files), len(selected - files),
+                                              len(files - selected)))
+        command = page.locator(".fmha-pg-command code").inner_text()
+        if not command.startswith("python generate.py -a %s" % api):
+            problems.append("%s -f %r: command %r" % (api, pattern, command))
+    return problems
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+@pytest.mark.parametrize("tree_name", TREES)
+def test_playground_counts_equal_generate_py(tree_name, corpus_root, tmp_path):
+    sync_playwright, chromium = _browser_or_skip()
+    root = corpus_root(tree_name)
+    assert tree_name in {t.name for t in load_corpus()}
+    apis = _apis(root)
+    session = Session(root)
+    filters = {api: filters_for(session.model(api, Options()), "%s/%s" % (tree_name, api))
+               for api in apis}
+    started = time.monotonic()
+    # The oracle: generate.py itself, one plain interpreter per API, two at a time.
+    for api in apis:
+        (tmp_path / api).mkdir()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {api: pool.submit(independent_listings, root, api, tmp_path / api, filters[api])
+                   for api in apis}
+        expected = {api: futures[api].result() for api in apis}
+
+    oracle_seconds = time.monotonic() - started
+    pages = {"%s.rst" % api: "%s\n%s\n\n.. fmha-filter-playground:: %s\n" % (api, "=" * len(api), api)
+             for api in apis}
+    src = write_project(tmp_path / "src", pages, ck_root=root)
+    app, _status, warnings = build(src, "html")
+    assert warnings == ""
+    problems: List[str] = []
+    checked = 0
+    started = time.monotonic()
+    errors: List[str] = []
+
+    def run_browser() -> None:
+        nonlocal checked
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.on("pageerror", lambda exc: errors.append(str(exc)))
+                for api in apis:
+                    url = (Path(app.outdir) / ("%s.html" % api)).as_uri()
+                    problems.extend(_check_page(page, url, filters[api], expected[api], api))
+                    checked += len(filters[api])
+            finally:
+                browser.close()
+
+    _in_own_thread(run_browser)
+    assert errors == []
+    assert not problems, "\n".join(problems[:40])
+    assert checked >= MIN_FILTERS * len(apis)
+    print("%s: %d filters over %d APIs agree with generate.py (generate.py runs %.0f s, "
+          "browser %.0f s)" % (tree_name, checked, len(apis), oracle_seconds,
+                               time.monotonic() - started))
+
+
+def test_filters_cover_what_the_issue_asks():
+    """The generator's own contract, on a tiny fake model: classes, '@', no-match."""
+    from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
+
+    model = ApiModel(api="x", source="", filter=FilterSpec(
+        cli_split=",", api_split="@", parts=[FilterPart(0, ["A"]), FilterPart(1, ["B"], "*")]),
+        kernel_types=[KernelType("A", True, 0, 1, example="fmha_x_d64_fp16.cpp", segments=[
+            Segment("hdim", tokens={"_d64": "", "_d128": ""}),
+            Segment("dtype", tokens={"_fp16": "", "_bf16": ""})])])
+    filters = filters_for(model, "seed")
+    assert len(filters) >= MIN_FILTERS
+    assert any(re.search(r"\[!?[^\]]+\]", f) for f in filters)
+    assert any("@" in f for f in filters) and "@" in filters
+    assert "*_nosuchtoken_*" in filters
+
+
+def test_trait_members_that_are_not_written(tmp_path):
+    """A trait tests the name of a member it does not write (aiter's disabled
+    convert_dq kernels): that name must match, and is never listed. Hand-made data:
+    traits (a_1, b_1) and (a_2, b_9), b_9 written by no trait."""
+    sync_playwright, chromium = _browser_or_skip()
+    from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
+    from sphinxext_fmha.render.playground_data import playground_data, to_script_json
+
+    def kernel_type(name, tokens):
+        return KernelType(name.upper(), True, 0, len(tokens), segments=[
+            Segment("literal", tokens={name: ""}, literal=True),
+            Segment("index", tokens={t: "" for t in tokens})])
+
+    model = ApiModel(api="x", source="", kernel_types=[kernel_type("a", ["_1", "_2"]),
+                                                       kernel_type("b", ["_1"])],
+                     filter=FilterSpec(cli_split=",", api_split="@", drops="trait", parts=[
+                         FilterPart(0, ["A"], None, ""), FilterPart(1, ["B"], "*", "")],
+                         when_empty={"A": "*", "B": "*"}))
+    parsed = {"a_1.cpp": ("A", ["a", "_1"]), "a_2.cpp": ("A", ["a", "_2"]), "b_1.cpp": ("B", ["b", "_1"])}
+    traits = [[("a_1.cpp", "a_1"), ("b_1.cpp", "b_1")], [("a_2.cpp", "a_2"), (None, "b_9")]]
+    data = playground_data(model, parsed, traits, ("python generate.py -a x", "-l kernels.txt"))
+    expected = {"*": ["a_1.cpp", "a_2.cpp", "b_1.cpp"], "*@*_1": ["a_1.cpp", "b_1.cpp"],
+                "*@*_9": ["a_2.cpp"], "*_2": ["a_2.cpp"], "*@": [], ",": ["a_1.cpp", "a_2.cpp", "b_1.cpp"],
+                "a_[!1]@b_[0-8]": []}
+    script = (Path(__file__).resolve().parents[1] / "sphinxext_fmha" / "static" / "fmha-playground.js")
+    def run_browser():
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.set_content("<p>empty</p>")
+                page.add_script_tag(path=str(script))
+                return page.evaluate("""([data, filters]) => {
+                    const model = fmhaPlayground.load(JSON.parse(data));
+                    return filters.map(f => fmhaPlayground.selectedFiles(model,
+                                                                         fmhaPlayground.select(model, f)));
+                }""", [to_script_json(data), list(expected)])
+            finally:
+                browser.close()
+
+    got = _in_own_thread(run_browser)
+    assert dict(zip(expected, got)) == expected
