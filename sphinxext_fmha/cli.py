@@ -21,7 +21,8 @@ from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
 from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
 from .process.cache import cache_dir_problem
-from .process.driver import DRIVER_SCRIPT, driver_listing as _driver_listing
+from .process.driver import DRIVER_SCRIPT
+from .process.driver import driver_listing as _driver_listing
 from .process.driver import run_driver as _run_driver
 from .process.launch import GenerateError
 

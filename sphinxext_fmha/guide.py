@@ -16,6 +16,7 @@ from .guide_data import (
     DISPATCH_SECTIONS,
     RECOMMENDATION_SECTIONS,
     GuideData,
+    PlaygroundInputs,
     Problem,
     build_date,
     parse_sections,
@@ -26,7 +27,7 @@ from .options import Options
 from .session import Session
 from .verify.token_facts import token_counts, token_dispatch
 
-__all__ = ["check_filter", "collect_guide", "suspicious_problems"]
+__all__ = ["check_filter", "collect_guide", "collect_playground", "suspicious_problems"]
 
 
 def collect_guide(session: Session, api: str, options: Options = Options(),
@@ -95,3 +96,20 @@ def suspicious_problems(model: ApiModel) -> List[Problem]:
             "%s: generate.py's listing and the kernel objects observed while it ran disagree; "
             "counts in the guide come from the listing" % model.api)))
     return problems
+
+
+#: stands for the reader's pattern in the playground's command template
+_PATTERN = "FMHA_PLAYGROUND_PATTERN"
+
+
+def collect_playground(session: Session, api: str, options: Options = Options()) -> PlaygroundInputs:
+    """What the filter playground of ``api`` embeds: the verified listing parsed into
+    tokens, the traits (where whole traits are dropped) and the command template."""
+    model = session.model(api, options)
+    listing = session.runner.list_kernels(session.tree.request(api, options))
+    parsed = session.parsed_listing(api, options, listing.files)
+    traits = session.trait_groups(api, options) if model.filter.drops == "trait" else []
+    template = session.runner.listing_command(session.tree.request(api, options, filter=_PATTERN))
+    head, _, tail = template.partition(" -f %s " % _PATTERN)
+    return PlaygroundInputs(model=model, parsed=dict(parsed.parsed), traits=traits,
+                            command=(head, tail), unparsed=len(parsed.unparsed))

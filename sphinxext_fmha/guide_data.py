@@ -12,7 +12,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
@@ -25,6 +25,7 @@ __all__ = [
     "SECTIONS",
     "SECTION_TITLES",
     "GuideData",
+    "PlaygroundInputs",
     "Problem",
     "build_date",
     "parse_sections",
@@ -186,3 +187,19 @@ class GuideData:
     recommendation_problem: Optional[Problem] = None
     #: why the API dispatch file (or the mask modes) could not be read, if so
     dispatch_problem: Optional[Problem] = None
+
+
+@dataclass
+class PlaygroundInputs:
+    """What a filter playground embeds: the listing of one API parsed into tokens."""
+
+    model: ApiModel
+    #: listed file name -> (kernel class, tokens), for the names the grammar parses
+    parsed: Dict[str, Tuple[str, List[str]]]
+    #: the observed traits, where the tree drops whole traits (else empty): per member,
+    #: its listed file (None for a member the trait tests but does not write) and name
+    traits: List[List[Tuple[Optional[str], str]]]
+    #: the generate.py listing command before and after ``-f PATTERN``
+    command: Tuple[str, str]
+    #: how many listed names the grammar does not parse (left out of the playground)
+    unparsed: int = 0

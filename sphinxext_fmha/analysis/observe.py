@@ -17,8 +17,8 @@ import zlib
 from pathlib import Path
 from typing import Callable, List, Optional
 
-from ..process.cache import DiskCache, tree_digest
 from ..errors import FmhaError, WarningType, stderr_tail
+from ..process.cache import DiskCache, tree_digest
 from ..process.launch import run, scratch
 from ..process.progress import report_step, run_label
 from ..process.runner import interpreter_id
@@ -28,7 +28,7 @@ PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 #: Results kept in this process (the model and the session read the same probe).
 _MEMO_SIZE = 4
-_MEMO: "collections.OrderedDict[str, dict]" = collections.OrderedDict()
+_MEMO: collections.OrderedDict[str, dict] = collections.OrderedDict()
 _MEMO_LOCK = threading.Lock()
 
 

@@ -21,10 +21,10 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 from ..errors import WarningType
-from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
-from ..process.launch import GenerateError
 from ..guide import suspicious_problems
 from ..guide_data import Problem, problem_of
+from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
+from ..process.launch import GenerateError
 from ..render.nodes import problem_node
 from .config import fmha_config
 from .strict import record_problem, suppressed
@@ -106,9 +106,9 @@ def _progress(message: str) -> None:
 def get_session(config: Any, confdir: Path, srcdir: Path):
     """The Session for this configuration: one per (CK root, python, cache dir,
     timeout) per process, renewed when the tree's content changes."""
-    from ..session import Session
-    from ..process.cache import tree_digest
     from ..locate import fmha_dir
+    from ..process.cache import tree_digest
+    from ..session import Session
 
     settings = fmha_config(config)
     root = resolve_ck_root(config, confdir, srcdir)

@@ -24,10 +24,10 @@ from .. import __version__
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .common import forget_roots
 from .config import add_config_values, validate_config
-from .strict import setup_strict
-from .warning_types import WarningTypesDirective
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
 from .playground import setup_playground
+from .strict import setup_strict
+from .warning_types import WarningTypesDirective
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"

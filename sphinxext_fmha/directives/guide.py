@@ -15,11 +15,10 @@ from docutils.parsers.rst import directives
 from sphinx import addnodes
 
 from ..errors import WarningType
-from ..model import FilterCheck
-from ..options import check_filter_text
 from ..guide import check_filter, collect_guide
 from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
-from ..options import OptionError
+from ..model import FilterCheck
+from ..options import OptionError, check_filter_text
 from ..render.guide import (
     api_list_table,
     filename_blocks,

@@ -13,6 +13,8 @@ from typing import Any, Dict, List, Optional
 
 from docutils import nodes
 
+from ..errors import WarningType
+from ..guide import collect_playground
 from ..render.playground_data import parts_explained, playground_data, to_script_json
 from .common import OPTION_SPEC, FmhaDirective, logger
 
@@ -22,7 +24,6 @@ JS_FILE = "fmha-playground.js"
 #: Where the static note of non-HTML builders points to for the pattern syntax.
 FNMATCH_DOCS = "https://docs.python.org/3/library/fnmatch.html"
 #: The filter text the command template is built with (shell-safe, so never quoted).
-_PLACEHOLDER = "FMHA_PLAYGROUND_PATTERN"
 
 
 class fmha_playground(nodes.General, nodes.Element):  # noqa: N801 - docutils naming
@@ -42,18 +43,13 @@ class FilterPlaygroundDirective(FmhaDirective):
     def run_fmha(self) -> List[nodes.Node]:
         api = self.arguments[0].strip()
         session, options = self.session_and_options()
-        model = session.model(api, options)
-        request = session.tree.request(api, options)
-        listing = session.runner.list_kernels(request)
-        parsed = session.parsed_listing(api, options, listing.files)
-        if parsed.unparsed:
-            self.warn("model", "%s: %d listed file names do not parse with the model's grammar; "
-                      "the playground leaves them out" % (api, len(parsed.unparsed)))
-        traits = session.trait_groups(api, options) if model.filter.drops == "trait" else []
-        template = session.runner.listing_command(
-            session.tree.request(api, options, filter=_PLACEHOLDER))
-        head, _, tail = template.partition(" -f %s " % _PLACEHOLDER)
-        data = playground_data(model, parsed.parsed, traits, (head, tail))
+        inputs = collect_playground(session, api, options)
+        model = inputs.model
+        if inputs.unparsed:
+            self.warn(WarningType.MODEL, "%s: %d listed file names do not parse with the model's "
+                      "grammar; the playground leaves them out" % (api, inputs.unparsed))
+        head, tail = inputs.command
+        data = playground_data(model, inputs.parsed, inputs.traits, (head, tail))
         logger.verbose("[fmha] %s: filter playground for %s", self.env.docname, api)
         self.env.metadata[self.env.docname]["fmha-playground"] = True
         node = fmha_playground(

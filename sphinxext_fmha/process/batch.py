@@ -13,6 +13,7 @@ No Sphinx imports here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -56,7 +57,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
 def _run_batch(runner: GenerateRunner, requests: List[GenerateRequest], dispatch: bool,
                known_keys: Dict[str, str]) -> int:
     base = requests[0]
-    argv = GenerateRequest(**{**base.as_dict(), "filter": ""}).argv(runner.options)
+    argv = dataclasses.replace(base, filter="").argv(runner.options)
     with tempfile.TemporaryDirectory(prefix="fmha-batch-") as tmp:
         workdir = Path(tmp)
         jobs = workdir / "jobs.json"

@@ -42,7 +42,7 @@ def main():
         spec = json.load(handle)
     fmha_dir = os.path.abspath(spec["fmha_dir"])
     sys.path.insert(0, os.path.dirname(spec["probe_script"]))
-    import probe_script as probe  # noqa: E402 - found through the line above
+    import probe_script as probe  # type: ignore[import-not-found]  # noqa: E402 - found through the line above
 
     sys.dont_write_bytecode = True
     sys.path.insert(0, fmha_dir)

@@ -53,7 +53,7 @@ def driver_listing(python: str, fmha_dir: Path, separator: str, filters: Sequenc
 
 
 def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
-                 generate_args: Sequence[str], timeout: float) -> "ApiFileResult":
+                 generate_args: Sequence[str], timeout: float) -> ApiFileResult:
     """The driver in write mode (``-o`` into a temporary folder): the dispatch file and
     each kernel file's trait keys, for a link check.
 

@@ -90,7 +90,7 @@ def note_process_started(display: str, cwd: Path) -> None:
         _TOTAL_STARTED += 1
     trace = os.environ.get("FMHA_TRACE_RUNS")
     if trace:
-        line = f"{display}\t{cwd}\n".encode("utf-8")
+        line = f"{display}\t{cwd}\n".encode()
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             os.write(fd, line)
@@ -294,7 +294,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
                    stdout=stdout_path, stderr=stderr_path)
 
 
-def _wait(proc: "subprocess.Popen[bytes]", start: float, timeout: float,
+def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
           progress: Optional[Callable[[str], None]], label: str, every: float) -> bool:
     """Wait for ``proc``; True when it was killed for taking longer than ``timeout``."""
     next_report = start + every
@@ -317,7 +317,7 @@ def _wait(proc: "subprocess.Popen[bytes]", start: float, timeout: float,
             progress(f"{label}: still running ({int(time.monotonic() - start)} s)")
 
 
-def _reap(proc: "subprocess.Popen[bytes]") -> None:
+def _reap(proc: subprocess.Popen[bytes]) -> None:
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered yet

@@ -31,13 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Union
 
-from .cache import DiskCache, tree_digest
-from .launch import GenerateError, note_process_started, python_version, run, scratch
-from .launch import total_processes_started
-from .progress import report_step, run_label
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
+from .cache import DiskCache, tree_digest
+from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
+from .progress import report_step, run_label
 
 __all__ = [
     "RUNNER_FORMAT",
@@ -104,8 +103,9 @@ class GenerateRequest:
         """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``.
 
         ``options_supported``: the tree's argparse dests (see
-        :func:`sphinxext_fmha.analysis.generate_py.supported_options`); a requested option missing there raises
-        :class:`GenerateError` instead of being dropped.  None: no check.
+        :func:`sphinxext_fmha.analysis.generate_py.supported_options`); a requested
+        option missing there raises :class:`GenerateError` instead of being dropped.
+        None: no check.
         """
         if not self.api or not re.fullmatch(r"[A-Za-z0-9_]+", self.api):
             raise GenerateError(f"invalid API name {self.api!r} (one API per request)",

@@ -164,7 +164,8 @@ def _widths(table: Table, cap: int = 40) -> List[int]:
     return widths
 
 
-def dropdown_node(title: List[nodes.Node], content: List[nodes.Node], opened: bool = False) -> nodes.container:
+def dropdown_node(title: List[nodes.Node], content: List[nodes.Node],
+                  opened: bool = False) -> nodes.container:
     """A sphinx-design dropdown: a container with a rubric title and the content.
 
     sphinx-design's HTML post-transform turns it into ``<details>``; the LaTeX, text

@@ -22,9 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
-from ..options import Options
 from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation
-from ..options import cli_flag
+from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners

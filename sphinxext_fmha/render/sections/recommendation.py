@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ...guide_data import SECTION_TITLES, GuideData
 from ...model import (
     ApiModel,
     Decision,
     Recommendation,
 )
-from ...guide_data import SECTION_TITLES, GuideData
 from ..ir import (
     Admonition,
     Block,
