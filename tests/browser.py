@@ -6,8 +6,9 @@
 * :func:`serve`: a built HTML folder on a free localhost port, in a thread.
 * fixture ``browser_check``: ``check(folder, pages)`` opens each page at 1400 px in
   light and dark mode and returns what :data:`PAGE_PROBLEMS_JS` measured.  The test
-  FAILS when Chromium or Playwright is missing, unless ``FMHA_NO_BROWSER=1`` asks to
-  skip.  A page with problems is saved as ``tests/artifacts/<test>-<page>-<mode>.png``.
+  fails in CI (``CI=true``) and is skipped elsewhere when Chromium or Playwright is
+  missing; ``FMHA_NO_BROWSER=1`` skips it anywhere.  A page with problems is saved as
+  ``tests/artifacts/<test>-<page>-<mode>.png``.
 
 The browser runs in a child process (this file run as a script): Playwright's sync
 API refuses to start in a process where an asyncio loop was left running, which other
@@ -244,23 +245,41 @@ def reading_problems(results: Dict[str, Dict[str, dict]]) -> list:
     return out
 
 
-def _skip_browser() -> bool:
-    return os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on")
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def require_browser() -> str:
+    """The system Chromium's path, once Playwright is importable too.
+
+    Without them: in CI (``CI=true``, where ``.ci/run`` installs Chromium) the test
+    fails, so a browser test never goes silently missing there; on a developer's
+    machine it is skipped with what to do.  ``FMHA_NO_BROWSER=1`` skips it anywhere.
+    """
+    if _flag("FMHA_NO_BROWSER"):
+        pytest.skip("FMHA_NO_BROWSER=1")
+    missing = None
+    chromium = find_chromium()
+    if chromium is None:
+        missing = ("no Chromium found: run `bash .ci/install-browser` (Debian's chromium, as "
+                   "root) or set FMHA_CHROMIUM; FMHA_NO_BROWSER=1 skips the browser tests")
+    else:
+        try:
+            import playwright  # noqa: F401
+        except ImportError:
+            missing = "Playwright for Python is missing: pip install -e '.[test]'"
+    if missing is not None:
+        if _flag("CI"):
+            pytest.fail(missing, pytrace=False)
+        pytest.skip(missing)
+    assert chromium is not None
+    return chromium
 
 
 @pytest.fixture
 def browser_check(request):
     """``check(folder, pages)`` -> {page: {"light"|"dark": measurements}}."""
-    if _skip_browser():
-        pytest.skip("FMHA_NO_BROWSER=1")
-    if find_chromium() is None:
-        pytest.fail("no Chromium found: run `bash .ci/install-browser` (Debian's chromium) "
-                    "or set FMHA_CHROMIUM; FMHA_NO_BROWSER=1 skips the browser tests",
-                    pytrace=False)
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        pytest.fail("Playwright for Python is missing: pip install -e '.[test]'", pytrace=False)
+    require_browser()
 
     def check(folder: Path, pages: Sequence[str]) -> Dict[str, Dict[str, dict]]:
         prefix = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)

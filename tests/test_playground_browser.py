@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
-from browser import CHROMIUM_ARGS, find_chromium
+from browser import CHROMIUM_ARGS, require_browser
 from test_directives import _reproducible, build, write_project  # noqa: F401
 
 from sphinxext_fmha.analysis.analyze import Options
@@ -44,17 +44,9 @@ pytestmark = pytest.mark.corpus
 def _browser_or_skip():
     """Playwright's sync API and the system Chromium (``tests/browser.py``'s
     conventions: ``FMHA_CHROMIUM``, ``FMHA_NO_BROWSER=1``); a clear skip without them."""
-    if os.environ.get("FMHA_NO_BROWSER", "").strip().lower() in ("1", "true", "yes", "on"):
-        pytest.skip("FMHA_NO_BROWSER=1")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("the playwright package is not installed (pip install playwright; the "
-                    "'test' extra has it)")
-    chromium = find_chromium()
-    if chromium is None:
-        pytest.skip("no Chromium: run .ci/install-browser (apt-get install -y chromium) "
-                    "or set FMHA_CHROMIUM to test the filter playground in a browser")
+    chromium = require_browser()
+    from playwright.sync_api import sync_playwright
+
     return sync_playwright, chromium
 
 
