@@ -19,7 +19,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .progress import report_step
 from .runner import GenerateError, GenerateRequest, GenerateRunner
@@ -48,14 +48,26 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
         return 0
     chunks = [todo[i::PARALLEL_BATCHES] for i in range(PARALLEL_BATCHES)]
     chunks = [c for c in chunks if c]
+    started = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
         futures = [pool.submit(_run_batch, runner, chunk, dispatch, known_keys or {})
                    for chunk in chunks]
-    return sum(f.result() for f in futures)
+    results = [f.result() for f in futures]
+    stored = sum(count for count, _ in results)
+    # One progress line for the whole step, however many interpreters shared it.
+    what = "%d filtered run%s in %d interpreter%s side by side" % (
+        stored, "" if stored == 1 else "s", len(chunks), "" if len(chunks) == 1 else "s")
+    unsafe = sorted({reason for _, reason in results if reason})
+    if unsafe:
+        what += " (then stopped: %s; the rest run as separate processes)" % "; ".join(unsafe)
+    argv = dataclasses.replace(todo[0], filter="").argv(runner.options)
+    report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
+    return stored
 
 
 def _run_batch(runner: GenerateRunner, requests: List[GenerateRequest], dispatch: bool,
-               known_keys: Dict[str, str]) -> int:
+               known_keys: Dict[str, str]) -> Tuple[int, str]:
+    """Run one chunk in one interpreter; (results stored, why it stopped early or "")."""
     base = requests[0]
     argv = dataclasses.replace(base, filter="").argv(runner.options)
     with tempfile.TemporaryDirectory(prefix="fmha-batch-") as tmp:
@@ -70,12 +82,11 @@ def _run_batch(runner: GenerateRunner, requests: List[GenerateRequest], dispatch
         }), encoding="utf-8")
         command = [runner.python, "-B", str(BATCH_SCRIPT), str(jobs), str(out)]
         display = "batch of %d generate.py -f runs (%s)" % (len(requests), " ".join(argv))
-        started = time.monotonic()
         try:
             runner._run(base, [], display, workdir, command=command)
             data = json.loads(out.read_text(encoding="utf-8"))
         except (GenerateError, OSError, ValueError):
-            return 0  # the separate runs will say what is wrong
+            return 0, ""  # the separate runs will say what is wrong
     stored = 0
     by_filter = {r.filter: r for r in requests}
     for result in data.get("results", []):
@@ -88,9 +99,5 @@ def _run_batch(runner: GenerateRunner, requests: List[GenerateRequest], dispatch
         if dispatch and found and not found.get("error"):
             runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
                                   float(result.get("seconds", 0.0)))
-    what = "%d filtered runs in one interpreter" % stored
-    if data.get("unsafe"):
-        what += " (then stopped: %s; the rest run as separate processes)" % data["unsafe"]
-    report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
-    return stored
+    return stored, str(data.get("unsafe") or "")
 
