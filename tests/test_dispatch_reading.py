@@ -243,28 +243,28 @@ def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
 V2_V3_API = textwrap.dedent(r"""
     #include "fmha_fwd.hpp"
     namespace {
-    float fmha_fwd_v2(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
+    float fmha_fwd_v2(fmha_fwd_traits t, fmha_fwd_args a, const toy::stream_config& s) {
         float r = -1;
         if(t.data_type.compare("fp16") == 0) {
             if((t.is_group_mode == false) && (a.seqlen_k % 128 == 0)) {
                 using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS>;
-                return fmha_fwd_<trait_, ck_tile::gfx9_t>(s, a);
+                return fmha_fwd_<trait_, toy::gfx9_t>(s, a);
             }
         }
         return r;
     }
-    float fmha_fwd_v3(fmha_fwd_traits t, fmha_fwd_args a, const ck_tile::stream_config& s) {
+    float fmha_fwd_v3(fmha_fwd_traits t, fmha_fwd_args a, const toy::stream_config& s) {
         float r = -1;
         if(t.data_type.compare("fp16") == 0) {
             if((t.is_group_mode == false)) {
                 using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS_V3>;
-                return fmha_fwd_<trait_, ck_tile::gfx950_t>(s, a);
+                return fmha_fwd_<trait_, toy::gfx950_t>(s, a);
             }
         }
         return r;
     }
     } // namespace
-    float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const ck_tile::stream_config& config) {
+    float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const toy::stream_config& config) {
         const bool can_dispatch_v3 = (traits.data_type.compare("fp16") == 0)
                                      and (args.hdim_q == 128);
         if (@@ENABLED@@ and can_dispatch_v3) {
@@ -280,7 +280,7 @@ KERNEL = textwrap.dedent("""
     using fmha_pipeline_enum = Pipeline::{pipe};
     using trait = fmha_fwd_traits_<128, FmhaFwdFp16, false, fmha_pipeline_enum>;
     template<>
-    float fmha_fwd_<trait, ck_tile::{arch}>(const ck_tile::stream_config& s, fmha_fwd_args a)
+    float fmha_fwd_<trait, toy::{arch}>(const toy::stream_config& s, fmha_fwd_args a)
     {{ return 0; }}
 """)
 

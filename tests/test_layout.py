@@ -24,7 +24,7 @@ from sphinxext_fmha.render.markdown import blocks_markdown
 from sphinxext_fmha.render.nodes import blocks_to_nodes, sections_to_nodes
 
 LONG = [
-    "ck_tile::BlockAttentionBiasEnum::ELEMENTWISE_BIAS",
+    "my_ns::BlockAttentionBiasEnum::ELEMENTWISE_BIAS",
     "SimplifiedGenericAttentionMask<false>",
     "fmha_fwd_d160_bf16_batch_b128x128x32x160x32x160_r4x1x1.cpp",
     "codegen/ops/fmha_fwd.py:469",
@@ -37,8 +37,8 @@ def test_long_names_break_only_at_sensible_points():
         assert "".join(pieces) == text and len(pieces) > 1
         for left, right in zip(pieces, pieces[1:]):
             assert left.endswith(("::", "/")) or right[0] in "_<.x(", (left, right)
-    assert break_points("ck_tile::BlockAttentionBiasEnum::ELEMENTWISE_BIAS")[:3] == [
-        "ck", "_tile::", "BlockAttentionBiasEnum::"]
+    assert break_points("my_ns::BlockAttentionBiasEnum::ELEMENTWISE_BIAS")[:3] == [
+        "my", "_ns::", "BlockAttentionBiasEnum::"]
     assert break_points("_nbias") == ["_nbias"]  # short literals stay whole
 
 
