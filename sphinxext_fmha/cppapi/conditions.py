@@ -15,7 +15,17 @@ __all__ = ["describe_condition", "condition_terms", "split_top", "strip_parens"]
 # --------------------------------------------------------------------------- conditions
 
 
-def _split_top(text: str, op: str) -> List[str]:
+def _word_at(text: str, i: int, word: str) -> bool:
+    """Whether ``word`` at ``text[i:]`` stands alone (not part of a longer name)."""
+    before_ok = i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")
+    end = i + len(word)
+    after_ok = end >= len(text) or not (text[end].isalnum() or text[end] == "_")
+    return before_ok and after_ok
+
+
+def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
+    """``text`` split on ``op`` outside brackets, parts stripped; ``whole_word``: only
+    where ``op`` stands alone (the word operators ``and``/``or``)."""
     parts: List[str] = []
     depth = 0
     start = 0
@@ -27,7 +37,7 @@ def _split_top(text: str, op: str) -> List[str]:
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and text.startswith(op, i):
+        elif depth == 0 and text.startswith(op, i) and (not whole_word or _word_at(text, i, op)):
             parts.append(text[start:i])
             i += len(op)
             start = i

@@ -62,41 +62,13 @@ def _split_or(text: str) -> List[str]:
     return _split_alternative(split_top(text, "||"), "or")
 
 
-def _word_at(text: str, i: int, word: str) -> bool:
-    """Whether ``word`` at ``text[i:]`` stands alone (not part of a longer name)."""
-    before_ok = i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")
-    end = i + len(word)
-    after_ok = end >= len(text) or not (text[end].isalnum() or text[end] == "_")
-    return before_ok and after_ok
-
-
 def _split_and(text: str) -> List[str]:
     return _split_alternative(split_top(text, "&&"), "and")
 
 
 def _split_alternative(parts: List[str], word: str) -> List[str]:
     """Split each top-level part again on the word operator outside parentheses."""
-    out: List[str] = []
-    for part in parts:
-        depth = 0
-        start = 0
-        i = 0
-        pieces: List[str] = []
-        while i < len(part):
-            c = part[i]
-            if c in "([{":
-                depth += 1
-            elif c in ")]}":
-                depth -= 1
-            elif depth == 0 and part.startswith(word, i) and _word_at(part, i, word):
-                pieces.append(part[start:i])
-                i += len(word)
-                start = i
-                continue
-            i += 1
-        pieces.append(part[start:])
-        out.extend(p.strip() for p in pieces)
-    return out
+    return [piece for part in parts for piece in split_top(part, word, whole_word=True)]
 
 
 def bool_locals(statements: List[str]) -> Dict[str, str]:
