@@ -25,6 +25,7 @@ from .guide_data import (
 from .model import ApiModel, FilterCheck
 from .options import Options
 from .session import Session
+from .verify.tile_table import tile_names, tile_tables
 from .verify.token_facts import token_counts, token_dispatch
 
 __all__ = ["check_filter", "collect_guide", "collect_playground", "suspicious_problems"]
@@ -72,6 +73,14 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             problem = problem_of(exc)
             problem.message = "cannot make the recommended minimal set: " + problem.message
             data.recommendation_problem = problem
+    if "tiles" in names:
+        # the set's tile counts when the recommendation has them, else the listing's
+        if data.recommendation is not None and data.recommendation.tile_tables:
+            data.tile_tables = data.recommendation.tile_tables
+        else:
+            data.tile_tables = tile_tables(
+                model, session.parsed_listing(api, options, listing.files),
+                names=tile_names(model, session.observation(api, options)["records"]))
     return data
 
 

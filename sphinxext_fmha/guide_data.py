@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
-from .model import ApiModel, Recommendation, TokenCounts, TokenDispatch
+from .model import ApiModel, Recommendation, TileTable, TokenCounts, TokenDispatch
 from .options import OptionError, Options
 
 __all__ = [
@@ -187,6 +187,9 @@ class GuideData:
     recommendation_problem: Optional[Problem] = None
     #: why the API dispatch file (or the mask modes) could not be read, if so
     dispatch_problem: Optional[Problem] = None
+    #: the tiles per problem of each sub-type, from the listing (with the minimal set's
+    #: counts when the recommendation was made)
+    tile_tables: List[TileTable] = field(default_factory=list)
 
 
 @dataclass

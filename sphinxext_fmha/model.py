@@ -28,6 +28,10 @@ __all__ = [
     "TileField",
     "TileClass",
     "Factory",
+    "TileUse",
+    "TileRow",
+    "TileSource",
+    "TileTable",
     "FilterPart",
     "FilterSpec",
     "SkipCondition",
@@ -193,6 +197,69 @@ class Factory:
     unsupported_dtypes: List[str] = field(default_factory=list)
     #: ``{dtype: {head size: [tile, ...]}}``, tiles as source text.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    #: ``{tile: source text}``: constructor arguments of a tile that are not plain
+    #: numbers (a condition such as ``CppConstraint('...')``), as the source writes them.
+    tile_notes: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TileUse:
+    """One tile of a :class:`TileRow`: how many listed kernels use it."""
+
+    #: The tile's part of the kernel name (``b128x64x32_r4x1x1``).
+    tile: str
+    #: Listed kernels of the row's problem that use it.
+    kernels: int = 0
+    #: Of those, the kernels of the recommended minimal set (``null``: not computed).
+    kept: Optional[int] = None
+    #: Whether the factory table read from the source lists it for this row (``null``:
+    #: no table read from the source matches this architecture).
+    in_source: Optional[bool] = None
+    #: The source's condition on the tile (:attr:`Factory.tile_notes`), if any.
+    note: str = ""
+
+
+@dataclass
+class TileRow:
+    """The tiles of one problem (architecture, data type, head dim, ...)."""
+
+    #: ``{column: value}`` for the columns of :attr:`TileTable.columns`.
+    keys: Dict[str, str] = field(default_factory=dict)
+    tiles: List[TileUse] = field(default_factory=list)
+
+
+@dataclass
+class TileSource:
+    """A factory table read from the source, compared with what generate.py produced."""
+
+    factory: str
+    #: The architecture whose kernels it was compared with (``""``: no arch suffix).
+    arch: str = ""
+    defined_at: str = ""
+    selected_by: str = ""
+    #: (data type, head dim, tile) entries of the table that some listed kernel has.
+    matched: int = 0
+    #: All (data type, head dim, tile) entries of the table.
+    listed: int = 0
+    #: Table entries no listed kernel has: ``{"dtype", "hdim", "tile"}``.
+    not_generated: List[Dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class TileTable:
+    """The tiles one sub-type really has, per problem, from the parsed listing."""
+
+    kernel_type: str
+    #: Key columns, in order: ``arch`` (when file names carry one), ``dtype``,
+    #: ``hdim``, then other fields that key the tiles.
+    columns: List[str] = field(default_factory=list)
+    rows: List[TileRow] = field(default_factory=list)
+    #: Labels of the name segments that make up a tile.
+    tile_segments: List[str] = field(default_factory=list)
+    #: The factory table each architecture was compared with.
+    sources: List[TileSource] = field(default_factory=list)
+    #: Kernels of the sub-type counted.
+    kernels: int = 0
 
 
 @dataclass
@@ -510,6 +577,9 @@ class Recommendation:
     full_unreferenced: List[str] = field(default_factory=list)
     #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    #: The tiles per problem (architecture, data type, head dim), with the kernels the
+    #: set keeps of each (:attr:`TileUse.kept`).
+    tile_tables: List[TileTable] = field(default_factory=list)
     #: How the sub-types are coupled (``""`` when they are not).
     coupling: str = ""
 

@@ -263,12 +263,14 @@ class Session:
     def _recommend_inputs(self, api: str, options: Options):
         """The data a recommendation is computed from, and the runner it uses."""
         from .verify.recommend import RecommendInputs
+        from .verify.tile_table import tile_names
 
         model = self.model(api, options)
         listing = self.runner.list_kernels(self.tree.request(api, options))
         inputs = RecommendInputs(model=model, options=options,
                                  baseline=self.parsed_listing(api, options, listing.files),
                                  traits=self.traits(api, options) if model.filter.drops == "trait" else [])
+        inputs.tile_names = tile_names(model, self.observation(api, options)["records"])
         try:
             inputs.full_api = self.runner.generate_api_file(self.tree.request(api, options))
         except GenerateError as error:

@@ -247,6 +247,22 @@ def leaves(obj, prefix="", depth=0, owners=None):
     return out
 
 
+def part_names(obj):
+    """{field: [class, name]} of the kernel's dataclass parts that name themselves (its
+    tile, its pipeline): the codegen's own text for each part, constant pieces included."""
+    out = {}
+    for name in _fields_of(type(obj)):
+        value = getattr(obj, name, None)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            try:
+                text = value.name
+            except Exception:  # noqa: BLE001 - a part that cannot name itself is left out
+                continue
+            if isinstance(text, str):
+                out[name] = [type(value).__name__, text]
+    return out
+
+
 def uncache(obj):
     for name, attr in vars(type(obj)).items():
         if isinstance(attr, functools.cached_property):
@@ -535,6 +551,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         name = obj.name if hasattr(obj, "name") else filename
         records.append({"class": cls, "module": type(obj).__module__,
                         "filename": filename, "name": name, "leaves": flat,
+                        "parts": part_names(obj) if dataclasses.is_dataclass(obj) else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
         counted = observed.setdefault(cls, {})

@@ -30,6 +30,7 @@ from .links import link_report, partners
 from .losses import describe_losses
 from .policy import CHOSEN, POLICY, Plan, plan_keep_set
 from .synthesis import Kernel, Synthesis, synthesize
+from .tile_table import tile_tables
 
 __all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
 
@@ -66,6 +67,8 @@ class RecommendInputs:
     #: kernel file -> readable dispatch condition terms
     conditions: Dict[str, List[str]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
+    tile_names: Dict[str, str] = field(default_factory=dict)
 
 
 def kernels_of(baseline: ParsedListing) -> List[Kernel]:
@@ -145,6 +148,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     for decision in result.decisions:
         if decision.category == "tile":
             result.tiles[decision.kernel_type][decision.segment] = decision.keep
+    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
     full = inputs.baseline.per_type()
     minimal = Counter(type_of[f] for f in union if f in type_of)
     result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}

@@ -69,6 +69,7 @@ def collect_factories(ctx: Context) -> None:
                     fac.tiles = table.tiles
                     fac.dtypes = list(table.supported)
                     fac.unsupported_dtypes = list(table.unsupported)
+                    fac.tile_notes = dict(table.notes)
                     first = False
             factories.append(fac)
     else:
@@ -83,6 +84,7 @@ def collect_factories(ctx: Context) -> None:
             table = reader.read(fname, fname, fn, fpm, is_method=False)
             tables.append(table)
             fac.tiles, fac.dtypes, fac.unsupported_dtypes = table.tiles, table.supported, table.unsupported
+            fac.tile_notes = dict(table.notes)
             factories.append(fac)
     ctx.facts.factories = factories
     ctx.facts.factory_tables = tables

@@ -154,6 +154,8 @@ class FactoryTable:
     qualifiers: List[str] = field(default_factory=list)
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     calls: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    #: tile name -> its constructor's arguments that are not plain numbers
+    notes: Dict[str, str] = field(default_factory=dict)
     supported: List[str] = field(default_factory=list)
     unsupported: List[str] = field(default_factory=list)
 

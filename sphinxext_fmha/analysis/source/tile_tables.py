@@ -79,6 +79,26 @@ def _related_methods(ctx: Context, fn: FunctionNode) -> List[ast.AST]:
     return out
 
 
+def _non_numeric_arguments(source: str) -> str:
+    """The constructor arguments of a tile that are not plain numbers, as written
+    (``CppConstraint('...')``); ``""`` when every argument is a number."""
+    try:
+        call = ast.parse(source.strip(), mode="eval").body
+    except SyntaxError:
+        return ""
+    if not isinstance(call, ast.Call):
+        return ""
+
+    def number(node: ast.expr) -> bool:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            node = node.operand
+        return isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+
+    parts = [ast.unparse(a) for a in call.args if not number(a)]
+    parts += ["%s=%s" % (k.arg, ast.unparse(k.value)) for k in call.keywords if not number(k.value)]
+    return ", ".join(parts)
+
+
 #: One evaluation of a table: (values of the other parameters, tiles per head dim,
 #: constructor sources per head dim).
 _Combo = Tuple[Tuple[Any, ...], Dict[str, List[Obj]], Dict[str, List[str]]]
@@ -153,6 +173,7 @@ class TileTableReader:
                 tiles, calls = self._normalise(result)
                 per_combo.append((combo, tiles, calls))
             if any(tiles for _, tiles, _ in per_combo):
+                table.notes.update(self._notes(per_combo))
                 table.supported.append(dtype)
                 table.tiles[dtype], table.calls[dtype] = self._merge(others, per_combo)
             elif not failed:
@@ -205,6 +226,17 @@ class TileTableReader:
                     if src not in shown:
                         shown.append(src)
         return tiles_out, calls_out
+
+    def _notes(self, per_combo: List[_Combo]) -> Dict[str, str]:
+        """Tile name -> the constructor arguments that are not plain numbers."""
+        out: Dict[str, str] = {}
+        for _, tiles, _ in per_combo:
+            for objs in tiles.values():
+                for obj in objs:
+                    note = _non_numeric_arguments(obj.source)
+                    if note:
+                        out.setdefault(self._render(obj), note)
+        return out
 
     def _candidates(self, fn_name: str, position: int, param: str,
                     method_nodes: List[ast.AST], enumerated: Optional[List[Any]] = None) -> List[Any]:

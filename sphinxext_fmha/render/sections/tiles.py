@@ -1,16 +1,21 @@
-"""The tiles section: tile tables per factory and tile classes."""
+"""The tiles section: the tiles each sub-type really has per problem, from the listing;
+the factory tables read from the source add where they are, when they are used and
+their conditions, and every entry where they disagree with the listing."""
 
 from __future__ import annotations
 
-from typing import List
+from collections import defaultdict
+from typing import Dict, List, Sequence, Tuple
 
 from ...guide_data import GuideData
+from ...model import Factory, TileRow, TileSource, TileTable, TileUse
 from ..ir import (
     Block,
     BulletList,
     Code,
     CodeBlock,
     Dropdown,
+    Emph,
     Inlines,
     Para,
     SubHeading,
@@ -18,45 +23,153 @@ from ..ir import (
     codes,
     join,
 )
-from .common import fold, natural, plural
+from .common import FOLD_ITEMS, fold, natural, plural
+
+#: The mark of a tile the source's table does not list for its row.
+NOT_IN_SOURCE = "not in the source's table"
 
 
-def _hdim_key(key: str):
-    return natural(key)
+def _merged_rows(table: TileTable) -> List[Tuple[Dict[str, str], List[TileUse]]]:
+    """Rows that differ only in their data type and have the same tiles are said once
+    (``fp16, bf16``)."""
+    def same(uses: Sequence[TileUse]) -> Tuple:
+        return tuple((u.tile, u.kernels, u.kept, u.in_source, u.note) for u in uses)
+
+    merged: Dict[Tuple, Tuple[Dict[str, str], List[TileUse]]] = {}
+    for row in table.rows:
+        rest = tuple((c, v) for c, v in row.keys.items() if c != "dtype")
+        key = (rest, same(row.tiles))
+        if key in merged:
+            keys = merged[key][0]
+            keys["dtype"] = keys["dtype"] + ", " + row.keys.get("dtype", "")
+        else:
+            merged[key] = (dict(row.keys), row.tiles)
+    return list(merged.values())
+
+
+def _tile_cell(uses: Sequence[TileUse]) -> Inlines:
+    items: List[Inlines] = []
+    for use in uses:
+        counts = plural(use.kernels, "kernel")
+        if use.kept is not None:
+            counts += ", %d kept" % use.kept
+        item: Inlines = [Code(use.tile), " (%s)" % counts]
+        if use.note:
+            item += [" when ", Code(use.note)]
+        if use.in_source is False:
+            item += [" ", Emph(NOT_IN_SOURCE)]
+        items.append(item)
+    return join(items, "; ")
+
+
+def _key_cell(column: str, value: str) -> Inlines:
+    return codes([v for v in value.split(", ")]) if column == "dtype" else [Code(value)]
+
+
+def _source_line(source: TileSource) -> Inlines:
+    line: Inlines = []
+    if source.arch:
+        line += [Code(source.arch), ": "]
+    line += [Code(source.factory)]
+    if source.defined_at:
+        line += [" at ", Code(source.defined_at)]
+    if source.selected_by and source.selected_by != "default":
+        line += [", used when ", Code(source.selected_by)]
+    line.append(": %d of its %s have kernels" % (source.matched, plural(source.listed, "entry", "entries")))
+    return line
+
+
+def _not_generated(source: TileSource, rows: Sequence[TileRow]) -> List[Inlines]:
+    """The source's entries no kernel has, said per data type (a whole data type
+    without kernels in one line)."""
+    listed_dtypes = {r.keys.get("dtype") for r in rows if r.keys.get("arch", "") == source.arch}
+    per_dtype: Dict[str, List[Dict[str, str]]] = defaultdict(list)
+    for entry in source.not_generated:
+        per_dtype[entry["dtype"]].append(entry)
+    items: List[Inlines] = []
+    where = [" for ", Code(source.arch)] if source.arch else []
+    for dtype, entries in per_dtype.items():
+        if dtype not in listed_dtypes:
+            hdims = sorted({e["hdim"] for e in entries}, key=natural)
+            items.append([Code(dtype), ": the table has %s (head dims %s); generate.py listed no "
+                          % (plural(len(entries), "tile"), ", ".join(hdims)), Code(dtype),
+                          " kernel", *where])
+            continue
+        for entry in entries:
+            items.append([Code(dtype), " ", Code("hdim %s" % entry["hdim"]), ": ", Code(entry["tile"]),
+                          " is in the table; no listed kernel", *where, " has it"])
+    return items
+
+
+def _table_blocks(table: TileTable) -> List[Block]:
+    blocks: List[Block] = []
+    problems = " × ".join(table.columns)
+    distinct = {u.tile for r in table.rows for u in r.tiles}
+    blocks.append(Para(["%s over %s (%s), from the %s generate.py listed."
+                        % (plural(len(distinct), "distinct tile"), plural(len(table.rows), "problem"),
+                           problems, plural(table.kernels, "kernel"))]))
+    merged = _merged_rows(table)
+    header = list(table.columns) + ["Tiles (kernels)"]
+    rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses)]
+            for keys, uses in merged]
+    grid = Table(header=header, rows=rows, classes=["fmha-tiles"])
+    blocks.extend(fold([Code(table.kernel_type), ": %s" % plural(len(rows), "tile row")],
+                       [grid], len(rows)))
+    archs = {r.keys.get("arch", "") for r in table.rows}
+    matched = {s.arch for s in table.sources}
+    facts: List[Inlines] = [_source_line(s) for s in table.sources]
+    for arch in sorted(archs - matched, key=natural):
+        facts.append(["No tile table read from the source has the tiles of these kernels"
+                      + (" for " if arch else ""), *([Code(arch)] if arch else []),
+                      ": the rows are the listing's alone"])
+    if facts:
+        blocks.append(Para(["Tile tables read from the source:"]))
+        blocks.append(BulletList(facts))
+    missing = [u for r in table.rows for u in r.tiles if u.in_source is False]
+    if missing:
+        blocks.append(Para(["%s of the listing (marked " % plural(len(missing), "row tile"),
+                            Emph(NOT_IN_SOURCE), ") the source's table, as read, does not list "
+                            "for that problem: the static reading and generate.py disagree, and "
+                            "the table shows what generate.py produced."]))
+    for source in table.sources:
+        items = _not_generated(source, table.rows)
+        if items:
+            title: Inlines = ["Entries of ", Code(source.factory), " without a listed kernel: %d"
+                              % len(source.not_generated)]
+            blocks.extend(fold(title, [Para(title + [":"]), BulletList(items)], len(items),
+                               FOLD_ITEMS))
+    return blocks
+
+
+def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> List[Inlines]:
+    used = {s.factory for t in tables for s in t.sources}
+    items: List[Inlines] = []
+    for factory in factories:
+        if factory.class_name in used or not factory.tiles:
+            continue
+        item: Inlines = [Code(factory.class_name)]
+        if factory.arch:
+            item += [" (", Code(factory.arch), ")"]
+        if factory.defined_at:
+            item += [" at ", Code(factory.defined_at)]
+        if factory.selected_by and factory.selected_by != "default":
+            item += [", used when ", Code(factory.selected_by)]
+        items.append(item + [": no listed kernel was compared with it"])
+    return items
 
 
 def tiles_section(data: GuideData) -> List[Block]:
     model = data.model
     blocks: List[Block] = []
-    if not model.factories:
-        blocks.append(Para(["No tile table was found in the module."]))
-    for factory in model.factories:
-        heading: Inlines = [Code(factory.class_name)]
-        if factory.arch:
-            heading.append(" (%s)" % factory.arch)
-        blocks.append(SubHeading(heading))
-        facts: List[Inlines] = []
-        if factory.defined_at:
-            facts.append(["Defined at ", Code(factory.defined_at)])
-        if factory.selected_by:
-            facts.append(["Used when ", Code(factory.selected_by)])
-        if factory.bases:
-            facts.append(["Bases: ", *codes(factory.bases)])
-        if factory.dtypes:
-            facts.append(["Data types: ", *codes(factory.dtypes)])
-        if factory.unsupported_dtypes:
-            facts.append(["No tiles for: ", *codes(factory.unsupported_dtypes)])
-        if facts:
-            blocks.append(BulletList(facts))
-        rows: List[List[Inlines]] = []
-        for dtype in factory.tiles:
-            for hdim in sorted(factory.tiles[dtype], key=_hdim_key):
-                tiles = factory.tiles[dtype][hdim]
-                rows.append([[Code(dtype)], [Code(hdim)], join([[Code(t)] for t in tiles], " ")])
-        if rows:
-            table = Table(header=["dtype", "hdim", "Tiles"], rows=rows, classes=["fmha-tiles"])
-            blocks.extend(fold([Code(factory.class_name), ": %s" % plural(len(rows), "tile row")],
-                                [table], len(rows)))
+    if not data.tile_tables:
+        blocks.append(Para(["No kernel name of this API carries a tile."]))
+    for table in data.tile_tables:
+        blocks.append(SubHeading([Code(table.kernel_type)]))
+        blocks.extend(_table_blocks(table))
+    others = _other_factories(model.factories, data.tile_tables)
+    if others:
+        blocks.append(Para(["Other tile tables in the source:"]))
+        blocks.append(BulletList(others))
     for tile in model.tiles:
         field_rows: List[List[Inlines]] = [[[Code(f.name)], [" ".join(f.comment.split())]]
                                            for f in tile.fields]

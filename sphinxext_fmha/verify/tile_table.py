@@ -1,0 +1,249 @@
+"""The tiles each sub-type really has, per problem: computed from the parsed listing.
+
+A kernel's tile is the part of its name that the tile segments write (from the first
+tile segment to the last); its problem is its architecture (the file-name suffix), data
+type and head dim, plus any other field that keys the tiles (a problem field whose
+values have different tiles, or a parameter the source's tile table is keyed by). The
+factory tables read from the source only add what they say beyond that -- where they
+are, when they are used, conditions on a tile -- and every entry where they and the
+listing disagree: the listing is the truth.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ..analysis.grammar import short_name
+from ..model import ApiModel, Factory, KernelType, Segment, TileRow, TileSource, TileTable, TileUse
+from .filtercheck import ParsedListing
+from .policy import classify
+
+__all__ = ["tile_names", "tile_tables"]
+
+_NUM = re.compile(r"(\d+)")
+_QUALIFIERS = re.compile(r"\[(.*)\]\s*$")
+_LEADING_NUMBER = re.compile(r"^\(?\s*(\d+)")
+
+#: (problem keys, tile) of one kernel.
+_Entry = Tuple[Tuple[str, ...], str]
+
+
+def _natural(text: str) -> List[object]:
+    return [int(p) if p.isdigit() else p for p in _NUM.split(text)]
+
+
+def _plain(name: str) -> str:
+    """A field or parameter name without prefix and separators: ``F_trload`` and
+    ``tr_load`` are both ``trload``."""
+    return short_name(name).lower().replace("_", "")
+
+
+def _value(segment: Segment, token: str) -> str:
+    """The field value that writes ``token`` (the token itself when it is not known)."""
+    combos = segment.values.get(token) or []
+    if combos and len(segment.fields) == 1:
+        value = combos[0].get(segment.fields[0])
+        if value is not None:
+            return str(value)
+    return token.lstrip("_")
+
+
+def _static_qualifiers(factories: Sequence[Factory]) -> Set[str]:
+    """Names of the other parameters the source's tile tables are keyed by (``[tr_load=t]``)."""
+    names: Set[str] = set()
+    for factory in factories:
+        for per_hdim in factory.tiles.values():
+            for key in per_hdim:
+                found = _QUALIFIERS.search(key)
+                if found:
+                    names |= {_plain(part.split("=")[0]) for part in found.group(1).split(",")}
+    return names
+
+
+class _Layout:
+    """Which segments of one sub-type are its tile, its problem and its extra keys."""
+
+    def __init__(self, kernel_type: KernelType, tile_fields: AbstractSet[str],
+                 qualifiers: AbstractSet[str]):
+        segments = kernel_type.segments
+        categories = ["" if s.literal else classify(s, tile_fields) for s in segments]
+        tiles = [i for i, c in enumerate(categories) if c == "tile"]
+        #: the kernel field holding the tile object, when the tile fields are one's
+        heads = {f.split(".")[0] for i in tiles for f in segments[i].fields}
+        self.tile_part = heads.pop() if len(heads) == 1 and all(
+            "." in f for i in tiles for f in segments[i].fields) else ""
+        self.tile_span = range(tiles[0], tiles[-1] + 1) if tiles else range(0)
+        self.tile_labels = [segments[i].label for i in tiles]
+
+        def named(word: str) -> List[int]:
+            return [i for i, c in enumerate(categories) if c == "problem"
+                    and any(word in short_name(f).lower() for f in segments[i].fields)]
+
+        self.dtype, self.hdim = named("dtype"), named("hdim")
+        used = set(self.dtype) | set(self.hdim) | set(tiles)
+        #: other problem segments (mode): keys only when their values have different tiles
+        self.maybe = [i for i, c in enumerate(categories) if c == "problem" and i not in used]
+        #: segments the source's tables are keyed by (``tr_load``)
+        self.qualified = [i for i, s in enumerate(segments) if i not in used
+                          and i not in self.maybe and not s.literal
+                          and any(_plain(f) in qualifiers for f in s.fields)]
+
+
+def _arch(file: str, tokens: Sequence[str]) -> str:
+    stem = file[:-len(".cpp")] if file.endswith(".cpp") else file
+    return stem[len("".join(tokens)):].lstrip("_")
+
+
+def _keys_that_matter(members: List[Tuple[Tuple[str, ...], Tuple[str, ...], str]],
+                      candidates: Sequence[int]) -> List[int]:
+    """The candidate positions whose values have different tile sets in some group of
+    the base key (a mode with the same tiles in batch and group is not a key)."""
+    out = []
+    for position in candidates:
+        groups: Dict[Tuple[str, ...], Dict[str, Set[str]]] = defaultdict(lambda: defaultdict(set))
+        for base, extra, tile in members:
+            groups[base][extra[position]].add(tile)
+        if any(len({frozenset(t) for t in by_value.values()}) > 1 for by_value in groups.values()):
+            out.append(position)
+    return out
+
+
+def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
+           kernels: List[Tuple[str, Sequence[str]]], kept: Optional[AbstractSet[str]],
+           names: Mapping[str, str]) -> TileTable:
+    segments = kernel_type.segments
+    has_arch = any(s for s in kernel_type.arch_suffixes)
+    extra_positions = layout.maybe + layout.qualified
+    members = []
+    for file, tokens in kernels:
+        base = ((_arch(file, tokens),) if has_arch else ()) + tuple(
+            ",".join(_value(segments[i], tokens[i]) for i in group)
+            for group in (layout.dtype, layout.hdim))
+        extra = tuple(_value(segments[i], tokens[i]) for i in extra_positions)
+        tile = names.get(file) or "".join(tokens[i] for i in layout.tile_span).lstrip("_")
+        members.append((base, extra, tile, file))
+    matter = set(_keys_that_matter([(b, e, t) for b, e, t, _ in members],
+                                   range(len(layout.maybe))))
+    chosen = [p for p in range(len(extra_positions)) if p in matter or p >= len(layout.maybe)]
+    columns = (["arch"] if has_arch else []) + ["dtype", "hdim"] + [
+        segments[extra_positions[p]].label for p in chosen]
+    counts: Dict[Tuple[str, ...], Counter] = defaultdict(Counter)
+    kept_counts: Dict[Tuple[str, ...], Counter] = defaultdict(Counter)
+    for base, extra, tile, file in members:
+        key = base + tuple(extra[p] for p in chosen)
+        counts[key][tile] += 1
+        if kept is not None and file in kept:
+            kept_counts[key][tile] += 1
+    order = _orders(kernel_type, layout, extra_positions, chosen, has_arch)
+    table = TileTable(kernel_type=kernel_type.class_name, columns=columns,
+                      tile_segments=layout.tile_labels, kernels=len(members))
+    for key in sorted(counts, key=lambda k: tuple(o(v) for o, v in zip(order, k))):
+        uses = [TileUse(tile=t, kernels=n, kept=kept_counts[key][t] if kept is not None else None)
+                for t, n in sorted(counts[key].items(), key=lambda item: _natural(item[0]))]
+        table.rows.append(TileRow(keys=dict(zip(columns, key)), tiles=uses))
+    _compare_with_source(model.factories, table, has_arch)
+    return table
+
+
+def _orders(kernel_type: KernelType, layout: _Layout, extra_positions: Sequence[int],
+            chosen: Sequence[int], has_arch: bool):
+    """Sort keys per column: arch suffixes and data types in listing order, numbers
+    naturally."""
+    segments = kernel_type.segments
+    arches = [s.lstrip("_") for s in kernel_type.arch_suffixes]
+
+    def listing_order(positions: Sequence[int]):
+        seen = [",".join(_value(segments[i], t) for i in positions)
+                for t in (segments[positions[0]].tokens if positions else [])]
+
+        def key(value: str):
+            return (seen.index(value) if value in seen else len(seen), _natural(value))
+        return key
+
+    orders = ([lambda v: (arches.index(v) if v in arches else len(arches), v)] if has_arch else [])
+    orders += [listing_order(layout.dtype), _natural]
+    orders += [listing_order([extra_positions[p]]) for p in chosen]
+    return orders
+
+
+def _static_entries(factory: Factory) -> Set[Tuple[str, str, str]]:
+    """(data type, head dim, tile) of a factory's table; the head dim is the key's
+    leading number (``128``, ``(128, 128)``, ``128 [tr_load=t]``)."""
+    out = set()
+    for dtype, per_hdim in factory.tiles.items():
+        for key, tiles in per_hdim.items():
+            found = _LEADING_NUMBER.match(key)
+            hdim = found.group(1) if found else key
+            out |= {(dtype, hdim, tile) for tile in tiles}
+    return out
+
+
+def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arch: bool) -> None:
+    """Per architecture, the factory whose table has most of the listed tiles: its
+    entries mark the rows' tiles (in the source or not) and the entries no kernel has."""
+    by_arch: Dict[str, List[TileRow]] = defaultdict(list)
+    for row in table.rows:
+        by_arch[row.keys.get("arch", "")].append(row)
+    for arch, rows in by_arch.items():
+        observed = {(r.keys["dtype"], r.keys["hdim"], u.tile) for r in rows for u in r.tiles}
+        best: Optional[Tuple[int, Factory, Set[Tuple[str, str, str]]]] = None
+        for factory in factories:
+            if has_arch and factory.arch and factory.arch != arch:
+                continue
+            entries = _static_entries(factory)
+            matched = len(entries & observed)
+            if matched and (best is None or matched > best[0]):
+                best = (matched, factory, entries)
+        if best is None:
+            continue
+        matched, factory, entries = best
+        for row in rows:
+            for use in row.tiles:
+                use.in_source = (row.keys["dtype"], row.keys["hdim"], use.tile) in entries
+                use.note = factory.tile_notes.get(use.tile, "")
+        missing = sorted(entries - observed, key=lambda e: (e[0], _natural(e[1]), _natural(e[2])))
+        table.sources.append(TileSource(
+            factory=factory.class_name, arch=arch, defined_at=factory.defined_at,
+            selected_by=factory.selected_by, matched=matched, listed=len(entries),
+            not_generated=[{"dtype": d, "hdim": h, "tile": t} for d, h, t in missing]))
+
+
+def _layouts(model: ApiModel) -> Dict[str, _Layout]:
+    tile_fields = {f.name for tile in model.tiles for f in tile.fields}
+    qualifiers = _static_qualifiers(model.factories)
+    return {k.class_name: _Layout(k, tile_fields, qualifiers) for k in model.kernel_types}
+
+
+def tile_names(model: ApiModel, records: Sequence[dict]) -> Dict[str, str]:
+    """Kernel file -> its tile's own name, as the probe saw the tile object name itself
+    (constant pieces included, which the file-name grammar leaves as literal text)."""
+    layouts = _layouts(model)
+    out: Dict[str, str] = {}
+    for record in records:
+        layout = layouts.get(record.get("class", ""))
+        part = (record.get("parts") or {}).get(layout.tile_part) if layout and layout.tile_part else None
+        if part and isinstance(part[-1], str):
+            out[record["filename"]] = part[-1]
+    return out
+
+
+def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractSet[str]] = None,
+                names: Optional[Mapping[str, str]] = None) -> List[TileTable]:
+    """One :class:`TileTable` per sub-type whose names carry a tile; ``kept`` (files
+    of the minimal set) fills :attr:`TileUse.kept`; ``names`` (:func:`tile_names`) are
+    the tiles' own names (else the tile's part of the kernel name)."""
+    layouts = _layouts(model)
+    per_type: Dict[str, List[Tuple[str, Sequence[str]]]] = defaultdict(list)
+    for file, (class_name, tokens) in sorted(parsed.parsed.items()):
+        per_type[class_name].append((file, tokens))
+    tables = []
+    for kernel_type in model.kernel_types:
+        layout = layouts[kernel_type.class_name]
+        if not layout.tile_labels or not per_type.get(kernel_type.class_name):
+            continue
+        tables.append(_table(model, kernel_type, layout, per_type[kernel_type.class_name], kept,
+                             names or {}))
+    return tables
+
