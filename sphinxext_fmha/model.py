@@ -217,6 +217,9 @@ class TileUse:
     in_source: Optional[bool] = None
     #: The source's condition on the tile (:attr:`Factory.tile_notes`), if any.
     note: str = ""
+    #: ``{field: [values]}``: other problem fields (``mode``) whose values, of those the
+    #: row's kernels have, the tile is used with only some of.
+    only: Dict[str, List[str]] = field(default_factory=dict)
 
 
 @dataclass

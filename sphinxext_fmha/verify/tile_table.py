@@ -83,11 +83,11 @@ class _Layout:
 
         self.dtype, self.hdim = named("dtype"), named("hdim")
         used = set(self.dtype) | set(self.hdim) | set(tiles)
-        #: other problem segments (mode): keys only when their values have different tiles
-        self.maybe = [i for i, c in enumerate(categories) if c == "problem" and i not in used]
-        #: segments the source's tables are keyed by (``tr_load``)
+        #: other problem segments (mode): a tile used with some of their values only says so
+        self.others = [i for i, c in enumerate(categories) if c == "problem" and i not in used]
+        #: segments the source's tables are keyed by (``tr_load``): key columns
         self.qualified = [i for i, s in enumerate(segments) if i not in used
-                          and i not in self.maybe and not s.literal
+                          and i not in self.others and not s.literal
                           and any(_plain(f) in qualifiers for f in s.fields)]
 
 
@@ -96,59 +96,47 @@ def _arch(file: str, tokens: Sequence[str]) -> str:
     return stem[len("".join(tokens)):].lstrip("_")
 
 
-def _keys_that_matter(members: List[Tuple[Tuple[str, ...], Tuple[str, ...], str]],
-                      candidates: Sequence[int]) -> List[int]:
-    """The candidate positions whose values have different tile sets in some group of
-    the base key (a mode with the same tiles in batch and group is not a key)."""
-    out = []
-    for position in candidates:
-        groups: Dict[Tuple[str, ...], Dict[str, Set[str]]] = defaultdict(lambda: defaultdict(set))
-        for base, extra, tile in members:
-            groups[base][extra[position]].add(tile)
-        if any(len({frozenset(t) for t in by_value.values()}) > 1 for by_value in groups.values()):
-            out.append(position)
-    return out
-
-
 def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
            kernels: List[Tuple[str, Sequence[str]]], kept: Optional[AbstractSet[str]],
            names: Mapping[str, str]) -> TileTable:
     segments = kernel_type.segments
     has_arch = any(s for s in kernel_type.arch_suffixes)
-    extra_positions = layout.maybe + layout.qualified
-    members = []
-    for file, tokens in kernels:
-        base = ((_arch(file, tokens),) if has_arch else ()) + tuple(
-            ",".join(_value(segments[i], tokens[i]) for i in group)
-            for group in (layout.dtype, layout.hdim))
-        extra = tuple(_value(segments[i], tokens[i]) for i in extra_positions)
-        tile = names.get(file) or "".join(tokens[i] for i in layout.tile_span).lstrip("_")
-        members.append((base, extra, tile, file))
-    matter = set(_keys_that_matter([(b, e, t) for b, e, t, _ in members],
-                                   range(len(layout.maybe))))
-    chosen = [p for p in range(len(extra_positions)) if p in matter or p >= len(layout.maybe)]
     columns = (["arch"] if has_arch else []) + ["dtype", "hdim"] + [
-        segments[extra_positions[p]].label for p in chosen]
+        segments[i].label for i in layout.qualified]
     counts: Dict[Tuple[str, ...], Counter] = defaultdict(Counter)
     kept_counts: Dict[Tuple[str, ...], Counter] = defaultdict(Counter)
-    for base, extra, tile, file in members:
-        key = base + tuple(extra[p] for p in chosen)
+    #: (row key, tile) -> per other problem segment, the values the tile is used with
+    used_with: Dict[Tuple[Tuple[str, ...], str], List[Set[str]]] = defaultdict(
+        lambda: [set() for _ in layout.others])
+    for file, tokens in kernels:
+        key = ((_arch(file, tokens),) if has_arch else ()) + tuple(
+            ",".join(_value(segments[i], tokens[i]) for i in group)
+            for group in (layout.dtype, layout.hdim)) + tuple(
+            _value(segments[i], tokens[i]) for i in layout.qualified)
+        tile = names.get(file) or "".join(tokens[i] for i in layout.tile_span).lstrip("_")
         counts[key][tile] += 1
+        for values, i in zip(used_with[(key, tile)], layout.others):
+            values.add(_value(segments[i], tokens[i]))
         if kept is not None and file in kept:
             kept_counts[key][tile] += 1
-    order = _orders(kernel_type, layout, extra_positions, chosen, has_arch)
+    order = _orders(kernel_type, layout, has_arch)
     table = TileTable(kernel_type=kernel_type.class_name, columns=columns,
-                      tile_segments=layout.tile_labels, kernels=len(members))
+                      tile_segments=layout.tile_labels, kernels=len(kernels))
     for key in sorted(counts, key=lambda k: tuple(o(v) for o, v in zip(order, k))):
         uses = [TileUse(tile=t, kernels=n, kept=kept_counts[key][t] if kept is not None else None)
                 for t, n in sorted(counts[key].items(), key=lambda item: _natural(item[0]))]
+        for position, i in enumerate(layout.others):
+            row_values = set().union(*(used_with[(key, u.tile)][position] for u in uses))
+            for use in uses:
+                values = used_with[(key, use.tile)][position]
+                if values != row_values:
+                    use.only[segments[i].label] = sorted(values, key=_natural)
         table.rows.append(TileRow(keys=dict(zip(columns, key)), tiles=uses))
     _compare_with_source(model.factories, table, has_arch)
     return table
 
 
-def _orders(kernel_type: KernelType, layout: _Layout, extra_positions: Sequence[int],
-            chosen: Sequence[int], has_arch: bool):
+def _orders(kernel_type: KernelType, layout: _Layout, has_arch: bool):
     """Sort keys per column: arch suffixes and data types in listing order, numbers
     naturally."""
     segments = kernel_type.segments
@@ -164,7 +152,7 @@ def _orders(kernel_type: KernelType, layout: _Layout, extra_positions: Sequence[
 
     orders = ([lambda v: (arches.index(v) if v in arches else len(arches), v)] if has_arch else [])
     orders += [listing_order(layout.dtype), _natural]
-    orders += [listing_order([extra_positions[p]]) for p in chosen]
+    orders += [listing_order([i]) for i in layout.qualified]
     return orders
 
 

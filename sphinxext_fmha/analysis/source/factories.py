@@ -147,6 +147,12 @@ def _arch_of(ctx: Context, cls_name: str) -> str:
                     if isinstance(t, ast.Name):
                         candidates.append((t.id, stmt.value))
         candidates.sort(key=lambda c: 0 if "arch" in c[0].lower() else 1)
+        for stmt in node.body:
+            # a plain ``arch = "gfx9"``
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) \
+                    and isinstance(stmt.value.value, str) and any(
+                        isinstance(t, ast.Name) and "arch" in t.id.lower() for t in stmt.targets):
+                return stmt.value.value
         for _, call in candidates:
             if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
                 return call.args[0].value

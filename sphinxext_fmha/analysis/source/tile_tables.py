@@ -126,8 +126,8 @@ class TileTableReader:
         """
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         decos = decorators(fn)
-        if is_method and "staticmethod" not in decos and "classmethod" not in decos and params:
-            params = params[1:]
+        if is_method and "staticmethod" not in decos and params:
+            params = params[1:]  # self or cls: bound to the owner, not a table parameter
         table = FactoryTable(factory=owner, method=method, defined_at=pm.where(fn))
         if not params:
             self.ctx.gaps.append(Gap(f"tile table {owner}.{method}", pm.where(fn),

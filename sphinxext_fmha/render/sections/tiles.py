@@ -33,7 +33,7 @@ def _merged_rows(table: TileTable) -> List[Tuple[Dict[str, str], List[TileUse]]]
     """Rows that differ only in their data type and have the same tiles are said once
     (``fp16, bf16``)."""
     def same(uses: Sequence[TileUse]) -> Tuple:
-        return tuple((u.tile, u.kernels, u.kept, u.in_source, u.note) for u in uses)
+        return tuple((u.tile, u.kernels, u.kept, u.in_source, u.note, repr(u.only)) for u in uses)
 
     merged: Dict[Tuple, Tuple[Dict[str, str], List[TileUse]]] = {}
     for row in table.rows:
@@ -53,7 +53,10 @@ def _tile_cell(uses: Sequence[TileUse]) -> Inlines:
         counts = plural(use.kernels, "kernel")
         if use.kept is not None:
             counts += ", %d kept" % use.kept
-        item: Inlines = [Code(use.tile), " (%s)" % counts]
+        item: Inlines = [Code(use.tile), " (%s" % counts]
+        for values in use.only.values():
+            item += [", ", *codes(values), " only"]
+        item.append(")")
         if use.note:
             item += [" when ", Code(use.note)]
         if use.in_source is False:
@@ -112,32 +115,34 @@ def _table_blocks(table: TileTable) -> List[Block]:
     header = list(table.columns) + ["Tiles (kernels)"]
     rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses)]
             for keys, uses in merged]
-    grid = Table(header=header, rows=rows, classes=["fmha-tiles"])
+    grid = Table(header=header, rows=rows, classes=["fmha-tiles"], counts_after=None)
     blocks.extend(fold([Code(table.kernel_type), ": %s" % plural(len(rows), "tile row")],
                        [grid], len(rows)))
     archs = {r.keys.get("arch", "") for r in table.rows}
     matched = {s.arch for s in table.sources}
     facts: List[Inlines] = [_source_line(s) for s in table.sources]
-    for arch in sorted(archs - matched, key=natural):
-        facts.append(["No tile table read from the source has the tiles of these kernels"
-                      + (" for " if arch else ""), *([Code(arch)] if arch else []),
+    unmatched = sorted((a for a in archs - matched if a), key=natural)
+    if archs - matched:
+        facts.append(["No tile table read from the source has the tiles of these kernels",
+                      *([" (", *codes(unmatched), ")"] if unmatched else []),
                       ": the rows are the listing's alone"])
     if facts:
         blocks.append(Para(["Tile tables read from the source:"]))
         blocks.append(BulletList(facts))
     missing = [u for r in table.rows for u in r.tiles if u.in_source is False]
     if missing:
-        blocks.append(Para(["%s of the listing (marked " % plural(len(missing), "row tile"),
-                            Emph(NOT_IN_SOURCE), ") the source's table, as read, does not list "
-                            "for that problem: the static reading and generate.py disagree, and "
-                            "the table shows what generate.py produced."]))
+        blocks.append(Para([Emph(NOT_IN_SOURCE), ": %s the listing has for a problem, the "
+                            "table read from the source does not have for it. The static "
+                            "reading and generate.py disagree; the rows show what generate.py "
+                            "produced." % plural(len(missing), "tile")]))
     for source in table.sources:
         items = _not_generated(source, table.rows)
         if items:
             title: Inlines = ["Entries of ", Code(source.factory), " without a listed kernel: %d"
                               % len(source.not_generated)]
-            blocks.extend(fold(title, [Para(title + [":"]), BulletList(items)], len(items),
-                               FOLD_ITEMS))
+            listed = BulletList(items)
+            blocks.extend(fold(title, [listed], len(items), FOLD_ITEMS) if len(items) > FOLD_ITEMS
+                          else [Para(title + [":"]), listed])
     return blocks
 
 

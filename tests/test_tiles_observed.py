@@ -1,0 +1,234 @@
+"""Tiles per architecture come from what generate.py produced (issue 9, item 8).
+
+Independent oracle: the test lists the kernels with generate.py itself and reads
+architecture, data type, head dim and tile from the file names with its own regular
+expressions; the rendered section's table must say exactly that, kernel counts
+included. Synthetic mutants key their tile tables in ways the static reader cannot
+evaluate (packed text unpacked at run time, one class per architecture): the table is
+still complete, and the page says where the source reading and the listing disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Counter as CounterType
+from typing import Dict, List, Tuple
+
+import pytest
+from conftest import CORPUS
+
+from sphinxext_fmha.guide import collect_guide
+from sphinxext_fmha.render.markdown import guide_markdown
+from sphinxext_fmha.session import Session
+
+import synthetic
+from independent import independent_listing
+
+FMHA = "example/ck_tile/01_fmha"
+
+# -- a small, independent reading of kernel file names --------------------------------
+
+_HDIM = re.compile(r"_d(\d+)(?=_)")
+_DTYPE = re.compile(r"_(fp16|bf16|fp8\w*?|bf8|fp32)(?=_)")
+_ARCH = re.compile(r"_(gfx\w+)\.cpp$")
+#: A block tile with its warp layout: ``_b128x64x32_r4x1x1_r4x1x1_w32x32x16_w32x32x16``;
+#: the toy's tiles are a bare ``_b128x64`` with an optional occupancy.
+_WARP_TILE = re.compile(r"_(b\d+(?:x\d+)+(?:_r\d+x\d+x\d+)+(?:_w\d+x\d+x\d+)+)")
+_TOY_TILE = re.compile(r"_(b\d+x\d+(?:_o\d+)?)_qr")
+
+#: (arch, dtype, hdim, tile) -> kernels
+Tally = CounterType[Tuple[str, str, str, str]]
+
+
+def read_names(files, tile: re.Pattern) -> Tally:
+    """What the file names say, for the kernels whose names carry a ``tile``."""
+    tally: Tally = Counter()
+    for name in files:
+        found = tile.search(name)
+        if not found:
+            continue
+        arch = _ARCH.search(name)
+        tally[(arch.group(1) if arch else "", _DTYPE.search(name).group(1),
+               _HDIM.search(name).group(1), found.group(1))] += 1
+    return tally
+
+
+# -- a small, independent reading of the rendered section ------------------------------
+
+_CODE = re.compile(r"`([^`]*)`")
+_TILE_USE = re.compile(r"`([^`]+)` \((\d+) kernels?")
+
+
+def read_page(markdown: str, tile: re.Pattern) -> Tally:
+    """The section's tables summed per (arch, dtype, hdim, tile) (other key columns such
+    as ``trload`` are summed over); a tile cell counts for each data type of its row."""
+    tally: Tally = Counter()
+    header: List[str] = []
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            header = []
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if not header:
+            header = cells
+            continue
+        if set(line) <= set("|- "):
+            continue
+        if "Tiles (kernels)" not in header:
+            continue
+        row: Dict[str, List[str]] = {h: _CODE.findall(c) for h, c in zip(header, cells)}
+        uses = _TILE_USE.findall(cells[header.index("Tiles (kernels)")])
+        for dtype in row["dtype"]:
+            for name, count in uses:
+                found = tile.search("_" + name + "_qr")
+                if found:
+                    key = (row.get("arch", [""])[0], dtype, row["hdim"][0], found.group(1))
+                    tally[key] += int(count)
+    return tally
+
+
+def tiles_markdown(session: Session, api: str) -> str:
+    data = collect_guide(session, api, sections=["tiles"])
+    return guide_markdown(data, sections=["tiles"])
+
+
+# -- the corpus ------------------------------------------------------------------------
+
+CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis) if api in ("fwd", "bwd")]
+
+
+@pytest.fixture(scope="module")
+def sessions(corpus_roots):
+    return {name: Session(root) for name, root in corpus_roots.items()}
+
+
+@pytest.mark.parametrize("tree,api", CASES, ids=["%s-%s" % c for c in CASES])
+def test_tile_rows_are_what_generate_py_listed(sessions, corpus_roots, tree, api, tmp_path):
+    listed = independent_listing(corpus_roots[tree], api, tmp_path)
+    expected = read_names(listed, _WARP_TILE)
+    assert expected, "the oracle found no tiled kernel names"
+    page = tiles_markdown(sessions[tree], api)
+    assert read_page(page, _WARP_TILE) == expected
+
+
+# -- synthetic mutants -----------------------------------------------------------------
+
+#: One factory class per architecture; the kernels carry the arch in their file names.
+_FACTORIES_PACKED = r'''
+# Tile tables per architecture, packed as text and unpacked when the codegen runs:
+# dtype:hdim=bm0xbn0xbk0xoccupancy[+another tile],...
+_PACKED_TILES = {
+    'gfx9': 'fp16:64=128x64x32x-1,128=128x128x32x2 bf16:64=128x64x32x-1,128=128x128x32x2',
+    'gfx950': 'fp16:64=128x64x32x-1,128=128x128x32x2+64x128x32x-1 bf16:128=128x128x32x2',
+}
+
+
+class ToyFactoryGfx9:
+    arch = 'gfx9'
+
+    @classmethod
+    def get_hdim_tile_size_dict(cls, dtype: str) -> Optional[Dict[int, List[ToyTileSize]]]:
+        tables = dict(part.split(':') for part in _PACKED_TILES[cls.arch].split())
+        if dtype not in tables:
+            return None
+        return {int(h): [ToyTileSize(*map(int, t.split('x'))) for t in ts.split('+')]
+                for h, ts in (e.split('=') for e in tables[dtype].split(','))}
+
+
+class ToyFactoryGfx950(ToyFactoryGfx9):
+    arch = 'gfx950'
+
+
+FACTORIES = [ToyFactoryGfx9, ToyFactoryGfx950]
+'''
+
+#: Plain dicts the static reader evaluates; the blob function adds a gfx950 tile of its own.
+_FACTORIES_EXTENDED = r'''
+class ToyFactoryGfx9:
+    arch = 'gfx9'
+
+    @classmethod
+    def get_hdim_tile_size_dict(cls, dtype: str) -> Optional[Dict[int, List[ToyTileSize]]]:
+        if dtype in ('fp16', 'bf16'):
+            return {
+                64  : [ToyTileSize(128, 64,  32, -1)],
+                128 : [ToyTileSize(128, 128, 32,  2)],
+            }
+        return None
+
+
+class ToyFactoryGfx950(ToyFactoryGfx9):
+    arch = 'gfx950'
+
+
+FACTORIES = [ToyFactoryGfx9, ToyFactoryGfx950]
+'''
+
+#: The blob function's own gfx950 tile (outside every factory table).
+_EXTRA_TILE = (
+    "        for (hdim, tiles), mode in itertools.product(d.items(), MODE_MAP.keys()):\n",
+    "        for (hdim, tiles), mode in itertools.product(d.items(), MODE_MAP.keys()):\n"
+    "            if factory.arch == 'gfx950' and dtype == 'fp16' and hdim == 128:\n"
+    "                tiles = tiles + [ToyTileSize(64, 128, 32, -1)]\n")
+
+
+def _per_arch(root: Path, factories: str, *extra: Tuple[str, str]) -> Path:
+    """The toy tree with its tile function replaced by per-arch ``factories`` and an
+    arch suffix on every kernel file name."""
+    module = root / FMHA / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    start = text.index("def get_hdim_tile_size_dict(")
+    end = text.index("def get_pipelines(")
+    text = text[:start] + factories.lstrip("\n") + "\n\n" + text[end:]
+    rewrites = [
+        ("    mask_impl  : str  # simplified/generic\n",
+         "    mask_impl  : str  # simplified/generic\n    F_arch     : str = 'gfx9'\n"),
+        ('        return self.name + ".cpp"', '        return self.name + "_" + self.F_arch + ".cpp"'),
+        ("    for dtype in DTYPE_MAP.keys():\n        d = get_hdim_tile_size_dict(dtype)",
+         "    for factory, dtype in itertools.product(FACTORIES, DTYPE_MAP.keys()):\n"
+         "        d = factory.get_hdim_tile_size_dict(dtype)"),
+        ("F_pipeline=pipeline, mask_impl=mask_impl)",
+         "F_pipeline=pipeline, mask_impl=mask_impl, F_arch=factory.arch)"),
+        *extra,
+    ]
+    for old, new in rewrites:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    module.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("variant", ["packed", "extended"])
+def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
+    root = synthetic.make_tree(tmp_path, "base")
+    if variant == "packed":
+        root = _per_arch(root, _FACTORIES_PACKED)
+    else:
+        root = _per_arch(root, _FACTORIES_EXTENDED, _EXTRA_TILE)
+    listed = independent_listing(root, "toy", tmp_path)
+    expected = read_names(listed, _TOY_TILE)
+    assert {k[0] for k in expected} == {"gfx9", "gfx950"}
+    gfx950_only = {k[3] for k in expected if k[0] == "gfx950"} - {k[3] for k in expected if k[0] == "gfx9"}
+    assert gfx950_only == {"b64x128"}  # the mutant really has an arch-specific tile
+
+    session = Session(root, cache_dir=tmp_path / "cache")
+    model = session.model("toy")
+    read = {f.class_name: f.tiles for f in model.factories}
+    page = tiles_markdown(session, "toy")
+    assert read_page(page, _TOY_TILE) == expected
+    assert "| arch | dtype | hdim | Tiles (kernels) |" in page
+    if variant == "packed":
+        # the static reader has no table: the rows are the listing's, and it says so
+        assert not any(read.values()), read
+        assert "No tile table read from the source has the tiles of these kernels" in page
+        assert "not in the source's table" not in page
+    else:
+        # both tables are read and match; the blob function's own tile is not in them
+        assert read.get("ToyFactoryGfx9") and read.get("ToyFactoryGfx950"), read
+        assert "`gfx9`: `ToyFactoryGfx9`" in page and "`gfx950`: `ToyFactoryGfx950`" in page
+        extra = [line for line in page.splitlines() if "`b64x128`" in line]
+        assert len(extra) == 1 and "`gfx950` | `fp16` | `128`" in extra[0], extra
+        assert "`b64x128` (24 kernels) *not in the source's table*" in extra[0]
+        assert page.count("not in the source's table") == 2  # the mark and its explanation
