@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, Factory, KernelType, Segment, TileRow, TileSource, TileTable, TileUse
@@ -150,7 +150,9 @@ def _orders(kernel_type: KernelType, layout: _Layout, has_arch: bool):
             return (seen.index(value) if value in seen else len(seen), _natural(value))
         return key
 
-    orders = ([lambda v: (arches.index(v) if v in arches else len(arches), v)] if has_arch else [])
+    orders: List[Callable[[str], Any]] = []
+    if has_arch:
+        orders.append(lambda v: (arches.index(v) if v in arches else len(arches), v))
     orders += [listing_order(layout.dtype), _natural]
     orders += [listing_order([i]) for i in layout.qualified]
     return orders

@@ -90,7 +90,7 @@ def _not_generated(source: TileSource, rows: Sequence[TileRow]) -> List[Inlines]
     for entry in source.not_generated:
         per_dtype[entry["dtype"]].append(entry)
     items: List[Inlines] = []
-    where = [" for ", Code(source.arch)] if source.arch else []
+    where: Inlines = [" for ", Code(source.arch)] if source.arch else []
     for dtype, entries in per_dtype.items():
         if dtype not in listed_dtypes:
             hdims = sorted({e["hdim"] for e in entries}, key=natural)
@@ -138,7 +138,7 @@ def _table_blocks(table: TileTable) -> List[Block]:
     for source in table.sources:
         items = _not_generated(source, table.rows)
         if items:
-            title: Inlines = ["Entries of ", Code(source.factory), " without a listed kernel: %d"
+            title: Inlines = ["Entries of ", Code(source.factory), " without a listed kernel (%d)"
                               % len(source.not_generated)]
             listed = BulletList(items)
             blocks.extend(fold(title, [listed], len(items), FOLD_ITEMS) if len(items) > FOLD_ITEMS
@@ -148,6 +148,7 @@ def _table_blocks(table: TileTable) -> List[Block]:
 
 def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> List[Inlines]:
     used = {s.factory for t in tables for s in t.sources}
+    archs = {r.keys.get("arch", "") for t in tables for r in t.rows}
     items: List[Inlines] = []
     for factory in factories:
         if factory.class_name in used or not factory.tiles:
@@ -159,7 +160,10 @@ def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) 
             item += [" at ", Code(factory.defined_at)]
         if factory.selected_by and factory.selected_by != "default":
             item += [", used when ", Code(factory.selected_by)]
-        items.append(item + [": no listed kernel was compared with it"])
+        if factory.arch and factory.arch not in archs:
+            items.append(item + [": no listed kernel is for ", Code(factory.arch)])
+        else:
+            items.append(item + [": another table has more of the listed kernels' tiles"])
     return items
 
 
