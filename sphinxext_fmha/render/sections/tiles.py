@@ -106,11 +106,11 @@ def _not_generated(source: TileSource, rows: Sequence[TileRow]) -> List[Inlines]
 
 def _table_blocks(table: TileTable) -> List[Block]:
     blocks: List[Block] = []
-    problems = " × ".join(table.columns)
+    problems = "by " + ", ".join(table.columns)
     distinct = {u.tile for r in table.rows for u in r.tiles}
-    blocks.append(Para(["%s over %s (%s), from the %s generate.py listed."
+    blocks.append(Para(["%s over %s (%s), %s."
                         % (plural(len(distinct), "distinct tile"), plural(len(table.rows), "problem"),
-                           problems, plural(table.kernels, "kernel"))]))
+                           problems, plural(table.kernels, "listed kernel"))]))
     merged = _merged_rows(table)
     header = list(table.columns) + ["Tiles (kernels)"]
     rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses)]
@@ -172,6 +172,15 @@ def tiles_section(data: GuideData) -> List[Block]:
     blocks: List[Block] = []
     if not data.tile_tables:
         blocks.append(Para(["No kernel name of this API carries a tile."]))
+    else:
+        intro = ("From the kernels generate.py listed: per problem, each tile and how many "
+                 "kernels use it (for each data type, where a row names several).")
+        if any(u.kept is not None for t in data.tile_tables for r in t.rows for u in r.tiles):
+            blocks.append(Para([intro + " ", Emph("kept"), ": how many of them the recommended "
+                                "minimal set has (tiles are not filtered on their own: the set "
+                                "keeps the tiles of its kernels)."]))
+        else:
+            blocks.append(Para([intro]))
     for table in data.tile_tables:
         blocks.append(SubHeading([Code(table.kernel_type)]))
         blocks.extend(_table_blocks(table))
