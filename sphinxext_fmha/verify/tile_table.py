@@ -210,10 +210,16 @@ def tile_names(model: ApiModel, records: Sequence[dict]) -> Dict[str, str]:
     """Kernel file -> its tile's own name, as the probe saw the tile object name itself
     (constant pieces included, which the file-name grammar leaves as literal text)."""
     layouts = _layouts(model)
+    tile_classes = {t.class_name for t in model.tiles}
     out: Dict[str, str] = {}
     for record in records:
         layout = layouts.get(record.get("class", ""))
-        part = (record.get("parts") or {}).get(layout.tile_part) if layout and layout.tile_part else None
+        parts = record.get("parts") or {}
+        # the part the tile segments are fields of, else an object of a tile class (its
+        # name may be constant text the grammar cannot tell from the kernel name)
+        part = parts.get(layout.tile_part) if layout and layout.tile_part else None
+        if part is None:
+            part = next((p for p in parts.values() if p and p[0] in tile_classes), None)
         if part and isinstance(part[-1], str):
             out[record["filename"]] = part[-1]
     return out
@@ -231,7 +237,8 @@ def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractS
     tables = []
     for kernel_type in model.kernel_types:
         layout = layouts[kernel_type.class_name]
-        if not layout.tile_labels or not per_type.get(kernel_type.class_name):
+        files = per_type.get(kernel_type.class_name)
+        if not files or not (layout.tile_labels or any(f in (names or {}) for f, _ in files)):
             continue
         tables.append(_table(model, kernel_type, layout, per_type[kernel_type.class_name], kept,
                              names or {}))

@@ -108,6 +108,23 @@ def _table_blocks(table: TileTable) -> List[Block]:
     blocks: List[Block] = []
     problems = "by " + ", ".join(table.columns)
     distinct = {u.tile for r in table.rows for u in r.tiles}
+    uses = [u for r in table.rows for u in r.tiles]
+    if len(distinct) == 1 and not any(u.in_source is False or u.only or u.note for u in uses):
+        # one tile for everything: a sentence says it all
+        kept = sum(u.kept or 0 for u in uses)
+        blocks.append(Para(["Every listed kernel (%d, over %s %s) uses the tile "
+                            % (table.kernels, plural(len(table.rows), "problem"), problems),
+                            Code(uses[0].tile),
+                            "; the minimal set keeps %d." % kept
+                            if any(u.kept is not None for u in uses) else "."]))
+    else:
+        blocks.extend(_grid(table, distinct, problems))
+    blocks.extend(_comparison(table))
+    return blocks
+
+
+def _grid(table: TileTable, distinct: set, problems: str) -> List[Block]:
+    blocks: List[Block] = []
     blocks.append(Para(["%s over %s (%s), %s."
                         % (plural(len(distinct), "distinct tile"), plural(len(table.rows), "problem"),
                            problems, plural(table.kernels, "listed kernel"))]))
@@ -118,6 +135,12 @@ def _table_blocks(table: TileTable) -> List[Block]:
     grid = Table(header=header, rows=rows, classes=["fmha-tiles"], counts_after=None)
     blocks.extend(fold([Code(table.kernel_type), ": %s" % plural(len(rows), "tile row")],
                        [grid], len(rows)))
+    return blocks
+
+
+def _comparison(table: TileTable) -> List[Block]:
+    """What the factory tables read from the source add, and where they disagree."""
+    blocks: List[Block] = []
     archs = {r.keys.get("arch", "") for r in table.rows}
     matched = {s.arch for s in table.sources}
     facts: List[Inlines] = [_source_line(s) for s in table.sources]
@@ -149,6 +172,7 @@ def _table_blocks(table: TileTable) -> List[Block]:
 def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> List[Inlines]:
     used = {s.factory for t in tables for s in t.sources}
     archs = {r.keys.get("arch", "") for t in tables for r in t.rows}
+    listed = {u.tile for t in tables for r in t.rows for u in r.tiles}
     items: List[Inlines] = []
     for factory in factories:
         if factory.class_name in used or not factory.tiles:
@@ -162,8 +186,11 @@ def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) 
             item += [", used when ", Code(factory.selected_by)]
         if factory.arch and factory.arch not in archs:
             items.append(item + [": no listed kernel is for ", Code(factory.arch)])
-        else:
+        elif any(tile in listed for per_hdim in factory.tiles.values()
+                 for tiles in per_hdim.values() for tile in tiles):
             items.append(item + [": another table has more of the listed kernels' tiles"])
+        else:
+            items.append(item + [": none of its tiles is a listed kernel's"])
     return items
 
 
