@@ -232,3 +232,22 @@ def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
         assert len(extra) == 1 and "`gfx950` | `fp16` | `128`" in extra[0], extra
         assert "`b64x128` (24 kernels) *not in the source's table*" in extra[0]
         assert page.count("not in the source's table") == 2  # the mark and its explanation
+
+
+_CONDITION = re.compile(r"TileSize\([^()]*?(CppConstraint\((['\"]).*?\2\))")
+
+
+def test_tile_conditions_are_read_from_the_source(corpus_roots):
+    """Every tile constructor with a condition (``CppConstraint('...')``) in a tree's fwd
+    module is noted on some factory, as written there."""
+    checked = 0
+    for name, root in corpus_roots.items():
+        session = Session(root)
+        if "fwd" not in {a.name for a in session.apis()}:
+            continue
+        source = (root / FMHA / "codegen" / "ops" / "fmha_fwd.py").read_text(encoding="utf-8")
+        written = {m.group(1) for m in _CONDITION.finditer(source)}
+        notes = {n for f in session.model("fwd").factories for n in f.tile_notes.values()}
+        assert written <= notes, (name, written - notes)
+        checked += len(written)
+    assert checked, "no corpus tree has a tile with a condition"

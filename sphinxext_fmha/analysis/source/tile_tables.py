@@ -94,8 +94,13 @@ def _non_numeric_arguments(source: str) -> str:
             node = node.operand
         return isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
 
-    parts = [ast.unparse(a) for a in call.args if not number(a)]
-    parts += ["%s=%s" % (k.arg, ast.unparse(k.value)) for k in call.keywords if not number(k.value)]
+    text = source.strip()
+
+    def written(node: ast.expr) -> str:
+        return ast.get_source_segment(text, node) or ast.unparse(node)
+
+    parts = [written(a) for a in call.args if not number(a)]
+    parts += ["%s=%s" % (k.arg, written(k.value)) for k in call.keywords if not number(k.value)]
     return ", ".join(parts)
 
 
