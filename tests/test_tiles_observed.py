@@ -251,3 +251,32 @@ def test_tile_conditions_are_read_from_the_source(corpus_roots):
         assert written <= notes, (name, written - notes)
         checked += len(written)
     assert checked, "no corpus tree has a tile with a condition"
+
+
+_KEPT = re.compile(r"`([^`]+)` \((\d+) kernels?, (\d+) kept")
+
+
+def test_kept_counts_are_the_recommended_commands_union(tmp_path):
+    """With the recommendation, each tile says how many kernels of the minimal set use
+    it: the union of the shown commands' listings, run here with generate.py."""
+    root = _per_arch(synthetic.make_tree(tmp_path, "base"), _FACTORIES_EXTENDED, _EXTRA_TILE)
+    session = Session(root, cache_dir=tmp_path / "cache")
+    data = collect_guide(session, "toy", sections=["tiles", "counts"])
+    assert data.recommendation is not None, data.recommendation_problem
+    union: set = set()
+    for index, run in enumerate(data.recommendation.runs):
+        folder = tmp_path / ("run%d" % index)
+        folder.mkdir()
+        union |= independent_listing(root, "toy", folder, "-f", run.filter)
+    expected = read_names(union, _TOY_TILE)
+    assert expected and len(union) < len(independent_listing(root, "toy", tmp_path))
+    page = guide_markdown(data, sections=["tiles"])
+    kept: Tally = Counter()
+    for line in page.splitlines():
+        if line.startswith("| `gfx"):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            for tile, _, count in _KEPT.findall(cells[3]):
+                for dtype in _CODE.findall(cells[1]):
+                    if int(count):
+                        kept[(cells[0].strip("`"), dtype, cells[2].strip("`"), tile)] += int(count)
+    assert kept == expected
