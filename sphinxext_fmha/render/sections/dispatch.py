@@ -3,7 +3,7 @@ and the kernels that are generated but unreachable (with the reason)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 from ...guide_data import GuideData
 from ..ir import (
@@ -16,7 +16,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import FOLD_ITEMS, fold, plural, token_cell
+from .common import FOLD_ITEMS, fold, plural, token_cell, words_say_more
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
@@ -60,7 +60,9 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
         for call in calls:
             item: Inlines = [Code(call["caller"]), " calls ", Code(call["callee"])]
             if call["when"]:
-                item += [" when ", Code(call["when"]), " (%s)" % call["words"]]
+                item += [" when ", Code(call["when"])]
+                if words_say_more(call["when"], call["words"]):
+                    item.append(" (%s)" % call["words"])
             else:
                 item += [" unconditionally"]
             if call["never"]:
@@ -77,13 +79,14 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
     levels = reading.get("levels") or []
     if not levels:
         return []
-    rows: List[List[Inlines]] = [[[Code(level["function"])], [str(level["depth"])], [Code(level["example"])],
-             [level["words"]], [str(level["distinct"])]] for level in levels]
-    table = Table(header=["Function", "Depth", "First condition", "In words", "Distinct"],
+    rows: List[List[Inlines]] = [
+        [[Code(level["function"])], [str(level["depth"])], [str(level["distinct"])],
+         [Code(level["example"])]] for level in levels]
+    table = Table(header=["Function", "Depth", "Distinct", "First condition"],
                   rows=rows, classes=["fmha-dispatch-levels"])
     return [Para(["The nested ", Code("if"), " levels of the API file, outermost first (the "
                   "dispatcher tries the branches of each level in source order; the first "
-                  "match returns):"])] + fold(["Dispatch levels (%d)" % len(rows)], [table],
+                  "match returns; the field reference has each token's conditions):"])] + fold(["Dispatch levels (%d)" % len(rows)], [table],
                                               len(rows))
 
 
@@ -95,26 +98,41 @@ def _try_orders(data: GuideData) -> List[Block]:
         total = sum(counts.values())
         parts = [[*join([token_cell(t) for t in order], " before "),
                   " (%d of %d)" % (count, total)] for order, count in counts.items()]
-        items.append([Code(class_name), " ", Strong(label), ": ", *join(parts, "; ")])
+        lead: Inlines = [Code(class_name), " "] if len(data.model.kernel_types) > 1 else []
+        items.append(lead + [Strong(label), ": ", *join(parts, "; ")])
     if not items:
         return []
     return [Para(["The order in which the dispatcher tries the tokens of a segment among "
                   "kernels equal in every other segment (read from the API file; counts are "
                   "sets of such kernels):"])] + fold(
-        ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
+        ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), 3)
 
 
 def _choices(reading: Mapping[str, Any]) -> List[Block]:
+    """The branches that choose a partner kernel: said once per (main, partner) pair,
+    with the conditions in a table."""
     choices = reading.get("choices") or []
-    if not choices:
-        return []
-    items: List[Inlines] = [["the branches on ", Code(c["condition"]), " (%s) choose the " % c["words"],
-              Code(c["partner_kind"]), " partner of a ", Code(c["main_kind"]),
-              " kernel (%s); every branch launches the same main kernel, so the condition "
-              "belongs to the partner, not to the main kernel"
-              % plural(c["count"], "dispatch entry", "dispatch entries")]
-             for c in choices]
-    return [Para(["Conditions that choose between sub-kernels:"]), BulletList(items)]
+    pairs: Dict[Tuple[str, str], List[Mapping[str, Any]]] = {}
+    for choice in choices:
+        pairs.setdefault((choice["main_kind"], choice["partner_kind"]), []).append(choice)
+    blocks: List[Block] = []
+    for (main, partner), found in pairs.items():
+        blocks.append(Para([
+            "Conditions that choose between sub-kernels: the branches on ",
+            "each condition below" if len(found) > 1 else Code(found[0]["condition"]),
+            " choose the ", Code(partner), " partner of a ", Code(main), " kernel; every branch "
+            "launches the same main kernel, so the condition belongs to the partner, not to "
+            "the main kernel", "." if len(found) > 1 else
+            " (%s)." % plural(found[0]["count"], "dispatch entry", "dispatch entries")]))
+        if len(found) > 1:
+            rows: List[List[Inlines]] = [
+                [[Code(c["condition"])] + ([" (%s)" % c["words"]] if words_say_more(c["condition"], c["words"]) else []),
+                 [str(c["count"])]] for c in found]
+            table = Table(header=["Condition", "Dispatch entries"], rows=rows,
+                          classes=["fmha-choices"], counts_after=None)
+            blocks.extend(fold(["Sub-kernel choices: ", Code(partner), " (%d conditions)"
+                                % len(rows)], [table], len(rows)))
+    return blocks
 
 
 def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:

@@ -1,9 +1,15 @@
-"""Section 4: the field reference (tokens, meanings, C++ symbols, dispatch conditions)."""
+"""Section 4: the field reference (tokens, meanings, C++ symbols, dispatch conditions).
+
+Each fact is said once: a condition as C++ (its plain words only where they say more
+than the C++), a condition another segment already showed as a link to it, a symbol
+map of several fields once per map, and the mark of a kernel group reached by branches
+with differing extra conditions as a dagger explained once in the section's lead.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
 from ...model import (
@@ -17,39 +23,38 @@ from ..ir import (
     BulletList,
     Code,
     Dropdown,
-    Emph,
     Inlines,
+    LocalLink,
     Para,
     Strong,
     SubHeading,
     Table,
     codes,
     join,
+    text_of,
 )
-from .common import FOLD_ROWS, filterable, fold, natural, plural, short_field, token_cell
+from .common import FOLD_ROWS, filterable, fold, natural, plural, short_field, token_cell, words_say_more
 
-#: a :class:`~sphinxext_fmha.verify.token_facts.ConditionGroup` (renderers take data and
-#: do not import the verification layer)
+#: a :class:`~sphinxext_fmha.model.ConditionGroup` (renderers read it as plain data)
 ConditionGroup = Any
+
+#: Marks a kernel group some of whose kernels are also reached by branches with
+#: differing extra conditions; explained once in the section's lead.
+VARYING = "\u2020"
+
+#: Where a condition was first shown: (sub-heading text, segment label, token).
+_Shown = Tuple[str, str, str]
 
 
 def _cpp_symbol(token_values: List[Dict[str, str]], infos: Dict[str, FieldInfo]) -> Inlines:
-    """C++ symbols of a token's field values (from the module's symbol maps)."""
+    """C++ symbol of a one-field token (from the module's symbol map)."""
     found: List[str] = []
-    mapped = [p for p in sorted({p for combo in token_values for p in combo})
-              if infos.get(p) and infos[p].cpp_symbols]
     for combo in token_values:
-        pieces = []
-        for path in mapped:
-            value = combo.get(path)
-            symbol = infos[path].cpp_symbols.get(value) if value is not None else None
-            if symbol is None:
-                continue
-            pieces.append(symbol if len(mapped) == 1 else "%s=%s" % (short_field(path), symbol))
-        if pieces:
-            text = ", ".join(pieces)
-            if text not in found:
-                found.append(text)
+        for path, value in sorted(combo.items()):
+            info = infos.get(path)
+            symbol = info.cpp_symbols.get(value) if info is not None else None
+            if symbol is not None and symbol not in found:
+                found.append(symbol)
     return join([[Code(t)] for t in found], "; ")
 
 
@@ -63,47 +68,88 @@ def _dispatch_levels(model: ApiModel, segment: Segment) -> List[str]:
     return levels
 
 
+# --------------------------------------------------------------------------- conditions
+
+
+def _cpp_text(group: ConditionGroup) -> str:
+    return " && ".join("(%s)" % term if "||" in term else term for term in group.cpp)
+
+
+def _telling_words(group: ConditionGroup) -> List[str]:
+    """The plain words of the terms whose words say more than their C++."""
+    if len(group.words) != len(group.cpp):
+        whole = " and ".join(group.words)
+        return list(group.words) if words_say_more(_cpp_text(group), whole) else []
+    return [w for c, w in zip(group.cpp, group.words) if words_say_more(c, w)]
+
+
 def _condition_inlines(group: ConditionGroup) -> Inlines:
-    """C++ and plain words of one condition group."""
+    """The C++ of one condition group; its words only where they say more."""
     if group.unreached:
-        return [Emph("not launched by any dispatch branch")]
+        return ["not launched by any dispatch branch"]
     if not group.cpp:
         return ["-"]
-    cpp = " && ".join("(%s)" % term if "||" in term else term for term in group.cpp)
-    return [Code(cpp), " (" + "; ".join(group.words) + ")"]
+    out: Inlines = [Code(_cpp_text(group))]
+    telling = _telling_words(group)
+    if telling:
+        out.append(" (%s)" % "; ".join(telling))
+    return out
 
 
-def _where_inlines(group: ConditionGroup) -> Inlines:
-    parts: List[Inlines] = []
-    for label, tokens in group.where.items():
-        parts.append([label + ": ", *join([token_cell(t) for t in sorted(tokens, key=natural)])])
-    text: Inlines = join(parts, "; ") if parts else ["every kernel of the token"]
-    return text + [" (%s%s)" % (plural(group.kernels, "kernel"),
-                               ", reached by branches with differing extra conditions"
-                               if group.varying else "")]
+def _condition_key(group: ConditionGroup) -> str:
+    return "unreached" if group.unreached else _cpp_text(group)
 
 
-def _condition_cell(groups: List[ConditionGroup], label: str) -> Inlines:
-    """One condition in the cell; several are listed in full below the table."""
-    if not groups:
-        return ["-"]
-    if len(groups) == 1:
-        return _condition_inlines(groups[0])
-    return ["%d conditions, by kernel group: see " % len(groups),
-            Strong("Dispatch conditions of %s" % label), " below"]
+class _Conditions:
+    """The conditions shown so far in the section, so each is shown once and later
+    mentions link to it."""
+
+    def __init__(self) -> None:
+        self.first: Dict[str, _Shown] = {}
+
+    def cell(self, class_name: str, heading: str, label: str, token: str,
+             groups: List[ConditionGroup]) -> Inlines:
+        if not groups:
+            return ["-"]
+        if len(groups) > 1:
+            return ["%d conditions, below" % len(groups)]
+        group = groups[0]
+        key = _condition_key(group)
+        earlier = self.first.get(key)
+        if group.cpp and earlier is not None and earlier[:2] != (heading, label):
+            where: Inlines = [earlier[1], " "] + token_cell(earlier[2])
+            if earlier[0] != heading:
+                where = [Code(earlier[0].split(" ")[0]), " "] + where
+            return ["as ", LocalLink(earlier[0], earlier[1], where)]
+        self.first.setdefault(key, (heading, label, token))
+        return _condition_inlines(group) + ([VARYING] if group.varying else [])
 
 
 def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: str) -> List[Block]:
-    rows = [[token_cell(token), _condition_inlines(group), _where_inlines(group)]
-            for token in sorted(groups_by_token, key=natural)
-            if len(groups_by_token[token]) > 1
-            for group in groups_by_token[token]]
-    if not rows:
+    """The conditions of the tokens that have several, one row per kernel group; the
+    other segments that shape a condition are columns (the tokens the group covers)."""
+    groups = [(token, group) for token in sorted(groups_by_token, key=natural)
+              if len(groups_by_token[token]) > 1 for group in groups_by_token[token]]
+    if not groups:
         return []
-    table = Table(header=["Token", "Dispatch condition", "Kernels"], rows=rows,
-                  classes=["fmha-field-dispatch"])
+    where: List[str] = []
+    for _, group in groups:
+        where += [w for w in group.where if w not in where]
+    rows = []
+    for token, group in groups:
+        row = [token_cell(token)]
+        row += [join([token_cell(t) for t in sorted(group.where.get(w, []), key=natural)]) or ["-"]
+                for w in where]
+        row += [_condition_inlines(group), [str(group.kernels) + (VARYING if group.varying else "")]]
+        rows.append(row)
+    table = Table(header=["Token"] + where + ["Dispatch condition", "Kernels"], rows=rows,
+                  classes=["fmha-field-dispatch"], counts_after=None)
+    # reference material the token table points to: folded unless it is very short
     return fold([Strong("Dispatch conditions of %s" % label), " (%d)" % len(rows)], [table],
-                len(rows))
+                len(rows), FOLD_ROWS // 2)
+
+
+# --------------------------------------------------------------------------- the section
 
 
 def _shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
@@ -114,54 +160,59 @@ def _shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
     shared = dispatch.shared.get(kernel_type.class_name, [])
     if shared:
         blocks.append(Para(["Every dispatched ", Code(kernel_type.class_name),
-                            " kernel also needs (not repeated per token): ",
-                            *join([[Code(cpp), " (%s)" % words] for cpp, words in shared], "; "),
-                            "."]))
+                            " kernel also needs: ",
+                            *join([[Code(cpp)] + ([" (%s)" % words]
+                                                  if words_say_more(cpp, words) else [])
+                                   for cpp, words in shared], "; "), "."]))
     undetermined = dispatch.undetermined.get(kernel_type.class_name, [])
     if undetermined:
-        blocks.append(Para(["Conditions whose text no segment of the kernel name decides "
-                            "(shown here, not per token): ",
+        blocks.append(Para(["Conditions that no segment of the kernel name decides: ",
                             *codes(undetermined), "."]))
     return blocks
+
+
+def _any_varying(data: GuideData) -> bool:
+    if data.token_dispatch is None:
+        return False
+    return any(g.varying for groups in data.token_dispatch.groups.values()
+               for gs in groups.values() for g in gs)
 
 
 def fields_section(data: GuideData) -> List[Block]:
     model = data.model
     infos = {f.path: f for f in model.fields}
-    blocks: List[Block] = []
     filtered_types = [k for k in model.kernel_types if filterable(model, k)]
-    blocks.append(Para(["One table per segment of the kernel name that ", Code("-f"),
-                        " can select on: each token, what it means, the C++ symbol the "
-                        "codegen substitutes for it (where the module maps one), the exact "
-                        "condition under which the generated dispatcher calls its kernels "
-                        "(the terms of the API dispatch file that this segment's tokens "
-                        "decide, per kernel group where they differ), and how many kernels "
-                        "of the full listing carry it."]))
+    lead: Inlines = ["One table per segment ", Code("-f"), " can select on: token, meaning, "
+                     "C++ symbol, kernels of the full listing, and the exact condition under "
+                     "which the generated dispatcher calls the token's kernels (the API file's "
+                     "terms this segment decides, per kernel group where they differ)."]
+    if _any_varying(data):
+        lead += [" %s: some kernels of the group are also reached by branches whose extra "
+                 "conditions differ (not shown)." % VARYING]
+    blocks: List[Block] = [Para(lead)]
     for kernel_type in model.kernel_types:
         if kernel_type not in filtered_types:
             blocks.append(Para([Code(kernel_type.class_name), " is not filtered by ", Code("-f"),
                                 "; its segments are shown in the file name section."]))
+    shown = _Conditions()
     for kernel_type in filtered_types:
+        heading = ""
         if len(model.kernel_types) > 1:
-            blocks.append(SubHeading([Code(kernel_type.class_name), " (filter %s)"
-                                      % ("part %s" % kernel_type.filter_position
-                                         if model.filter.api_split else "pattern")]))
+            title: Inlines = [Code(kernel_type.class_name), " (filter %s)"
+                              % ("part %s" % kernel_type.filter_position
+                                 if model.filter.api_split else "pattern")]
+            blocks.append(SubHeading(title))
+            heading = text_of(title)
         blocks.extend(_shared_conditions(data, kernel_type))
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal:
                 continue
-            blocks.extend(_segment_table(data, kernel_type, index, segment, infos))
+            blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading, shown))
     return blocks
 
 
-def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment: Segment,
-                   infos: Dict[str, FieldInfo]) -> List[Block]:
-    model = data.model
-    counts = data.token_counts.get((kernel_type.class_name, index), {})
-    described: List[Block] = [Para(["Segment ", Strong(segment.label), " (%s)"
-                                    % plural(len(segment.tokens), "token")],
-                                   ["fmha-segment"], anchor=segment.label)]
-    field_items: List[Inlines] = []
+def _field_items(segment: Segment, infos: Dict[str, FieldInfo], symbols_inline: bool) -> List[Inlines]:
+    items: List[Inlines] = []
     for path in segment.fields:
         info = infos.get(path)
         item: Inlines = [Code(path)]
@@ -170,23 +221,60 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
                 item.append(": " + " ".join(info.comment.split()))
             if info.defined_at:
                 item += [" (", Code(info.defined_at), ")"]
-            if info.symbol_map:
+            if info.symbol_map and symbols_inline:
                 item += [", C++ symbols from ", Code(info.symbol_map)]
             if info.hard_coded:
                 item += ["; values without a symbol-map entry (hard-coded): ",
                          *codes(info.hard_coded)]
-        field_items.append(item)
-    if field_items:
-        described.append(BulletList(field_items))
+        items.append(item)
+    return items
+
+
+def _symbol_maps(segment: Segment, infos: Dict[str, FieldInfo]) -> Optional[Para]:
+    """The value -> C++ symbol maps of a segment of several fields, once per map (the
+    token's symbols are the fields' symbols side by side)."""
+    maps: Dict[str, Dict[str, str]] = {}
+    users: Dict[str, List[str]] = {}
+    for path in segment.fields:
+        info = infos.get(path)
+        if info is None or not info.cpp_symbols:
+            continue
+        used = {v for combos in segment.values.values() for combo in combos
+                for p, v in combo.items() if p == path}
+        name = info.symbol_map or short_field(path)
+        maps.setdefault(name, {}).update({v: s for v, s in info.cpp_symbols.items() if v in used})
+        users.setdefault(name, []).append(short_field(path))
+    if not maps:
+        return None
+    parts = [[Code(name), " (", ", ".join(users[name]), "): ",
+              *join([[Code(v), " \u2192 ", Code(s)] for v, s in sorted(mapping.items(), key=lambda i: natural(i[0]))])]
+             for name, mapping in maps.items()]
+    return Para(["C++ symbols: ", *join(parts, "; "), "."])
+
+
+def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segment: Segment,
+                    infos: Dict[str, FieldInfo], heading: str, shown: _Conditions) -> List[Block]:
+    model = data.model
+    counts = data.token_counts.get((kernel_type.class_name, index), {})
     levels = _dispatch_levels(model, segment)
+    title: Inlines = ["Segment ", Strong(segment.label), " (%s" % plural(len(segment.tokens), "token")]
     if levels:
-        described.append(Para(["Dispatch: the API dispatcher selects on ",
-                               *codes(levels), " (dispatch order: ",
-                               " > ".join(model.dispatch.order), ")."]))
-    show_cpp = any(infos.get(p) and infos[p].cpp_symbols for p in segment.fields)
+        title += ["; dispatch level ", *codes(levels)]
+    described: List[Block] = [Para(title + [")"], ["fmha-segment"], anchor=segment.label)]
+    mapped = [p for p in segment.fields if infos.get(p) and infos[p].cpp_symbols]
+    one_symbol = len(mapped) <= 1
+    items = _field_items(segment, infos, one_symbol)
+    if items:
+        described += fold(["Fields of ", Strong(segment.label), " (%d)" % len(items)],
+                          [BulletList(items)], len(items), 3)
+    if not one_symbol:
+        maps = _symbol_maps(segment, infos)
+        if maps is not None:
+            described.append(maps)
     conditions = (data.token_dispatch.groups.get((kernel_type.class_name, index), {})
                   if data.token_dispatch is not None else {})
     show_dispatch = any(g.cpp or g.unreached for groups in conditions.values() for g in groups)
+    show_cpp = one_symbol and bool(mapped)
     header = (["Token", "Meaning"] + (["C++ symbol"] if show_cpp else [])
               + (["Dispatch condition"] if show_dispatch else []) + ["Kernels"])
     rows: List[List[Inlines]] = []
@@ -195,12 +283,11 @@ def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment
         if show_cpp:
             row.append(_cpp_symbol(segment.values.get(token, []), infos))
         if show_dispatch:
-            row.append(_condition_cell(conditions.get(token, []), segment.label))
+            row.append(shown.cell(kernel_type.class_name, heading, segment.label, token,
+                                  conditions.get(token, [])))
         row.append([str(counts.get(token, 0))])
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
     details = _condition_details(conditions, segment.label) if show_dispatch else []
-    if len(rows) > FOLD_ROWS:
-        return described + [Dropdown(title=["Tokens of ", Strong(segment.label), " (%d)"
-                                            % len(rows)], blocks=[table])] + details
-    return described + [table] + details
+    return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
+                            [table], len(rows)) + details

@@ -147,24 +147,34 @@ def commands_section(data: GuideData) -> List[Block]:
 
 
 def _commands_blocks(rec: Recommendation) -> List[Block]:
-    blocks: List[Block] = []
+    """The one-shot driver command first (it writes one dispatch file for the union),
+    then the runs one by one, folded when there are many; "verified" is said once when
+    every run is."""
     if not rec.runs:
         return [Para(["No filter run is needed: the minimal set is the full set."])]
+    all_verified = all(run.verified for run in rec.runs)
+    runs: List[Block] = []
     for index, run in enumerate(rec.runs, start=1):
         lead: Inlines = ["Run %d selects " % index if len(rec.runs) > 1 else "Selects ",
-                         Strong(str(run.count)), " kernels (%s):" % verified_text(run.verified)]
-        blocks.append(Para(lead))
-        blocks.append(CodeBlock(run.command, "bash"))
-    if len(rec.runs) > 1:
-        blocks.append(Para(["Together the runs select ", Strong(str(rec.union_count)),
-                            " kernels; merge their listings with:"]))
+                         Strong(str(run.count)), " kernels"]
+        lead.append(":" if all_verified and len(rec.runs) > 1 else " (%s):" % verified_text(run.verified))
+        runs += [Para(lead), CodeBlock(run.command, "bash")]
+    if len(rec.runs) == 1:
+        blocks = runs
+    else:
+        runs.append(Para(["Together the runs select ", Strong(str(rec.union_count)),
+                          " kernels; merge their listings with:"]))
         if rec.merge_command:
-            blocks.append(CodeBlock(rec.merge_command, "bash"))
+            runs.append(CodeBlock(rec.merge_command, "bash"))
         caution = rec.merge_caution or (
             "Each run writes the API dispatch file again: the file of the last run only "
             "dispatches to that run's kernels. Regenerate the dispatch file for the union "
             "(see the driver command) instead of keeping one run's file.")
-        blocks.append(Admonition("caution", [Para([caution])]))
+        runs.append(Admonition("caution", [Para([caution])]))
+        blocks = [Para(["The minimal set takes %d generate.py runs%s." % (
+            len(rec.runs), " (each verified with generate.py)" if all_verified else "")])]
+        blocks += fold(["The %d runs one by one, and merging their listings" % len(rec.runs)],
+                       runs, len(rec.runs), 3)
     if rec.driver_command:
         blocks.append(Para(["One generate.py run for the union, with one dispatch file "
                             "(%s):" % verified_text(rec.driver_verified)]))
@@ -174,29 +184,26 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
 
 
 def _links_text(rec: Recommendation) -> str:
-    text = ""
+    parts = []
     if rec.runs and all(run.written for run in rec.runs):
-        text = "Each command above also succeeds in write mode (-o). "
-    return text + _union_links_text(rec)
-
-
-def _union_links_text(rec: Recommendation) -> str:
+        parts.append("Every command also succeeds in write mode (-o).")
     if rec.links_missing:
-        text = ("Write mode (-o): the dispatch file instantiates %d kernel specialisations "
-                "that are not generated, so the set does not link." % len(rec.links_missing))
+        parts.append("In write mode the dispatch file instantiates %d kernel specialisations "
+                     "that are not generated, so the set does not link." % len(rec.links_missing))
     elif rec.write_verified:
-        text = ("Write mode (-o) succeeds, and every kernel specialisation the written "
-                "dispatch file instantiates is one of the generated kernels (the set links).")
+        parts.append("The set links: every kernel specialisation the written dispatch file "
+                     "instantiates is generated%s." % (
+                         "" if rec.links_unreferenced else
+                         ", and every generated kernel is reached from it"))
     else:
-        text = "Write mode (-o) was not verified (see the notes)."
+        parts.append("Write mode (-o) was not verified (see the notes).")
     if rec.links_unreferenced:
-        text += " %d generated kernels are reached by no dispatch call." % len(rec.links_unreferenced)
-    elif rec.write_verified:
-        text += " Every generated kernel is reached from it."
+        parts.append("%d generated kernels are reached by no dispatch call."
+                     % len(rec.links_unreferenced))
     if rec.full_unreferenced:
-        text += (" In the full listing, %d kernels are reached by no dispatch call."
-                 % len(rec.full_unreferenced))
-    return text
+        parts.append("In the full listing, %d kernels are reached by no dispatch call."
+                     % len(rec.full_unreferenced))
+    return " ".join(parts)
 
 
 def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Table:
