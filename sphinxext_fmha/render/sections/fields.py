@@ -106,6 +106,7 @@ class _Conditions:
 
     def __init__(self) -> None:
         self.first: Dict[str, _Shown] = {}
+        self.local: Dict[Tuple[str, str], _Shown] = {}
 
     def cell(self, class_name: str, heading: str, label: str, token: str,
              groups: List[ConditionGroup]) -> Inlines:
@@ -115,14 +116,33 @@ class _Conditions:
             return ["%d conditions, below" % len(groups)]
         group = groups[0]
         key = _condition_key(group)
-        earlier = self.first.get(key)
+        earlier = self.local.get((heading, key)) or self.first.get(key)
         if group.cpp and earlier is not None and earlier[:2] != (heading, label):
             where: Inlines = [earlier[1], " "] + token_cell(earlier[2])
             if earlier[0] != heading:
                 where = [Code(earlier[0].split(" ")[0]), " "] + where
             return ["as ", LocalLink(earlier[0], earlier[1], where)]
         self.first.setdefault(key, (heading, label, token))
+        self.local.setdefault((heading, key), (heading, label, token))
         return _condition_inlines(group) + ([VARYING] if group.varying else [])
+
+    def same_segment(self, heading: str, label: str,
+                     conditions: Dict[str, List[ConditionGroup]]) -> Optional[Tuple[str, str]]:
+        """The (sub-heading, label) of a segment of another sub-type already shown whose
+        tokens have exactly these conditions, token for token; None if there is none."""
+        found = set()
+        for token, groups in conditions.items():
+            if len(groups) != 1 or not groups[0].cpp:
+                return None
+            earlier = self.first.get(_condition_key(groups[0]))
+            if earlier is None or earlier[2] != token or earlier[1] != label or earlier[0] == heading:
+                return None
+            found.add(earlier[:2])
+        if len(found) != 1:
+            return None
+        for token, groups in conditions.items():  # later segments of this sub-type link here
+            self.local.setdefault((heading, _condition_key(groups[0])), (heading, label, token))
+        return found.pop()
 
 
 def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: str) -> List[Block]:
@@ -266,7 +286,7 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
     items = _field_items(segment, infos, one_symbol)
     if items:
         described += fold(["Fields of ", Strong(segment.label), " (%d)" % len(items)],
-                          [BulletList(items)], len(items), 3)
+                          [BulletList(items)], len(items), 2)
     if not one_symbol:
         maps = _symbol_maps(segment, infos)
         if maps is not None:
@@ -274,6 +294,11 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
     conditions = (data.token_dispatch.groups.get((kernel_type.class_name, index), {})
                   if data.token_dispatch is not None else {})
     show_dispatch = any(g.cpp or g.unreached for groups in conditions.values() for g in groups)
+    same = shown.same_segment(heading, segment.label, conditions) if show_dispatch else None
+    if same is not None:
+        show_dispatch = False
+        described.append(Para(["Dispatch conditions: as for ", LocalLink(
+            same[0], same[1], [Code(same[0].split(" ")[0]), " ", Strong(same[1])]), "."]))
     show_cpp = one_symbol and bool(mapped)
     header = (["Token", "Meaning"] + (["C++ symbol"] if show_cpp else [])
               + (["Dispatch condition"] if show_dispatch else []) + ["Kernels"])

@@ -16,6 +16,7 @@ from ..ir import (
     BulletList,
     Code,
     CodeBlock,
+    Dropdown,
     Inlines,
     Para,
     Section,
@@ -90,6 +91,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
     rows: List[List[Inlines]] = []
     whole: List[str] = []
     tiles: List[Inlines] = []
+    reasons: Dict[str, str] = {}  # a reason said once: later rows name the first segment
     for decision in decisions:
         if decision.category == "tile":
             tiles.append([Strong(decision.segment), ": ", *tokens_natural(decision.keep)])
@@ -98,8 +100,10 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
             whole.append(decision.segment)
             continue
         why = "" if follows else decision.reason
+        first = reasons.setdefault(why, decision.segment)
         rows.append([[decision.segment], _keep_cell(decision), tokens_natural(decision.drop),
-                     [why] if why else ["-"]])
+                     ["as for ", Strong(first)] if why and first != decision.segment
+                     else [why] if why else ["-"]])
     if rows:
         table: List[Block] = [Table(header=["Segment", "Keep", "Drop", "Why"], rows=rows,
                                     classes=["fmha-decisions"], counts_after=None)]
@@ -107,10 +111,11 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
     if whole:
         blocks.append(Para(["Every value kept: ", *join([[Strong(g)] for g in whole]), "."]))
     if tiles:
-        blocks += fold(["Tiles in the set"], [Para(["Tiles in the set (the filter does not "
-                                                     "choose tiles; these come with the kept "
-                                                     "kernels):"]), BulletList(tiles)],
-                       len(tiles), FOLD_ITEMS)
+        # information, not a decision (the filter does not choose tiles): folded
+        blocks.append(Dropdown(["Tiles in the set (%d)" % sum(len(d.keep) for d in decisions
+                                                              if d.category == "tile")],
+                               [Para(["The filter does not choose tiles; these come with the "
+                                      "kept kernels:"]), BulletList(tiles)]))
     return blocks
 
 

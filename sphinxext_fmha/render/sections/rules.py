@@ -18,6 +18,9 @@ from ..ir import (
 )
 from .common import fold, plural
 
+#: Reference tables of this section (the codegen's own rules) fold above this many rows.
+FOLD_SHORT = 4
+
 
 def rules_section(data: GuideData) -> List[Block]:
     model = data.model
@@ -44,7 +47,7 @@ def _skip_blocks(skips: Sequence[SkipCondition]) -> List[Block]:
     table = Table(header=["Kind", "Condition", "Where"], rows=rows, classes=["fmha-skips"])
     return [Para(["Conditions under which the codegen skips a combination or a kernel (",
                   plural(len(rows), "condition"), "):"])] + fold(
-        ["Skip conditions: %s" % plural(len(rows), "condition")], [table], len(rows))
+        ["Skip conditions: %s" % plural(len(rows), "condition")], [table], len(rows), FOLD_SHORT)
 
 
 def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
@@ -62,7 +65,8 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
              [Code(r.where)] if r.where else []] for r, k in zip(used, keeps)]
         table = Table(header=["Receipt", "Label", "Keeps only kernels where" if common else "Keeps",
                               "Where"], rows=rows, classes=["fmha-receipts"])
-        blocks.extend(fold(["Receipts: %s" % plural(len(rows), "receipt")], [table], len(rows)))
+        blocks.extend(fold(["Receipts: %s" % plural(len(rows), "receipt")], [table], len(rows),
+                           FOLD_SHORT))
     if unused:
         wheres = sorted({r.where for r in unused if r.where})
         blocks.append(Para([
