@@ -97,3 +97,11 @@ def tokens_natural(tokens: Sequence[str]) -> Inlines:
 
 def verified_text(flag: bool) -> str:
     return "verified with generate.py" if flag else "NOT verified"
+
+
+def condition_inlines(cpp: str, words: str) -> Inlines:
+    """A C++ condition, with its plain words only where they say more (:func:`words_say_more`)."""
+    out: Inlines = [Code(cpp)]
+    if words_say_more(cpp, words):
+        out.append(" (%s)" % words)
+    return out

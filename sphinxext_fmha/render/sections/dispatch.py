@@ -16,7 +16,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import FOLD_ITEMS, fold, plural, token_cell, words_say_more
+from .common import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
@@ -60,9 +60,7 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
         for call in calls:
             item: Inlines = [Code(call["caller"]), " calls ", Code(call["callee"])]
             if call["when"]:
-                item += [" when ", Code(call["when"])]
-                if words_say_more(call["when"], call["words"]):
-                    item.append(" (%s)" % call["words"])
+                item += [" when ", *condition_inlines(call["when"], call["words"])]
             else:
                 item += [" unconditionally"]
             if call["never"]:
@@ -84,9 +82,10 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
          [Code(level["example"])]] for level in levels]
     table = Table(header=["Function", "Depth", "Distinct", "First condition"],
                   rows=rows, classes=["fmha-dispatch-levels"])
-    return [Para(["The nested ", Code("if"), " levels of the API file, outermost first (the "
-                  "dispatcher tries the branches of each level in source order; the first "
-                  "match returns; the field reference has each token's conditions):"])] + fold(["Dispatch levels (%d)" % len(rows)], [table],
+    lead = Para(["The nested ", Code("if"), " levels of the API file, outermost first (the "
+                 "dispatcher tries the branches of each level in source order; the first "
+                 "match returns; the field reference has each token's conditions):"])
+    return [lead] + fold(["Dispatch levels (%d)" % len(rows)], [table],
                                               len(rows))
 
 
@@ -96,15 +95,17 @@ def _try_orders(data: GuideData) -> List[Block]:
     items: List[Inlines] = []
     for (class_name, label), counts in sorted(orders.items()):
         total = sum(counts.values())
-        parts = [[*join([token_cell(t) for t in order], " before "),
-                  " (%d of %d)" % (count, total)] for order, count in counts.items()]
+        parts = [join([token_cell(t) for t in order], " > ")
+                 + ([" (%d of %d)" % (count, total)] if len(counts) > 1 else [])
+                 for order, count in counts.items()]
         lead: Inlines = [Code(class_name), " "] if len(data.model.kernel_types) > 1 else []
         items.append(lead + [Strong(label), ": ", *join(parts, "; ")])
     if not items:
         return []
-    return [Para(["The order in which the dispatcher tries the tokens of a segment among "
-                  "kernels equal in every other segment (read from the API file; counts are "
-                  "sets of such kernels):"])] + fold(
+    return [Para(["The order (", Code("a > b"), ": ", Code("a"), " first) in which the "
+                  "dispatcher tries the tokens of a segment among kernels equal in every other "
+                  "segment, read from the API file; where the order differs, the counts are "
+                  "sets of such kernels:"])] + fold(
         ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), 3)
 
 
@@ -125,9 +126,9 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
             "the main kernel", "." if len(found) > 1 else
             " (%s)." % plural(found[0]["count"], "dispatch entry", "dispatch entries")]))
         if len(found) > 1:
-            rows: List[List[Inlines]] = [
-                [[Code(c["condition"])] + ([" (%s)" % c["words"]] if words_say_more(c["condition"], c["words"]) else []),
-                 [str(c["count"])]] for c in found]
+            rows: List[List[Inlines]] = []
+            for c in found:
+                rows.append([condition_inlines(c["condition"], c["words"]), [str(c["count"])]])
             table = Table(header=["Condition", "Dispatch entries"], rows=rows,
                           classes=["fmha-choices"], counts_after=None)
             blocks.extend(fold(["Sub-kernel choices: ", Code(partner), " (%d conditions)"

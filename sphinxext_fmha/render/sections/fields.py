@@ -22,7 +22,6 @@ from ..ir import (
     Block,
     BulletList,
     Code,
-    Dropdown,
     Inlines,
     LocalLink,
     Para,
@@ -33,7 +32,17 @@ from ..ir import (
     join,
     text_of,
 )
-from .common import FOLD_ROWS, filterable, fold, natural, plural, short_field, token_cell, words_say_more
+from .common import (
+    FOLD_ROWS,
+    condition_inlines,
+    filterable,
+    fold,
+    natural,
+    plural,
+    short_field,
+    token_cell,
+    words_say_more,
+)
 
 #: a :class:`~sphinxext_fmha.model.ConditionGroup` (renderers read it as plain data)
 ConditionGroup = Any
@@ -41,6 +50,10 @@ ConditionGroup = Any
 #: Marks a kernel group some of whose kernels are also reached by branches with
 #: differing extra conditions; explained once in the section's lead.
 VARYING = "\u2020"
+
+#: Marks a token whose condition differs per kernel group (the table that follows
+#: has them); explained once in the section's lead.
+SEVERAL = "\u2193"
 
 #: Where a condition was first shown: (sub-heading text, segment label, token).
 _Shown = Tuple[str, str, str]
@@ -113,14 +126,15 @@ class _Conditions:
         if not groups:
             return ["-"]
         if len(groups) > 1:
-            return ["%d conditions, below" % len(groups)]
+            return [SEVERAL]
         group = groups[0]
         key = _condition_key(group)
         earlier = self.local.get((heading, key)) or self.first.get(key)
         if group.cpp and earlier is not None and earlier[:2] != (heading, label):
             where: Inlines = [earlier[1], " "] + token_cell(earlier[2])
             if earlier[0] != heading:
-                where = [Code(earlier[0].split(" ")[0]), " "] + where
+                owner: Inlines = [Code(earlier[0].split(" ")[0]), " "]
+                where = owner + where
             return ["as ", LocalLink(earlier[0], earlier[1], where)]
         self.first.setdefault(key, (heading, label, token))
         self.local.setdefault((heading, key), (heading, label, token))
@@ -145,28 +159,100 @@ class _Conditions:
         return found.pop()
 
 
-def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: str) -> List[Block]:
+#: One C++ term read as ``variable rest`` (``a.seqlen_k`` ``% 128 == 0``): a dotted
+#: name followed by an operator, nothing joined by ``&&``/``||`` inside.
+_TERM = re.compile(r"^\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*([%=!<>].*?)\s*$")
+
+
+def _pivot(groups: List[ConditionGroup]) -> Optional[List[Dict[str, str]]]:
+    """Each group's condition as {variable: rest of its term}, when every term of every
+    group reads that way and no group tests a variable twice; None otherwise."""
+    out: List[Dict[str, str]] = []
+    for group in groups:
+        terms: Dict[str, str] = {}
+        for term in group.cpp:
+            match = _TERM.match(term)
+            if not match or re.search(r"&&|\|\||\band\b|\bor\b", term) \
+                    or match.group(1) in terms or "(" in match.group(2):
+                return None
+            terms[match.group(1)] = match.group(2)
+        out.append(terms)
+    return out
+
+
+def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: str,
+                       pivoted: List[bool]) -> List[Block]:
     """The conditions of the tokens that have several, one row per kernel group; the
-    other segments that shape a condition are columns (the tokens the group covers)."""
+    other segments that shape a condition are columns (the tokens the group covers).
+    Where every term reads ``variable rest``, each variable is a column too (a truth
+    table: the condition is the ``&&`` of the row's cells) and ``pivoted`` records it."""
     groups = [(token, group) for token in sorted(groups_by_token, key=natural)
-              if len(groups_by_token[token]) > 1 for group in groups_by_token[token]]
+              if len(groups_by_token[token]) > 1
+              for group in sorted(groups_by_token[token], key=lambda g: (
+                  -g.kernels, [natural(t) for _, ts in sorted(g.where.items()) for t in ts]))]
     if not groups:
         return []
     where: List[str] = []
     for _, group in groups:
         where += [w for w in group.where if w not in where]
+    where, follows = _one_to_one(where, [g for _, g in groups])
+    terms = _pivot([g for _, g in groups])
+    variables: List[str] = []
+    for found in terms or []:
+        variables += [v for v in found if v not in variables]
+    if terms is not None:
+        pivoted.append(True)
     rows = []
-    for token, group in groups:
+    for index, (token, group) in enumerate(groups):
         row = [token_cell(token)]
         row += [join([token_cell(t) for t in sorted(group.where.get(w, []), key=natural)]) or ["-"]
                 for w in where]
-        row += [_condition_inlines(group), [str(group.kernels) + (VARYING if group.varying else "")]]
+        count = str(group.kernels) + (VARYING if group.varying else "")
+        if terms is None:
+            row += [_condition_inlines(group), [count]]
+        else:
+            row += [[Code(terms[index][v])] if v in terms[index] else [] for v in variables]
+            row.append([count + (", not launched by any dispatch branch" if group.unreached else "")])
         rows.append(row)
-    table = Table(header=["Token"] + where + ["Dispatch condition", "Kernels"], rows=rows,
-                  classes=["fmha-field-dispatch"], counts_after=None)
+    header = ["Token"] + where + (["Dispatch condition"] if terms is None else variables) + ["Kernels"]
+    title: Inlines = [Strong("Dispatch conditions of %s" % label), " (%d)" % len(rows)]
+    counts = {text_of(row[-1]) for row in rows}
+    if len(counts) == 1:  # said once, in the title
+        title[-1] = " (%d groups of %s kernels)" % (len(rows), counts.pop())
+        header, rows = header[:-1], [row[:-1] for row in rows]
+    table = Table(header=header, rows=rows, classes=["fmha-field-dispatch"], counts_after=None)
+    notes: List[Block] = [Para([Strong(other), " goes with ", Strong(first), " one to one in "
+                                "these groups: ", *join([token_cell(a) + [" \u2192 "] + token_cell(b)
+                                                         for a, b in pairs]), "."])
+                          for other, (first, pairs) in follows.items()]
     # reference material the token table points to: folded unless it is very short
-    return fold([Strong("Dispatch conditions of %s" % label), " (%d)" % len(rows)], [table],
-                len(rows), FOLD_ROWS // 2)
+    return fold(title, notes + [table], len(rows), FOLD_ROWS // 2)
+
+
+def _one_to_one(where: List[str], groups: List[ConditionGroup]
+                ) -> Tuple[List[str], Dict[str, Tuple[str, List[Tuple[str, str]]]]]:
+    """The where-columns without those that go one to one with an earlier column (one
+    token each in every group, the same partner every time): such a column is said once,
+    as its token pairs, instead of in every row."""
+    kept: List[str] = []
+    follows: Dict[str, Tuple[str, List[Tuple[str, str]]]] = {}
+    for column in where:
+        for first in kept:
+            pairs: Dict[str, str] = {}
+            back: Dict[str, str] = {}
+            ok = True
+            for group in groups:
+                a, b = group.where.get(first, []), group.where.get(column, [])
+                if len(a) != 1 or len(b) != 1 or pairs.setdefault(a[0], b[0]) != b[0] \
+                        or back.setdefault(b[0], a[0]) != a[0]:
+                    ok = False
+                    break
+            if ok and len(groups) > len(pairs):
+                follows[column] = (first, sorted(pairs.items(), key=lambda p: natural(p[0])))
+                break
+        else:
+            kept.append(column)
+    return kept, follows
 
 
 # --------------------------------------------------------------------------- the section
@@ -181,9 +267,8 @@ def _shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
     if shared:
         blocks.append(Para(["Every dispatched ", Code(kernel_type.class_name),
                             " kernel also needs: ",
-                            *join([[Code(cpp)] + ([" (%s)" % words]
-                                                  if words_say_more(cpp, words) else [])
-                                   for cpp, words in shared], "; "), "."]))
+                            *join([condition_inlines(cpp, words) for cpp, words in shared], "; "),
+                            "."]))
     undetermined = dispatch.undetermined.get(kernel_type.class_name, [])
     if undetermined:
         blocks.append(Para(["Conditions that no segment of the kernel name decides: ",
@@ -206,6 +291,8 @@ def fields_section(data: GuideData) -> List[Block]:
                      "C++ symbol, kernels of the full listing, and the exact condition under "
                      "which the generated dispatcher calls the token's kernels (the API file's "
                      "terms this segment decides, per kernel group where they differ)."]
+    lead += [" %s: the condition differs per kernel group; the table that follows has "
+             "each." % SEVERAL]
     if _any_varying(data):
         lead += [" %s: some kernels of the group are also reached by branches whose extra "
                  "conditions differ (not shown)." % VARYING]
@@ -215,6 +302,7 @@ def fields_section(data: GuideData) -> List[Block]:
             blocks.append(Para([Code(kernel_type.class_name), " is not filtered by ", Code("-f"),
                                 "; its segments are shown in the file name section."]))
     shown = _Conditions()
+    pivoted: List[bool] = []
     for kernel_type in filtered_types:
         heading = ""
         if len(model.kernel_types) > 1:
@@ -227,7 +315,12 @@ def fields_section(data: GuideData) -> List[Block]:
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal:
                 continue
-            blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading, shown))
+            blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading,
+                                          shown, pivoted))
+    if pivoted:
+        lead.append(" In a table of dispatch conditions whose columns are C++ names "
+                    "(a.seqlen_k), a row's condition is the && of its cells, each cell "
+                    "continuing its column's name (a.seqlen_k % 128 == 0).")
     return blocks
 
 
@@ -267,13 +360,15 @@ def _symbol_maps(segment: Segment, infos: Dict[str, FieldInfo]) -> Optional[Para
     if not maps:
         return None
     parts = [[Code(name), " (", ", ".join(users[name]), "): ",
-              *join([[Code(v), " \u2192 ", Code(s)] for v, s in sorted(mapping.items(), key=lambda i: natural(i[0]))])]
+              *join([[Code(v), " \u2192 ", Code(s)]
+                     for v, s in sorted(mapping.items(), key=lambda i: natural(i[0]))])]
              for name, mapping in maps.items()]
     return Para(["C++ symbols: ", *join(parts, "; "), "."])
 
 
 def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segment: Segment,
-                    infos: Dict[str, FieldInfo], heading: str, shown: _Conditions) -> List[Block]:
+                    infos: Dict[str, FieldInfo], heading: str, shown: _Conditions,
+                    pivoted: List[bool]) -> List[Block]:
     model = data.model
     counts = data.token_counts.get((kernel_type.class_name, index), {})
     levels = _dispatch_levels(model, segment)
@@ -313,6 +408,6 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         row.append([str(counts.get(token, 0))])
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
-    details = _condition_details(conditions, segment.label) if show_dispatch else []
+    details = _condition_details(conditions, segment.label, pivoted) if show_dispatch else []
     return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
                             [table], len(rows)) + details

@@ -69,10 +69,15 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
                            FOLD_SHORT))
     if unused:
         wheres = sorted({r.where for r in unused if r.where})
+        named: List[Inlines] = []
+        for receipt in unused:
+            item: Inlines = [Code(receipt.value)]
+            if receipt.label:
+                item.append(" (%s)" % receipt.label)
+            named.append(item)
         blocks.append(Para([
             "Not referenced in this module, so only the conditions that apply to every "
-            "receipt hold: ", *join([[Code(r.value)] + ([" (%s)" % r.label] if r.label else [])
-                                     for r in unused]),
+            "receipt hold: ", *join(named),
             *([" (", *codes(wheres), ")"] if wheres else []), "."]))
     return blocks
 
