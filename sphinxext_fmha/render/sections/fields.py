@@ -22,6 +22,7 @@ from ..ir import (
     Block,
     BulletList,
     Code,
+    Dropdown,
     Inlines,
     LocalLink,
     Para,
@@ -226,6 +227,8 @@ def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: 
                                                          for a, b in pairs]), "."])
                           for other, (first, pairs) in follows.items()]
     # reference material the token table points to: folded unless it is very short
+    if len(rows) <= FOLD_ROWS // 2:
+        table.title = title
     return fold(title, notes + [table], len(rows), FOLD_ROWS // 2)
 
 
@@ -247,7 +250,7 @@ def _one_to_one(where: List[str], groups: List[ConditionGroup]
                         or back.setdefault(b[0], a[0]) != a[0]:
                     ok = False
                     break
-            if ok and len(groups) > len(pairs):
+            if ok and len(groups) > len(pairs) > 1:
                 follows[column] = (first, sorted(pairs.items(), key=lambda p: natural(p[0])))
                 break
         else:
@@ -289,13 +292,8 @@ def fields_section(data: GuideData) -> List[Block]:
     filtered_types = [k for k in model.kernel_types if filterable(model, k)]
     lead: Inlines = ["One table per segment ", Code("-f"), " can select on: token, meaning, "
                      "C++ symbol, kernels of the full listing, and the exact condition under "
-                     "which the generated dispatcher calls the token's kernels (the API file's "
-                     "terms this segment decides, per kernel group where they differ)."]
-    lead += [" %s: the condition differs per kernel group; the table that follows has "
-             "each." % SEVERAL]
-    if _any_varying(data):
-        lead += [" %s: some kernels of the group are also reached by branches whose extra "
-                 "conditions differ (not shown)." % VARYING]
+                     "which the dispatcher calls the token's kernels (the API file's terms "
+                     "this segment decides)."]
     blocks: List[Block] = [Para(lead)]
     for kernel_type in model.kernel_types:
         if kernel_type not in filtered_types:
@@ -317,11 +315,26 @@ def fields_section(data: GuideData) -> List[Block]:
                 continue
             blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading,
                                           shown, pivoted))
+    # the legends of the marks the tables use, said once
+    if any(SEVERAL in text_of(r) for b in _tables(blocks) for row in b.rows for r in row):
+        lead.append(" %s: differs per kernel group (table below)." % SEVERAL)
+    if _any_varying(data):
+        lead.append(" %s: some kernels of the group are also reached by branches with other "
+                    "extra conditions (not shown)." % VARYING)
     if pivoted:
-        lead.append(" In a table of dispatch conditions whose columns are C++ names "
-                    "(a.seqlen_k), a row's condition is the && of its cells, each cell "
-                    "continuing its column's name (a.seqlen_k % 128 == 0).")
+        lead.append(" Where C++ names head the columns, a row's condition is the && of its "
+                    "cells (column a.seqlen_k, cell % 128 == 0: a.seqlen_k % 128 == 0).")
     return blocks
+
+
+def _tables(blocks: List[Block]) -> List[Table]:
+    out: List[Table] = []
+    for block in blocks:
+        if isinstance(block, Table):
+            out.append(block)
+        elif isinstance(block, Dropdown):
+            out.extend(_tables(block.blocks))
+    return out
 
 
 def _field_items(segment: Segment, infos: Dict[str, FieldInfo], symbols_inline: bool) -> List[Inlines]:
@@ -355,8 +368,10 @@ def _symbol_maps(segment: Segment, infos: Dict[str, FieldInfo]) -> Optional[Para
         used = {v for combos in segment.values.values() for combo in combos
                 for p, v in combo.items() if p == path}
         name = info.symbol_map or short_field(path)
-        maps.setdefault(name, {}).update({v: s for v, s in info.cpp_symbols.items() if v in used})
-        users.setdefault(name, []).append(short_field(path))
+        mapping = {v: s for v, s in info.cpp_symbols.items() if v in used}
+        if mapping:  # (values the map lacks are listed as hard-coded with the field)
+            maps.setdefault(name, {}).update(mapping)
+            users.setdefault(name, []).append(short_field(path))
     if not maps:
         return None
     parts = [[Code(name), " (", ", ".join(users[name]), "): ",

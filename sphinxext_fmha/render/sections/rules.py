@@ -9,7 +9,9 @@ from ...guide_data import GuideData
 from ...model import Receipt, SkipCondition
 from ..ir import (
     Block,
+    BulletList,
     Code,
+    Dropdown,
     Inlines,
     Para,
     Table,
@@ -75,10 +77,15 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
             if receipt.label:
                 item.append(" (%s)" % receipt.label)
             named.append(item)
-        blocks.append(Para([
-            "Not referenced in this module, so only the conditions that apply to every "
-            "receipt hold: ", *join(named),
-            *([" (", *codes(wheres), ")"] if wheres else []), "."]))
+        lead: Inlines = [plural(len(unused), "receipt"), " not referenced in this module, so "
+                         "only the conditions that apply to every receipt hold"]
+        lead += [" (", *codes(wheres), ")"] if wheres else []
+        if len(named) > FOLD_SHORT:
+            blocks.append(Para(lead + ["."]))
+            blocks.append(Dropdown(["Not referenced: %s" % plural(len(named), "receipt")],
+                                   [BulletList(named)]))
+        else:
+            blocks.append(Para(lead + [": ", *join(named), "."]))
     return blocks
 
 
