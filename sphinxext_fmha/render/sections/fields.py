@@ -218,7 +218,7 @@ def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: 
     header = ["Token"] + where + (["Dispatch condition"] if terms is None else variables) + ["Kernels"]
     title: Inlines = [Strong("Dispatch conditions of %s" % label), " (%d)" % len(rows)]
     counts = {text_of(row[-1]) for row in rows}
-    if len(counts) == 1:  # said once, in the title
+    if len(counts) == 1 and not any(g.unreached for _, g in groups):  # said once, in the title
         title[-1] = " (%d groups of %s kernels)" % (len(rows), counts.pop())
         header, rows = header[:-1], [row[:-1] for row in rows]
     table = Table(header=header, rows=rows, classes=["fmha-field-dispatch"], counts_after=None)
