@@ -60,10 +60,10 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
     blocks: List[Block] = [Para(["Receipts (", Code("-r"), ") narrow the set for an integration:"])]
     if used:
         keeps = [re.sub(r"^receipt %s: " % re.escape(r.value), "", r.reading) for r in used]
-        lead = "keeps only kernels where "
-        common = all(k.startswith(lead) for k in keeps)
+        prefix = "keeps only kernels where "
+        common = all(k.startswith(prefix) for k in keeps)
         rows: List[List[Inlines]] = [
-            [[Code(r.value)], [r.label], [k[len(lead):] if common else k],
+            [[Code(r.value)], [r.label], [k[len(prefix):] if common else k],
              [Code(r.where)] if r.where else []] for r, k in zip(used, keeps)]
         table = Table(header=["Receipt", "Label", "Keeps only kernels where" if common else "Keeps",
                               "Where"], rows=rows, classes=["fmha-receipts"])
