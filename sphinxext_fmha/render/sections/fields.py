@@ -111,7 +111,10 @@ def _condition_inlines(group: ConditionGroup) -> Inlines:
 
 
 def _condition_key(group: ConditionGroup) -> str:
-    return "unreached" if group.unreached else _cpp_text(group)
+    """What a link to an earlier mention must match: the condition and its mark."""
+    if group.unreached:
+        return "unreached"
+    return _cpp_text(group) + (VARYING if group.varying else "")
 
 
 class _Conditions:
