@@ -82,9 +82,8 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
          [Code(level["example"])]] for level in levels]
     table = Table(header=["Function", "Depth", "Distinct", "First condition"],
                   rows=rows, classes=["fmha-dispatch-levels"])
-    lead = Para(["The nested ", Code("if"), " levels of the API file, outermost first (the "
-                 "dispatcher tries the branches of each level in source order; the first "
-                 "match returns; the field reference has each token's conditions):"])
+    lead = Para(["The API file's nested ", Code("if"), " levels, outermost first (branches "
+                 "are tried in source order; the first match returns):"])
     return [lead] + fold(["Dispatch levels (%d)" % len(rows)], [table],
                                               len(rows))
 
@@ -92,21 +91,25 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
 def _try_orders(data: GuideData) -> List[Block]:
     """Trait and padding order as the API file has it, per segment."""
     orders = data.token_dispatch.orders if data.token_dispatch is not None else {}
-    items: List[Inlines] = []
+    by_class: Dict[str, List[Inlines]] = {}
     for (class_name, label), counts in sorted(orders.items()):
         total = sum(counts.values())
         parts = [join([token_cell(t) for t in order], " > ")
                  + ([" (%d of %d)" % (count, total)] if len(counts) > 1 else [])
                  for order, count in counts.items()]
-        lead: Inlines = [Code(class_name), " "] if len(data.model.kernel_types) > 1 else []
-        items.append(lead + [Strong(label), ": ", *join(parts, "; ")])
-    if not items:
+        by_class.setdefault(class_name, []).append([Strong(label), ": ", *join(parts, "; ")])
+    if not by_class:
         return []
-    return [Para(["The order (", Code("a > b"), ": ", Code("a"), " first) in which the "
-                  "dispatcher tries the tokens of a segment among kernels equal in every other "
-                  "segment, read from the API file; where the order differs, the counts are "
-                  "sets of such kernels:"])] + fold(
-        ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), 3)
+    lists: List[Block] = []
+    for class_name, segments in by_class.items():  # the class named once, its segments after
+        if len(data.model.kernel_types) > 1:
+            lists.append(Para([Code(class_name), ":"]))
+        lists.append(BulletList(segments))
+    items = [item for segments in by_class.values() for item in segments]
+    return [Para(["The order (", Code("a > b"), ": ", Code("a"), " first) in which the API "
+                  "file tries a segment's tokens among kernels equal in every other segment; "
+                  "where it differs, counts of such sets:"])] + fold(
+        ["Try order per segment (%d)" % len(items)], lists, len(items), 3)
 
 
 def _choices(reading: Mapping[str, Any]) -> List[Block]:
@@ -119,11 +122,11 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
     blocks: List[Block] = []
     for (main, partner), found in pairs.items():
         blocks.append(Para([
-            "Conditions that choose between sub-kernels: the branches on ",
+            "Sub-kernel choices: the branches on ",
             "each condition below" if len(found) > 1 else Code(found[0]["condition"]),
-            " choose the ", Code(partner), " partner of a ", Code(main), " kernel; every branch "
-            "launches the same main kernel, so the condition belongs to the partner, not to "
-            "the main kernel", "." if len(found) > 1 else
+            " choose the ", Code(partner), " partner of a ", Code(main), " kernel; they launch "
+            "the same main kernel, so the condition is the partner's, not the main kernel's",
+            "." if len(found) > 1 else
             " (%s)." % plural(found[0]["count"], "dispatch entry", "dispatch entries")]))
         if len(found) > 1:
             rows: List[List[Inlines]] = []

@@ -39,7 +39,6 @@ from .common import (
     filterable,
     fold,
     natural,
-    plural,
     short_field,
     token_cell,
     words_say_more,
@@ -208,10 +207,10 @@ def _condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: 
         pivoted.append(True)
     rows = []
     for index, (token, group) in enumerate(groups):
-        row = [token_cell(token)]
+        row = [token_cell(token) + ([VARYING] if group.varying else [])]  # the row's mark
         row += [join([token_cell(t) for t in sorted(group.where.get(w, []), key=natural)]) or ["-"]
                 for w in where]
-        count = str(group.kernels) + (VARYING if group.varying else "")
+        count = str(group.kernels)
         if terms is None:
             row += [_condition_inlines(group), [count]]
         else:
@@ -293,10 +292,9 @@ def fields_section(data: GuideData) -> List[Block]:
     model = data.model
     infos = {f.path: f for f in model.fields}
     filtered_types = [k for k in model.kernel_types if filterable(model, k)]
-    lead: Inlines = ["One table per segment ", Code("-f"), " can select on: token, meaning, "
-                     "C++ symbol, kernels of the full listing, and the exact condition under "
-                     "which the dispatcher calls the token's kernels (the API file's terms "
-                     "this segment decides)."]
+    lead: Inlines = ["Per segment ", Code("-f"), " can select on: token, meaning, C++ symbol, "
+                     "kernels listed, and the exact condition under which the dispatcher calls "
+                     "the token's kernels (the API file's terms this segment decides)."]
     blocks: List[Block] = [Para(lead)]
     for kernel_type in model.kernel_types:
         if kernel_type not in filtered_types:
@@ -325,8 +323,8 @@ def fields_section(data: GuideData) -> List[Block]:
         lead.append(" %s: some kernels of the group are also reached by branches with other "
                     "extra conditions (not shown)." % VARYING)
     if pivoted:
-        lead.append(" Where C++ names head the columns, a row's condition is the && of its "
-                    "cells (column a.seqlen_k, cell % 128 == 0: a.seqlen_k % 128 == 0).")
+        lead.append(" Where C++ names head columns, a row's condition is the && of its cells "
+                    "(column a.seqlen_k, cell % 128 == 0: a.seqlen_k % 128 == 0).")
     return blocks
 
 
@@ -390,10 +388,10 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
     model = data.model
     counts = data.token_counts.get((kernel_type.class_name, index), {})
     levels = _dispatch_levels(model, segment)
-    title: Inlines = ["Segment ", Strong(segment.label), " (%s" % plural(len(segment.tokens), "token")]
+    title: Inlines = ["Segment ", Strong(segment.label)]
     if levels:
-        title += ["; dispatch level ", *codes(levels)]
-    described: List[Block] = [Para(title + [")"], ["fmha-segment"], anchor=segment.label)]
+        title += [" (dispatch level ", *codes(levels), ")"]
+    described: List[Block] = [Para(title, ["fmha-segment"], anchor=segment.label)]
     mapped = [p for p in segment.fields if infos.get(p) and infos[p].cpp_symbols]
     one_symbol = len(mapped) <= 1
     items = _field_items(segment, infos, one_symbol)

@@ -48,8 +48,8 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
     blocks: List[Block] = []
     if rec.keep_count == rec.union_count or not rec.runs:
         blocks.append(Para(["The minimal set has ", Strong(str(rec.union_count or rec.keep_count)),
-                            " kernels (%s). Every token below is read from the kernels the "
-                            "commands of this guide generate." % verified_text(rec.verified)]))
+                            " kernels (%s); every token below is read from what the "
+                            "commands generate." % verified_text(rec.verified)]))
     else:
         blocks.append(Para(["The keep set has ", Strong(str(rec.keep_count)), " kernels; the "
                             "filter commands select ", Strong(str(rec.union_count)),
@@ -139,9 +139,9 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
             items.append(item)
     if not items:
         return [Para(["Nothing: the minimal set keeps every token."])]
-    lead = Para(["Per dropped variant, the kernels that are not generated, the inputs that "
-                 "lose their kernel and the kept kernel that serves them instead, read from "
-                 "the dispatch conditions:"])
+    lead = Para(["Per dropped variant (read from the dispatch conditions): the kernels not "
+                 "generated, the inputs that lose their kernel, and the kept kernel that "
+                 "serves them instead:"])
     return [lead] + fold(["What you lose (%d variants)" % len(items)], [BulletList(items)],
                          len(items), FOLD_ITEMS)
 

@@ -62,11 +62,17 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
         keeps = [re.sub(r"^receipt %s: " % re.escape(r.value), "", r.reading) for r in used]
         prefix = "keeps only kernels where "
         common = all(k.startswith(prefix) for k in keeps)
+        header = "Keeps only kernels where" if common else "Keeps"
+        keeps = [k[len(prefix):] if common else k for k in keeps]
+        suffix = re.search(r" \(in [\w.]+\)$", keeps[0])  # the function, said once
+        if suffix and all(k.endswith(suffix.group(0)) for k in keeps):
+            keeps = [k[:-len(suffix.group(0))] for k in keeps]
+            header += suffix.group(0)
         rows: List[List[Inlines]] = [
-            [[Code(r.value)], [r.label], [k[len(prefix):] if common else k],
-             [Code(r.where)] if r.where else []] for r, k in zip(used, keeps)]
-        table = Table(header=["Receipt", "Label", "Keeps only kernels where" if common else "Keeps",
-                              "Where"], rows=rows, classes=["fmha-receipts"])
+            [[Code(r.value)], [r.label], [k], [Code(r.where)] if r.where else []]
+            for r, k in zip(used, keeps)]
+        table = Table(header=["Receipt", "Label", header, "Where"], rows=rows,
+                      classes=["fmha-receipts"])
         blocks.extend(fold(["Receipts: %s" % plural(len(rows), "receipt")], [table], len(rows),
                            FOLD_SHORT))
     if unused:
