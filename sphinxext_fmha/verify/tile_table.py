@@ -178,17 +178,18 @@ def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arc
         by_arch[row.keys.get("arch", "")].append(row)
     for arch, rows in by_arch.items():
         observed = {(r.keys["dtype"], r.keys["hdim"], u.tile) for r in rows for u in r.tiles}
-        best: Optional[Tuple[int, Factory, Set[Tuple[str, str, str]]]] = None
+        best: Optional[Tuple[Tuple[int, bool], Factory, Set[Tuple[str, str, str]]]] = None
         for factory in factories:
             if has_arch and factory.arch and factory.arch != arch:
                 continue
             entries = _static_entries(factory)
-            matched = len(entries & observed)
-            if matched and (best is None or matched > best[0]):
-                best = (matched, factory, entries)
+            # most entries with kernels; of equals, the one that names this arch
+            rank = (len(entries & observed), bool(arch) and factory.arch == arch)
+            if rank[0] and (best is None or rank > best[0]):
+                best = (rank, factory, entries)
         if best is None:
             continue
-        matched, factory, entries = best
+        (matched, _), factory, entries = best
         for row in rows:
             for use in row.tiles:
                 use.in_source = (row.keys["dtype"], row.keys["hdim"], use.tile) in entries

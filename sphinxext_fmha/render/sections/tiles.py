@@ -118,16 +118,13 @@ def _table_blocks(table: TileTable) -> List[Block]:
                             "; the minimal set keeps %d." % kept
                             if any(u.kept is not None for u in uses) else "."]))
     else:
-        blocks.extend(_grid(table, distinct, problems))
+        blocks.extend(_grid(table))
     blocks.extend(_comparison(table))
     return blocks
 
 
-def _grid(table: TileTable, distinct: set, problems: str) -> List[Block]:
+def _grid(table: TileTable) -> List[Block]:
     blocks: List[Block] = []
-    blocks.append(Para(["%s over %s (%s), %s."
-                        % (plural(len(distinct), "distinct tile"), plural(len(table.rows), "problem"),
-                           problems, plural(table.kernels, "listed kernel"))]))
     merged = _merged_rows(table)
     header = list(table.columns) + ["Tiles (kernels)"]
     rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses)]
@@ -144,14 +141,16 @@ def _comparison(table: TileTable) -> List[Block]:
     archs = {r.keys.get("arch", "") for r in table.rows}
     matched = {s.arch for s in table.sources}
     facts: List[Inlines] = [_source_line(s) for s in table.sources]
-    unmatched = sorted((a for a in archs - matched if a), key=natural)
-    if archs - matched:
-        facts.append(["No tile table read from the source has the tiles of these kernels",
-                      *([" (", *codes(unmatched), ")"] if unmatched else []),
-                      ": the rows are the listing's alone"])
-    if facts:
+    if len(facts) == 1:
+        blocks.append(Para(["Tile table read from the source: ", *facts[0], "."]))
+    elif facts:
         blocks.append(Para(["Tile tables read from the source:"]))
         blocks.append(BulletList(facts))
+    unmatched = sorted((a for a in archs - matched if a), key=natural)
+    if archs - matched:
+        blocks.append(Para(["No tile table read from the source has the tiles of these kernels",
+                            *([" (", *codes(unmatched), ")"] if unmatched else []),
+                            ": the rows are the listing's alone."]))
     missing = [u for r in table.rows for u in r.tiles if u.in_source is False]
     if missing:
         blocks.append(Para([Emph(NOT_IN_SOURCE), ": %s the listing has for a problem, the "
@@ -163,13 +162,17 @@ def _comparison(table: TileTable) -> List[Block]:
         if items:
             title: Inlines = ["Entries of ", Code(source.factory), " without a listed kernel (%d)"
                               % len(source.not_generated)]
-            listed = BulletList(items)
-            blocks.extend(fold(title, [listed], len(items), FOLD_ITEMS) if len(items) > FOLD_ITEMS
-                          else [Para(title + [":"]), listed])
+            if len(items) == 1:
+                blocks.append(Para(title + [": ", *items[0], "."]))
+            else:
+                listed = BulletList(items)
+                blocks.extend(fold(title, [listed], len(items), FOLD_ITEMS)
+                              if len(items) > FOLD_ITEMS else [Para(title + [":"]), listed])
     return blocks
 
 
-def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> List[Inlines]:
+def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> Inlines:
+    """The source's tables no listed kernel was compared with, and why, in one line."""
     used = {s.factory for t in tables for s in t.sources}
     archs = {r.keys.get("arch", "") for t in tables for r in t.rows}
     listed = {u.tile for t in tables for r in t.rows for u in r.tiles}
@@ -177,21 +180,15 @@ def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) 
     for factory in factories:
         if factory.class_name in used or not factory.tiles:
             continue
-        item: Inlines = [Code(factory.class_name)]
-        if factory.arch:
-            item += [" (", Code(factory.arch), ")"]
-        if factory.defined_at:
-            item += [" at ", Code(factory.defined_at)]
-        if factory.selected_by and factory.selected_by != "default":
-            item += [", used when ", Code(factory.selected_by)]
         if factory.arch and factory.arch not in archs:
-            items.append(item + [": no listed kernel is for ", Code(factory.arch)])
+            why: Inlines = ["no listed kernel is for ", Code(factory.arch)]
         elif any(tile in listed for per_hdim in factory.tiles.values()
                  for tiles in per_hdim.values() for tile in tiles):
-            items.append(item + [": another table has more of the listed kernels' tiles"])
+            why = ["another table matches as well or better"]
         else:
-            items.append(item + [": none of its tiles is a listed kernel's"])
-    return items
+            why = ["none of its tiles is listed"]
+        items.append([Code(factory.class_name), " (", *why, ")"])
+    return ["Not compared: ", *join(items, "; "), "."] if items else []
 
 
 def tiles_section(data: GuideData) -> List[Block]:
@@ -200,12 +197,10 @@ def tiles_section(data: GuideData) -> List[Block]:
     if not data.tile_tables:
         blocks.append(Para(["No kernel name of this API carries a tile."]))
     else:
-        intro = ("From the kernels generate.py listed: per problem, each tile and how many "
-                 "kernels use it (for each data type, where a row names several).")
+        intro = ("From the listing: each problem's tiles and their kernels (per data type "
+                 "of the row).")
         if any(u.kept is not None for t in data.tile_tables for r in t.rows for u in r.tiles):
-            blocks.append(Para([intro + " ", Emph("kept"), ": how many of them the recommended "
-                                "minimal set has (tiles are not filtered on their own: the set "
-                                "keeps the tiles of its kernels)."]))
+            blocks.append(Para([intro + " ", Emph("kept"), ": of them in the minimal set."]))
         else:
             blocks.append(Para([intro]))
     for table in data.tile_tables:
@@ -213,8 +208,7 @@ def tiles_section(data: GuideData) -> List[Block]:
         blocks.extend(_table_blocks(table))
     others = _other_factories(model.factories, data.tile_tables)
     if others:
-        blocks.append(Para(["Other tile tables in the source:"]))
-        blocks.append(BulletList(others))
+        blocks.append(Para(others))
     for tile in model.tiles:
         field_rows: List[List[Inlines]] = [[[Code(f.name)], [" ".join(f.comment.split())]]
                                            for f in tile.fields]
