@@ -21,12 +21,12 @@ parts that drop whole traits (the main sub-type's patterns, the other parts ``*`
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel
+from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, write_box
 
 __all__ = ["Kernel", "Synthesis", "cover", "synthesize"]
 
@@ -53,50 +53,13 @@ class Synthesis:
     notes: List[str] = field(default_factory=list)
 
 
-_MATCHERS: Dict[str, Callable[[str], Optional[re.Match]]] = {}
+def _safe(pattern: str, unwanted: NameSet) -> bool:
+    return not unwanted.any_match(pattern)
 
 
-def _matcher(pattern: str) -> Callable[[str], Optional[re.Match]]:
-    found = _MATCHERS.get(pattern)
-    if found is None:
-        found = _MATCHERS[pattern] = re.compile(fnmatch.translate(pattern)).match
-    return found
-
-
-def _escape(text: str) -> str:
-    return "".join("[%s]" % c if c in "*?[" else c for c in text)
-
-
-def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
-    """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
-    ``boundary`` adds the first character of the token after each pinned run (so
-    ``_pskd`` does not also match ``_pskddv``)."""
-    out: List[str] = []
-    previous = False
-    for index, token in enumerate(tokens):
-        if index in pinned:
-            if not previous and index > 0:
-                out.append("*")
-            out.append(_escape(token))
-            previous = True
-            continue
-        if previous and boundary:
-            following = next((t for t in tokens[index:] if t), "")
-            if following and not following[0].isalnum():
-                out.append(_escape(following[0]))
-        previous = False
-    if not previous:
-        out.append("*")
-    text = "".join(out)
-    return re.sub(r"\*+", "*", text)
-
-
-def _safe(pattern: str, unwanted: Sequence[str]) -> bool:
-    match = _matcher(pattern)
-    return not any(match(name) for name in unwanted)
-
-
-def _generalise(kernel: Kernel, order: Sequence[int], unwanted: Sequence[str]) -> str:
+def _generalise(kernel: Kernel, order: Sequence[int], unwanted: NameSet) -> str:
+    """The seed's pattern segment by segment (a fall-back for boxes whose pattern
+    reaches an unwanted name through a ``*``)."""
     pinned = set(range(len(kernel.tokens)))
     best = _pattern(kernel.tokens, pinned, False)
     for index in order:
@@ -105,13 +68,35 @@ def _generalise(kernel: Kernel, order: Sequence[int], unwanted: Sequence[str]) -
             candidate = _pattern(kernel.tokens, trial, boundary)
             # A boundary character can swallow the separator of the next pinned token:
             # a candidate must still match its own kernel.
-            if _matcher(candidate)(kernel.name) and _safe(candidate, unwanted):
+            if matcher(candidate)(kernel.name) and _safe(candidate, unwanted):
                 pinned, best = trial, candidate
                 break
     return best
 
 
-def _merge_classes(patterns: List[str], unwanted: Sequence[str]) -> List[str]:
+def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
+    """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
+    ``boundary`` adds the first character of the token after each pinned run."""
+    out: List[str] = []
+    previous = False
+    for index, token in enumerate(tokens):
+        if index in pinned:
+            if not previous and index > 0:
+                out.append("*")
+            out.append(escape(token))
+            previous = True
+            continue
+        if previous and boundary:
+            following = next((t for t in tokens[index:] if t), "")
+            if following and not following[0].isalnum():
+                out.append(escape(following[0]))
+        previous = False
+    if not previous:
+        out.append("*")
+    return re.sub(r"\*+", "*", "".join(out))
+
+
+def _merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
     """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
     changed = True
     while changed:
@@ -152,39 +137,65 @@ def _merge_two(a: str, b: str) -> Optional[str]:
     return "".join(pa[:k]) + "[" + "".join(sorted(chars)) + "]" + "".join(pa[k + 1:])
 
 
-def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int],
-          allowed: AbstractSet[str] = frozenset()) -> List[str]:
+def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
+          allowed: AbstractSet[str] = frozenset(), bound: Optional[List[int]] = None
+          ) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
     (by name: kernels sharing a name must be all wanted or all unwanted), give or take
     ``allowed`` files (they may match or not).
 
-    ``order``: segment indices in the order to try generalising them (those whose
-    every value is wanted first)."""
+    Candidates are the maximal safe boxes grown from every wanted kernel (in two
+    segment orders), checked against every unwanted name; a greedy set cover picks
+    among them. ``bound``, when given, receives a lower bound on the patterns any box
+    cover needs (per sub-type). ``order`` is accepted for callers; the order is
+    derived per sub-type."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
-    unwanted = sorted({k.name for k in kernels if k.file not in wanted and k.file not in allowed}
-                      - set(wanted_names))
-    by_name = {k.name: k for k in kernels}
-    patterns: List[str] = []
-    covered: Set[str] = set()
-    for name in wanted_names:
-        if name in covered:
+    if not wanted_names:
+        return []
+    unwanted_names = sorted({k.name for k in kernels if k.file not in wanted
+                             and k.file not in allowed} - set(wanted_names))
+    forbidden = NameSet(unwanted_names)
+    bits = {name: 1 << index for index, name in enumerate(wanted_names)}
+    candidates: Dict[str, int] = {}
+
+    def coverage(pattern: str) -> int:
+        found = candidates.get(pattern)
+        if found is None:
+            match = matcher(pattern)
+            found = candidates[pattern] = sum(bits[n] for n in wanted_names if match(n))
+        return found
+
+    groups: Dict[Tuple[str, int], List[Kernel]] = {}
+    for kernel in kernels:
+        groups.setdefault((kernel.kernel_type, len(kernel.tokens)), []).append(kernel)
+    for group in groups.values():
+        names = {k.name for k in group}
+        own = names & set(wanted_names)
+        if not own:
             continue
-        pattern = _generalise(by_name[name], order, unwanted)
-        patterns.append(pattern)
-        match = _matcher(pattern)
-        covered.update(n for n in wanted_names if match(n))
-    patterns = _drop_redundant(patterns, wanted_names)
-    return sorted(_merge_classes(patterns, unwanted))
+        boxes = TypeBoxes(group, own, names & set(unwanted_names))
+        if bound is not None:
+            bound.append(box_lower_bound(boxes))
+        first = _generalise_order(group, {k.file for k in group if k.name in own})
+        pinned = [i for i in first if i not in _free_segments(boxes)]
+        orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
+        by_name = {k.name: k for k in group}
+        for segment_order in orders:
+            covered = 0
+            for name in boxes.wanted:
+                if covered & bits[name]:
+                    continue
+                seed = by_name[name]
+                pattern = write_box(boxes.grow(seed.tokens, segment_order), seed.tokens)
+                if not (matcher(pattern)(name) and _safe(pattern, forbidden)):
+                    pattern = _generalise(seed, segment_order, forbidden)
+                covered |= coverage(pattern)
+    chosen = greedy_cover(candidates, sum(bits.values()))
+    return sorted(_merge_classes(chosen, forbidden))
 
 
-def _drop_redundant(patterns: List[str], names: Sequence[str]) -> List[str]:
-    matched = {p: {n for n in names if _matcher(p)(n)} for p in patterns}
-    kept = list(patterns)
-    for pattern in sorted(patterns, key=lambda p: (len(matched[p]), p)):
-        rest = set().union(*(matched[p] for p in kept if p != pattern)) if len(kept) > 1 else set()
-        if matched[pattern] <= rest:
-            kept.remove(pattern)
-    return kept
+def _free_segments(boxes: TypeBoxes) -> Set[int]:
+    return {i for i in range(boxes.width) if not any(boxes.umask[i].values())}
 
 
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
@@ -211,17 +222,9 @@ def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
         return [nothing]  # matches no kernel name
     if all(k.file in wanted for k in kernels):
         return ["*"]
-    # Sub-types sharing the part: each sub-type's patterns must miss every unwanted
-    # name of the part, its own and the others'.
-    patterns: List[str] = []
-    unwanted_all = [k for k in kernels if k.file not in wanted]
-    for kernel_type in sorted({k.kernel_type for k in kernels}):
-        own = [k for k in kernels if k.kernel_type == kernel_type]
-        if not any(k.file in wanted for k in own):
-            continue
-        patterns += cover(own + [k for k in unwanted_all if k.kernel_type != kernel_type],
-                          wanted, _generalise_order(own, wanted))
-    return sorted(set(patterns))
+    # Sub-types sharing the part: a pattern must miss every unwanted name of the part,
+    # its own sub-type's and the others' (one pattern may cover wanted kernels of several).
+    return cover(kernels, wanted)
 
 
 def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
@@ -324,7 +327,7 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
     groups: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
     fits: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
     for pattern in _part_patterns(main, target):
-        match = _matcher(pattern)
+        match = matcher(pattern)
         selected = {k.file for k in main if match(k.name)}
         for columns, mine, fitting in _split_by_partners(main, selected, followers, target,
                                                          partners):
@@ -344,7 +347,7 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
         fields = text.split(separator)
         for position, members in parts:
             if position < len(fields):
-                match = _matcher(fields[position])
+                match = matcher(fields[position])
                 chosen |= {k.file for k in members if match(k.name)}
     missing = {k.file for _, m in parts for k in m if k.file in target} - chosen
     if missing:
@@ -376,7 +379,7 @@ def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
         chosen = {p: c[min(index, len(c) - 1)] for p, c in columns.items()}
         covered: Set[str] = set()
         for p, members in followers:
-            m = _matcher(chosen[p])
+            m = matcher(chosen[p])
             covered |= {k.file for k in members if m(k.name)}
         fitting = {f for f in target & main_files if partners.get(f, set()) <= covered}
         mine = left & fitting
