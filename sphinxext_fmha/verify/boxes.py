@@ -169,9 +169,10 @@ class TypeBoxes:
             found = self._effective[key] = frozenset(v for v in self.values[index] if match(v))
         return found
 
-    def grow(self, seed: Tuple[str, ...], order: Sequence[int]
+    def grow(self, seed: Tuple[str, ...], order: Sequence[int], strict: bool = False
              ) -> List[Optional[str]]:
-        """A maximal safe box around ``seed``: per segment its token glob, None = free."""
+        """A maximal safe box around ``seed``: per segment its token glob, None = free;
+        ``strict``: only globs without ``*`` (a ``*`` may reach past its segment)."""
         globs: List[Optional[str]] = [escape(t) for t in seed]
         chosen: List[FrozenSet[str]] = [frozenset([t]) for t in seed]
         masks = [self.umask[i].get(t, 0) for i, t in enumerate(seed)]
@@ -188,6 +189,8 @@ class TypeBoxes:
                     continue
                 trial = chosen[index] | {value}
                 for glob in token_globs(trial):
+                    if strict and "*" in glob:
+                        continue
                     effective = self.effective(index, glob)
                     if not trial <= effective or "" in effective:
                         continue
@@ -221,7 +224,8 @@ class TypeBoxes:
             if glob is None:
                 return True
             if glob:
-                return glob.endswith("*") if step < 0 else glob.startswith("*")
+                # A ``*`` inside a glob may reach over neighbouring segments too.
+                return "*" in (glob[1:] if step < 0 else glob[:-1])
         return False
 
     def box_holds(self, a: str, b: str) -> bool:

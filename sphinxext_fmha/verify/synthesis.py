@@ -186,8 +186,12 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
                 if covered & bits[name]:
                     continue
                 seed = by_name[name]
-                pattern = write_box(boxes.grow(seed.tokens, segment_order), seed.tokens)
-                if not (matcher(pattern)(name) and _safe(pattern, forbidden)):
+                for strict in (False, True):
+                    pattern = write_box(boxes.grow(seed.tokens, segment_order, strict),
+                                        seed.tokens)
+                    if matcher(pattern)(name) and _safe(pattern, forbidden):
+                        break
+                else:
                     pattern = _generalise(seed, segment_order, forbidden)
                 covered |= coverage(pattern)
     chosen = greedy_cover(candidates, sum(bits.values()))
