@@ -101,11 +101,29 @@ def _classes(columns: Sequence[Set[str]]) -> Optional[str]:
     return "".join(out)
 
 
-def token_globs(chosen: FrozenSet[str]) -> List[str]:
+def token_globs(chosen: FrozenSet[str], after: str = "") -> List[str]:
     """Token globs matching every chosen token, simplest shapes first: the common
     prefix and suffix around ``*``, then per-position character classes (from the
-    left, from the right, or over equal lengths)."""
-    tokens = sorted(chosen)
+    left, from the right, or over equal lengths). ``after``: the character that
+    always follows the segment; classes from the left may reach it (``_d32`` and
+    ``_d128`` but not ``_d160``: ``_d[1236][2456][468_]*``)."""
+    globs = _token_globs(sorted(chosen))
+    if after and len(chosen) > 1:
+        padded = [t + after for t in chosen]
+        for width in range(min(len(t) for t in chosen) + 1, min(len(t) for t in padded) + 1):
+            left = _classes([{t[i] for t in padded} for i in range(width)])
+            if left is not None:
+                globs.append(left + "*")
+    # A ``*`` inside a glob may match across segments (``_*[ds]`` reaches the ``d`` of
+    # a later ``_unused``): such globs come last.
+    return sorted(dict.fromkeys(globs), key=inner_star)
+
+
+def inner_star(glob: str) -> bool:
+    return "*" in glob[1:-1]
+
+
+def _token_globs(tokens: List[str]) -> List[str]:
     if len(tokens) == 1:
         return [escape(tokens[0])]
     globs: List[str] = []
@@ -151,6 +169,13 @@ class TypeBoxes:
                 for index, token in enumerate(self.tokens[name]):
                     masks[index][token] = masks[index].get(token, 0) | 1 << bit
         self.values = [sorted(set(self.umask[i]) | set(self.wmask[i])) for i in range(self.width)]
+        # The character that always follows a segment (the next token's separator).
+        self.after: List[str] = []
+        for index in range(self.width):
+            following = {next((t[0] for t in tokens[index + 1:] if t), "")
+                         for tokens in self.tokens.values()}
+            only = next(iter(following)) if len(following) == 1 else ""
+            self.after.append(only if only and not only.isalnum() else "")
         self.all_unwanted = (1 << len(self.unwanted)) - 1
         self._effective: Dict[Tuple[int, str], FrozenSet[str]] = {}
 
@@ -161,18 +186,20 @@ class TypeBoxes:
         return out
 
     def effective(self, index: int, glob: str) -> FrozenSet[str]:
-        """The values of segment ``index`` a token glob matches."""
+        """The values of segment ``index`` a token glob matches (a glob ending in
+        ``*`` also with the character that always follows)."""
         key = (index, glob)
         found = self._effective.get(key)
         if found is None:
-            match = matcher(glob)
-            found = self._effective[key] = frozenset(v for v in self.values[index] if match(v))
+            match, after = matcher(glob), self.after[index] if glob.endswith("*") else ""
+            found = self._effective[key] = frozenset(
+                v for v in self.values[index] if match(v) or after and match(v + after))
         return found
 
     def grow(self, seed: Tuple[str, ...], order: Sequence[int], strict: bool = False
              ) -> List[Optional[str]]:
         """A maximal safe box around ``seed``: per segment its token glob, None = free;
-        ``strict``: only globs without ``*`` (a ``*`` may reach past its segment)."""
+        ``strict``: no glob with a ``*`` inside (it may reach past its segment)."""
         globs: List[Optional[str]] = [escape(t) for t in seed]
         chosen: List[FrozenSet[str]] = [frozenset([t]) for t in seed]
         masks = [self.umask[i].get(t, 0) for i, t in enumerate(seed)]
@@ -188,8 +215,8 @@ class TypeBoxes:
                 if value in chosen[index] or not value or not self.wmask[index].get(value):
                     continue
                 trial = chosen[index] | {value}
-                for glob in token_globs(trial):
-                    if strict and "*" in glob:
+                for glob in token_globs(trial, self.after[index]):
+                    if strict and inner_star(glob):
                         continue
                     effective = self.effective(index, glob)
                     if not trial <= effective or "" in effective:

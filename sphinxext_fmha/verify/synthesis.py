@@ -318,45 +318,64 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
                   result: Synthesis) -> Optional[List[str]]:
     """One run per pattern of the main sub-type; in the same run, each other part
     selects (at least) the partners of the main kernels that run selects, and nothing
-    outside the target."""
+    outside the target.
+
+    When one pattern per other part selects all its wanted kernels, every run uses it
+    and the main patterns are free (runs = the main cover); otherwise each main
+    pattern gets the follower patterns its own partners need, and a main pattern whose
+    partners no single pattern selects is split by the follower patterns."""
     main_position = next((p for p, m in parts if any(k.kernel_type == primary for k in m)), None)
     if main_position is None:
         return None
     main = [k for p, m in parts if p == main_position for k in m]
     followers = [(p, m) for p, m in parts if p != main_position]
     width = max(p for p, _ in parts) + 1
-    # Which follower patterns each group of main kernels needs, then one cover of the
-    # main kernels per follower pattern (main kernels whose partners that pattern also
-    # selects may come along).
-    groups: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
-    fits: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
-    for pattern in _part_patterns(main, target):
+
+    def join(columns: Mapping[int, str]) -> str:
+        return _join(separator, [columns.get(p, "*") for p in range(width)])
+
+    main_patterns = _part_patterns(main, target)
+    shared = {p: _follower_patterns(m, {k.file for k in m if k.file in target}, target)
+              for p, m in followers}
+    if all(len(c) == 1 for c in shared.values()):
+        return [join({**{p: c[0] for p, c in shared.items()}, main_position: pattern})
+                for pattern in main_patterns]
+    filters: List[str] = []
+    for pattern in main_patterns:
         match = matcher(pattern)
         selected = {k.file for k in main if match(k.name)}
-        for columns, mine, fitting in _split_by_partners(main, selected, followers, target,
-                                                         partners):
-            key = tuple(sorted(columns.items()))
-            groups.setdefault(key, set()).update(mine)
-            fits[key] = fitting
-    filters: List[str] = []
-    for key in sorted(groups):
-        mine = groups[key]
-        for refined in cover(main, mine, _generalise_order(main, mine), fits[key] - mine):
-            columns = dict(key)
-            columns[main_position] = refined
-            filters.append(_join(separator, [columns.get(p, "*") for p in range(width)]))
+        needed = {f for s in selected for f in partners.get(s, ())}
+        columns = {p: _follower_patterns(m, needed, target) for p, m in followers}
+        if all(len(c) == 1 for c in columns.values()):
+            filters.append(join({**{p: c[0] for p, c in columns.items()},
+                                 main_position: pattern}))
+            continue
+        for chosen, mine, fitting in _split_by_partners(main, selected, followers, target,
+                                                        partners):
+            for refined in cover(main, mine, allowed=fitting - mine):
+                filters.append(join({**chosen, main_position: refined}))
+    selections = {text: _selects(separator, parts, text) for text in filters}
     # Followers in the target but launched by no selected main kernel still need a run.
-    chosen: Set[str] = set()
-    for text in filters:
-        fields = text.split(separator)
-        for position, members in parts:
-            if position < len(fields):
-                match = matcher(fields[position])
-                chosen |= {k.file for k in members if match(k.name)}
-    missing = {k.file for _, m in parts for k in m if k.file in target} - chosen
-    if missing:
+    if {k.file for _, m in parts for k in m if k.file in target} - set().union(*selections.values()):
         return None
-    return filters
+    # A run whose selection the other runs make anyway is left out (runs are
+    # self-contained, so the others stay coupled).
+    kept = list(selections)
+    for text in sorted(kept, key=lambda t: (len(selections[t]), t)):
+        rest = set().union(*(selections[t] for t in kept if t != text))
+        if len(kept) > 1 and selections[text] <= rest:
+            kept.remove(text)
+    return kept
+
+
+def _selects(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], text: str) -> Set[str]:
+    fields = text.split(separator)
+    chosen: Set[str] = set()
+    for position, members in parts:
+        if position < len(fields):
+            match = matcher(fields[position])
+            chosen |= {k.file for k in members if match(k.name)}
+    return chosen
 
 
 def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
