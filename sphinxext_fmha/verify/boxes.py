@@ -170,12 +170,14 @@ class TypeBoxes:
                     masks[index][token] = masks[index].get(token, 0) | 1 << bit
         self.values = [sorted(set(self.umask[i]) | set(self.wmask[i])) for i in range(self.width)]
         # The character that always follows a segment (the next token's separator).
-        self.after: List[str] = []
-        for index in range(self.width):
-            following = {next((t[0] for t in tokens[index + 1:] if t), "")
-                         for tokens in self.tokens.values()}
-            only = next(iter(following)) if len(following) == 1 else ""
-            self.after.append(only if only and not only.isalnum() else "")
+        following: List[Set[str]] = [set() for _ in range(self.width)]
+        for tokens in set(self.tokens.values()):
+            first = ""
+            for index in range(len(tokens) - 1, -1, -1):
+                following[index].add(first)
+                first = tokens[index][:1] or first
+        self.after = [next(iter(f)) if len(f) == 1 and not next(iter(f)).isalnum() else ""
+                      for f in following]
         self.all_unwanted = (1 << len(self.unwanted)) - 1
         self._effective: Dict[Tuple[int, str], FrozenSet[str]] = {}
 
@@ -256,13 +258,23 @@ class TypeBoxes:
         return False
 
     def box_holds(self, a: str, b: str) -> bool:
-        """Whether the smallest box holding wanted kernels ``a`` and ``b`` is safe."""
-        inside = self.all_unwanted
+        """Whether the smallest box holding wanted kernels ``a`` and ``b`` can be safe:
+        a segment where they differ takes both values (assuming a glob for exactly
+        those two exists), or is free when one of them is empty (fnmatch cannot
+        say "empty or ``_x``")."""
+        globs: List[Optional[str]] = []
+        masks: List[int] = []
         for index, (x, y) in enumerate(zip(self.tokens[a], self.tokens[b])):
-            inside &= self.umask[index].get(x, 0) | self.umask[index].get(y, 0)
-            if not inside:
-                return True
-        return False
+            mask = self.umask[index].get(x, 0) | self.umask[index].get(y, 0)
+            if x == y:
+                globs.append(escape(x))
+            elif x and y:
+                globs.append("x")  # stands for a glob of exactly {x, y}
+            else:
+                globs.append(None)
+                mask = self.all_unwanted
+            masks.append(mask)
+        return not self._inside(globs, masks)
 
 
 def write_box(globs: Sequence[Optional[str]], seed: Tuple[str, ...]) -> str:

@@ -51,6 +51,9 @@ class Synthesis:
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    #: no fewer runs can select the set with patterns that pick values per segment
+    #: (box patterns; see :func:`~.boxes.box_lower_bound`); 0 when not established
+    lower_bound: int = 0
 
 
 def _safe(pattern: str, unwanted: NameSet) -> bool:
@@ -138,17 +141,14 @@ def _merge_two(a: str, b: str) -> Optional[str]:
 
 
 def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
-          allowed: AbstractSet[str] = frozenset(), bound: Optional[List[int]] = None
-          ) -> List[str]:
+          allowed: AbstractSet[str] = frozenset()) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
     (by name: kernels sharing a name must be all wanted or all unwanted), give or take
     ``allowed`` files (they may match or not).
 
     Candidates are the maximal safe boxes grown from every wanted kernel (in two
     segment orders), checked against every unwanted name; a greedy set cover picks
-    among them. ``bound``, when given, receives a lower bound on the patterns any box
-    cover needs (per sub-type). ``order`` is accepted for callers; the order is
-    derived per sub-type."""
+    among them. ``order`` is accepted for callers; the order is derived per sub-type."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
     if not wanted_names:
         return []
@@ -174,8 +174,6 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
         if not own:
             continue
         boxes = TypeBoxes(group, own, names & set(unwanted_names))
-        if bound is not None:
-            bound.append(box_lower_bound(boxes))
         first = _generalise_order(group, {k.file for k in group if k.name in own})
         pinned = [i for i in first if i not in _free_segments(boxes)]
         orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
@@ -229,6 +227,23 @@ def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
     # Sub-types sharing the part: a pattern must miss every unwanted name of the part,
     # its own sub-type's and the others' (one pattern may cover wanted kernels of several).
     return cover(kernels, wanted)
+
+
+def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
+    """No box cover of the part's wanted kernels is smaller (per sub-type; the largest)."""
+    wanted_names = {k.name for k in kernels if k.file in wanted}
+    groups: Dict[Tuple[str, int], List[Kernel]] = {}
+    for kernel in kernels:
+        groups.setdefault((kernel.kernel_type, len(kernel.tokens)), []).append(kernel)
+    bound = 0
+    for group in groups.values():
+        names = {k.name for k in group}
+        if names & wanted_names and names - wanted_names:
+            bound = max(bound, box_lower_bound(TypeBoxes(group, names & wanted_names,
+                                                         names - wanted_names)))
+        elif names & wanted_names:
+            bound = max(bound, 1)
+    return bound
 
 
 def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
@@ -291,11 +306,15 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                 fields = list(others)
                 fields[position] = pattern
                 result.filters.append(_join(spec.api_split, fields))
+            result.lower_bound = _lower_bound(own, target)
             return result
     if not spec.api_split or len(parts) == 1:
         members = [k for _, m in parts for k in m]
         result.filters = _part_patterns(members, target)
+        result.lower_bound = _lower_bound(members, target)
         return result
+    # Every run has one pattern per part: no part's cover can be beaten.
+    result.lower_bound = max(_lower_bound(members, target) for _, members in parts)
     if partners and primary:
         coupled = _coupled_runs(spec.api_split, parts, target, primary, partners, result)
         if coupled is not None:
