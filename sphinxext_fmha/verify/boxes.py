@@ -21,14 +21,18 @@ import fnmatch
 import re
 from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple
 
-__all__ = ["Named", "NameSet", "TypeBoxes", "box_lower_bound", "greedy_cover", "token_globs"]
+__all__ = ["Named", "NameSet", "TypeBoxes", "box_lower_bound", "greedy_cover", "tail_globs",
+           "token_globs"]
 
 _CLASS_UNSAFE = set("!^-[]\\")
 
 
 class Named(Protocol):
-    name: str
-    tokens: Tuple[str, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tokens(self) -> Tuple[str, ...]: ...
 
 
 def escape(text: str) -> str:
@@ -117,6 +121,18 @@ def token_globs(chosen: FrozenSet[str], after: str = "") -> List[str]:
     # A ``*`` inside a glob may match across segments (``_*[ds]`` reaches the ``d`` of
     # a later ``_unused``): such globs come last.
     return sorted(dict.fromkeys(globs), key=inner_star)
+
+
+def tail_globs(stems: Sequence[str], suffix: str, widths: int = 8) -> List[str]:
+    """``*`` + per-position classes over the last characters of every stem + the
+    suffix: names that end alike whichever segment their last token is in (``_vc``,
+    ``_ps``, ``_psk`` end ``*[_p][psv][ckrs]``), shortest first."""
+    out = []
+    for width in range(1, min(widths, min(len(s) for s in stems)) + 1):
+        classes = _classes([{s[len(s) - width + i] for s in stems} for i in range(width)])
+        if classes is not None:
+            out.append("*" + classes + escape(suffix))
+    return out
 
 
 def inner_star(glob: str) -> bool:

@@ -7,26 +7,32 @@ its neighbours: pinning consecutive segments writes their tokens next to each ot
 with no ``*`` between, so an omitted segment becomes "the token before directly
 followed by the token after (or the end of the name)".
 
-A pattern for one wanted kernel starts as its whole name and is generalised one
-segment at a time while it still matches no unwanted name; the patterns then cover
-the wanted set greedily, redundant ones are removed and patterns differing in one
-character are merged into a character class. Everything is checked here against the
-full listing with :mod:`fnmatch` itself, and again by generate.py afterwards.
+Candidate patterns are maximal safe boxes (:mod:`.boxes`): grown from each wanted
+kernel, a segment at a time, freeing it or widening it to a token glob
+(``_d[1236][245]*``, ``*[ks]``); and patterns on how names end across segments
+(``*[_p][psv][ckrs]``: the last characters tell kept from dropped names whatever
+feature comes last). A greedy set cover picks among them, redundant ones are
+dropped and patterns differing in one character merged into a class. Everything is
+checked here against the full listing with fnmatch's meaning, and again by
+generate.py afterwards.
 
 How the patterns become ``-f`` values follows the tree's filter semantics
 (:class:`~sphinxext_fmha.model.FilterSpec`): one pattern for every sub-type; ``@``
 parts filtered independently (zipped: the runs are the longest part's list); ``@``
 parts that drop whole traits (the main sub-type's patterns, the other parts ``*``).
+Coupled parts (split-KV and combine kernels) share one follower pattern per part when
+one selects that part's wanted kernels; otherwise each run selects the partners of
+its own main kernels.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel
-from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, write_box
+from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, tail_globs, write_box
 
 __all__ = ["Kernel", "Synthesis", "cover", "synthesize"]
 
@@ -51,8 +57,9 @@ class Synthesis:
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
-    #: no fewer runs can select the set with patterns that pick values per segment
-    #: (box patterns; see :func:`~.boxes.box_lower_bound`); 0 when not established
+    #: no fewer runs can select the set with box patterns alone (one set of values per
+    #: segment, see :func:`~.boxes.box_lower_bound`); patterns on how names end are not
+    #: boxes and may do with fewer. 0 when not computed
     lower_bound: int = 0
 
 
@@ -185,15 +192,42 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
                     continue
                 seed = by_name[name]
                 for strict in (False, True):
-                    pattern = write_box(boxes.grow(seed.tokens, segment_order, strict),
-                                        seed.tokens)
+                    globs = boxes.grow(seed.tokens, segment_order, strict)
+                    pattern = write_box(globs, seed.tokens)
                     if matcher(pattern)(name) and _safe(pattern, forbidden):
+                        # Without the separator after a pinned run it may cover more.
+                        loose = write_box(globs, ())
+                        if loose != pattern and matcher(loose)(name) and _safe(loose, forbidden):
+                            coverage(loose)
                         break
                 else:
                     pattern = _generalise(seed, segment_order, forbidden)
                 covered |= coverage(pattern)
+        for pattern in _tail_candidates([by_name[n] for n in boxes.wanted], forbidden):
+            coverage(pattern)
     chosen = greedy_cover(candidates, sum(bits.values()))
     return sorted(_merge_classes(chosen, forbidden))
+
+
+def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
+    """Patterns on how names end, across segments: the names whose last token sits in
+    one of the first segments (up to each depth), and the names that end with one
+    token value (before it)."""
+    def last(kernel: Kernel) -> int:
+        return max((i for i, t in enumerate(kernel.tokens) if t), default=0)
+
+    groups: List[Tuple[List[str], str]] = []
+    for depth in sorted({last(k) for k in wanted}):
+        groups.append(([k.name for k in wanted if last(k) <= depth], ""))
+    for value in sorted({k.tokens[last(k)] for k in wanted}):
+        stems = [k.name[:-len(value)] for k in wanted if k.tokens[last(k)] == value]
+        groups.append((stems, value))
+    found = []
+    for stems, suffix in groups:
+        if not all(stems):
+            continue
+        found += [g for g in tail_globs(stems, suffix) if _safe(g, forbidden)][:1]
+    return found
 
 
 def _free_segments(boxes: TypeBoxes) -> Set[int]:
