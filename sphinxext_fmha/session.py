@@ -12,10 +12,12 @@ import hashlib
 import sys
 import threading
 from collections import Counter
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
+from .analysis.analyze import AnalysisError, Options, Tree, build_model, module_rel_of
+from .analysis.source import analyze_source
 from .locate import fmha_dir as fmha_dir_of
 from .model import (
     ApiInfo,
@@ -262,10 +264,12 @@ class Session:
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
         def compute() -> ApiModel:
-            self.observation(api, options)  # the probe, and what it stands in for
-            return analyze_api(self.ck_root, api, options, python=self.python,
-                               cache=self.cache, timeout=self.timeout, progress=self.progress,
-                               tree=self.tree, runner=self.runner)
+            # The observation this session holds (the probe may have run ahead, while
+            # other probes pushed it out of the analysis' small in-process memo).
+            observed = self.observation(api, options)
+            info = self.tree.api(api)
+            facts = analyze_source(self.tree.fmha_dir, module_rel_of(self.tree, info))
+            return build_model(self.tree, info, options, observed, facts, observed["listing"])
 
         return self._once(("model", api, options), lambda: self._stored(
             "model", ApiModel, compute, api, dataclasses.asdict(options)))
@@ -499,6 +503,7 @@ class _RecommendRunner:
 
     def __init__(self, session: Session, api: str, options: Options):
         self.session, self.api, self.options = session, api, options
+        self._writes: Dict[Tuple[str, ...], Future] = {}
 
     def prefetch(self, filters: Sequence[str]) -> None:
         self.session.prefetch_checks(self.api, list(filters), self.options)
@@ -534,11 +539,28 @@ class _RecommendRunner:
     def driver_listing(self, filters: Sequence[str]) -> List[str]:
         from .process.driver import driver_listing
 
+        # The driver's write-mode run is independent of its listing: start it now, on
+        # the other core (driver_write takes its result).
+        self._start_write(filters)
         python, fmha_dir, separator, generate_args, timeout = self._driver_args()
         return driver_listing(python, fmha_dir, separator, filters, generate_args, timeout)
+
+    def _start_write(self, filters: Sequence[str]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .process.driver import driver_write
+
+        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fmha-driver-write")
+        self._writes[tuple(filters)] = pool.submit(
+            driver_write, python, fmha_dir, separator, filters, generate_args, timeout)
+        pool.shutdown(wait=False)
 
     def driver_write(self, filters: Sequence[str]):
         from .process.driver import driver_write
 
+        started = self._writes.pop(tuple(filters), None)
+        if started is not None:
+            return started.result()
         python, fmha_dir, separator, generate_args, timeout = self._driver_args()
         return driver_write(python, fmha_dir, separator, filters, generate_args, timeout)
