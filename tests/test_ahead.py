@@ -56,7 +56,7 @@ def test_scan_finds_rst_and_myst_directives_with_their_options():
               :filter: *_d128_*
 
         ```{fmha-filename} fwd_splitkv
-        :mask: generic
+        :mask: "generic"
         ```
 
         :::{fmha-filter-playground} bwd
@@ -64,12 +64,42 @@ def test_scan_finds_rst_and_myst_directives_with_their_options():
 
         .. note:: not ours
         .. fmha-warning-types::
+
+        Examples are not directives::
+
+            .. fmha-kernel-guide:: example_literal
+
+        .. code-block:: rst
+
+           .. fmha-kernel-guide:: example_code_block
+
+        ```rst
+        .. fmha-kernel-guide:: example_fence
+        ```
+
+        ````md
+        ```{fmha-kernel-guide} example_nested_fence
+        ```
+        ````
+
+        ::::{tab-set}
+        :::{tab-item} In a tab
+        ```{fmha-kernel-guide} in_a_tab
+        ```
+        :::
+        ::::
+
+        .. note::
+
+           .. fmha-filename:: in_a_note
         """)
     assert list(scan_directives(text)) == [
         ("fmha-kernel-guide", "fwd", {"receipt": "2", "sections": "1-4"}),
         ("fmha-filter-check", "", {"api": "bwd", "filter": "*_d128_*"}),
         ("fmha-filename", "fwd_splitkv", {"mask": "generic"}),
         ("fmha-filter-playground", "bwd", {}),
+        ("fmha-kernel-guide", "in_a_tab", {}),
+        ("fmha-filename", "in_a_note", {}),
     ]
 
 
@@ -136,21 +166,32 @@ def test_a_probe_failing_ahead_is_a_located_warning_on_each_page(synthetic_tree,
     assert "observed by the probe" in trace.read_text()
 
 
-def test_a_warm_rebuild_starts_nothing_ahead(synthetic_tree, tmp_path, monkeypatch):
+def test_a_warm_rebuild_starts_nothing_and_recomputes_no_token_fact(synthetic_tree, tmp_path,
+                                                                     monkeypatch):
+    from sphinxext_fmha.verify import token_facts
+
     root = synthetic_tree("base")
     pages = {"guide.rst": PAGES["guide.rst"],
              "checks.rst": PAGES["checks.rst"].replace("toy2", "toy")}
     src = write_project(tmp_path / "src", pages, ck_root=root,
                         conf="fmha_cache_dir = %r" % str(tmp_path / "cache"))
-    _app, status, _warnings = build(src, "html")
+    app, status, _warnings = build(src, "html")
     assert "started ahead of the pages" in status
+    cold = _html(app, ["guide", "checks"])
     clear_sessions()
     trace = tmp_path / "runs.txt"
     monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+
+    def recomputed(*args, **kwargs):
+        raise AssertionError("a token fact was computed again")
+
+    monkeypatch.setattr(token_facts, "token_counts", recomputed)
+    monkeypatch.setattr(token_facts, "token_dispatch", recomputed)
     # every page read again (a new output folder: as -E), with the same cache
-    _app, status, warnings = build(src, "html", out=tmp_path / "again")
+    app, status, warnings = build(src, "html", out=tmp_path / "again")
     assert warnings == "" and "fmha:" not in status
     assert not trace.exists() or trace.read_text() == ""
+    assert _html(app, ["guide", "checks"]) == cold  # the kept token facts are the same
 
 
 def test_an_interrupt_ends_the_steps_started_ahead_and_their_children(tmp_path):

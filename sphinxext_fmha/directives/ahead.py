@@ -38,6 +38,9 @@ DIRECTIVES = ("fmha-kernel-guide", "fmha-filter-check", "fmha-filename",
 _RST = re.compile(r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>fmha-[\w-]+)[ \t]*::[ \t]*(?P<arg>.*)$")
 _MYST = re.compile(r"^(?P<indent>[ \t]*)(?:`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>fmha-[\w-]+)\}"
                    r"[ \t]*(?P<arg>.*)$")
+_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
+#: what introduces an rST literal block: ``::`` ending a line, or a code directive
+_LITERAL = re.compile(r"^[ \t]*(?:\.\.[ \t]+(?:code-block|code|sourcecode)::.*|(?!\.\.\s).*\S::)[ \t]*$")
 _OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):(?:[ \t]+(?P<value>.*))?$")
 
 _LOCK = threading.Lock()
@@ -60,19 +63,54 @@ def _text_of(path: Path) -> str:
 
 def scan_directives(text: str) -> Iterator[Tuple[str, str, Dict[str, str]]]:
     """(directive, argument, options) of each of this extension's directives in a
-    reStructuredText or MyST source, in order."""
+    reStructuredText or MyST source, in order; examples in code blocks (MyST code
+    fences, rST literal blocks and ``code-block`` directives) are not directives."""
     lines = text.splitlines()
+    directive_fences: List[str] = []  # the fences of the MyST directives open here
+    code_fence = ""  # inside a code fence: the fence that closes it
+    literal_indent = -1  # inside an rST literal block: the indent of its introduction
     for number, line in enumerate(lines):
-        found = _RST.match(line) or _MYST.match(line)
-        if found is None or found.group("name") not in DIRECTIVES:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if code_fence:
+            if stripped.startswith(code_fence) and not stripped.strip(code_fence[0]):
+                code_fence = ""
             continue
-        options: Dict[str, str] = {}
-        for following in lines[number + 1:]:
-            option = _OPTION.match(following)
-            if option is None:
-                break
-            options[option.group("key")] = (option.group("value") or "").strip()
-        yield found.group("name"), found.group("arg").strip(), options
+        if literal_indent >= 0:
+            if not stripped or indent > literal_indent:
+                continue
+            literal_indent = -1
+        found = _RST.match(line) or _MYST.match(line)
+        if found is not None and found.group("name") in DIRECTIVES:
+            yield (found.group("name"), found.group("arg").strip(),
+                   _options(lines[number + 1:], myst=found.re is _MYST))
+        fence = _FENCE.match(line)
+        if fence is not None:
+            mark, info = fence.group("fence"), fence.group("info").strip()
+            if info.startswith("{"):
+                directive_fences.append(mark)
+            elif not info and directive_fences and directive_fences[-1][0] == mark[0] \
+                    and len(mark) >= len(directive_fences[-1]):
+                directive_fences.pop()
+            elif mark[0] != ":":
+                code_fence = mark
+        elif found is None and _LITERAL.match(line):
+            literal_indent = indent
+
+
+def _options(lines: List[str], myst: bool) -> Dict[str, str]:
+    """The ``:key: value`` lines that follow a directive's first line (MyST reads a
+    value as YAML: a quoted one loses its quotes)."""
+    options: Dict[str, str] = {}
+    for line in lines:
+        option = _OPTION.match(line)
+        if option is None:
+            break
+        value = (option.group("value") or "").strip()
+        if myst and len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        options[option.group("key")] = value
+    return options
 
 
 def _use(directive: str, argument: str, options: Dict[str, str], config: Any,
