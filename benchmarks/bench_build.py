@@ -65,8 +65,10 @@ def build_seconds(src: Path, out: Path, code: Optional[Path]) -> (float, str):
     if code is not None:
         env["PYTHONPATH"] = str(code)
     start = time.perf_counter()
+    # cwd: not a checkout (``-m`` puts the working folder first on sys.path, before
+    # PYTHONPATH: started from this repository, --code would build with its package)
     proc = subprocess.run([sys.executable, "-B", "-m", "sphinx", "-E", "-b", "html", str(src),
-                           str(out)], capture_output=True, text=True, env=env)
+                           str(out)], capture_output=True, text=True, env=env, cwd=src.parent)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit("sphinx-build failed:\n" + proc.stderr[-3000:])
