@@ -235,3 +235,18 @@ def test_an_interrupt_ends_the_steps_started_ahead_and_their_children(tmp_path):
     # nothing new started after the interrupt (two steps were running, with grandchildren)
     assert len(started) == 4, started
     assert not list(tmpdir.glob("fmha-*")), "temporary folders left behind"
+
+
+def test_with_parallel_reading_the_steps_finish_before_the_readers_fork(tmp_path, monkeypatch):
+    root = make_tree(tmp_path / "tree", "new_api")
+    trace = tmp_path / "runs.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    src = write_project(tmp_path / "src", PAGES, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache"))
+    app, status, _warnings = build(src, "html", parallel=2)
+    assert app.parallel == 2
+    ahead_at = status.index("started ahead of the pages")
+    assert ahead_at < status.index("reading sources"), status
+    runs = [line.split("\t")[0] for line in trace.read_text().splitlines()]
+    assert sum("observed by the probe" in run for run in runs) == 2, runs  # not in a reader
+    assert sum("-m generic -l" in run for run in runs) == 1, runs
