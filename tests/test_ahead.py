@@ -92,6 +92,10 @@ def test_scan_finds_rst_and_myst_directives_with_their_options():
         .. note::
 
            .. fmha-filename:: in_a_note
+
+           .. admonition:: Nested::
+
+              .. fmha-filename:: in_a_nested_admonition
         """)
     assert list(scan_directives(text)) == [
         ("fmha-kernel-guide", "fwd", {"receipt": "2", "sections": "1-4"}),
@@ -100,6 +104,7 @@ def test_scan_finds_rst_and_myst_directives_with_their_options():
         ("fmha-filter-playground", "bwd", {}),
         ("fmha-kernel-guide", "in_a_tab", {}),
         ("fmha-filename", "in_a_note", {}),
+        ("fmha-filename", "in_a_nested_admonition", {}),
     ]
 
 

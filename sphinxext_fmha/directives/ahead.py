@@ -40,7 +40,8 @@ _MYST = re.compile(r"^(?P<indent>[ \t]*)(?:`{3,}|~{3,}|:{3,})[ \t]*\{(?P<name>fm
                    r"[ \t]*(?P<arg>.*)$")
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,}|:{3,})(?P<info>.*)$")
 #: what introduces an rST literal block: ``::`` ending a line, or a code directive
-_LITERAL = re.compile(r"^[ \t]*(?:\.\.[ \t]+(?:code-block|code|sourcecode)::.*|(?!\.\.\s).*\S::)[ \t]*$")
+_LITERAL = re.compile(r"^(?:[ \t]*\.\.[ \t]+(?:code-block|code|sourcecode)::.*"
+                      r"|(?![ \t]*\.\.\s).*\S::)[ \t]*$")
 _OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):(?:[ \t]+(?P<value>.*))?$")
 
 _LOCK = threading.Lock()
