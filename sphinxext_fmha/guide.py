@@ -131,10 +131,11 @@ class DirectiveUse:
 def steps_ahead(session: Session, uses: Sequence[DirectiveUse]) -> List[AheadStep]:
     """The expensive steps that these directives will need and that depend on nothing
     computed in this process, in the order the pages need them (``uses`` in reading
-    order): per API and options, its probe and the other ``--mask`` listing when a
-    guide shows dispatch sections; then the filter checks' runs, one batch per API
-    and options; then the listings an API list shows. Nothing for a result that is cached already; a use
-    that cannot be planned (an unknown API, a bad option) is left to its page."""
+    order): per API and options, its probe; then the other ``--mask`` listing of each
+    guide that shows dispatch sections; then the filter checks' runs, one batch per
+    API and options; then the listings an API list shows. Nothing for a result that is
+    cached already; a use that cannot be planned (an unknown API, a bad option) is left
+    to its page."""
     filters: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
         if use.directive == "fmha-filter-check" and use.filter:
@@ -153,14 +154,17 @@ def steps_ahead(session: Session, uses: Sequence[DirectiveUse]) -> List[AheadSte
         if step is not None:
             steps.append(step)
 
+    # Every page needs its probe first (the model), so the probes go first, in reading
+    # order; a page that needs its other --mask listing before a worker has started
+    # it runs it itself.
     for use in uses:
-        if use.directive == "fmha-api-list":
-            continue
-        plan("probe", session.probe_ahead, use.api, use.options)
+        if use.directive != "fmha-api-list":
+            plan("probe", session.probe_ahead, use.api, use.options)
+    for use in uses:
         if use.directive == "fmha-kernel-guide" and _shows_dispatch(use.sections):
             plan("mask", session.mask_listing_ahead, use.api, use.options)
     # The batches wait for their probe (they reuse its kernels' trait keys): after the
-    # probes, so that they never hold a worker while a probe runs in the other.
+    # probes, so that they seldom hold a worker while a probe runs in the other.
     for (api, options), texts in filters.items():
         plan("checks", session.checks_ahead, api, tuple(texts), options)
     for use in uses:
