@@ -192,6 +192,62 @@ def test_mask_tokens_follow_the_mask_option(corpus_models, tree, api, mask):
         assert "_mask" in tokens and not {"_mc", "_mg"} & tokens, tokens
 
 
+#: A numbered piece of a name property's f-string: ``_r{self.F_rm0}x{self.F_rn0}x{self.F_rk0}``
+#: (letters, then ``x``-separated attributes).
+FORMAT_PIECE = re.compile(r"([A-Za-z]+)\{self\.(\w+)\}((?:x\{self\.\w+\})*)")
+
+
+def _codegen_text(root: Path) -> str:
+    codegen = root / "example" / "ck_tile" / "01_fmha" / "codegen"
+    return "\n".join(p.read_text() for p in sorted(codegen.rglob("*.py")))
+
+
+def _format_pieces(source: str) -> List[tuple]:
+    """(letters, [attributes]) of every numbered f-string piece of the codegen."""
+    return [(m.group(1), [m.group(2)] + re.findall(r"\{self\.(\w+)\}", m.group(3)))
+            for m in FORMAT_PIECE.finditer(source)]
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_constant_text_is_labelled_by_the_fields_that_write_it(corpus_models, tree, api, mask):
+    """Issue 9 item 6, checked against the codegen's own source text: text that stays
+    literal is format-string text (each ``_`` piece stands in the source verbatim, so
+    no field wrote it: ``_r1x4x1`` or ``_o2`` would not); a numeric segment with one
+    token is written by one f-string piece of the source whose attributes are exactly
+    the segment's fields, and the token spells their values in the piece's order."""
+    case = corpus_models.get(tree, api, mask)
+    source = _codegen_text(case.root)
+    pieces = _format_pieces(source)
+    problems = []
+    constant = 0
+    for kernel_type in case.model.kernel_types:
+        for segment in kernel_type.segments:
+            tokens = list(segment.tokens)
+            if segment.literal:
+                for piece in re.split(r"(?=_)", tokens[0]):
+                    if piece and piece not in source:
+                        problems.append("%s: literal %r holds %r, which no format string "
+                                        "has" % (kernel_type.class_name, tokens[0], piece))
+                continue
+            if len(tokens) != 1:
+                continue
+            constant += 1
+            for combo in segment.values[tokens[0]]:
+                by_leaf = {path.split(".")[-1]: value for path, value in combo.items()}
+                if not by_leaf or not all(re.fullmatch(r"-?\d+", v) for v in by_leaf.values()):
+                    continue
+                spelled = [letters + "x".join(by_leaf[a] for a in attributes)
+                           for letters, attributes in pieces
+                           if sorted(attributes) == sorted(by_leaf)]
+                if tokens[0].lstrip("_") not in spelled:
+                    problems.append("%s: constant %s %r with %s: the source spells %s" % (
+                        kernel_type.class_name, segment.label, tokens[0], combo, spelled))
+    assert not problems, "\n".join(problems)
+    if api == "bwd":  # its tile fields never all vary: some text is constant in every tree
+        assert constant, [(s.label, list(s.tokens)) for k in case.model.kernel_types
+                          for s in k.segments]
+
+
 # --------------------------------------------------------------------------- 2. JSON
 
 

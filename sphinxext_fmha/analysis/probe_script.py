@@ -298,6 +298,21 @@ def alternatives_for(observed, domains):
     return sorted(set(values), key=lambda v: (str(type(v)), v)), ""
 
 
+def stand_in(value):
+    """Another value of the same type for a field that has one value in every kernel
+    of its class: changing it still shows which name text the field writes (a tile
+    size that is always 1, a pad that is always on). None when no value of that type
+    can be made up; a made-up value the name cannot render is no evidence (see
+    :func:`field_ranges`), as for any other alternative."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "0"  # no "_": the name keeps its pieces where the text is
+    return None
+
+
 def field_ranges(obj, record, paths, candidates):
     """{path: [first, end)} of the name pieces that changing each field of ``paths``
     rewrites in ``obj``'s name (the union over up to MAX_ALTERNATIVES values), and
@@ -551,6 +566,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
             counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
             cand, dom = alternatives_for(values, domains)
+            if len(cand) == 1 and stand_in(cand[0]) is not None:
+                cand = cand + [stand_in(cand[0])]
             candidates[(cls, path)] = cand
             if dom:
                 domain_of["%s:%s" % (cls, path)] = dom

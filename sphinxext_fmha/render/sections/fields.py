@@ -148,10 +148,21 @@ def fields_section(data: GuideData) -> List[Block]:
                                          if model.filter.api_split else "pattern")]))
         blocks.extend(_shared_conditions(data, kernel_type))
         for index, segment in enumerate(kernel_type.segments):
-            if segment.literal:
+            if segment.literal or segment.constant:
                 continue
             blocks.extend(_segment_table(data, kernel_type, index, segment, infos))
+        blocks.extend(_constant_segments(kernel_type))
     return blocks
+
+
+def _constant_segments(kernel_type: KernelType) -> List[Block]:
+    """Segments with one token in this tree: named briefly, nothing to select."""
+    items = [[Strong(s.label), " ", *token_cell(next(iter(s.tokens))), " (", *codes(s.fields), ")"]
+             for s in kernel_type.segments if s.constant]
+    if not items:
+        return []
+    return [Para(["Constant in this tree (one token each, so ", Code("-f"), " has nothing to "
+                  "choose): ", *join(items, "; "), "."])]
 
 
 def _segment_table(data: GuideData, kernel_type: KernelType, index: int, segment: Segment,
