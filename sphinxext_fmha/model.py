@@ -88,7 +88,8 @@ class Segment:
     @property
     def constant(self) -> bool:
         """A field segment with one token in this tree (a tile part that is always
-        ``_r1x4x1``): labelled, but information, never a keep/drop choice."""
+        ``_r1x4x1``): labelled, but information, never a keep/drop choice. Computed
+        from :attr:`literal` and :attr:`tokens`, so not a JSON key."""
         return not self.literal and len(self.tokens) == 1
 
 

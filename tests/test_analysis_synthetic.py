@@ -373,6 +373,22 @@ def test_field_that_writes_nothing_in_the_tree_has_no_segment(tmp_path):
     assert tile.fields == ["F_tile.F_bm0", "F_tile.F_bn0"] and not tile.constant
 
 
+def test_constant_field_alternatives_come_from_sibling_fields_then_made_up():
+    """What the probe tries on a field with one value everywhere: the other values of
+    the smallest sibling field that has that value among several, then a made-up
+    value of the same type (never a value of another type: 1 is not True)."""
+    from sphinxext_fmha.analysis.probe_script import constant_alternatives
+
+    sets = {"F_lse": {("str", "f"): 9}, "F_spad": {("str", "t"): 4, ("str", "f"): 5},
+            "F_bias": {("str", "no"): 3, ("str", "f"): 1, ("str", "alibi"): 5},
+            "F_rm0": {("int", 1): 9}, "F_rm2": {("int", 1): 6, ("int", 2): 3},
+            "F_flag": {("bool", True): 9}}
+    assert constant_alternatives("F_lse", "f", sets) == ["t", "f0"]
+    assert constant_alternatives("F_rm0", 1, sets) == [2]
+    assert constant_alternatives("F_flag", True, sets) == [False]
+    assert constant_alternatives("F_none", None, {"F_none": {("NoneType", None): 2}}) == []
+
+
 def test_repeated_labels_take_their_fields_shared_ending():
     """``tile r`` three times: ``tile r0``/``r1``/``r2`` from the fields (F_rm0, F_rn0,
     F_rk0, ...); labels the fields cannot tell apart are numbered."""

@@ -6,8 +6,11 @@ ranges become segments:
 
 * fields whose ranges overlap in some kernel write the same segment (the four pad flags
   write one ``_psskddv`` token);
-* pieces that no field writes are literal segments (``fmha_fwd``);
+* pieces that no field writes are literal segments (``fmha_fwd``); a field with one
+  value in the whole tree still writes its segment (the probe changes it to a made-up
+  value), which then has one token (``_r1x4x1``, :attr:`Segment.constant`);
 * a field whose change only inserts pieces writes an absent-when-off token (``""``);
+  one that inserts in no name of the listing writes nothing here and has no segment;
 * the order of segments is the topological order of what every kernel shows.
 
 The grammar is then checked the honest way: every listed name is parsed with nothing
