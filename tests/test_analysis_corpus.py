@@ -192,9 +192,10 @@ def test_mask_tokens_follow_the_mask_option(corpus_models, tree, api, mask):
         assert "_mask" in tokens and not {"_mc", "_mg"} & tokens, tokens
 
 
-#: A numbered piece of a name property's f-string: ``_r{self.F_rm0}x{self.F_rn0}x{self.F_rk0}``
-#: (letters, then ``x``-separated attributes).
-FORMAT_PIECE = re.compile(r"([A-Za-z]+)\{self\.(\w+)\}((?:x\{self\.\w+\})*)")
+#: A piece of a name property's f-string: letters, then ``x``-separated attributes,
+#: each maybe indexed (``_r{self.F_rm0}x{self.F_rn0}x{self.F_rk0}``, ``_v{self.F_vlayout[0]}``).
+ATTRIBUTE = re.compile(r"\{self\.(\w+)(?:\[(\d+)\])?\}")
+FORMAT_PIECE = re.compile(r"([A-Za-z]+)(\{self\.\w+(?:\[\d+\])?\}(?:x\{self\.\w+(?:\[\d+\])?\})*)")
 
 
 def _codegen_text(root: Path) -> str:
@@ -203,9 +204,17 @@ def _codegen_text(root: Path) -> str:
 
 
 def _format_pieces(source: str) -> List[tuple]:
-    """(letters, [attributes]) of every numbered f-string piece of the codegen."""
-    return [(m.group(1), [m.group(2)] + re.findall(r"\{self\.(\w+)\}", m.group(3)))
+    """(letters, [(attribute, index or None)]) of every such f-string piece."""
+    return [(m.group(1), [(a, int(i) if i else None) for a, i in ATTRIBUTE.findall(m.group(2))])
             for m in FORMAT_PIECE.finditer(source)]
+
+
+def _spelled(pieces: List[tuple], by_leaf: Dict[str, str]) -> List[str]:
+    """What the pieces written by exactly these attributes make of their values."""
+    return [letters + "x".join(by_leaf[a][i] if i is not None else by_leaf[a] for a, i in attributes)
+            for letters, attributes in pieces
+            if sorted(a for a, _ in attributes) == sorted(by_leaf)
+            and all(i is None or i < len(by_leaf[a]) for a, i in attributes)]
 
 
 def _written_beside(source_lines: List[str], token: str, attribute: str) -> bool:
@@ -223,8 +232,9 @@ def test_constant_text_is_labelled_by_the_fields_that_write_it(corpus_models, tr
     segment with one token is written by its fields: numeric ones by one f-string piece
     whose attributes are exactly the segment's fields, spelling their values in the
     piece's order (``_r{self.F_rm0}x{self.F_rn0}x{self.F_rk0}`` -> ``_r1x4x1``); others
-    carry their field's value (``_qr_async``) or are a quoted string next to their
-    field in the source (``n += '_nlse'`` beside ``self.F_lse``)."""
+    by such a piece (``_v{self.F_vlayout[0]}`` -> ``_vr``), or they carry their field's
+    value (``_qr_async``), or are a quoted string next to their field in the source
+    (``n += '_nlse'`` beside ``self.F_lse``)."""
     case = corpus_models.get(tree, api, mask)
     source = _codegen_text(case.root)
     lines = source.splitlines()
@@ -244,15 +254,11 @@ def test_constant_text_is_labelled_by_the_fields_that_write_it(corpus_models, tr
             constant += 1
             for combo in segment.values[tokens[0]]:
                 by_leaf = {path.split(".")[-1]: value for path, value in combo.items()}
-                if by_leaf and all(re.fullmatch(r"-?\d+", v) for v in by_leaf.values()):
-                    spelled = [letters + "x".join(by_leaf[a] for a in attributes)
-                               for letters, attributes in pieces
-                               if sorted(attributes) == sorted(by_leaf)]
-                    written = tokens[0].lstrip("_") in spelled
-                else:
-                    spelled = []
-                    written = any(len(v) > 1 and v in tokens[0] for v in by_leaf.values()) or \
-                        any(_written_beside(lines, tokens[0], leaf) for leaf in by_leaf)
+                spelled = _spelled(pieces, by_leaf)
+                written = tokens[0].lstrip("_") in spelled
+                if not (by_leaf and all(re.fullmatch(r"-?\d+", v) for v in by_leaf.values())):
+                    written = written or any(len(v) > 1 and v in tokens[0] for v in by_leaf.values()) \
+                        or any(_written_beside(lines, tokens[0], leaf) for leaf in by_leaf)
                 if not written:
                     problems.append("%s: constant %s %r with %s: the source spells %s" % (
                         kernel_type.class_name, segment.label, tokens[0], combo, spelled))
