@@ -218,10 +218,10 @@ def _spelled(pieces: List[tuple], by_leaf: Dict[str, str]) -> List[str]:
 
 
 def _written_beside(source_lines: List[str], token: str, attribute: str) -> bool:
-    """``token`` stands quoted in the source on a line that, or whose previous line,
-    reads ``attribute`` (``if self.F_lse == 't': n += '_lse'``)."""
+    """``token`` stands quoted in the source on a line that, or one of the three lines
+    before it, reads ``attribute`` (``if self.F_lse == 't': ... else: n += '_nlse'``)."""
     quoted = re.compile(r"[\"']%s[\"']" % re.escape(token))
-    return any(quoted.search(line) and any(attribute in near for near in source_lines[max(0, i - 1):i + 1])
+    return any(quoted.search(line) and any(attribute in near for near in source_lines[max(0, i - 3):i + 1])
                for i, line in enumerate(source_lines))
 
 
