@@ -77,7 +77,7 @@ class Segment:
     """
 
     #: A readable name: the field the segment encodes (``hdim``, ``pad``, ...),
-    #: ``literal N`` for constant text.
+    #: ``literal N`` for text that no field writes.
     label: str
     #: Dotted paths of the kernel-object fields that choose the token
     #: (``F_pipeline.F_bias``); empty for a literal segment.
@@ -86,8 +86,15 @@ class Segment:
     tokens: Dict[str, str] = field(default_factory=dict)
     #: ``{token: [{field path: value}, ...]}``: the field values that produce each token.
     values: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
-    #: True when the text is the same in every kernel name of the sub-type.
+    #: True when no field writes the text (``fmha_bwd``): the same in every kernel name.
     literal: bool = False
+
+    @property
+    def constant(self) -> bool:
+        """A field segment with one token in this tree (a tile part that is always
+        ``_r1x4x1``): labelled, but information, never a keep/drop choice. Computed
+        from :attr:`literal` and :attr:`tokens`, so not a JSON key."""
+        return not self.literal and len(self.tokens) == 1
 
 
 @dataclass

@@ -192,6 +192,82 @@ def test_mask_tokens_follow_the_mask_option(corpus_models, tree, api, mask):
         assert "_mask" in tokens and not {"_mc", "_mg"} & tokens, tokens
 
 
+#: A piece of a name property's f-string: letters, then ``x``-separated attributes,
+#: each maybe indexed (``_r{self.F_rm0}x{self.F_rn0}x{self.F_rk0}``, ``_v{self.F_vlayout[0]}``).
+ATTRIBUTE = re.compile(r"\{self\.(\w+)(?:\[(\d+)\])?\}")
+FORMAT_PIECE = re.compile(r"([A-Za-z]+)(\{self\.\w+(?:\[\d+\])?\}(?:x\{self\.\w+(?:\[\d+\])?\})*)")
+
+
+def _codegen_text(root: Path) -> str:
+    codegen = root / "example" / "ck_tile" / "01_fmha" / "codegen"
+    return "\n".join(p.read_text() for p in sorted(codegen.rglob("*.py")))
+
+
+def _format_pieces(source: str) -> List[tuple]:
+    """(letters, [(attribute, index or None)]) of every such f-string piece."""
+    return [(m.group(1), [(a, int(i) if i else None) for a, i in ATTRIBUTE.findall(m.group(2))])
+            for m in FORMAT_PIECE.finditer(source)]
+
+
+def _spelled(pieces: List[tuple], by_leaf: Dict[str, str]) -> List[str]:
+    """What the pieces written by exactly these attributes make of their values."""
+    return [letters + "x".join(by_leaf[a][i] if i is not None else by_leaf[a] for a, i in attributes)
+            for letters, attributes in pieces
+            if sorted(a for a, _ in attributes) == sorted(by_leaf)
+            and all(i is None or i < len(by_leaf[a]) for a, i in attributes)]
+
+
+def _written_beside(source_lines: List[str], token: str, attribute: str) -> bool:
+    """``token`` stands quoted in the source on a line that, or one of the three lines
+    before it, reads ``attribute`` (``if self.F_lse == 't': ... else: n += '_nlse'``)."""
+    quoted = re.compile(r"[\"']%s[\"']" % re.escape(token))
+    return any(quoted.search(line) and any(attribute in near for near in source_lines[max(0, i - 3):i + 1])
+               for i, line in enumerate(source_lines))
+
+
+@pytest.mark.parametrize("tree, api, mask", ALL)
+def test_constant_text_is_labelled_by_the_fields_that_write_it(corpus_models, tree, api, mask):
+    """Issue 9 item 6, checked against the codegen's own source text. Literal text is
+    only the leading name (``fmha_bwd``), a string the source writes as it stands. A
+    segment with one token is written by its fields: numeric ones by one f-string piece
+    whose attributes are exactly the segment's fields, spelling their values in the
+    piece's order (``_r{self.F_rm0}x{self.F_rn0}x{self.F_rk0}`` -> ``_r1x4x1``); others
+    by such a piece (``_v{self.F_vlayout[0]}`` -> ``_vr``), or they carry their field's
+    value (``_qr_async``), or are a quoted string next to their field in the source
+    (``n += '_nlse'`` beside ``self.F_lse``)."""
+    case = corpus_models.get(tree, api, mask)
+    source = _codegen_text(case.root)
+    lines = source.splitlines()
+    pieces = _format_pieces(source)
+    problems = []
+    constant = 0
+    for kernel_type in case.model.kernel_types:
+        for index, segment in enumerate(kernel_type.segments):
+            tokens = list(segment.tokens)
+            if segment.literal:
+                if index or not re.search(r"[\"']%s" % re.escape(tokens[0]), source):
+                    problems.append("%s: literal segment %d %r is not the name's leading "
+                                    "string" % (kernel_type.class_name, index + 1, tokens[0]))
+                continue
+            if len(tokens) != 1:
+                continue
+            constant += 1
+            for combo in segment.values[tokens[0]]:
+                by_leaf = {path.split(".")[-1]: value for path, value in combo.items()}
+                spelled = _spelled(pieces, by_leaf)
+                written = tokens[0].lstrip("_") in spelled
+                if not (by_leaf and all(re.fullmatch(r"-?\d+", v) for v in by_leaf.values())):
+                    written = written or any(len(v) > 1 and v in tokens[0] for v in by_leaf.values()) \
+                        or any(_written_beside(lines, tokens[0], leaf) for leaf in by_leaf)
+                if not written:
+                    problems.append("%s: constant %s %r with %s: the source spells %s" % (
+                        kernel_type.class_name, segment.label, tokens[0], combo, spelled))
+    assert not problems, "\n".join(problems)
+    if api == "bwd":  # its tile fields never all vary: some text is constant in every tree
+        assert constant, [(s.label, list(s.tokens)) for k in case.model.kernel_types
+                          for s in k.segments]
+
+
 # --------------------------------------------------------------------------- 2. JSON
 
 

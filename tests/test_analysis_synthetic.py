@@ -11,6 +11,7 @@ process on a hit and is invalidated by a codegen change.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Dict, List
@@ -337,8 +338,74 @@ def test_optional_token_between_two_constant_literals(tmp_path):
     kernel_type = model.kernel_type("ToyKernel")
     occupancy = segment_with_field(kernel_type, "F_tile.F_occupancy")
     index = kernel_type.segments.index(occupancy)
-    assert list(kernel_type.segments[index - 1].tokens) == ["_b128x64"]
-    assert list(kernel_type.segments[index + 1].tokens) == ["_qr"]
+    tile, pipeline = kernel_type.segments[index - 1], kernel_type.segments[index + 1]
+    assert list(tile.tokens) == ["_b128x64"]
+    assert list(pipeline.tokens) == ["_qr"]
+    # Issue 9 item 6: constant text keeps its fields. The tile's fields are the ones
+    # the toy's format string writes there (read here with a regex), the pipeline's
+    # is its tag; neither is a keep/drop choice.
+    written = re.search(r'f"b\{self\.(\w+)\}x\{self\.(\w+)\}"', text)
+    assert written, "the toy tile name is no longer b{...}x{...}"
+    assert tile.fields == sorted("F_tile." + a for a in written.groups())
+    assert pipeline.fields == ["F_pipeline.tag"]
+    assert tile.constant and pipeline.constant and not tile.literal and not pipeline.literal
+    assert tile.label == "tile b" and pipeline.label == "pipeline"
+    assert [s for s in kernel_type.segments if s.literal] == kernel_type.segments[:1]
+
+
+def test_field_that_writes_nothing_in_the_tree_has_no_segment(tmp_path):
+    """An occupancy of -1 everywhere writes no ``_o`` token in any name: perturbing it
+    would insert one, but a segment that is empty in every name is not shown."""
+    root = synthetic.make_tree(tmp_path, "base")
+    module = root / FMHA / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text()
+    old = "128 : [ToyTileSize(128, 128, 32,  2)],"
+    assert text.count(old) == 1
+    module.write_text(text.replace(old, "128 : [ToyTileSize(128, 128, 32, -1)],"))
+    model = analyze_api(root, "toy", Options())
+    _, problems = check_parses(model, run_listing(root / FMHA, "toy").kernels)
+    assert not problems, problems[:2]
+    kernel_type = model.kernel_type("ToyKernel")
+    assert all(set(s.tokens) != {""} for s in kernel_type.segments), \
+        [(s.label, s.tokens) for s in kernel_type.segments]
+    assert all("F_tile.F_occupancy" not in s.fields for s in kernel_type.segments)
+    tile = segment_with_field(kernel_type, "F_tile.F_bn0")
+    assert tile.fields == ["F_tile.F_bm0", "F_tile.F_bn0"] and not tile.constant
+
+
+def test_constant_field_alternatives_come_from_sibling_fields_then_made_up():
+    """What the probe tries on a field with one value everywhere: the other values of
+    the smallest sibling field that has that value among several, then a made-up
+    value of the same type (never a value of another type: 1 is not True)."""
+    from sphinxext_fmha.analysis.probe_script import constant_alternatives
+
+    sets = {"F_lse": {("str", "f"): 9}, "F_spad": {("str", "t"): 4, ("str", "f"): 5},
+            "F_bias": {("str", "no"): 3, ("str", "f"): 1, ("str", "alibi"): 5},
+            "F_rm0": {("int", 1): 9}, "F_rm2": {("int", 1): 6, ("int", 2): 3},
+            "F_flag": {("bool", True): 9}}
+    assert constant_alternatives("F_lse", "f", sets) == ["t", "f0"]
+    assert constant_alternatives("F_rm0", 1, sets) == [2]
+    assert constant_alternatives("F_flag", True, sets) == [False]
+    assert constant_alternatives("F_none", None, {"F_none": {("NoneType", None): 2}}) == []
+
+
+def test_repeated_labels_take_their_fields_shared_ending():
+    """``tile r`` three times: ``tile r0``/``r1``/``r2`` from the fields (F_rm0, F_rn0,
+    F_rk0, ...); labels the fields cannot tell apart are numbered."""
+    from sphinxext_fmha.analysis.grammar import disambiguate_labels
+    from sphinxext_fmha.model import Segment
+
+    def tile_r(n: int) -> Segment:
+        fields = ["F_tile.F_r%s%d" % (axis, n) for axis in "kmn"]
+        return Segment("tile r", fields=fields, tokens={"_r1x4x1": ""})
+
+    segments = [Segment("literal", tokens={"fmha": ""}, literal=True),
+                tile_r(0), tile_r(1), tile_r(2),
+                Segment("pad", fields=["F_a"]), Segment("pad", fields=["F_b"])]
+    disambiguate_labels(segments)
+    assert [s.label for s in segments] == ["literal", "tile r0", "tile r1", "tile r2",
+                                           "pad 1", "pad 2"]
+    assert segments[1].constant and not segments[0].constant and not segments[4].constant
 
 
 # --------------------------------------------------------------------------- the tests' own parser

@@ -102,6 +102,14 @@ def test_diagram_text_ruler_marks_every_segment():
     ]
 
 
+def test_diagram_html_says_which_segments_are_constant():
+    parts = [DiagramPart("fmha", "literal", 1, literal=True), DiagramPart("_r1x4x1", "tile r0", 2,
+                                                                           constant=True)]
+    html = diagram_html(Diagram(name="fmha_r1x4x1.cpp", parts=parts, suffix=".cpp"))
+    assert 'title="2: tile r0 (constant in this tree)"' in html
+    assert 'title="1: literal"' in html
+
+
 def test_diagram_text_labels_never_overlap():
     tokens = ["f"] + ["_%d" % i for i in range(11)]  # 2-char tokens, 2-digit labels
     text = diagram_text(_diagram(*tokens, suffix=""))
@@ -424,6 +432,28 @@ def test_field_reference_counts_add_up(appendkv, session, tmp_path):
                 assert count == carrying(listed, token), (segment.label, token)
                 checked += 1
     assert checked >= 10
+
+
+def test_bwd_constant_segments_are_labelled_not_literal(session):
+    """Issue 9 item 6: in 2.8.3 bwd the tile parts ``_r1x4x1_r4x1x1`` never vary; the
+    legend names them by the fields the codegen's format string writes there (read
+    from the source with a regex), marks them constant, and the field reference lists
+    them in one line instead of a table; only ``fmha_bwd`` is literal text."""
+    data = collect_guide(session, "bwd", sections=["filename", "fields"])
+    text = guide_markdown(data, ["filename", "fields"])
+    source = (session.ck_root / "example/ck_tile/01_fmha/codegen/ops/fmha_bwd.py").read_text()
+    written = re.search(r"_r\{self\.(\w+)\}x\{self\.(\w+)\}x\{self\.(\w+)\}", source)
+    assert written, "the bwd tile name is no longer _r{...}x{...}x{...}"
+    fields = ", ".join("`F_tile.%s`" % f for f in sorted(written.groups()))
+    dq_dk_dv = text.split("### `FmhaBwdDQDKDVKernel`")[1].split("### ")[0]
+    rows = [line for line in dq_dk_dv.splitlines() if line.startswith("| ")]
+    tile = next(line for line in rows if "| `_r1x4x1` |" in line)
+    assert fields in tile and "*(constant in this tree)*" in tile, tile
+    literal = [line for line in rows if "*literal text*" in line]
+    assert literal == ["| 1 | literal | `fmha_bwd` | *literal text* | `fmha_bwd` |"], literal
+    assert re.search(r"Constant in this tree \(one token each.*\*\*tile r0\*\* `_r1x4x1`",
+                     text), text[-2000:]
+    assert "Segment **tile r0**" not in text
 
 
 def test_bwd_filter_mechanism(session):

@@ -454,12 +454,22 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
     uses = defaultdict(list)
     for use in facts.map_uses:
         uses[use.field].append(use)
-    for kernel_type in kernel_types:
+    # Constant segments last: a path that varies in one sub-type and is constant in
+    # another (F_tile.F_bn1 of split-KV kernels and of their combine kernels) is
+    # described where it varies; the constant sub-type only adds itself.
+    passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
+    for constant, kernel_type in passes:
         owners = observed.get("owners", {}).get(kernel_type.class_name, {})
         records = records_by_class[kernel_type.class_name]
         for segment in kernel_type.segments:
+            if segment.constant != constant:
+                continue
             for path in segment.fields:
                 info = fields.get(path)
+                if info is not None and constant:
+                    if kernel_type.class_name not in info.kernel_types:
+                        info.kernel_types.append(kernel_type.class_name)
+                    continue
                 if info is None:
                     owner = owners.get(path, kernel_type.class_name)
                     leaf = path.split(".")[-1]

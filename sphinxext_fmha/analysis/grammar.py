@@ -6,8 +6,11 @@ ranges become segments:
 
 * fields whose ranges overlap in some kernel write the same segment (the four pad flags
   write one ``_psskddv`` token);
-* pieces that no field writes are literal segments (``fmha_fwd``);
+* pieces that no field writes are literal segments (``fmha_fwd``); a field with one
+  value in the whole tree still writes its segment (the probe changes it to a made-up
+  value), which then has one token (``_r1x4x1``, :attr:`Segment.constant`);
 * a field whose change only inserts pieces writes an absent-when-off token (``""``);
+  one that inserts in no name of the listing writes nothing here and has no segment;
 * the order of segments is the topological order of what every kernel shows.
 
 The grammar is then checked the honest way: every listed name is parsed with nothing
@@ -236,6 +239,16 @@ def _topological(orders: Iterable[List[List[str]]]) -> Optional[List[str]]:
     return result if len(result) == len(nodes) else None
 
 
+def _forget_unwritten(records: List[dict], uf: _UnionFind) -> None:
+    """A field group that writes text in no name of the listing (an occupancy that is
+    -1 everywhere: another value would insert ``_o2``) has no segment in this tree."""
+    written = {uf.find(p) for r in records for p, (s, e) in r["widened"].items() if e > s}
+    for record in records:
+        record["widened"] = {p: r for p, r in record["widened"].items() if uf.find(p) in written}
+    for path in [p for p in uf.parent if uf.find(p) not in written]:
+        del uf.parent[path]
+
+
 def derive_grammar(records: List[dict], class_name: str) -> Grammar:
     """Segments for the records of one kernel class (all records share the class)."""
     gaps: List[Gap] = []
@@ -250,6 +263,7 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
                     uf.union(path_a, path_b)
         for path in record.get("influence", {}):
             uf.find(path)
+    _forget_unwritten(records, uf)
 
     per_record: List[Optional[List[Tuple[str, int, int]]]] = [_items_for(r, uf) for r in records]
     inconsistent = sum(1 for items in per_record if items is None)
@@ -306,14 +320,44 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
     return Grammar(segments=ordered, gaps=gaps)
 
 
+def _specific_label(fields: Sequence[str]) -> str:
+    """The label with the fields' shared ending added: ``F_rm0``, ``F_rn0``, ``F_rk0``
+    -> ``tile r0`` (``""`` when the fields share no ending)."""
+    names = [short_name(f) for f in fields]
+    if len(names) < 2:
+        return ""
+    suffix = _common_prefix([n[::-1] for n in names])[::-1]
+    prefix = _common_prefix(names)
+    if not suffix or not prefix or len(prefix) + len(suffix) >= min(len(n) for n in names):
+        return ""
+    owners = {_owner(f) for f in fields}
+    owner = owners.pop() if len(owners) == 1 else ""
+    return ("%s %s%s" % (owner, prefix, suffix)).strip()
+
+
 def disambiguate_labels(segments: List[Segment]) -> None:
-    """Number repeated labels (``tile r 1``, ``tile r 2``) so each names one segment."""
+    """Make each label name one segment: labels that repeat take their fields' shared
+    ending where that tells them apart (``tile r0``, ``tile r1``), else a number
+    (``tile r 1``, ``tile r 2``)."""
     for segment in segments:
         if segment.literal:
             segment.label = "literal"
         else:
             segment.label = re.sub(r" \d+$", "", segment.label)
     seen: Dict[str, int] = defaultdict(int)
+    for segment in segments:
+        seen[segment.label] += 1
+    repeated: Dict[str, List[Segment]] = defaultdict(list)
+    for segment in segments:
+        if seen[segment.label] > 1 and not segment.literal:
+            repeated[segment.label].append(segment)
+    for group in repeated.values():
+        specific = [_specific_label(s.fields) for s in group]
+        if all(specific) and len(set(specific)) == len(specific) and not set(specific) & set(seen):
+            for segment, label in zip(group, specific):
+                segment.label = label
+                seen[label] = 1
+    seen = defaultdict(int)
     for segment in segments:
         seen[segment.label] += 1
     counters: Dict[str, int] = defaultdict(int)

@@ -314,6 +314,32 @@ def alternatives_for(observed, domains):
     return sorted(set(values), key=lambda v: (str(type(v)), v)), ""
 
 
+def constant_alternatives(path, value, typed_sets):
+    """Values to try on a field that has one value in every kernel of its class, so
+    that changing it still shows which name text the field writes (a tile size that
+    is always 1, a flag that is always off): the other values of the smallest other
+    field of the class that has this value among several (an always-``f`` flag takes
+    the ``t`` of the t/f flags), then a made-up value of the same type. A value the
+    name cannot render is no evidence (see :func:`field_ranges`), as for any other."""
+    key = _typed(value)
+    fitting = [values for other, values in typed_sets.items()
+               if other != path and key in values and len(values) > 1]
+    found = []
+    if fitting:
+        smallest = min(fitting, key=lambda values: (len(values), sorted(map(repr, values))))
+        found = [v for t, v in sorted(smallest, key=repr) if (t, v) != key
+                 and type(v) is type(value)][:MAX_ALTERNATIVES - 1]
+    if isinstance(value, bool):
+        made_up = not value
+    elif isinstance(value, (int, float)):
+        made_up = value + 1
+    elif isinstance(value, str):
+        made_up = value + "0"  # no "_": the name keeps its pieces where the text is
+    else:
+        return found
+    return found + [made_up] if made_up not in found else found
+
+
 def field_ranges(obj, record, paths, candidates):
     """{path: [first, end)} of the name pieces that changing each field of ``paths``
     rewrites in ``obj``'s name (the union over up to MAX_ALTERNATIVES values), and
@@ -568,6 +594,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
             counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
             cand, dom = alternatives_for(values, domains)
+            if len(cand) == 1:
+                cand = cand + constant_alternatives(path, cand[0], paths)
             candidates[(cls, path)] = cand
             if dom:
                 domain_of["%s:%s" % (cls, path)] = dom

@@ -22,9 +22,11 @@ def diagram_html(diagram: Diagram) -> str:
         if not part.token:
             continue
         classes = "fmha-seg fmha-lit" if part.literal else "fmha-seg"
+        title = "%d: %s%s" % (part.number, part.label,
+                              " (constant in this tree)" if part.constant else "")
         out.append('<span class="%s" title="%s"><code class="fmha-tok">%s</code>'
                    '<span class="fmha-lbl">%s</span></span>'
-                   % (classes, html.escape("%d: %s" % (part.number, part.label), quote=True),
+                   % (classes, html.escape(title, quote=True),
                       html.escape(part.token), html.escape(part.label)))
     if diagram.suffix:
         out.append('<span class="fmha-seg fmha-sfx"><code class="fmha-tok">%s</code>'

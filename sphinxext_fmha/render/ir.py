@@ -119,6 +119,8 @@ class DiagramPart:
     label: str
     number: int
     literal: bool = False
+    #: a field segment whose token is the same in every name of the tree
+    constant: bool = False
 
 
 @dataclass

@@ -121,7 +121,7 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
     rows: List[SegmentBreakdown] = []
     for kernel_type in model.kernel_types:
         for index, segment in enumerate(kernel_type.segments):
-            if segment.literal:
+            if segment.literal or segment.constant:  # one token: nothing a filter selects
                 continue
             base = Counter(t[index] for c, t in baseline.parsed.values() if c == kernel_type.class_name)
             chosen = Counter(t[index] for c, t in selected.parsed.values() if c == kernel_type.class_name)

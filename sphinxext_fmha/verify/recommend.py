@@ -252,7 +252,7 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
         problem = [i for i, s in enumerate(kernel_type.segments)
                    if plan.categories.get((name, s.label)) == "problem"]
         for index, segment in enumerate(kernel_type.segments):
-            if segment.literal:
+            if segment.literal or segment.constant:  # one token: nothing to decide
                 continue
             key = (name, segment.label)
             category = plan.categories.get(key, "other")

@@ -312,10 +312,11 @@ def fields_section(data: GuideData) -> List[Block]:
             heading = text_of(title)
         blocks.extend(_shared_conditions(data, kernel_type))
         for index, segment in enumerate(kernel_type.segments):
-            if segment.literal:
+            if segment.literal or segment.constant:
                 continue
             blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading,
                                           shown, pivoted))
+        blocks.extend(_constant_segments(kernel_type))
     # the legends of the marks the tables use, said once
     if any(SEVERAL in text_of(r) for b in _tables(blocks) for row in b.rows for r in row):
         lead.append(" %s: differs per kernel group (table below)." % SEVERAL)
@@ -326,6 +327,16 @@ def fields_section(data: GuideData) -> List[Block]:
         lead.append(" Where C++ names head columns, a row's condition is the && of its cells "
                     "(column a.seqlen_k, cell % 128 == 0: a.seqlen_k % 128 == 0).")
     return blocks
+
+
+def _constant_segments(kernel_type: KernelType) -> List[Block]:
+    """Segments with one token in this tree: named briefly, nothing to select."""
+    items = [[Strong(s.label), " ", *token_cell(next(iter(s.tokens))), " (", *codes(s.fields), ")"]
+             for s in kernel_type.segments if s.constant]
+    if not items:
+        return []
+    return [Para(["Constant in this tree (one token each, so ", Code("-f"), " has nothing to "
+                  "choose): ", *join(items, "; "), "."])]
 
 
 def _tables(blocks: List[Block]) -> List[Table]:

@@ -35,7 +35,7 @@ def diagram_of(kernel_type: KernelType) -> Optional[Diagram]:
     if not example or not tokens or not example.startswith(name):
         return None
     parts = [DiagramPart(token=token, label=segment.label, number=index + 1,
-                         literal=segment.literal)
+                         literal=segment.literal, constant=segment.constant)
              for index, (segment, token) in enumerate(zip(kernel_type.segments, tokens))]
     suffix = example[len(name):]
     suffix_label = "arch suffix + .cpp" if suffix != ".cpp" else "extension"
@@ -48,6 +48,8 @@ def _segment_tokens_summary(segment: Segment, limit: int = 6) -> Inlines:
     shown = join([token_cell(t) for t in tokens[:limit]])
     if len(tokens) > limit:
         shown = shown + [" ... (%d in all)" % len(tokens)]
+    if segment.constant:
+        shown = shown + [" ", Emph("(constant in this tree)")]
     return shown
 
 
@@ -91,4 +93,8 @@ def filename_section(data: GuideData) -> List[Block]:
     intro += [Code(".cpp"), ". ", Code("-f"), " patterns are matched against the kernel name "
               "alone. The kernel name is a sequence of segments; a segment token may be empty "
               "when the feature is off. Each diagram cuts a real file name of this tree."]
+    if any(s.constant for k in model.kernel_types for s in k.segments):
+        intro += [" A segment whose fields have one value in every kernel of this tree is "
+                  "still named by its fields (", Emph("constant in this tree"), "): it "
+                  "selects nothing, but tells which fields write that text."]
     return [Para(intro)] + filename_blocks(model)
