@@ -51,7 +51,7 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     return [p.strip() for p in parts]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _scanner(op: str) -> re.Pattern:
     # a bracket first: the operators never contain one, so the order decides nothing
     return re.compile(r"[()\[\]{}]|" + re.escape(op))

@@ -88,7 +88,9 @@ def strip_comments(text: str) -> str:
 # --------------------------------------------------------------------------- normalising
 
 _WS_RE = re.compile(r"\s+")
-_SPACE_RE = re.compile(r" (?=\W)|(?<=\W) ")
+# a space next to a non-word character (one before: the space and the character before
+# it); starting with the space lets the scanner jump from space to space
+_SPACE_RE = re.compile(r" (?:(?=\W)|(?<=\W ))")
 _CMP_RE = re.compile(r"\((-?\d+)(==|!=|<=|>=|<|>)(-?\d+)\)")
 _CMP_OPS = {
     "==": lambda a, b: a == b,

@@ -220,7 +220,7 @@ def _find_params_open(head: str) -> Optional[int]:
     return None
 
 
-_PARSED: "OrderedDict[str, DispatchTree]" = OrderedDict()
+_PARSED: OrderedDict[str, DispatchTree] = OrderedDict()
 _PARSED_SIZE = 8
 _PARSED_LOCK = threading.Lock()
 
@@ -411,11 +411,11 @@ def _collect_leaves(tree: DispatchTree) -> None:
             cx_chain = None
             m = _USING_RE.match(item)
             if m:
-                value = normalize_cpp(m.group(2), visible)
+                alias_value = normalize_cpp(m.group(2), visible)
                 if not own:
                     visible = dict(visible)
                     own = True
-                visible[m.group(1)] = value
+                visible[m.group(1)] = alias_value
                 declared = None
                 continue
             if "<" not in item:

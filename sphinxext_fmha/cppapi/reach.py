@@ -129,13 +129,14 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
                     heads.extend(found)
             else:
                 terms.extend(found)
-        kinds = (trait_template(leaf.trait_args[0]), trait_template(leaf.trait_args[-1])) if heads else ("", "")
+        main_kind = trait_template(leaf.trait_args[0]) if heads else ""
+        partner_kind = trait_template(leaf.trait_args[-1]) if heads else ""
         for term in heads:
             if term.always:
                 continue  # deeper branches of a chosen partner are their own conditions
             # `if (c)` and its `else` (`!(c)`) are one choice
             head = _choice_head(term.cpp)
-            key = (head, kinds[0], kinds[1])
+            key = (head, main_kind, partner_kind)
             choice = choices.setdefault(key, SubKernelChoice(
                 head, describe_condition(head), key[1], key[2]))
             choice.count += 1
@@ -163,9 +164,12 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
 
 def _kept(first: List[Term], others: List[List[Term]]) -> List[Term]:
     """The terms of ``first`` that every one of ``others`` has, in order."""
-    if not others:
+    # half of them are the same terms: a list comparison (by identity first) is
+    # cheaper than hashing every term
+    differing = [other for other in others if other != first]
+    if not differing:
         return list(first)
-    shared = set(first).intersection(*others)
+    shared = set(first).intersection(*differing)
     return [t for t in first if t in shared]
 
 
