@@ -457,3 +457,72 @@ def test_cli_guide_writes_markdown(session, tmp_path):
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# FMHA kernel guide: `fwd_appendkv`\n")
     assert text == guide_markdown(collect_guide(session, "fwd_appendkv"))  # the CLI adds nothing
+
+
+# --------------------------------------------------------------------------- said once
+
+
+def test_local_link_resolves_in_markdown_and_docutils():
+    from sphinxext_fmha.render.ir import LocalLink, Section
+
+    blocks = [SubHeading([Code("K"), " (filter pattern)"]),
+              Para(["Segment hdim"], anchor="hdim"), Para(["Segment pad"], anchor="pad"),
+              Table(header=["Token", "Dispatch condition"],
+                    rows=[[[Code("_b64")], ["as ", LocalLink("K (filter pattern)", "hdim",
+                                                            ["hdim ", Code("_d64")])]]])]
+    text = "\n\n".join(blocks_markdown(blocks))
+    assert '<a id="k-filter-pattern-hdim"></a>Segment hdim' in text
+    assert "| `_b64` | as [hdim `_d64`](#k-filter-pattern-hdim) |" in text
+    guide = sections_to_nodes([Section("fields", "Field reference", blocks)], "toy", "auto")
+    (reference,) = [r for r in guide.findall(nodes.reference) if r.astext() == "hdim _d64"]
+    targets = {i for t in guide.findall(nodes.target) for i in t["ids"]}
+    assert reference["refid"] in targets and reference["refid"].endswith("hdim")
+    # without the section wrapper (no ids known) the link is plain text
+    (cell,) = [n for n in blocks_to_nodes(blocks[-1:])[0].findall(nodes.inline)
+               if n.get("fmha_local")]
+    assert cell.astext() == "hdim _d64"
+
+
+def test_words_said_only_where_they_say_more():
+    from sphinxext_fmha.render.sections.common import words_say_more
+
+    assert not words_say_more("t.hdim_q <= 32 && t.hdim_v <= 32", "hdim_q <= 32; hdim_v <= 32")
+    assert not words_say_more("t.is_group_mode == false", "not is_group_mode")
+    assert not words_say_more("t.has_lse && !(t.x)", "has_lse; not (x)")
+    assert words_say_more('t.data_type.compare("fp16") == 0', 'data_type == "fp16"')
+    assert words_say_more("(a.block_table_ptr != nullptr) == false", "block_table_ptr == nullptr")
+
+
+def test_condition_groups_as_a_truth_table():
+    """Each row's cells, prefixed by their column's C++ name and joined with &&, give
+    back the group's condition exactly (the reader's reconstruction, done here)."""
+    from sphinxext_fmha.model import ConditionGroup
+    from sphinxext_fmha.render.sections.fields import _condition_details
+
+    def group(cpp, hdim, tile, kernels=4):
+        return ConditionGroup(cpp=cpp, words=[], where={"hdim": [hdim], "tile": [tile]},
+                              kernels=kernels)
+
+    by_token = {
+        "_npad": [group(["a.seqlen_k % 128 == 0", "a.hdim_q % 64 == 0"], "_d64", "_b64"),
+                  group(["a.seqlen_k % 128 == 0", "a.hdim_q % 32 == 0"], "_d32", "_b32")],
+        "_pd": [group(["a.hdim_q % 64 != 0"], "_d64", "_b64"),
+                group(["a.hdim_q % 32 != 0"], "_d32", "_b32")],
+    }
+    pivoted: list = []
+    blocks = _condition_details(by_token, "pad", pivoted)
+    assert pivoted == [True] and not isinstance(blocks[0], Dropdown)  # 4 rows: not folded
+    note, table = blocks
+    assert isinstance(table, Table)
+    # tile goes with hdim one to one: said once, not a column
+    assert text_of(note.inlines).startswith("tile goes with hdim one to one")
+    assert table.header == ["Token", "hdim", "a.seqlen_k", "a.hdim_q"]
+    assert text_of(table.title) == "Dispatch conditions of pad (4 groups of 4 kernels)"
+    rebuilt = {}
+    for row in table.rows:
+        terms = ["%s %s" % (name, text_of(cell)) for name, cell in zip(table.header[2:], row[2:])
+                 if text_of(cell)]
+        rebuilt[(text_of(row[0]), text_of(row[1]))] = " && ".join(terms)
+    assert rebuilt == {("_npad", "_d64"): "a.seqlen_k % 128 == 0 && a.hdim_q % 64 == 0",
+                       ("_npad", "_d32"): "a.seqlen_k % 128 == 0 && a.hdim_q % 32 == 0",
+                       ("_pd", "_d64"): "a.hdim_q % 64 != 0", ("_pd", "_d32"): "a.hdim_q % 32 != 0"}

@@ -38,7 +38,18 @@ class DocLink:
     content: List[Inline] = field(default_factory=list)
 
 
-Inline = Union[str, Code, Strong, Emph, DocLink]
+@dataclass
+class LocalLink:
+    """A link to an anchored block of the same section (:class:`Para` ``anchor``)
+    under the sub-heading whose text is ``heading`` ("" when above every sub-heading);
+    renderers that cannot resolve it show ``content`` only."""
+
+    heading: str
+    anchor: str
+    content: List[Inline] = field(default_factory=list)
+
+
+Inline = Union[str, Code, Strong, Emph, DocLink, LocalLink]
 Inlines = List[Inline]
 
 
@@ -144,7 +155,7 @@ def text_of(parts: Sequence[Inline]) -> str:
     for part in parts:
         if isinstance(part, str):
             out.append(part)
-        elif isinstance(part, DocLink):
+        elif isinstance(part, (DocLink, LocalLink)):
             out.append(text_of(part.content))
         else:
             out.append(part.text)

@@ -31,6 +31,7 @@ from .ir import (
     Dropdown,
     Emph,
     Inline,
+    LocalLink,
     Para,
     Strong,
     SubHeading,
@@ -84,6 +85,9 @@ def _inline(parts: Sequence[Inline], in_table: bool = False) -> str:
             out.append("*%s*" % _escape(part.text, in_table))
         elif isinstance(part, DocLink):
             out.append(_inline(part.content, in_table))
+        elif isinstance(part, LocalLink):
+            out.append("[%s](#%s)" % (_inline(part.content, in_table),
+                                      _slug(part.heading + " " + part.anchor)))
     return "".join(out)
 
 
@@ -98,7 +102,7 @@ def _html_inline(parts: Sequence[Inline]) -> str:
             out.append("<strong>%s</strong>" % html.escape(part.text))
         elif isinstance(part, Emph):
             out.append("<em>%s</em>" % html.escape(part.text))
-        elif isinstance(part, DocLink):
+        elif isinstance(part, (DocLink, LocalLink)):
             out.append(_html_inline(part.content))
     return "".join(out)
 

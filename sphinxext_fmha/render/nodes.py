@@ -29,6 +29,7 @@ from .ir import (
     Dropdown,
     Emph,
     Inline,
+    LocalLink,
     Para,
     Section,
     Strong,
@@ -87,6 +88,10 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
                 out.append(link(part.target, content))
             else:
                 out.append(nodes.inline("", "", *content))
+        elif isinstance(part, LocalLink):
+            # resolved into a reference by sections_to_nodes, which knows the ids
+            out.append(nodes.inline("", "", *inlines_to_nodes(part.content, link),
+                                    fmha_local="%s\n%s" % (part.heading, part.anchor)))
         else:  # pragma: no cover - the IR has no other inline
             raise TypeError(type(part).__name__)
     return out
@@ -264,6 +269,7 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
         groups = _anchor_groups(content, "fmha-%s-%s" % (api, section.name))
         if sum(len(targets) for _, targets in groups) > 1:
             content.insert(_jump_list_position(content), _jump_list(groups))
+        _resolve_local_links(content, groups)
         node.extend(content)
         guide += node
     return guide
@@ -295,6 +301,23 @@ def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, Li
             else:
                 anchored.parent.insert(anchored.parent.index(anchored), target)
     return groups
+
+
+def _resolve_local_links(content: List[nodes.Node],
+                         groups: Sequence[Tuple[str, List[nodes.Element]]]) -> None:
+    """Turn the placeholders of :class:`LocalLink` into in-page references to the
+    anchored blocks they name (left as plain inlines when the target is missing)."""
+    ids = {"%s\n%s" % (group, target["fmha_anchor"]): target["fmha_id"]
+           for group, targets in groups for target in targets}
+    for block in content:
+        if not isinstance(block, nodes.Element):
+            continue
+        for inline in list(block.findall(nodes.inline)):
+            refid = ids.get(inline.get("fmha_local", ""))
+            if refid is None:
+                continue
+            reference = nodes.reference("", "", *inline.children, refid=refid, internal=True)
+            inline.replace_self(reference)
 
 
 def _jump_list_position(content: Sequence[nodes.Node]) -> int:

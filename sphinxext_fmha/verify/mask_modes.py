@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 __all__ = ["MaskModes", "compare_mask_modes"]
 
@@ -41,6 +41,10 @@ def _words(name: str) -> List[str]:
     return PurePosixPath(name).stem.split("_")
 
 
+def _context(words: Sequence[str], index: int) -> Tuple[str, str]:
+    return "_".join(words[:index]), "_".join(words[index + 1:])
+
+
 def compare_mask_modes(this_mode: str, this_files: Sequence[str],
                        other_mode: str, other_files: Sequence[str]) -> MaskModes:
     """Compare the listings of one API in two mask modes (see the module docstring)."""
@@ -48,12 +52,14 @@ def compare_mask_modes(this_mode: str, this_files: Sequence[str],
     other_words: Counter = Counter(w for f in other_files for w in set(_words(f)))
     only_this = sorted(set(this_words) - set(other_words))
     only_other = sorted(set(other_words) - set(this_words))
-    # the other mode's mask vocabulary: words that stand where its own words stand
-    # (same place counted from the end of the name, which tile words do not shift)
-    places = {(len(_words(f)), i) for f in other_files
-              for i, w in enumerate(_words(f)) if w in only_other}
-    vocabulary = {_words(f)[i] for f in other_files for n, i in places
-                  if len(_words(f)) == n}
+    # the other mode's mask vocabulary: the words that stand where its own words stand,
+    # i.e. between the same words before and after (a place counted by position would
+    # also take feature words of names that are just as long)
+    named = [_words(name) for name in other_files]
+    places = {_context(words, i) for words in named
+              for i, w in enumerate(words) if w in only_other}
+    vocabulary = {w for words in named for i, w in enumerate(words)
+                  if _context(words, i) in places}
     hard_coded = {w: this_words[w] for w in sorted(vocabulary)
                   if w in this_words and w not in only_other
                   and this_words[w] < other_words[w]}

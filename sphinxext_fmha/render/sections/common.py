@@ -20,7 +20,7 @@ from ..ir import (
 )
 
 #: Tables with more rows than this are folded into a dropdown.
-FOLD_ROWS = 12
+FOLD_ROWS = 8
 
 
 #: Lists with more items than this are folded into a dropdown.
@@ -47,6 +47,24 @@ def fold(title: Inlines, blocks: List[Block], size: int, limit: int = FOLD_ROWS)
     if size > limit:
         return [Dropdown(title=title, blocks=blocks)]
     return blocks
+
+
+def _plain(condition: str) -> str:
+    """A condition read the way its plain words are written (``t.x == false`` ->
+    ``not x``, ``&&`` -> ``and``), blanks and parentheses dropped."""
+    text = re.sub(r"\b[a-z]\.(?=[A-Za-z_])", "", condition)
+    text = re.sub(r"(\w+)\s*==\s*true\b", r"\1", text)
+    text = re.sub(r"(\w+)\s*==\s*false\b", r"not \1", text)
+    text = re.sub(r"!(?!=)", " not ", text)
+    text = text.replace("&&", " and ").replace("||", " or ").replace(";", " and ")
+    return re.sub(r"[\s()]+", "", text)
+
+
+def words_say_more(cpp: str, words: str) -> bool:
+    """The plain words of a C++ condition say more than the C++ itself
+    (``data_type == "fp16"`` for ``t.data_type.compare("fp16") == 0``), so both are
+    shown; otherwise the C++ alone says it."""
+    return bool(words.strip()) and _plain(words) != _plain(cpp)
 
 
 def short_field(path: str) -> str:
@@ -79,3 +97,11 @@ def tokens_natural(tokens: Sequence[str]) -> Inlines:
 
 def verified_text(flag: bool) -> str:
     return "verified with generate.py" if flag else "NOT verified"
+
+
+def condition_inlines(cpp: str, words: str) -> Inlines:
+    """A C++ condition, with its plain words only where they say more (:func:`words_say_more`)."""
+    out: Inlines = [Code(cpp)]
+    if words_say_more(cpp, words):
+        out.append(" (%s)" % words)
+    return out

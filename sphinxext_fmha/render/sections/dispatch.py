@@ -3,7 +3,7 @@ and the kernels that are generated but unreachable (with the reason)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 from ...guide_data import GuideData
 from ..ir import (
@@ -16,7 +16,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import FOLD_ITEMS, fold, plural, token_cell
+from .common import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
@@ -60,7 +60,7 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
         for call in calls:
             item: Inlines = [Code(call["caller"]), " calls ", Code(call["callee"])]
             if call["when"]:
-                item += [" when ", Code(call["when"]), " (%s)" % call["words"]]
+                item += [" when ", *condition_inlines(call["when"], call["words"])]
             else:
                 item += [" unconditionally"]
             if call["never"]:
@@ -77,44 +77,66 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
     levels = reading.get("levels") or []
     if not levels:
         return []
-    rows: List[List[Inlines]] = [[[Code(level["function"])], [str(level["depth"])], [Code(level["example"])],
-             [level["words"]], [str(level["distinct"])]] for level in levels]
-    table = Table(header=["Function", "Depth", "First condition", "In words", "Distinct"],
+    rows: List[List[Inlines]] = [
+        [[Code(level["function"])], [str(level["depth"])], [str(level["distinct"])],
+         [Code(level["example"])]] for level in levels]
+    table = Table(header=["Function", "Depth", "Distinct", "First condition"],
                   rows=rows, classes=["fmha-dispatch-levels"])
-    return [Para(["The nested ", Code("if"), " levels of the API file, outermost first (the "
-                  "dispatcher tries the branches of each level in source order; the first "
-                  "match returns):"])] + fold(["Dispatch levels (%d)" % len(rows)], [table],
+    lead = Para(["The API file's nested ", Code("if"), " levels, outermost first (branches "
+                 "are tried in source order; the first match returns):"])
+    return [lead] + fold(["Dispatch levels (%d)" % len(rows)], [table],
                                               len(rows))
 
 
 def _try_orders(data: GuideData) -> List[Block]:
     """Trait and padding order as the API file has it, per segment."""
     orders = data.token_dispatch.orders if data.token_dispatch is not None else {}
-    items: List[Inlines] = []
+    by_class: Dict[str, List[Inlines]] = {}
     for (class_name, label), counts in sorted(orders.items()):
         total = sum(counts.values())
-        parts = [[*join([token_cell(t) for t in order], " before "),
-                  " (%d of %d)" % (count, total)] for order, count in counts.items()]
-        items.append([Code(class_name), " ", Strong(label), ": ", *join(parts, "; ")])
-    if not items:
+        parts = [join([token_cell(t) for t in order], " > ")
+                 + ([" (%d of %d)" % (count, total)] if len(counts) > 1 else [])
+                 for order, count in counts.items()]
+        by_class.setdefault(class_name, []).append([Strong(label), ": ", *join(parts, "; ")])
+    if not by_class:
         return []
-    return [Para(["The order in which the dispatcher tries the tokens of a segment among "
-                  "kernels equal in every other segment (read from the API file; counts are "
-                  "sets of such kernels):"])] + fold(
-        ["Try order per segment (%d)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
+    lists: List[Block] = []
+    for class_name, segments in by_class.items():  # the class named once, its segments after
+        if len(data.model.kernel_types) > 1:
+            lists.append(Para([Code(class_name), ":"]))
+        lists.append(BulletList(segments))
+    items = [item for segments in by_class.values() for item in segments]
+    return [Para(["The order (", Code("a > b"), ": ", Code("a"), " first) in which the API "
+                  "file tries a segment's tokens among kernels equal in every other segment; "
+                  "where it differs, counts of such sets:"])] + fold(
+        ["Try order per segment (%d)" % len(items)], lists, len(items), 3)
 
 
 def _choices(reading: Mapping[str, Any]) -> List[Block]:
+    """The branches that choose a partner kernel: said once per (main, partner) pair,
+    with the conditions in a table."""
     choices = reading.get("choices") or []
-    if not choices:
-        return []
-    items: List[Inlines] = [["the branches on ", Code(c["condition"]), " (%s) choose the " % c["words"],
-              Code(c["partner_kind"]), " partner of a ", Code(c["main_kind"]),
-              " kernel (%s); every branch launches the same main kernel, so the condition "
-              "belongs to the partner, not to the main kernel"
-              % plural(c["count"], "dispatch entry", "dispatch entries")]
-             for c in choices]
-    return [Para(["Conditions that choose between sub-kernels:"]), BulletList(items)]
+    pairs: Dict[Tuple[str, str], List[Mapping[str, Any]]] = {}
+    for choice in choices:
+        pairs.setdefault((choice["main_kind"], choice["partner_kind"]), []).append(choice)
+    blocks: List[Block] = []
+    for (main, partner), found in pairs.items():
+        blocks.append(Para([
+            "Sub-kernel choices: the branches on ",
+            "each condition below" if len(found) > 1 else Code(found[0]["condition"]),
+            " choose the ", Code(partner), " partner of a ", Code(main), " kernel; they launch "
+            "the same main kernel, so the condition is the partner's, not the main kernel's",
+            "." if len(found) > 1 else
+            " (%s)." % plural(found[0]["count"], "dispatch entry", "dispatch entries")]))
+        if len(found) > 1:
+            rows: List[List[Inlines]] = []
+            for c in found:
+                rows.append([condition_inlines(c["condition"], c["words"]), [str(c["count"])]])
+            table = Table(header=["Condition", "Dispatch entries"], rows=rows,
+                          classes=["fmha-choices"], counts_after=None)
+            blocks.extend(fold(["Sub-kernel choices: ", Code(partner), " (%d conditions)"
+                                % len(rows)], [table], len(rows)))
+    return blocks
 
 
 def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:

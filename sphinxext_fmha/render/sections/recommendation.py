@@ -16,6 +16,7 @@ from ..ir import (
     BulletList,
     Code,
     CodeBlock,
+    Dropdown,
     Inlines,
     Para,
     Section,
@@ -47,8 +48,8 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
     blocks: List[Block] = []
     if rec.keep_count == rec.union_count or not rec.runs:
         blocks.append(Para(["The minimal set has ", Strong(str(rec.union_count or rec.keep_count)),
-                            " kernels (%s). Every token below is read from the kernels the "
-                            "commands of this guide generate." % verified_text(rec.verified)]))
+                            " kernels (%s); every token below is read from what the "
+                            "commands generate." % verified_text(rec.verified)]))
     else:
         blocks.append(Para(["The keep set has ", Strong(str(rec.keep_count)), " kernels; the "
                             "filter commands select ", Strong(str(rec.union_count)),
@@ -90,6 +91,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
     rows: List[List[Inlines]] = []
     whole: List[str] = []
     tiles: List[Inlines] = []
+    reasons: Dict[str, str] = {}  # a reason said once: later rows name the first segment
     for decision in decisions:
         if decision.category == "tile":
             tiles.append([Strong(decision.segment), ": ", *tokens_natural(decision.keep)])
@@ -98,8 +100,10 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
             whole.append(decision.segment)
             continue
         why = "" if follows else decision.reason
+        first = reasons.setdefault(why, decision.segment)
         rows.append([[decision.segment], _keep_cell(decision), tokens_natural(decision.drop),
-                     [why] if why else ["-"]])
+                     ["as for ", Strong(first)] if why and first != decision.segment
+                     else [why] if why else ["-"]])
     if rows:
         table: List[Block] = [Table(header=["Segment", "Keep", "Drop", "Why"], rows=rows,
                                     classes=["fmha-decisions"], counts_after=None)]
@@ -107,10 +111,11 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
     if whole:
         blocks.append(Para(["Every value kept: ", *join([[Strong(g)] for g in whole]), "."]))
     if tiles:
-        blocks += fold(["Tiles in the set"], [Para(["Tiles in the set (the filter does not "
-                                                     "choose tiles; these come with the kept "
-                                                     "kernels):"]), BulletList(tiles)],
-                       len(tiles), FOLD_ITEMS)
+        # information, not a decision (the filter does not choose tiles): folded
+        blocks.append(Dropdown(["Tiles in the set (%d)" % sum(len(d.keep) for d in decisions
+                                                              if d.category == "tile")],
+                               [Para(["The filter does not choose tiles; these come with the "
+                                      "kept kernels:"]), BulletList(tiles)]))
     return blocks
 
 
@@ -134,9 +139,9 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
             items.append(item)
     if not items:
         return [Para(["Nothing: the minimal set keeps every token."])]
-    lead = Para(["Per dropped variant, the kernels that are not generated, the inputs that "
-                 "lose their kernel and the kept kernel that serves them instead, read from "
-                 "the dispatch conditions:"])
+    lead = Para(["Per dropped variant (read from the dispatch conditions): the kernels not "
+                 "generated, the inputs that lose their kernel, and the kept kernel that "
+                 "serves them instead:"])
     return [lead] + fold(["What you lose (%d variants)" % len(items)], [BulletList(items)],
                          len(items), FOLD_ITEMS)
 
@@ -147,24 +152,34 @@ def commands_section(data: GuideData) -> List[Block]:
 
 
 def _commands_blocks(rec: Recommendation) -> List[Block]:
-    blocks: List[Block] = []
+    """The one-shot driver command first (it writes one dispatch file for the union),
+    then the runs one by one, folded when there are many; "verified" is said once when
+    every run is."""
     if not rec.runs:
         return [Para(["No filter run is needed: the minimal set is the full set."])]
+    all_verified = all(run.verified for run in rec.runs)
+    runs: List[Block] = []
     for index, run in enumerate(rec.runs, start=1):
         lead: Inlines = ["Run %d selects " % index if len(rec.runs) > 1 else "Selects ",
-                         Strong(str(run.count)), " kernels (%s):" % verified_text(run.verified)]
-        blocks.append(Para(lead))
-        blocks.append(CodeBlock(run.command, "bash"))
-    if len(rec.runs) > 1:
-        blocks.append(Para(["Together the runs select ", Strong(str(rec.union_count)),
-                            " kernels; merge their listings with:"]))
+                         Strong(str(run.count)), " kernels"]
+        lead.append(":" if all_verified and len(rec.runs) > 1 else " (%s):" % verified_text(run.verified))
+        runs += [Para(lead), CodeBlock(run.command, "bash")]
+    if len(rec.runs) == 1:
+        blocks = runs
+    else:
+        runs.append(Para(["Together the runs select ", Strong(str(rec.union_count)),
+                          " kernels; merge their listings with:"]))
         if rec.merge_command:
-            blocks.append(CodeBlock(rec.merge_command, "bash"))
+            runs.append(CodeBlock(rec.merge_command, "bash"))
         caution = rec.merge_caution or (
             "Each run writes the API dispatch file again: the file of the last run only "
             "dispatches to that run's kernels. Regenerate the dispatch file for the union "
             "(see the driver command) instead of keeping one run's file.")
-        blocks.append(Admonition("caution", [Para([caution])]))
+        runs.append(Admonition("caution", [Para([caution])]))
+        blocks = [Para(["The minimal set takes %d generate.py runs%s." % (
+            len(rec.runs), " (each verified with generate.py)" if all_verified else "")])]
+        blocks += fold(["The %d runs one by one, and merging their listings" % len(rec.runs)],
+                       runs, len(rec.runs), 3)
     if rec.driver_command:
         blocks.append(Para(["One generate.py run for the union, with one dispatch file "
                             "(%s):" % verified_text(rec.driver_verified)]))
@@ -174,29 +189,26 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
 
 
 def _links_text(rec: Recommendation) -> str:
-    text = ""
+    parts = []
     if rec.runs and all(run.written for run in rec.runs):
-        text = "Each command above also succeeds in write mode (-o). "
-    return text + _union_links_text(rec)
-
-
-def _union_links_text(rec: Recommendation) -> str:
+        parts.append("Every command also succeeds in write mode (-o).")
     if rec.links_missing:
-        text = ("Write mode (-o): the dispatch file instantiates %d kernel specialisations "
-                "that are not generated, so the set does not link." % len(rec.links_missing))
+        parts.append("In write mode the dispatch file instantiates %d kernel specialisations "
+                     "that are not generated, so the set does not link." % len(rec.links_missing))
     elif rec.write_verified:
-        text = ("Write mode (-o) succeeds, and every kernel specialisation the written "
-                "dispatch file instantiates is one of the generated kernels (the set links).")
+        parts.append("The set links: every kernel specialisation the written dispatch file "
+                     "instantiates is generated%s." % (
+                         "" if rec.links_unreferenced else
+                         ", and every generated kernel is reached from it"))
     else:
-        text = "Write mode (-o) was not verified (see the notes)."
+        parts.append("Write mode (-o) was not verified (see the notes).")
     if rec.links_unreferenced:
-        text += " %d generated kernels are reached by no dispatch call." % len(rec.links_unreferenced)
-    elif rec.write_verified:
-        text += " Every generated kernel is reached from it."
+        parts.append("%d generated kernels are reached by no dispatch call."
+                     % len(rec.links_unreferenced))
     if rec.full_unreferenced:
-        text += (" In the full listing, %d kernels are reached by no dispatch call."
-                 % len(rec.full_unreferenced))
-    return text
+        parts.append("In the full listing, %d kernels are reached by no dispatch call."
+                     % len(rec.full_unreferenced))
+    return " ".join(parts)
 
 
 def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Table:

@@ -1,0 +1,79 @@
+"""The guide stays short enough to read (issue 9, item 7), on every corpus tree and API.
+
+The words are counted here, on the Markdown the CLI writes, with a counter written in
+this test: a word is a blank-separated piece of text with a letter or a digit in it
+(table rules, pipes and HTML tags are not words). *Visible* words are those outside folded
+``<details>`` blocks; *total* words include them. The limits are what the guide reached
+when the length was cut (issue 9), with a margin, so length cannot silently grow again.
+
+Measured when the limits were set (visible / total words; before the cut in brackets):
+flash-attn 2.8.3 ``bwd`` 2,315 / 4,707 (5,518 / 9,304); ``fwd_appendkv`` 1,340 / 1,829
+(1,995 / 2,215); the largest guide, aiter ``bwd``, 2,641 / 5,251 (6,041 / 8,964).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Tuple
+
+import pytest
+from conftest import CORPUS
+
+from sphinxext_fmha.guide import collect_guide
+from sphinxext_fmha.render.markdown import guide_markdown
+from sphinxext_fmha.session import Session
+
+CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
+
+#: Every guide: visible and total words.
+VISIBLE_ALL, TOTAL_ALL = 2900, 5800
+#: The single-kernel appending API, the simplest guide of every tree.
+VISIBLE_SIMPLE = 1550
+SIMPLE_APIS = {"fwd_appendkv"}
+#: The biggest guide of the pinned docs tree (9,304 words before the cut).
+PINNED = ("flash-attn-2.8.3", "bwd")
+VISIBLE_PINNED, TOTAL_PINNED = 2500, 4950
+
+
+def count_words(markdown: str) -> Tuple[int, int]:
+    """(visible, total) words of a Markdown text; folded ``<details>`` blocks (nested
+    ones too) count only towards the total."""
+    def words(text: str) -> int:
+        text = re.sub(r"<[^<>]*>", " ", text)  # HTML tags (folds, anchors) are markup
+        return sum(1 for piece in text.split() if re.search(r"[A-Za-z0-9]", piece))
+
+    visible, depth = [], 0
+    for line in markdown.split("\n"):
+        opens = len(re.findall(r"<details[ >]", line))
+        if depth == 0 and not opens:
+            visible.append(line)
+        depth += opens - line.count("</details>")
+    assert depth == 0, "unbalanced <details>"
+    return words("\n".join(visible)), words(markdown)
+
+
+def test_count_words_skips_folded_blocks():
+    text = ("# Title words\n\n| a | b |\n| --- | --- |\n\n<details>\n<summary>Fold</summary>\n\n"
+            "hidden text\n\n<details>\n<summary>Inner</summary>\n\ndeeper\n\n</details>\n\n"
+            "</details>\n\nafter")
+    assert count_words(text) == (5, 10)
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    return {}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tree,api", CASES, ids=["%s-%s" % c for c in CASES])
+def test_guide_length(sessions, corpus_root, tree, api, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    if tree not in sessions:
+        sessions[tree] = Session(corpus_root(tree))
+    text = guide_markdown(collect_guide(sessions[tree], api))
+    visible, total = count_words(text)
+    assert visible <= VISIBLE_ALL and total <= TOTAL_ALL, (visible, total)
+    if api in SIMPLE_APIS:
+        assert visible <= VISIBLE_SIMPLE, visible
+    if (tree, api) == PINNED:
+        assert visible <= VISIBLE_PINNED and total <= TOTAL_PINNED, (visible, total)
