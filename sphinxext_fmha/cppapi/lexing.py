@@ -283,12 +283,18 @@ _TEMPLATE_NAME_RE = re.compile(r"(?<![\w.:>])((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\
 def find_template_calls(code: str) -> List[Tuple[str, List[str], int, int]]:
     """Every ``name<args>(`` in comment-free ``code``: (name, args, start, end)
     where ``end`` is the index of the ``(``."""
-    out: List[Tuple[str, List[str], int, int]] = []
+    return [(name, list(args), start, end) for name, args, start, end in _template_calls(code)]
+
+
+# A dispatch file repeats the same call statement in every leaf.
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _template_calls(code: str) -> Tuple[Tuple[str, Tuple[str, ...], int, int], ...]:
+    out: List[Tuple[str, Tuple[str, ...], int, int]] = []
     pos = 0
     while True:
         m = _TEMPLATE_NAME_RE.search(code, pos)
         if not m:
-            return out
+            return tuple(out)
         open_at = m.end() - 1
         close = _match_angle(code, open_at)
         if close is None:
@@ -298,7 +304,7 @@ def find_template_calls(code: str) -> List[Tuple[str, List[str], int, int]]:
         while j < len(code) and code[j] in " \t\r\n":
             j += 1
         if j < len(code) and code[j] == "(":
-            out.append((m.group(1), split_template_args(code[open_at + 1 : close]), m.start(), j))
+            out.append((m.group(1), tuple(split_template_args(code[open_at + 1 : close])), m.start(), j))
             pos = j
         else:
             pos = m.end()
