@@ -1,6 +1,6 @@
 """Cold and warm docs builds against plain `generate.py -l` runs, side by side (by hand).
 
-usage: python benchmarks/bench_build.py TREE API [API ...] [--code DIR] [--rounds N]
+usage: python benchmarks/bench_build.py TREE API [API ...] [--code DIR ...] [--rounds N]
 
 For one corpus tree and a set of APIs (one guide page each) this measures, in one run
 and interleaved so that the machine's load falls on all of them alike:
@@ -13,8 +13,10 @@ and interleaved so that the machine's load falls on all of them alike:
   dispatch file and the kernel sources costs the codegen itself);
 
 and reports cold - warm (the extension's own work) over plain. `--code DIR` builds with
-the sphinxext_fmha found in DIR (another checkout) instead of the installed one. The
-step lines of the cold build's log (`fmha: ...`) are printed too. Never a test.
+the sphinxext_fmha found in DIR (another checkout) instead of the installed one; given
+several times, each round builds with each checkout in turn (one row each), so that two
+versions are compared under the same load. The step lines of the cold build's log
+(`fmha: ...`) are printed too. Never a test.
 """
 
 from __future__ import annotations
@@ -63,8 +65,10 @@ def build_seconds(src: Path, out: Path, code: Optional[Path]) -> (float, str):
     if code is not None:
         env["PYTHONPATH"] = str(code)
     start = time.perf_counter()
+    # cwd: not a checkout (``-m`` puts the working folder first on sys.path, before
+    # PYTHONPATH: started from this repository, --code would build with its package)
     proc = subprocess.run([sys.executable, "-B", "-m", "sphinx", "-E", "-b", "html", str(src),
-                           str(out)], capture_output=True, text=True, env=env)
+                           str(out)], capture_output=True, text=True, env=env, cwd=src.parent)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit("sphinx-build failed:\n" + proc.stderr[-3000:])
@@ -79,34 +83,38 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("tree")
     parser.add_argument("apis", nargs="+")
-    parser.add_argument("--code", type=Path, help="a checkout whose sphinxext_fmha to build with")
+    parser.add_argument("--code", type=Path, action="append",
+                        help="a checkout whose sphinxext_fmha to build with (repeatable)")
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     root = fetch_tree(tree_by_name(args.tree))
-    rows: List[Dict[str, float]] = []
+    codes: List[Optional[Path]] = list(args.code or [None])
+    rows: List[Dict[str, object]] = []
     for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory(prefix="fmha-bench-") as tmp:
-            src, cache = Path(tmp) / "src", Path(tmp) / "cache"
-            project(src, root, cache, args.apis)
-            row = {"load before": os.getloadavg()[0]}
-            before = plain_seconds(root, args.apis)
-            row["cold"], log = build_seconds(src, Path(tmp) / "out", args.code)
-            row["warm"], _ = build_seconds(src, Path(tmp) / "out", args.code)
-            after = plain_seconds(root, args.apis)
-            row["plain"] = (before + after) / 2
-            row["write"] = plain_seconds(root, args.apis, "-o")
-            row["load after"] = os.getloadavg()[0]
-            rows.append(row)
-            shutil.rmtree(cache, ignore_errors=True)
-        print("\n".join(line for line in log.splitlines() if line.startswith("fmha: ")))
-    print("| tree | APIs | plain `-l` | plain `-o` | cold build | warm `-E` build "
+        for code in codes:
+            with tempfile.TemporaryDirectory(prefix="fmha-bench-") as tmp:
+                src, cache = Path(tmp) / "src", Path(tmp) / "cache"
+                project(src, root, cache, args.apis)
+                row: Dict[str, object] = {"code": str(code or "installed"),
+                                          "load before": os.getloadavg()[0]}
+                before = plain_seconds(root, args.apis)
+                row["cold"], log = build_seconds(src, Path(tmp) / "out", code)
+                row["warm"], _ = build_seconds(src, Path(tmp) / "out", code)
+                after = plain_seconds(root, args.apis)
+                row["plain"] = (before + after) / 2
+                row["write"] = plain_seconds(root, args.apis, "-o")
+                row["load after"] = os.getloadavg()[0]
+                rows.append(row)
+                shutil.rmtree(cache, ignore_errors=True)
+            print("\n".join(line for line in log.splitlines() if line.startswith("fmha: ")))
+    print("| tree | APIs | code | plain `-l` | plain `-o` | cold build | warm `-E` build "
           "| (cold - warm) / plain `-l` | load (1 min) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in rows:
-        ratio = (row["cold"] - row["warm"]) / row["plain"]
-        print("| %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f → %.1f |" % (
-            args.tree, " ".join(args.apis), row["plain"], row["write"], row["cold"], row["warm"],
-            ratio, row["load before"], row["load after"]))
+        ratio = (row["cold"] - row["warm"]) / row["plain"]  # type: ignore[operator]
+        print("| %s | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f → %.1f |" % (
+            args.tree, " ".join(args.apis), row["code"], row["plain"], row["write"], row["cold"],
+            row["warm"], ratio, row["load before"], row["load after"]))
 
 
 if __name__ == "__main__":

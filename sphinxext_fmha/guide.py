@@ -9,7 +9,8 @@ No Sphinx, no rendering.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import WarningType
 from .guide_data import (
@@ -24,10 +25,10 @@ from .guide_data import (
 )
 from .model import ApiModel, FilterCheck
 from .options import Options
-from .session import Session
-from .verify.token_facts import token_counts, token_dispatch
+from .session import AheadStep, Session
 
-__all__ = ["check_filter", "collect_guide", "collect_playground", "suspicious_problems"]
+__all__ = ["DirectiveUse", "check_filter", "collect_guide", "collect_playground",
+           "steps_ahead", "suspicious_problems"]
 
 
 def collect_guide(session: Session, api: str, options: Options = Options(),
@@ -45,7 +46,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
     model = session.model(api, options)
     listing = session.runner.list_kernels(session.tree.request(api, options))
     data = GuideData(api=api, options=options, model=model, date=build_date(),
-                     token_counts=token_counts(model, listing.files),
+                     token_counts=session.token_counts(api, options),
                      api_file=listing.api_file, listing_command=listing.command)
     if conditions:
         # Optional facts: when they cannot be read, the guide leaves them out and the
@@ -54,7 +55,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             reading = session.dispatch_reading(api, options)
             if reading:
                 data.dispatch_reading = reading
-                data.token_dispatch = token_dispatch(model, listing.files, reading)
+                data.token_dispatch = session.token_dispatch(api, options)
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
             problem = problem_of(exc)
@@ -113,3 +114,70 @@ def collect_playground(session: Session, api: str, options: Options = Options())
     head, _, tail = template.partition(" -f %s " % _PATTERN)
     return PlaygroundInputs(model=model, parsed=dict(parsed.parsed), traits=traits,
                             command=(head, tail), unparsed=len(parsed.unparsed))
+
+
+@dataclass(frozen=True)
+class DirectiveUse:
+    """A directive found in a page before the page is read (``sections``: the guide's
+    ``:sections:`` value, None for all; ``filter``: the filter check's)."""
+
+    directive: str
+    api: str = ""
+    options: Options = Options()
+    sections: Optional[str] = None
+    filter: str = ""
+
+
+def steps_ahead(session: Session, uses: Sequence[DirectiveUse]) -> List[AheadStep]:
+    """The expensive steps that these directives will need and that depend on nothing
+    computed in this process, in the order the pages need them (``uses`` in reading
+    order): per API and options, its probe; then the other ``--mask`` listing of each
+    guide that shows dispatch sections; then the filter checks' runs, one batch per
+    API and options; then the listings an API list shows. Nothing for a result that is
+    cached already; a use that cannot be planned (an unknown API, a bad option) is left
+    to its page."""
+    filters: Dict[Tuple[str, Options], List[str]] = {}
+    for use in uses:
+        if use.directive == "fmha-filter-check" and use.filter:
+            filters.setdefault((use.api, use.options), []).append(use.filter)
+    steps: List[AheadStep] = []
+    planned = set()
+
+    def plan(kind: str, make: Callable[..., Optional[AheadStep]], *args: object) -> None:
+        if (kind,) + args in planned:
+            return
+        planned.add((kind,) + args)
+        try:
+            step = make(*args)
+        except Exception:  # noqa: BLE001 - the page reports it when it is read
+            return
+        if step is not None:
+            steps.append(step)
+
+    # Every page needs its probe first (the model), so the probes go first, in reading
+    # order; a page that needs its other --mask listing before a worker has started
+    # it runs it itself.
+    for use in uses:
+        if use.directive != "fmha-api-list":
+            plan("probe", session.probe_ahead, use.api, use.options)
+    for use in uses:
+        if use.directive == "fmha-kernel-guide" and _shows_dispatch(use.sections):
+            plan("mask", session.mask_listing_ahead, use.api, use.options)
+    # The batches wait for their probe (they reuse its kernels' trait keys): after the
+    # probes, so that they seldom hold a worker while a probe runs in the other.
+    for (api, options), texts in filters.items():
+        plan("checks", session.checks_ahead, api, tuple(texts), options)
+    for use in uses:
+        if use.directive == "fmha-api-list":
+            for info in session.apis():
+                if info.in_generate:
+                    plan("listing", lambda api, options: session.listing_ahead(
+                        session.tree.request(api, options)), info.name, use.options)
+    return steps
+
+
+def _shows_dispatch(sections: Optional[str]) -> bool:
+    try:
+        return any(n in parse_sections(sections) for n in DISPATCH_SECTIONS)
+    except Exception:  # noqa: BLE001 - a bad :sections: value: the page reports it
+        return False

@@ -11,21 +11,40 @@ import dataclasses
 import hashlib
 import sys
 import threading
+from collections import Counter
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
-from .analysis.analyze import AnalysisError, Options, Tree, analyze_api
+from .analysis.analyze import AnalysisError, Options, Tree, build_model, module_rel_of
+from .analysis.source import analyze_source
 from .locate import fmha_dir as fmha_dir_of
-from .model import ApiInfo, ApiModel, FilterCheck, Recommendation, from_dict, to_dict
-from .process.cache import DiskCache, tree_digest, tree_files
-from .process.runner import GenerateError, GenerateRunner
+from .model import (
+    ApiInfo,
+    ApiModel,
+    ConditionGroup,
+    FilterCheck,
+    Recommendation,
+    TokenCounts,
+    TokenDispatch,
+    from_dict,
+    to_dict,
+)
+from .process.ahead import WORKERS, AheadPool, Item
+from .process.cache import DiskCache, pack, tree_digest, tree_files, unpack
+from .process.progress import report_ahead
+from .process.runner import GenerateError, GenerateRequest, GenerateRunner, ListingResult
 
 Progress = Optional[Callable[[str], None]]
+#: One step to start ahead of the pages: (what it is, for the progress line; the work).
+AheadStep = Item
 
 __all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
 
 
 _CODE_DIGEST: List[str] = []
+#: The dataclasses a result kept with ``pack`` may hold.
+_MODEL_CLASSES: Dict[str, type] = {cls.__name__: cls for cls in (TokenDispatch, ConditionGroup)}
 
 
 def _code_digest() -> str:
@@ -39,6 +58,62 @@ def _code_digest() -> str:
             digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
         _CODE_DIGEST.append(digest.hexdigest())
     return _CODE_DIGEST[0]
+
+
+class _Memo:
+    """Results computed once per process, each under its own lock, so a result being
+    computed (by a page, or ahead of it in the background) is waited for, not computed
+    again. A failure of work started ahead is kept until :meth:`forget_failures` (the
+    end of the build's reading): every page that needs it gets it, and nothing runs the
+    failing step again in that build."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key_locks: Dict[Tuple, threading.Lock] = {}
+        self._values: Dict[Tuple, object] = {}
+        self._failed: Dict[Tuple, BaseException] = {}
+        self._started: Set[Tuple] = set()
+
+    def _known(self, key: Tuple, ahead: bool) -> Tuple[bool, object]:
+        """(whether the answer is known, the answer); raises a kept failure."""
+        with self._lock:
+            if key in self._values:
+                return True, self._values[key]
+            if key in self._failed:
+                raise self._failed[key]
+            if ahead and key in self._started:
+                return True, None  # a page got there first: it computes or computed it
+            return False, None
+
+    def once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
+        """``compute()``'s value for ``key``; ``ahead``: work started ahead of a page,
+        skipped when anything already started it, its failure kept for the pages."""
+        known, value = self._known(key, ahead)
+        if known:
+            return value
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            known, value = self._known(key, ahead)
+            if known:
+                return value
+            with self._lock:
+                self._started.add(key)
+            try:
+                value = compute()
+            except Exception as error:
+                if ahead:
+                    with self._lock:
+                        self._failed[key] = error
+                raise
+            with self._lock:
+                self._values[key] = value
+            return value
+
+    def forget_failures(self) -> None:
+        with self._lock:
+            self._failed.clear()
+            self._started = set(self._values)
 
 
 class Session:
@@ -56,24 +131,16 @@ class Session:
         self.runner = GenerateRunner(self.tree.fmha_dir, python=self.python, cache=self.cache,
                                      options=self.tree.supported_dests(),
                                      timeout=timeout, progress=progress)
-        self._lock = threading.RLock()
-        self._key_locks: Dict[Tuple, threading.Lock] = {}
-        self._memo: Dict[Tuple, object] = {}
+        self._memo = _Memo()
+        self._ahead: Optional[AheadPool] = None
+        #: (api, options, filter) -> the key of the batch started ahead that runs it
+        self._check_batches: Dict[Tuple, Tuple] = {}
+        #: unfiltered request -> (api, options) of the probe started ahead that lists it
+        self._probes: Dict[GenerateRequest, Tuple[str, Options]] = {}
 
     # -- memo -----------------------------------------------------------------
-    def _once(self, key: Tuple, compute: Callable[[], object]):
-        with self._lock:
-            if key in self._memo:
-                return self._memo[key]
-            key_lock = self._key_locks.setdefault(key, threading.Lock())
-        with key_lock:
-            with self._lock:
-                if key in self._memo:
-                    return self._memo[key]
-            value = compute()
-            with self._lock:
-                self._memo[key] = value
-            return value
+    def _once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
+        return self._memo.once(key, compute, ahead)
 
     # -- public ---------------------------------------------------------------
     @property
@@ -87,46 +154,155 @@ class Session:
         """Every file whose change can change a result: generate.py and codegen/."""
         return tree_files(self.tree.fmha_dir)
 
+    # -- work started ahead of the pages ----------------------------------------
+    # Each ``*_ahead`` method returns the step that a page will need, or None when its
+    # result is cached already (a warm rebuild starts nothing). The step runs through
+    # the same memo as the page's own call: the page waits for it, or gets its failure.
+
+    def probe_ahead(self, api: str, options: Options = Options()) -> Optional[AheadStep]:
+        """The probe of ``api`` (the model, the listing and the dispatch file need it)."""
+        request = self.tree.request(api, options)
+        if self.runner.has_result("list", request):
+            return None
+        key = ("observation", api, options)
+        self._probes[request] = (api, options)
+        return "probe", lambda: self._once(key, lambda: self._observe(api, options), ahead=True)
+
+    def mask_listing_ahead(self, api: str, options: Options = Options()) -> Optional[AheadStep]:
+        """The listing with the other ``--mask`` mode (what :meth:`mask_modes` compares)."""
+        modes = self._other_mask(api, options)
+        if modes is None or self._is_stored("mask-modes", api, dataclasses.asdict(options)):
+            return None
+        request = self.tree.request(api, dataclasses.replace(options, mask=modes[1]))
+        return self.listing_ahead(request)
+
+    def listing_ahead(self, request: GenerateRequest) -> Optional[AheadStep]:
+        """``generate.py -l`` for ``request`` (for :meth:`listing`)."""
+        if self.runner.has_result("list", request) or request in self._probes:
+            return None  # cached, or the probe started ahead lists it
+        return "listing", lambda: self._once(
+            ("listing", request), lambda: self.runner.list_kernels(request), ahead=True)
+
+    def checks_ahead(self, api: str, filters: Sequence[str],
+                     options: Options = Options()) -> Optional[AheadStep]:
+        """The filtered runs of these filter checks, in one batch interpreter."""
+        from .process.batch import missing
+
+        wanted = [f for f in dict.fromkeys(filters)
+                  if not self._is_stored("check", api, f, dataclasses.asdict(options))]
+        todo = [r.filter for r in missing(self.runner, [
+            self.tree.request(api, options, filter=f) for f in wanted])]
+        if not todo:
+            return None
+        key = ("checks-ahead", api, options, tuple(todo))
+
+        def run_batch() -> None:
+            try:
+                self.prefetch_checks(api, todo, options, parallel=1)
+            except Exception:  # noqa: BLE001 - each check then runs alone and says why
+                pass
+
+        for text in todo:
+            self._check_batches[(api, options, text)] = (key, run_batch)
+        return "batch", lambda: self._once(key, run_batch, ahead=True)
+
+    def start_ahead(self, steps: Sequence[AheadStep], *, wait: bool = False) -> None:
+        """Start ``steps`` in the background, two at a time (``wait``: and wait for
+        them: the pages are read in forked processes, which inherit no thread)."""
+        if self._ahead is not None:  # a build before this one did not stop it
+            self._ahead.cancel()
+            self._ahead.wait()
+        if not steps:
+            return
+        apis = sorted({api for api, _ in self._probes.values()})
+
+        def done(seconds: float, ran: Counter) -> None:
+            report_ahead(self.progress, self.tree.fmha_dir, apis, ran, WORKERS, seconds)
+
+        self._ahead = AheadPool(steps, on_done=done).start()
+        if wait:
+            self._ahead.wait()
+
+    def stop_ahead(self) -> None:
+        """Start nothing more ahead, wait for what runs, and forget the failures kept
+        for the pages (the end of a build's reading)."""
+        pool, self._ahead = self._ahead, None
+        if pool is not None:
+            pool.cancel()
+            pool.wait()
+        self._memo.forget_failures()
+        self._check_batches.clear()
+        self._probes.clear()
+
+    def _stored_key(self, kind: str, *parts) -> str:
+        return self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
+                                  self.runner.python_id(), *parts)
+
+    def _is_stored(self, kind: str, *parts) -> bool:
+        return self.cache.path_for(self._stored_key(kind, *parts)).is_file()
+
     def _stored(self, kind: str, cls: type, compute: Callable[[], object], *parts) -> object:
         """A result kept on disk, keyed by the tree's content, our own code and the
-        interpreter: a new process (``sphinx-build -E``) reads it back."""
-        key = self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
-                                 self.runner.python_id(), *parts)
+        interpreter: a new process (``sphinx-build -E``) reads it back. ``cls``: a
+        dataclass of the model (kept with ``to_dict``), ``dict`` (JSON data), or
+        ``object`` (anything :func:`~sphinxext_fmha.process.cache.pack` keeps)."""
+        key = self._stored_key(kind, *parts)
         hit = self.cache.get(key)
         if hit is not None:
             try:
+                if cls is object:
+                    return unpack(hit["packed"], _MODEL_CLASSES)
                 return from_dict(cls, hit) if cls is not dict else hit["value"]
             except (TypeError, KeyError, ValueError):
                 pass
         value = compute()
-        self.cache.put(key, to_dict(value) if cls is not dict else {"value": value})
+        if cls is object:
+            self.cache.put(key, {"packed": pack(value)})
+        else:
+            self.cache.put(key, to_dict(value) if cls is not dict else {"value": value})
         return value
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
         def compute() -> ApiModel:
-            self.observation(api, options)  # the probe, and what it stands in for
-            return analyze_api(self.ck_root, api, options, python=self.python,
-                               cache=self.cache, timeout=self.timeout, progress=self.progress,
-                               tree=self.tree, runner=self.runner)
+            # The observation this session holds (the probe may have run ahead, while
+            # other probes pushed it out of the analysis' small in-process memo).
+            observed = self.observation(api, options)
+            info = self.tree.api(api)
+            facts = analyze_source(self.tree.fmha_dir, module_rel_of(self.tree, info))
+            return build_model(self.tree, info, options, observed, facts, observed["listing"])
 
         return self._once(("model", api, options), lambda: self._stored(
             "model", ApiModel, compute, api, dataclasses.asdict(options)))
 
     def observation(self, api: str, options: Options = Options()) -> dict:
         """The probe's raw observation (cached on disk by the analysis)."""
+        return self._once(("observation", api, options), lambda: self._observe(api, options))
+
+    def _observe(self, api: str, options: Options) -> dict:
         from .analysis.analyze import probe_argv
         from .analysis.observe import observe
 
-        def compute() -> dict:
-            request = self.tree.request(api, options)
-            observed = observe(self.tree.fmha_dir,
-                               probe_argv(request, self.tree.supported_dests()),
-                               python=self.python, cache=self.cache, timeout=self.timeout,
-                               progress=self.progress)
-            self._store_probe_runs(request, observed)
-            return observed
+        request = self.tree.request(api, options)
+        observed = observe(self.tree.fmha_dir, probe_argv(request, self.tree.supported_dests()),
+                           python=self.python, cache=self.cache, timeout=self.timeout,
+                           progress=self.progress)
+        self._store_probe_runs(request, observed)
+        return observed
 
-        return self._once(("observation", api, options), compute)
+    def listing(self, request: GenerateRequest) -> ListingResult:
+        """``generate.py -l`` for ``request`` (the runner's cache; once per process, so a
+        listing started ahead is waited for, not run again, and one that a probe started
+        ahead makes is read from the probe)."""
+        def compute() -> ListingResult:
+            probe = self._probes.get(request)
+            if probe is not None:
+                try:
+                    self.observation(*probe)
+                except Exception:  # noqa: BLE001 - the listing's own run says what is wrong
+                    pass
+            return self.runner.list_kernels(request)
+
+        return self._once(("listing", request), compute)
 
     def _store_probe_runs(self, request, observed: dict) -> None:
         """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
@@ -176,17 +352,20 @@ class Session:
 
         return self._once(("trait-groups", api, options), compute)
 
-    def prefetch_checks(self, api: str, filters: List[str], options: Options = Options()) -> None:
-        """Run the ``-f`` runs that checking ``filters`` needs in batches (one
-        interpreter each, see process/batch.py), ahead of :meth:`check`."""
-        from .process.batch import prefetch
+    def prefetch_checks(self, api: str, filters: List[str], options: Options = Options(),
+                        parallel: int = WORKERS) -> None:
+        """Run the ``-f`` runs that checking ``filters`` needs in up to ``parallel``
+        batches (one interpreter each, see process/batch.py), ahead of :meth:`check`."""
+        from .process.batch import missing, prefetch
 
+        requests = [self.tree.request(api, options, filter=f) for f in filters]
+        if not missing(self.runner, requests):
+            return  # all cached: not even the probe's observation is needed
         dispatch = self.observation(api, options).get("dispatch") or {}
         traits = dispatch.get("kernel_traits", {})
         known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
                  if name in traits}
-        prefetch(self.runner, [self.tree.request(api, options, filter=f) for f in filters],
-                 dispatch=True, known_keys=known)
+        prefetch(self.runner, requests, dispatch=True, known_keys=known, parallel=parallel)
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.filtercheck import ParsedListing
@@ -213,27 +392,60 @@ class Session:
 
         return readable_terms(self.dispatch_reading(api, options))
 
+    def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]:
+        """(this mask mode, the other one), or None when generate.py has no mask option."""
+        option = self.tree.option("mask")
+        if option is None:
+            return None
+        this = options.mask or option.default or "simplified"
+        return this, "simplified" if this == "generic" else "generic"
+
     def mask_modes(self, api: str, options: Options = Options()):
         """What ``--mask`` changes in this API's listing
         (:func:`~sphinxext_fmha.verify.mask_modes.compare_mask_modes`); None when the
         tree's generate.py has no mask option."""
         from .verify.mask_modes import MaskModes, compare_mask_modes
 
-        option = self.tree.option("mask")
-        if option is None:
+        modes = self._other_mask(api, options)
+        if modes is None:
             return None
-        this = options.mask or option.default or "simplified"
-        other = "simplified" if this == "generic" else "generic"
+        this, other = modes
 
         def compute() -> dict:
             mine = self.runner.list_kernels(self.tree.request(api, options))
-            theirs = self.runner.list_kernels(self.tree.request(
-                api, dataclasses.replace(options, mask=other)))
+            theirs = self.listing(self.tree.request(api, dataclasses.replace(options, mask=other)))
             return dataclasses.asdict(compare_mask_modes(this, mine.files, other, theirs.files))
 
         stored = self._once(("mask-modes", api, options), lambda: self._stored(
             "mask-modes", dict, compute, api, dataclasses.asdict(options)))
         return MaskModes(**stored)
+
+    def token_counts(self, api: str, options: Options = Options()) -> TokenCounts:
+        """:func:`~sphinxext_fmha.verify.token_facts.token_counts` of the unfiltered
+        listing, kept on disk (a warm rebuild does not parse every name again)."""
+        from .verify.token_facts import token_counts
+
+        def compute() -> TokenCounts:
+            listing = self.runner.list_kernels(self.tree.request(api, options))
+            return token_counts(self.model(api, options), listing.files)
+
+        return self._once(("token-counts", api, options), lambda: self._stored(
+            "token-counts", object, compute, api, dataclasses.asdict(options)))
+
+    def token_dispatch(self, api: str, options: Options = Options()) -> Optional[TokenDispatch]:
+        """:func:`~sphinxext_fmha.verify.token_facts.token_dispatch` over the dispatch
+        reading, kept on disk; None when the reading is empty."""
+        from .verify.token_facts import token_dispatch
+
+        def compute() -> Optional[TokenDispatch]:
+            reading = self.dispatch_reading(api, options)
+            if not reading:
+                return None
+            listing = self.runner.list_kernels(self.tree.request(api, options))
+            return token_dispatch(self.model(api, options), listing.files, reading)
+
+        return self._once(("token-dispatch", api, options), lambda: self._stored(
+            "token-dispatch", object, compute, api, dataclasses.asdict(options)))
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         """What ``generate.py -f filter`` selects: the filtered listing and write-mode
@@ -242,6 +454,9 @@ class Session:
 
         def compute() -> FilterCheck:
             model = self.model(api, options)
+            batch = self._check_batches.get((api, options, filter))
+            if batch is not None:  # started ahead: wait for it (or run it now)
+                self._once(batch[0], batch[1])
             baseline_listing = self.runner.list_kernels(self.tree.request(api, options))
             request = self.tree.request(api, options, filter=filter)
             listing = self.runner.list_kernels(request)
@@ -288,6 +503,7 @@ class _RecommendRunner:
 
     def __init__(self, session: Session, api: str, options: Options):
         self.session, self.api, self.options = session, api, options
+        self._writes: Dict[Tuple[str, ...], Future] = {}
 
     def prefetch(self, filters: Sequence[str]) -> None:
         self.session.prefetch_checks(self.api, list(filters), self.options)
@@ -323,11 +539,28 @@ class _RecommendRunner:
     def driver_listing(self, filters: Sequence[str]) -> List[str]:
         from .process.driver import driver_listing
 
+        # The driver's write-mode run is independent of its listing: start it now, on
+        # the other core (driver_write takes its result).
+        self._start_write(filters)
         python, fmha_dir, separator, generate_args, timeout = self._driver_args()
         return driver_listing(python, fmha_dir, separator, filters, generate_args, timeout)
+
+    def _start_write(self, filters: Sequence[str]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .process.driver import driver_write
+
+        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fmha-driver-write")
+        self._writes[tuple(filters)] = pool.submit(
+            driver_write, python, fmha_dir, separator, filters, generate_args, timeout)
+        pool.shutdown(wait=False)
 
     def driver_write(self, filters: Sequence[str]):
         from .process.driver import driver_write
 
+        started = self._writes.pop(tuple(filters), None)
+        if started is not None:
+            return started.result()
         python, fmha_dir, separator, generate_args, timeout = self._driver_args()
         return driver_write(python, fmha_dir, separator, filters, generate_args, timeout)

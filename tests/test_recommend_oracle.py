@@ -264,7 +264,15 @@ def _check_tables(text: str, union: Set[str], full: Set[str], by_prefix: Dict[st
         keep = re.sub(r"\(only with[^)]*\)", "", cells[1])
         for token in re.findall(r"`([^`]+)`", keep):
             assert any(carries(f, token) for f in mine), (line, token)
-        for token in re.findall(r"`([^`]+)`", cells[2]):
+        # "`_x` (except with mode \_group)": carried only by kernels with those values
+        for token, where in re.findall(r"`([^`]+)` \(except with ([^)]*)\)", cells[2]):
+            values = re.findall(r"_[0-9A-Za-z]\w*", where.replace("\\_", "_"))
+            assert values, (line, token)
+            for f in mine:
+                if carries(f, token):
+                    assert any(carries(f, value) for value in values), (line, token, f)
+        dropped = re.sub(r"`[^`]+` \(except with [^)]*\)", "", cells[2])
+        for token in re.findall(r"`([^`]+)`", dropped):
             if _checkable(token, others, everywhere):
                 assert not any(carries(f, token) for f in mine), (line, token)
 

@@ -35,6 +35,7 @@ __all__ = [
     "FmhaDirective",
     "OPTION_SPEC",
     "clear_sessions",
+    "directive_options",
     "forget_roots",
     "get_session",
     "logger",
@@ -51,10 +52,13 @@ _ROOTS: Dict[Tuple[str, str], Any] = {}
 
 
 def clear_sessions() -> None:
-    """Forget every memoised Session and CK root (tests)."""
+    """Forget every memoised Session and CK root (tests); stop what they run ahead."""
     with _LOCK:
+        sessions = [session for _, session in _SESSIONS.values()]
         _SESSIONS.clear()
         _ROOTS.clear()
+    for session in sessions:
+        session.stop_ahead()
 
 
 def forget_roots(*_args: Any) -> None:
@@ -92,6 +96,16 @@ def resolve_ck_root(config: Any, confdir: Path, srcdir: Path) -> Path:
     with _LOCK:
         _ROOTS[key] = root
     return root
+
+
+def directive_options(config: Any, session: Any, given: Dict[str, Any]) -> Options:
+    """The options in effect for a directive whose options are ``given``: see
+    :meth:`FmhaDirective.fmha_options`."""
+    own = {k: given.get(k) for k in OPTION_SPEC}
+    values = merge_options(fmha_config(config).options(), **own)
+    origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
+    return parse_options(session.tree if session is not None else None, origins=origins,
+                         **values)
 
 
 def _progress(message: str) -> None:
@@ -149,11 +163,7 @@ class FmhaDirective(SphinxDirective):
         """The configuration's options, overridden by the directive's own, checked against
         the tree; a message names where a bad value came from (the option ``receipt``
         or the configuration value ``fmha_receipt``)."""
-        own = {k: self.options.get(k) for k in OPTION_SPEC}
-        values = merge_options(fmha_config(self.config).options(), **own)
-        origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
-        return parse_options(session.tree if session is not None else None, origins=origins,
-                             **values)
+        return directive_options(self.config, session, self.options)
 
     def session_and_options(self):
         """The Session (this page now depends on its tree) and the options in effect."""

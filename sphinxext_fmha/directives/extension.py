@@ -22,6 +22,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .. import __version__
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
+from .ahead import setup_ahead
 from .common import forget_roots
 from .config import add_config_values, validate_config
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
@@ -143,6 +144,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.add_post_transform(ResolveDiagrams)
     app.connect("config-inited", validate_config)
     setup_strict(app)
+    setup_ahead(app)
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", forget_roots)
     return {

@@ -239,7 +239,7 @@ class ApiListDirective(FmhaDirective):
             note = ""
             if info.in_generate:
                 try:
-                    listing = session.runner.list_kernels(session.tree.request(info.name, options))
+                    listing = session.listing(session.tree.request(info.name, options))
                     count = listing.count
                 except Exception as exc:  # noqa: BLE001 - one failed API, reported
                     problem = problem_of(exc)

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from .progress import report_step
 from .runner import GenerateError, GenerateRequest, GenerateRunner
 
-__all__ = ["prefetch", "BATCH_SCRIPT"]
+__all__ = ["missing", "prefetch", "BATCH_SCRIPT"]
 
 BATCH_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
@@ -39,14 +39,22 @@ def _missing(runner: GenerateRunner, req: GenerateRequest, dispatch: bool) -> bo
     return not runner.has_result("list", req) or (dispatch and not runner.has_result("api", req))
 
 
+def missing(runner: GenerateRunner, requests: Sequence[GenerateRequest],
+            dispatch: bool = True) -> List[GenerateRequest]:
+    """The filtered requests whose results the cache does not hold yet."""
+    return [r for r in dict.fromkeys(requests) if r.filter and _missing(runner, r, dispatch)]
+
+
 def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
-             dispatch: bool = True, known_keys: Optional[Dict[str, str]] = None) -> int:
+             dispatch: bool = True, known_keys: Optional[Dict[str, str]] = None,
+             parallel: int = PARALLEL_BATCHES) -> int:
     """Run the requests not yet cached (same API and options, different filters) in
-    batches; returns how many results were stored."""
-    todo = [r for r in dict.fromkeys(requests) if r.filter and _missing(runner, r, dispatch)]
+    up to ``parallel`` batches side by side; returns how many results were stored."""
+    todo = missing(runner, requests, dispatch)
     if len(todo) * (2 if dispatch else 1) < MIN_JOBS or runner.cache is None:
         return 0
-    chunks = [todo[i::PARALLEL_BATCHES] for i in range(PARALLEL_BATCHES)]
+    parallel = max(1, parallel)
+    chunks = [todo[i::parallel] for i in range(parallel)]
     chunks = [c for c in chunks if c]
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:

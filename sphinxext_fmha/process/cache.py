@@ -34,6 +34,8 @@ __all__ = [
     "tree_files",
     "canonical_json",
     "cache_dir_problem",
+    "pack",
+    "unpack",
 ]
 
 #: Version of the on-disk entry envelope; bump to orphan every old entry.
@@ -72,6 +74,39 @@ def _canon(obj: Any) -> Any:
 def canonical_json(obj: Any) -> str:
     """Compact, key-sorted JSON of ``obj`` (dataclasses, paths and sets allowed)."""
     return json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def pack(obj: Any) -> Any:
+    """JSON data that :func:`unpack` turns back into an object equal to ``obj``:
+    unlike plain JSON, tuples, dicts with non-string keys (in their order) and
+    dataclasses survive the round trip."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {"dataclass": type(obj).__name__,
+                "fields": {f.name: pack(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
+    if isinstance(obj, dict):
+        return {"dict": [[pack(k), pack(v)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"tuple": [pack(v) for v in obj]}
+    if isinstance(obj, list):
+        return [pack(v) for v in obj]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise TypeError("cannot pack a %s" % type(obj).__name__)
+
+
+def unpack(data: Any, classes: Dict[str, type]) -> Any:
+    """The object :func:`pack` made ``data`` of; ``classes``: the dataclasses by name
+    (an unknown one raises KeyError: the entry is not ours)."""
+    if isinstance(data, list):
+        return [unpack(v, classes) for v in data]
+    if isinstance(data, dict):
+        if "dataclass" in data:
+            return classes[data["dataclass"]](**{k: unpack(v, classes)
+                                                 for k, v in data["fields"].items()})
+        if "dict" in data:
+            return {unpack(k, classes): unpack(v, classes) for k, v in data["dict"]}
+        return tuple(unpack(v, classes) for v in data["tuple"])
+    return data
 
 
 def cache_dir_problem(path: Path) -> Optional[str]:

@@ -43,6 +43,8 @@ __all__ = [
     "live_children",
     "python_version",
     "note_process_started",
+    "install_handlers",
+    "interrupts",
     "run",
     "scratch",
     "stop_children",
@@ -56,6 +58,8 @@ _LOCK = threading.Lock()
 _GROUPS: Dict[int, int] = {}
 _SCRATCH: Dict[str, int] = {}
 _STOPPING = threading.Event()
+#: SIGINT/SIGTERM received so far: work started ahead stops taking new items when it grows.
+_INTERRUPTS = [0]
 _TOTAL_STARTED = 0
 _HANDLERS_INSTALLED: Set[int] = set()
 
@@ -124,7 +128,14 @@ def stop_children() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def interrupts() -> int:
+    """How many SIGINT/SIGTERM this process received (through our handler), plus one
+    once the interpreter is exiting: background work compares it before each item."""
+    return _INTERRUPTS[0] + (1 if _STOPPING.is_set() else 0)
+
+
 def _on_signal(signum: int, frame: object) -> None:
+    _INTERRUPTS[0] += 1
     for group in live_children():
         _kill_group(group)
     if signum == signal.SIGINT:
@@ -135,7 +146,7 @@ def _on_signal(signum: int, frame: object) -> None:
     os.kill(os.getpid(), signum)
 
 
-def _install_handlers() -> None:
+def install_handlers() -> None:
     """Kill our children on SIGINT/SIGTERM, when nobody else handles those signals.
 
     Only the default handlers are replaced (and only from the main thread); Ctrl-C still
@@ -266,7 +277,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     if env is None:
         env = child_environment(workdir)
     stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
-    _install_handlers()
+    install_handlers()
     note_process_started(display, cwd)
     start = time.monotonic()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
-__all__ = ["StepLine", "report_step", "tree_label", "run_label"]
+__all__ = ["StepLine", "report_ahead", "report_step", "tree_label", "run_label"]
 
 Progress = Optional[Callable[[str], None]]
 
@@ -67,3 +67,17 @@ def report_step(progress: Progress, fmha_dir: Path, argv: Sequence[str], what: s
     detail = " (%s kernels)" % format(kernels, ",") if kernels is not None else ""
     progress(StepLine("fmha: %s of %s: %s%s... %.1f s" % (
         api_of(argv), tree_label(fmha_dir), what, detail, seconds)))
+
+
+def report_ahead(progress: Progress, fmha_dir: Path, apis: Sequence[str],
+                 steps: Mapping[str, int], workers: int, seconds: float) -> None:
+    """Write ``fmha: 6 APIs of <tree>: started ahead of the pages, 2 at a time: 6
+    probes, 6 listings... <s> s`` once the steps started ahead have all finished
+    (each of them wrote its own line too)."""
+    if progress is None:
+        return
+    who = apis[0] if len(apis) == 1 else "%d APIs" % len(apis) if apis else "the pages"
+    what = ", ".join("%d %s%s" % (n, kind, "" if n == 1 else "es" if kind.endswith("h") else "s")
+                     for kind, n in sorted(steps.items()))
+    progress(StepLine("fmha: %s of %s: started ahead of the pages, %d at a time: %s... %.1f s" % (
+        who, tree_label(fmha_dir), workers, what, seconds)))

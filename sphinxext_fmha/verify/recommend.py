@@ -197,9 +197,9 @@ def _merge_advice(runner: RecommendRunner, result: Recommendation) -> None:
     listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
     result.merge_command = "sort -u %s > kernels.txt" % listings
     result.merge_caution = (
-        "each generate.py run rewrites the API dispatch file, so after several runs only "
-        "the last run's kernels are reachable from it; use the driver command below to "
-        "write one dispatch file for the union")
+        "Each generate.py run rewrites the API dispatch file, so after several runs only "
+        "the last run's kernels are reachable from it. Use the driver command to write "
+        "one dispatch file for the union.")
 
 
 def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:

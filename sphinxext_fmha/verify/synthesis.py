@@ -7,26 +7,32 @@ its neighbours: pinning consecutive segments writes their tokens next to each ot
 with no ``*`` between, so an omitted segment becomes "the token before directly
 followed by the token after (or the end of the name)".
 
-A pattern for one wanted kernel starts as its whole name and is generalised one
-segment at a time while it still matches no unwanted name; the patterns then cover
-the wanted set greedily, redundant ones are removed and patterns differing in one
-character are merged into a character class. Everything is checked here against the
-full listing with :mod:`fnmatch` itself, and again by generate.py afterwards.
+Candidate patterns are maximal safe boxes (:mod:`.boxes`): grown from each wanted
+kernel, a segment at a time, freeing it or widening it to a token glob
+(``_d[1236][245]*``, ``*[ks]``); and patterns on how names end across segments
+(``*[_p][psv][ckrs]``: the last characters tell kept from dropped names whatever
+feature comes last). A greedy set cover picks among them, redundant ones are
+dropped and patterns differing in one character merged into a class. Everything is
+checked here against the full listing with fnmatch's meaning, and again by
+generate.py afterwards.
 
 How the patterns become ``-f`` values follows the tree's filter semantics
 (:class:`~sphinxext_fmha.model.FilterSpec`): one pattern for every sub-type; ``@``
 parts filtered independently (zipped: the runs are the longest part's list); ``@``
 parts that drop whole traits (the main sub-type's patterns, the other parts ``*``).
+Coupled parts (split-KV and combine kernels) share one follower pattern per part when
+one selects that part's wanted kernels; otherwise each run selects the partners of
+its own main kernels.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel
+from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, tail_globs, write_box
 
 __all__ = ["Kernel", "Synthesis", "cover", "synthesize"]
 
@@ -51,52 +57,19 @@ class Synthesis:
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    #: no fewer runs can select the set with box patterns alone (one set of values per
+    #: segment, see :func:`~.boxes.box_lower_bound`); patterns on how names end are not
+    #: boxes and may do with fewer. 0 when not computed
+    lower_bound: int = 0
 
 
-_MATCHERS: Dict[str, Callable[[str], Optional[re.Match]]] = {}
+def _safe(pattern: str, unwanted: NameSet) -> bool:
+    return not unwanted.any_match(pattern)
 
 
-def _matcher(pattern: str) -> Callable[[str], Optional[re.Match]]:
-    found = _MATCHERS.get(pattern)
-    if found is None:
-        found = _MATCHERS[pattern] = re.compile(fnmatch.translate(pattern)).match
-    return found
-
-
-def _escape(text: str) -> str:
-    return "".join("[%s]" % c if c in "*?[" else c for c in text)
-
-
-def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
-    """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
-    ``boundary`` adds the first character of the token after each pinned run (so
-    ``_pskd`` does not also match ``_pskddv``)."""
-    out: List[str] = []
-    previous = False
-    for index, token in enumerate(tokens):
-        if index in pinned:
-            if not previous and index > 0:
-                out.append("*")
-            out.append(_escape(token))
-            previous = True
-            continue
-        if previous and boundary:
-            following = next((t for t in tokens[index:] if t), "")
-            if following and not following[0].isalnum():
-                out.append(_escape(following[0]))
-        previous = False
-    if not previous:
-        out.append("*")
-    text = "".join(out)
-    return re.sub(r"\*+", "*", text)
-
-
-def _safe(pattern: str, unwanted: Sequence[str]) -> bool:
-    match = _matcher(pattern)
-    return not any(match(name) for name in unwanted)
-
-
-def _generalise(kernel: Kernel, order: Sequence[int], unwanted: Sequence[str]) -> str:
+def _generalise(kernel: Kernel, order: Sequence[int], unwanted: NameSet) -> str:
+    """The seed's pattern segment by segment (a fall-back for boxes whose pattern
+    reaches an unwanted name through a ``*``)."""
     pinned = set(range(len(kernel.tokens)))
     best = _pattern(kernel.tokens, pinned, False)
     for index in order:
@@ -105,13 +78,35 @@ def _generalise(kernel: Kernel, order: Sequence[int], unwanted: Sequence[str]) -
             candidate = _pattern(kernel.tokens, trial, boundary)
             # A boundary character can swallow the separator of the next pinned token:
             # a candidate must still match its own kernel.
-            if _matcher(candidate)(kernel.name) and _safe(candidate, unwanted):
+            if matcher(candidate)(kernel.name) and _safe(candidate, unwanted):
                 pinned, best = trial, candidate
                 break
     return best
 
 
-def _merge_classes(patterns: List[str], unwanted: Sequence[str]) -> List[str]:
+def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
+    """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
+    ``boundary`` adds the first character of the token after each pinned run."""
+    out: List[str] = []
+    previous = False
+    for index, token in enumerate(tokens):
+        if index in pinned:
+            if not previous and index > 0:
+                out.append("*")
+            out.append(escape(token))
+            previous = True
+            continue
+        if previous and boundary:
+            following = next((t for t in tokens[index:] if t), "")
+            if following and not following[0].isalnum():
+                out.append(escape(following[0]))
+        previous = False
+    if not previous:
+        out.append("*")
+    return re.sub(r"\*+", "*", "".join(out))
+
+
+def _merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
     """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
     changed = True
     while changed:
@@ -152,39 +147,91 @@ def _merge_two(a: str, b: str) -> Optional[str]:
     return "".join(pa[:k]) + "[" + "".join(sorted(chars)) + "]" + "".join(pa[k + 1:])
 
 
-def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int],
+def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
           allowed: AbstractSet[str] = frozenset()) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
     (by name: kernels sharing a name must be all wanted or all unwanted), give or take
     ``allowed`` files (they may match or not).
 
-    ``order``: segment indices in the order to try generalising them (those whose
-    every value is wanted first)."""
+    Candidates are the maximal safe boxes grown from every wanted kernel (in two
+    segment orders), checked against every unwanted name; a greedy set cover picks
+    among them. ``order`` is accepted for callers; the order is derived per sub-type."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
-    unwanted = sorted({k.name for k in kernels if k.file not in wanted and k.file not in allowed}
-                      - set(wanted_names))
-    by_name = {k.name: k for k in kernels}
-    patterns: List[str] = []
-    covered: Set[str] = set()
-    for name in wanted_names:
-        if name in covered:
+    if not wanted_names:
+        return []
+    unwanted_names = sorted({k.name for k in kernels if k.file not in wanted
+                             and k.file not in allowed} - set(wanted_names))
+    forbidden = NameSet(unwanted_names)
+    bits = {name: 1 << index for index, name in enumerate(wanted_names)}
+    candidates: Dict[str, int] = {}
+
+    def coverage(pattern: str) -> int:
+        found = candidates.get(pattern)
+        if found is None:
+            match = matcher(pattern)
+            found = candidates[pattern] = sum(bits[n] for n in wanted_names if match(n))
+        return found
+
+    groups: Dict[Tuple[str, int], List[Kernel]] = {}
+    for kernel in kernels:
+        groups.setdefault((kernel.kernel_type, len(kernel.tokens)), []).append(kernel)
+    for group in groups.values():
+        names = {k.name for k in group}
+        own = names & set(wanted_names)
+        if not own:
             continue
-        pattern = _generalise(by_name[name], order, unwanted)
-        patterns.append(pattern)
-        match = _matcher(pattern)
-        covered.update(n for n in wanted_names if match(n))
-    patterns = _drop_redundant(patterns, wanted_names)
-    return sorted(_merge_classes(patterns, unwanted))
+        boxes = TypeBoxes(group, own, names & set(unwanted_names))
+        first = _generalise_order(group, {k.file for k in group if k.name in own})
+        pinned = [i for i in first if i not in _free_segments(boxes)]
+        orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
+        by_name = {k.name: k for k in group}
+        for segment_order in orders:
+            covered = 0
+            for name in boxes.wanted:
+                if covered & bits[name]:
+                    continue
+                seed = by_name[name]
+                for strict in (False, True):
+                    globs = boxes.grow(seed.tokens, segment_order, strict)
+                    pattern = write_box(globs, seed.tokens)
+                    if matcher(pattern)(name) and _safe(pattern, forbidden):
+                        # Without the separator after a pinned run it may cover more.
+                        loose = write_box(globs, ())
+                        if loose != pattern and matcher(loose)(name) and _safe(loose, forbidden):
+                            coverage(loose)
+                        break
+                else:
+                    pattern = _generalise(seed, segment_order, forbidden)
+                covered |= coverage(pattern)
+        for pattern in _tail_candidates([by_name[n] for n in boxes.wanted], forbidden):
+            coverage(pattern)
+    chosen = greedy_cover(candidates, sum(bits.values()))
+    return sorted(_merge_classes(chosen, forbidden))
 
 
-def _drop_redundant(patterns: List[str], names: Sequence[str]) -> List[str]:
-    matched = {p: {n for n in names if _matcher(p)(n)} for p in patterns}
-    kept = list(patterns)
-    for pattern in sorted(patterns, key=lambda p: (len(matched[p]), p)):
-        rest = set().union(*(matched[p] for p in kept if p != pattern)) if len(kept) > 1 else set()
-        if matched[pattern] <= rest:
-            kept.remove(pattern)
-    return kept
+def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
+    """Patterns on how names end, across segments: the names whose last token sits in
+    one of the first segments (up to each depth), and the names that end with one
+    token value (before it)."""
+    def last(kernel: Kernel) -> int:
+        return max((i for i, t in enumerate(kernel.tokens) if t), default=0)
+
+    groups: List[Tuple[List[str], str]] = []
+    for depth in sorted({last(k) for k in wanted}):
+        groups.append(([k.name for k in wanted if last(k) <= depth], ""))
+    for value in sorted({k.tokens[last(k)] for k in wanted}):
+        stems = [k.name[:-len(value)] for k in wanted if k.tokens[last(k)] == value]
+        groups.append((stems, value))
+    found = []
+    for stems, suffix in groups:
+        if not all(stems):
+            continue
+        found += [g for g in tail_globs(stems, suffix) if _safe(g, forbidden)][:1]
+    return found
+
+
+def _free_segments(boxes: TypeBoxes) -> Set[int]:
+    return {i for i in range(boxes.width) if not any(boxes.umask[i].values())}
 
 
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
@@ -211,17 +258,26 @@ def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
         return [nothing]  # matches no kernel name
     if all(k.file in wanted for k in kernels):
         return ["*"]
-    # Sub-types sharing the part: each sub-type's patterns must miss every unwanted
-    # name of the part, its own and the others'.
-    patterns: List[str] = []
-    unwanted_all = [k for k in kernels if k.file not in wanted]
-    for kernel_type in sorted({k.kernel_type for k in kernels}):
-        own = [k for k in kernels if k.kernel_type == kernel_type]
-        if not any(k.file in wanted for k in own):
-            continue
-        patterns += cover(own + [k for k in unwanted_all if k.kernel_type != kernel_type],
-                          wanted, _generalise_order(own, wanted))
-    return sorted(set(patterns))
+    # Sub-types sharing the part: a pattern must miss every unwanted name of the part,
+    # its own sub-type's and the others' (one pattern may cover wanted kernels of several).
+    return cover(kernels, wanted)
+
+
+def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
+    """No box cover of the part's wanted kernels is smaller (per sub-type; the largest)."""
+    wanted_names = {k.name for k in kernels if k.file in wanted}
+    groups: Dict[Tuple[str, int], List[Kernel]] = {}
+    for kernel in kernels:
+        groups.setdefault((kernel.kernel_type, len(kernel.tokens)), []).append(kernel)
+    bound = 0
+    for group in groups.values():
+        names = {k.name for k in group}
+        if names & wanted_names and names - wanted_names:
+            bound = max(bound, box_lower_bound(TypeBoxes(group, names & wanted_names,
+                                                         names - wanted_names)))
+        elif names & wanted_names:
+            bound = max(bound, 1)
+    return bound
 
 
 def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
@@ -284,11 +340,15 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                 fields = list(others)
                 fields[position] = pattern
                 result.filters.append(_join(spec.api_split, fields))
+            result.lower_bound = _lower_bound(own, target)
             return result
     if not spec.api_split or len(parts) == 1:
         members = [k for _, m in parts for k in m]
         result.filters = _part_patterns(members, target)
+        result.lower_bound = _lower_bound(members, target)
         return result
+    # Every run has one pattern per part: no part's cover can be beaten.
+    result.lower_bound = max(_lower_bound(members, target) for _, members in parts)
     if partners and primary:
         coupled = _coupled_runs(spec.api_split, parts, target, primary, partners, result)
         if coupled is not None:
@@ -311,45 +371,64 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
                   result: Synthesis) -> Optional[List[str]]:
     """One run per pattern of the main sub-type; in the same run, each other part
     selects (at least) the partners of the main kernels that run selects, and nothing
-    outside the target."""
+    outside the target.
+
+    When one pattern per other part selects all its wanted kernels, every run uses it
+    and the main patterns are free (runs = the main cover); otherwise each main
+    pattern gets the follower patterns its own partners need, and a main pattern whose
+    partners no single pattern selects is split by the follower patterns."""
     main_position = next((p for p, m in parts if any(k.kernel_type == primary for k in m)), None)
     if main_position is None:
         return None
     main = [k for p, m in parts if p == main_position for k in m]
     followers = [(p, m) for p, m in parts if p != main_position]
     width = max(p for p, _ in parts) + 1
-    # Which follower patterns each group of main kernels needs, then one cover of the
-    # main kernels per follower pattern (main kernels whose partners that pattern also
-    # selects may come along).
-    groups: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
-    fits: Dict[Tuple[Tuple[int, str], ...], Set[str]] = {}
-    for pattern in _part_patterns(main, target):
-        match = _matcher(pattern)
-        selected = {k.file for k in main if match(k.name)}
-        for columns, mine, fitting in _split_by_partners(main, selected, followers, target,
-                                                         partners):
-            key = tuple(sorted(columns.items()))
-            groups.setdefault(key, set()).update(mine)
-            fits[key] = fitting
+
+    def join(columns: Mapping[int, str]) -> str:
+        return _join(separator, [columns.get(p, "*") for p in range(width)])
+
+    main_patterns = _part_patterns(main, target)
+    shared = {p: _follower_patterns(m, {k.file for k in m if k.file in target}, target)
+              for p, m in followers}
+    if all(len(c) == 1 for c in shared.values()):
+        return [join({**{p: c[0] for p, c in shared.items()}, main_position: pattern})
+                for pattern in main_patterns]
     filters: List[str] = []
-    for key in sorted(groups):
-        mine = groups[key]
-        for refined in cover(main, mine, _generalise_order(main, mine), fits[key] - mine):
-            columns = dict(key)
-            columns[main_position] = refined
-            filters.append(_join(separator, [columns.get(p, "*") for p in range(width)]))
+    for pattern in main_patterns:
+        match = matcher(pattern)
+        selected = {k.file for k in main if match(k.name)}
+        needed = {f for s in selected for f in partners.get(s, ())}
+        columns = {p: _follower_patterns(m, needed, target) for p, m in followers}
+        if all(len(c) == 1 for c in columns.values()):
+            filters.append(join({**{p: c[0] for p, c in columns.items()},
+                                 main_position: pattern}))
+            continue
+        for chosen, mine, fitting in _split_by_partners(main, selected, followers, target,
+                                                        partners):
+            for refined in cover(main, mine, allowed=fitting - mine):
+                filters.append(join({**chosen, main_position: refined}))
+    selections = {text: _selects(separator, parts, text) for text in filters}
     # Followers in the target but launched by no selected main kernel still need a run.
-    chosen: Set[str] = set()
-    for text in filters:
-        fields = text.split(separator)
-        for position, members in parts:
-            if position < len(fields):
-                match = _matcher(fields[position])
-                chosen |= {k.file for k in members if match(k.name)}
-    missing = {k.file for _, m in parts for k in m if k.file in target} - chosen
-    if missing:
+    if {k.file for _, m in parts for k in m if k.file in target} - set().union(*selections.values()):
         return None
-    return filters
+    # A run whose selection the other runs make anyway is left out (runs are
+    # self-contained, so the others stay coupled).
+    kept = list(selections)
+    for text in sorted(kept, key=lambda t: (len(selections[t]), t)):
+        rest = set().union(*(selections[t] for t in kept if t != text))
+        if len(kept) > 1 and selections[text] <= rest:
+            kept.remove(text)
+    return kept
+
+
+def _selects(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], text: str) -> Set[str]:
+    fields = text.split(separator)
+    chosen: Set[str] = set()
+    for position, members in parts:
+        if position < len(fields):
+            match = matcher(fields[position])
+            chosen |= {k.file for k in members if match(k.name)}
+    return chosen
 
 
 def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
@@ -376,7 +455,7 @@ def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
         chosen = {p: c[min(index, len(c) - 1)] for p, c in columns.items()}
         covered: Set[str] = set()
         for p, members in followers:
-            m = _matcher(chosen[p])
+            m = matcher(chosen[p])
             covered |= {k.file for k in members if m(k.name)}
         fitting = {f for f in target & main_files if partners.get(f, set()) <= covered}
         mine = left & fitting

@@ -68,16 +68,35 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
     return blocks
 
 
+def _partial_where(decision: Decision) -> Dict[str, str]:
+    """token -> the values of other segments it is kept with ("mode _group")."""
+    return {p["token"]: "; ".join("%s %s" % (segment, ", ".join(values))
+                                  for segment, values in (p.get("kept_with") or {}).items())
+            for p in decision.partial}
+
+
 def _keep_cell(decision: Decision) -> Inlines:
-    partial = {p["token"]: p.get("kept_with") or {} for p in decision.partial}
+    partial = _partial_where(decision)
     cells: List[Inlines] = []
     for token in sorted(decision.keep, key=natural):
         cell = token_cell(token)
         if token in partial:
-            where = "; ".join("%s %s" % (segment, ", ".join(values))
-                              for segment, values in partial[token].items())
+            where = partial[token]
             cell = cell + [" (only with %s)" % where if where else " (where nothing else exists)"]
         cells.append(cell)
+    return join(cells) or ["-"]
+
+
+def _drop_cell(decision: Decision) -> Inlines:
+    """Dropped tokens, and the tokens dropped except where nothing else serves a
+    problem value (also under Keep, with that value): a reader looking for what is
+    dropped finds them here too."""
+    partial = _partial_where(decision)
+    cells: List[Inlines] = [token_cell(token) for token in sorted(decision.drop, key=natural)]
+    for token in sorted(partial, key=natural):
+        where = partial[token]
+        cells.append(token_cell(token) + [" (except with %s)" % where if where
+                                          else " (except where nothing else exists)"])
     return join(cells) or ["-"]
 
 
@@ -101,7 +120,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
             continue
         why = "" if follows else decision.reason
         first = reasons.setdefault(why, decision.segment)
-        rows.append([[decision.segment], _keep_cell(decision), tokens_natural(decision.drop),
+        rows.append([[decision.segment], _keep_cell(decision), _drop_cell(decision),
                      ["as for ", Strong(first)] if why and first != decision.segment
                      else [why] if why else ["-"]])
     if rows:

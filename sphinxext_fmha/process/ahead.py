@@ -1,0 +1,98 @@
+"""Work started ahead of the pages that need it: a few items at a time, in background
+threads, while the pages are read.
+
+Each item is a callable that does one expensive step through the launcher (a probe, a
+listing, a batch of filtered runs) and keeps its result (or its failure) where the page
+will look for it; an item never raises here. Items start in the order given. Nothing
+new starts once the process is interrupted (SIGINT/SIGTERM) or exiting, or after
+:meth:`AheadPool.cancel`; the launcher kills the children that are running then.
+
+No Sphinx imports here.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Callable, Counter, Deque, List, Optional, Sequence, Tuple
+
+from .launch import install_handlers, interrupts
+
+__all__ = ["AheadPool", "Item", "WORKERS"]
+
+#: Items running at once: the machine's two cores (the page being read uses one too,
+#: but mostly waits for the same children).
+WORKERS = 2
+
+
+#: (what it is, for the progress line; the work)
+Item = Tuple[str, Callable[[], object]]
+
+
+class AheadPool:
+    """Runs items in ``workers`` background threads; ``on_done(seconds, ran)`` is called
+    once, by the last thread to end, with how many items of each kind ran."""
+
+    def __init__(self, items: Sequence[Item], workers: int = WORKERS,
+                 on_done: Optional[Callable[[float, Counter[str]], None]] = None) -> None:
+        self._queue: Deque[Item] = collections.deque(items)
+        self._lock = threading.Lock()
+        self._threads: List[threading.Thread] = []
+        self._cancelled = False
+        self._on_done = on_done
+        self._ran: Counter[str] = collections.Counter()
+        self._workers = max(1, min(workers, len(self._queue)))
+        self._interrupts = interrupts()
+        self._started = 0.0
+        self._running = 0
+
+    def start(self) -> AheadPool:
+        if not self._queue:
+            return self
+        install_handlers()  # from the main thread: an interrupt kills the children
+        self._started = time.monotonic()
+        self._running = self._workers
+        for number in range(self._workers):
+            thread = threading.Thread(target=self._work, name="fmha-ahead-%d" % number)
+            self._threads.append(thread)
+            thread.start()
+        return self
+
+    def _next(self) -> Optional[Item]:
+        with self._lock:
+            if self._cancelled or interrupts() != self._interrupts:
+                self._queue.clear()
+                self._cancelled = True
+            return self._queue.popleft() if self._queue else None
+
+    def _work(self) -> None:
+        while True:
+            item = self._next()
+            if item is None:
+                break
+            try:
+                item[1]()
+            except BaseException:  # noqa: BLE001 - items keep their own failures
+                pass
+            with self._lock:
+                self._ran[item[0]] += 1
+        with self._lock:
+            self._running -= 1
+            last = self._running == 0
+        if last and self._on_done is not None:
+            self._on_done(time.monotonic() - self._started, self._ran)
+
+    def cancel(self) -> None:
+        """Start nothing new (the running items finish)."""
+        with self._lock:
+            self._cancelled = True
+            self._queue.clear()
+
+    def wait(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    @property
+    def alive(self) -> bool:
+        return any(thread.is_alive() for thread in self._threads)
