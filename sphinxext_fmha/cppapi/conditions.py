@@ -30,14 +30,18 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     depth = 0
     start = 0
     i = 0
-    n = len(text)
-    while i < n:
+    scanner = _scanner(op)  # jumps to the next bracket or occurrence of op
+    while True:
+        m = scanner.search(text, i)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and text.startswith(op, i) and (not whole_word or _word_at(text, i, op)):
+        elif depth == 0 and (not whole_word or _word_at(text, i, op)):
             parts.append(text[start:i])
             i += len(op)
             start = i
@@ -45,6 +49,12 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
         i += 1
     parts.append(text[start:])
     return [p.strip() for p in parts]
+
+
+@functools.cache
+def _scanner(op: str) -> re.Pattern:
+    # a bracket first: the operators never contain one, so the order decides nothing
+    return re.compile(r"[()\[\]{}]|" + re.escape(op))
 
 
 def _strip_parens(text: str) -> str:

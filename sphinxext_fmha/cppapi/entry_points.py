@@ -12,8 +12,9 @@ call to them sits behind a condition that is constantly false.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from .constants import bool_locals, constant_value
 from .parse import DispatchBlock, DispatchTree
@@ -96,8 +97,30 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
     return calls
 
 
+_READ: Dict[int, Tuple[DispatchTree, EntryPoints]] = {}
+_READ_SIZE = 8
+_READ_LOCK = threading.Lock()
+
+
 def read_entry_points(tree: DispatchTree) -> EntryPoints:
-    """Entry points, calls and dead dispatchers of a parsed dispatch file."""
+    """Entry points, calls and dead dispatchers of a parsed dispatch file.
+
+    Kept for the last few trees (:func:`.parse.parse_dispatch` shares a tree between
+    the readers of one file); the result is shared too: read it, never change it.
+    """
+    with _READ_LOCK:
+        hit = _READ.get(id(tree))
+        if hit is not None and hit[0] is tree:
+            return hit[1]
+    found = _read_entry_points(tree)
+    with _READ_LOCK:
+        _READ[id(tree)] = (tree, found)  # the tree is kept alive, so its id stays its own
+        while len(_READ) > _READ_SIZE:
+            del _READ[next(iter(_READ))]
+    return found
+
+
+def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     functions = _function_blocks(tree.root)
     names = {f.name for f in functions}
     launching = {leaf.function for leaf in [*tree.leaves, *tree.discarded]}

@@ -4,21 +4,27 @@ template argument lists. Pure functions over text."""
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["strip_comments", "normalize_cpp", "split_template_args", "find_template_calls",
            "trait_template", "trait_key", "match_paren", "squeeze", "mask_code"]
 
 # --------------------------------------------------------------------------- lexing
 
+# The lookahead lets the scanner reject, in one test, the positions where none of the
+# alternatives can start (most of the text); it changes no match.
 _MASK_RE = re.compile(
     r"""
+    (?=[/"'\# \t])
+    (?:
       (?P<line_comment>//[^\n]*)
     | (?P<block_comment>/\*[\s\S]*?\*/)
     | (?P<string>"(?:\\.|[^"\\\n])*")
     | (?P<char>'(?:\\.|[^'\\\n])')
     | (?P<pp>^[ \t]*\#(?:[^\n]*\\\n)*[^\n]*)
+    )
     """,
     re.VERBOSE | re.MULTILINE,
 )
@@ -26,7 +32,9 @@ _MASK_RE = re.compile(
 
 def _blank(text: str) -> str:
     """Same length, newlines kept, everything else a space."""
-    return re.sub(r"[^\n]", " ", text)
+    if "\n" not in text:
+        return " " * len(text)
+    return "\n".join(" " * len(line) for line in text.split("\n"))
 
 
 def _mask(text: str) -> Tuple[str, str]:
@@ -66,6 +74,8 @@ def _mask(text: str) -> Tuple[str, str]:
 
 def strip_comments(text: str) -> str:
     """Remove C/C++ comments (not inside string literals)."""
+    if "//" not in text and "/*" not in text:
+        return text  # no comment can start anywhere: the substitution keeps every match
 
     def repl(m: re.Match[str]) -> str:
         if m.lastgroup in ("line_comment", "block_comment"):
@@ -78,7 +88,9 @@ def strip_comments(text: str) -> str:
 # --------------------------------------------------------------------------- normalising
 
 _WS_RE = re.compile(r"\s+")
-_SPACE_RE = re.compile(r" (?=\W)|(?<=\W) ")
+# a space next to a non-word character (one before: the space and the character before
+# it); starting with the space lets the scanner jump from space to space
+_SPACE_RE = re.compile(r" (?:(?=\W)|(?<=\W ))")
 _CMP_RE = re.compile(r"\((-?\d+)(==|!=|<=|>=|<|>)(-?\d+)\)")
 _CMP_OPS = {
     "==": lambda a, b: a == b,
@@ -93,8 +105,9 @@ _IDENT_RE = re.compile(r"(?<![\w.:])(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 def _squeeze(text: str) -> str:
     """Collapse blanks; keep one space only between two word characters."""
-    text = _WS_RE.sub(" ", text).strip()
-    return _SPACE_RE.sub("", text)
+    # str.split() and `\s` agree on what a blank is (both use str.isspace)
+    text = " ".join(text.split())
+    return _SPACE_RE.sub("", text) if " " in text else text
 
 
 def _fold_constants(text: str) -> str:
@@ -138,7 +151,53 @@ def normalize_cpp(text: str, aliases: Optional[Mapping[str, str]] = None) -> str
     integer comparisons in parentheses and ``std::conditional_t`` with a
     literal condition folded.
     """
-    text = _squeeze(strip_comments(text))
+    if aliases is None or type(aliases) is dict:
+        # Pure on (text, the aliases it can reach): a dispatch file repeats the same
+        # statements and arguments thousands of times under the same few aliases.
+        clean = _clean(text)
+        return _normalize_memo(clean, _reachable_aliases(clean, aliases) if aliases else ())
+    # A lazy mapping (a kernel file's aliases) resolves values on first lookup, in
+    # the order the substitution asks for them: keep that order.
+    return _substitute_and_fold(_clean(text), aliases)
+
+
+def _reachable_aliases(text: str, aliases: Mapping[str, str]) -> Tuple[Tuple[str, str], ...]:
+    """The (name, value) pairs of ``aliases`` the substitution in :func:`_normalize` can
+    use on ``text``: names in the text, then names in their values, and so on.
+
+    The result of :func:`_normalize` depends on ``aliases`` only through these: a
+    replaced identifier never joins its neighbours into a new name (identifiers are
+    matched greedily and not after ``[\\w.:]``), so every name the substitution meets
+    is a name of the text or of a value.  Found in a fixed order, so equal inputs
+    give equal keys.
+    """
+    found: Dict[str, str] = {}
+    pending = [text]
+    while pending:
+        for name in _IDENT_RE.findall(pending.pop()):
+            if name not in found and name in aliases:
+                value = aliases[name]
+                found[name] = value
+                pending.append(value)
+    return tuple(found.items())
+
+
+_MEMO_SIZE = 1 << 16
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _clean(text: str) -> str:
+    """Comments dropped, blanks squeezed."""
+    return _squeeze(strip_comments(text))
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _normalize_memo(clean: str, aliases: Tuple[Tuple[str, str], ...]) -> str:
+    return _substitute_and_fold(clean, dict(aliases))
+
+
+def _substitute_and_fold(text: str, aliases: Optional[Mapping[str, str]]) -> str:
+    """:func:`normalize_cpp` of text already :func:`_clean`."""
     if aliases:
         for _ in range(20):
             changed = False
@@ -161,15 +220,19 @@ def normalize_cpp(text: str, aliases: Optional[Mapping[str, str]] = None) -> str
 # --------------------------------------------------------------------------- templates
 
 
+# The scanners below visit only the characters that can change their state.
+_ANGLE_SCAN_RE = re.compile(r"[()\[\]{}<>;]")
+_ARGS_SCAN_RE = re.compile(r"[()\[\]{}<>,]")
+_PAREN_SCAN_RE = re.compile(r"[()]")
+
+
 def _match_angle(text: str, open_at: int) -> Optional[int]:
     """Index of the ``>`` closing the ``<`` at ``open_at`` (parentheses and
     brackets are opaque: ``<(0 > 0)>`` works)."""
     depth = 0
     paren = 0
-    i = open_at
-    n = len(text)
-    while i < n:
-        c = text[i]
+    for m in _ANGLE_SCAN_RE.finditer(text, open_at):
+        c = m.group()
         if c in "([{":
             paren += 1
         elif c in ")]}":
@@ -182,10 +245,9 @@ def _match_angle(text: str, open_at: int) -> Optional[int]:
             elif c == ">":
                 depth -= 1
                 if depth == 0:
-                    return i
-            elif c == ";":
+                    return m.start()
+            else:  # ";"
                 return None
-        i += 1
     return None
 
 
@@ -195,7 +257,8 @@ def split_template_args(text: str) -> List[str]:
     paren = 0  # (), [], {}: opaque, `<`/`>` inside them are operators
     angle = 0
     start = 0
-    for i, c in enumerate(text):
+    for m in _ARGS_SCAN_RE.finditer(text):
+        c = m.group()
         if c in "([{":
             paren += 1
         elif c in ")]}":
@@ -205,6 +268,7 @@ def split_template_args(text: str) -> List[str]:
         elif paren == 0 and c == ">":
             angle -= 1
         elif c == "," and paren == 0 and angle == 0:
+            i = m.start()
             args.append(_squeeze(text[start:i]))
             start = i + 1
     tail = _squeeze(text[start:])
@@ -219,12 +283,18 @@ _TEMPLATE_NAME_RE = re.compile(r"(?<![\w.:>])((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\
 def find_template_calls(code: str) -> List[Tuple[str, List[str], int, int]]:
     """Every ``name<args>(`` in comment-free ``code``: (name, args, start, end)
     where ``end`` is the index of the ``(``."""
-    out: List[Tuple[str, List[str], int, int]] = []
+    return [(name, list(args), start, end) for name, args, start, end in _template_calls(code)]
+
+
+# A dispatch file repeats the same call statement in every leaf.
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _template_calls(code: str) -> Tuple[Tuple[str, Tuple[str, ...], int, int], ...]:
+    out: List[Tuple[str, Tuple[str, ...], int, int]] = []
     pos = 0
     while True:
         m = _TEMPLATE_NAME_RE.search(code, pos)
         if not m:
-            return out
+            return tuple(out)
         open_at = m.end() - 1
         close = _match_angle(code, open_at)
         if close is None:
@@ -234,7 +304,7 @@ def find_template_calls(code: str) -> List[Tuple[str, List[str], int, int]]:
         while j < len(code) and code[j] in " \t\r\n":
             j += 1
         if j < len(code) and code[j] == "(":
-            out.append((m.group(1), split_template_args(code[open_at + 1 : close]), m.start(), j))
+            out.append((m.group(1), tuple(split_template_args(code[open_at + 1 : close])), m.start(), j))
             pos = j
         else:
             pos = m.end()
@@ -254,14 +324,13 @@ def trait_key(trait: str, extra_args: Sequence[str] = ()) -> str:
 
 def _match_paren(text: str, open_at: int) -> Optional[int]:
     depth = 0
-    for i in range(open_at, len(text)):
-        c = text[i]
-        if c == "(":
+    for m in _PAREN_SCAN_RE.finditer(text, open_at):
+        if m.group() == "(":
             depth += 1
-        elif c == ")":
+        else:
             depth -= 1
             if depth == 0:
-                return i
+                return m.start()
     return None
 
 

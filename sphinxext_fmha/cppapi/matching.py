@@ -9,6 +9,7 @@ same extra arguments such as the arch tag.  Both sides are normalised
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
@@ -21,6 +22,9 @@ __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leav
 
 # --------------------------------------------------------------------------- kernel files
 
+_USING_DECL_RE = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([^;]*);")
+_EXPLICIT_SPECIALISATION_RE = re.compile(r"\btemplate\s*<\s*>")
+
 
 def kernel_trait_keys(text: str) -> List[str]:
     """Keys of every explicit specialisation ``template<> R f<trait, ...>(...)``
@@ -28,10 +32,10 @@ def kernel_trait_keys(text: str) -> List[str]:
     without duplicates."""
     code, _ = _mask(text)
     aliases = _LazyAliases(
-        {m.group(1): m.group(2) for m in re.finditer(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([^;]*);", code)}
+        {m.group(1): m.group(2) for m in _USING_DECL_RE.finditer(code)}
     )
     keys: List[str] = []
-    for m in re.finditer(r"\btemplate\s*<\s*>", code):
+    for m in _EXPLICIT_SPECIALISATION_RE.finditer(code):
         stop = len(code)
         for ch in "{;":
             k = code.find(ch, m.end())
@@ -126,16 +130,37 @@ def match_leaves_to_kernels(
     ``kernel_traits`` maps kernel file name -> :func:`kernel_trait_key` of its
     text (``GenerateRunner.generate_api_file(...).kernel_traits``; the
     ApiFileResult itself is accepted too).  Kernel files
-    with an empty key (nothing specialised) are reported as unreached.
+    with an empty key (nothing specialised) are reported as unreached.  For a parsed
+    tree the result is kept (the last few) and shared: read it, never change it.
     """
-    if isinstance(leaves, DispatchTree):
-        leaves = leaves.leaves
     kernel_traits = getattr(kernel_traits, "kernel_traits", kernel_traits)  # an ApiFileResult
     if not isinstance(kernel_traits, _AbcMapping):
         raise TypeError(
             "match_leaves_to_kernels needs {kernel file: trait key} "
             "(GenerateRunner.generate_api_file(...).kernel_traits), not bare names"
         )
+    if not isinstance(leaves, DispatchTree):
+        return _match(leaves, kernel_traits)
+    # the readers of one dispatch file share its tree and match it to the same kernels
+    key = (id(leaves), tuple(kernel_traits.items()))
+    with _MATCHED_LOCK:
+        hit = _MATCHED.get(key)
+        if hit is not None and hit[0] is leaves:
+            return hit[1]
+    found = _match(leaves.leaves, kernel_traits)
+    with _MATCHED_LOCK:
+        _MATCHED[key] = (leaves, found)  # the tree is kept alive, so its id stays its own
+        while len(_MATCHED) > _MATCHED_SIZE:
+            del _MATCHED[next(iter(_MATCHED))]
+    return found
+
+
+_MATCHED: Dict[Tuple[int, Tuple[Tuple[str, str], ...]], Tuple[DispatchTree, DispatchMatch]] = {}
+_MATCHED_SIZE = 8
+_MATCHED_LOCK = threading.Lock()
+
+
+def _match(leaves: Iterable[DispatchLeaf], kernel_traits: Mapping[str, str]) -> DispatchMatch:
     by_key: Dict[str, List[str]] = {}
     result = DispatchMatch()
     for name in sorted(kernel_traits):

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -153,6 +155,11 @@ _TEMPLATE_PREFIX_RE = re.compile(r"^\s*template\s*<")
 _ATTR_RE = re.compile(r"\[\[.*?\]\]")
 _FUNC_NAME_RE = re.compile(r"((?:::)?[A-Za-z_~][\w:]*(?:\s*<[^()]*>)?)\s*\($")
 _USING_RE = re.compile(r"^using\s+([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
+_NAMESPACE_RE = re.compile(r"^(inline\s+)?namespace\b")
+_LOOP_RE = re.compile(r"^(for|while)\b")
+_SWITCH_RE = re.compile(r"^switch\b")
+_TRAILING_QUALIFIERS_RE = re.compile(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$")
+_STRUCTURE_RE = re.compile(r"[{};]")
 
 
 def _strip_template_prefix(code: str) -> str:
@@ -181,15 +188,15 @@ def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
         return kind, _WS_RE.sub(" ", cond_raw).strip(), ""
     if code_s == "else":
         return "else", "", ""
-    if re.match(r"^(inline\s+)?namespace\b", code_s):
+    if _NAMESPACE_RE.match(code_s):
         return "namespace", "", code_s.split(None, 1)[1] if " " in code_s else ""
-    if re.match(r"^(for|while)\b", code_s) or code_s == "do":
+    if _LOOP_RE.match(code_s) or code_s == "do":
         return "loop", "", ""
-    if re.match(r"^switch\b", code_s):
+    if _SWITCH_RE.match(code_s):
         return "switch", "", ""
     head = _ATTR_RE.sub(" ", _strip_template_prefix(code_s)).strip()
     # drop trailing qualifiers after the parameter list
-    head = re.sub(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$", ")", head)
+    head = _TRAILING_QUALIFIERS_RE.sub(")", head)
     if head.endswith(")") and "=" not in head.split("(", 1)[0] and not head.startswith(("[", "(")):
         params_at = _find_params_open(head)
         if params_at is not None:
@@ -213,8 +220,32 @@ def _find_params_open(head: str) -> Optional[int]:
     return None
 
 
+_PARSED: OrderedDict[str, DispatchTree] = OrderedDict()
+_PARSED_SIZE = 8
+_PARSED_LOCK = threading.Lock()
+
+
 def parse_dispatch(text: str) -> DispatchTree:
-    """Parse a generated API dispatch file into blocks and ordered leaves."""
+    """Parse a generated API dispatch file into blocks and ordered leaves.
+
+    One build reads the same dispatch file several times (the reading, the link
+    check, the coupling of the recommendation), so the last few trees are kept by
+    text: the tree returned is shared, callers read it and never change it.
+    """
+    with _PARSED_LOCK:
+        tree = _PARSED.get(text)
+        if tree is not None:
+            _PARSED.move_to_end(text)
+            return tree
+    tree = _parse(text)
+    with _PARSED_LOCK:
+        _PARSED[text] = tree
+        while len(_PARSED) > _PARSED_SIZE:
+            _PARSED.popitem(last=False)
+    return tree
+
+
+def _parse(text: str) -> DispatchTree:
     code, raw = _mask(text)
     newlines = _newline_index(code)
 
@@ -229,7 +260,7 @@ def parse_dispatch(text: str) -> DispatchTree:
     last = 0
     chains: List[List[str]] = [[]]  # per open block: conditions of the current if-chain
 
-    for m in re.finditer(r"[{};]", code):
+    for m in _STRUCTURE_RE.finditer(code):
         pos = m.start()
         chunk = code[last:pos]
         paren += chunk.count("(") - chunk.count(")")
@@ -333,14 +364,17 @@ def _collect_leaves(tree: DispatchTree) -> None:
 
     def walk(
         block: DispatchBlock,
-        scopes: List[Dict[str, str]],
+        outer: Dict[str, str],
         conds: List[str],
         function: str,
         kind: str,
         dead: bool,
     ) -> None:
-        scope: Dict[str, str] = {}
-        scopes = [*scopes, scope]
+        # the aliases in scope: the enclosing blocks' (shared, never changed here)
+        # until this block declares its own, then a copy (inner names shadow outer ones)
+        visible = outer
+        own = False
+        declared: Optional[Dict[str, str]] = None  # trait aliases of `visible`
         # values of the current `if constexpr` chain (None: not a constexpr chain)
         cx_chain: Optional[List[Optional[bool]]] = None
         for item in block.items:
@@ -372,23 +406,28 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 elif item.kind == "function":
                     sub_conds = []
                     sub_kind = ""
-                walk(item, scopes, sub_conds, func, sub_kind, sub_dead)
+                walk(item, visible, sub_conds, func, sub_kind, sub_dead)
                 continue
             cx_chain = None
             m = _USING_RE.match(item)
             if m:
-                visible = _visible(scopes)
-                scope[m.group(1)] = normalize_cpp(m.group(2), visible)
+                alias_value = normalize_cpp(m.group(2), visible)
+                if not own:
+                    visible = dict(visible)
+                    own = True
+                visible[m.group(1)] = alias_value
+                declared = None
                 continue
             if "<" not in item:
                 continue
-            visible = _visible(scopes)
             if not visible:
                 continue
             for _name, args, start, end in find_template_calls(item):
                 traits, extras, dropped = _classify_args(args, visible)
                 if not traits:
                     continue
+                if declared is None:
+                    declared = {k: v for k, v in visible.items() if "<" in v and _looks_like_trait(v)}
                 close = _match_paren(item, end)
                 call = item[start : close + 1] if close is not None else item[start:]
                 leaf = DispatchLeaf(
@@ -399,7 +438,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
                     call=_squeeze(call),
                     extra_args=extras,
                     trait_names=[a for a, _ in traits],
-                    declared_traits={k: v for k, v in visible.items() if "<" in v and _looks_like_trait(v)},
+                    declared_traits=dict(declared),
                     not_launched=dropped,
                     function=function,
                     line=block.line,
@@ -408,17 +447,10 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 )
                 (discarded if dead else leaves).append(leaf)
 
-    walk(tree.root, [], [], "", "", False)
+    walk(tree.root, {}, [], "", "", False)
     tree.leaves = leaves
     tree.discarded = discarded
     tree.functions = functions
-
-
-def _visible(scopes: List[Dict[str, str]]) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    for scope in scopes:
-        out.update(scope)
-    return out
 
 
 def _looks_like_trait(value: str) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .conditions import describe_condition, split_top, strip_parens
 from .lexing import strip_comments, trait_template
@@ -83,14 +83,6 @@ def _condition_terms(function: str, depth: int, condition: str) -> Tuple[Term, .
                  for index, cpp in enumerate(condition_terms_cpp(condition)))
 
 
-def _terms(leaf: DispatchLeaf, skip_depths: Set[int]) -> List[Term]:
-    out: List[Term] = []
-    for depth, condition in enumerate(leaf.conditions):
-        if depth not in skip_depths:
-            out.extend(_condition_terms(leaf.function, depth, condition))
-    return out
-
-
 def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
     """leaf order -> (depth where a partner choice starts, number of its conditions).
 
@@ -126,16 +118,25 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
     choices: Dict[Tuple[str, str, str], SubKernelChoice] = {}
     for leaf in tree.leaves:
         start, stop = choice_depths.get(leaf.order, (0, 0))
-        skip = set(range(start, stop))
-        every = _terms(leaf, set())
-        terms = [t for t in every if slot_depth(t.slot) not in skip]
-        chosen = [t for t in every if slot_depth(t.slot) in skip]
-        for term in chosen:
-            if term.always or slot_depth(term.slot) != start:
-                continue  # deeper branches of a chosen partner are its own conditions
+        terms: List[Term] = []
+        chosen: List[Term] = []
+        heads: List[Term] = []  # the chosen terms at the depth where the choice starts
+        for depth, condition in enumerate(leaf.conditions):
+            found = _condition_terms(leaf.function, depth, condition)
+            if start <= depth < stop:
+                chosen.extend(found)
+                if depth == start:
+                    heads.extend(found)
+            else:
+                terms.extend(found)
+        main_kind = trait_template(leaf.trait_args[0]) if heads else ""
+        partner_kind = trait_template(leaf.trait_args[-1]) if heads else ""
+        for term in heads:
+            if term.always:
+                continue  # deeper branches of a chosen partner are their own conditions
             # `if (c)` and its `else` (`!(c)`) are one choice
-            head = _unnegated(strip_comments(term.cpp))
-            key = (head, trait_template(leaf.trait_args[0]), trait_template(leaf.trait_args[-1]))
+            head = _choice_head(term.cpp)
+            key = (head, main_kind, partner_kind)
             choice = choices.setdefault(key, SubKernelChoice(
                 head, describe_condition(head), key[1], key[2]))
             choice.count += 1
@@ -149,11 +150,9 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
     result: Dict[str, KernelReach] = {}
     for filename, entries in per_kernel.items():
         first_terms = entries[0][1]
-        others = [set(terms) for _, terms, _ in entries[1:]]
-        common = [t for t in first_terms if all(t in other for other in others)]
+        common = _kept(first_terms, [terms for _, terms, _ in entries[1:]])
         varying = any(len(terms) != len(common) for _, terms, _ in entries)
-        chosen_sets = [set(c) for _, _, c in entries[1:]]
-        chosen_common = [t for t in entries[0][2] if all(t in c for c in chosen_sets)]
+        chosen_common = _kept(entries[0][2], [c for _, _, c in entries[1:]])
         result[filename] = KernelReach(
             terms=common,
             leaves=[leaf.order for leaf, _, _ in entries],
@@ -161,6 +160,23 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
             varying=varying,
             chosen_by=[t for t in chosen_common if not t.always])
     return result, list(choices.values())
+
+
+def _kept(first: List[Term], others: List[List[Term]]) -> List[Term]:
+    """The terms of ``first`` that every one of ``others`` has, in order."""
+    # half of them are the same terms: a list comparison (by identity first) is
+    # cheaper than hashing every term
+    differing = [other for other in others if other != first]
+    if not differing:
+        return list(first)
+    shared = set(first).intersection(*differing)
+    return [t for t in first if t in shared]
+
+
+@functools.lru_cache(maxsize=65536)
+def _choice_head(cpp: str) -> str:
+    """The condition a sub-kernel choice term tests (``!(c)``, its ``else``, tests ``c``)."""
+    return _unnegated(strip_comments(cpp))
 
 
 def _unnegated(condition: str) -> str:

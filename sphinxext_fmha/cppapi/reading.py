@@ -51,14 +51,12 @@ def describe_call_condition(conditions: List[str]) -> Tuple[str, str]:
 
 def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
     """Per function and depth: an example condition (the first) and the distinct count."""
-    seen: Dict[Tuple[str, int], List[str]] = {}
+    seen: Dict[Tuple[str, int], Dict[str, None]] = {}  # ordered sets
     for leaf in tree.leaves:
         for depth, condition in enumerate(leaf.conditions):
-            bucket = seen.setdefault((leaf.function, depth), [])
-            if condition not in bucket:
-                bucket.append(condition)
-    return [{"function": function, "depth": depth, "example": conditions[0],
-             "words": describe_condition(conditions[0]), "distinct": len(conditions)}
+            seen.setdefault((leaf.function, depth), {})[condition] = None
+    return [{"function": function, "depth": depth, "example": next(iter(conditions)),
+             "words": describe_condition(next(iter(conditions))), "distinct": len(conditions)}
             for (function, depth), conditions in seen.items()]
 
 
@@ -73,11 +71,10 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
         cpp, words = describe_call_condition(call.conditions)
         calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
                       "words": words, "never": call.never, "statement": call.statement})
-    order: List[str] = []
+    order: Dict[str, None] = {}  # an ordered set
     for leaf in tree.leaves:
         for filename in match.files_of(leaf.order):
-            if filename not in order:
-                order.append(filename)
+            order.setdefault(filename)
     by_order = {leaf.order: leaf for leaf in tree.leaves}
     missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
                                  for o, k in match.unmatched))
@@ -95,7 +92,7 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
         "choices": [{"condition": c.condition, "words": c.words, "main_kind": c.main_kind,
                      "partner_kind": c.partner_kind, "count": c.count} for c in choices],
         "levels": dispatch_levels(tree),
-        "order": order,
+        "order": list(order),
         "discarded": len(tree.discarded),
         "unreferenced": list(match.unreached),
         "unreachable": unreachable_kernels(tree, match, entry_points),

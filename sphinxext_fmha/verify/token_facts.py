@@ -40,26 +40,49 @@ def token_counts(model: ApiModel, files: Sequence[str]) -> TokenCounts:
 
 
 _ARCH = "arch suffix"
+_UNREACHED = (("unreached", ""),)
 
 #: (tokens, arch suffix, the kernel's reading or None when unreached, file name)
 _Item = Tuple[List[str], str, Optional[Mapping[str, Any]], str]
 
 
-def _determining(columns: List[List[str]], values: List[Optional[str]],
-                 limit: int = 3) -> List[Tuple[int, ...]]:
-    """The smallest sets of columns whose values determine ``values`` (all of that size)."""
+def _determines(keys: List[Tuple[str, ...]], values: Sequence[object]) -> bool:
+    """Whether rows with equal ``keys`` have equal ``values``: then each key has one value,
+    so there are as many distinct keys as distinct (key, value) pairs."""
+    return len(set(keys)) == len(set(zip(keys, values)))
+
+
+class _Rows:
+    """The columns of a kernel class, for :func:`_determining`.
+
+    Most sets of columns do not determine a slot's values, and a few rows usually show
+    it: each test looks at the first 64 rows, then 4 times as many, and so on.
+    """
+
+    def __init__(self, columns: List[List[str]]) -> None:
+        self.columns = columns
+        rows = len(columns[0]) if columns else 0
+        self.sizes: List[int] = []
+        size = 64
+        while size < rows:
+            self.sizes.append(size)
+            size *= 4
+        self.sizes.append(rows)
+        self.prefixes = [[column[:size] for column in columns] for size in self.sizes]
+
+    def determines(self, combo: Tuple[int, ...], codes: Sequence[Sequence[int]]) -> bool:
+        """``codes``: the value codes cut to each of :attr:`sizes`."""
+        return all(_determines(list(zip(*(prefix[c] for c in combo))), cut)
+                   for prefix, cut in zip(self.prefixes, codes))
+
+
+def _determining(rows: _Rows, codes: Sequence[int], limit: int = 3) -> List[Tuple[int, ...]]:
+    """The smallest sets of columns whose values determine the value ``codes`` (all of
+    that size)."""
+    cuts = [codes[:size] for size in rows.sizes]
     for size in range(1, limit + 1):
-        found = []
-        for combo in combinations(range(len(columns)), size):
-            seen: Dict[Tuple[str, ...], Optional[str]] = {}
-            ok = True
-            for row, value in enumerate(values):
-                key = tuple(columns[c][row] for c in combo)
-                if seen.setdefault(key, value) != value:
-                    ok = False
-                    break
-            if ok:
-                found.append(combo)
+        found = [combo for combo in combinations(range(len(rows.columns)), size)
+                 if rows.determines(combo, cuts)]
         if found:
             return found
     return []
@@ -75,19 +98,28 @@ def _core(combos: List[Tuple[int, ...]]) -> set:
     return core or {c for combo in combos for c in combo}
 
 
-def _sensitive(columns: List[List[str]], values: List[Optional[str]]) -> List[Tuple[int, ...]]:
+def _sensitive(columns: List[List[str]], values: Sequence[object]) -> List[Tuple[int, ...]]:
     """Fallback when no three columns determine ``values``: each column on its own for
     which two rows that differ only in that column have different values."""
     found: List[Tuple[int, ...]] = []
-    rows = range(len(values))
     for index in range(len(columns)):
-        seen: Dict[Tuple[str, ...], Optional[str]] = {}
-        for row in rows:
-            key = tuple(column[row] for c, column in enumerate(columns) if c != index)
-            if seen.setdefault(key, values[row]) != values[row]:
-                found.append((index,))
-                break
+        others = [column for c, column in enumerate(columns) if c != index]
+        keys: List[Tuple[str, ...]] = list(zip(*others)) if others else [()] * len(values)
+        if not _determines(keys, values):
+            found.append((index,))
     return found
+
+
+def _owners(rows: _Rows, values: List[Optional[str]],
+            known: Dict[Tuple[int, ...], List[Tuple[int, ...]]]) -> List[Tuple[int, ...]]:
+    """:func:`_determining`, else :func:`_sensitive`; both see only which rows have equal
+    values (value codes, numbered in order), so slots that split the rows alike share
+    one answer (``known``)."""
+    codes: Dict[Optional[str], int] = {}
+    pattern = tuple(codes.setdefault(value, len(codes)) for value in values)
+    if pattern not in known:
+        known[pattern] = _determining(rows, pattern) or _sensitive(rows.columns, pattern)
+    return known[pattern]
 
 
 def token_dispatch(model: ApiModel, files: Sequence[str],
@@ -141,9 +173,12 @@ def _class_groups(class_name: str, labels: List[str],
     names = labels + [_ARCH]
     slot_terms: List[Dict[str, Tuple[str, str]]] = [
         {slot: (cpp, words) for slot, cpp, words in (item[2] or {})["terms"]} for item in reached]
-    slots: List[str] = []
+    ordered: Dict[str, None] = {}  # an ordered set
     for terms in slot_terms:
-        slots.extend(s for s in terms if s not in slots)
+        ordered.update(dict.fromkeys(terms))
+    slots = list(ordered)
+    known: Dict[Tuple[int, ...], List[Tuple[int, ...]]] = {}
+    rows = _Rows(columns)
     owners: Dict[str, List[Tuple[int, ...]]] = {}
     shared: List[Tuple[str, str]] = []
     undetermined: List[str] = []
@@ -154,7 +189,7 @@ def _class_groups(class_name: str, labels: List[str],
             if cpp_words and cpp_words[1] != "always":
                 shared.append(cpp_words)
             continue
-        found = _determining(columns, values) or _sensitive(columns, values)
+        found = _owners(rows, values, known)
         if found:
             owners[slot] = found
         else:
@@ -162,16 +197,19 @@ def _class_groups(class_name: str, labels: List[str],
     result.shared[class_name] = shared
     if undetermined:
         result.undetermined[class_name] = undetermined
+    cores = {slot: _core(owners.get(slot, [])) for slot in slots}
     for index in range(width):
-        own_slots = [s for s in slots if index in _core(owners.get(s, []))]
+        own_slots = [s for s in slots if index in cores[s]]
         partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
         by_token: Dict[str, Dict[Tuple[Tuple[str, str], ...], ConditionGroup]] = {}
         for row, (tokens, _, info, filename) in enumerate(reached):
             terms = slot_terms[row]
             condition = tuple(terms[s] for s in own_slots if s in terms and terms[s][1] != "always")
-            group = by_token.setdefault(tokens[index], {}).setdefault(
-                condition, ConditionGroup(cpp=[c for c, _ in condition],
-                                          words=[w for _, w in condition]))
+            groups = by_token.setdefault(tokens[index], {})
+            group = groups.get(condition)
+            if group is None:  # (not a setdefault default: one group per condition, not per row)
+                group = groups[condition] = ConditionGroup(cpp=[c for c, _ in condition],
+                                                           words=[w for _, w in condition])
             group.kernels += 1
             group.files.append(filename)
             group.varying = group.varying or bool(info and info.get("varying"))
@@ -182,7 +220,9 @@ def _class_groups(class_name: str, labels: List[str],
         for tokens, _, info, filename in items:
             if info is None:
                 groups = by_token.setdefault(tokens[index], {})
-                group = groups.setdefault((("unreached", ""),), ConditionGroup(unreached=True))
+                group = groups.get(_UNREACHED)
+                if group is None:
+                    group = groups[_UNREACHED] = ConditionGroup(unreached=True)
                 group.kernels += 1
                 group.files.append(filename)
         result.groups[(class_name, index)] = {
