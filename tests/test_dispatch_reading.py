@@ -424,3 +424,25 @@ def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
     assert pairs
     first = sum(1 for a, b in pairs if a < b)
     assert orders.get(("_psddv", "_psskddv"), 0) == first == len(pairs)
+
+
+def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions):
+    """2.8.3 bwd launches three traits per call; the branches that keep the first one
+    choose the other two, and the choices name both (not only the last)."""
+    session = _session(sessions, corpus_root, "flash-attn-2.8.3")
+    reading = session.dispatch_reading("bwd")
+    api_text = session.runner.generate_api_file(session.tree.request("bwd", Options())).text
+    # independent: the trait types of one launch call, in call order, read by regex
+    call = re.search(r"fmha_bwd_<\s*([^;]*?)>\s*\(", api_text)
+    assert call, "no fmha_bwd_<...>( call in the API file"
+    kinds = re.findall(r"\b(\w+_traits_)\s*<", call.group(0))
+    if not kinds:  # the call names aliases: read what they stand for
+        aliases = [a.strip() for a in call.group(1).split(",")]
+        kinds = [re.search(r"using\s+%s\s*=\s*(\w+_traits_)" % re.escape(a), api_text).group(1)
+                 for a in aliases]
+    assert len(kinds) == 3, kinds
+    choices = reading["choices"]
+    assert choices
+    for choice in choices:
+        assert choice["main_kind"] == kinds[0], choice
+        assert choice["partner_kind"].split(", ") == kinds[1:], choice

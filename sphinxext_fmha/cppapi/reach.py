@@ -130,7 +130,10 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
             else:
                 terms.extend(found)
         main_kind = trait_template(leaf.trait_args[0]) if heads else ""
-        partner_kind = trait_template(leaf.trait_args[-1]) if heads else ""
+        # every other trait of the call is a partner the choice can change (bwd launches
+        # dot_do_o, dq_dk_dv and convert_dq: naming only the last one would hide dq_dk_dv)
+        partner_kind = ", ".join(dict.fromkeys(trait_template(arg)
+                                               for arg in leaf.trait_args[1:])) if heads else ""
         for term in heads:
             if term.always:
                 continue  # deeper branches of a chosen partner are their own conditions

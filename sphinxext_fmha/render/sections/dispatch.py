@@ -121,11 +121,13 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
         pairs.setdefault((choice["main_kind"], choice["partner_kind"]), []).append(choice)
     blocks: List[Block] = []
     for (main, partner), found in pairs.items():
+        partners = join([[Code(kind)] for kind in partner.split(", ")])
         blocks.append(Para([
             "Sub-kernel choices: the branches on ",
             "each condition below" if len(found) > 1 else Code(found[0]["condition"]),
-            " choose the ", Code(partner), " partner of a ", Code(main), " kernel; they launch "
-            "the same main kernel, so the condition is the partner's, not the main kernel's",
+            " launch the same ", Code(main), " kernel (the first trait of the call) with "
+            "different ", *partners, " partners, so the condition selects the partners, "
+            "not the ", Code(main), " kernel",
             "." if len(found) > 1 else
             " (%s)." % plural(found[0]["count"], "dispatch entry", "dispatch entries")]))
         if len(found) > 1:
@@ -134,7 +136,7 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
                 rows.append([condition_inlines(c["condition"], c["words"]), [str(c["count"])]])
             table = Table(header=["Condition", "Dispatch entries"], rows=rows,
                           classes=["fmha-choices"], counts_after=None)
-            blocks.extend(fold(["Sub-kernel choices: ", Code(partner), " (%d conditions)"
+            blocks.extend(fold(["Sub-kernel choices: ", *partners, " (%d conditions)"
                                 % len(rows)], [table], len(rows)))
     return blocks
 
