@@ -588,7 +588,7 @@ class Recommendation:
     #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: The tiles per problem (architecture, data type, head dim), with the kernels the
-    #: set keeps of each (:attr:`TileUse.kept`).
+    #: set keeps of each (``TileUse.kept``).
     tile_tables: List[TileTable] = field(default_factory=list)
     #: How the sub-types are coupled (``""`` when they are not).
     coupling: str = ""

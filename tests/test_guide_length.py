@@ -9,6 +9,9 @@ when the length was cut (issue 9), with a margin, so length cannot silently grow
 Measured when the limits were set (visible / total words; before the cut in brackets):
 flash-attn 2.8.3 ``bwd`` 2,315 / 4,707 (5,518 / 9,304); ``fwd_appendkv`` 1,340 / 1,829
 (1,995 / 2,215); the largest guide, aiter ``bwd``, 2,641 / 5,251 (6,041 / 8,964).
+Labelling constant segments and the tiles read from the listing (items 6 and 8) then
+added facts: 2.8.3 ``bwd`` 2,645 / 4,814, aiter ``bwd`` 2,715 / 5,858, aiter
+``fwd_appendkv`` 1,580 visible.
 """
 
 from __future__ import annotations
@@ -26,13 +29,13 @@ from sphinxext_fmha.session import Session
 CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
 
 #: Every guide: visible and total words.
-VISIBLE_ALL, TOTAL_ALL = 2900, 5800
+VISIBLE_ALL, TOTAL_ALL = 2900, 6200
 #: The single-kernel appending API, the simplest guide of every tree.
-VISIBLE_SIMPLE = 1550
+VISIBLE_SIMPLE = 1650
 SIMPLE_APIS = {"fwd_appendkv"}
 #: The biggest guide of the pinned docs tree (9,304 words before the cut).
 PINNED = ("flash-attn-2.8.3", "bwd")
-VISIBLE_PINNED, TOTAL_PINNED = 2500, 4950
+VISIBLE_PINNED, TOTAL_PINNED = 2750, 4950
 
 
 def count_words(markdown: str) -> Tuple[int, int]:

@@ -49,7 +49,7 @@ def _segment_tokens_summary(segment: Segment, limit: int = 6) -> Inlines:
     if len(tokens) > limit:
         shown = shown + [" ... (%d in all)" % len(tokens)]
     if segment.constant:
-        shown = shown + [" ", Emph("(constant in this tree)")]
+        shown = shown + [" ", Emph("(constant)")]
     return shown
 
 
@@ -95,6 +95,6 @@ def filename_section(data: GuideData) -> List[Block]:
               "when the feature is off. Each diagram cuts a real file name of this tree."]
     if any(s.constant for k in model.kernel_types for s in k.segments):
         intro += [" A segment whose fields have one value in every kernel of this tree is "
-                  "still named by its fields (", Emph("constant in this tree"), "): it "
+                  "still named by its fields (", Emph("constant"), "): it "
                   "selects nothing, but tells which fields write that text."]
     return [Para(intro)] + filename_blocks(model)
