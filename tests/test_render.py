@@ -556,3 +556,22 @@ def test_condition_groups_as_a_truth_table():
     assert rebuilt == {("_npad", "_d64"): "a.seqlen_k % 128 == 0 && a.hdim_q % 64 == 0",
                        ("_npad", "_d32"): "a.seqlen_k % 128 == 0 && a.hdim_q % 32 == 0",
                        ("_pd", "_d64"): "a.hdim_q % 64 != 0", ("_pd", "_d32"): "a.hdim_q % 32 != 0"}
+
+
+@pytest.mark.parametrize("tree", ["flash-attn-2.7.4.post1", "flash-attn-2.8.3"])
+def test_empty_filter_sentence_says_what_generate_py_does(corpus_root, tree, tmp_path):
+    """2.7.4 passes ``-f ''`` to fnmatch (it tests ``!= None``): nothing is generated;
+    2.8.3 treats it as no filter. The sentence follows an ``-f ''`` run made here."""
+    root = corpus_root(tree)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "empty").mkdir()
+    full = independent_listing(root, "fwd", tmp_path / "full")
+    empty = independent_listing(root, "fwd", tmp_path / "empty", "-f", "")
+    from sphinxext_fmha.session import Session
+
+    text = guide_markdown(collect_guide(Session(root), "fwd", sections=parse_sections("filter")))
+    line = next(li for li in text.splitlines() if li.startswith("- Without `-f`"))
+    if not empty:
+        assert "**no** `FmhaFwdKernel` kernel is generated" in line, line
+    else:
+        assert empty == full and "or with an empty one" in line, line

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ...guide_data import GuideData
 from ...model import (
+    FilterSpec,
     KernelType,
 )
 from ..ir import (
@@ -52,11 +53,7 @@ def filter_section(data: GuideData) -> List[Block]:
                       "; no other kernel is affected."])
     if spec.unfiltered_types:
         items.append(["Never filtered (always generated): ", *codes(spec.unfiltered_types), "."])
-    if spec.empty_filter:
-        items.append(["An empty ", Code("-f"), ": " + spec.empty_filter])
-    else:
-        items.append(["Without ", Code("-f"), " (or with an empty one) every kernel is "
-                      "generated."])
+    items.append(_empty_filter_item(spec))
     if not spec.api_split and spec.parts:
         items.insert(1, ["The pattern is matched against the kernel names of ",
                          *codes([c for p in spec.parts for c in p.applies_to]), "."])
@@ -84,6 +81,30 @@ def filter_section(data: GuideData) -> List[Block]:
     if spec.source:
         blocks.append(Para(["Read from: ", *codes(spec.source), "."]))
     return blocks
+
+
+def _empty_filter_item(spec: FilterSpec) -> Inlines:
+    """What no ``-f`` and an empty ``-f ''`` do, from the patterns the probe saw reach
+    fnmatch (an empty pattern matches no name: older trees test ``!= None``)."""
+    item: Inlines = ["Without ", Code("-f"), " every kernel is generated."]
+    if not spec.when_empty:
+        return item + [" What an empty ", Code("-f ''"), " does was not observed."]
+    by_pattern: Dict[Optional[str], List[str]] = {}
+    for class_name, pattern in sorted(spec.when_empty.items()):
+        by_pattern.setdefault(pattern, []).append(class_name)
+    if set(by_pattern) <= {None, "*"}:
+        return ["Without ", Code("-f"), ", or with an empty one (", Code("-f ''"),
+                "), every kernel is generated."]
+    for pattern, classes in sorted(by_pattern.items(), key=lambda kv: kv[0] or ""):
+        item += [" With an empty ", Code("-f ''"), ", "]
+        if pattern is None:
+            item += [*codes(classes), " are not filtered."]
+        elif pattern == "":
+            item += ["the empty pattern reaches fnmatch and matches no name: ",
+                     Strong("no"), " ", *codes(classes), " kernel is generated."]
+        else:
+            item += [*codes(classes), " are matched against ", Code(pattern), "."]
+    return item
 
 
 def _leading_literal(kernel_type: Optional[KernelType]) -> str:
