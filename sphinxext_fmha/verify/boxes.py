@@ -293,9 +293,10 @@ class TypeBoxes:
         return not self._inside(globs, masks)
 
 
-def write_box(globs: Sequence[Optional[str]], seed: Tuple[str, ...]) -> str:
-    """Pinned segments written next to each other, ``*`` for free ones; after a pinned
-    run the separator that starts the seed's next token (``_ps_`` is not ``_psk``)."""
+def write_box(globs: Sequence[Optional[str]], seed: Sequence[str], boundary: bool = True) -> str:
+    """Pinned segments written next to each other, ``*`` for free ones; with
+    ``boundary``, after a pinned run the separator that starts the seed's next token
+    (``_ps_`` is not ``_psk``)."""
     out: List[str] = []
     previous = False
     for index, glob in enumerate(globs):
@@ -305,7 +306,7 @@ def write_box(globs: Sequence[Optional[str]], seed: Tuple[str, ...]) -> str:
             out.append(glob)
             previous = True
             continue
-        if previous:
+        if previous and boundary:
             following = next((t for t in seed[index:] if t), "")
             if following and not following[0].isalnum():
                 out.append(escape(following[0]))

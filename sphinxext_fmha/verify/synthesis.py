@@ -87,23 +87,8 @@ def _generalise(kernel: Kernel, order: Sequence[int], unwanted: NameSet) -> str:
 def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
     """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
     ``boundary`` adds the first character of the token after each pinned run."""
-    out: List[str] = []
-    previous = False
-    for index, token in enumerate(tokens):
-        if index in pinned:
-            if not previous and index > 0:
-                out.append("*")
-            out.append(escape(token))
-            previous = True
-            continue
-        if previous and boundary:
-            following = next((t for t in tokens[index:] if t), "")
-            if following and not following[0].isalnum():
-                out.append(escape(following[0]))
-        previous = False
-    if not previous:
-        out.append("*")
-    return re.sub(r"\*+", "*", "".join(out))
+    return write_box([escape(t) if i in pinned else None for i, t in enumerate(tokens)],
+                     tokens, boundary)
 
 
 def _merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
