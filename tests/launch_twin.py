@@ -14,7 +14,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence, Tuple
 
 
 @dataclass
@@ -50,3 +50,28 @@ def run_child(argv: Sequence[str], *, cwd: Path, timeout: float,
                    out_path.read_text(encoding="utf-8", errors="replace"),
                    err_path.read_text(encoding="utf-8", errors="replace"),
                    time.monotonic() - start, timed_out)
+
+
+def interrupt_once_started(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
+                           pids: Path, started: int, signum: int, stderr: Path,
+                           wait: float) -> Tuple[int, float]:
+    """Start ``argv`` in its own session, wait until ``pids`` (written by the faulty
+    generate.py) names ``started`` processes, send ``signum`` and wait up to ``wait``
+    seconds: (exit status, seconds from the signal to the exit). The group is killed
+    if it is still running, so a failing test leaves nothing behind."""
+    with open(stderr, "wb") as err:
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            while len(pids.read_text().split()) < started and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(pids.read_text().split()) >= started, "generate.py never started"
+            sent = time.monotonic()
+            proc.send_signal(signum)
+            proc.wait(timeout=wait)
+            return proc.returncode, time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

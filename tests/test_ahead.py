@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -22,6 +21,7 @@ from sphinxext_fmha.directives import ahead
 from sphinxext_fmha.directives.ahead import scan_directives
 from sphinxext_fmha.directives.common import clear_sessions
 
+from launch_twin import interrupt_once_started
 from synthetic import make_tree
 
 EPOCH = "1700000000"
@@ -213,24 +213,12 @@ def test_an_interrupt_ends_the_steps_started_ahead_and_their_children(tmp_path):
                PYTHONDONTWRITEBYTECODE="1")
     env.pop("FMHA_TRACE_RUNS", None)
     argv = [sys.executable, "-m", "sphinx", "-b", "html", str(src), str(tmp_path / "out")]
-    with open(tmp_path / "err", "wb") as err:
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 60
-            # two steps run ahead at once: two hanging generate.py, each with a grandchild
-            while len(pids.read_text().split()) < 4 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert len(pids.read_text().split()) >= 4, "the steps ahead never started"
-            sent = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=15)
-            assert time.monotonic() - sent < 5
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    assert proc.returncode != 0
+    # two steps run ahead at once: two hanging generate.py, each with a grandchild
+    returncode, seconds = interrupt_once_started(
+        argv, cwd=tmp_path, env=env, pids=pids, started=4, signum=signal.SIGINT,
+        stderr=tmp_path / "err", wait=15)
+    assert seconds < 5
+    assert returncode != 0
     assert "Traceback" not in (tmp_path / "err").read_text(errors="replace")
     started = [int(p) for p in pids.read_text().split()]
     deadline = time.monotonic() + 3

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from launch_twin import run_child
+from launch_twin import interrupt_once_started, run_child
 from synthetic import make_tree
 
 #: Appended to by the fault code: the pids of the children generate.py starts.
@@ -176,23 +176,11 @@ def test_signals_end_the_command_and_its_children(tmp_path, signum, code):
     case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
     argv = [sys.executable, "-m", "sphinxext_fmha", "analyze", "--ck-root", str(case.root),
             "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "--timeout", "300"]
-    with open(tmp_path / "err", "wb") as err:
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=case.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 60
-            while not case.pids.read_text().split() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert case.pids.read_text().split(), "generate.py never started"
-            sent = time.monotonic()
-            proc.send_signal(signum)
-            proc.wait(timeout=10)
-            assert time.monotonic() - sent < 3
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    assert proc.returncode == code
+    returncode, seconds = interrupt_once_started(
+        argv, cwd=tmp_path, env=case.env, pids=case.pids, started=1, signum=signum,
+        stderr=tmp_path / "err", wait=10)
+    assert seconds < 3
+    assert returncode == code
     stderr = (tmp_path / "err").read_text()
     assert "Traceback" not in stderr, stderr
     if signum == signal.SIGINT:
@@ -361,21 +349,10 @@ def test_sphinx_build_interrupted_leaves_no_child(tmp_path):
                                  'fmha_cache_dir = %r\n' % (str(case.root), str(tmp_path / "c")))
     (src / "index.rst").write_text("Index\n=====\n\n.. fmha-kernel-guide:: toy\n")
     argv = [sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src), str(tmp_path / "out")]
-    with open(tmp_path / "err", "wb") as err:
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=case.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 60
-            while not case.pids.read_text().split() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert case.pids.read_text().split(), "generate.py never started"
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=10)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    assert proc.returncode != 0
+    returncode, _ = interrupt_once_started(
+        argv, cwd=tmp_path, env=case.env, pids=case.pids, started=1, signum=signal.SIGINT,
+        stderr=tmp_path / "err", wait=10)
+    assert returncode != 0
     case.assert_clean()
 
 
