@@ -1,8 +1,9 @@
-"""Command line: ``sphinxext-fmha {apis,analyze,check,recommend,guide,generate}``.
+"""Command line: ``sphinxext-fmha {apis,analyze,check,recommend,guide,prepare,generate}``.
 
 Exit status: 0 success; 1 a run failed (generate.py, the analysis, an unverified
-check or recommendation); 2 a usage or input error (bad option, path, CK root, API,
-interpreter); 130 interrupted (Ctrl-C).  Errors are one line on stderr (plus the tail of
+check or recommendation, a guide that ``prepare`` could not complete); 2 a usage or
+input error (bad option, path, CK root, API, interpreter, section); 130 interrupted
+(Ctrl-C).  Errors are one line on stderr (plus the tail of
 generate.py's stderr when it failed), never a traceback; a closed output pipe
 (``| head``) ends the command quietly.
 """
@@ -13,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import List, Optional
 
@@ -24,7 +26,7 @@ from .process.cache import cache_dir_problem
 from .process.driver import DRIVER_SCRIPT
 from .process.driver import driver_listing as _driver_listing
 from .process.driver import run_driver as _run_driver
-from .process.launch import GenerateError
+from .process.launch import GenerateError, install_handlers
 
 __all__ = ["main", "build_parser", "run_driver", "driver_listing", "DRIVER_SCRIPT",
            "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
@@ -92,6 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
     guide.add_argument("api")
     guide.add_argument("-o", "--output", help="file to write (default: standard output)")
 
+    prepare = sub.add_parser("prepare", help="compute the guides of APIs into the cache "
+                             "(pre-warm it, e.g. in CI, or ahead of a docs build's pages)")
+    _common(prepare)
+    prepare.add_argument("apis", nargs="+", metavar="API")
+    prepare.add_argument("--sections", help="the guide sections to prepare, as the "
+                         "directive's :sections: (default: all)")
+    prepare.add_argument("--format", choices=["json", "text"], default="text")
+    prepare.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                         help="step lines on stderr (auto: when it is a terminal)")
+
     generate = sub.add_parser("generate", help="run generate.py once for several filters")
     _common(generate)
     generate.add_argument("--api", required=True)
@@ -118,7 +130,9 @@ def _session(args):
             raise _InputError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
     root = locate_ck_root(path=Path(args.ck_root) if args.ck_root else None,
                           start=None if args.ck_root else Path.cwd())
-    progress = (lambda message: print(message, file=sys.stderr)) if sys.stderr.isatty() else None
+    shown = getattr(args, "progress", "auto")
+    progress = ((lambda message: print(message, file=sys.stderr, flush=True))
+                if shown == "always" or (shown == "auto" and sys.stderr.isatty()) else None)
     session = Session(root, python=args.python, cache_dir=cache_dir, timeout=args.timeout,
                       progress=progress)
     try:
@@ -272,7 +286,49 @@ def _run(args) -> int:
         return 0
     if args.command == "generate":
         return _generate(session, args, options)
+    if args.command == "prepare":
+        return _prepare(session, args, options)
     return EXIT_USAGE
+
+
+def _prepare(session, args, options: Options) -> int:
+    """Compute what the guides of ``args.apis`` show into the on-disk cache (what a
+    docs build then reads instead of computing): per API, one line on stdout (text, or
+    JSON with its seconds and problems). An API that fails does not stop the others;
+    what it could not compute is not kept (its page computes it and says why)."""
+    from .guide import collect_guide
+    from .guide_data import parse_sections
+
+    parse_sections(args.sections)  # a bad value is a usage error, before any work
+    sections = args.sections.split(",") if args.sections is not None else None
+    for api in args.apis:
+        session.tree.request(api, options)  # an unknown API or option too
+    install_handlers()  # SIGTERM (a build that started this worker stops) ends our runs
+    failed = False
+    for api in args.apis:
+        start = time.monotonic()
+        try:
+            data = collect_guide(session, api, options, sections)
+            problems = [problem.message for problem in (data.recommendation_problem,
+                                                        data.dispatch_problem) if problem]
+        except KeyboardInterrupt:
+            raise
+        except Exception as error:  # noqa: BLE001 - said below; the next API still runs
+            if os.environ.get("FMHA_DEBUG"):
+                raise
+            problems = [str(error).strip().splitlines()[0] if str(error).strip()
+                        else type(error).__name__]
+        seconds = time.monotonic() - start
+        failed = failed or bool(problems)
+        if args.format == "json":
+            print(json.dumps({"api": api, "seconds": round(seconds, 3), "problems": problems}),
+                  flush=True)
+        else:
+            print("%s: %s in %.1f s" % (api, "not complete" if problems else "prepared",
+                                        seconds), flush=True)
+        for message in problems:
+            _say("%s: %s" % (api, message))
+    return EXIT_FAILED if failed else 0
 
 
 def _warn_suspicious(model) -> None:

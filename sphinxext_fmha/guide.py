@@ -42,8 +42,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
     made is recorded as ``recommendation_problem`` / ``dispatch_problem``.
     """
     names = parse_sections(list(sections) if sections is not None else None)
-    recommend = any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",))
-    conditions = any(n in names for n in DISPATCH_SECTIONS)
+    recommend, conditions = _needs(names)
     model = session.model(api, options)
     listing = session.runner.list_kernels(session.tree.request(api, options))
     data = GuideData(api=api, options=options, model=model, date=build_date(),
@@ -125,6 +124,21 @@ def collect_playground(session: Session, api: str, options: Options = Options())
                             command=(head, tail), unparsed=len(parsed.unparsed))
 
 
+def _needs(names: Sequence[str]) -> Tuple[bool, bool]:
+    """(the recommendation, the dispatch reading and mask modes): what these sections
+    need beyond the model and the token counts."""
+    return (any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",)),
+            any(n in names for n in DISPATCH_SECTIONS))
+
+
+def _stored_kinds(names: Sequence[str]) -> List[str]:
+    """The results :func:`collect_guide` keeps on disk for these sections (the
+    session's kinds): when all are there, the guide is computed already."""
+    recommend, conditions = _needs(names)
+    return (["model", "token-counts"] + (["dispatch-reading", "mask-modes"] if conditions else [])
+            + (["recommend"] if recommend else []))
+
+
 @dataclass(frozen=True)
 class DirectiveUse:
     """A directive found in a page before the page is read (``sections``: the guide's
@@ -137,14 +151,22 @@ class DirectiveUse:
     filter: str = ""
 
 
-def steps_ahead(session: Session, uses: Sequence[DirectiveUse]) -> List[AheadStep]:
+def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
+                workers: bool = True) -> List[AheadStep]:
     """The expensive steps that these directives will need and that depend on nothing
     computed in this process, in the order the pages need them (``uses`` in reading
-    order): per API and options, its probe; then the other ``--mask`` listing of each
-    guide that shows dispatch sections; then the filter checks' runs, one batch per
-    API and options; then the listings an API list shows. Nothing for a result that is
-    cached already; a use that cannot be planned (an unknown API, a bad option) is left
-    to its page."""
+    order): per API and options, its probe; then, from the last guide backwards, the
+    other ``--mask`` listing of each guide that shows dispatch sections and (``workers``)
+    the whole guide analysed in a worker interpreter; then the filter checks' runs, one
+    batch per API and options; then the listings an API list shows. Nothing for a
+    result that is cached already; a use that cannot be planned (an unknown API, a bad
+    option) is left to its page.
+
+    The workers meet this process in the middle: it reads the pages from the first,
+    the workers (one at a time) take the guides from the last; a page reached first
+    by this process claims its guide (see :meth:`Session.analysis_ahead`). The first
+    guide is never a worker's (this process starts with it), so a single guide gets
+    none: there would be nothing to do side by side."""
     filters: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
         if use.directive == "fmha-filter-check" and use.filter:
@@ -169,6 +191,13 @@ def steps_ahead(session: Session, uses: Sequence[DirectiveUse]) -> List[AheadSte
     for use in uses:
         if use.directive != "fmha-api-list":
             plan("probe", session.probe_ahead, use.api, use.options)
+    guides = _guides(uses)
+    if workers:
+        for (api, options), names in reversed(list(guides.items())[1:]):
+            if _needs(names)[1]:
+                plan("mask", session.mask_listing_ahead, api, options)
+            plan("worker", session.analysis_ahead, api, options, ",".join(names),
+                 tuple(_stored_kinds(names)))
     for use in uses:
         if use.directive == "fmha-kernel-guide" and _shows_dispatch(use.sections):
             plan("mask", session.mask_listing_ahead, use.api, use.options)
@@ -183,6 +212,21 @@ def steps_ahead(session: Session, uses: Sequence[DirectiveUse]) -> List[AheadSte
                     plan("listing", lambda api, options: session.listing_ahead(
                         session.tree.request(api, options)), info.name, use.options)
     return steps
+
+
+def _guides(uses: Sequence[DirectiveUse]) -> Dict[Tuple[str, Options], List[str]]:
+    """(api, options) of the guides, in reading order -> the sections their pages show."""
+    guides: Dict[Tuple[str, Options], List[str]] = {}
+    for use in uses:
+        if use.directive != "fmha-kernel-guide":
+            continue
+        try:
+            names = parse_sections(use.sections)
+        except Exception:  # noqa: BLE001 - a bad :sections: value: the page reports it
+            continue
+        shown = guides.setdefault((use.api, use.options), [])
+        shown.extend(name for name in names if name not in shown)
+    return guides
 
 
 def _shows_dispatch(sections: Optional[str]) -> bool:

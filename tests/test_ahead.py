@@ -20,6 +20,7 @@ from test_faults import FAULTS, alive
 from sphinxext_fmha.directives import ahead
 from sphinxext_fmha.directives.ahead import scan_directives
 from sphinxext_fmha.directives.common import clear_sessions
+from sphinxext_fmha.guide import steps_ahead
 
 from launch_twin import interrupt_once_started
 from synthetic import make_tree
@@ -124,16 +125,31 @@ def test_pages_are_the_same_with_and_without_steps_started_ahead(tmp_path, monke
     warnings_ahead = warnings.replace(str(src), "SRC")
     started = re.findall(r"^fmha: 2 APIs of \S+: started ahead of the pages, 2 at a time: "
                          r"(.*)\.\.\. \d+\.\d s$", status, re.M)
-    assert started == ["1 batch, 1 listing, 2 probes"], status
+    # the second guide (toy2, the last page read) is analysed in a worker interpreter
+    assert started == ["1 batch, 1 listing, 2 probes, 1 worker"], status
+    assert re.search(r"^fmha: toy2 of \S+: analysed in a worker interpreter\.\.\. \d+\.\d s$",
+                     status, re.M), status
     with_ahead = _html(app, names)
     runs = [line.split("\t")[0] for line in trace.read_text().splitlines()]
     # nothing ran twice (a batch's command line does not name its filters)
     assert len(runs) == len(set(runs)) + sum(r.startswith("batch of") for r in runs) - len(
         {r for r in runs if r.startswith("batch of")}), runs
     assert sum("observed by the probe" in run for run in runs) == 2, runs
+    assert sum(run.startswith("sphinxext-fmha prepare") for run in runs) == 1, runs
+
+    # without worker interpreters (the same steps ahead otherwise)
+    clear_sessions()
+    monkeypatch.setattr(ahead, "steps_ahead", lambda session, uses, workers: steps_ahead(
+        session, uses, workers=False))
+    src = write_project(tmp_path / "no-workers", PAGES, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache-no-workers"))
+    app, status, warnings = build(src)
+    assert "1 batch, 1 listing, 2 probes..." in status and "worker" not in status
+    assert warnings.replace(str(src), "SRC") == warnings_ahead
+    assert _html(app, names) == with_ahead
 
     clear_sessions()
-    monkeypatch.setattr(ahead, "steps_ahead", lambda session, uses: [])
+    monkeypatch.setattr(ahead, "steps_ahead", lambda session, uses, workers: [])
     src = write_project(tmp_path / "alone", PAGES, ck_root=root,
                         conf="fmha_cache_dir = %r" % str(tmp_path / "cache-alone"))
     app, status, warnings = build(src)
@@ -243,3 +259,5 @@ def test_with_parallel_reading_the_steps_finish_before_the_readers_fork(tmp_path
     runs = [line.split("\t")[0] for line in trace.read_text().splitlines()]
     assert sum("observed by the probe" in run for run in runs) == 2, runs  # not in a reader
     assert sum("-m generic -l" in run for run in runs) == 1, runs
+    # the readers analyse their pages side by side: no worker interpreter
+    assert not [run for run in runs if run.startswith("sphinxext-fmha prepare")], runs

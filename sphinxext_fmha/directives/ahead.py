@@ -10,9 +10,14 @@ the failure, which it reports at its own file and line. The scan only decides wh
 starts early, never what a page shows: a directive it misses (an include, an unusual
 syntax) is computed when its page is read, as without the scan.
 
+Besides generate.py runs, a step can be a guide's whole analysis in a worker
+interpreter (``sphinxext-fmha prepare``), taken from the last guide backwards while
+Sphinx reads from the first (see :func:`~sphinxext_fmha.guide.steps_ahead`).
+
 When Sphinx reads in parallel (``-j``), its readers are forked processes, which inherit
 no thread: the steps then run, two at a time, before the reading starts, and the readers
-inherit the results. The steps stop at the end of the reading (``env-updated``) or of
+inherit the results; no worker interpreter is started then (the readers analyse their
+pages side by side already). The steps stop at the end of the reading (``env-updated``) or of
 the build; an interrupt stops them with the build (see :mod:`~sphinxext_fmha.process.ahead`).
 """
 
@@ -158,13 +163,15 @@ def _start_ahead(app: Any, env: Any, docnames: List[str]) -> None:
         return
     uses = [use for use in (_use(name, argument, options, app.config, session)
                             for name, argument, options in found) if use]
-    steps = steps_ahead(session, uses)
+    parallel = _reads_in_parallel(app)
+    # Forked readers already analyse pages side by side: no worker interpreters then.
+    steps = steps_ahead(session, uses, workers=not parallel)
     if not steps:
         return
     logger.verbose("[fmha] %d step(s) started ahead of the pages", len(steps))
     with _LOCK:
         _STARTED.append(session)
-    session.start_ahead(steps, wait=_reads_in_parallel(app))
+    session.start_ahead(steps, wait=parallel)
 
 
 def stop_ahead(*_args: Any) -> None:

@@ -3,7 +3,10 @@ threads, while the pages are read.
 
 Each item is a callable that does one expensive step through the launcher (a probe, a
 listing, a batch of filtered runs) and keeps its result (or its failure) where the page
-will look for it; an item never raises here. Items start in the order given. Nothing
+will look for it; an item never raises here. Items start in the order given, but for
+an item of a kind that has as many running as its limit allows (a thread then takes
+the next item of another kind, or ends: the thread that runs the kind's item takes the
+next one when it is done). Nothing
 new starts once the process is interrupted (SIGINT/SIGTERM) or exiting, or after
 :meth:`AheadPool.cancel`; the launcher kills the children that are running then.
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from typing import Callable, Counter, Deque, List, Optional, Sequence, Tuple
+from typing import Callable, Counter, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .launch import install_handlers, interrupts
 
@@ -35,8 +38,12 @@ class AheadPool:
     once, by the last thread to end, with how many items of each kind ran."""
 
     def __init__(self, items: Sequence[Item], workers: int = WORKERS,
-                 on_done: Optional[Callable[[float, Counter[str]], None]] = None) -> None:
+                 on_done: Optional[Callable[[float, Counter[str]], None]] = None,
+                 limits: Optional[Mapping[str, int]] = None) -> None:
         self._queue: Deque[Item] = collections.deque(items)
+        #: kind -> items of that kind that may run at once
+        self._limits: Dict[str, int] = dict(limits or {})
+        self._running_kinds: Counter[str] = collections.Counter()
         self._lock = threading.Lock()
         self._threads: List[threading.Thread] = []
         self._cancelled = False
@@ -64,7 +71,12 @@ class AheadPool:
             if self._cancelled or interrupts() != self._interrupts:
                 self._queue.clear()
                 self._cancelled = True
-            return self._queue.popleft() if self._queue else None
+            for index, item in enumerate(self._queue):
+                if self._running_kinds[item[0]] < self._limits.get(item[0], self._workers):
+                    del self._queue[index]
+                    self._running_kinds[item[0]] += 1
+                    return item
+            return None  # empty, or only kinds at their limit: their threads go on
 
     def _work(self) -> None:
         while True:
@@ -77,6 +89,7 @@ class AheadPool:
                 pass
             with self._lock:
                 self._ran[item[0]] += 1
+                self._running_kinds[item[0]] -= 1
         with self._lock:
             self._running -= 1
             last = self._running == 0

@@ -9,6 +9,9 @@ started by :func:`run`:
   grandchild that keeps them open cannot make us wait for it;
 * its own session / process group, so the whole group is killed (SIGKILL) when the
   timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit;
+  a child that starts children of its own through this launcher (a worker interpreter
+  of this package: they are in groups of their own) is run with a ``grace``: it gets
+  SIGTERM first, which makes it kill its children, and SIGKILL after the grace;
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
   removed in every case, a SIGTERM included.
@@ -56,6 +59,8 @@ _LOCK = threading.Lock()
 #: process group id -> pid of the process that started it (a fork must not kill its
 #: parent's children).
 _GROUPS: Dict[int, int] = {}
+#: process group id -> seconds it may take to end its own children after SIGTERM
+_GRACE: Dict[int, float] = {}
 _SCRATCH: Dict[str, int] = {}
 _STOPPING = threading.Event()
 #: SIGINT/SIGTERM received so far: work started ahead stops taking new items when it grows.
@@ -111,17 +116,42 @@ def live_children() -> List[int]:
         return [group for group, owner in _GROUPS.items() if owner == os.getpid()]
 
 
-def _kill_group(group: int) -> None:
+def _kill_group(group: int, signum: int = signal.SIGKILL) -> None:
     try:
-        os.killpg(group, signal.SIGKILL)
+        os.killpg(group, signum)
     except (ProcessLookupError, PermissionError, OSError):
         pass
+
+
+def _end_group(group: int, wait: bool,
+               proc: Optional[subprocess.Popen[bytes]] = None) -> None:
+    """SIGKILL the group; a group with a grace gets SIGTERM first (``wait``: and
+    SIGKILL once its leader ``proc`` has ended or the grace has passed; a signal
+    handler does not wait)."""
+    with _LOCK:
+        grace = _GRACE.get(group, 0.0)
+    if not grace:
+        _kill_group(group)
+        return
+    _kill_group(group, signal.SIGTERM)
+    if not wait:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            break  # it ended (its own children first)
+        try:
+            os.killpg(group, 0)
+        except OSError:
+            return  # the whole group is gone
+        time.sleep(0.02)
+    _kill_group(group)
 
 
 def stop_children() -> None:
     """Kill every live child group of this process and remove its scratch folders."""
     for group in live_children():
-        _kill_group(group)
+        _end_group(group, wait=True)
     with _LOCK:
         folders = [path for path, owner in _SCRATCH.items() if owner == os.getpid()]
     for path in folders:
@@ -137,7 +167,7 @@ def interrupts() -> int:
 def _on_signal(signum: int, frame: object) -> None:
     _INTERRUPTS[0] += 1
     for group in live_children():
-        _kill_group(group)
+        _end_group(group, wait=False)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     # SIGTERM: clean up, then die of the signal as the default action would.
@@ -265,13 +295,14 @@ class Outcome:
 def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, display: str = "",
         env: Optional[Mapping[str, str]] = None,
         progress: Optional[Callable[[str], None]] = None, label: str = "",
-        progress_every: float = 10.0) -> Outcome:
+        progress_every: float = 10.0, grace: float = 0.0) -> Outcome:
     """Run ``argv`` to its end or its timeout (see the module docstring).
 
     ``workdir``: a :func:`scratch` folder for the output files.  Returns the
     :class:`Outcome` (a non-zero exit is not an error here); raises
     :class:`GenerateError` when the child cannot be started.  ``progress`` gets
-    ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
+    ``"<label>: still running (N s)"`` every ``progress_every`` seconds.  ``grace``:
+    seconds the child may take to end its own children after SIGTERM (see above).
     """
     display = display or " ".join(argv)
     if env is None:
@@ -290,14 +321,17 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
                                 command=display) from None
     with _LOCK:
         _GROUPS[proc.pid] = os.getpid()
+        if grace:
+            _GRACE[proc.pid] = grace
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every)
     finally:
         if proc.poll() is None:  # an exception (KeyboardInterrupt, ...) or a stop request
-            _kill_group(proc.pid)
+            _end_group(proc.pid, wait=True, proc=proc)
             _reap(proc)
         with _LOCK:
             _GROUPS.pop(proc.pid, None)
+            _GRACE.pop(proc.pid, None)
     # the group leader is gone; anything it left behind in its group goes too
     _kill_group(proc.pid)
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
@@ -312,7 +346,7 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
     while True:
         now = time.monotonic()
         if now - start >= timeout:
-            _kill_group(proc.pid)
+            _end_group(proc.pid, wait=True, proc=proc)
             _reap(proc)
             return True
         if _STOPPING.is_set():

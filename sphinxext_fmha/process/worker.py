@@ -1,0 +1,100 @@
+"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guide of one API
+computed in another process, on the other core, into the same on-disk cache.
+
+The worker is this package run by name (``python -m sphinxext_fmha prepare``, the
+package's own folder first on its path, so it is the same code and its results land
+under the same keys: tree digest, code digest, interpreter id). It starts its own
+generate.py runs through its own launcher, in groups of their own: it is therefore run
+with a grace (see :mod:`~sphinxext_fmha.process.launch`), so an interrupt or a timeout
+makes it kill them before it dies. Its standard output says, per API, how long the
+analysis took (JSON lines); its step lines (``fmha: ...``) are passed on.
+
+No Sphinx imports here, and no import of the CLI: the module is launched by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Mapping, Optional, Sequence
+
+from .launch import GenerateError, child_environment, run, scratch
+
+__all__ = ["WORKER_GRACE", "WorkerOutcome", "prepare_argv", "run_worker"]
+
+#: The folder that holds this package: first on the worker's path.
+_PACKAGE_PARENT = Path(__file__).resolve().parents[2]
+#: Seconds a worker may take to end its own generate.py runs after SIGTERM.
+WORKER_GRACE = 5.0
+#: Marks the step lines the worker writes on stderr (its progress).
+STEP_PREFIX = "fmha: "
+
+
+@dataclass
+class WorkerOutcome:
+    """How a worker ended: ``ok`` when every API was analysed and kept; the seconds of
+    the whole process and of each API's analysis (the difference is its start-up)."""
+
+    ok: bool
+    seconds: float
+    api_seconds: Mapping[str, float] = field(default_factory=dict)
+    step_lines: List[str] = field(default_factory=list)
+    error: Optional[GenerateError] = None
+
+    @property
+    def start_up(self) -> float:
+        return max(0.0, self.seconds - sum(self.api_seconds.values()))
+
+
+def prepare_argv(ck_root: Path, apis: Sequence[str], *, cache_dir: Path, python: str,
+                 timeout: float, option_args: Sequence[str] = (),
+                 sections: Optional[str] = None, progress: bool = False) -> List[str]:
+    """``sphinxext-fmha prepare``'s arguments (after the interpreter and ``-m``)."""
+    argv = ["prepare", "--ck-root", str(ck_root), "--cache-dir", str(cache_dir),
+            "--python", python, "--timeout", repr(float(timeout)), "--format", "json",
+            "--progress", "always" if progress else "never", *option_args]
+    if sections is not None:
+        argv += ["--sections", sections]
+    return argv + ["--", *apis]
+
+
+def run_worker(interpreter: str, args: Sequence[str], *, timeout: float) -> WorkerOutcome:
+    """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a worker
+    that cannot start, fails or times out is an outcome that is not ok, with the
+    :class:`GenerateError` that says why)."""
+    argv = [interpreter, "-m", "sphinxext_fmha", *args]
+    display = shlex.join(["sphinxext-fmha", *args])
+    try:
+        with scratch("fmha-worker-") as workdir:
+            path = os.pathsep.join(p for p in (str(_PACKAGE_PARENT),
+                                               os.environ.get("PYTHONPATH", "")) if p)
+            env = child_environment(workdir, {"PYTHONPATH": path})
+            # the scratch folder as working folder: ``-m`` puts it first on the path,
+            # and it holds no module that could stand in for ours
+            outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
+                          display=display, env=env, grace=WORKER_GRACE)
+            stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
+            stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
+            error = None if outcome.ok else outcome.error()
+    except GenerateError as failure:
+        return WorkerOutcome(ok=False, seconds=0.0, error=failure)
+    api_seconds = {}
+    for line in stdout.splitlines():
+        try:
+            record = json.loads(line)
+            api_seconds[str(record["api"])] = float(record["seconds"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    steps = [line for line in stderr.splitlines() if line.startswith(STEP_PREFIX)]
+    return WorkerOutcome(ok=error is None, seconds=outcome.seconds, api_seconds=api_seconds,
+                         step_lines=steps, error=error)
+
+
+def current_interpreter() -> str:
+    """The interpreter that runs this package (the worker needs this package; the
+    interpreter that runs generate.py may not have it)."""
+    return sys.executable

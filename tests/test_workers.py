@@ -1,0 +1,227 @@
+"""Guides analysed ahead in worker interpreters (``sphinxext-fmha prepare``): the same
+cache the pages read, the same pages and warnings whether a worker ran, failed or was
+claimed by its page, and no child left behind when the build is interrupted
+(synthetic trees: fast)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from test_directives import build, write_project
+from test_faults import FAULTS, alive
+
+from sphinxext_fmha.cli import main
+from sphinxext_fmha.directives import ahead
+from sphinxext_fmha.directives.common import clear_sessions
+from sphinxext_fmha.guide import DirectiveUse, steps_ahead
+from sphinxext_fmha.process import worker
+from sphinxext_fmha.session import Session
+
+from launch_twin import interrupt_once_started
+from synthetic import make_tree
+
+EPOCH = "1700000000"
+#: two guides, each on its own page; read in this order (the toctree sorts them)
+GALLERY = {"a_first.rst": "First\n=====\n\n.. fmha-kernel-guide:: toy\n",
+           "b_second.rst": "Second\n======\n\n.. fmha-kernel-guide:: toy2\n"}
+PREPARE = "sphinxext-fmha prepare"
+
+
+@pytest.fixture(autouse=True)
+def _reproducible(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)
+    clear_sessions()
+    yield
+    clear_sessions()
+
+
+def _runs(trace: Path):
+    return [line.split("\t")[0] for line in trace.read_text().splitlines()] if trace.exists() else []
+
+
+def _pages(app):
+    return {name: (Path(app.outdir) / (name + ".html")).read_text(encoding="utf-8")
+            for name in ("a_first", "b_second")}
+
+
+def _gallery(tmp_path, root, name, pages=GALLERY):
+    src = write_project(tmp_path / name, pages, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / ("cache-" + name)))
+    app, status, warnings = build(src)
+    return app, status, warnings.replace(str(src), "SRC")
+
+
+def _without_workers(monkeypatch):
+    monkeypatch.setattr(ahead, "steps_ahead", lambda session, uses, workers: steps_ahead(
+        session, uses, workers=False))
+
+
+def test_prepare_fills_the_cache_a_guide_then_reads_without_running_anything(
+        synthetic_tree, tmp_path, capsys, monkeypatch):
+    root = synthetic_tree("base")
+    cache = tmp_path / "cache"
+    assert main(["prepare", "--ck-root", str(root), "--cache-dir", str(cache), "toy"]) == 0
+    out = capsys.readouterr().out
+    assert re.fullmatch(r"toy: prepared in \d+\.\d s\n", out), out
+    trace = tmp_path / "runs.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    assert main(["guide", "--ck-root", str(root), "--cache-dir", str(cache), "toy"]) == 0
+    prepared = capsys.readouterr().out
+    assert _runs(trace) == []  # every result the guide shows was kept by prepare
+    monkeypatch.delenv("FMHA_TRACE_RUNS")
+    assert main(["guide", "--ck-root", str(root), "--cache-dir", str(tmp_path / "other"),
+                 "toy"]) == 0
+    assert capsys.readouterr().out == prepared
+
+
+def test_prepare_exit_codes(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("base")
+    common = ["prepare", "--ck-root", str(root), "--cache-dir", str(tmp_path / "cache")]
+    assert main(common + ["nosuchapi"]) == 2
+    assert "nosuchapi" in capsys.readouterr().err
+    assert main(common + ["--sections", "99", "toy"]) == 2
+    assert "sections: 99" in capsys.readouterr().err
+    crashing = _crash_when_filtered(synthetic_tree("base"))
+    code = main(["prepare", "--ck-root", str(crashing), "--cache-dir", str(tmp_path / "c2"),
+                 "--format", "json", "toy"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert '"problems": ["cannot make the recommended minimal set' in captured.out, captured.out
+    assert "Traceback" not in captured.err
+
+
+def _crash_when_filtered(root: Path) -> Path:
+    """generate.py fails for every ``-f`` run (the probe, unfiltered, still works)."""
+    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
+    text = generate.read_text(encoding="utf-8")
+    anchor = "    args = parser.parse_args()\n"
+    assert anchor in text
+    generate.write_text(text.replace(anchor, anchor + (
+        "    if args.filter:\n"
+        "        raise RuntimeError('synthetic crash of a filtered run')\n")), encoding="utf-8")
+    return root
+
+
+def test_a_gallery_is_the_same_when_its_worker_fails_or_is_not_used(tmp_path, monkeypatch):
+    root = make_tree(tmp_path / "tree", "new_api")
+    trace = tmp_path / "runs.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    app, status, warnings = _gallery(tmp_path, root, "workers")
+    assert "analysed in a worker interpreter" in status, status
+    assert [r for r in _runs(trace) if r.startswith(PREPARE)] == [
+        r for r in _runs(trace) if r.startswith(PREPARE) and r.endswith("-- toy2")]
+    with_workers = _pages(app)
+    assert sum("observed by the probe" in run for run in _runs(trace)) == 2
+
+    # a worker that fails (here: an interpreter that is not one): the page computes it
+    clear_sessions()
+    trace.write_text("")
+    monkeypatch.setattr(worker, "current_interpreter", lambda: "/bin/false")
+    app, status, failed_warnings = _gallery(tmp_path, root, "failing")
+    assert "the worker interpreter did not complete" in status, status
+    assert failed_warnings == warnings
+    assert _pages(app) == with_workers
+    assert sum("observed by the probe" in run for run in _runs(trace)) == 2  # not again
+
+    clear_sessions()
+    monkeypatch.undo()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    _without_workers(monkeypatch)
+    app, status, alone_warnings = _gallery(tmp_path, root, "alone")
+    assert "worker" not in status
+    assert alone_warnings == warnings
+    assert _pages(app) == with_workers
+
+    # warm: the worker's results are read back; nothing starts
+    clear_sessions()
+    monkeypatch.undo()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    trace.write_text("")
+    src = tmp_path / "workers"
+    app, status, _ = build(src, out=tmp_path / "again")
+    assert "fmha:" not in status and _runs(trace) == []
+    assert _pages(app) == with_workers
+
+
+def test_a_failure_met_by_the_worker_is_reported_by_the_page_as_without_workers(
+        synthetic_tree, tmp_path, monkeypatch):
+    root = _crash_when_filtered(synthetic_tree("new_api"))
+    app, status, warnings = _gallery(tmp_path, root, "workers")
+    assert "worker interpreter did not complete" in status, status
+    assert "synthetic crash of a filtered run" in warnings
+    assert re.search(r"b_second\.rst:4: WARNING: .*cannot make the recommended minimal set",
+                     warnings), warnings
+    assert "Traceback (most recent call last)" not in warnings.split("stderr")[0]
+    with_workers = _pages(app)
+    clear_sessions()
+    _without_workers(monkeypatch)
+    app, status, alone = _gallery(tmp_path, root, "alone")
+    assert alone == warnings
+    assert _pages(app) == with_workers
+
+
+def test_a_page_that_gets_there_first_claims_its_worker(synthetic_tree, tmp_path, monkeypatch):
+    root = synthetic_tree("new_api")
+    trace = tmp_path / "runs.txt"
+    monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
+    session = Session(root, cache_dir=tmp_path / "cache")
+    uses = [DirectiveUse("fmha-kernel-guide", "toy"), DirectiveUse("fmha-kernel-guide", "toy2")]
+    steps = steps_ahead(session, uses)
+    assert [kind for kind, _ in steps].count("worker") == 1
+    session.model("toy2")  # the page, before the pool: claims toy2
+    for _, step in steps:
+        step()
+    assert not [run for run in _runs(trace) if run.startswith(PREPARE)]
+    # a later build plans it again (the claim was this build's) and runs it
+    session.stop_ahead()
+    steps = steps_ahead(session, uses)
+    for _, step in steps:
+        step()
+    assert [run for run in _runs(trace) if run.startswith(PREPARE)]
+    # one guide: nothing to do side by side, no worker
+    session.stop_ahead()
+    fresh = Session(root, cache_dir=tmp_path / "fresh")
+    assert "worker" not in [kind for kind, _ in steps_ahead(fresh, uses[1:])]
+
+
+def test_an_interrupted_worker_ends_its_own_children(tmp_path):
+    root = make_tree(tmp_path / "tree", "base")
+    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
+    generate.write_text(textwrap.dedent(FAULTS["hang_with_grandchild"]) + "\n"
+                        + generate.read_text(encoding="utf-8"), encoding="utf-8")
+    pids, tmpdir = tmp_path / "pids.txt", tmp_path / "tmpdir"
+    pids.touch()
+    tmpdir.mkdir()
+    env = dict(os.environ, FMHA_FAULT_PIDS=str(pids), TMPDIR=str(tmpdir),
+               PYTHONDONTWRITEBYTECODE="1")
+    env.pop("FMHA_TRACE_RUNS", None)
+    # the build's side: a worker started through the launcher, then Ctrl-C
+    code = textwrap.dedent("""\
+        import sys
+        from pathlib import Path
+        from sphinxext_fmha.process.worker import prepare_argv, run_worker
+        args = prepare_argv(Path(sys.argv[1]), ["toy"], cache_dir=Path(sys.argv[2]),
+                            python=sys.executable, timeout=300)
+        run_worker(sys.executable, args, timeout=300)
+        """)
+    argv = [sys.executable, "-c", code, str(root), str(tmp_path / "cache")]
+    returncode, seconds = interrupt_once_started(
+        argv, cwd=tmp_path, env=env, pids=pids, started=2, signum=signal.SIGINT,
+        stderr=tmp_path / "err", wait=15)
+    assert returncode != 0
+    assert seconds < worker.WORKER_GRACE
+    started = [int(p) for p in pids.read_text().split()]
+    deadline = time.monotonic() + 3
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in started if alive(p)], "children left running"
+    assert not list(tmpdir.glob("fmha-*")), "temporary folders left behind"
