@@ -144,7 +144,7 @@ def test_pages_are_the_same_with_and_without_steps_started_ahead(tmp_path, monke
     src = write_project(tmp_path / "no-workers", PAGES, ck_root=root,
                         conf="fmha_cache_dir = %r" % str(tmp_path / "cache-no-workers"))
     app, status, warnings = build(src)
-    assert "1 batch, 1 listing, 2 probes..." in status and "worker" not in status
+    assert "1 batch, 1 listing, 2 probes..." in status and "worker interpreter" not in status
     assert warnings.replace(str(src), "SRC") == warnings_ahead
     assert _html(app, names) == with_ahead
 
