@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import sys
 import threading
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .analysis.analyze import AnalysisError, Options, Tree, build_model, module_rel_of
 from .analysis.source import analyze_source
+from .analysis_workers import WORKER, AnalysisWorkers
 from .locate import fmha_dir as fmha_dir_of
 from .model import (
     ApiInfo,
@@ -31,18 +31,14 @@ from .model import (
     from_dict,
     to_dict,
 )
-from .options import GENERATE_OPTIONS
 from .process.ahead import WORKERS, AheadPool, Item
 from .process.cache import DiskCache, pack, tree_digest, tree_files, unpack
-from .process.progress import StepLine, report_ahead, report_step
+from .process.progress import report_ahead
 from .process.runner import GenerateError, GenerateRequest, GenerateRunner, ListingResult
 
 Progress = Optional[Callable[[str], None]]
 #: One step to start ahead of the pages: (what it is, for the progress line; the work).
 AheadStep = Item
-#: The kind of the ahead step that analyses a page in a worker interpreter (one at a
-#: time: this process reads the other pages on the other core).
-WORKER = "worker"
 
 __all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
 
@@ -50,11 +46,6 @@ __all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
 _CODE_DIGEST: List[str] = []
 #: The dataclasses a result kept with ``pack`` may hold.
 _MODEL_CLASSES: Dict[str, type] = {cls.__name__: cls for cls in (TokenDispatch, ConditionGroup)}
-
-
-def _options_key(options: Options) -> str:
-    """Options as the results kept on disk name them (``dataclasses.asdict``), as text."""
-    return json.dumps(dataclasses.asdict(options), sort_keys=True)
 
 
 def _code_digest() -> str:
@@ -147,12 +138,7 @@ class Session:
         self._check_batches: Dict[Tuple, Tuple] = {}
         #: unfiltered request -> (api, options) of the probe started ahead that lists it
         self._probes: Dict[GenerateRequest, Tuple[str, Options]] = {}
-        #: (api, options as JSON) -> the memo key of its analysis in a worker interpreter
-        self._workers: Dict[Tuple[str, str], Tuple] = {}
-        #: builds that started work ahead (a worker's memo key is one build's)
-        self._builds = 0
-        #: seconds a worker interpreter took to start, as measured by the first one
-        self._worker_start_up: Optional[float] = None
+        self._workers = AnalysisWorkers(self)
 
     # -- memo -----------------------------------------------------------------
     def _once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
@@ -233,6 +219,8 @@ class Session:
         apis = sorted({api for api, _ in self._probes.values()})
 
         def done(seconds: float, ran: Counter) -> None:
+            if not ran:
+                return  # every step found its work done by a page
             report_ahead(self.progress, self.tree.fmha_dir, apis, ran, WORKERS, seconds)
 
         self._ahead = AheadPool(steps, on_done=done, limits={WORKER: 1}).start()
@@ -249,94 +237,14 @@ class Session:
         self._memo.forget_failures()
         self._check_batches.clear()
         self._probes.clear()
-        self._workers.clear()
-        self._builds += 1
-
-    # -- a page's whole analysis, ahead, in a worker interpreter ----------------
-    # The worker (``sphinxext-fmha prepare``, see process/worker.py) computes what the
-    # guide shows and keeps it in the on-disk cache under the keys this session reads
-    # (:meth:`_stored`), on the other core, while this process reads other pages. A
-    # page whose results are not stored waits for a running worker of its API, or
-    # claims the worker's memo key first, so that the worker is never started, and
-    # computes as without workers. Whatever the worker could not keep is computed by
-    # the page, which reports any failure itself.
+        self._workers.end_build()
 
     def analysis_ahead(self, api: str, options: Options = Options(),
                        sections: Optional[str] = None, kinds: Sequence[str] = ()) -> Optional[AheadStep]:
-        """The guide of ``api`` (its ``sections``, None: all) computed in a worker
-        interpreter, once its probe and its other ``--mask`` listing are done; None when
-        the results of ``kinds`` (what the page keeps on disk) are all stored."""
-        if self._other_mask(api, options) is None:
-            kinds = [kind for kind in kinds if kind != "mask-modes"]
-        if all(self._is_stored(kind, api, dataclasses.asdict(options)) for kind in kinds):
-            return None
-        key = ("worker", api, options, self._builds)
-        self._workers[(api, _options_key(options))] = key
-        mask = "mask-modes" in kinds and not self._is_stored("mask-modes", api,
-                                                              dataclasses.asdict(options))
-        return WORKER, lambda: self._analyse_ahead(key, api, options, sections, mask)
-
-    def _analyse_ahead(self, key: Tuple, api: str, options: Options,
-                       sections: Optional[str], mask: bool) -> None:
-        try:
-            # through the memo: a probe or listing started ahead is waited for, and a
-            # probe that failed is not run again (its page reports it)
-            observed = self.observation(api, options)
-            modes = self._other_mask(api, options)
-            if mask and modes is not None:
-                self.listing(self.tree.request(api, dataclasses.replace(options, mask=modes[1])))
-        except Exception:  # noqa: BLE001 - the page computes it and says why
-            return
-        if not self._worth_a_worker(observed):
-            return  # not claimed: the page computes it, as without workers
-        self._once(key, lambda: self._run_worker(api, options, sections), ahead=True)
-
-    def _worth_a_worker(self, observed: dict) -> bool:
-        """Whether analysing this API is worth starting an interpreter: its probe's
-        work (listing, perturbation, dispatch file) took longer than a worker's start-up,
-        as the first worker measured it (the analysis goes over what the probe observed,
-        every kernel, and costs more than observing it)."""
-        seconds = observed.get("seconds") or {}
-        probe = sum(float(seconds.get(part) or 0.0) for part in ("observe", "perturb"))
-        probe += float((observed.get("dispatch") or {}).get("seconds") or 0.0)
-        return self._worker_start_up is None or probe > self._worker_start_up
-
-    def _run_worker(self, api: str, options: Options, sections: Optional[str]) -> bool:
-        """Run the worker; True when it kept every result. Never raises."""
-        from .process.worker import current_interpreter, prepare_argv, run_worker
-
-        option_args: List[str] = []
-        for spec in GENERATE_OPTIONS:
-            value = getattr(options, spec.dest)
-            if value is not None:
-                option_args += [spec.long_flag, str(value)]
-        args = prepare_argv(self.ck_root, [api], cache_dir=self.cache.root, python=self.python,
-                            timeout=self.timeout, option_args=option_args, sections=sections,
-                            progress=self.progress is not None)
-        # its own generate.py runs each have the per-run timeout; the worker as a whole
-        # gets room for the probe-free analysis and a few of them
-        outcome = run_worker(current_interpreter(), args, timeout=4 * self.timeout)
-        if outcome.api_seconds and self._worker_start_up is None:
-            self._worker_start_up = outcome.start_up
-        if self.progress is not None:
-            for line in outcome.step_lines:
-                self.progress(StepLine(line))
-            what = "analysed in a worker interpreter" if outcome.ok else (
-                "the worker interpreter did not complete (the page computes the rest)")
-            report_step(self.progress, self.tree.fmha_dir, ["-a", api], what, outcome.seconds)
-            if outcome.error is not None:
-                self.progress(str(outcome.error))
-        return outcome.ok
-
-    def _after_worker(self, parts: Sequence[object]) -> bool:
-        """Wait for the worker of these results' API (``parts``: the API first, the
-        options last), or claim it so that it never starts; True when one ran."""
-        if not self._workers or not parts or not isinstance(parts[-1], dict):
-            return False
-        key = self._workers.get((str(parts[0]), json.dumps(parts[-1], sort_keys=True)))
-        if key is None:
-            return False
-        return self._once(key, lambda: False) is True
+        """The guide of ``api`` (its ``sections``, None: all) computed ahead in a worker
+        interpreter (:mod:`~sphinxext_fmha.analysis_workers`); None when the results of
+        ``kinds`` (what its page keeps on disk) are all stored."""
+        return self._workers.step(api, options, sections, kinds)
 
     def _stored_key(self, kind: str, *parts) -> str:
         return self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
@@ -352,7 +260,7 @@ class Session:
         ``object`` (anything :func:`~sphinxext_fmha.process.cache.pack` keeps)."""
         key = self._stored_key(kind, *parts)
         found, value = self._read_stored(key, cls)
-        if not found and self._after_worker(parts):
+        if not found and self._workers.wait_or_claim(parts):
             found, value = self._read_stored(key, cls)
         if found:
             return value

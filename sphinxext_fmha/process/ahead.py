@@ -3,7 +3,8 @@ threads, while the pages are read.
 
 Each item is a callable that does one expensive step through the launcher (a probe, a
 listing, a batch of filtered runs) and keeps its result (or its failure) where the page
-will look for it; an item never raises here. Items start in the order given, but for
+will look for it; an item never raises here, and one that returns False did nothing
+(a page got there first; it is not counted in the summary). Items start in the order given, but for
 an item of a kind that has as many running as its limit allows (a thread then takes
 the next item of another kind, or ends: the thread that runs the kind's item takes the
 next one when it is done). Nothing
@@ -83,12 +84,14 @@ class AheadPool:
             item = self._next()
             if item is None:
                 break
+            result = None
             try:
-                item[1]()
+                result = item[1]()
             except BaseException:  # noqa: BLE001 - items keep their own failures
                 pass
             with self._lock:
-                self._ran[item[0]] += 1
+                if result is not False:
+                    self._ran[item[0]] += 1
                 self._running_kinds[item[0]] -= 1
         with self._lock:
             self._running -= 1

@@ -1,0 +1,169 @@
+"""A page's whole analysis, ahead, in a worker interpreter, for the :class:`Session`.
+
+The worker (``sphinxext-fmha prepare``, see :mod:`~sphinxext_fmha.process.worker`)
+computes what a guide shows and keeps it in the on-disk cache under the keys the
+session reads (``Session._stored``: tree digest, code digest, interpreter id), on the
+other core, while this process reads other pages. A page whose results are not stored
+waits for a running worker of its API, or claims the worker's memo key first, so that
+the worker is never started, and computes as without workers. Whatever the worker
+could not keep is computed by the page, which reports any failure itself: a worker
+never raises and never stores a failure.
+
+Not worth a worker: an API whose probe's work took less than a worker's start-up (as
+the first worker of the session measured it), since its analysis, which goes over the
+same kernels, costs about that; which guides get a worker at all is the guide
+service's decision (:func:`~sphinxext_fmha.guide.steps_ahead`). No Sphinx imports here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+from .analysis.analyze import Tree
+from .options import GENERATE_OPTIONS, Options
+from .process.ahead import Item
+from .process.cache import DiskCache
+from .process.progress import StepLine, report_step
+from .process.runner import ListingResult
+
+__all__ = ["WORKER", "AnalysisWorkers", "options_key"]
+
+#: The kind of the ahead step that analyses a page in a worker interpreter (one at a
+#: time: this process reads the other pages on the other core).
+WORKER = "worker"
+
+
+class _Session(Protocol):
+    """What the workers need of the session."""
+
+    ck_root: Path
+    python: str
+    cache: DiskCache
+    timeout: float
+    progress: Optional[Callable[[str], None]]
+    tree: Tree
+
+    def observation(self, api: str, options: Options = ...) -> dict: ...
+
+    def listing(self, request) -> ListingResult: ...
+
+    def _is_stored(self, kind: str, *parts) -> bool: ...
+
+    def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]: ...
+
+    def _once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False) -> object: ...
+
+
+def options_key(options: Options) -> str:
+    """Options as the results kept on disk name them (``dataclasses.asdict``), as text."""
+    return json.dumps(dataclasses.asdict(options), sort_keys=True)
+
+
+class AnalysisWorkers:
+    """The worker steps of one session, and the pages' wait for them."""
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+        #: (api, options as JSON) -> the memo key of its worker in this build
+        self._keys: Dict[Tuple[str, str], Tuple] = {}
+        #: builds that planned workers (a worker's memo key is one build's)
+        self._builds = 0
+        #: seconds a worker interpreter took to start, as measured by the first one
+        self._start_up: Optional[float] = None
+
+    def step(self, api: str, options: Options, sections: Optional[str],
+             kinds: Sequence[str]) -> Optional[Item]:
+        """The worker step for the guide of ``api`` (``sections``, None: all), to run
+        once its probe and its other ``--mask`` listing are done; None when the results
+        of ``kinds`` (what the page keeps on disk) are all stored."""
+        session = self.session
+        stored_as = dataclasses.asdict(options)
+        if session._other_mask(api, options) is None:
+            kinds = [kind for kind in kinds if kind != "mask-modes"]
+        if all(session._is_stored(kind, api, stored_as) for kind in kinds):
+            return None
+        key = (WORKER, api, options, self._builds)
+        self._keys[(api, options_key(options))] = key
+        mask = "mask-modes" in kinds and not session._is_stored("mask-modes", api, stored_as)
+        return WORKER, lambda: self._ahead(key, api, options, sections, mask)
+
+    def end_build(self) -> None:
+        self._keys.clear()
+        self._builds += 1
+
+    def _ahead(self, key: Tuple, api: str, options: Options, sections: Optional[str],
+               mask: bool) -> bool:
+        """The worker step; False when no worker was started (see ``AheadPool``)."""
+        session = self.session
+        try:
+            # through the memo: a probe or listing started ahead is waited for, and a
+            # probe that failed is not run again (its page reports it)
+            observed = session.observation(api, options)
+            modes = session._other_mask(api, options)
+            if mask and modes is not None:
+                session.listing(session.tree.request(
+                    api, dataclasses.replace(options, mask=modes[1])))
+        except Exception:  # noqa: BLE001 - the page computes it and says why
+            return False
+        if not self._worth_it(observed):
+            return False  # not claimed: the page computes it, as without workers
+        started: List[bool] = []
+
+        def run() -> bool:
+            started.append(True)
+            return self._run(api, options, sections)
+
+        session._once(key, run, ahead=True)  # skipped when a page claimed it
+        return bool(started)
+
+    def _worth_it(self, observed: dict) -> bool:
+        """Whether analysing this API is worth starting an interpreter: its probe's work
+        (listing, perturbation, dispatch file) took longer than a worker's start-up."""
+        seconds = observed.get("seconds") or {}
+        probe = sum(float(seconds.get(part) or 0.0) for part in ("observe", "perturb"))
+        probe += float((observed.get("dispatch") or {}).get("seconds") or 0.0)
+        return self._start_up is None or probe > self._start_up
+
+    def _run(self, api: str, options: Options, sections: Optional[str]) -> bool:
+        """Run the worker; True when it kept every result. Never raises."""
+        from .process.worker import current_interpreter, prepare_argv, run_worker
+
+        session = self.session
+        option_args: List[str] = []
+        for spec in GENERATE_OPTIONS:
+            value = getattr(options, spec.dest)
+            if value is not None:
+                option_args += [spec.long_flag, str(value)]
+        args = prepare_argv(session.ck_root, [api], cache_dir=session.cache.root,
+                            python=session.python, timeout=session.timeout,
+                            option_args=option_args, sections=sections,
+                            progress=session.progress is not None)
+        # its own generate.py runs each have the per-run timeout; the worker as a whole
+        # gets room for the probe-free analysis and a few of them
+        outcome = run_worker(current_interpreter(), args, timeout=4 * session.timeout)
+        if outcome.api_seconds and self._start_up is None:
+            self._start_up = outcome.start_up
+        if session.progress is not None:
+            for line in outcome.step_lines:
+                session.progress(StepLine(line))
+            what = "analysed in a worker interpreter" if outcome.ok else (
+                "the worker interpreter did not complete (the page computes the rest)")
+            report_step(session.progress, session.tree.fmha_dir, ["-a", api], what,
+                        outcome.seconds)
+            if outcome.error is not None:
+                session.progress(str(outcome.error))
+        return outcome.ok
+
+    def wait_or_claim(self, parts: Sequence[object]) -> bool:
+        """Wait for the worker of these results' API (``parts``: the API first, the
+        options last, as stored), or claim it so that it never starts; True when one
+        ran and kept its results."""
+        if not self._keys or not parts or not isinstance(parts[-1], dict):
+            return False
+        key = self._keys.get((str(parts[0]), json.dumps(parts[-1], sort_keys=True)))
+        if key is None:
+            return False
+        return self.session._once(key, lambda: False) is True
