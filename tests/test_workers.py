@@ -225,3 +225,24 @@ def test_an_interrupted_worker_ends_its_own_children(tmp_path):
         time.sleep(0.05)
     assert not [p for p in started if alive(p)], "children left running"
     assert not list(tmpdir.glob("fmha-*")), "temporary folders left behind"
+
+
+def test_a_worker_past_its_timeout_ends_its_own_children(tmp_path, monkeypatch):
+    root = make_tree(tmp_path / "tree", "base")
+    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
+    generate.write_text(textwrap.dedent(FAULTS["hang_with_grandchild"]) + "\n"
+                        + generate.read_text(encoding="utf-8"), encoding="utf-8")
+    pids = tmp_path / "pids.txt"
+    pids.touch()
+    monkeypatch.setenv("FMHA_FAULT_PIDS", str(pids))
+    args = worker.prepare_argv(root, ["toy"], cache_dir=tmp_path / "cache",
+                               python=sys.executable, timeout=300)
+    outcome = worker.run_worker(sys.executable, args, timeout=4)
+    assert not outcome.ok and outcome.error is not None and outcome.error.timed_out
+    assert "timed out after 4 s" in str(outcome.error)
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 2  # the probe's generate.py and its grandchild
+    deadline = time.monotonic() + 3
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in started if alive(p)], "children left running"

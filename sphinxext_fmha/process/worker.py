@@ -24,7 +24,8 @@ from typing import List, Mapping, Optional, Sequence
 
 from .launch import GenerateError, child_environment, run, scratch
 
-__all__ = ["WORKER_GRACE", "WorkerOutcome", "prepare_argv", "run_worker"]
+__all__ = ["STEP_PREFIX", "WORKER_GRACE", "WorkerOutcome", "current_interpreter", "prepare_argv",
+           "run_worker"]
 
 #: The folder that holds this package: first on the worker's path.
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]
