@@ -26,7 +26,7 @@ from .ahead import setup_ahead
 from .common import forget_roots
 from .config import add_config_values, validate_config
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
-from .playground import setup_playground
+from .playground import JS_FILE, is_interactive, setup_playground
 from .strict import setup_strict
 from .warning_types import WarningTypesDirective
 
@@ -146,13 +146,21 @@ class ResolveDiagrams(SphinxPostTransform):
             node.replace_self(list(node.children))
 
 
+def _add_static_file(app: Any, name: str) -> None:
+    """Copy ``static/<name>`` to the output's ``_static`` (one file, not the folder: an
+    EPUB gets only the files its builder uses)."""
+    static = str(STATIC_DIR / name)
+    if static not in app.config.html_static_path:
+        app.config.html_static_path.append(static)
+
+
 def _add_static(app: Any) -> None:
     if getattr(app.builder, "format", "") != "html":
         return
-    static = str(STATIC_DIR)
-    if static not in app.config.html_static_path:
-        app.config.html_static_path.append(static)
+    _add_static_file(app, CSS_FILE)
     app.add_css_file(CSS_FILE)
+    if is_interactive(app.builder):  # the playground's script: not for EPUB readers
+        _add_static_file(app, JS_FILE)
 
 
 def setup(app: Any) -> Dict[str, Any]:
