@@ -303,7 +303,7 @@ def _prepare(session, args, options: Options) -> int:
     sections = args.sections.split(",") if args.sections is not None else None
     for api in args.apis:
         session.tree.request(api, options)  # an unknown API or option too
-    install_handlers()  # SIGTERM (a build that started this worker stops) ends our runs
+    install_handlers()  # SIGTERM ends our generate.py runs with us (they run in threads too)
     failed = False
     for api in args.apis:
         start = time.monotonic()

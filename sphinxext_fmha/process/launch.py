@@ -8,10 +8,9 @@ started by :func:`run`:
 * standard output and error go to files in a scratch folder, never to pipes: a
   grandchild that keeps them open cannot make us wait for it;
 * its own session / process group, so the whole group is killed (SIGKILL) when the
-  timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit;
-  a child that starts children of its own through this launcher (a worker interpreter
-  of this package: they are in groups of their own) is run with a ``grace``: it gets
-  SIGTERM first, which makes it kill its children, and SIGKILL after the grace;
+  timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit,
+  with every process below the child that left the group (``setsid()``) while the
+  child still lives (a grandchild whose parent exited is nobody's to find);
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
   removed in every case, a SIGTERM included.
@@ -59,8 +58,6 @@ _LOCK = threading.Lock()
 #: process group id -> pid of the process that started it (a fork must not kill its
 #: parent's children).
 _GROUPS: Dict[int, int] = {}
-#: process group id -> seconds it may take to end its own children after SIGTERM
-_GRACE: Dict[int, float] = {}
 _SCRATCH: Dict[str, int] = {}
 _STOPPING = threading.Event()
 #: SIGINT/SIGTERM received so far: work started ahead stops taking new items when it grows.
@@ -116,42 +113,53 @@ def live_children() -> List[int]:
         return [group for group, owner in _GROUPS.items() if owner == os.getpid()]
 
 
-def _kill_group(group: int, signum: int = signal.SIGKILL) -> None:
+def _descendants(root: int) -> List[int]:
+    """Every live process below ``root``, from ``/proc`` (Linux; elsewhere none). A
+    grandchild that left the child's process group (``setsid()``) is not reached by
+    ``killpg``; it is found here as long as the process that started it lives."""
     try:
-        os.killpg(group, signum)
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    children: Dict[int, List[int]] = {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as handle:
+                stat = handle.read()
+            # "pid (command) state ppid ...": the command may hold spaces and ")"
+            parent = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found: List[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_group(group: int, below: bool = True) -> None:
+    """SIGKILL the child's process group and (``below``: while the child lives, the
+    only time they can be told apart from strangers) everything below the child."""
+    for pid in _descendants(group) if below else ():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+    try:
+        os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, OSError):
         pass
-
-
-def _end_group(group: int, wait: bool,
-               proc: Optional[subprocess.Popen[bytes]] = None) -> None:
-    """SIGKILL the group; a group with a grace gets SIGTERM first (``wait``: and
-    SIGKILL once its leader ``proc`` has ended or the grace has passed; a signal
-    handler does not wait)."""
-    with _LOCK:
-        grace = _GRACE.get(group, 0.0)
-    if not grace:
-        _kill_group(group)
-        return
-    _kill_group(group, signal.SIGTERM)
-    if not wait:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            break  # it ended (its own children first)
-        try:
-            os.killpg(group, 0)
-        except OSError:
-            return  # the whole group is gone
-        time.sleep(0.02)
-    _kill_group(group)
 
 
 def stop_children() -> None:
     """Kill every live child group of this process and remove its scratch folders."""
     for group in live_children():
-        _end_group(group, wait=True)
+        _kill_group(group)
     with _LOCK:
         folders = [path for path, owner in _SCRATCH.items() if owner == os.getpid()]
     for path in folders:
@@ -167,7 +175,7 @@ def interrupts() -> int:
 def _on_signal(signum: int, frame: object) -> None:
     _INTERRUPTS[0] += 1
     for group in live_children():
-        _end_group(group, wait=False)
+        _kill_group(group)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     # SIGTERM: clean up, then die of the signal as the default action would.
@@ -295,14 +303,13 @@ class Outcome:
 def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, display: str = "",
         env: Optional[Mapping[str, str]] = None,
         progress: Optional[Callable[[str], None]] = None, label: str = "",
-        progress_every: float = 10.0, grace: float = 0.0) -> Outcome:
+        progress_every: float = 10.0) -> Outcome:
     """Run ``argv`` to its end or its timeout (see the module docstring).
 
     ``workdir``: a :func:`scratch` folder for the output files.  Returns the
     :class:`Outcome` (a non-zero exit is not an error here); raises
     :class:`GenerateError` when the child cannot be started.  ``progress`` gets
-    ``"<label>: still running (N s)"`` every ``progress_every`` seconds.  ``grace``:
-    seconds the child may take to end its own children after SIGTERM (see above).
+    ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
     """
     display = display or " ".join(argv)
     if env is None:
@@ -321,19 +328,16 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
                                 command=display) from None
     with _LOCK:
         _GROUPS[proc.pid] = os.getpid()
-        if grace:
-            _GRACE[proc.pid] = grace
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every)
     finally:
         if proc.poll() is None:  # an exception (KeyboardInterrupt, ...) or a stop request
-            _end_group(proc.pid, wait=True, proc=proc)
+            _kill_group(proc.pid)
             _reap(proc)
         with _LOCK:
             _GROUPS.pop(proc.pid, None)
-            _GRACE.pop(proc.pid, None)
     # the group leader is gone; anything it left behind in its group goes too
-    _kill_group(proc.pid)
+    _kill_group(proc.pid, below=False)
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
                    seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
                    stdout=stdout_path, stderr=stderr_path)
@@ -346,7 +350,7 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
     while True:
         now = time.monotonic()
         if now - start >= timeout:
-            _end_group(proc.pid, wait=True, proc=proc)
+            _kill_group(proc.pid)
             _reap(proc)
             return True
         if _STOPPING.is_set():

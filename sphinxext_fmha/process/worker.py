@@ -4,9 +4,9 @@ computed in another process, on the other core, into the same on-disk cache.
 The worker is this package run by name (``python -m sphinxext_fmha prepare``, the
 package's own folder first on its path, so it is the same code and its results land
 under the same keys: tree digest, code digest, interpreter id). It starts its own
-generate.py runs through its own launcher, in groups of their own: it is therefore run
-with a grace (see :mod:`~sphinxext_fmha.process.launch`), so an interrupt or a timeout
-makes it kill them before it dies. Its standard output says, per API, how long the
+generate.py runs through its own launcher, in sessions of their own: the launcher of
+this process finds them below the worker when it stops it (an interrupt, a timeout),
+and they end with it (see :mod:`~sphinxext_fmha.process.launch`). Its standard output says, per API, how long the
 analysis took (JSON lines); its step lines (``fmha: ...``) are passed on.
 
 No Sphinx imports here, and no import of the CLI: the module is launched by name.
@@ -24,13 +24,10 @@ from typing import List, Mapping, Optional, Sequence
 
 from .launch import GenerateError, child_environment, run, scratch
 
-__all__ = ["STEP_PREFIX", "WORKER_GRACE", "WorkerOutcome", "current_interpreter", "prepare_argv",
-           "run_worker"]
+__all__ = ["STEP_PREFIX", "WorkerOutcome", "current_interpreter", "prepare_argv", "run_worker"]
 
 #: The folder that holds this package: first on the worker's path.
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]
-#: Seconds a worker may take to end its own generate.py runs after SIGTERM.
-WORKER_GRACE = 5.0
 #: Marks the step lines the worker writes on stderr (its progress).
 STEP_PREFIX = "fmha: "
 
@@ -77,7 +74,7 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float) -> Work
             # the scratch folder as working folder: ``-m`` puts it first on the path,
             # and it holds no module that could stand in for ours
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
-                          display=display, env=env, grace=WORKER_GRACE)
+                          display=display, env=env)
             stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
             stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
             error = None if outcome.ok else outcome.error()
