@@ -6,8 +6,9 @@ package's own folder first on its path, so it is the same code and its results l
 under the same keys: tree digest, code digest, interpreter id). It starts its own
 generate.py runs through its own launcher, in sessions of their own: the launcher of
 this process finds them below the worker when it stops it (an interrupt, a timeout),
-and they end with it (see :mod:`~sphinxext_fmha.process.launch`). Its standard output says, per API, how long the
-analysis took (JSON lines); its step lines (``fmha: ...``) are passed on.
+and they end with it (see :mod:`~sphinxext_fmha.process.launch`). Its standard output
+says, per API, how long the analysis took (JSON lines); its step lines (``fmha: ...``)
+are passed on.
 
 No Sphinx imports here, and no import of the CLI: the module is launched by name.
 """
