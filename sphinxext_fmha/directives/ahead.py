@@ -17,8 +17,9 @@ Sphinx reads from the first (see :func:`~sphinxext_fmha.guide.steps_ahead`).
 When Sphinx reads in parallel (``-j``), its readers are forked processes, which inherit
 no thread: the steps then run, two at a time, before the reading starts, and the readers
 inherit the results; no worker interpreter is started then (the readers analyse their
-pages side by side already). The steps stop at the end of the reading (``env-updated``) or of
-the build; an interrupt stops them with the build (see :mod:`~sphinxext_fmha.process.ahead`).
+pages side by side already). The steps stop at the end of the reading (``env-updated``)
+or of the build; an interrupt stops them with the build (see
+:mod:`~sphinxext_fmha.process.ahead`).
 """
 
 from __future__ import annotations

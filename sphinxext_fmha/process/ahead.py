@@ -4,12 +4,12 @@ threads, while the pages are read.
 Each item is a callable that does one expensive step through the launcher (a probe, a
 listing, a batch of filtered runs) and keeps its result (or its failure) where the page
 will look for it; an item never raises here, and one that returns False did nothing
-(a page got there first; it is not counted in the summary). Items start in the order given, but for
-an item of a kind that has as many running as its limit allows (a thread then takes
-the next item of another kind, or ends: the thread that runs the kind's item takes the
-next one when it is done). Nothing
-new starts once the process is interrupted (SIGINT/SIGTERM) or exiting, or after
-:meth:`AheadPool.cancel`; the launcher kills the children that are running then.
+(a page got there first: it is not counted in the summary). Items start in the order
+given, except an item of a kind that has as many running as its limit allows: a thread
+then takes the next item of another kind, or ends (the thread that runs the kind's
+item takes the next one when it is done). Nothing new starts once the process is
+interrupted (SIGINT/SIGTERM) or exiting, or after :meth:`AheadPool.cancel`; the
+launcher kills the children that are running then.
 
 No Sphinx imports here.
 """
