@@ -246,3 +246,36 @@ def test_a_worker_past_its_timeout_ends_its_own_children(tmp_path, monkeypatch):
     while any(alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in started if alive(p)], "children left running"
+
+
+def test_the_pool_runs_one_worker_at_a_time_and_the_other_steps_beside_it():
+    import threading
+
+    from sphinxext_fmha.process.ahead import AheadPool
+
+    lock, running, most, order = threading.Lock(), [0], [0], []
+
+    def step(kind, name, seconds):
+        def run():
+            with lock:
+                order.append(name)
+                if kind == "worker":
+                    running[0] += 1
+                    most[0] = max(most[0], running[0])
+            time.sleep(seconds)
+            with lock:
+                if kind == "worker":
+                    running[0] -= 1
+            return False if name == "skipped" else None  # False: it did nothing
+        return kind, run
+
+    items = [step("worker", "w1", 0.2), step("worker", "w2", 0.05), step("probe", "p1", 0.01),
+             step("worker", "skipped", 0.0), step("probe", "p2", 0.01)]
+    done = []
+    pool = AheadPool(items, on_done=lambda seconds, ran: done.append(dict(ran)),
+                     limits={"worker": 1}).start()
+    pool.wait()
+    assert most[0] == 1  # never two workers at once
+    assert sorted(order) == ["p1", "p2", "skipped", "w1", "w2"]
+    assert order.index("p2") < order.index("w2")  # the probes did not wait for the workers
+    assert done == [{"worker": 2, "probe": 2}]  # a step that did nothing is not counted
