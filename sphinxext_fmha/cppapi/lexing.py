@@ -30,12 +30,11 @@ def _mask_spans(text: str) -> List[Tuple[int, int, str]]:
     """(start, end, kind) of the pieces to mask, left to right, none overlapping.
 
     A ``#`` starts a preprocessor piece only when nothing but spaces and tabs precede it
-    on its line and no earlier piece covers the line start; the piece then starts at the
-    line start (those blanks are masked with it). Any other ``#`` is passed over and the
-    search goes on at the next character (a comment may follow on the same line).
+    on its line; the piece then starts at the line start (those blanks are masked with
+    it). Any other ``#`` is passed over and the search goes on at the next character (a
+    comment may follow on the same line).
     """
     spans: List[Tuple[int, int, str]] = []
-    last = 0
     pos = 0
     search = _MASK_SCAN_RE.search
     kinds = _KIND_OF_START
@@ -48,12 +47,14 @@ def _mask_spans(text: str) -> List[Tuple[int, int, str]]:
         kind = kinds[text[start : start + 2] if first == "/" else first]
         if kind == "pp":
             line_start = text.rfind("\n", 0, start) + 1
-            if line_start < last or text[line_start:start].strip(" \t"):
+            # (a piece ending on this line before the `#` ends in `*/` or a quote:
+            # only blanks before it means no piece covers the line start)
+            if text[line_start:start].strip(" \t"):
                 pos = start + 1
                 continue
             start = line_start
         spans.append((start, end, kind))
-        last = pos = end
+        pos = end
 
 
 def _blank(text: str) -> str:
