@@ -5,13 +5,16 @@ implementation or hand-written expectations here."""
 
 from __future__ import annotations
 
+import gc
 import random
 import re
 
+from sphinxext_fmha.cppapi.entry_points import read_entry_points
 from sphinxext_fmha.cppapi.lexing import _mask, mask_code_only, strip_comments
 from sphinxext_fmha.cppapi.matching import kernel_trait_key, match_leaves_to_kernels
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.cppapi.reach import kernel_reach
+from sphinxext_fmha.cppapi.reading import read_dispatch
 
 # --------------------------------------------------------------------------- masking
 
@@ -196,3 +199,27 @@ def test_terms_shared_by_different_conditions_are_common_terms():
     reach, _ = kernel_reach(tree, match)
     assert [term.cpp for term in reach["k.cpp"].terms] == ["t.x"]
     assert reach["k.cpp"].varying and reach["k.cpp"].leaves == [0, 1]
+
+
+def test_calls_between_dispatch_functions_only_where_the_name_stands_alone():
+    text = """
+    float run_b(traits t) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+    float run_a(traits t) {
+        if (t.x) { return ns::run_b(t) + obj.run_b(t) + p->run_b(t) + xrun_b(t); }
+        else { return run_b (t); }
+    }
+    """
+    calls = read_entry_points(parse_dispatch(text)).calls
+    assert [(c.caller, c.callee, c.conditions) for c in calls] == [("run_a", "run_b", ["!(t.x)"])]
+
+
+def test_reading_leaves_the_collector_as_it_found_it():
+    text = _DISPATCH.format(tile=32)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            read_dispatch(text + " " * enabled, {"k.cpp": "k_traits_<ns::tile<32>,1>"})
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["strip_comments", "normalize_cpp", "split_template_args", "find_template_calls",
-           "trait_template", "trait_key", "match_paren", "squeeze", "mask_code"]
+           "trait_template", "trait_key", "match_paren", "squeeze", "mask_code", "mask_code_only",
+           "matches_not_after"]
 
 # --------------------------------------------------------------------------- lexing
 
@@ -109,6 +110,26 @@ def _masked_piece(piece: str, kind: str) -> str:
     if kind == "char":
         return "'" + " " * (len(piece) - 2) + "'"
     return _blank(piece)  # comments and preprocessor lines
+
+
+def matches_not_after(before: re.Pattern, pattern: re.Pattern, text: str) -> Iterator[re.Match]:
+    """The matches of ``pattern`` in ``text`` whose preceding character ``before`` does
+    not match, as a leading negative look-behind would give them (a rejected match is
+    passed over and the search goes on at its next character). A pattern that starts
+    with a literal lets the search jump; a look-behind in front would not."""
+    pos = 0
+    search = pattern.search
+    preceding = before.match
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return
+        start = m.start()
+        if start and preceding(text, start - 1):
+            pos = start + 1
+            continue
+        yield m
+        pos = m.end()
 
 
 def strip_comments(text: str) -> str:
@@ -215,12 +236,23 @@ def _reachable_aliases(text: str, aliases: Mapping[str, str]) -> Tuple[Tuple[str
     found: Dict[str, str] = {}
     pending = [text]
     while pending:
-        for name in _IDENT_RE.findall(pending.pop()):
+        item = pending.pop()
+        if _names_none_of(item, aliases):
+            continue
+        for name in _IDENT_RE.findall(item):
             if name not in found and name in aliases:
                 value = aliases[name]
                 found[name] = value
                 pending.append(value)
     return tuple(found.items())
+
+
+def _names_none_of(text: str, aliases: Mapping[str, str]) -> bool:
+    """True when no name of a few ``aliases`` occurs in ``text``, not even inside a
+    longer word (then no identifier of the text is an alias). Testing a handful of
+    substrings is cheaper than finding every identifier; for many names it is not, and
+    the answer is False (unknown)."""
+    return len(aliases) < 16 and not any(name in text for name in aliases)
 
 
 _MEMO_SIZE = 1 << 16
@@ -241,7 +273,7 @@ def _substitute_and_fold(text: str, aliases: Optional[Mapping[str, str]]) -> str
     """:func:`normalize_cpp` of text already :func:`_clean`."""
     if aliases:
         for _ in range(20):
-            if aliases.keys().isdisjoint(_IDENT_RE.findall(text)):
+            if _names_none_of(text, aliases) or aliases.keys().isdisjoint(_IDENT_RE.findall(text)):
                 break  # nothing to replace: the substitution below would change nothing
             changed = False
 

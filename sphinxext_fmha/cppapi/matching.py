@@ -12,9 +12,16 @@ import re
 import threading
 from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-from .lexing import find_template_calls, mask_code_only, normalize_cpp, trait_key, trait_template
+from .lexing import (
+    find_template_calls,
+    mask_code_only,
+    matches_not_after,
+    normalize_cpp,
+    trait_key,
+    trait_template,
+)
 from .parse import DispatchLeaf, DispatchTree, _classify_args
 
 __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leaves_to_kernels"]
@@ -22,29 +29,11 @@ __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leav
 
 # --------------------------------------------------------------------------- kernel files
 
-# Both start with a word; the word boundary before it is checked by :func:`_at_words`
-# (a leading ``\b`` would make the search try every position of the file).
+# Both start with a word; the word boundary before it is checked after a match (a
+# leading ``\b`` would make the search try every position of the file).
 _USING_DECL_RE = re.compile(r"using\s+([A-Za-z_]\w*)\s*=\s*([^;]*);")
 _EXPLICIT_SPECIALISATION_RE = re.compile(r"template\s*<\s*>")
 _WORD_CHAR_RE = re.compile(r"\w")
-
-
-def _at_words(pattern: re.Pattern, code: str) -> Iterator[re.Match]:
-    """The matches ``\\b`` + ``pattern`` finds in ``code``: a match preceded by a word
-    character is passed over, and the search goes on at its next character."""
-    pos = 0
-    search = pattern.search
-    word_char = _WORD_CHAR_RE.match
-    while True:
-        m = search(code, pos)
-        if m is None:
-            return
-        start = m.start()
-        if start and word_char(code, start - 1):
-            pos = start + 1
-            continue
-        yield m
-        pos = m.end()
 
 
 def kernel_trait_keys(text: str) -> List[str]:
@@ -53,14 +42,14 @@ def kernel_trait_keys(text: str) -> List[str]:
     without duplicates."""
     code = mask_code_only(text)
     aliases = _LazyAliases(
-        {m.group(1): m.group(2) for m in _at_words(_USING_DECL_RE, code)}
+        {m.group(1): m.group(2) for m in matches_not_after(_WORD_CHAR_RE, _USING_DECL_RE, code)}
     )
     keys: List[str] = []
     # A kernel file specialises several functions for one trait (launch, oneshot,
     # get_name): the same arguments give the same keys again, which are already in
     # ``keys`` (an alias's value, once computed, never changes).
     seen_args: set = set()
-    for m in _at_words(_EXPLICIT_SPECIALISATION_RE, code):
+    for m in matches_not_after(_WORD_CHAR_RE, _EXPLICIT_SPECIALISATION_RE, code):
         stop = len(code)
         for ch in "{;":
             k = code.find(ch, m.end())

@@ -14,7 +14,6 @@ read by :mod:`.entry_points`.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 import threading
@@ -22,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from .allocation import collector_paused
 from .lexing import (
     _IDENT_RE,
     _WS_RE,
@@ -238,7 +238,8 @@ def parse_dispatch(text: str) -> DispatchTree:
         if tree is not None:
             _PARSED.move_to_end(text)
             return tree
-    tree = _parse(text)
+    with collector_paused():
+        tree = _parse(text)
     with _PARSED_LOCK:
         _PARSED[text] = tree
         while len(_PARSED) > _PARSED_SIZE:
@@ -248,11 +249,8 @@ def parse_dispatch(text: str) -> DispatchTree:
 
 def _parse(text: str) -> DispatchTree:
     code, raw = _mask(text)
-    newlines = _newline_index(code)
-
-    def line_of(pos: int) -> int:
-        return bisect.bisect_right(newlines, pos) + 1
-
+    # blocks open left to right: the line of each counts on from the previous one's
+    line, counted_to = 1, 0
     root = DispatchBlock(kind="file")
     stack: List[DispatchBlock] = [root]
     expr_depth = 0  # braces inside an expression (lambda bodies, init lists in calls)
@@ -263,8 +261,7 @@ def _parse(text: str) -> DispatchTree:
 
     for m in _STRUCTURE_RE.finditer(code):
         pos = m.start()
-        chunk = code[last:pos]
-        paren += chunk.count("(") - chunk.count(")")
+        paren += code.count("(", last, pos) - code.count(")", last, pos)
         last = pos + 1
         c = m.group(0)
         if expr_depth or paren > 0:
@@ -283,6 +280,8 @@ def _parse(text: str) -> DispatchTree:
             header_code = code[seg_start:pos]
             header_raw = raw[seg_start:pos]
             kind, cond, name, header = _header(header_code, header_raw)
+            line += code.count("\n", counted_to, pos)
+            counted_to = pos
             chain = chains[-1]
             if kind.startswith("if"):
                 chain[:] = [cond]
@@ -298,7 +297,7 @@ def _parse(text: str) -> DispatchTree:
                 header=header,
                 condition=cond,
                 name=name,
-                line=line_of(pos),
+                line=line,
             )
             stack[-1].items.append(block)
             stack.append(block)
@@ -326,15 +325,6 @@ _statement_text = functools.lru_cache(maxsize=1 << 17)(_squeeze)
 def _header(code: str, raw: str) -> Tuple[str, str, str, str]:
     """:func:`_classify_header` and the header's text (comments kept, squeezed)."""
     return (*_classify_header(code, raw), _squeeze(raw[len(code) - len(code.lstrip()) :]))
-
-
-def _newline_index(code: str) -> List[int]:
-    out: List[int] = []
-    i = code.find("\n")
-    while i >= 0:
-        out.append(i)
-        i = code.find("\n", i + 1)
-    return out
 
 
 _CONDITIONAL_KINDS = ("if", "else if", "else", "if constexpr", "else if constexpr", "else constexpr")

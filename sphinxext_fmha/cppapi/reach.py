@@ -22,6 +22,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .allocation import collector_paused
 from .conditions import describe_condition, split_top, strip_parens
 from .lexing import strip_comments, trait_template
 from .matching import DispatchMatch
@@ -91,12 +92,15 @@ def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
     their conditions part.
     """
     by_main: Dict[Tuple[str, str], List[DispatchLeaf]] = {}
+    partners: Dict[int, Tuple[str, ...]] = {}  # leaf order -> its other keys
     for leaf in leaves:
         if len(leaf.trait_args) > 1:
-            by_main.setdefault((leaf.function, leaf.keys[0]), []).append(leaf)
+            keys = leaf.keys  # (computed on each read)
+            by_main.setdefault((leaf.function, keys[0]), []).append(leaf)
+            partners[leaf.order] = tuple(keys[1:])
     choices: Dict[int, Tuple[int, int]] = {}
     for group in by_main.values():
-        if len(group) < 2 or len({tuple(leaf.keys[1:]) for leaf in group}) < 2:
+        if len(group) < 2 or len({partners[leaf.order] for leaf in group}) < 2:
             continue
         first = group[0].conditions
         for leaf in group[1:]:
@@ -113,6 +117,12 @@ def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
 def kernel_reach(tree: DispatchTree, match: DispatchMatch
                  ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     """kernel file -> :class:`KernelReach`, and the sub-kernel choices of the file."""
+    with collector_paused():
+        return _kernel_reach(tree, match)
+
+
+def _kernel_reach(tree: DispatchTree, match: DispatchMatch
+                  ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
     per_kernel: Dict[str, List[Tuple[DispatchLeaf, List[Term], List[Term]]]] = {}
     choices: Dict[Tuple[str, str, str], SubKernelChoice] = {}
