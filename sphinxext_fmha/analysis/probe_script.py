@@ -48,6 +48,17 @@ def _first_line(function):
     return code.co_firstlineno if code else 0
 
 
+class _ObservedEnough(BaseException):
+    """Raised by the fnmatch hook in a marker run once the calls it observes are all
+    made: nothing later in the run can change them. A BaseException, so that no
+    ``except Exception`` of the codegen takes it for its own error; whether it reached
+    :func:`run_generate` is checked (``reached``), see :func:`marker_run`."""
+
+    def __init__(self):
+        super().__init__("the observed fnmatch calls are complete")
+        self.reached = False
+
+
 class Recorder:
     def __init__(self, fmha_dir):
         self.fmha_dir = os.path.realpath(fmha_dir)
@@ -58,6 +69,8 @@ class Recorder:
         self.fnmatch_calls = []
         self.pass_first = None  # None: the real fnmatch; N: True for N calls, then False
         self.max_calls = None
+        self.stop_after = None  # N: the call after the first N ends the run (marker runs)
+        self.stop = None  # the _ObservedEnough raised in this run, if any
         # (name, object) of the last kernel object whose name was asked for, and each
         # kernel class's own filename getter: an fnmatch call on that name is tied to
         # that object's file (names repeat across arch suffixes, files do not).
@@ -138,6 +151,9 @@ class Recorder:
 
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
+        if self.stop_after is not None and calls >= self.stop_after:
+            self.stop = _ObservedEnough()
+            raise self.stop
         if self.max_calls is None or calls < self.max_calls:
             self.fnmatch_calls.append((str(pattern), str(name), self.file_of(name)))
         if self.pass_first is None:
@@ -205,6 +221,8 @@ def run_generate(fmha_dir, argv, output_dir=None):
         except SystemExit as exc:
             if exc.code not in (0, None):
                 error = "generate.py exited with %r" % (exc.code,)
+        except _ObservedEnough as stop:  # a marker run made every call it observes
+            stop.reached = True
         except Exception:  # noqa: BLE001 - reported to the analysis, which says so
             error = traceback.format_exc(limit=-8)
         finally:
@@ -622,18 +640,12 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     marker_filter = "@".join(parts) + "," + MARKER.format("next-api")
     recorder.pass_first = OBSERVED_CALLS
     recorder.max_calls = OBSERVED_CALLS
-    recorder.fnmatch_calls = []
-    _, marker_error = run_generate(fmha_dir, list(argv) + ["-f", marker_filter])
-    marker_calls = recorder.fnmatch_calls
-    recorder.fnmatch_calls = []
-    _, single_error = run_generate(fmha_dir, list(argv) + ["-f", parts[0]])
-    single_calls = recorder.fnmatch_calls
+    marker_calls, marker_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", marker_filter])
+    single_calls, single_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", parts[0]])
     # Empty parts ("@@@") and an empty filter: which pattern, if any, reaches fnmatch.
-    recorder.fnmatch_calls = []
-    _, empty_parts_error = run_generate(fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)])
-    empty_parts_calls = recorder.fnmatch_calls
-    recorder.fnmatch_calls = []
-    _, empty_error = run_generate(fmha_dir, list(argv) + ["-f", ""])
+    empty_parts_calls, empty_parts_error = marker_run(
+        recorder, fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)])
+    empty_calls, empty_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", ""])
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
     result.update({
@@ -645,7 +657,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "fnmatch_calls": summarise_calls(marker_calls, name_to_class),
         "single_part_calls": summarise_calls(single_calls, name_to_class),
         "empty_parts_calls": summarise_calls(empty_parts_calls, name_to_class),
-        "empty_filter_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
+        "empty_filter_calls": summarise_calls(empty_calls, name_to_class),
         "marker_errors": [e for e in (marker_error, single_error, empty_parts_error, empty_error)
                           if e],
         "normcase": os.path.normcase("Aa/"),
@@ -654,6 +666,26 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "python": sys.version.split()[0],
     })
     return result
+
+
+def marker_run(recorder, fmha_dir, argv):
+    """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
+    lets the first ``recorder.pass_first`` pass and refuses the rest) and the error the
+    run raised while they were made.
+
+    Nothing after those calls can change them, so the run stops at the next call
+    instead of enumerating every other kernel (a marker run would refuse them all).
+    When the stop did not reach :func:`run_generate` (the codegen caught it), the run
+    went on differently from a real one: it runs again, to its end, as it would."""
+    for stop_after in (recorder.max_calls, None):
+        recorder.fnmatch_calls, recorder.stop, recorder.stop_after = [], None, stop_after
+        try:
+            _, error = run_generate(fmha_dir, argv)
+        finally:
+            recorder.stop_after = None
+        if recorder.stop is None or recorder.stop.reached:
+            break
+    return recorder.fnmatch_calls, error
 
 
 def summarise_calls(calls, name_to_class):
