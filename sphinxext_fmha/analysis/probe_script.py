@@ -14,8 +14,10 @@ It runs ``generate.py -l`` in-process, with two observation hooks installed firs
 Then kernel objects are perturbed, one leaf field at a time, to see which part of
 its name each field writes (one representative per field value and name layout, see
 :func:`perturb_influence`), and the API dispatch file is rendered from the pool the
-codegen built, as write mode would (see :func:`render_dispatch`). The result is written
-as JSON for the analysis to read.
+codegen built, as write mode would (see :func:`render_dispatch`). Marker runs (``-f``
+with markers) show how a filter travels to fnmatch, each up to the calls it observes
+(:func:`marker_run`); ``--also-list`` lists one more option set as a new process would
+(:func:`list_isolated`). The result is written as JSON for the analysis to read.
 """
 
 import copy
@@ -551,7 +553,8 @@ def keys_of(trait_key, texts):
     return first + second
 
 
-def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None):
+def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
+          also_list=None):
     started = time.time()
     recorder = Recorder(fmha_dir)
     install_hooks(recorder)
@@ -560,6 +563,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     os.chdir(fmha_dir)
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
+    initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
     listing, error = run_generate(fmha_dir, list(argv))
     result = {
         "listing": listing,
@@ -638,14 +642,18 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     unfiltered_calls = recorder.fnmatch_calls
     parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
     marker_filter = "@".join(parts) + "," + MARKER.format("next-api")
+    runs_state = process_state(fmha_dir)  # what the marker runs start from
     recorder.pass_first = OBSERVED_CALLS
     recorder.max_calls = OBSERVED_CALLS
-    marker_calls, marker_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", marker_filter])
-    single_calls, single_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", parts[0]])
+    ends = []
+    marker_calls, marker_error = marker_run(
+        recorder, fmha_dir, list(argv) + ["-f", marker_filter], ends)
+    single_calls, single_error = marker_run(
+        recorder, fmha_dir, list(argv) + ["-f", parts[0]], ends)
     # Empty parts ("@@@") and an empty filter: which pattern, if any, reaches fnmatch.
     empty_parts_calls, empty_parts_error = marker_run(
-        recorder, fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)])
-    empty_calls, empty_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", ""])
+        recorder, fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)], ends)
+    empty_calls, empty_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", ""], ends)
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
     result.update({
@@ -660,31 +668,81 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "empty_filter_calls": summarise_calls(empty_calls, name_to_class),
         "marker_errors": [e for e in (marker_error, single_error, empty_parts_error, empty_error)
                           if e],
+        "marker_runs": ends,
         "normcase": os.path.normcase("Aa/"),
         "seconds": {"observe": round(observe_seconds, 3),
                     "perturb": round(time.time() - perturb_started, 3)},
         "python": sys.version.split()[0],
     })
+    if also_list is not None:
+        result["also_listed"] = list_isolated(recorder, fmha_dir, list(also_list),
+                                              initial_state, runs_state)
     return result
 
 
-def marker_run(recorder, fmha_dir, argv):
+def process_state(fmha_dir):
+    """What one run must not change for the next to be as fresh as a new process: the
+    working folder, ``sys.path``, the environment and the modules outside the tree."""
+    root = os.path.realpath(fmha_dir) + os.sep
+    others = sorted(name for name, module in sys.modules.items()
+                    if not os.path.realpath(getattr(module, "__file__", None) or "")
+                    .startswith(root))
+    return (os.getcwd(), list(sys.path), dict(os.environ), others)
+
+
+def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
+    """``generate.py argv -l`` run here as a new process would run it (the listing
+    another option needs, e.g. the other ``--mask`` mode): the tree's modules imported
+    afresh, the real ``fnmatch``, nothing recorded; only compiling is shared, as in the
+    batch runner (process/batch_script.py).
+
+    It counts only when the earlier runs left nothing behind that a new process would
+    not have: the working folder, ``sys.path`` and the environment the first run saw
+    (``initial_state``), the modules outside the tree that the marker runs started with
+    (``runs_state``, the probe's own imports included) and ``fnmatch`` the probe's hook.
+    Else ``unsafe`` says so, and the caller runs that listing as a separate process.
+    What this run changes itself does not matter: nothing runs after it."""
+    outcome = {"argv": argv}
+    now = process_state(fmha_dir)
+    if now[:3] != initial_state[:3] or now != runs_state \
+            or fnmatch.fnmatch != recorder.fnmatch_hook:
+        outcome["unsafe"] = "an earlier run changed state outside the tree's modules"
+        return outcome
+    recorder.pass_first = recorder.stop_after = None
+    recorder.max_calls = 0  # record no fnmatch call: the hook is the real fnmatch
+    recorder.objects, recorder.seen_ids, recorder.pools = [], set(), []
+    started = time.time()
+    listing, error = run_generate(fmha_dir, argv)
+    recorder.objects, recorder.seen_ids, recorder.pools = [], set(), []
+    outcome.update({"listing": listing, "error": error,
+                    "seconds": round(time.time() - started, 3)})
+    return outcome
+
+
+def marker_run(recorder, fmha_dir, argv, ends):
     """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
     lets the first ``recorder.pass_first`` pass and refuses the rest) and the error the
-    run raised while they were made.
+    run raised while they were made; how the run ended is appended to ``ends``.
 
     Nothing after those calls can change them, so the run stops at the next call
-    instead of enumerating every other kernel (a marker run would refuse them all).
-    When the stop did not reach :func:`run_generate` (the codegen caught it), the run
-    went on differently from a real one: it runs again, to its end, as it would."""
-    for stop_after in (recorder.max_calls, None):
-        recorder.fnmatch_calls, recorder.stop, recorder.stop_after = [], None, stop_after
-        try:
-            _, error = run_generate(fmha_dir, argv)
-        finally:
-            recorder.stop_after = None
-        if recorder.stop is None or recorder.stop.reached:
-            break
+    ("stopped") instead of enumerating every other kernel (a marker run would refuse
+    them all); a run with fewer calls runs to its end ("complete"). When the stop did
+    not reach :func:`run_generate` (the codegen caught it), the run went on differently
+    from a real one: it runs again, to its end, as it would ("ran again")."""
+    recorder.fnmatch_calls, recorder.stop = [], None
+    recorder.stop_after = recorder.max_calls
+    try:
+        _, error = run_generate(fmha_dir, argv)
+    finally:
+        recorder.stop_after = None
+    if recorder.stop is None:
+        ends.append("complete")
+    elif recorder.stop.reached:
+        ends.append("stopped")
+    else:
+        recorder.fnmatch_calls, recorder.stop = [], None
+        _, error = run_generate(fmha_dir, argv)
+        ends.append("ran again")
     return recorder.fnmatch_calls, error
 
 
@@ -728,14 +786,17 @@ def main():
     fmha_dir, out_path = sys.argv[1], sys.argv[2]
     argv = sys.argv[3:]
     perturb = True
-    trait_reader = None
-    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader"):
+    trait_reader = also_list = None
+    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list"):
         option, argv = argv[0], argv[1:]
         if option == "--trait-reader":
             trait_reader, argv = argv[0], argv[1:]
+        elif option == "--also-list":  # a JSON list: generate.py's arguments, no -l
+            also_list, argv = json.loads(argv[0]), argv[1:]
         else:
             perturb = False if option == "--no-perturb" else "all"
-    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader)
+    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
+                   also_list=also_list)
     with open(out_path, "w") as handle:
         handle.write(json.dumps(result, sort_keys=True))  # dumps: the C encoder
 
