@@ -20,6 +20,7 @@ with markers) show how a filter travels to fnmatch, each up to the calls it obse
 (:func:`list_isolated`). The result is written as JSON for the analysis to read.
 """
 
+import collections
 import copy
 import dataclasses
 import fnmatch
@@ -78,9 +79,12 @@ class Recorder:
         # that object's file (names repeat across arch suffixes, files do not).
         self.last_named = None
         self.filename_getters = {}
+        self.patching = True  # False: modules imported now keep their classes as they are
 
     # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
+        if not self.patching:
+            return
         path = getattr(module, "__file__", None) or ""
         if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
             return
@@ -403,59 +407,51 @@ def perturb_influence(records, objects, candidates, every_kernel=False):
     (field, value, layout) is perturbed once, on its first record, and every record
     of the same layout takes that result. ``every_kernel`` perturbs every field of
     every record (the reference the tests compare with)."""
-    scalar_paths = [[p for p, v in r["leaves"].items() if isinstance(v, SCALARS)]
-                    for r in records]
+    # each record's scalar fields as (path, value type, value): 1, 1.0 and True apart
+    typed_items = [[(p, type(v), v) for p, v in r["leaves"].items() if isinstance(v, SCALARS)]
+                   for r in records]
     if every_kernel:
-        for record, obj, paths in zip(records, objects, scalar_paths):
-            record["influence"], _ = field_ranges(obj, record, paths, candidates)
-        return {"perturbed fields": sum(len(p) for p in scalar_paths)}
-    done = {}  # (record index, path) -> range or None
+        for record, obj, items in zip(records, objects, typed_items):
+            record["influence"], _ = field_ranges(obj, record, [i[0] for i in items], candidates)
+        return {"perturbed fields": sum(len(items) for items in typed_items)}
+    done = []  # (record index, typed item, range or None)
     shifting = set()
-    covered = set()
-    for index, (record, obj, paths) in enumerate(zip(records, objects, scalar_paths)):
-        todo = []
-        cls, leaves_of = record["class"], record["leaves"]
-        for path in paths:
-            value = leaves_of[path]
-            key = (cls, path, type(value), value)
-            if key not in covered:
-                covered.add(key)
-                todo.append(path)
+    covered = {}  # class -> the typed items perturbed on one of its records
+    for index, (record, obj, items) in enumerate(zip(records, objects, typed_items)):
+        seen = covered.setdefault(record["class"], set())
+        todo = [item for item in items if item not in seen]
         if todo:
-            ranges, shifts = field_ranges(obj, record, todo, candidates)
+            seen.update(todo)
+            ranges, shifts = field_ranges(obj, record, [i[0] for i in todo], candidates)
             shifting |= {(record["class"], p) for p in shifts}
-            for path in todo:
-                done[(index, path)] = ranges.get(path)
+            done.extend((index, item, ranges.get(item[0])) for item in todo)
+
+    shifting_of = {}  # class -> its layout fields, sorted
+    for cls, path in sorted(shifting):
+        shifting_of.setdefault(cls, []).append(path)
 
     def layout(record):
-        pieces = len(PIECE_SPLIT.split(record["name"]))
+        pieces = record["name"].count("_") + 1  # len(PIECE_SPLIT.split(name))
+        leaves_of = record["leaves"]
         return record["class"], pieces, tuple(
-            _typed(record["leaves"].get(p)) for c, p in sorted(shifting) if c == record["class"])
+            _typed(leaves_of.get(p)) for p in shifting_of.get(record["class"], ()))
 
     layout_ids = {}
     layouts = [layout_ids.setdefault(layout(r), len(layout_ids)) for r in records]
-    known = {}  # (layout, path, value type, value) -> range or None
-    for (index, path), found in done.items():
-        value = records[index]["leaves"][path]
-        known[(layouts[index], path, type(value), value)] = found
-    for index, (record, obj, paths) in enumerate(zip(records, objects, scalar_paths)):
-        leaves_of = record["leaves"]
-        at = layouts[index]
-        keys = [(at, p, type(leaves_of[p]), leaves_of[p]) for p in paths]
-        todo = [p for p, key in zip(paths, keys) if key not in known]
+    known = {}  # layout -> {typed item: range or None}
+    for index, item, found in done:
+        known.setdefault(layouts[index], {})[item] = found
+    for index, (record, obj, items) in enumerate(zip(records, objects, typed_items)):
+        table = known.setdefault(layouts[index], {})
+        todo = [item for item in items if item not in table]
         if todo:
-            ranges, _ = field_ranges(obj, record, todo, candidates)
-            for path in todo:
-                value = leaves_of[path]
-                known[(at, path, type(value), value)] = ranges.get(path)
-        influence = {}
-        for path, key in zip(paths, keys):
-            found = known[key]
-            if found is not None:
-                influence[path] = list(found)
-        record["influence"] = influence
-    return {"perturbed fields": len(known), "layout fields": sorted("%s:%s" % s for s in shifting),
-            "layouts": len(layout_ids)}
+            ranges, _ = field_ranges(obj, record, [i[0] for i in todo], candidates)
+            for item in todo:
+                table[item] = ranges.get(item[0])
+        record["influence"] = {item[0]: list(found) for item, found
+                               in zip(items, map(table.__getitem__, items)) if found is not None}
+    return {"perturbed fields": sum(len(table) for table in known.values()),
+            "layout fields": sorted("%s:%s" % s for s in shifting), "layouts": len(layout_ids)}
 
 
 API_FILE = re.compile(r"_api\.cpp$")
@@ -591,23 +587,31 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     domains = map_domains(codegen_modules)
 
     records = []
-    observed = {}
+    tallies = {}  # class -> Counter of (path, value type name, value)
     owners = {}
     for filename, obj in kernels:
         cls = type(obj).__name__
-        flat = leaves(obj, owners=owners.setdefault(cls, {})) if dataclasses.is_dataclass(obj) else {}
-        name = obj.name if hasattr(obj, "name") else filename
+        is_dataclass = dataclasses.is_dataclass(obj)
+        flat = leaves(obj, owners=owners.setdefault(cls, {})) if is_dataclass else {}
+        try:
+            name = obj.name
+        except AttributeError:  # what hasattr() tells
+            name = filename
         records.append({"class": cls, "module": type(obj).__module__,
                         "filename": filename, "name": name, "leaves": flat,
-                        "parts": part_names(obj) if dataclasses.is_dataclass(obj) else {},
+                        "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
-        counted = observed.setdefault(cls, {})
-        for path, value in flat.items():
-            if isinstance(value, SCALARS):
-                counts = counted.setdefault(path, {})
-                key = _typed(value)
-                counts[key] = counts.get(key, 0) + 1
+        tally = tallies.get(cls)
+        if tally is None:
+            tally = tallies[cls] = collections.Counter()
+        tally.update([(path, type(value).__name__, value) for path, value in flat.items()
+                      if isinstance(value, SCALARS)])
+    observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
+    for cls, tally in tallies.items():
+        counted = observed[cls] = {}
+        for (path, type_name, value), count in tally.items():
+            counted.setdefault(path, {})[(type_name, value)] = count
 
     domain_of = {}
     candidates = {}
@@ -693,8 +697,8 @@ def process_state(fmha_dir):
 def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
     """``generate.py argv -l`` run here as a new process would run it (the listing
     another option needs, e.g. the other ``--mask`` mode): the tree's modules imported
-    afresh, the real ``fnmatch``, nothing recorded; only compiling is shared, as in the
-    batch runner (process/batch_script.py).
+    afresh, without the probe's hooks (its classes as they are, the real ``fnmatch``);
+    only compiling is shared, as in the batch runner (process/batch_script.py).
 
     It counts only when the earlier runs left nothing behind that a new process would
     not have: the working folder, ``sys.path`` and the environment the first run saw
@@ -708,12 +712,13 @@ def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
             or fnmatch.fnmatch != recorder.fnmatch_hook:
         outcome["unsafe"] = "an earlier run changed state outside the tree's modules"
         return outcome
-    recorder.pass_first = recorder.stop_after = None
-    recorder.max_calls = 0  # record no fnmatch call: the hook is the real fnmatch
-    recorder.objects, recorder.seen_ids, recorder.pools = [], set(), []
+    recorder.patching = False  # nothing to observe: the codegen's classes as they are
+    fnmatch.fnmatch = ORIGINAL_FNMATCH
     started = time.time()
-    listing, error = run_generate(fmha_dir, argv)
-    recorder.objects, recorder.seen_ids, recorder.pools = [], set(), []
+    try:
+        listing, error = run_generate(fmha_dir, argv)
+    finally:
+        fnmatch.fnmatch, recorder.patching = recorder.fnmatch_hook, True
     outcome.update({"listing": listing, "error": error,
                     "seconds": round(time.time() - started, 3)})
     return outcome
