@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..model import Gap, Segment
@@ -341,23 +342,24 @@ class _Names:
         for layout in layout_ids:
             _join_overlapping(layout, uf)
         layouts = _forget_unwritten(list(layout_ids), uf)
-        spans_of: Dict[Tuple[int, int], Optional[_Spans]] = {}
+        cutters: Dict[Tuple[int, int], Optional[_Cutter]] = {}
         nodes_of: Dict[tuple, Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]] = {}
         names = cls([], [], {})
-        for layout_id, record_pieces in zip(of_record, pieces):
+        for record, layout_id, record_pieces in zip(records, of_record, pieces):
             key = (layout_id, len(record_pieces))
-            if key not in spans_of:
-                spans_of[key] = _spans(layouts[layout_id], len(record_pieces), uf)
-            spans = spans_of[key]
-            if not spans:
+            if key not in cutters:
+                spans = _spans(layouts[layout_id], len(record_pieces), uf)
+                cutters[key] = _Cutter(spans) if spans else None
+            cutter = cutters[key]
+            if cutter is None:
                 names.nodes.append(None)
                 names.texts.append(())
                 continue
-            texts = tuple("".join(record_pieces[s:e]) for _, s, e in spans)
-            literal_key = (key,) + tuple(t for (g, _, _), t in zip(spans, texts) if g == "")
+            texts = cutter.texts(record["name"])
+            literal_key = (key,) + tuple(texts[i] for i in cutter.literals)
             if literal_key not in nodes_of:
-                nodes = _nodes(spans, texts)
-                nodes_of[literal_key] = (nodes, _slots(spans, nodes))
+                nodes = _nodes(cutter.spans, texts)
+                nodes_of[literal_key] = (nodes, _slots(cutter.spans, nodes))
             nodes, slots = nodes_of[literal_key]
             names.nodes.append(nodes)
             names.texts.append(texts)
@@ -365,20 +367,42 @@ class _Names:
         return names
 
 
+class _Cutter:
+    """Cuts names of one layout into the text of each span, with one regular
+    expression: a group per span, of as many ``_``-pieces as the span holds."""
+
+    def __init__(self, spans: _Spans) -> None:
+        self.spans = spans
+        self.literals = [i for i, (group, _, _) in enumerate(spans) if group == ""]
+        parts = []
+        for _, start, end in spans:
+            first = "[^_]*" if start == 0 and end > 0 else ""
+            rest = max(0, end - max(start, 1))
+            parts.append("(%s%s)" % (first, "(?:_[^_]*){%d}" % rest if rest else ""))
+        self._pattern = re.compile("".join(parts), re.DOTALL)
+
+    def texts(self, name: str) -> Tuple[str, ...]:
+        match = self._pattern.fullmatch(name)
+        assert match is not None, name  # the spans partition the name's pieces
+        return match.groups()
+
+
 def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[dict],
                  names: _Names) -> None:
     """Each segment's tokens, in the order names first show them, with the field
     values that write each token (one combination per distinct set of values)."""
-    rows = [(record["leaves"], dict(zip(nodes, texts)))
-            for record, nodes, texts in zip(records, names.nodes, names.texts) if nodes]
+    kept = [i for i, nodes in enumerate(names.nodes) if nodes]
+    leaves = [records[i]["leaves"] for i in kept]
+    present = list(map(dict, map(zip, [names.nodes[i] for i in kept], [names.texts[i] for i in kept])))
     for node in order:
         segment = segments[node]
-        tokens = [present.get(node, "") for _, present in rows]
+        # Whole columns at a time (map over dict.get), then one pass per distinct row.
+        tokens = list(map(dict.get, present, repeat(node), repeat("")))
         if segment.literal:
             for token in dict.fromkeys(tokens):
                 segment.tokens.setdefault(token, "literal text" if token else "absent")
             continue
-        columns = [_texts([leaves.get(f) for leaves, _ in rows]) for f in segment.fields]
+        columns = [_texts(list(map(dict.get, leaves, repeat(f)))) for f in segment.fields]
         for token, *row in dict.fromkeys(zip(tokens, *columns)):
             values = dict(zip(segment.fields, row))
             combos = segment.values.setdefault(token, [])
