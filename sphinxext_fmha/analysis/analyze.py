@@ -7,10 +7,12 @@ the parse of every name that generate.py's own unfiltered run lists.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -460,7 +462,7 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
     passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
     for constant, kernel_type in passes:
         owners = observed.get("owners", {}).get(kernel_type.class_name, {})
-        records = records_by_class[kernel_type.class_name]
+        leaves = [r["leaves"] for r in records_by_class[kernel_type.class_name]]
         for segment in kernel_type.segments:
             if segment.constant != constant:
                 continue
@@ -481,7 +483,7 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
                     fields[path] = info
                 if kernel_type.class_name not in info.kernel_types:
                     info.kernel_types.append(kernel_type.class_name)
-                values = {str(r["leaves"].get(path)) for r in records if path in r["leaves"]}
+                values = _column_texts(leaves, path)
                 info.values = sorted(set(info.values) | values, key=_natural)
     for info in fields.values():
         _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
@@ -490,6 +492,13 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
             for value in extra:
                 info.hard_coded.append(value)
     return [fields[p] for p in sorted(fields)]
+
+
+def _column_texts(leaves: List[dict], path: str) -> set:
+    """The distinct texts of one field over the kernels that have it."""
+    if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
+        return set(map(str, map(dict.__getitem__, leaves, repeat(path))))
+    return {str(values[path]) for values in leaves if path in values}
 
 
 def _line_of(class_where: str, declared) -> str:
@@ -532,10 +541,17 @@ def split_filename(filename: str, suffixes: Sequence[str]) -> Optional[str]:
     if not filename.endswith(".cpp"):
         return None
     stem = filename[: -len(".cpp")]
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if suffix and stem.endswith(suffix):
+    longest_first, bare = _suffix_order(tuple(suffixes))
+    for suffix in longest_first:
+        if stem.endswith(suffix):
             return stem[: -len(suffix)]
-    return stem if "" in suffixes or not suffixes else None
+    return stem if bare else None
+
+
+@functools.lru_cache(maxsize=256)
+def _suffix_order(suffixes: Tuple[str, ...]) -> Tuple[Tuple[str, ...], bool]:
+    """The non-empty suffixes longest first, and whether a bare name is allowed."""
+    return tuple(s for s in sorted(suffixes, key=len, reverse=True) if s), "" in suffixes or not suffixes
 
 
 def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str):

@@ -391,9 +391,12 @@ def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[d
                  names: _Names) -> None:
     """Each segment's tokens, in the order names first show them, with the field
     values that write each token (one combination per distinct set of values)."""
-    kept = [i for i, nodes in enumerate(names.nodes) if nodes]
-    leaves = [records[i]["leaves"] for i in kept]
-    present = list(map(dict, map(zip, [names.nodes[i] for i in kept], [names.texts[i] for i in kept])))
+    leaves: List[dict] = []
+    present: List[Dict[str, str]] = []
+    for record, nodes, texts in zip(records, names.nodes, names.texts):
+        if nodes:
+            leaves.append(record["leaves"])
+            present.append(dict(zip(nodes, texts)))
     for node in order:
         segment = segments[node]
         # Whole columns at a time (map over dict.get), then one pass per distinct row.
