@@ -75,3 +75,26 @@ def test_degenerate_grammars():
     assert grammar_of([]).parses("a") == []
     assert grammar_of([["a"], []]).parses("a") == []
     assert grammar_of([["a"], ["", "b"]]).parses("ab", limit=0) == []
+
+
+# --------------------------------------------------------------------------- token values
+
+
+def _record(name, influence, leaves):
+    return {"class": "K", "name": name, "influence": influence, "leaves": leaves}
+
+
+def test_token_values_keep_values_that_compare_equal_but_read_differently():
+    """1 == True and 0.0 == -0.0, yet the page shows what the codegen holds: every
+    distinct text is its own combination; a dict value shows its ``repr``."""
+    from sphinxext_fmha.analysis.grammar import derive_grammar
+
+    values = [1, True, 0.0, -0.0, {"repr": "Foo"}, 1]
+    records = [_record("k_v_%s" % tag, {"F_n": [1, 2], "F_t": [2, 3]}, {"F_n": value, "F_t": tag})
+               for tag, value in zip(["a", "b", "c", "d", "e", "f"], values)]
+    grammar = derive_grammar(records, "K")
+    (segment,) = [s for s in grammar.segments if s.fields == ["F_n"]]
+    assert segment.values == {"_v": [{"F_n": "-0.0"}, {"F_n": "0.0"}, {"F_n": "1"},
+                                     {"F_n": "Foo"}, {"F_n": "True"}]}
+    (tags,) = [s for s in grammar.segments if s.fields == ["F_t"]]
+    assert list(tags.tokens) == ["_a", "_b", "_c", "_d", "_e", "_f"]

@@ -405,8 +405,14 @@ def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[d
             for token in dict.fromkeys(tokens):
                 segment.tokens.setdefault(token, "literal text" if token else "absent")
             continue
-        columns = [_texts(list(map(dict.get, leaves, repeat(f)))) for f in segment.fields]
-        for token, *row in dict.fromkeys(zip(tokens, *columns)):
+        columns = [list(map(dict.get, leaves, repeat(f))) for f in segment.fields]
+        if all(_plain(column) for column in columns):
+            # Equal values of these types have equal texts: the texts of distinct rows.
+            rows = dict.fromkeys(zip(tokens, *columns))
+            distinct = dict.fromkeys((token, *map(str, row)) for token, *row in rows)
+        else:
+            distinct = dict.fromkeys(zip(tokens, *map(_texts, columns)))
+        for token, *row in distinct:
             values = dict(zip(segment.fields, row))
             combos = segment.values.setdefault(token, [])
             if values not in combos:
@@ -506,6 +512,16 @@ def disambiguate_labels(segments: List[Segment]) -> None:
                 segment.label = "literal %d" % counters[segment.label]
             else:
                 segment.label = "%s %d" % (segment.label, counters[segment.label])
+
+
+#: Types whose equal values (``==``) always have equal texts, whatever mix of them a
+#: field holds (not int with bool: 1 == True; no floats: 0.0 == -0.0).
+_PLAIN = (frozenset({str, int, type(None)}), frozenset({str, bool, type(None)}))
+
+
+def _plain(column: List[object]) -> bool:
+    kinds = set(map(type, column))
+    return any(kinds <= plain for plain in _PLAIN)
 
 
 def _texts(values: List[object]) -> List[str]:
