@@ -98,3 +98,51 @@ def test_token_values_keep_values_that_compare_equal_but_read_differently():
                                      {"F_n": "Foo"}, {"F_n": "True"}]}
     (tags,) = [s for s in grammar.segments if s.fields == ["F_t"]]
     assert list(tags.tokens) == ["_a", "_b", "_c", "_d", "_e", "_f"]
+
+
+# --------------------------------------------------------------------------- parsed file names
+
+
+def _model():
+    from sphinxext_fmha.model import ApiModel, KernelType
+
+    kernel_types = [
+        KernelType("A", False, 0, 0, arch_suffixes=["", "_gfx9"], segments=[
+            Segment("name", tokens={"fmha": ""}, literal=True),
+            Segment("b", tokens={"": "", "_x": "", "_x_y": ""}),
+            Segment("c", tokens={"": "", "_y": ""})]),
+        KernelType("B", False, 0, 0, arch_suffixes=[""], segments=[
+            Segment("name", tokens={"fmha": ""}, literal=True),
+            Segment("d", tokens={"_x": "", "_z": ""})]),
+    ]
+    return ApiModel(api="fwd", source="x", kernel_types=kernel_types)
+
+
+def _oracle_parses(model, filename):
+    """Every (sub-type, tokens) by brute force over the model's published tokens."""
+    found = []
+    for kernel_type in model.kernel_types:
+        for suffix in kernel_type.arch_suffixes:
+            if filename.endswith(suffix + ".cpp"):
+                name = filename[:len(filename) - len(suffix + ".cpp")]
+                token_sets = [list(s.tokens) for s in kernel_type.segments]
+                found += [(kernel_type.class_name, t) for t in oracle(token_sets, name, 2)]
+    return found
+
+
+def test_parse_filename_asked_again_gives_the_same_fresh_answer():
+    from sphinxext_fmha.analysis.analyze import grammars_of, parse_filename
+
+    model = _model()
+    names = ["fmha_x.cpp", "fmha_x_y.cpp", "fmha_x_gfx9.cpp", "fmha_z.cpp", "fmha_q.cpp", "fmha.cpp"]
+    for _ in range(3):
+        grammars = grammars_of(model)
+        for filename in names:
+            found = parse_filename(model, grammars, filename)
+            assert [(k.class_name, t) for k, t in found] == _oracle_parses(model, filename), filename
+            for _, tokens in found:
+                tokens.append("changed by a caller")
+    # A model changed after its grammars were made gets new grammars.
+    model.kernel_types[1].segments[1].tokens["_q"] = ""
+    found = parse_filename(model, grammars_of(model), "fmha_q.cpp")
+    assert [(k.class_name, t) for k, t in found] == [("B", ["fmha", "_q"])]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import weakref
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import repeat
@@ -163,14 +164,12 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     for record in observed["records"]:
         records_by_class[record["class"]].append(record)
 
-    grammars: Dict[str, Grammar] = {}
     kernel_types: List[KernelType] = []
     class_files = {v["class"]: v for v in observed["kernel_classes"].values()
                    if v["file"] == "codegen/" + info.source.split("/codegen/", 1)[-1]}
     for class_name in sorted(records_by_class, key=lambda c: _first_listed(observed, c)):
         records = records_by_class[class_name]
         grammar = derive_grammar(records, class_name)
-        grammars[class_name] = grammar
         gaps.extend(grammar.gaps)
         suffixes = sorted({r["filename"][len(r["name"]):-len(".cpp")]
                            for r in records if r["filename"].startswith(r["name"])})
@@ -216,7 +215,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     observed_files = {r["filename"] for r in observed["records"]}
     kernel_files = [f for f in listed_files if f in observed_files]
     other_files = sorted(f for f in listed_files if f not in observed_files)
-    model.baseline = _baseline(model, grammars, kernel_files)
+    model.baseline = _baseline(model, grammars_of(model), kernel_files)
     missing = observed_files.difference(listed_files)
     listing_matches = not missing and len(other_files) <= 1
     if not listing_matches:
@@ -556,6 +555,9 @@ def _suffix_order(suffixes: Tuple[str, ...]) -> Tuple[Tuple[str, ...], bool]:
 
 def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str):
     """[(kernel type, tokens)] for every sub-type whose grammar parses ``filename``."""
+    memo = grammars.parsed if isinstance(grammars, Grammars) and grammars.model_id == id(model) else None
+    if memo is not None and filename in memo:
+        return [(kernel_type, list(tokens)) for kernel_type, tokens in memo[filename]]
     found = []
     for kernel_type in model.kernel_types:
         name = split_filename(filename, kernel_type.arch_suffixes)
@@ -564,11 +566,44 @@ def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str)
         parses = grammars[kernel_type.class_name].parses(name)
         for tokens in parses:
             found.append((kernel_type, tokens))
+    if memo is not None:
+        memo[filename] = [(kernel_type, tuple(tokens)) for kernel_type, tokens in found]
     return found
 
 
+class Grammars(Dict[str, Grammar]):
+    """The grammar of each kernel type of one model, and the parse of every file name
+    asked for so far: the baseline, the token counts, the token dispatch and the parsed
+    listings all parse the same names."""
+
+    def __init__(self, model: ApiModel) -> None:
+        super().__init__((k.class_name, Grammar(segments=k.segments)) for k in model.kernel_types)
+        self.model_id = id(model)
+        self.shape = _grammar_shape(model)
+        self.parsed: Dict[str, List[Tuple[KernelType, Tuple[str, ...]]]] = {}
+
+
+def _grammar_shape(model: ApiModel) -> tuple:
+    """What the grammars were built from (a model is not changed once built; this
+    only guards the cache against one that is)."""
+    return tuple((k.class_name, id(k), tuple(k.arch_suffixes), id(k.segments),
+                  tuple((id(s), len(s.tokens)) for s in k.segments)) for k in model.kernel_types)
+
+
+#: id(model) -> its grammars; an entry leaves with its model (weakref.finalize).
+_GRAMMARS: Dict[int, Grammars] = {}
+
+
 def grammars_of(model: ApiModel) -> Dict[str, Grammar]:
-    return {k.class_name: Grammar(segments=k.segments) for k in model.kernel_types}
+    """The model's grammars, the same object (with its parses) for as long as the model lives."""
+    cached = _GRAMMARS.get(id(model))
+    if cached is not None and cached.shape == _grammar_shape(model):
+        return cached
+    grammars = Grammars(model)
+    if cached is None:
+        weakref.finalize(model, _GRAMMARS.pop, id(model), None)
+    _GRAMMARS[id(model)] = grammars
+    return grammars
 
 
 def _baseline(model: ApiModel, grammars: Dict[str, Grammar], listed_files: Sequence[str]) -> Baseline:

@@ -355,7 +355,7 @@ class _Names:
                 names.nodes.append(None)
                 names.texts.append(())
                 continue
-            texts = cutter.texts(record["name"])
+            texts = cutter.texts(record["name"], record_pieces)
             literal_key = (key,) + tuple(texts[i] for i in cutter.literals)
             if literal_key not in nodes_of:
                 nodes = _nodes(cutter.spans, texts)
@@ -379,11 +379,12 @@ class _Cutter:
             first = "[^_]*" if start == 0 and end > 0 else ""
             rest = max(0, end - max(start, 1))
             parts.append("(%s%s)" % (first, "(?:_[^_]*){%d}" % rest if rest else ""))
-        self._pattern = re.compile("".join(parts), re.DOTALL)
+        self._pattern = re.compile("".join(parts))
 
-    def texts(self, name: str) -> Tuple[str, ...]:
+    def texts(self, name: str, pieces: List[str]) -> Tuple[str, ...]:
         match = self._pattern.fullmatch(name)
-        assert match is not None, name  # the spans partition the name's pieces
+        if match is None:  # cannot happen: the spans partition the name's pieces
+            return tuple("".join(pieces[s:e]) for _, s, e in self.spans)
         return match.groups()
 
 
