@@ -601,7 +601,7 @@ def grammars_of(model: ApiModel) -> Dict[str, Grammar]:
         return cached
     grammars = Grammars(model)
     if cached is None:
-        weakref.finalize(model, _GRAMMARS.pop, id(model), None)
+        weakref.finalize(model, _GRAMMARS.pop, id(model), None).atexit = False
     _GRAMMARS[id(model)] = grammars
     return grammars
 
