@@ -70,7 +70,7 @@ def predict(model: ApiModel, baseline: ParsedListing, filter: str,
     def _matches(name: str, pattern: Optional[str]) -> bool:
         return fnmatch_as_generate(model, name, pattern)
 
-    names = {f: baseline.kernel_name(model, f) for f in baseline.parsed}
+    names = baseline.kernel_names(model)
     selected: Set[str] = set()
     grouped: Set[str] = set()
     if model.filter.drops == "trait" and traits:
@@ -122,7 +122,7 @@ def _numeric(value: str) -> bool:
 
 def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> List[str]:
     """Literal pieces of the filter that occur in no kernel name of this tree."""
-    names = [baseline.kernel_name(model, f) for f in baseline.parsed]
+    names = list(baseline.kernel_names(model).values())
     notes = []
     for piece in _WILDCARDS.split(filter.replace("@", "*").replace(",", "*")):
         if piece and not any(piece in name for name in names):

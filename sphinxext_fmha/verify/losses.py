@@ -42,6 +42,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
+    kept_per_type: Dict[str, List[Set[str]]] = {}  # sub-type -> per segment, its kept tokens
     for decision in decisions:
         own = by_type.get(decision.kernel_type, [])
         seg_labels = labels[decision.kernel_type]
@@ -56,7 +57,11 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         category = categories.get((decision.kernel_type, decision.segment), "other")
         if category == "tile":
             continue
-        kept_tokens = [{k.tokens[i] for k in own if k.file in kept} for i in range(len(seg_labels))]
+        kept_tokens = kept_per_type.get(decision.kernel_type)
+        if kept_tokens is None:
+            kept_own = [k.tokens for k in own if k.file in kept]
+            kept_tokens = kept_per_type[decision.kernel_type] = [
+                {tokens[i] for tokens in kept_own} for i in range(len(seg_labels))]
         # With dispatch conditions, a stand-in may differ in tiles and implementation
         # choices (pipeline, layout, ...) as long as its conditions do not contradict;
         # without them, only in tiles.

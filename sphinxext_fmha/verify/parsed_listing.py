@@ -9,7 +9,7 @@ its parses.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.analyze import grammars_of, parse_filename, split_filename
@@ -25,6 +25,9 @@ class ParsedListing:
     files: List[str]
     parsed: Dict[str, Tuple[str, List[str]]]
     unparsed: List[str]
+    #: (the model, file -> kernel name) once :meth:`kernel_names` computed them
+    _names: Optional[Tuple[ApiModel, Dict[str, str]]] = field(default=None, repr=False,
+                                                             compare=False)
 
     @classmethod
     def of(cls, model: ApiModel, files: Sequence[str],
@@ -63,3 +66,10 @@ class ParsedListing:
     def kernel_name(self, model: ApiModel, filename: str) -> str:
         kernel_type = model.kernel_type(self.parsed[filename][0])
         return split_filename(filename, kernel_type.arch_suffixes) or filename
+
+    def kernel_names(self, model: ApiModel) -> Dict[str, str]:
+        """file -> :meth:`kernel_name` of every parsed file (computed once per model:
+        every filter predicted against this listing needs them)."""
+        if self._names is None or self._names[0] is not model:
+            self._names = (model, {f: self.kernel_name(model, f) for f in self.parsed})
+        return self._names[1]
