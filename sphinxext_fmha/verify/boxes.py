@@ -178,8 +178,12 @@ class TypeBoxes:
         self.unwanted = sorted(n for n in by_name if n not in wanted)
         self.width = max((len(k.tokens) for k in by_name.values()), default=0)
         self.tokens = {n: k.tokens for n, k in by_name.items()}
-        self.umask = self._masks(self.unwanted)
-        self.wmask = self._masks(self.wanted)
+        self.umask: List[Dict[str, int]] = [{} for _ in range(self.width)]
+        self.wmask: List[Dict[str, int]] = [{} for _ in range(self.width)]
+        for masks, names in ((self.umask, self.unwanted), (self.wmask, self.wanted)):
+            for bit, name in enumerate(names):
+                for index, token in enumerate(self.tokens[name]):
+                    masks[index][token] = masks[index].get(token, 0) | 1 << bit
         self.values = [sorted(set(self.umask[i]) | set(self.wmask[i])) for i in range(self.width)]
         # The character that always follows a segment (the next token's separator).
         following: List[Set[str]] = [set() for _ in range(self.width)]
@@ -192,24 +196,6 @@ class TypeBoxes:
                       for f in following]
         self.all_unwanted = (1 << len(self.unwanted)) - 1
         self._effective: Dict[Tuple[int, str], FrozenSet[str]] = {}
-
-    def _masks(self, names: Sequence[str]) -> List[Dict[str, int]]:
-        """Per segment: token -> the bit mask of the ``names`` carrying it (bit i: the
-        i-th name), each written as one binary number (not or-ed bit by bit: every
-        step would copy a number as long as the names)."""
-        bits: List[Dict[str, List[int]]] = [{} for _ in range(self.width)]
-        for bit, name in enumerate(names):
-            for index, token in enumerate(self.tokens[name]):
-                bits[index].setdefault(token, []).append(bit)
-        masks: List[Dict[str, int]] = []
-        for per_token in bits:
-            masks.append({})
-            for token, positions in per_token.items():
-                digits = bytearray(b"0" * len(names))
-                for bit in positions:
-                    digits[len(names) - 1 - bit] = ord("1")
-                masks[-1][token] = int(digits, 2)
-        return masks
 
     def _mask(self, masks: Dict[str, int], values: FrozenSet[str]) -> int:
         out = 0
