@@ -87,15 +87,14 @@ class _Rows:
         self._splits: Dict[Tuple[Tuple[int, ...], int], Tuple[List[int], int]] = {}
 
     def _split(self, combo: Tuple[int, ...], size: int) -> Tuple[List[int], int]:
-        """Per row of the first ``size``, the first row with the same values in
-        ``combo``; and how many such groups there are."""
+        """Per row of the first ``size``, the number of its values in ``combo`` (in
+        order of first occurrence); and how many such groups there are."""
         found = self._splits.get((combo, size))
         if found is None:
             keys: Sequence[object] = (self.columns[combo[0]][:size] if len(combo) == 1 else
                                       list(zip(*(self.columns[c][:size] for c in combo))))
-            first: Dict[object, int] = {}
-            group = [first.setdefault(key, row) for row, key in enumerate(keys)]
-            found = self._splits[(combo, size)] = (group, len(first))
+            number = {key: n for n, key in enumerate(dict.fromkeys(keys))}
+            found = self._splits[(combo, size)] = (list(map(number.__getitem__, keys)), len(number))
         return found
 
     def determines(self, combo: Tuple[int, ...], codes: Sequence[Sequence[int]]) -> bool:
