@@ -445,6 +445,27 @@ def test_heading_modes(ck_root, tmp_path):
                    "fmha-fwd-appendkv-types-2", "fmha-fwd-appendkv-counts-2"]
 
 
+
+def test_the_same_guide_twice_writes_each_id_once(ck_root, tmp_path):
+    """Two copies of one guide on a page: no id is written twice, and every in-page
+    link of a copy lands inside that copy (read back from the HTML with a regex)."""
+    guide = ".. fmha-kernel-guide:: fwd_appendkv\n   :sections: types, fields\n"
+    page = "Twice\n=====\n\nFirst\n-----\n\n" + guide + "\nSecond\n------\n\n" + guide
+    src = write_project(tmp_path / "src", {"twice.rst": page}, ck_root=ck_root)
+    _app, _status, warnings = build(src, "html")
+    assert warnings == ""
+    html = (src / "_build" / "html" / "twice.html").read_text(encoding="utf-8")
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert [i for i in set(ids) if ids.count(i) > 1] == []
+    html = html[:html.index('class="sphinxsidebar"')]  # the theme's own page contents
+    second = html.index('id="second"')
+    for start, end in ((html.index('id="first"'), second), (second, len(html))):
+        part = html[start:end]
+        links = [h for h in re.findall(r'href="#([^"]+)"', part) if h.startswith("fmha-")]
+        assert links, "the fields section links to its anchors"
+        assert set(links) <= set(re.findall(r'\bid="([^"]+)"', part))
+
+
 # --------------------------------------------------------------------------- bad input
 
 BAD = """\

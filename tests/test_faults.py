@@ -36,6 +36,15 @@ FAULTS: Dict[str, str] = {
             pids.write("%d\\n%d\\n" % (os.getpid(), child.pid))
         time.sleep(600)
     """,
+    # the same, with a grandchild that leaves our process group (setsid)
+    "hang_with_detached_grandchild": """
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                 start_new_session=True)
+        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
+            pids.write("%d\\n%d\\n" % (os.getpid(), child.pid))
+        time.sleep(600)
+    """,
     # blocks forever unless stdin is /dev/null
     "reads_stdin": """
         import sys
@@ -128,8 +137,9 @@ def one_error(ran, code: int, *needles: str, seconds: float = 30) -> str:
 # --------------------------------------------------------------------------- broken trees
 
 
-def test_timeout_holds_when_a_grandchild_keeps_the_pipes(tmp_path):
-    case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
+@pytest.mark.parametrize("fault", ["hang_with_grandchild", "hang_with_detached_grandchild"])
+def test_timeout_holds_when_a_grandchild_keeps_the_pipes(tmp_path, fault):
+    case = Case(tmp_path, broken_tree(tmp_path, fault))
     ran = case.cli("analyze", "--api", "toy", "--timeout", "3", timeout=60)
     one_error(ran, 1, "timed out after 3 s")
     assert ran.seconds < 3 + 6  # interpreter start-up + the timeout + a little

@@ -98,6 +98,8 @@ def test_builders(builder, builders_project):
     elif builder == "epub":
         text = (out / "play.xhtml").read_text(encoding="utf-8")
         assert "fmha-playground.js" not in text
+        assert not (out / "_static" / "fmha-playground.js").exists()  # nor in the book
+        assert (out / "_static" / "fmha.css").is_file()
         text = re.sub(r"<[^>]+>", "", text)
     else:
         text = (out / "play.txt").read_text(encoding="utf-8")

@@ -26,7 +26,7 @@ from .ahead import setup_ahead
 from .common import forget_roots
 from .config import add_config_values, validate_config
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
-from .playground import setup_playground
+from .playground import JS_FILE, is_interactive, setup_playground
 from .strict import setup_strict
 from .warning_types import WarningTypesDirective
 
@@ -52,13 +52,17 @@ class ResolveGuideSections(Transform):
                 mode = "section" if self._sections_fit(guide, parent, mode) else "rubric"
             replacement: List[nodes.Node] = []
             prefix = nodes.make_id("fmha-%s" % guide.get("api", "guide"))
+            renamed: Dict[str, str] = {}
             for child in guide.children:
                 if not isinstance(child, fmha_section):
                     replacement.append(child)
                     continue
                 content = list(child.children)
                 title = child["title"]
-                node_id = self._unique_id("%s-%s" % (prefix, child["name"]))
+                base_id = "%s-%s" % (prefix, child["name"])
+                node_id = self._unique_id(base_id)
+                if node_id != base_id:
+                    renamed[base_id] = node_id
                 if mode == "section":
                     section = nodes.section("", ids=[node_id], classes=["fmha-section"])
                     section += nodes.title(title, title)
@@ -73,6 +77,8 @@ class ResolveGuideSections(Transform):
                     replacement.extend(content)
                 else:
                     replacement.extend(content)
+            if renamed:
+                _rename_anchors(replacement, renamed)
             guide.replace_self(replacement or [nodes.comment()])
 
     def _unique_id(self, base: str) -> str:
@@ -92,6 +98,30 @@ class ResolveGuideSections(Transform):
         invisible = (nodes.section, nodes.target, nodes.comment, nodes.system_message,
                      nodes.substitution_definition, fmha_guide)
         return all(isinstance(sibling, invisible) for sibling in parent.children[index + 1:])
+
+
+def _rename_anchors(content: List[nodes.Node], renamed: Dict[str, str]) -> None:
+    """The same guide twice on a page: its second copy's sections got new ids
+    (``...-fields-2``); the jump targets inside them and the links to those targets
+    follow, so no id is written twice and every link stays in its own copy."""
+    bases = sorted(renamed, key=len, reverse=True)  # the longest section id first
+
+    def new_id(old: str) -> str:
+        for base in bases:
+            if old == base or old.startswith(base + "-"):
+                return renamed[base] + old[len(base):]
+        return old
+
+    for block in content:
+        if not isinstance(block, nodes.Element):
+            continue
+        for element in block.findall(nodes.Element):
+            if isinstance(element, nodes.section) or (
+                    isinstance(element, nodes.rubric) and "fmha-rubric" in element["classes"]):
+                continue  # the section's own id is already the new one
+            element["ids"] = [new_id(i) for i in element["ids"]]
+            if element.get("refid"):
+                element["refid"] = new_id(element["refid"])
 
 
 class ResolveDiagramsHtml(SphinxPostTransform):
@@ -116,13 +146,21 @@ class ResolveDiagrams(SphinxPostTransform):
             node.replace_self(list(node.children))
 
 
+def _add_static_file(app: Any, name: str) -> None:
+    """Copy ``static/<name>`` to the output's ``_static`` (one file, not the folder: an
+    EPUB gets only the files its builder uses)."""
+    static = str(STATIC_DIR / name)
+    if static not in app.config.html_static_path:
+        app.config.html_static_path.append(static)
+
+
 def _add_static(app: Any) -> None:
     if getattr(app.builder, "format", "") != "html":
         return
-    static = str(STATIC_DIR)
-    if static not in app.config.html_static_path:
-        app.config.html_static_path.append(static)
+    _add_static_file(app, CSS_FILE)
     app.add_css_file(CSS_FILE)
+    if is_interactive(app.builder):  # the playground's script: not for EPUB readers
+        _add_static_file(app, JS_FILE)
 
 
 def setup(app: Any) -> Dict[str, Any]:

@@ -18,7 +18,7 @@ from ..guide import collect_playground
 from ..render.playground_data import parts_explained, playground_data, to_script_json
 from .common import OPTION_SPEC, FmhaDirective, logger
 
-__all__ = ["FilterPlaygroundDirective", "fmha_playground", "setup_playground", "JS_FILE"]
+__all__ = ["FilterPlaygroundDirective", "fmha_playground", "setup_playground", "JS_FILE", "is_interactive"]
 
 JS_FILE = "fmha-playground.js"
 #: Where the static note of non-HTML builders points to for the pattern syntax.
@@ -125,14 +125,14 @@ def static_note(node: fmha_playground, url: Optional[str]) -> nodes.Element:
     return note
 
 
-def _is_interactive(builder: Any) -> bool:
+def is_interactive(builder: Any) -> bool:
     """HTML pages a browser shows with their scripts (not e-books)."""
     return getattr(builder, "format", "") == "html" and not builder.name.startswith("epub")
 
 
 def _resolve(app: Any, doctree: nodes.document, docname: str) -> None:
     """doctree-resolved: non-interactive builders get the static note."""
-    if _is_interactive(app.builder):
+    if is_interactive(app.builder):
         return
     base = (getattr(app.config, "html_baseurl", "") or "").rstrip("/")
     for node in list(doctree.findall(fmha_playground)):
@@ -145,7 +145,7 @@ def _resolve(app: Any, doctree: nodes.document, docname: str) -> None:
 def _add_script(app: Any, pagename: str, templatename: str, context: Dict[str, Any],
                 doctree: Any) -> None:
     """html-page-context: the script only on the pages that hold a playground."""
-    if not _is_interactive(app.builder):
+    if not is_interactive(app.builder):
         return
     metadata = app.env.metadata.get(pagename, {})
     if metadata.get("fmha-playground") or (doctree is not None

@@ -8,7 +8,9 @@ started by :func:`run`:
 * standard output and error go to files in a scratch folder, never to pipes: a
   grandchild that keeps them open cannot make us wait for it;
 * its own session / process group, so the whole group is killed (SIGKILL) when the
-  timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit;
+  timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit,
+  with every process below the child that left the group (``setsid()``) while the
+  child still lives (a grandchild whose parent exited is nobody's to find);
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
   removed in every case, a SIGTERM included.
@@ -111,7 +113,43 @@ def live_children() -> List[int]:
         return [group for group, owner in _GROUPS.items() if owner == os.getpid()]
 
 
-def _kill_group(group: int) -> None:
+def _descendants(root: int) -> List[int]:
+    """Every live process below ``root``, from ``/proc`` (Linux; elsewhere none). A
+    grandchild that left the child's process group (``setsid()``) is not reached by
+    ``killpg``; it is found here as long as the process that started it lives."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    children: Dict[int, List[int]] = {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as handle:
+                stat = handle.read()
+            # "pid (command) state ppid ...": the command may hold spaces and ")"
+            parent = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found: List[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _kill_group(group: int, below: bool = True) -> None:
+    """SIGKILL the child's process group and (``below``: while the child lives, the
+    only time they can be told apart from strangers) everything below the child."""
+    for pid in _descendants(group) if below else ():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
     try:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError, OSError):
@@ -299,7 +337,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         with _LOCK:
             _GROUPS.pop(proc.pid, None)
     # the group leader is gone; anything it left behind in its group goes too
-    _kill_group(proc.pid)
+    _kill_group(proc.pid, below=False)
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
                    seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
                    stdout=stdout_path, stderr=stderr_path)
