@@ -176,6 +176,9 @@ class Session:
         if modes is None or self._is_stored("mask-modes", api, dataclasses.asdict(options)):
             return None
         request = self.tree.request(api, dataclasses.replace(options, mask=modes[1]))
+        probe = self._probes.get(self.tree.request(api, options))
+        if probe is not None:  # the probe started ahead lists this mode too (see _observe)
+            self._probes.setdefault(request, probe)
         return self.listing_ahead(request)
 
     def listing_ahead(self, request: GenerateRequest) -> Optional[AheadStep]:
@@ -303,10 +306,17 @@ class Session:
         from .analysis.observe import observe
 
         request = self.tree.request(api, options)
-        observed = observe(self.tree.fmha_dir, probe_argv(request, self.tree.supported_dests()),
+        supported = self.tree.supported_dests()
+        # The probe also lists the other --mask mode (what mask_modes compares) in its
+        # interpreter, where the codegen is imported already: no process of its own.
+        modes = self._other_mask(api, options)
+        other = self.tree.request(api, dataclasses.replace(options, mask=modes[1])) \
+            if modes is not None else None
+        observed = observe(self.tree.fmha_dir, probe_argv(request, supported),
                            python=self.python, cache=self.cache, timeout=self.timeout,
-                           progress=self.progress)
-        self._store_probe_runs(request, observed)
+                           progress=self.progress,
+                           also_list=probe_argv(other, supported) if other is not None else None)
+        self._store_probe_runs(request, observed, other)
         return observed
 
     def listing(self, request: GenerateRequest) -> ListingResult:
@@ -324,12 +334,19 @@ class Session:
 
         return self._once(("listing", request), compute)
 
-    def _store_probe_runs(self, request, observed: dict) -> None:
+    def _store_probe_runs(self, request: GenerateRequest, observed: dict,
+                          also_request: Optional[GenerateRequest] = None) -> None:
         """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
         dispatch file write mode writes: keep both as those runs' results, so neither
-        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back)."""
+        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back).
+        ``also_request``: the listing the probe made too (``also_listed``), kept when
+        it ran cleanly (else that listing runs as a process and says what is wrong)."""
         seconds = float(observed.get("seconds", {}).get("observe", 0.0))
         self.runner.store_listing(request, observed["listing"], seconds)
+        also = observed.get("also_listed") or {}
+        if also_request is not None and "listing" in also and not also.get("error"):
+            self.runner.store_listing(also_request, also["listing"],
+                                      float(also.get("seconds", 0.0)))
         dispatch = observed.get("dispatch") or {}
         if dispatch and not dispatch.get("error"):
             self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],

@@ -28,10 +28,12 @@ def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]
     return {n for n in names if not n.endswith("_api.cpp")}
 
 
-#: Runs generate.py (as ``__main__``, with a fresh import of its codegen each time) once
-#: per filter in one interpreter: the same code path as one process per filter, without
-#: paying the interpreter start-up each time. Standard library only.
-_BATCH_DRIVER = r'''
+#: The start of a driver that runs generate.py (as ``__main__``, with a fresh import of
+#: its codegen each time) once per filter in one interpreter: the same code path as one
+#: process per filter, without paying the interpreter start-up each time. Standard
+#: library only; what follows runs in the loop, once per ``pattern``, and appends to
+#: ``results`` (``python DRIVER FMHA_DIR REQUEST.json``).
+FRESH_RUNS_HEAD = r'''
 import json, os, runpy, sys, tempfile
 fmha_dir, request_path = sys.argv[1], sys.argv[2]
 request = json.load(open(request_path))
@@ -45,7 +47,8 @@ for pattern in request["filters"]:
         path = getattr(module, "__file__", None) or ""
         if path and os.path.realpath(path).startswith(root + os.sep):
             del sys.modules[name]
-    with tempfile.TemporaryDirectory() as tmp:
+'''
+_BATCH_DRIVER = FRESH_RUNS_HEAD + r'''    with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "kernels.txt")
         sys.argv = ["generate.py", "-a", request["api"], *request["args"]] \
             + (["-f", pattern] if pattern != "" else []) + ["-l", out]

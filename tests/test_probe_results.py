@@ -3,7 +3,8 @@
 * The API dispatch file the probe renders from the pool the codegen built is byte for
   byte the one a real ``generate.py -o`` writes, and each kernel's trait key is the key
   of the kernel file written there (read with the same C++ reader, from the real file).
-* The probe's listing is an independent ``generate.py -l``'s.
+* The probe's listing is an independent ``generate.py -l``'s, and so is the listing of
+  the other ``--mask`` mode that it makes too (``--also-list``), in its interpreter.
 * Perturbing one representative per (field, value, name layout) gives every record the
   influence that perturbing every field of every kernel gives.
 
@@ -57,7 +58,7 @@ def _written(root: Path, api: str, out: Path):
 @pytest.mark.parametrize("tree, api", CASES)
 def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, tmp_path, tree, api):
     root = corpus_root(tree)
-    observed = observe(fmha_dir(root), ["-a", api])
+    observed = observe(fmha_dir(root), ["-a", api], also_list=["-a", api, "-m", "generic"])
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
     name, text, traits = _written(root, api, tmp_path / "generated")
@@ -66,6 +67,10 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, tmp_path
     assert dispatch["kernel_traits"] == traits
     listed = independent_listing(root, api, tmp_path)
     assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == listed
+    also = observed["also_listed"]
+    assert "listing" in also and not also["error"], also
+    generic = independent_listing(root, api, tmp_path, "-m", "generic")
+    assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == generic
 
 
 PERTURB_CASES = [p for p in CASES if not (p.values[0] == AITER and p.values[1] == "bwd")]

@@ -7,10 +7,13 @@ the parse of every name that generate.py's own unfiltered run lists.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
+import weakref
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -161,14 +164,12 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     for record in observed["records"]:
         records_by_class[record["class"]].append(record)
 
-    grammars: Dict[str, Grammar] = {}
     kernel_types: List[KernelType] = []
     class_files = {v["class"]: v for v in observed["kernel_classes"].values()
                    if v["file"] == "codegen/" + info.source.split("/codegen/", 1)[-1]}
     for class_name in sorted(records_by_class, key=lambda c: _first_listed(observed, c)):
         records = records_by_class[class_name]
         grammar = derive_grammar(records, class_name)
-        grammars[class_name] = grammar
         gaps.extend(grammar.gaps)
         suffixes = sorted({r["filename"][len(r["name"]):-len(".cpp")]
                            for r in records if r["filename"].startswith(r["name"])})
@@ -214,7 +215,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     observed_files = {r["filename"] for r in observed["records"]}
     kernel_files = [f for f in listed_files if f in observed_files]
     other_files = sorted(f for f in listed_files if f not in observed_files)
-    model.baseline = _baseline(model, grammars, kernel_files)
+    model.baseline = _baseline(model, grammars_of(model), kernel_files)
     missing = observed_files.difference(listed_files)
     listing_matches = not missing and len(other_files) <= 1
     if not listing_matches:
@@ -460,7 +461,7 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
     passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
     for constant, kernel_type in passes:
         owners = observed.get("owners", {}).get(kernel_type.class_name, {})
-        records = records_by_class[kernel_type.class_name]
+        leaves = [r["leaves"] for r in records_by_class[kernel_type.class_name]]
         for segment in kernel_type.segments:
             if segment.constant != constant:
                 continue
@@ -481,7 +482,7 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
                     fields[path] = info
                 if kernel_type.class_name not in info.kernel_types:
                     info.kernel_types.append(kernel_type.class_name)
-                values = {str(r["leaves"].get(path)) for r in records if path in r["leaves"]}
+                values = _column_texts(leaves, path)
                 info.values = sorted(set(info.values) | values, key=_natural)
     for info in fields.values():
         _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
@@ -490,6 +491,13 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
             for value in extra:
                 info.hard_coded.append(value)
     return [fields[p] for p in sorted(fields)]
+
+
+def _column_texts(leaves: List[dict], path: str) -> set:
+    """The distinct texts of one field over the kernels that have it."""
+    if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
+        return set(map(str, map(dict.__getitem__, leaves, repeat(path))))
+    return {str(values[path]) for values in leaves if path in values}
 
 
 def _line_of(class_where: str, declared) -> str:
@@ -532,14 +540,24 @@ def split_filename(filename: str, suffixes: Sequence[str]) -> Optional[str]:
     if not filename.endswith(".cpp"):
         return None
     stem = filename[: -len(".cpp")]
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if suffix and stem.endswith(suffix):
+    longest_first, bare = _suffix_order(tuple(suffixes))
+    for suffix in longest_first:
+        if stem.endswith(suffix):
             return stem[: -len(suffix)]
-    return stem if "" in suffixes or not suffixes else None
+    return stem if bare else None
+
+
+@functools.lru_cache(maxsize=256)
+def _suffix_order(suffixes: Tuple[str, ...]) -> Tuple[Tuple[str, ...], bool]:
+    """The non-empty suffixes longest first, and whether a bare name is allowed."""
+    return tuple(s for s in sorted(suffixes, key=len, reverse=True) if s), "" in suffixes or not suffixes
 
 
 def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str):
     """[(kernel type, tokens)] for every sub-type whose grammar parses ``filename``."""
+    memo = grammars.parsed if isinstance(grammars, Grammars) and grammars.model_id == id(model) else None
+    if memo is not None and filename in memo:
+        return [(kernel_type, list(tokens)) for kernel_type, tokens in memo[filename]]
     found = []
     for kernel_type in model.kernel_types:
         name = split_filename(filename, kernel_type.arch_suffixes)
@@ -548,11 +566,44 @@ def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str)
         parses = grammars[kernel_type.class_name].parses(name)
         for tokens in parses:
             found.append((kernel_type, tokens))
+    if memo is not None:
+        memo[filename] = [(kernel_type, tuple(tokens)) for kernel_type, tokens in found]
     return found
 
 
+class Grammars(Dict[str, Grammar]):
+    """The grammar of each kernel type of one model, and the parse of every file name
+    asked for so far: the baseline, the token counts, the token dispatch and the parsed
+    listings all parse the same names."""
+
+    def __init__(self, model: ApiModel) -> None:
+        super().__init__((k.class_name, Grammar(segments=k.segments)) for k in model.kernel_types)
+        self.model_id = id(model)
+        self.shape = _grammar_shape(model)
+        self.parsed: Dict[str, List[Tuple[KernelType, Tuple[str, ...]]]] = {}
+
+
+def _grammar_shape(model: ApiModel) -> tuple:
+    """What the grammars were built from (a model is not changed once built; this
+    only guards the cache against one that is)."""
+    return tuple((k.class_name, id(k), tuple(k.arch_suffixes), id(k.segments),
+                  tuple((id(s), len(s.tokens)) for s in k.segments)) for k in model.kernel_types)
+
+
+#: id(model) -> its grammars; an entry leaves with its model (weakref.finalize).
+_GRAMMARS: Dict[int, Grammars] = {}
+
+
 def grammars_of(model: ApiModel) -> Dict[str, Grammar]:
-    return {k.class_name: Grammar(segments=k.segments) for k in model.kernel_types}
+    """The model's grammars, the same object (with its parses) for as long as the model lives."""
+    cached = _GRAMMARS.get(id(model))
+    if cached is not None and cached.shape == _grammar_shape(model):
+        return cached
+    grammars = Grammars(model)
+    if cached is None:
+        weakref.finalize(model, _GRAMMARS.pop, id(model), None).atexit = False
+    _GRAMMARS[id(model)] = grammars
+    return grammars
 
 
 def _baseline(model: ApiModel, grammars: Dict[str, Grammar], listed_files: Sequence[str]) -> Baseline:

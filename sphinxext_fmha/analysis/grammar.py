@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..model import Gap, Segment
@@ -86,42 +87,64 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+class _Matcher:
+    """Two regular expressions over a grammar's token sets, one group per segment.
+
+    Python's ``re`` tries the alternatives of a group from left to right and backtracks
+    into earlier groups, so a full match is the first parse in that order: the first of
+    all parses when each segment lists its tokens longest first (the depth-first order
+    of :meth:`Grammar.parses`), the last one when each lists them the other way round.
+    The first and the last parse are the same exactly when there is one parse.
+    """
+
+    def __init__(self, candidates: List[List[str]]) -> None:
+        self.first = re.compile(_alternatives(candidates, reverse=False))
+        self.last = re.compile(_alternatives(candidates, reverse=True))
+
+
+def _alternatives(candidates: List[List[str]], reverse: bool) -> str:
+    return "".join("(%s)" % "|".join(re.escape(token) for token in (tokens[::-1] if reverse else tokens))
+                   for tokens in candidates)
+
+
 @dataclass
 class Grammar:
-    """Ordered segments of one kernel sub-type, with a parser over their tokens."""
+    """Ordered segments of one kernel sub-type, with a parser over their tokens.
+
+    The parser reads the token sets once, at the first parse: a grammar that has
+    parsed a name is a snapshot of its segments' tokens.
+    """
 
     segments: List[Segment]
     gaps: List[Gap] = field(default_factory=list)
+    _compiled: Optional[Tuple[List[List[str]], Optional[_Matcher]]] = field(
+        default=None, init=False, repr=False, compare=False)
 
-    def _candidates(self) -> List[List[str]]:
-        return [sorted(s.tokens, key=len, reverse=True) for s in self.segments]
+    def _prepared(self) -> Tuple[List[List[str]], Optional[_Matcher]]:
+        if self._compiled is None:
+            candidates = [sorted(s.tokens, key=len, reverse=True) for s in self.segments]
+            # A segment without tokens spells nothing: no name parses.
+            matcher = _Matcher(candidates) if all(candidates) else None
+            self._compiled = (candidates, matcher)
+        return self._compiled
 
     def parses(self, name: str, limit: int = 2) -> List[List[str]]:
-        """All token sequences (up to ``limit``) that spell ``name``."""
-        candidates = self._candidates()
-        found: List[List[str]] = []
-        dead = set()
-
-        def walk(index: int, pos: int, acc: List[str]) -> None:
-            if len(found) >= limit or (index, pos) in dead:
-                return
-            if index == len(candidates):
-                if pos == len(name):
-                    found.append(list(acc))
-                return
-            before = len(found)
-            for token in candidates[index]:
-                if name.startswith(token, pos):
-                    acc.append(token)
-                    walk(index + 1, pos + len(token), acc)
-                    acc.pop()
-                    if len(found) >= limit:
-                        return
-            if len(found) == before:
-                dead.add((index, pos))
-
-        walk(0, 0, [])
-        return found
+        """All token sequences (up to ``limit``) that spell ``name``, in depth-first
+        order (each segment's tokens longest first)."""
+        candidates, matcher = self._prepared()
+        if matcher is None:
+            return []
+        match = matcher.first.fullmatch(name)
+        if match is None:
+            return []
+        tokens = match.groups()
+        if limit == 1:
+            return [list(tokens)]
+        last = matcher.last.fullmatch(name) if limit > 1 else None
+        if last is not None and last.groups() == tokens:
+            return [list(tokens)]
+        # Several parses (rare): the walk finds the first ``limit`` of them.
+        return _walk_parses(candidates, name, limit)
 
     def parse(self, name: str) -> Optional[List[str]]:
         """The unique parse of ``name``, or None if there is none or several."""
@@ -129,41 +152,96 @@ class Grammar:
         return found[0] if len(found) == 1 else None
 
 
-def _group_ranges(influence: Dict[str, List[int]], uf: _UnionFind):
-    groups: Dict[str, List[Tuple[int, int]]] = defaultdict(list)
-    for path, (start, end) in influence.items():
-        groups[uf.find(path)].append((start, end))
-    return groups
+def _walk_parses(candidates: List[List[str]], name: str, limit: int) -> List[List[str]]:
+    """Depth-first over the segments, remembering the (segment, position) pairs that
+    lead to no parse."""
+    found: List[List[str]] = []
+    dead = set()
+
+    def walk(index: int, pos: int, acc: List[str]) -> None:
+        if len(found) >= limit or (index, pos) in dead:
+            return
+        if index == len(candidates):
+            if pos == len(name):
+                found.append(list(acc))
+            return
+        before = len(found)
+        for token in candidates[index]:
+            if name.startswith(token, pos):
+                acc.append(token)
+                walk(index + 1, pos + len(token), acc)
+                acc.pop()
+                if len(found) >= limit:
+                    return
+        if len(found) == before:
+            dead.add((index, pos))
+
+    walk(0, 0, [])
+    return found
 
 
-def _widen_to_values(record: dict, pieces: List[str]) -> Dict[str, List[int]]:
+#: One record's field influence, widened: ((field path, (start, end)), ...).
+_Layout = Tuple[Tuple[str, Tuple[int, int]], ...]
+#: The spans of a name: (field group, or "" for literal text, start piece, end piece).
+_Spans = List[Tuple[str, int, int]]
+
+
+def _widen_to_values(record: dict, pieces: List[str], split: Dict[str, List[str]]) -> _Layout:
     """Perturbing ``qr`` into ``qr_async`` only shows the inserted ``_async``; where a
-    field's own text stands in the name right at its influence, it owns that text."""
-    widened = {}
+    field's own text stands in the name right at its influence, it owns that text.
+    ``split`` remembers each value's pieces across records."""
+    widened = []
+    leaves = record["leaves"]
     for path, (start, end) in record.get("influence", {}).items():
-        value = record["leaves"].get(path)
+        value = leaves.get(path)
         if isinstance(value, str) and len(value) >= 2:
-            wanted = PIECE_SPLIT.split("_" + value)[1:]
+            wanted = split.get(value)
+            if wanted is None:
+                wanted = split[value] = PIECE_SPLIT.split("_" + value)[1:]
             size = len(wanted)
             for i in range(max(0, start - size), min(len(pieces) - size, end) + 1):
                 if pieces[i:i + size] == wanted and i <= end and i + size >= start:
                     start, end = min(start, i), max(end, i + size)
                     break
-        widened[path] = [start, end]
-    return widened
+        widened.append((path, (start, end)))
+    return tuple(widened)
 
 
-def _items_for(record: dict, uf: _UnionFind) -> Optional[List[Tuple[str, int, int]]]:
-    """The ordered (item id, start, end) of one kernel name, or None if inconsistent."""
-    pieces = PIECE_SPLIT.split(record["name"])
+def _join_overlapping(layout: _Layout, uf: _UnionFind) -> None:
+    """Fields whose (non-empty) ranges overlap in one name write the same segment."""
+    solid = sorted((p, r) for p, r in layout if r[1] > r[0])
+    for i, (path_a, range_a) in enumerate(solid):
+        uf.find(path_a)
+        for path_b, range_b in solid[i + 1:]:
+            if range_a[0] < range_b[1] and range_b[0] < range_a[1]:
+                uf.union(path_a, path_b)
+    for path, _ in layout:
+        uf.find(path)
+
+
+def _forget_unwritten(layouts: List[_Layout], uf: _UnionFind) -> List[_Layout]:
+    """A field group that writes text in no name of the listing (an occupancy that is
+    -1 everywhere: another value would insert ``_o2``) has no segment in this tree."""
+    written = {uf.find(p) for layout in layouts for p, (s, e) in layout if e > s}
+    kept = [tuple((p, r) for p, r in layout if uf.find(p) in written) for layout in layouts]
+    for path in [p for p in uf.parent if uf.find(p) not in written]:
+        del uf.parent[path]
+    return kept
+
+
+def _spans(layout: _Layout, size: int, uf: _UnionFind) -> Optional[_Spans]:
+    """The ordered spans of a name of ``size`` pieces, or None if inconsistent."""
+    ranges: Dict[str, List[Tuple[int, int]]] = defaultdict(list)
+    for path, span in layout:
+        ranges[uf.find(path)].append(span)
     spans = []
-    covered = [None] * len(pieces)
-    for group, ranges in _group_ranges(record["widened"], uf).items():
-        solid = [r for r in ranges if r[1] > r[0]]
+    covered: List[Optional[str]] = [None] * size
+    for group, group_ranges in ranges.items():
+        solid = [r for r in group_ranges if r[1] > r[0]]
         if solid:
             start, end = min(r[0] for r in solid), max(r[1] for r in solid)
         else:
-            start = end = min(r[0] for r in ranges)
+            start = end = min(r[0] for r in group_ranges)
         for i in range(start, end):
             if covered[i] is not None:
                 return None
@@ -173,46 +251,49 @@ def _items_for(record: dict, uf: _UnionFind) -> Optional[List[Tuple[str, int, in
     # literals in names where the optional `_o1` between them is missing.
     cuts = {start for _, start, end in spans if start == end}
     i = 0
-    while i < len(pieces):
+    while i < size:
         if covered[i] is None:
             j = i + 1
-            while j < len(pieces) and covered[j] is None and j not in cuts:
+            while j < size and covered[j] is None and j not in cuts:
                 j += 1
             spans.append(("", i, j))
             i = j
         else:
             i += 1
     spans.sort(key=lambda s: (s[1], s[2], s[0]))
-    # A literal is identified by its text (and which repetition of that text it is),
-    # so the same literal in different names is one segment whatever optional
-    # tokens come and go around it.
-    items = []
+    return spans
+
+
+def _nodes(spans: _Spans, texts: Sequence[str]) -> Tuple[str, ...]:
+    """The item id of each span. A literal is identified by its text (and which
+    repetition of that text it is), so the same literal in different names is one
+    segment whatever optional tokens come and go around it."""
+    nodes = []
     repeats: Dict[str, int] = defaultdict(int)
-    for group, start, end in spans:
+    for (group, _, _), text in zip(spans, texts):
         if group == "":
-            text = "".join(pieces[start:end])
-            items.append(("literal:%s#%d" % (text, repeats[text]), start, end))
+            nodes.append("literal:%s#%d" % (text, repeats[text]))
             repeats[text] += 1
         else:
-            items.append((group, start, end))
-    return items
+            nodes.append(group)
+    return tuple(nodes)
 
 
-def _slots(items: List[Tuple[str, int, int]]) -> List[List[str]]:
-    """Group items into ordered slots; absent tokens inserted at the same place
-    share a slot, since one name cannot tell their order."""
+def _slots(spans: _Spans, nodes: Sequence[str]) -> Tuple[Tuple[str, ...], ...]:
+    """Group the items of a name into ordered slots; absent tokens inserted at the same
+    place share a slot, since one name cannot tell their order."""
     slots: List[List[str]] = []
     previous = None
-    for node, start, end in items:
-        if start == end and previous is not None and previous[1] == previous[2] == start:
+    for node, (_, start, end) in zip(nodes, spans):
+        if start == end and previous is not None and previous[0] == previous[1] == start:
             slots[-1].append(node)
         else:
             slots.append([node])
-        previous = (node, start, end)
-    return slots
+        previous = (start, end)
+    return tuple(tuple(slot) for slot in slots)
 
 
-def _topological(orders: Iterable[List[List[str]]]) -> Optional[List[str]]:
+def _topological(orders: Iterable[Sequence[Sequence[str]]]) -> Optional[List[str]]:
     edges: Dict[str, set] = defaultdict(set)
     nodes: Dict[str, int] = {}
     for slots in orders:
@@ -239,34 +320,112 @@ def _topological(orders: Iterable[List[List[str]]]) -> Optional[List[str]]:
     return result if len(result) == len(nodes) else None
 
 
-def _forget_unwritten(records: List[dict], uf: _UnionFind) -> None:
-    """A field group that writes text in no name of the listing (an occupancy that is
-    -1 everywhere: another value would insert ``_o2``) has no segment in this tree."""
-    written = {uf.find(p) for r in records for p, (s, e) in r["widened"].items() if e > s}
-    for record in records:
-        record["widened"] = {p: r for p, r in record["widened"].items() if uf.find(p) in written}
-    for path in [p for p in uf.parent if uf.find(p) not in written]:
-        del uf.parent[path]
+@dataclass
+class _Names:
+    """The names of one kernel class cut into items: per name, its item ids and the
+    text of each (None for a name whose influence ranges overlap between segments)."""
+
+    nodes: List[Optional[Tuple[str, ...]]]
+    texts: List[Tuple[str, ...]]
+    slots: Dict[Tuple[Tuple[str, ...], ...], None]
+
+    @classmethod
+    def cut(cls, records: List[dict], uf: _UnionFind) -> _Names:
+        """Fill ``uf`` with the field groups and cut every name. Names share a few
+        layouts (the same influence ranges, the same number of pieces), so the
+        unions, spans and slots are worked out once per layout."""
+        pieces = [PIECE_SPLIT.split(r["name"]) for r in records]
+        split: Dict[str, List[str]] = {}
+        layout_ids: Dict[_Layout, int] = {}
+        of_record = [layout_ids.setdefault(_widen_to_values(r, p, split), len(layout_ids))
+                     for r, p in zip(records, pieces)]
+        for layout in layout_ids:
+            _join_overlapping(layout, uf)
+        layouts = _forget_unwritten(list(layout_ids), uf)
+        cutters: Dict[Tuple[int, int], Optional[_Cutter]] = {}
+        nodes_of: Dict[tuple, Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]] = {}
+        names = cls([], [], {})
+        for record, layout_id, record_pieces in zip(records, of_record, pieces):
+            key = (layout_id, len(record_pieces))
+            if key not in cutters:
+                spans = _spans(layouts[layout_id], len(record_pieces), uf)
+                cutters[key] = _Cutter(spans) if spans else None
+            cutter = cutters[key]
+            if cutter is None:
+                names.nodes.append(None)
+                names.texts.append(())
+                continue
+            texts = cutter.texts(record["name"], record_pieces)
+            literal_key = (key,) + tuple(texts[i] for i in cutter.literals)
+            if literal_key not in nodes_of:
+                nodes = _nodes(cutter.spans, texts)
+                nodes_of[literal_key] = (nodes, _slots(cutter.spans, nodes))
+            nodes, slots = nodes_of[literal_key]
+            names.nodes.append(nodes)
+            names.texts.append(texts)
+            names.slots[slots] = None
+        return names
+
+
+class _Cutter:
+    """Cuts names of one layout into the text of each span, with one regular
+    expression: a group per span, of as many ``_``-pieces as the span holds."""
+
+    def __init__(self, spans: _Spans) -> None:
+        self.spans = spans
+        self.literals = [i for i, (group, _, _) in enumerate(spans) if group == ""]
+        parts = []
+        for _, start, end in spans:
+            first = "[^_]*" if start == 0 and end > 0 else ""
+            rest = max(0, end - max(start, 1))
+            parts.append("(%s%s)" % (first, "(?:_[^_]*){%d}" % rest if rest else ""))
+        self._pattern = re.compile("".join(parts))
+
+    def texts(self, name: str, pieces: List[str]) -> Tuple[str, ...]:
+        match = self._pattern.fullmatch(name)
+        if match is None:  # cannot happen: the spans partition the name's pieces
+            return tuple("".join(pieces[s:e]) for _, s, e in self.spans)
+        return match.groups()
+
+
+def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[dict],
+                 names: _Names) -> None:
+    """Each segment's tokens, in the order names first show them, with the field
+    values that write each token (one combination per distinct set of values)."""
+    leaves: List[dict] = []
+    present: List[Dict[str, str]] = []
+    for record, nodes, texts in zip(records, names.nodes, names.texts):
+        if nodes:
+            leaves.append(record["leaves"])
+            present.append(dict(zip(nodes, texts)))
+    for node in order:
+        segment = segments[node]
+        # Whole columns at a time (map over dict.get), then one pass per distinct row.
+        tokens = list(map(dict.get, present, repeat(node), repeat("")))
+        if segment.literal:
+            for token in dict.fromkeys(tokens):
+                segment.tokens.setdefault(token, "literal text" if token else "absent")
+            continue
+        columns = [list(map(dict.get, leaves, repeat(f))) for f in segment.fields]
+        if all(_plain(column) for column in columns):
+            # Equal values of these types have equal texts: the texts of distinct rows.
+            rows = dict.fromkeys(zip(tokens, *columns))
+            distinct = dict.fromkeys((token, *map(str, row)) for token, *row in rows)
+        else:
+            distinct = dict.fromkeys(zip(tokens, *map(_texts, columns)))
+        for token, *row in distinct:
+            values = dict(zip(segment.fields, row))
+            combos = segment.values.setdefault(token, [])
+            if values not in combos:
+                combos.append(values)
 
 
 def derive_grammar(records: List[dict], class_name: str) -> Grammar:
     """Segments for the records of one kernel class (all records share the class)."""
     gaps: List[Gap] = []
     uf = _UnionFind()
-    for record in records:
-        record["widened"] = _widen_to_values(record, PIECE_SPLIT.split(record["name"]))
-        solid = sorted((p, r) for p, r in record["widened"].items() if r[1] > r[0])
-        for i, (path_a, range_a) in enumerate(solid):
-            uf.find(path_a)
-            for path_b, range_b in solid[i + 1:]:
-                if range_a[0] < range_b[1] and range_b[0] < range_a[1]:
-                    uf.union(path_a, path_b)
-        for path in record.get("influence", {}):
-            uf.find(path)
-    _forget_unwritten(records, uf)
-
-    per_record: List[Optional[List[Tuple[str, int, int]]]] = [_items_for(r, uf) for r in records]
-    inconsistent = sum(1 for items in per_record if items is None)
+    names = _Names.cut(records, uf)
+    inconsistent = sum(1 for nodes in names.nodes if nodes is None)
     if inconsistent:
         gaps.append(Gap(
             what="%d %s names whose field influence overlaps between segments" % (inconsistent, class_name),
@@ -274,7 +433,8 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
             why="a field changed pieces that another field also writes; those names are "
                 "left to the parser alone",
         ))
-    order = _topological([_slots(items) for items in per_record if items])
+    # The order depends only on the distinct slot sequences.
+    order = _topological(names.slots)
     if order is None:
         gaps.append(Gap(what="no single segment order fits every %s name" % class_name,
                         where=class_name, why="the observed segment orders contradict each other"))
@@ -291,22 +451,7 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
         else:
             fields = sorted(members[node])
             segments[node] = Segment(label=segment_label(fields), fields=fields)
-
-    for record, items in zip(records, per_record):
-        if not items:
-            continue
-        pieces = PIECE_SPLIT.split(record["name"])
-        present = {node: "".join(pieces[s:e]) for node, s, e in items}
-        for node in order:
-            segment = segments[node]
-            token = present.get(node, "")
-            if segment.literal:
-                segment.tokens.setdefault(token, "literal text" if token else "absent")
-                continue
-            values = {f: _text(record["leaves"].get(f)) for f in segment.fields}
-            combos = segment.values.setdefault(token, [])
-            if values not in combos:
-                combos.append(values)
+    _fill_tokens(segments, order, records, names)
 
     for segment in segments.values():
         if segment.literal:
@@ -368,6 +513,23 @@ def disambiguate_labels(segments: List[Segment]) -> None:
                 segment.label = "literal %d" % counters[segment.label]
             else:
                 segment.label = "%s %d" % (segment.label, counters[segment.label])
+
+
+#: Types whose equal values (``==``) always have equal texts, whatever mix of them a
+#: field holds (not int with bool: 1 == True; no floats: 0.0 == -0.0).
+_PLAIN = (frozenset({str, int, type(None)}), frozenset({str, bool, type(None)}))
+
+
+def _plain(column: List[object]) -> bool:
+    kinds = set(map(type, column))
+    return any(kinds <= plain for plain in _PLAIN)
+
+
+def _texts(values: List[object]) -> List[str]:
+    """:func:`_text` of each value (``str`` at C speed when no value is a dict)."""
+    if any(issubclass(kind, dict) for kind in set(map(type, values))):
+        return [_text(v) for v in values]
+    return list(map(str, values))
 
 
 def _text(value) -> str:

@@ -15,7 +15,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
 from ..process.cache import DiskCache, tree_digest
@@ -48,9 +48,10 @@ def _probe_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _pack(data: dict) -> dict:
-    raw = json.dumps(data, sort_keys=True).encode()
-    return {"zlib": base64.b64encode(zlib.compress(raw, 6)).decode("ascii")}
+def _pack_text(text: str) -> dict:
+    """The cache entry of a result from its JSON text (the probe's own output: the
+    same data, not serialised a second time)."""
+    return {"zlib": base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")}
 
 
 def _unpack(entry: dict) -> dict:
@@ -65,13 +66,20 @@ def observe(
     cache: Optional[DiskCache] = None,
     timeout: float = 900,
     progress: Optional[Callable[[str], None]] = None,
+    also_list: Optional[List[str]] = None,
 ) -> dict:
-    """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content)."""
+    """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content).
+
+    ``also_list``: generate.py arguments of one more listing (``-l`` left out) that the
+    probe runs as a new process would, in its own interpreter, where the codegen is
+    imported already: ``result["also_listed"]`` (see ``list_isolated`` in the probe
+    script) holds its ``listing`` and ``error``, or ``unsafe`` when it could not."""
     python = python or sys.executable
-    key = DiskCache.key_for("probe", tree_digest(fmha_dir), list(argv), _probe_version(),
+    parts = [list(argv)] + ([list(also_list)] if also_list is not None else [])
+    key = DiskCache.key_for("probe", tree_digest(fmha_dir), *parts, _probe_version(),
                             interpreter_id(python, fmha_dir))
     if cache is None:  # no caching asked for: run the probe
-        return _run_probe(fmha_dir, argv, python, timeout, progress)
+        return _run_probe(fmha_dir, argv, python, timeout, progress, also_list)[0]
     memo_key = "%s|%s" % (cache.root, key)  # one memo per cache: its files stay the truth
     with _MEMO_LOCK:
         if memo_key in _MEMO:
@@ -85,8 +93,8 @@ def observe(
         except (KeyError, ValueError, zlib.error):
             result = None
     if result is None:
-        result = _run_probe(fmha_dir, argv, python, timeout, progress)
-        cache.put(key, _pack(result))
+        result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list)
+        cache.put(key, _pack_text(text))
     with _MEMO_LOCK:
         _MEMO[memo_key] = result
         while len(_MEMO) > _MEMO_SIZE:
@@ -101,12 +109,17 @@ def display_command(argv: List[str]) -> str:
 
 
 def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
-               progress: Optional[Callable[[str], None]]) -> dict:
+               progress: Optional[Callable[[str], None]],
+               also_list: Optional[List[str]] = None) -> Tuple[dict, str]:
+    """The probe's result and its JSON text."""
     shown = display_command(argv)
     with scratch("fmha-observe-") as workdir:
         out = workdir / "probe.json"
         command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out),
-                   "--trait-reader", str(TRAIT_READER)] + list(argv)
+                   "--trait-reader", str(TRAIT_READER)]
+        if also_list is not None:
+            command += ["--also-list", json.dumps(list(also_list))]
+        command += list(argv)
         started = time.time()
         outcome = run(command, cwd=fmha_dir, workdir=workdir, timeout=timeout,
                       display=shown + "  # observed by the probe", progress=progress,
@@ -119,7 +132,8 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
             error = outcome.error("%s failed (%s)" % (shown, status))
             raise ProbeError(str(error), shown, error.stderr_tail)
         try:
-            result = json.loads(out.read_text(encoding="utf-8"))
+            text = out.read_text(encoding="utf-8")
+            result = json.loads(text)
         except ValueError as exc:
             raise ProbeError("%s: the analysis wrote an unreadable result (%s)" % (shown, exc),
                              shown, outcome.stderr_tail()) from None
@@ -137,4 +151,4 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                 "probing generate.py" + (" " + options if options else ""),
                 time.time() - started,
                 kernels=len({n for n in result["listing"] if not n.endswith("_api.cpp")}))
-    return result
+    return result, text

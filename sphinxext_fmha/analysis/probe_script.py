@@ -14,10 +14,13 @@ It runs ``generate.py -l`` in-process, with two observation hooks installed firs
 Then kernel objects are perturbed, one leaf field at a time, to see which part of
 its name each field writes (one representative per field value and name layout, see
 :func:`perturb_influence`), and the API dispatch file is rendered from the pool the
-codegen built, as write mode would (see :func:`render_dispatch`). The result is written
-as JSON for the analysis to read.
+codegen built, as write mode would (see :func:`render_dispatch`). Marker runs (``-f``
+with markers) show how a filter travels to fnmatch, each up to the calls it observes
+(:func:`marker_run`); ``--also-list`` lists one more option set as a new process would
+(:func:`list_isolated`). The result is written as JSON for the analysis to read.
 """
 
+import collections
 import copy
 import dataclasses
 import fnmatch
@@ -48,6 +51,17 @@ def _first_line(function):
     return code.co_firstlineno if code else 0
 
 
+class _ObservedEnough(BaseException):
+    """Raised by the fnmatch hook in a marker run once the calls it observes are all
+    made: nothing later in the run can change them. A BaseException, so that no
+    ``except Exception`` of the codegen takes it for its own error; whether it reached
+    :func:`run_generate` is checked (``reached``), see :func:`marker_run`."""
+
+    def __init__(self):
+        super().__init__("the observed fnmatch calls are complete")
+        self.reached = False
+
+
 class Recorder:
     def __init__(self, fmha_dir):
         self.fmha_dir = os.path.realpath(fmha_dir)
@@ -58,14 +72,19 @@ class Recorder:
         self.fnmatch_calls = []
         self.pass_first = None  # None: the real fnmatch; N: True for N calls, then False
         self.max_calls = None
+        self.stop_after = None  # N: the call after the first N ends the run (marker runs)
+        self.stop = None  # the _ObservedEnough raised in this run, if any
         # (name, object) of the last kernel object whose name was asked for, and each
         # kernel class's own filename getter: an fnmatch call on that name is tied to
         # that object's file (names repeat across arch suffixes, files do not).
         self.last_named = None
         self.filename_getters = {}
+        self.patching = True  # False: modules imported now keep their classes as they are
 
     # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
+        if not self.patching:
+            return
         path = getattr(module, "__file__", None) or ""
         if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
             return
@@ -138,6 +157,9 @@ class Recorder:
 
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
+        if self.stop_after is not None and calls >= self.stop_after:
+            self.stop = _ObservedEnough()
+            raise self.stop
         if self.max_calls is None or calls < self.max_calls:
             self.fnmatch_calls.append((str(pattern), str(name), self.file_of(name)))
         if self.pass_first is None:
@@ -205,6 +227,8 @@ def run_generate(fmha_dir, argv, output_dir=None):
         except SystemExit as exc:
             if exc.code not in (0, None):
                 error = "generate.py exited with %r" % (exc.code,)
+        except _ObservedEnough as stop:  # a marker run made every call it observes
+            stop.reached = True
         except Exception:  # noqa: BLE001 - reported to the analysis, which says so
             error = traceback.format_exc(limit=-8)
         finally:
@@ -383,59 +407,51 @@ def perturb_influence(records, objects, candidates, every_kernel=False):
     (field, value, layout) is perturbed once, on its first record, and every record
     of the same layout takes that result. ``every_kernel`` perturbs every field of
     every record (the reference the tests compare with)."""
-    scalar_paths = [[p for p, v in r["leaves"].items() if isinstance(v, SCALARS)]
-                    for r in records]
+    # each record's scalar fields as (path, value type, value): 1, 1.0 and True apart
+    typed_items = [[(p, type(v), v) for p, v in r["leaves"].items() if isinstance(v, SCALARS)]
+                   for r in records]
     if every_kernel:
-        for record, obj, paths in zip(records, objects, scalar_paths):
-            record["influence"], _ = field_ranges(obj, record, paths, candidates)
-        return {"perturbed fields": sum(len(p) for p in scalar_paths)}
-    done = {}  # (record index, path) -> range or None
+        for record, obj, items in zip(records, objects, typed_items):
+            record["influence"], _ = field_ranges(obj, record, [i[0] for i in items], candidates)
+        return {"perturbed fields": sum(len(items) for items in typed_items)}
+    done = []  # (record index, typed item, range or None)
     shifting = set()
-    covered = set()
-    for index, (record, obj, paths) in enumerate(zip(records, objects, scalar_paths)):
-        todo = []
-        cls, leaves_of = record["class"], record["leaves"]
-        for path in paths:
-            value = leaves_of[path]
-            key = (cls, path, type(value), value)
-            if key not in covered:
-                covered.add(key)
-                todo.append(path)
+    covered = {}  # class -> the typed items perturbed on one of its records
+    for index, (record, obj, items) in enumerate(zip(records, objects, typed_items)):
+        seen = covered.setdefault(record["class"], set())
+        todo = [item for item in items if item not in seen]
         if todo:
-            ranges, shifts = field_ranges(obj, record, todo, candidates)
+            seen.update(todo)
+            ranges, shifts = field_ranges(obj, record, [i[0] for i in todo], candidates)
             shifting |= {(record["class"], p) for p in shifts}
-            for path in todo:
-                done[(index, path)] = ranges.get(path)
+            done.extend((index, item, ranges.get(item[0])) for item in todo)
+
+    shifting_of = {}  # class -> its layout fields, sorted
+    for cls, path in sorted(shifting):
+        shifting_of.setdefault(cls, []).append(path)
 
     def layout(record):
-        pieces = len(PIECE_SPLIT.split(record["name"]))
+        pieces = record["name"].count("_") + 1  # len(PIECE_SPLIT.split(name))
+        leaves_of = record["leaves"]
         return record["class"], pieces, tuple(
-            _typed(record["leaves"].get(p)) for c, p in sorted(shifting) if c == record["class"])
+            _typed(leaves_of.get(p)) for p in shifting_of.get(record["class"], ()))
 
     layout_ids = {}
     layouts = [layout_ids.setdefault(layout(r), len(layout_ids)) for r in records]
-    known = {}  # (layout, path, value type, value) -> range or None
-    for (index, path), found in done.items():
-        value = records[index]["leaves"][path]
-        known[(layouts[index], path, type(value), value)] = found
-    for index, (record, obj, paths) in enumerate(zip(records, objects, scalar_paths)):
-        leaves_of = record["leaves"]
-        at = layouts[index]
-        keys = [(at, p, type(leaves_of[p]), leaves_of[p]) for p in paths]
-        todo = [p for p, key in zip(paths, keys) if key not in known]
+    known = {}  # layout -> {typed item: range or None}
+    for index, item, found in done:
+        known.setdefault(layouts[index], {})[item] = found
+    for index, (record, obj, items) in enumerate(zip(records, objects, typed_items)):
+        table = known.setdefault(layouts[index], {})
+        todo = [item for item in items if item not in table]
         if todo:
-            ranges, _ = field_ranges(obj, record, todo, candidates)
-            for path in todo:
-                value = leaves_of[path]
-                known[(at, path, type(value), value)] = ranges.get(path)
-        influence = {}
-        for path, key in zip(paths, keys):
-            found = known[key]
-            if found is not None:
-                influence[path] = list(found)
-        record["influence"] = influence
-    return {"perturbed fields": len(known), "layout fields": sorted("%s:%s" % s for s in shifting),
-            "layouts": len(layout_ids)}
+            ranges, _ = field_ranges(obj, record, [i[0] for i in todo], candidates)
+            for item in todo:
+                table[item] = ranges.get(item[0])
+        record["influence"] = {item[0]: list(found) for item, found
+                               in zip(items, map(table.__getitem__, items)) if found is not None}
+    return {"perturbed fields": sum(len(table) for table in known.values()),
+            "layout fields": sorted("%s:%s" % s for s in shifting), "layouts": len(layout_ids)}
 
 
 API_FILE = re.compile(r"_api\.cpp$")
@@ -533,7 +549,8 @@ def keys_of(trait_key, texts):
     return first + second
 
 
-def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None):
+def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
+          also_list=None):
     started = time.time()
     recorder = Recorder(fmha_dir)
     install_hooks(recorder)
@@ -542,6 +559,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     os.chdir(fmha_dir)
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
+    initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
     listing, error = run_generate(fmha_dir, list(argv))
     result = {
         "listing": listing,
@@ -569,23 +587,31 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     domains = map_domains(codegen_modules)
 
     records = []
-    observed = {}
+    tallies = {}  # class -> Counter of (path, value type name, value)
     owners = {}
     for filename, obj in kernels:
         cls = type(obj).__name__
-        flat = leaves(obj, owners=owners.setdefault(cls, {})) if dataclasses.is_dataclass(obj) else {}
-        name = obj.name if hasattr(obj, "name") else filename
+        is_dataclass = dataclasses.is_dataclass(obj)
+        flat = leaves(obj, owners=owners.setdefault(cls, {})) if is_dataclass else {}
+        try:
+            name = obj.name
+        except AttributeError:  # what hasattr() tells
+            name = filename
         records.append({"class": cls, "module": type(obj).__module__,
                         "filename": filename, "name": name, "leaves": flat,
-                        "parts": part_names(obj) if dataclasses.is_dataclass(obj) else {},
+                        "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
-        counted = observed.setdefault(cls, {})
-        for path, value in flat.items():
-            if isinstance(value, SCALARS):
-                counts = counted.setdefault(path, {})
-                key = _typed(value)
-                counts[key] = counts.get(key, 0) + 1
+        tally = tallies.get(cls)
+        if tally is None:
+            tally = tallies[cls] = collections.Counter()
+        tally.update([(path, type(value).__name__, value) for path, value in flat.items()
+                      if isinstance(value, SCALARS)])
+    observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
+    for cls, tally in tallies.items():
+        counted = observed[cls] = {}
+        for (path, type_name, value), count in tally.items():
+            counted.setdefault(path, {})[(type_name, value)] = count
 
     domain_of = {}
     candidates = {}
@@ -620,20 +646,18 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     unfiltered_calls = recorder.fnmatch_calls
     parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
     marker_filter = "@".join(parts) + "," + MARKER.format("next-api")
+    runs_state = process_state(fmha_dir)  # what the marker runs start from
     recorder.pass_first = OBSERVED_CALLS
     recorder.max_calls = OBSERVED_CALLS
-    recorder.fnmatch_calls = []
-    _, marker_error = run_generate(fmha_dir, list(argv) + ["-f", marker_filter])
-    marker_calls = recorder.fnmatch_calls
-    recorder.fnmatch_calls = []
-    _, single_error = run_generate(fmha_dir, list(argv) + ["-f", parts[0]])
-    single_calls = recorder.fnmatch_calls
+    ends = []
+    marker_calls, marker_error = marker_run(
+        recorder, fmha_dir, list(argv) + ["-f", marker_filter], ends)
+    single_calls, single_error = marker_run(
+        recorder, fmha_dir, list(argv) + ["-f", parts[0]], ends)
     # Empty parts ("@@@") and an empty filter: which pattern, if any, reaches fnmatch.
-    recorder.fnmatch_calls = []
-    _, empty_parts_error = run_generate(fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)])
-    empty_parts_calls = recorder.fnmatch_calls
-    recorder.fnmatch_calls = []
-    _, empty_error = run_generate(fmha_dir, list(argv) + ["-f", ""])
+    empty_parts_calls, empty_parts_error = marker_run(
+        recorder, fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)], ends)
+    empty_calls, empty_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", ""], ends)
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
     result.update({
@@ -645,15 +669,86 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "fnmatch_calls": summarise_calls(marker_calls, name_to_class),
         "single_part_calls": summarise_calls(single_calls, name_to_class),
         "empty_parts_calls": summarise_calls(empty_parts_calls, name_to_class),
-        "empty_filter_calls": summarise_calls(recorder.fnmatch_calls, name_to_class),
+        "empty_filter_calls": summarise_calls(empty_calls, name_to_class),
         "marker_errors": [e for e in (marker_error, single_error, empty_parts_error, empty_error)
                           if e],
+        "marker_runs": ends,
         "normcase": os.path.normcase("Aa/"),
         "seconds": {"observe": round(observe_seconds, 3),
                     "perturb": round(time.time() - perturb_started, 3)},
         "python": sys.version.split()[0],
     })
+    if also_list is not None:
+        result["also_listed"] = list_isolated(recorder, fmha_dir, list(also_list),
+                                              initial_state, runs_state)
     return result
+
+
+def process_state(fmha_dir):
+    """What one run must not change for the next to be as fresh as a new process: the
+    working folder, ``sys.path``, the environment and the modules outside the tree."""
+    root = os.path.realpath(fmha_dir) + os.sep
+    others = sorted(name for name, module in sys.modules.items()
+                    if not os.path.realpath(getattr(module, "__file__", None) or "")
+                    .startswith(root))
+    return (os.getcwd(), list(sys.path), dict(os.environ), others)
+
+
+def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
+    """``generate.py argv -l`` run here as a new process would run it (the listing
+    another option needs, e.g. the other ``--mask`` mode): the tree's modules imported
+    afresh, without the probe's hooks (its classes as they are, the real ``fnmatch``);
+    only compiling is shared, as in the batch runner (process/batch_script.py).
+
+    It counts only when the earlier runs left nothing behind that a new process would
+    not have: the working folder, ``sys.path`` and the environment the first run saw
+    (``initial_state``), the modules outside the tree that the marker runs started with
+    (``runs_state``, the probe's own imports included) and ``fnmatch`` the probe's hook.
+    Else ``unsafe`` says so, and the caller runs that listing as a separate process.
+    What this run changes itself does not matter: nothing runs after it."""
+    outcome = {"argv": argv}
+    now = process_state(fmha_dir)
+    if now[:3] != initial_state[:3] or now != runs_state \
+            or fnmatch.fnmatch != recorder.fnmatch_hook:
+        outcome["unsafe"] = "an earlier run changed state outside the tree's modules"
+        return outcome
+    recorder.patching = False  # nothing to observe: the codegen's classes as they are
+    fnmatch.fnmatch = ORIGINAL_FNMATCH
+    started = time.time()
+    try:
+        listing, error = run_generate(fmha_dir, argv)
+    finally:
+        fnmatch.fnmatch, recorder.patching = recorder.fnmatch_hook, True
+    outcome.update({"listing": listing, "error": error,
+                    "seconds": round(time.time() - started, 3)})
+    return outcome
+
+
+def marker_run(recorder, fmha_dir, argv, ends):
+    """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
+    lets the first ``recorder.pass_first`` pass and refuses the rest) and the error the
+    run raised while they were made; how the run ended is appended to ``ends``.
+
+    Nothing after those calls can change them, so the run stops at the next call
+    ("stopped") instead of enumerating every other kernel (a marker run would refuse
+    them all); a run with fewer calls runs to its end ("complete"). When the stop did
+    not reach :func:`run_generate` (the codegen caught it), the run went on differently
+    from a real one: it runs again, to its end, as it would ("ran again")."""
+    recorder.fnmatch_calls, recorder.stop = [], None
+    recorder.stop_after = recorder.max_calls
+    try:
+        _, error = run_generate(fmha_dir, argv)
+    finally:
+        recorder.stop_after = None
+    if recorder.stop is None:
+        ends.append("complete")
+    elif recorder.stop.reached:
+        ends.append("stopped")
+    else:
+        recorder.fnmatch_calls, recorder.stop = [], None
+        _, error = run_generate(fmha_dir, argv)
+        ends.append("ran again")
+    return recorder.fnmatch_calls, error
 
 
 def summarise_calls(calls, name_to_class):
@@ -696,14 +791,17 @@ def main():
     fmha_dir, out_path = sys.argv[1], sys.argv[2]
     argv = sys.argv[3:]
     perturb = True
-    trait_reader = None
-    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader"):
+    trait_reader = also_list = None
+    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list"):
         option, argv = argv[0], argv[1:]
         if option == "--trait-reader":
             trait_reader, argv = argv[0], argv[1:]
+        elif option == "--also-list":  # a JSON list: generate.py's arguments, no -l
+            also_list, argv = json.loads(argv[0]), argv[1:]
         else:
             perturb = False if option == "--no-perturb" else "all"
-    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader)
+    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
+                   also_list=also_list)
     with open(out_path, "w") as handle:
         handle.write(json.dumps(result, sort_keys=True))  # dumps: the C encoder
 

@@ -51,7 +51,7 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     return [p.strip() for p in parts]
 
 
-@functools.cache
+@functools.cache  # (functools.cache: Python 3.9+; the probe may run 3.8)
 def _scanner(op: str) -> re.Pattern:
     # a bracket first: the operators never contain one, so the order decides nothing
     return re.compile(r"[()\[\]{}]|" + re.escape(op))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from .constants import bool_locals, constant_value
+from .lexing import matches_not_after
 from .parse import DispatchBlock, DispatchTree
 
 __all__ = ["FunctionCall", "EntryPoints", "read_entry_points"]
@@ -74,7 +75,9 @@ def _statements(block: DispatchBlock) -> List[str]:
 def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
     if not names:
         return []
-    pattern = re.compile(r"(?<![\w:.>])(%s)\s*\(" % "|".join(sorted(map(re.escape, names))))
+    # the names first (a leading look-behind would make the search try every position);
+    # what precedes a match is checked after it
+    pattern = re.compile(r"(%s)\s*\(" % "|".join(sorted(map(re.escape, names))))
     env = bool_locals(_statements(function))
     calls: List[FunctionCall] = []
 
@@ -86,7 +89,7 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
                 sub = [*conds, item.condition] if item.kind in _CONDITIONAL and item.condition else conds
                 walk(item, sub)
                 continue
-            for m in pattern.finditer(item):
+            for m in matches_not_after(_QUALIFIER_RE, pattern, item):
                 if m.group(1) == function.name:
                     continue
                 never = any(constant_value(c, env) is False for c in conds)
@@ -95,6 +98,11 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
 
     walk(function, [])
     return calls
+
+
+# a match after one of these continues a name, a qualified name, a member access or a
+# template-id: not a call of the function
+_QUALIFIER_RE = re.compile(r"[\w:.>]")
 
 
 _READ: Dict[int, Tuple[DispatchTree, EntryPoints]] = {}

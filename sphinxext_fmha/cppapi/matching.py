@@ -14,7 +14,14 @@ from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-from .lexing import _mask, find_template_calls, normalize_cpp, trait_key, trait_template
+from .lexing import (
+    find_template_calls,
+    mask_code_only,
+    matches_not_after,
+    normalize_cpp,
+    trait_key,
+    trait_template,
+)
 from .parse import DispatchLeaf, DispatchTree, _classify_args
 
 __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leaves_to_kernels"]
@@ -22,20 +29,27 @@ __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leav
 
 # --------------------------------------------------------------------------- kernel files
 
-_USING_DECL_RE = re.compile(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([^;]*);")
-_EXPLICIT_SPECIALISATION_RE = re.compile(r"\btemplate\s*<\s*>")
+# Both start with a word; the word boundary before it is checked after a match (a
+# leading ``\b`` would make the search try every position of the file).
+_USING_DECL_RE = re.compile(r"using\s+([A-Za-z_]\w*)\s*=\s*([^;]*);")
+_EXPLICIT_SPECIALISATION_RE = re.compile(r"template\s*<\s*>")
+_WORD_CHAR_RE = re.compile(r"\w")
 
 
 def kernel_trait_keys(text: str) -> List[str]:
     """Keys of every explicit specialisation ``template<> R f<trait, ...>(...)``
     in a generated kernel ``.cpp`` (aliases of the file expanded), in order,
     without duplicates."""
-    code, _ = _mask(text)
+    code = mask_code_only(text)
     aliases = _LazyAliases(
-        {m.group(1): m.group(2) for m in _USING_DECL_RE.finditer(code)}
+        {m.group(1): m.group(2) for m in matches_not_after(_WORD_CHAR_RE, _USING_DECL_RE, code)}
     )
     keys: List[str] = []
-    for m in _EXPLICIT_SPECIALISATION_RE.finditer(code):
+    # A kernel file specialises several functions for one trait (launch, oneshot,
+    # get_name): the same arguments give the same keys again, which are already in
+    # ``keys`` (an alias's value, once computed, never changes).
+    seen_args: set = set()
+    for m in matches_not_after(_WORD_CHAR_RE, _EXPLICIT_SPECIALISATION_RE, code):
         stop = len(code)
         for ch in "{;":
             k = code.find(ch, m.end())
@@ -46,6 +60,9 @@ def kernel_trait_keys(text: str) -> List[str]:
         if not calls:
             continue
         _, args, _, _ = calls[0]
+        if tuple(args) in seen_args:
+            continue
+        seen_args.add(tuple(args))
         traits, extras, _ = _classify_args(args, aliases)
         for _, trait in traits:
             key = trait_key(trait, extras)
@@ -81,6 +98,9 @@ class _LazyAliases(_AbcMapping):
 
     def __iter__(self):
         return iter(self._raw)
+
+    def keys(self):  # the names, as a dict's view: set operations on it run in C
+        return self._raw.keys()
 
     def __len__(self) -> int:
         return len(self._raw)

@@ -14,13 +14,14 @@ read by :mod:`.entry_points`.
 
 from __future__ import annotations
 
-import bisect
+import functools
 import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from .allocation import collector_paused
 from .lexing import (
     _IDENT_RE,
     _WS_RE,
@@ -237,7 +238,8 @@ def parse_dispatch(text: str) -> DispatchTree:
         if tree is not None:
             _PARSED.move_to_end(text)
             return tree
-    tree = _parse(text)
+    with collector_paused():
+        tree = _parse(text)
     with _PARSED_LOCK:
         _PARSED[text] = tree
         while len(_PARSED) > _PARSED_SIZE:
@@ -247,11 +249,8 @@ def parse_dispatch(text: str) -> DispatchTree:
 
 def _parse(text: str) -> DispatchTree:
     code, raw = _mask(text)
-    newlines = _newline_index(code)
-
-    def line_of(pos: int) -> int:
-        return bisect.bisect_right(newlines, pos) + 1
-
+    # blocks open left to right: the line of each counts on from the previous one's
+    line, counted_to = 1, 0
     root = DispatchBlock(kind="file")
     stack: List[DispatchBlock] = [root]
     expr_depth = 0  # braces inside an expression (lambda bodies, init lists in calls)
@@ -262,8 +261,7 @@ def _parse(text: str) -> DispatchTree:
 
     for m in _STRUCTURE_RE.finditer(code):
         pos = m.start()
-        chunk = code[last:pos]
-        paren += chunk.count("(") - chunk.count(")")
+        paren += code.count("(", last, pos) - code.count(")", last, pos)
         last = pos + 1
         c = m.group(0)
         if expr_depth or paren > 0:
@@ -273,7 +271,7 @@ def _parse(text: str) -> DispatchTree:
                 expr_depth = max(0, expr_depth - 1)
             continue
         if c == ";":
-            stmt = _squeeze(code[seg_start:pos])
+            stmt = _statement_text(code[seg_start:pos])
             if stmt:
                 stack[-1].items.append(stmt)
                 chains[-1] = []
@@ -281,7 +279,9 @@ def _parse(text: str) -> DispatchTree:
         elif c == "{":
             header_code = code[seg_start:pos]
             header_raw = raw[seg_start:pos]
-            kind, cond, name = _classify_header(header_code, header_raw)
+            kind, cond, name, header = _header(header_code, header_raw)
+            line += code.count("\n", counted_to, pos)
+            counted_to = pos
             chain = chains[-1]
             if kind.startswith("if"):
                 chain[:] = [cond]
@@ -294,10 +294,10 @@ def _parse(text: str) -> DispatchTree:
                 chain[:] = []
             block = DispatchBlock(
                 kind=kind,
-                header=_squeeze(header_raw[len(header_code) - len(header_code.lstrip()) :]),
+                header=header,
                 condition=cond,
                 name=name,
-                line=line_of(pos),
+                line=line,
             )
             stack[-1].items.append(block)
             stack.append(block)
@@ -316,13 +316,15 @@ def _parse(text: str) -> DispatchTree:
     return tree
 
 
-def _newline_index(code: str) -> List[int]:
-    out: List[int] = []
-    i = code.find("\n")
-    while i >= 0:
-        out.append(i)
-        i = code.find("\n", i + 1)
-    return out
+# The dispatch file of a filtered run repeats the full file's statements and branch
+# headers verbatim (indentation included): read once per text.
+_statement_text = functools.lru_cache(maxsize=1 << 17)(_squeeze)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _header(code: str, raw: str) -> Tuple[str, str, str, str]:
+    """:func:`_classify_header` and the header's text (comments kept, squeezed)."""
+    return (*_classify_header(code, raw), _squeeze(raw[len(code) - len(code.lstrip()) :]))
 
 
 _CONDITIONAL_KINDS = ("if", "else if", "else", "if constexpr", "else if constexpr", "else constexpr")
@@ -357,10 +359,89 @@ def _constexpr_value(cond: str) -> Optional[bool]:
     return None
 
 
+class _CallFacts(NamedTuple):
+    """What a launching call site says by itself (its place in the tree aside)."""
+
+    trait_args: Tuple[str, ...]
+    call: str
+    extra_args: Tuple[str, ...]
+    trait_names: Tuple[str, ...]
+    declared_traits: Tuple[Tuple[str, str], ...]
+    not_launched: Tuple[str, ...]
+
+
+class _Scope:
+    """The ``using`` aliases visible at a statement of one block: the enclosing
+    blocks' (shared, never changed here) until the block declares its own, then a copy
+    (inner names shadow outer ones)."""
+
+    def __init__(self, outer: Dict[str, str]) -> None:
+        self.visible = outer
+        self._own = False
+        self._declared: Optional[Tuple[Tuple[str, str], ...]] = None  # trait aliases
+
+    def statement(self, item: str) -> List[_CallFacts]:
+        """Take in one statement; the launching calls it makes."""
+        m = _USING_RE.match(item)
+        if m:
+            alias_value = normalize_cpp(m.group(2), self.visible)
+            if not self._own:
+                self.visible = dict(self.visible)
+                self._own = True
+            self.visible[m.group(1)] = alias_value
+            self._declared = None
+            return []
+        if "<" not in item or not self.visible:
+            return []
+        found: List[_CallFacts] = []
+        for _name, args, start, end in find_template_calls(item):
+            traits, extras, dropped = _classify_args(args, self.visible)
+            if not traits:
+                continue
+            if self._declared is None:
+                self._declared = tuple((k, v) for k, v in self.visible.items()
+                                       if "<" in v and _looks_like_trait(v))
+            close = _match_paren(item, end)
+            call = item[start : close + 1] if close is not None else item[start:]
+            found.append(_CallFacts(tuple(t for _, t in traits), _squeeze(call), tuple(extras),
+                                    tuple(a for a, _ in traits), self._declared,
+                                    tuple(dropped)))
+        return found
+
+
+# A block of statements only (the innermost branch that declares traits and launches)
+# gives the same calls for the same statements under the same enclosing aliases: the
+# dispatch file of a filtered run repeats the full file's branches verbatim.
+@functools.lru_cache(maxsize=1 << 16)
+def _statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str], ...]
+                           ) -> Tuple[_CallFacts, ...]:
+    scope = _Scope(dict(outer))
+    return tuple(facts for item in items for facts in scope.statement(item))
+
+
 def _collect_leaves(tree: DispatchTree) -> None:
     leaves: List[DispatchLeaf] = []
     discarded: List[DispatchLeaf] = []
     functions: List[str] = []
+
+    def add(facts: _CallFacts, block: DispatchBlock, conds: List[str], function: str,
+            kind: str, dead: bool) -> None:
+        leaf = DispatchLeaf(
+            order=-1 if dead else len(leaves),
+            path_conditions=list(conds[:-1]),
+            condition=conds[-1] if conds else "",
+            trait_args=list(facts.trait_args),
+            call=facts.call,
+            extra_args=list(facts.extra_args),
+            trait_names=list(facts.trait_names),
+            declared_traits=dict(facts.declared_traits),
+            not_launched=list(facts.not_launched),
+            function=function,
+            line=block.line,
+            branch_kind=kind,
+            discarded=dead,
+        )
+        (discarded if dead else leaves).append(leaf)
 
     def walk(
         block: DispatchBlock,
@@ -370,11 +451,11 @@ def _collect_leaves(tree: DispatchTree) -> None:
         kind: str,
         dead: bool,
     ) -> None:
-        # the aliases in scope: the enclosing blocks' (shared, never changed here)
-        # until this block declares its own, then a copy (inner names shadow outer ones)
-        visible = outer
-        own = False
-        declared: Optional[Dict[str, str]] = None  # trait aliases of `visible`
+        if not any(type(item) is DispatchBlock for item in block.items):
+            for facts in _statement_block_calls(tuple(block.items), tuple(outer.items())):
+                add(facts, block, conds, function, kind, dead)
+            return
+        scope = _Scope(outer)
         # values of the current `if constexpr` chain (None: not a constexpr chain)
         cx_chain: Optional[List[Optional[bool]]] = None
         for item in block.items:
@@ -406,46 +487,11 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 elif item.kind == "function":
                     sub_conds = []
                     sub_kind = ""
-                walk(item, visible, sub_conds, func, sub_kind, sub_dead)
+                walk(item, scope.visible, sub_conds, func, sub_kind, sub_dead)
                 continue
             cx_chain = None
-            m = _USING_RE.match(item)
-            if m:
-                alias_value = normalize_cpp(m.group(2), visible)
-                if not own:
-                    visible = dict(visible)
-                    own = True
-                visible[m.group(1)] = alias_value
-                declared = None
-                continue
-            if "<" not in item:
-                continue
-            if not visible:
-                continue
-            for _name, args, start, end in find_template_calls(item):
-                traits, extras, dropped = _classify_args(args, visible)
-                if not traits:
-                    continue
-                if declared is None:
-                    declared = {k: v for k, v in visible.items() if "<" in v and _looks_like_trait(v)}
-                close = _match_paren(item, end)
-                call = item[start : close + 1] if close is not None else item[start:]
-                leaf = DispatchLeaf(
-                    order=-1 if dead else len(leaves),
-                    path_conditions=list(conds[:-1]),
-                    condition=conds[-1] if conds else "",
-                    trait_args=[t for _, t in traits],
-                    call=_squeeze(call),
-                    extra_args=extras,
-                    trait_names=[a for a, _ in traits],
-                    declared_traits=dict(declared),
-                    not_launched=dropped,
-                    function=function,
-                    line=block.line,
-                    branch_kind=kind,
-                    discarded=dead,
-                )
-                (discarded if dead else leaves).append(leaf)
+            for facts in scope.statement(item):
+                add(facts, block, conds, function, kind, dead)
 
     walk(tree.root, {}, [], "", "", False)
     tree.leaves = leaves

@@ -22,6 +22,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .allocation import collector_paused
 from .conditions import describe_condition, split_top, strip_parens
 from .lexing import strip_comments, trait_template
 from .matching import DispatchMatch
@@ -91,12 +92,15 @@ def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
     their conditions part.
     """
     by_main: Dict[Tuple[str, str], List[DispatchLeaf]] = {}
+    partners: Dict[int, Tuple[str, ...]] = {}  # leaf order -> its other keys
     for leaf in leaves:
         if len(leaf.trait_args) > 1:
-            by_main.setdefault((leaf.function, leaf.keys[0]), []).append(leaf)
+            keys = leaf.keys  # (computed on each read)
+            by_main.setdefault((leaf.function, keys[0]), []).append(leaf)
+            partners[leaf.order] = tuple(keys[1:])
     choices: Dict[int, Tuple[int, int]] = {}
     for group in by_main.values():
-        if len(group) < 2 or len({tuple(leaf.keys[1:]) for leaf in group}) < 2:
+        if len(group) < 2 or len({partners[leaf.order] for leaf in group}) < 2:
             continue
         first = group[0].conditions
         for leaf in group[1:]:
@@ -113,36 +117,44 @@ def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
 def kernel_reach(tree: DispatchTree, match: DispatchMatch
                  ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     """kernel file -> :class:`KernelReach`, and the sub-kernel choices of the file."""
+    with collector_paused():
+        return _kernel_reach(tree, match)
+
+
+def _kernel_reach(tree: DispatchTree, match: DispatchMatch
+                  ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
     per_kernel: Dict[str, List[Tuple[DispatchLeaf, List[Term], List[Term]]]] = {}
     choices: Dict[Tuple[str, str, str], SubKernelChoice] = {}
+    # One object per distinct term in this call, so that `_kept` compares identities:
+    # different conditions of one slot share terms (`t.is_group_mode == false`).
+    canonical: Dict[Term, Term] = {}
+    terms_at: Dict[Tuple[str, int, str], Tuple[Term, ...]] = {}
+    choices_of: Dict[Tuple[int, Tuple[str, str]], List[SubKernelChoice]] = {}
     for leaf in tree.leaves:
         start, stop = choice_depths.get(leaf.order, (0, 0))
         terms: List[Term] = []
         chosen: List[Term] = []
-        heads: List[Term] = []  # the chosen terms at the depth where the choice starts
+        heads: Tuple[Term, ...] = ()  # the chosen terms at the depth where the choice starts
         for depth, condition in enumerate(leaf.conditions):
-            found = _condition_terms(leaf.function, depth, condition)
+            found = terms_at.get((leaf.function, depth, condition))
+            if found is None:
+                found = tuple(canonical.setdefault(t, t)
+                              for t in _condition_terms(leaf.function, depth, condition))
+                terms_at[(leaf.function, depth, condition)] = found
             if start <= depth < stop:
                 chosen.extend(found)
                 if depth == start:
-                    heads.extend(found)
+                    heads = found
             else:
                 terms.extend(found)
-        main_kind = trait_template(leaf.trait_args[0]) if heads else ""
-        # every other trait of the call is a partner the choice can change (bwd launches
-        # dot_do_o, dq_dk_dv and convert_dq: naming only the last one would hide dq_dk_dv)
-        partner_kind = ", ".join(dict.fromkeys(trait_template(arg)
-                                               for arg in leaf.trait_args[1:])) if heads else ""
-        for term in heads:
-            if term.always:
-                continue  # deeper branches of a chosen partner are their own conditions
-            # `if (c)` and its `else` (`!(c)`) are one choice
-            head = _choice_head(term.cpp)
-            key = (head, main_kind, partner_kind)
-            choice = choices.setdefault(key, SubKernelChoice(
-                head, describe_condition(head), key[1], key[2]))
-            choice.count += 1
+        if heads:
+            kinds = _kinds(tuple(leaf.trait_args))
+            counted = choices_of.get((id(heads), kinds))  # `heads` is kept in `terms_at`
+            if counted is None:
+                counted = choices_of[(id(heads), kinds)] = _choices_of(heads, kinds, choices)
+            for choice in counted:
+                choice.count += 1
         files = match.leaf_kernels.get(leaf.order, [])
         for position, filename in enumerate(files):
             if filename is None:
@@ -159,21 +171,51 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
         result[filename] = KernelReach(
             terms=common,
             leaves=[leaf.order for leaf, _, _ in entries],
-            functions=list(dict.fromkeys(leaf.function for leaf, _, _ in entries)),
+            functions=list(dict.fromkeys([leaf.function for leaf, _, _ in entries])),
             varying=varying,
             chosen_by=[t for t in chosen_common if not t.always])
     return result, list(choices.values())
 
 
+def _choices_of(heads: Tuple[Term, ...], kinds: Tuple[str, str],
+                choices: Dict[Tuple[str, str, str], SubKernelChoice]) -> List[SubKernelChoice]:
+    """The choices the terms where a partner choice starts count toward (made on first
+    sight, in order, in ``choices``), one entry per counted term."""
+    main_kind, partner_kind = kinds
+    counted: List[SubKernelChoice] = []
+    for term in heads:
+        if term.always:
+            continue  # deeper branches of a chosen partner are their own conditions
+        # `if (c)` and its `else` (`!(c)`) are one choice
+        head = _choice_head(term.cpp)
+        key = (head, main_kind, partner_kind)
+        choice = choices.get(key)
+        if choice is None:
+            choice = choices[key] = SubKernelChoice(head, describe_condition(head),
+                                                    main_kind, partner_kind)
+        counted.append(choice)
+    return counted
+
+
+@functools.lru_cache(maxsize=4096)
+def _kinds(trait_args: Tuple[str, ...]) -> Tuple[str, str]:
+    """(main kind, partner kinds) of a call's traits: every other trait of the call is a
+    partner the choice can change (bwd launches dot_do_o, dq_dk_dv and convert_dq:
+    naming only the last one would hide dq_dk_dv)."""
+    return (trait_template(trait_args[0]),
+            ", ".join(dict.fromkeys(trait_template(arg) for arg in trait_args[1:])))
+
+
 def _kept(first: List[Term], others: List[List[Term]]) -> List[Term]:
-    """The terms of ``first`` that every one of ``others`` has, in order."""
+    """The terms of ``first`` that every one of ``others`` has, in order (equal terms
+    are one object: :func:`kernel_reach` makes them so)."""
     # half of them are the same terms: a list comparison (by identity first) is
     # cheaper than hashing every term
     differing = [other for other in others if other != first]
     if not differing:
         return list(first)
-    shared = set(first).intersection(*differing)
-    return [t for t in first if t in shared]
+    shared = set(map(id, first)).intersection(*(map(id, other) for other in differing))
+    return [t for t in first if id(t) in shared]
 
 
 @functools.lru_cache(maxsize=65536)

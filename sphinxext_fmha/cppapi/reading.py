@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Tuple
 
+from .allocation import collector_paused
 from .conditions import describe_condition
 from .constants import constant_value
 from .entry_points import read_entry_points
@@ -62,6 +63,11 @@ def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
 
 def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, Any]:
     """The reading of one API dispatch file (see the module docstring)."""
+    with collector_paused():
+        return _read_dispatch(api_text, kernel_traits)
+
+
+def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, Any]:
     tree = parse_dispatch(api_text)
     match = match_leaves_to_kernels(tree, kernel_traits)
     entry_points = read_entry_points(tree)

@@ -10,44 +10,14 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Set
 
-from ..analysis.analyze import grammars_of, parse_filename, split_filename
 from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount
 from ..process.runner import ApiFileResult, ListingResult
+from .parsed_listing import ParsedListing
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
-
-
-@dataclass
-class ParsedListing:
-    """A listing parsed with the model's grammar: file -> (kernel type, tokens)."""
-
-    files: List[str]
-    parsed: Dict[str, Tuple[str, List[str]]]
-    unparsed: List[str]
-
-    @classmethod
-    def of(cls, model: ApiModel, files: Sequence[str]) -> ParsedListing:
-        grammars = grammars_of(model)
-        parsed: Dict[str, Tuple[str, List[str]]] = {}
-        unparsed: List[str] = []
-        for filename in files:
-            found = parse_filename(model, grammars, filename)
-            if len(found) == 1:
-                parsed[filename] = (found[0][0].class_name, found[0][1])
-            else:
-                unparsed.append(filename)
-        return cls(list(files), parsed, unparsed)
-
-    def per_type(self) -> Dict[str, int]:
-        return dict(sorted(Counter(t for t, _ in self.parsed.values()).items()))
-
-    def kernel_name(self, model: ApiModel, filename: str) -> str:
-        kernel_type = model.kernel_type(self.parsed[filename][0])
-        return split_filename(filename, kernel_type.arch_suffixes) or filename
 
 
 def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
@@ -100,7 +70,7 @@ def predict(model: ApiModel, baseline: ParsedListing, filter: str,
     def _matches(name: str, pattern: Optional[str]) -> bool:
         return fnmatch_as_generate(model, name, pattern)
 
-    names = {f: baseline.kernel_name(model, f) for f in baseline.parsed}
+    names = baseline.kernel_names(model)
     selected: Set[str] = set()
     grouped: Set[str] = set()
     if model.filter.drops == "trait" and traits:
@@ -152,7 +122,7 @@ def _numeric(value: str) -> bool:
 
 def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> List[str]:
     """Literal pieces of the filter that occur in no kernel name of this tree."""
-    names = [baseline.kernel_name(model, f) for f in baseline.parsed]
+    names = list(baseline.kernel_names(model).values())
     notes = []
     for piece in _WILDCARDS.split(filter.replace("@", "*").replace(",", "*")):
         if piece and not any(piece in name for name in names):
@@ -166,7 +136,7 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
     """What ``generate.py -f filter`` selected (``listing``) against the unfiltered
     ``baseline_listing`` and the model's prediction; ``api_file``: the same filtered run
     in write mode, whose dispatch file must reach exactly the generated kernels."""
-    selected = ParsedListing.of(model, listing.files)
+    selected = ParsedListing.of(model, listing.files, known=baseline)
     predicted = predict(model, baseline, filter, traits)
     check = FilterCheck(
         api=model.api, filter=filter, command=listing.command, count=listing.count,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Dict, List, Mapping, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Sequence, Set, Tuple
 
 from ..model import Decision
 from .synthesis import Kernel
@@ -42,6 +42,9 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
+    kept_per_type: Dict[str, List[Set[str]]] = {}  # sub-type -> per segment, its kept tokens
+    #: sub-type -> its kernels not kept, each with the segments whose token no kept kernel has
+    dropped_per_type: Dict[str, List[Tuple[Kernel, Tuple[int, ...]]]] = {}
     for decision in decisions:
         own = by_type.get(decision.kernel_type, [])
         seg_labels = labels[decision.kernel_type]
@@ -56,7 +59,11 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         category = categories.get((decision.kernel_type, decision.segment), "other")
         if category == "tile":
             continue
-        kept_tokens = [{k.tokens[i] for k in own if k.file in kept} for i in range(len(seg_labels))]
+        kept_tokens = kept_per_type.get(decision.kernel_type)
+        if kept_tokens is None:
+            kept_own = [k.tokens for k in own if k.file in kept]
+            kept_tokens = kept_per_type[decision.kernel_type] = [
+                {tokens[i] for tokens in kept_own} for i in range(len(seg_labels))]
         # With dispatch conditions, a stand-in may differ in tiles and implementation
         # choices (pipeline, layout, ...) as long as its conditions do not contradict;
         # without them, only in tiles.
@@ -67,11 +74,21 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         for kernel in own:
             if kernel.file in kept:
                 kept_by_context.setdefault(_context(kernel, loose), []).append(kernel)
+        dropped = dropped_per_type.get(decision.kernel_type)
+        if dropped is None:
+            dropped = dropped_per_type[decision.kernel_type] = [
+                (k, tuple(i for i, t in enumerate(k.tokens) if t not in kept_tokens[i]))
+                for k in own if k.file not in kept]
+        # per token: the dropped kernels carrying it, those whose every other token is kept
+        total_of: Counter = Counter()
+        alone_of: Dict[str, List[Kernel]] = {}
+        for kernel, missing in dropped:
+            total_of[kernel.tokens[index]] += 1
+            if not missing or missing == (index,):
+                alone_of.setdefault(kernel.tokens[index], []).append(kernel)
         for token in list(decision.drop) + [p["token"] for p in decision.partial]:
-            alone = [k for k in own if k.file not in kept and k.tokens[index] == token
-                     and all(k.tokens[i] in kept_tokens[i] for i in range(len(seg_labels))
-                             if i != index)]
-            total = sum(1 for k in own if k.file not in kept and k.tokens[index] == token)
+            alone = alone_of.get(token, [])
+            total = total_of[token]
             if not alone:
                 if token in decision.drop:
                     decision.losses[token] = (
@@ -88,12 +105,13 @@ def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
     return (suffix,) + tuple(t for i, t in enumerate(kernel.tokens) if i not in loose)
 
 
-def _contradictions(extra: Sequence[str], own: Set[str]) -> Tuple[List[str], List[str]]:
+def _contradictions(extra: Sequence[str], subjects: Mapping[str, str],
+                    subject: Callable[[str], str]) -> Tuple[List[str], List[str]]:
     """(own terms, stand-in terms) on subjects where both kernels have different
-    conditions: the stand-in is reached for other inputs there."""
-    subjects = {_subject(t): t for t in own}
-    theirs = [t for t in extra if _subject(t) in subjects and subjects[_subject(t)] != t]
-    mine = [subjects[_subject(t)] for t in theirs]
+    conditions: the stand-in is reached for other inputs there. ``subjects``: subject
+    -> the kernel's own term on it."""
+    theirs = [t for t in extra if subject(t) in subjects and subjects[subject(t)] != t]
+    mine = [subjects[subject(t)] for t in theirs]
     return mine, theirs
 
 
@@ -101,14 +119,23 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
               kept_by_context: Mapping[Tuple, List[Kernel]], loose: Sequence[int],
               conditions: Mapping[str, Sequence[str]]) -> str:
     groups: Counter = Counter()
+    known: Dict[str, str] = {}  # term -> its subject: the same terms recur on every kernel
+
+    def subject(term: str) -> str:
+        found = known.get(term)
+        if found is None:
+            found = known[term] = _subject(term)
+        return found
+
     for kernel in alone:
         own = set(conditions.get(kernel.file, ()))
+        subjects = {subject(t): t for t in own}
         candidates = [k for k in kept_by_context.get(_context(kernel, loose), [])
                       if k.tokens[index] != kernel.tokens[index]]
         options = []
         for candidate in candidates:
             extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
-            own_side, their_side = _contradictions(extra, own)
+            own_side, their_side = _contradictions(extra, subjects, subject)
             plain = tuple(t for t in extra if t not in their_side)
             options.append((len(their_side), len(plain), (candidate.tokens[index],),
                             plain, tuple(own_side), tuple(their_side)))

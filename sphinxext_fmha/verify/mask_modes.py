@@ -38,30 +38,45 @@ class MaskModes:
 
 
 def _words(name: str) -> List[str]:
-    return PurePosixPath(name).stem.split("_")
+    """The ``_``-separated words of the file name's stem."""
+    if "/" in name or name in ("", "."):
+        return PurePosixPath(name).stem.split("_")
+    # PurePosixPath(name).stem for a plain file name, without building a path
+    dot = name.rfind(".")
+    return (name[:dot] if 0 < dot < len(name) - 1 else name).split("_")
 
 
 def _context(words: Sequence[str], index: int) -> Tuple[str, str]:
     return "_".join(words[:index]), "_".join(words[index + 1:])
 
 
+def _word_counts(joined: str) -> Tuple[int, ...]:
+    """How many words ``"_".join`` made ``joined`` of ("": none, or one empty word)."""
+    return (joined.count("_") + 1,) if joined else (0, 1)
+
+
 def compare_mask_modes(this_mode: str, this_files: Sequence[str],
                        other_mode: str, other_files: Sequence[str]) -> MaskModes:
     """Compare the listings of one API in two mask modes (see the module docstring)."""
+    named = [_words(name) for name in other_files]
     this_words: Counter = Counter(w for f in this_files for w in set(_words(f)))
-    other_words: Counter = Counter(w for f in other_files for w in set(_words(f)))
+    other_words: Counter = Counter(w for words in named for w in set(words))
     only_this = sorted(set(this_words) - set(other_words))
     only_other = sorted(set(other_words) - set(this_words))
     # the other mode's mask vocabulary: the words that stand where its own words stand,
     # i.e. between the same words before and after (a place counted by position would
-    # also take feature words of names that are just as long)
-    named = [_words(name) for name in other_files]
-    places = {_context(words, i) for words in named
-              for i, w in enumerate(words) if w in only_other}
-    vocabulary = {w for words in named for i, w in enumerate(words)
-                  if _context(words, i) in places}
-    hard_coded = {w: this_words[w] for w in sorted(vocabulary)
-                  if w in this_words and w not in only_other
+    # also take feature words of names that are just as long); only the words a hard
+    # coded value can be are looked up
+    wanted = set(only_other)
+    places = {_context(words, i) for words in named for i, w in enumerate(words) if w in wanted}
+    candidates = {w for w in other_words if w in this_words and w not in wanted
                   and this_words[w] < other_words[w]}
+    # a place is at (words before, words in all): only those positions are joined
+    shapes = {(i, i + 1 + j) for before, after in places
+              for i in _word_counts(before) for j in _word_counts(after)}
+    vocabulary = {w for words in named for i, w in enumerate(words)
+                  if w in candidates and (i, len(words)) in shapes
+                  and _context(words, i) in places}
+    hard_coded = {w: this_words[w] for w in sorted(vocabulary)}
     return MaskModes(this_mode, other_mode, len(this_files), len(other_files),
                      only_this, only_other, hard_coded)

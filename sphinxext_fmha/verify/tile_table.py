@@ -108,15 +108,23 @@ def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
     #: (row key, tile) -> per other problem segment, the values the tile is used with
     used_with: Dict[Tuple[Tuple[str, ...], str], List[Set[str]]] = defaultdict(
         lambda: [set() for _ in layout.others])
+    known: Dict[Tuple[int, str], str] = {}  # (segment, token) -> value: once per token
+
+    def value(i: int, token: str) -> str:
+        found = known.get((i, token))
+        if found is None:
+            found = known[(i, token)] = _value(segments[i], token)
+        return found
+
     for file, tokens in kernels:
         key = ((_arch(file, tokens),) if has_arch else ()) + tuple(
-            ",".join(_value(segments[i], tokens[i]) for i in group)
+            ",".join(value(i, tokens[i]) for i in group)
             for group in (layout.dtype, layout.hdim)) + tuple(
-            _value(segments[i], tokens[i]) for i in layout.qualified)
+            value(i, tokens[i]) for i in layout.qualified)
         tile = names.get(file) or "".join(tokens[i] for i in layout.tile_span).lstrip("_")
         counts[key][tile] += 1
         for values, i in zip(used_with[(key, tile)], layout.others):
-            values.add(_value(segments[i], tokens[i]))
+            values.add(value(i, tokens[i]))
         if kept is not None and file in kept:
             kept_counts[key][tile] += 1
     order = _orders(kernel_type, layout, has_arch)

@@ -1,0 +1,75 @@
+"""A listing parsed with the model's grammar, once.
+
+Parsing every kernel name is the expensive part of the token facts, the filter checks
+and the recommendation; they all read the same unfiltered listing, so they take one
+:class:`ParsedListing` as an argument, and a filtered listing (a subset of it) reuses
+its parses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..analysis.analyze import grammars_of, parse_filename, split_filename
+from ..model import ApiModel
+
+__all__ = ["ParsedListing"]
+
+
+@dataclass
+class ParsedListing:
+    """A listing parsed with the model's grammar: file -> (kernel type, tokens)."""
+
+    files: List[str]
+    parsed: Dict[str, Tuple[str, List[str]]]
+    unparsed: List[str]
+    #: (the model, file -> kernel name) once :meth:`kernel_names` computed them
+    _names: Optional[Tuple[ApiModel, Dict[str, str]]] = field(default=None, repr=False,
+                                                             compare=False)
+
+    @classmethod
+    def of(cls, model: ApiModel, files: Sequence[str],
+           known: Optional[ParsedListing] = None) -> ParsedListing:
+        """``known``: a listing already parsed with the same model (the unfiltered
+        one): its files are not parsed again."""
+        grammars = None
+        parsed: Dict[str, Tuple[str, List[str]]] = {}
+        unparsed: List[str] = []
+        done = known.parsed if known is not None else {}
+        failed = set(known.unparsed) if known is not None else set()
+        for filename in files:
+            found_before = done.get(filename)
+            if found_before is not None:
+                parsed[filename] = found_before
+                continue
+            if filename in failed:
+                unparsed.append(filename)
+                continue
+            if grammars is None:
+                grammars = grammars_of(model)
+            found = parse_filename(model, grammars, filename)
+            if len(found) == 1:
+                parsed[filename] = (found[0][0].class_name, found[0][1])
+            else:
+                unparsed.append(filename)
+        return cls(list(files), parsed, unparsed)
+
+    def of_files(self, files: Sequence[str]) -> bool:
+        """Whether this is the parse of exactly ``files``."""
+        return self.files == list(files)
+
+    def per_type(self) -> Dict[str, int]:
+        return dict(sorted(Counter(t for t, _ in self.parsed.values()).items()))
+
+    def kernel_name(self, model: ApiModel, filename: str) -> str:
+        kernel_type = model.kernel_type(self.parsed[filename][0])
+        return split_filename(filename, kernel_type.arch_suffixes) or filename
+
+    def kernel_names(self, model: ApiModel) -> Dict[str, str]:
+        """file -> :meth:`kernel_name` of every parsed file (computed once per model:
+        every filter predicted against this listing needs them)."""
+        if self._names is None or self._names[0] is not model:
+            self._names = (model, {f: self.kernel_name(model, f) for f in self.parsed})
+        return self._names[1]

@@ -1,0 +1,225 @@
+"""The C++ reader's fast paths give what the plain rules give: masking that jumps from
+candidate to candidate, keys read once per distinct specialisation, statement blocks and
+headers read once per text, terms compared by identity. Each is checked against a direct
+implementation or hand-written expectations here."""
+
+from __future__ import annotations
+
+import gc
+import random
+import re
+
+from sphinxext_fmha.cppapi.entry_points import read_entry_points
+from sphinxext_fmha.cppapi.lexing import _mask, mask_code_only, strip_comments
+from sphinxext_fmha.cppapi.matching import kernel_trait_key, match_leaves_to_kernels
+from sphinxext_fmha.cppapi.parse import parse_dispatch
+from sphinxext_fmha.cppapi.reach import kernel_reach
+from sphinxext_fmha.cppapi.reading import read_dispatch
+
+# --------------------------------------------------------------------------- masking
+
+
+def _pieces(text: str) -> list:
+    """(start, end, kind) of comments, literals and preprocessor lines, read character by
+    character: a preprocessor line starts at a line start whose blanks lead to ``#`` and
+    runs on over lines ending in a backslash; anything that does not close is no piece."""
+    pieces, i, n = [], 0, len(text)
+    while i < n:
+        line_start = i == 0 or text[i - 1] == "\n"
+        j = i
+        while line_start and j < n and text[j] in " \t":
+            j += 1
+        if line_start and j < n and text[j] == "#":
+            end = text.find("\n", j)
+            while end >= 0 and text[end - 1] == "\\":
+                end = text.find("\n", end + 1)
+            end = n if end < 0 else end
+            pieces.append((i, end, "pp"))
+            i = end
+            continue
+        c, two = text[i], text[i:i + 2]
+        end = None
+        if two == "//":
+            newline = text.find("\n", i)
+            end, kind = (n if newline < 0 else newline), "comment"
+        elif two == "/*":
+            close = text.find("*/", i + 2)
+            end, kind = (close + 2 if close >= 0 else None), "comment"
+        elif c in "\"'":
+            k, count = i + 1, 0
+            while k < n and text[k] not in (c, "\n"):
+                if text[k] == "\\":
+                    if k + 1 >= n or text[k + 1] == "\n":
+                        break
+                    k += 1
+                k += 1
+                count += 1
+            closed = k < n and text[k] == c and (c == '"' or count == 1)
+            end, kind = (k + 1 if closed else None), "literal"
+        if end is None:
+            i += 1
+            continue
+        pieces.append((i, end, kind))
+        i = end
+    return pieces
+
+
+def _oracle_mask(text: str):
+    def blank(piece: str) -> str:
+        return re.sub(r"[^\n]", " ", piece)
+
+    code, raw, stripped, last = [], [], [], 0
+    for start, end, kind in _pieces(text):
+        piece = text[start:end]
+        for out in (code, raw, stripped):
+            out.append(text[last:start])
+        if kind == "literal":
+            code.append(piece[0] + " " * (len(piece) - 2) + piece[-1])
+        else:
+            code.append(blank(piece))
+        raw.append(blank(piece) if kind == "pp" else piece)
+        stripped.append(" " if kind == "comment" else piece)
+        last = end
+    for out in (code, raw, stripped):
+        out.append(text[last:])
+    return "".join(code), "".join(raw), "".join(stripped)
+
+
+def test_masking_against_a_character_loop():
+    cases = [
+        '  #include "a.hpp" // x\nint a; /* b */ char c = \'"\';',
+        "x # not a directive // but a comment\n\t #define M(a) \\\n  a /* in */\nint y;",
+        "/* starts\n*/  #define Z 1\nint z;",  # the comment covers the line start: code
+        'auto s = "esc \\" quote // no comment"; /* open',
+        "'ab' '\\n' \"\\\n\" #",
+    ]
+    rng = random.Random(7)
+    alphabet = ["/", "*", '"', "'", "#", "\\", "\n", " ", "\t", "a", "//", "/*", "*/", "\r"]
+    cases += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 18)))
+              for _ in range(20000)]
+    for text in cases:
+        code, raw, stripped = _oracle_mask(text)
+        assert _mask(text) == (code, raw), repr(text)
+        assert mask_code_only(text) == code, repr(text)
+        assert strip_comments(text) == stripped, repr(text)
+
+
+# --------------------------------------------------------------------------- kernel keys
+
+_KERNEL = """// SPDX: generated {note}
+#include "fmha_fwd.hpp"
+using dtype_0 = FmhaFwdFp16;
+using pipeline_0 = ck_tile::Problem<dtype_0, /* BlockSize = */ 256, {tile}>;
+using trait_0 = fmha_fwd_traits_<{tile}, dtype_0, false, (8 > 4)>;
+{extra}
+template <>
+float fmha_fwd_<trait_0, arch_gfx9>(const ck_tile::stream_config& s, fmha_fwd_args a)
+{{
+    std::cout << ", " << "template<> float f<x_>()" << std::flush;
+    return ck_tile::launch_kernel(s, make_kernel<pipeline_0>(a));
+}}
+
+template<>
+void fmha_fwd_oneshot_<trait_0, arch_gfx9>(const ck_tile::stream_config& s, fmha_fwd_args a)
+{{
+}}
+"""
+
+
+def test_kernel_keys_with_and_without_comments_and_strings():
+    expected = "fmha_fwd_traits_<{tile},FmhaFwdFp16,false,true>,arch_gfx9"
+    for tile in (64, 128):
+        plain = _KERNEL.format(note="", tile=tile, extra="")
+        bare = re.sub(r"//[^\n]*|/\*.*?\*/|#[^\n]*", "", plain)
+        bare = re.sub(r'<< "[^"]*"', "", bare)
+        assert "//" not in bare and '"' not in bare
+        decoys = _KERNEL.format(
+            note="template<> float fmha_fwd_<decoy_, arch_gfx9>()", tile=tile,
+            extra='// using trait_0 = other_traits_<1>;\n/* template <> int f<trait_0>(); */\n'
+                  'const char* s = "using trait_0 = x_<2>;";\n'
+                  'xusing trait_0 = y_<3>; // a longer name is no `using`\n'
+                  'mytemplate<> int g<trait_0, other>();')
+        for text in (plain, bare, decoys):
+            assert kernel_trait_key(text) == expected.format(tile=tile), text
+
+
+def test_kernel_key_lists_each_distinct_specialisation_once_in_order():
+    text = """using a_ = k_traits_<1>;
+    using b_ = k_traits_<2>;
+    template<> float run_<a_>(int);
+    template<> float name_<a_>();
+    template<> float run_<b_, a_>(int);
+    template<> float run_<b_>(int);"""
+    assert kernel_trait_key(text) == "k_traits_<1>\nk_traits_<2>"
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+_DISPATCH = """
+float run_one(traits t) {{
+    using outer_ = ns::tile<{tile}>;
+    if (t.a == 1) {{ using trait_ = k_traits_<outer_, 1>; return k_<trait_>(t); }}
+    else {{ using trait_ = k_traits_<outer_, 2>; return k_<trait_>(t); }}
+}}
+"""
+
+
+def test_repeated_statement_blocks_are_read_under_their_own_outer_aliases():
+    # the same leaf statements, under another enclosing alias: other traits
+    text = _DISPATCH.format(tile=64) + _DISPATCH.format(tile=128).replace("run_one", "run_two")
+    tree = parse_dispatch(text)
+    assert [(leaf.function, leaf.trait_args, leaf.declared_traits) for leaf in tree.leaves] == [
+        ("run_one", ["k_traits_<ns::tile<64>,1>"], {"trait_": "k_traits_<ns::tile<64>,1>"}),
+        ("run_one", ["k_traits_<ns::tile<64>,2>"], {"trait_": "k_traits_<ns::tile<64>,2>"}),
+        ("run_two", ["k_traits_<ns::tile<128>,1>"], {"trait_": "k_traits_<ns::tile<128>,1>"}),
+        ("run_two", ["k_traits_<ns::tile<128>,2>"], {"trait_": "k_traits_<ns::tile<128>,2>"}),
+    ]
+    # a filtered file: a subset of the same branches, read again (from the memos)
+    subset = parse_dispatch(_DISPATCH.format(tile=128).replace("run_one", "run_two")
+                            .replace("else {", "else if (t.b) {"))
+    assert [(leaf.order, leaf.conditions, leaf.trait_args) for leaf in subset.leaves] == [
+        (0, ["t.a == 1"], ["k_traits_<ns::tile<128>,1>"]),
+        (1, ["t.b"], ["k_traits_<ns::tile<128>,2>"]),
+    ]
+    assert [leaf.line for leaf in subset.leaves] == [4, 5]
+
+
+def test_terms_shared_by_different_conditions_are_common_terms():
+    # two leaves reach one kernel through different conditions with an equal first term
+    # (distinct condition texts, equal terms): the term is common, the rest varies
+    text = """
+    float run(traits t) {
+        if (t.x && t.y == 1) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+        else if (t.x && t.z) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+    }
+    """
+    tree = parse_dispatch(text)
+    match = match_leaves_to_kernels(tree, {"k.cpp": "k_traits_<1>"})
+    reach, _ = kernel_reach(tree, match)
+    assert [term.cpp for term in reach["k.cpp"].terms] == ["t.x"]
+    assert reach["k.cpp"].varying and reach["k.cpp"].leaves == [0, 1]
+
+
+def test_calls_between_dispatch_functions_only_where_the_name_stands_alone():
+    text = """
+    float run_b(traits t) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+    float run_a(traits t) {
+        if (t.x) { return ns::run_b(t) + obj.run_b(t) + p->run_b(t) + xrun_b(t); }
+        else { return run_b (t); }
+    }
+    """
+    calls = read_entry_points(parse_dispatch(text)).calls
+    assert [(c.caller, c.callee, c.conditions) for c in calls] == [("run_a", "run_b", ["!(t.x)"])]
+
+
+def test_reading_leaves_the_collector_as_it_found_it():
+    text = _DISPATCH.format(tile=32)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            read_dispatch(text + " " * enabled, {"k.cpp": "k_traits_<ns::tile<32>,1>"})
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

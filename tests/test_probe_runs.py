@@ -1,0 +1,232 @@
+"""The probe's marker runs stop once the fnmatch calls they observe are made: what they
+observe is what a marker run to the end observes, on every corpus tree and on the
+synthetic mutants; and the session keeps the other ``--mask`` listing that the probe
+made, so no ``generate.py -l -m ...`` process runs for it.
+
+The oracle is written here: a plain interpreter runs generate.py to its end once per
+filter, with an fnmatch of its own that records the first calls, lets them pass and
+refuses every later one (what the probe's marker runs mean).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import List, Sequence
+
+import pytest
+
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT
+from sphinxext_fmha.analysis.probe_script import OBSERVED_CALLS
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.locate import fmha_dir
+
+import synthetic
+from independent import FRESH_RUNS_HEAD, independent_listing
+from launch_twin import run_child
+
+CORPUS = load_corpus()
+AITER = "amd-aiter-0.1.7.post2.dev18"
+#: The summaries of the four marker runs in the probe's result, in the order they run.
+MARKER_KEYS = ("fnmatch_calls", "single_part_calls", "empty_parts_calls", "empty_filter_calls")
+
+_ORACLE = FRESH_RUNS_HEAD + r'''    import fnmatch
+    cap = request["cap"]
+    calls, total = [], [0]
+
+    def first_calls_pass(name, pat, calls=calls, total=total):
+        total[0] += 1
+        passing = len(calls) < cap
+        if passing:
+            calls.append([str(pat), str(name)])
+        return passing
+
+    fnmatch.fnmatch = first_calls_pass
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        sys.argv = ["generate.py", *request["argv"], "-f", pattern,
+                    "-l", os.path.join(tmp, "kernels.txt")]
+        try:
+            runpy.run_path("generate.py", run_name="__main__")
+        except SystemExit as exc:
+            failed = exc.code not in (0, None)
+        except Exception:
+            failed = True
+    results.append({"calls": calls, "total": total[0], "failed": failed})
+json.dump(results, open(request["out"], "w"))
+'''
+
+#: The probe script with a smaller cap on the calls a marker run observes (the
+#: synthetic trees make fewer calls than the real cap).
+_PROBE_WITH_CAP = r'''
+import importlib.util, sys
+script, cap = sys.argv[1], int(sys.argv[2])
+spec = importlib.util.spec_from_file_location("probe_script", script)
+probe = importlib.util.module_from_spec(spec)
+sys.modules["probe_script"] = probe
+spec.loader.exec_module(probe)
+probe.OBSERVED_CALLS = cap
+sys.argv = [script] + sys.argv[3:]
+probe.main()
+'''
+
+_ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+
+
+def _probe(root: Path, api: str, tmp: Path, cap: int = 0) -> dict:
+    out = tmp / "probe.json"
+    if cap:
+        driver = tmp / "probe_with_cap.py"
+        driver.write_text(_PROBE_WITH_CAP, encoding="utf-8")
+        command = [sys.executable, "-B", str(driver), str(PROBE_SCRIPT), str(cap)]
+    else:
+        command = [sys.executable, "-B", str(PROBE_SCRIPT)]
+    ran = run_child(command + [str(fmha_dir(root)), str(out), "--no-perturb", "-a", api],
+                    cwd=fmha_dir(root), timeout=1200, env=_ENV)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _oracle(root: Path, argv: Sequence[str], filters: Sequence[str], cap: int,
+            tmp: Path) -> List[dict]:
+    driver, request, out = tmp / "oracle.py", tmp / "oracle.json", tmp / "oracle_out.json"
+    driver.write_text(_ORACLE, encoding="utf-8")
+    request.write_text(json.dumps({"argv": list(argv), "filters": list(filters), "cap": cap,
+                                   "out": str(out)}), encoding="utf-8")
+    ran = run_child([sys.executable, "-B", str(driver), str(fmha_dir(root)), str(request)],
+                    cwd=tmp, timeout=3600, env=_ENV)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _filters(observed: dict) -> List[str]:
+    """The four marker filters, as the probe says it ran them (its inputs)."""
+    marker_filter = observed["marker_filter"]
+    api_part = marker_filter.split(",")[0]
+    return [marker_filter, api_part.split("@")[0], "@" * api_part.count("@"), ""]
+
+
+def _assert_marker_runs_match(observed: dict, oracle: List[dict], cap: int) -> None:
+    """The same calls and errors; a run stopped exactly when it had more calls to make."""
+    for key, expected in zip(MARKER_KEYS, oracle):
+        summary = observed[key]
+        assert summary["count"] == len(expected["calls"]) <= cap, key
+        assert summary["raw"] == expected["calls"], key
+    assert len(observed["marker_errors"]) == sum(run["failed"] for run in oracle)
+    assert [end != "complete" for end in observed["marker_runs"]] == \
+        [run["total"] > cap for run in oracle], observed["marker_runs"]
+
+
+MARKER_CASES = [
+    pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
+                 marks=[pytest.mark.corpus,
+                        pytest.mark.xdist_group("probe-%s-%s" % (tree.name, api))])
+    for tree in CORPUS for api in sorted(tree.apis)
+    # aiter's bwd: four runs to the end take a minute; its shape is 2.8.3's
+    if not (tree.name == AITER and api == "bwd")
+]
+
+
+@pytest.mark.parametrize("tree, api", MARKER_CASES)
+def test_marker_runs_observe_what_runs_to_the_end_observe(corpus_root, tmp_path, tree, api):
+    root = corpus_root(tree)
+    observed = _probe(root, api, tmp_path)
+    oracle = _oracle(root, ["-a", api], _filters(observed), OBSERVED_CALLS, tmp_path)
+    _assert_marker_runs_match(observed, oracle, OBSERVED_CALLS)
+
+
+SMALL_CAP = 7
+
+
+@pytest.mark.parametrize("variant", synthetic.VARIANTS)
+def test_marker_runs_stop_early_on_the_synthetic_mutants(tmp_path, variant):
+    root = synthetic.make_tree(tmp_path, variant)
+    for api in synthetic.VARIANT_APIS[variant]:
+        work = tmp_path / api
+        work.mkdir()
+        observed = _probe(root, api, work, cap=SMALL_CAP)
+        oracle = _oracle(root, ["-a", api], _filters(observed), SMALL_CAP, work)
+        _assert_marker_runs_match(observed, oracle, SMALL_CAP)
+        # every synthetic API makes more calls than SMALL_CAP with markers
+        assert observed["marker_runs"][:3] == ["stopped"] * 3, observed["marker_runs"]
+
+
+def test_a_codegen_that_catches_the_stop_runs_again_to_its_end(tmp_path):
+    """A codegen that catches everything around fnmatch (a bare ``except``) swallows
+    the stop: the run goes on unlike a real one, so it runs again to its end."""
+    root = synthetic.make_tree(tmp_path, "base")
+    module = fmha_dir(root) / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    assert "fnmatch.fnmatch(k.name, kernel_filter)" in text
+    text = text.replace("fnmatch.fnmatch(k.name, kernel_filter)",
+                        "_catching_match(k.name, kernel_filter)")
+    text += ("\n\ndef _catching_match(name, pattern):\n    try:\n"
+             "        return fnmatch.fnmatch(name, pattern)\n"
+             "    except BaseException:\n        return False\n")
+    module.write_text(text, encoding="utf-8")
+    observed = _probe(root, "toy", tmp_path, cap=SMALL_CAP)
+    oracle = _oracle(root, ["-a", "toy"], _filters(observed), SMALL_CAP, tmp_path)
+    _assert_marker_runs_match(observed, oracle, SMALL_CAP)
+    assert observed["marker_runs"][:3] == ["ran again"] * 3, observed["marker_runs"]
+
+
+def test_a_real_error_of_a_marker_run_is_still_reported(tmp_path):
+    """A marker run that fails before its observed calls are made (here: a filter with
+    '@' that the codegen refuses) reports generate.py's error, not the stop."""
+    root = synthetic.make_tree(tmp_path, "base")
+    module = fmha_dir(root) / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    anchor = "    api_pool = ToyApiPool(mask_impl)\n"
+    assert anchor in text
+    module.write_text(text.replace(anchor, "    assert '@' not in (kernel_filter or ''), "
+                                           "'no @ here'\n" + anchor, 1), encoding="utf-8")
+    observed = _probe(root, "toy", tmp_path, cap=SMALL_CAP)
+    oracle = _oracle(root, ["-a", "toy"], _filters(observed), SMALL_CAP, tmp_path)
+    _assert_marker_runs_match(observed, oracle, SMALL_CAP)
+    assert [run["failed"] for run in oracle] == [True, False, True, False]
+    assert all("no @ here" in error for error in observed["marker_errors"])
+
+
+# -- the other --mask listing ----------------------------------------------------------
+
+def test_the_session_keeps_the_other_mask_listing_the_probe_made(tmp_path):
+    """No separate ``generate.py -l -m generic`` runs: the probe listed that mode, and
+    the session kept it as that run's result (here with the steps started ahead, as a
+    Sphinx build plans them); it is an independent run's listing."""
+    from sphinxext_fmha.analysis.analyze import Options
+    from sphinxext_fmha.session import Session
+
+    root = synthetic.make_tree(tmp_path, "at_split")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    steps = [session.probe_ahead("toy"), session.mask_listing_ahead("toy")]
+    assert steps[0] is not None and steps[1] is None  # the probe lists it
+    session.start_ahead([steps[0]], wait=True)
+    modes = session.mask_modes("toy")
+    assert modes is not None
+    assert session.runner.processes_started == 0
+    other = session.listing(session.tree.request("toy", Options(mask="generic")))
+    assert set(other.files) == independent_listing(root, "toy", tmp_path, "-m", "generic")
+    session.stop_ahead()
+
+
+def test_an_other_mask_listing_that_fails_runs_as_its_own_process(tmp_path):
+    """When generate.py fails in the other mode, the probe's listing is not kept: the
+    separate run happens and reports generate.py's own error."""
+    from sphinxext_fmha.analysis.analyze import Options
+    from sphinxext_fmha.process.runner import GenerateError
+    from sphinxext_fmha.session import Session
+
+    root = synthetic.make_tree(tmp_path, "base")
+    module = fmha_dir(root) / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    anchor = "    api_pool = ToyApiPool(mask_impl)\n"
+    module.write_text(text.replace(anchor, "    assert mask_impl != 'generic', 'no generic'\n"
+                                   + anchor, 1), encoding="utf-8")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    observed = session.observation("toy")
+    assert "no generic" in observed["also_listed"]["error"]
+    with pytest.raises(GenerateError, match="no generic"):
+        session.listing(session.tree.request("toy", Options(mask="generic")))
+    assert session.runner.processes_started == 1
