@@ -405,7 +405,7 @@ class Session:
         prefetch(self.runner, requests, dispatch=True, known_keys=known, parallel=parallel)
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
-        from .verify.filtercheck import ParsedListing
+        from .verify.parsed_listing import ParsedListing
 
         return self._once(("parsed", api, options, tuple(files)),
                           lambda: ParsedListing.of(self.model(api, options), files))
@@ -464,7 +464,8 @@ class Session:
 
         def compute() -> TokenCounts:
             listing = self.runner.list_kernels(self.tree.request(api, options))
-            return token_counts(self.model(api, options), listing.files)
+            return token_counts(self.model(api, options), listing.files,
+                                self.parsed_listing(api, options, listing.files))
 
         return self._once(("token-counts", api, options), lambda: self._stored(
             "token-counts", object, compute, api, dataclasses.asdict(options)))
@@ -479,7 +480,8 @@ class Session:
             if not reading:
                 return None
             listing = self.runner.list_kernels(self.tree.request(api, options))
-            return token_dispatch(self.model(api, options), listing.files, reading)
+            return token_dispatch(self.model(api, options), listing.files, reading,
+                                  self.parsed_listing(api, options, listing.files))
 
         return self._once(("token-dispatch", api, options), lambda: self._stored(
             "token-dispatch", object, compute, api, dataclasses.asdict(options)))
