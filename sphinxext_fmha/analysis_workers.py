@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
@@ -56,6 +57,8 @@ class _Session(Protocol):
 
     def _once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False) -> object: ...
 
+    def _memo_value(self, key: Tuple) -> object: ...
+
 
 def options_key(options: Options) -> str:
     """Options as the results kept on disk name them (``dataclasses.asdict``), as text."""
@@ -73,6 +76,10 @@ class AnalysisWorkers:
         self._builds = 0
         #: seconds a worker interpreter took to start, as measured by the first one
         self._start_up: Optional[float] = None
+        #: worker memo key -> (api, options, sections, mask) of the guides planned for a
+        #: worker that none has taken yet, in planning order
+        self._pending: Dict[Tuple, Tuple[str, Options, Optional[str], bool]] = {}
+        self._lock = threading.Lock()
 
     def step(self, api: str, options: Options, sections: Optional[str],
              kinds: Sequence[str]) -> Optional[Item]:
@@ -88,19 +95,52 @@ class AnalysisWorkers:
         key = (WORKER, api, options, self._builds)
         self._keys[(api, options_key(options))] = key
         mask = "mask-modes" in kinds and not session._is_stored("mask-modes", api, stored_as)
-        return WORKER, lambda: self._ahead(key, api, options, sections, mask)
+        with self._lock:
+            self._pending[key] = (api, options, sections, mask)
+        return WORKER, lambda: self._ahead(key)
 
     def end_build(self) -> None:
         self._keys.clear()
+        with self._lock:
+            self._pending.clear()
         self._builds += 1
 
-    def _ahead(self, key: Tuple, api: str, options: Options, sections: Optional[str],
+    def _ahead(self, key: Tuple) -> bool:
+        """A worker step: once the probe of its own guide is done, the costliest guide
+        whose probe is done and whose worker has not started yet (this process reads
+        the pages in order, so the longest analyses are the ones to take off it; the
+        step's own guide is left to a later step or to its page). False when no worker
+        was started (see ``AheadPool``)."""
+        with self._lock:
+            planned = self._pending.get(key)
+        if planned is None:
+            return False
+        try:
+            # through the memo: a probe started ahead is waited for, and a probe that
+            # failed is not run again (its page reports it)
+            self.session.observation(planned[0], planned[1])
+        except Exception:  # noqa: BLE001 - the page computes it and says why
+            pass
+        with self._lock:
+            for claimed in [k for k in self._pending if self.session._memo_value(k) is not None]:
+                del self._pending[claimed]  # its page got there first
+            if not self._pending:
+                return False
+            key = max(self._pending, key=self._ready_kernels)
+            api, options, sections, mask = self._pending.pop(key)
+        return self._start(key, api, options, sections, mask)
+
+    def _ready_kernels(self, key: Tuple) -> int:
+        """How many kernels the guide of ``key`` has, when its probe is done (else -1);
+        between equals, the later page (the steps are planned from the last page)."""
+        api, options = self._pending[key][:2]
+        observed = self.session._memo_value(("observation", api, options))
+        return len(observed.get("listing") or []) if isinstance(observed, dict) else -1
+
+    def _start(self, key: Tuple, api: str, options: Options, sections: Optional[str],
                mask: bool) -> bool:
-        """The worker step; False when no worker was started (see ``AheadPool``)."""
         session = self.session
         try:
-            # through the memo: a probe or listing started ahead is waited for, and a
-            # probe that failed is not run again (its page reports it)
             observed = session.observation(api, options)
             modes = session._other_mask(api, options)
             if mask and modes is not None:

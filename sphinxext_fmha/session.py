@@ -111,6 +111,11 @@ class _Memo:
                 self._values[key] = value
             return value
 
+    def value(self, key: Tuple) -> object:
+        """The value computed for ``key``, or None (not computed, or being computed)."""
+        with self._lock:
+            return self._values.get(key)
+
     def forget_failures(self) -> None:
         with self._lock:
             self._failed.clear()
@@ -143,6 +148,9 @@ class Session:
     # -- memo -----------------------------------------------------------------
     def _once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
         return self._memo.once(key, compute, ahead)
+
+    def _memo_value(self, key: Tuple) -> object:
+        return self._memo.value(key)
 
     # -- public ---------------------------------------------------------------
     @property
