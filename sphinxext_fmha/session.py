@@ -405,8 +405,8 @@ class Session:
         from .process.batch import missing, prefetch
 
         requests = [self.tree.request(api, options, filter=f) for f in filters]
-        if not missing(self.runner, requests) and (
-                driver is None or self.runner.has_driver_result("api", driver)):
+        if not missing(self.runner, requests) and (driver is None or all(
+                self.runner.has_driver_result(kind, driver) for kind in ("list", "api"))):
             return  # all cached: not even the probe's observation is needed
         observed = self.observation(api, options)
         dispatch = observed.get("dispatch") or {}
@@ -591,8 +591,9 @@ class _RecommendRunner:
     def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
         """The filtered runs of ``filters`` (and, with ``driver``, the driver run for
         their union) in batch interpreters, ahead of :meth:`check` / the driver."""
-        self.session.prefetch_checks(self.api, list(filters), self.options,
-                                     driver=self._driver_run(filters) if driver else None)
+        self.session.prefetch_checks(
+            self.api, list(filters), self.options,
+            driver=self._driver_run(filters) if driver and filters else None)
 
     def driver_listing(self, filters: Sequence[str]) -> List[str]:
         from .process.driver import cached_listing

@@ -23,11 +23,13 @@ import pytest
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
 from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.options import Options
 from sphinxext_fmha.process.batch import interpreters, prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
 from sphinxext_fmha.process.launch import total_processes_started
 from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
+from sphinxext_fmha.session import Session, _RecommendRunner
 
 from independent import independent_listing
 
@@ -147,3 +149,27 @@ def test_one_interpreter_unless_the_jobs_outlast_a_start_up():
     assert interpreters(3, 2, job_seconds=10.0, start_up=0.8) == 2  # aiter's bwd
     assert interpreters(1, 2, job_seconds=10.0, start_up=0.8) == 1
     assert interpreters(3, 1, job_seconds=10.0, start_up=0.8) == 1
+
+
+def test_a_recommendation_reads_its_driver_from_the_batch(synthetic_tree, tmp_path):
+    """The recommendation's prefetch runs its driver in the batch; a driver for other
+    filters (a run left out as redundant) runs as its -l and -o processes."""
+    root = synthetic_tree("base")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    runner = _RecommendRunner(session, "toy", Options())
+    separator = session.model("toy", Options()).filter.api_split or ""
+    filters = ["*_d64_*", "*_lse"]
+    runner.prefetch(filters, driver=True)
+    started = total_processes_started()
+    listing = runner.driver_listing(filters)
+    written = runner.driver_write(filters)
+    assert total_processes_started() == started  # both from the batch
+    assert listing == _process_listing(root, separator, filters, "toy", tmp_path)
+    assert written.text == _process_write(root, separator, filters, "toy", tmp_path)[1]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert runner.driver_listing(filters[:1]) == _process_listing(root, separator, filters[:1],
+                                                                  "toy", alone)
+    assert runner.driver_write(filters[:1]).text == \
+        _process_write(root, separator, filters[:1], "toy", alone)[1]
+    assert total_processes_started() == started + 2  # the driver's -l and -o processes
