@@ -10,10 +10,12 @@ changes state outside the tree's own modules (the working folder, ``sys.path``, 
 environment, other modules, ``fnmatch`` itself) could leak into the next job: the batch
 stops there and says so, and the caller runs the remaining jobs as separate processes.
 
-Each job yields the listing (``-l``) and, when asked, the dispatch file write mode
-would write and its kernels' trait keys, rendered as the probe does (no kernel files
-are written); a trait key is reused when a kernel's text hashes like a text already
-read (the same text has the same key).
+Each job yields the listing (``-l``) and, when asked, the dispatch file and its
+kernels' trait keys from a write-mode run into a temporary folder (write mode checks
+what listing mode does not: a set that lists may not write); a trait key is reused
+when a kernel's text hashes like a text already read (the same text has the same key).
+A write-mode failure is returned as the job's dispatch error: the caller then runs
+that ``-o`` as its own process, which fails and says why.
 
 A driver job (``"driver": true``) is the run ``driver_script.py`` makes for the union
 of its filters: the driver's own argv (the first filter on the command line) and its
@@ -117,8 +119,11 @@ def _run_job(probe, recorder, fmha_dir, argv, job, trait_key):
     if job.get("dispatch") and not error:
         kernels = _kernels(recorder, listing)
         try:
+            # Write mode itself, as the separate ``-o`` run: a filtered set can list
+            # and still fail the checks write mode makes (the pool would not say).
             result["dispatch"] = probe.render_dispatch(fmha_dir, argv, listing, kernels,
-                                                       list(recorder.pools), trait_key)
+                                                       list(recorder.pools), trait_key,
+                                                       write=True)
         except Exception:  # noqa: BLE001 - the caller runs write mode itself
             result["dispatch"] = {"error": traceback.format_exc(limit=-8)}
     return result
