@@ -34,7 +34,7 @@ from .model import (
 from .process.ahead import WORKERS, AheadPool, Item
 from .process.cache import DiskCache, pack, tree_digest, tree_files, unpack
 from .process.progress import report_ahead
-from .process.runner import GenerateError, GenerateRequest, GenerateRunner, ListingResult
+from .process.runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner, ListingResult
 
 Progress = Optional[Callable[[str], None]]
 #: One step to start ahead of the pages: (what it is, for the progress line; the work).
@@ -398,19 +398,25 @@ class Session:
         return self._once(("trait-groups", api, options), compute)
 
     def prefetch_checks(self, api: str, filters: List[str], options: Options = Options(),
-                        parallel: int = WORKERS) -> None:
-        """Run the ``-f`` runs that checking ``filters`` needs in up to ``parallel``
-        batches (one interpreter each, see process/batch.py), ahead of :meth:`check`."""
+                        parallel: int = WORKERS, driver: Optional[DriverRun] = None) -> None:
+        """Run the ``-f`` runs that checking ``filters`` needs (and the ``driver`` run,
+        if given) in up to ``parallel`` batches (one interpreter each, see
+        process/batch.py), ahead of :meth:`check`."""
         from .process.batch import missing, prefetch
 
         requests = [self.tree.request(api, options, filter=f) for f in filters]
-        if not missing(self.runner, requests):
+        if not missing(self.runner, requests) and (driver is None or all(
+                self.runner.has_driver_result(kind, driver) for kind in ("list", "api"))):
             return  # all cached: not even the probe's observation is needed
-        dispatch = self.observation(api, options).get("dispatch") or {}
+        observed = self.observation(api, options)
+        dispatch = observed.get("dispatch") or {}
         traits = dispatch.get("kernel_traits", {})
         known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
                  if name in traits}
-        prefetch(self.runner, requests, dispatch=True, known_keys=known, parallel=parallel)
+        # The probe's unfiltered listing: what one job costs at most (batch.interpreters).
+        listed = (observed.get("seconds") or {}).get("observe")
+        prefetch(self.runner, requests, dispatch=True, known_keys=known, parallel=parallel,
+                 driver=driver, job_seconds=float(listed) if listed is not None else None)
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.parsed_listing import ParsedListing
@@ -554,9 +560,6 @@ class _RecommendRunner:
         self.session, self.api, self.options = session, api, options
         self._writes: Dict[Tuple[str, ...], Future] = {}
 
-    def prefetch(self, filters: Sequence[str]) -> None:
-        self.session.prefetch_checks(self.api, list(filters), self.options)
-
     def check(self, filter: str) -> FilterCheck:
         try:
             return self.session.check(self.api, filter, self.options)
@@ -579,37 +582,42 @@ class _RecommendRunner:
         request = self.session.tree.request(self.api, self.options, filter=filter)
         return self.session.runner.listing_command(request, listing)
 
-    def _driver_args(self):
+    def _driver_run(self, filters: Sequence[str]) -> DriverRun:
         session = self.session
         separator = session.model(self.api, self.options).filter.api_split or ""
-        generate_args = session.tree.request(self.api, self.options).argv(session.tree.supported_dests())
-        return session.python, session.tree.fmha_dir, separator, generate_args, session.timeout
+        return DriverRun(session.tree.request(self.api, self.options), separator,
+                         tuple(filters))
+
+    def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
+        """The filtered runs of ``filters`` (and, with ``driver``, the driver run for
+        their union) in batch interpreters, ahead of :meth:`check` / the driver."""
+        self.session.prefetch_checks(
+            self.api, list(filters), self.options,
+            driver=self._driver_run(filters) if driver and filters else None)
 
     def driver_listing(self, filters: Sequence[str]) -> List[str]:
-        from .process.driver import driver_listing
+        from .process.driver import cached_listing
 
         # The driver's write-mode run is independent of its listing: start it now, on
-        # the other core (driver_write takes its result).
-        self._start_write(filters)
-        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
-        return driver_listing(python, fmha_dir, separator, filters, generate_args, timeout)
+        # the other core (driver_write takes its result), unless a batch kept it.
+        run = self._driver_run(filters)
+        if not self.session.runner.has_driver_result("api", run):
+            self._start_write(run)
+        return cached_listing(self.session.runner, run)
 
-    def _start_write(self, filters: Sequence[str]) -> None:
+    def _start_write(self, run: DriverRun) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from .process.driver import driver_write
+        from .process.driver import cached_write
 
-        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fmha-driver-write")
-        self._writes[tuple(filters)] = pool.submit(
-            driver_write, python, fmha_dir, separator, filters, generate_args, timeout)
+        self._writes[run.filters] = pool.submit(cached_write, self.session.runner, run)
         pool.shutdown(wait=False)
 
     def driver_write(self, filters: Sequence[str]):
-        from .process.driver import driver_write
+        from .process.driver import cached_write
 
         started = self._writes.pop(tuple(filters), None)
         if started is not None:
             return started.result()
-        python, fmha_dir, separator, generate_args, timeout = self._driver_args()
-        return driver_write(python, fmha_dir, separator, filters, generate_args, timeout)
+        return cached_write(self.session.runner, self._driver_run(filters))

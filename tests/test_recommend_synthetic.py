@@ -155,3 +155,25 @@ def test_independent_parts_with_coupling_only_write_mode_enforces(tmp_path):
     assert _generate(root, tmp_path, "-f", "*_npad*@*_ps*", "-o", str(out)).returncode != 0
     filters = _check(root, tmp_path)
     assert all("@" in f for f in filters)
+
+
+def test_a_batched_check_makes_the_checks_of_write_mode(tmp_path):
+    """A filtered set that lists but fails in write mode fails in the batch as in its
+    own ``-o`` process: the batch's dispatch file comes from write mode, not the pool."""
+    from sphinxext_fmha.process.launch import GenerateError
+
+    root = _make(tmp_path, "at_split", _independent_parts, _coupled_in_write_mode)
+    failing, writing = "*_npad*@*_ps*", "*_pad*@*"
+    out = tmp_path / "separate"
+    out.mkdir()
+    assert _generate(root, tmp_path, "-f", failing, "-o", str(out)).returncode != 0
+    session = Session(root, cache_dir=tmp_path / "cache")
+    session.prefetch_checks("toy", [failing, writing])
+    from sphinxext_fmha.options import Options
+
+    request = session.tree.request("toy", Options(), filter=failing)
+    assert session.runner.has_result("list", request)  # the batch ran the job
+    assert not session.runner.has_result("api", request)
+    with pytest.raises(GenerateError):
+        session.check("toy", failing)
+    assert session.check("toy", writing).dispatch_checked

@@ -472,19 +472,21 @@ def load_trait_reader(package_dir):
     return importlib.import_module(name + ".dispatch_file").kernel_trait_key
 
 
-def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key):
+def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=False):
     """The API dispatch file write mode would write, and each kernel file's trait key.
 
     Write mode writes ``pool.api`` of the pool its enumeration built and ``k.template``
     of every kernel; the unfiltered run built the same pool and kernels, so they are
     rendered here without writing files. When that run built no single pool of the
-    kernels' own module (some trees build it in write mode only), write mode runs
-    here, into a temporary folder."""
+    kernels' own module (some trees build it in write mode only), or when ``write``
+    asks for write mode itself (its own checks, such as newer CK's assertion in
+    ``write_blobs`` that each split-KV kernel has its combine kernel, decide whether
+    a filtered set writes at all), write mode runs here, into a temporary folder."""
     api_names = [n for n in listing if API_FILE.search(n)]
     modules = {type(obj).__module__ for _, obj in kernels}
     own = [p for p in pools if type(p).__module__ in modules]
     complete = {f for f, _ in kernels} == set(listing) - set(api_names)
-    if len(own) == 1 and len(api_names) == 1 and complete and \
+    if not write and len(own) == 1 and len(api_names) == 1 and complete and \
             all(hasattr(obj, "template") for _, obj in kernels):
         texts = dict(sorted((filename, obj.template) for filename, obj in kernels))
         return {"how": "pool", "api_file": api_names[0], "text": own[0].api,

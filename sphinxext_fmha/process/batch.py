@@ -19,20 +19,24 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from .driver import DRIVER_SCRIPT, listed_kernels, write_result
 from .progress import report_step
-from .runner import GenerateError, GenerateRequest, GenerateRunner
+from .runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner
 
-__all__ = ["missing", "prefetch", "BATCH_SCRIPT"]
+__all__ = ["missing", "prefetch", "interpreters", "BATCH_SCRIPT"]
 
 BATCH_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
-#: Batches run at once; below this many missing runs (a listing and a write-mode run
-#: each, with ``dispatch``) separate processes are as cheap.
+#: Batches run at once at most (the machine's two cores); below this many missing runs
+#: (a listing and a write-mode run each, with ``dispatch``) separate processes are as
+#: cheap.
 PARALLEL_BATCHES = 2
 MIN_JOBS = 2
+
+Job = Union[GenerateRequest, DriverRun]
 
 
 def _missing(runner: GenerateRunner, req: GenerateRequest, dispatch: bool) -> bool:
@@ -45,17 +49,62 @@ def missing(runner: GenerateRunner, requests: Sequence[GenerateRequest],
     return [r for r in dict.fromkeys(requests) if r.filter and _missing(runner, r, dispatch)]
 
 
+def interpreters(jobs: int, most: int, job_seconds: Optional[float],
+                 start_up: Optional[float]) -> int:
+    """How many batch interpreters to run ``jobs`` jobs in (at most ``most``).
+
+    A second interpreter saves the wall time of the jobs it takes from the first, and
+    costs its own start-up (interpreter, imports, the warm-up import of the codegen)
+    in CPU, and in wall time before its first job. So: two when the jobs it would take
+    are estimated to run longer than that start-up. Both are measured, not tuned:
+    ``job_seconds`` is the probe's unfiltered listing of the API (a filtered run or the
+    driver's union enumerates at most that much: an upper bound, which leans towards
+    two where runs are slow), ``start_up`` what an earlier batch of the tree measured
+    (:meth:`~.runner.GenerateRunner.batch_start_up`). On small trees (a listing takes
+    about as long as starting Python and importing the codegen) one interpreter runs
+    everything; on trees whose listing takes seconds two run side by side. Unmeasured
+    (the first batch of a tree, or no probe): two, as the machine has two cores.
+    """
+    most = max(1, min(most, jobs))
+    if most == 1 or job_seconds is None or start_up is None:
+        return most
+    taken = jobs - (jobs + 1) // 2  # the second interpreter's half
+    return most if taken * job_seconds > start_up else 1
+
+
+def _chunks(todo: List[GenerateRequest], driver: Optional[DriverRun],
+            parallel: int) -> List[List[Job]]:
+    """The jobs of each interpreter. The driver enumerates the union of the filters,
+    about what all of them do together: side by side, it runs alone in one. In one
+    interpreter it runs first, so the state check after it covers the filter jobs."""
+    if driver is not None and parallel > 1:
+        rest: List[List[Job]] = [list(todo[i::parallel - 1]) for i in range(parallel - 1)]
+        chunks: List[List[Job]] = [[driver], *rest]
+    else:
+        jobs: List[Job] = [*([driver] if driver is not None else []), *todo]
+        chunks = [jobs[i::parallel] for i in range(parallel)]
+    return [c for c in chunks if c]
+
+
 def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
              dispatch: bool = True, known_keys: Optional[Dict[str, str]] = None,
-             parallel: int = PARALLEL_BATCHES) -> int:
-    """Run the requests not yet cached (same API and options, different filters) in
-    up to ``parallel`` batches side by side; returns how many results were stored."""
+             parallel: int = PARALLEL_BATCHES, driver: Optional[DriverRun] = None,
+             job_seconds: Optional[float] = None) -> int:
+    """Run the requests not yet cached (same API and options, different filters), and
+    the ``driver`` run (its listing and, with ``dispatch``, its write) when not cached,
+    in up to ``parallel`` batches side by side (see :func:`interpreters`;
+    ``job_seconds``: the API's unfiltered listing seconds, if known); returns how many
+    results were stored."""
     todo = missing(runner, requests, dispatch)
-    if len(todo) * (2 if dispatch else 1) < MIN_JOBS or runner.cache is None:
+    if driver is not None and runner.has_driver_result("list", driver) and \
+            (not dispatch or runner.has_driver_result("api", driver)):
+        driver = None
+    runs = (len(todo) + (driver is not None)) * (2 if dispatch else 1)
+    if runs < MIN_JOBS or runner.cache is None:
         return 0
-    parallel = max(1, parallel)
-    chunks = [todo[i::parallel] for i in range(parallel)]
-    chunks = [c for c in chunks if c]
+    jobs = len(todo) + (driver is not None)
+    parallel = interpreters(jobs, parallel, job_seconds, runner.batch_start_up())
+    chunks = _chunks(todo, driver, parallel)
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
         futures = [pool.submit(_run_batch, runner, chunk, dispatch, known_keys or {})
@@ -68,44 +117,67 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     unsafe = sorted({reason for _, reason in results if reason})
     if unsafe:
         what += " (then stopped: %s; the rest run as separate processes)" % "; ".join(unsafe)
-    argv = dataclasses.replace(todo[0], filter="").argv(runner.options)
+    base = todo[0] if todo else driver.request if driver is not None else None
+    assert base is not None  # there were jobs
+    argv = dataclasses.replace(base, filter="").argv(runner.options)
     report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
     return stored
 
 
-def _run_batch(runner: GenerateRunner, requests: List[GenerateRequest], dispatch: bool,
+def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
                known_keys: Dict[str, str]) -> Tuple[int, str]:
     """Run one chunk in one interpreter; (results stored, why it stopped early or "")."""
-    base = requests[0]
+    requests = [j for j in jobs if isinstance(j, GenerateRequest)]
+    drivers = [j for j in jobs if isinstance(j, DriverRun)]
+    base = requests[0] if requests else drivers[0].request
     argv = dataclasses.replace(base, filter="").argv(runner.options)
+    specs = [{"filter": j.filter, "dispatch": dispatch} if isinstance(j, GenerateRequest)
+             else {"driver": True, "filters": list(j.filters), "separator": j.separator,
+                   "dispatch": dispatch} for j in jobs]
     with tempfile.TemporaryDirectory(prefix="fmha-batch-") as tmp:
         workdir = Path(tmp)
-        jobs = workdir / "jobs.json"
+        spec_file = workdir / "jobs.json"
         out = workdir / "results.json"
-        jobs.write_text(json.dumps({
+        spec_file.write_text(json.dumps({
             "fmha_dir": str(runner.fmha_dir), "argv": argv,
             "probe_script": str(PROBE_SCRIPT), "trait_reader": str(TRAIT_READER),
-            "known_keys": known_keys,
-            "jobs": [{"filter": r.filter, "dispatch": dispatch} for r in requests],
+            "driver_script": str(DRIVER_SCRIPT), "known_keys": known_keys, "jobs": specs,
         }), encoding="utf-8")
-        command = [runner.python, "-B", str(BATCH_SCRIPT), str(jobs), str(out)]
-        display = "batch of %d generate.py -f runs (%s)" % (len(requests), " ".join(argv))
+        command = [runner.python, "-B", str(BATCH_SCRIPT), str(spec_file), str(out)]
+        display = "batch of %d generate.py -f runs (%s)" % (len(jobs), " ".join(argv))
         try:
-            runner._run(base, [], display, workdir, command=command)
+            wall = runner._run(base, [], display, workdir, command=command)
             data = json.loads(out.read_text(encoding="utf-8"))
         except (GenerateError, OSError, ValueError):
             return 0, ""  # the separate runs will say what is wrong
+    results = data.get("results", [])
+    # What the interpreter spent besides its jobs: starting, importing, the warm-up.
+    runner.note_batch_start_up(wall - sum(float(r.get("seconds", 0.0)) for r in results))
     stored = 0
     by_filter = {r.filter: r for r in requests}
-    for result in data.get("results", []):
-        req = by_filter.get(result.get("filter"))
-        if req is None or result.get("error"):
+    by_filters = {tuple(d.filters): d for d in drivers}
+    for result in results:
+        if result.get("error"):
             continue
-        runner.store_listing(req, result["listing"], float(result.get("seconds", 0.0)))
-        stored += 1
+        seconds = float(result.get("seconds", 0.0))
         found = result.get("dispatch") or {}
-        if dispatch and found and not found.get("error"):
+        written = bool(dispatch and found and not found.get("error"))
+        if result.get("driver"):
+            run = by_filters.get(tuple(result.get("filters") or ()))
+            if run is None:
+                continue
+            runner.store_driver_listing(run, listed_kernels(result["listing"]), seconds)
+            stored += 1
+            if written:
+                runner.store_driver_write(run, write_result(
+                    found["api_file"], found["text"], found["kernel_traits"], seconds))
+            continue
+        req = by_filter.get(result.get("filter"))
+        if req is None:
+            continue
+        runner.store_listing(req, result["listing"], seconds)
+        stored += 1
+        if written:
             runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
-                                  float(result.get("seconds", 0.0)))
+                                  seconds)
     return stored, str(data.get("unsafe") or "")
-

@@ -1,20 +1,26 @@
 """Run ``driver_script.py``: one generate.py run for the union of several filters.
 
 Started through the launcher like every other child; no Sphinx, no session.
+:func:`cached_listing` / :func:`cached_write` read the runner's cache first, where a
+batch (``batch.py``) may have kept the driver run's results, and run the driver as a
+process only on a miss.
 """
 
 from __future__ import annotations
 
 import shlex
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Sequence
+from typing import Dict, Iterable, List, Sequence
 
 from .launch import GenerateError, run, scratch
+from .runner import ApiFileResult, DriverRun, GenerateRunner
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .runner import ApiFileResult
+__all__ = ["DRIVER_SCRIPT", "run_driver", "driver_listing", "driver_write", "listed_kernels",
+           "write_result", "cached_listing", "cached_write"]
 
-__all__ = ["DRIVER_SCRIPT", "run_driver", "driver_listing", "driver_write"]
+#: What the write result says was run (the driver's own command line is the CLI's).
+WRITE_COMMAND = "sphinxext-fmha generate ... -o generated"
 
 DRIVER_SCRIPT = Path(__file__).with_name("driver_script.py")
 
@@ -48,8 +54,21 @@ def driver_listing(python: str, fmha_dir: Path, separator: str, filters: Sequenc
             lines = listing.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             lines = []
+    return listed_kernels(lines)
+
+
+def listed_kernels(lines: Iterable[str]) -> List[str]:
+    """The kernel files of a listing's lines: basenames, API file left out, sorted."""
     names = [Path(line.strip()).name for line in lines if line.strip()]
     return sorted(n for n in names if not n.endswith("_api.cpp"))
+
+
+def write_result(api_file: str, text: str, kernel_traits: Dict[str, str],
+                 seconds: float = 0.0) -> ApiFileResult:
+    """What :func:`driver_write` returns, from the dispatch file and the trait keys."""
+    return ApiFileResult(command=WRITE_COMMAND, api_file=api_file, text=text,
+                         kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
+                         seconds=seconds)
 
 
 def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
@@ -62,7 +81,6 @@ def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[
     here; the failure is raised with generate.py's stderr.
     """
     from ..cppapi.dispatch_file import kernel_trait_key
-    from .runner import ApiFileResult
 
     with scratch("fmha-driver-write-") as tmp:
         out = tmp / "generated"
@@ -76,6 +94,27 @@ def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[
         text = api_files[0].read_text(encoding="utf-8", errors="replace")
         traits = {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
                   for p in sorted(out.rglob("*.cpp")) if not p.name.endswith("_api.cpp")}
-    return ApiFileResult(command="sphinxext-fmha generate ... -o generated",
-                         api_file=api_files[0].name, text=text, kernel_files=sorted(traits),
-                         kernel_traits=traits, seconds=0.0)
+    return write_result(api_files[0].name, text, traits)
+
+
+def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
+    """:func:`driver_listing` of ``run``: from the cache, else run (and kept there)."""
+    files = runner.stored_driver_listing(run)
+    if files is None:
+        started = time.monotonic()
+        files = driver_listing(runner.python, runner.fmha_dir, run.separator, run.filters,
+                               run.request.argv(runner.options), runner.timeout)
+        runner.store_driver_listing(run, files, time.monotonic() - started)
+    return files
+
+
+def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
+    """:func:`driver_write` of ``run``: from the cache, else run (and kept there)."""
+    result = runner.stored_driver_write(run)
+    if result is None:
+        started = time.monotonic()
+        result = driver_write(runner.python, runner.fmha_dir, run.separator, run.filters,
+                              run.request.argv(runner.options), runner.timeout)
+        result.seconds = round(time.monotonic() - started, 3)
+        runner.store_driver_write(run, result)
+    return result

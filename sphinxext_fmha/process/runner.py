@@ -29,7 +29,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
@@ -44,6 +44,7 @@ __all__ = [
     "GenerateRequest",
     "ListingResult",
     "ApiFileResult",
+    "DriverRun",
     "GenerateRunner",
     "total_processes_started",
     "note_process_started",
@@ -125,6 +126,22 @@ class GenerateRequest:
         return dataclasses.asdict(self)
 
 
+@dataclass(frozen=True)
+class DriverRun:
+    """One ``driver_script.py`` run: generate.py once for the union of ``filters``.
+
+    ``request``: the API and options (its ``filter`` is ""); ``separator``: the API's
+    sub-filter separator ('' for none)."""
+
+    request: GenerateRequest
+    separator: str
+    filters: Tuple[str, ...]
+
+    def as_dict(self) -> Dict[str, object]:
+        return {"request": self.request.as_dict(), "separator": self.separator,
+                "filters": list(self.filters)}
+
+
 @dataclass
 class ListingResult:
     """``generate.py -l``: the kernel ``.cpp`` files it would write."""
@@ -193,6 +210,7 @@ class GenerateRunner:
         self.progress_interval = _PROGRESS_EVERY
         self._options = set(options) if options is not None else None
         self._lock = threading.Lock()
+        self._start_up: Optional[float] = None
         self.processes_started = 0
 
     # ------------------------------------------------------------------ helpers
@@ -406,6 +424,88 @@ class GenerateRunner:
                 },
             )
         return result
+
+    # ------------------------------------------------------------------ driver
+
+    def _driver_key(self, kind: str, run: DriverRun) -> str:
+        # Keys of their own ("driver-run"): the entries of separate runs are unchanged.
+        return DiskCache.key_for("driver-run", RUNNER_FORMAT, kind, self.digest(),
+                                 run.as_dict(), self.python_id())
+
+    def has_driver_result(self, kind: str, run: DriverRun) -> bool:
+        """Whether the cache holds the driver's listing ("list") or write ("api")."""
+        return self.cache is not None and \
+            self.cache.path_for(self._driver_key(kind, run)).is_file()
+
+    def stored_driver_listing(self, run: DriverRun) -> Optional[List[str]]:
+        """The kernel files the driver run lists (as ``driver.driver_listing`` gives
+        them), when the cache holds them."""
+        if self.cache is None:
+            return None
+        key = self._driver_key("list", run)
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        files = hit.get("files")
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            self.cache.delete(key)
+            return None
+        return list(files)
+
+    def store_driver_listing(self, run: DriverRun, files: Sequence[str],
+                             seconds: float) -> None:
+        if self.cache is not None:
+            self.cache.put(self._driver_key("list", run),
+                           {"files": list(files), "seconds": round(seconds, 3)})
+
+    def stored_driver_write(self, run: DriverRun) -> Optional[ApiFileResult]:
+        """The driver's write-mode result (dispatch file, trait keys), when cached."""
+        if self.cache is None:
+            return None
+        key = self._driver_key("api", run)
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        try:
+            payload = _decompress(hit["payload"])
+            assert isinstance(payload, dict)
+            return ApiFileResult(command=str(hit["command"]), api_file=hit["api_file"],
+                                 text=payload["text"],
+                                 kernel_files=sorted(payload["kernel_traits"]),
+                                 kernel_traits=dict(payload["kernel_traits"]),
+                                 seconds=float(hit["seconds"]), from_cache=True)
+        except (KeyError, TypeError, ValueError, AssertionError, zlib.error):
+            self.cache.delete(key)
+            return None
+
+    def store_driver_write(self, run: DriverRun, result: ApiFileResult) -> None:
+        if self.cache is not None:
+            self.cache.put(self._driver_key("api", run), {
+                "command": result.command, "api_file": result.api_file,
+                "seconds": round(result.seconds, 3),
+                "payload": _compress({"text": result.text,
+                                      "kernel_traits": result.kernel_traits})})
+
+    # ------------------------------------------------------------------ batches
+
+    def batch_start_up(self) -> Optional[float]:
+        """Seconds a batch interpreter of this tree took before its first job (the
+        last one measured, by this process or another sharing the cache), or None."""
+        if self._start_up is None and self.cache is not None:
+            hit = self.cache.get(self._start_up_key())
+            if hit is not None and isinstance(hit.get("seconds"), (int, float)):
+                self._start_up = float(hit["seconds"])
+        return self._start_up
+
+    def note_batch_start_up(self, seconds: float) -> None:
+        """Keep a batch interpreter's measured start-up (see :meth:`batch_start_up`)."""
+        self._start_up = max(0.0, seconds)
+        if self.cache is not None:
+            self.cache.put(self._start_up_key(), {"seconds": round(self._start_up, 3)})
+
+    def _start_up_key(self) -> str:
+        return DiskCache.key_for("batch-start-up", RUNNER_FORMAT, self.digest(),
+                                 self.python_id())
 
     # ------------------------------------------------------------------ parallel
 

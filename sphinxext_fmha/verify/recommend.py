@@ -45,7 +45,7 @@ class ApiFile(Protocol):
 class RecommendRunner(Protocol):
     """What the recommendation needs run: generate.py per filter, and the driver."""
 
-    def prefetch(self, filters: Sequence[str]) -> None: ...
+    def prefetch(self, filters: Sequence[str], driver: bool = False) -> None: ...
 
     def check(self, filter: str) -> FilterCheck: ...
 
@@ -175,7 +175,11 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
     union: Set[str] = set()
-    runner.prefetch(filters)  # their generate.py runs, batched
+    # Their generate.py runs and the driver run for their union, batched: the driver's
+    # results are read back by driver_listing / driver_write (_check_driver) when its
+    # filters are these; when a run below is left out as redundant, the driver runs
+    # for the remaining filters as its own process.
+    runner.prefetch(filters, driver=True)
     # The runs are independent generate.py processes: run them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))

@@ -1,0 +1,175 @@
+"""The driver run for a union of filters, run as a batch job, gives exactly what a
+separate ``driver_script.py`` process gives; a driver run the batch did not keep runs
+as that process.
+
+On every corpus tree (one API, two selective filters) the batch's driver job is
+compared with real ``driver_script.py`` processes started here: the listing with
+``-l``, the dispatch file (name and text) and each written kernel's trait key with
+``-o`` into a temporary folder, read by the test's own code. The filter jobs that run
+in the same interpreter after the driver job are compared with separate ``-f`` runs
+(the widened ``fnmatch`` does not outlive its job).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+import pytest
+
+from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.options import Options
+from sphinxext_fmha.process.batch import interpreters, prefetch
+from sphinxext_fmha.process.cache import DiskCache
+from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
+from sphinxext_fmha.process.launch import total_processes_started
+from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
+from sphinxext_fmha.session import Session, _RecommendRunner
+
+from independent import independent_listing
+
+CORPUS = load_corpus()
+API = "fwd"  # every corpus tree has it, and its runs are among the cheapest
+
+
+def _driver_process(root: Path, separator: str, filters: Sequence[str], api: str,
+                    out_args: List[str]) -> None:
+    proc = subprocess.run([sys.executable, "-B", str(DRIVER_SCRIPT), str(fmha_dir(root)),
+                           separator, *filters, "--", "-a", api, *out_args],
+                          cwd=fmha_dir(root), capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _process_listing(root: Path, separator: str, filters: Sequence[str], api: str,
+                     tmp: Path) -> List[str]:
+    out = tmp / "driven.txt"
+    _driver_process(root, separator, filters, api, ["-l", str(out)])
+    names = {Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()}
+    return sorted(n for n in names if not n.endswith("_api.cpp"))
+
+
+def _process_write(root: Path, separator: str, filters: Sequence[str], api: str,
+                   tmp: Path) -> Tuple[str, str, Dict[str, str]]:
+    out = tmp / "driven"
+    out.mkdir()
+    _driver_process(root, separator, filters, api, ["-o", str(out)])
+    files = {p.name: p for p in out.rglob("*.cpp")}
+    api_files = [n for n in files if n.endswith("_api.cpp")]
+    assert len(api_files) == 1, api_files
+    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
+              if n != api_files[0]}
+    return api_files[0], files[api_files[0]].read_text(encoding="utf-8"), traits
+
+
+def _two_filters(root: Path, api: str, tmp: Path) -> List[str]:
+    """Pieces of two kernels' file names from different parts of the listing: few
+    kernels each (a file name may end in a part the kernel's name lacks, the arch)."""
+    names = sorted(independent_listing(root, api, tmp))
+    one = names[len(names) // 3][: -len(".cpp")].rsplit("_", 1)[0]
+    pieces = [p for p in names[2 * len(names) // 3][: -len(".cpp")].split("_") if p]
+    return [one + "*", "*_%s_*" % "_".join(pieces[2:6])]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tree", [t.name for t in CORPUS])
+def test_the_batched_driver_equals_a_driver_process(corpus_root, tmp_path, tree):
+    root = corpus_root(tree)
+    filters = _two_filters(root, API, tmp_path)
+    runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
+    requests = [GenerateRequest(api=API, filter=f) for f in filters]
+    run = DriverRun(GenerateRequest(api=API), "", tuple(filters))
+    # One interpreter: the driver job runs first, the filter jobs after it.
+    assert prefetch(runner, requests, dispatch=True, driver=run, parallel=1) == 3
+    assert runner.processes_started == 1
+
+    listing = _process_listing(root, "", filters, API, tmp_path)
+    first, second = (independent_listing(root, API, tmp_path, "-f", f) for f in filters)
+    assert first - second and second - first  # a union that only the widening gives
+    assert set(listing) == first | second  # the driver's union, as a process gives it
+    assert runner.stored_driver_listing(run) == listing
+    name, text, traits = _process_write(root, "", filters, API, tmp_path)
+    batched = runner.stored_driver_write(run)
+    assert batched is not None
+    assert (batched.api_file, batched.text, batched.kernel_traits) == (name, text, traits)
+    for req in requests:  # the widened fnmatch was gone when they ran
+        assert set(runner.list_kernels(req).files) == \
+            independent_listing(root, API, tmp_path, "-f", req.filter), req.filter
+
+    started = total_processes_started()
+    assert cached_listing(runner, run) == listing
+    assert cached_write(runner, run).text == text
+    assert total_processes_started() == started and runner.processes_started == 1
+
+
+def test_a_driver_run_the_batch_did_not_keep_runs_as_a_process(synthetic_tree, tmp_path):
+    root = synthetic_tree("base")
+    runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
+    filters = ["*_d64_*", "*_lse"]
+    requests = [GenerateRequest(api="toy", filter=f) for f in filters]
+    prefetch(runner, requests, dispatch=True, parallel=1,
+             driver=DriverRun(GenerateRequest(api="toy"), "", tuple(filters)))
+    # A recommendation that left the second run out as redundant drives the first only.
+    alone = DriverRun(GenerateRequest(api="toy"), "", (filters[0],))
+    assert runner.stored_driver_listing(alone) is None
+    started = total_processes_started()
+    assert cached_listing(runner, alone) == _process_listing(root, "", filters[:1], "toy",
+                                                             tmp_path)
+    name, text, traits = _process_write(root, "", filters[:1], "toy", tmp_path)
+    written = cached_write(runner, alone)
+    assert (written.api_file, written.text, written.kernel_traits) == (name, text, traits)
+    assert total_processes_started() == started + 2  # the driver's -l and -o processes
+
+
+def test_a_driver_job_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path):
+    """The driver job's own result stands (it ran as fresh as a process); the filter
+    jobs after it run as separate processes."""
+    root = synthetic_tree("base")
+    generate = fmha_dir(root) / "generate.py"
+    generate.write_text("import os\nos.environ['FMHA_LEAK'] = os.environ.get('FMHA_LEAK', '') + 'x'\n"
+                        + generate.read_text(encoding="utf-8"), encoding="utf-8")
+    runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
+    filters = ["*_d64_*", "*_lse"]
+    requests = [GenerateRequest(api="toy", filter=f) for f in filters]
+    run = DriverRun(GenerateRequest(api="toy"), "", tuple(filters))
+    assert prefetch(runner, requests, dispatch=False, driver=run, parallel=1) == 1
+    assert runner.stored_driver_listing(run) == _process_listing(root, "", filters, "toy",
+                                                                 tmp_path)
+    assert not any(runner.has_result("list", r) for r in requests)
+
+
+def test_one_interpreter_unless_the_jobs_outlast_a_start_up():
+    assert interpreters(3, 2, job_seconds=None, start_up=None) == 2  # unmeasured
+    assert interpreters(3, 2, job_seconds=0.4, start_up=0.8) == 1  # small trees
+    assert interpreters(3, 2, job_seconds=10.0, start_up=0.8) == 2  # aiter's bwd
+    assert interpreters(1, 2, job_seconds=10.0, start_up=0.8) == 1
+    assert interpreters(3, 1, job_seconds=10.0, start_up=0.8) == 1
+
+
+def test_a_recommendation_reads_its_driver_from_the_batch(synthetic_tree, tmp_path):
+    """The recommendation's prefetch runs its driver in the batch; a driver for other
+    filters (a run left out as redundant) runs as its -l and -o processes."""
+    root = synthetic_tree("base")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    runner = _RecommendRunner(session, "toy", Options())
+    separator = session.model("toy", Options()).filter.api_split or ""
+    filters = ["*_d64_*", "*_lse"]
+    runner.prefetch(filters, driver=True)
+    started = total_processes_started()
+    listing = runner.driver_listing(filters)
+    written = runner.driver_write(filters)
+    assert total_processes_started() == started  # both from the batch
+    assert listing == _process_listing(root, separator, filters, "toy", tmp_path)
+    assert written.text == _process_write(root, separator, filters, "toy", tmp_path)[1]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert runner.driver_listing(filters[:1]) == _process_listing(root, separator, filters[:1],
+                                                                  "toy", alone)
+    assert runner.driver_write(filters[:1]).text == \
+        _process_write(root, separator, filters[:1], "toy", alone)[1]
+    assert total_processes_started() == started + 2  # the driver's -l and -o processes
