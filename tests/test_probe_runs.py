@@ -230,3 +230,27 @@ def test_an_other_mask_listing_that_fails_runs_as_its_own_process(tmp_path):
     with pytest.raises(GenerateError, match="no generic"):
         session.listing(session.tree.request("toy", Options(mask="generic")))
     assert session.runner.processes_started == 1
+
+
+@pytest.mark.parametrize("can_fork", [True, False], ids=["forked", "in-process"])
+def test_the_other_mask_listing_is_what_generate_py_lists(tmp_path, can_fork):
+    """The probe lists the other ``--mask`` mode in a child it forks first, or, where
+    the system cannot fork, in its own interpreter after its work: either way the
+    listing is generate.py's own."""
+    root = synthetic.make_tree(tmp_path, "at_split")
+    out = tmp_path / "probe.json"
+    hide_fork = "" if can_fork else "del os.fork; "
+    command = [sys.executable, "-B", "-c",
+               "import os, runpy, sys; %ssys.argv = sys.argv[1:]; "
+               "runpy.run_path(sys.argv[0], run_name='__main__')" % hide_fork,
+               str(PROBE_SCRIPT), str(fmha_dir(root)), str(out), "--no-perturb",
+               "--also-list", json.dumps(["-a", "toy", "-m", "generic"]), "-a", "toy"]
+    ran = run_child(command, cwd=fmha_dir(root), timeout=600,
+                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    also = json.loads(out.read_text(encoding="utf-8"))["also_listed"]
+    assert not also.get("error") and not also.get("unsafe"), also
+    assert also["how"] == ("forked" if can_fork else "in-process")
+    listed = {n for n in also["listing"] if not n.endswith("_api.cpp")}
+    assert listed == independent_listing(root, "toy", tmp_path, "-m", "generic")
+    assert listed != independent_listing(root, "toy", tmp_path)  # the mode matters here

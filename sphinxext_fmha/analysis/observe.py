@@ -71,9 +71,10 @@ def observe(
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content).
 
     ``also_list``: generate.py arguments of one more listing (``-l`` left out) that the
-    probe runs as a new process would, in its own interpreter, where the codegen is
-    imported already: ``result["also_listed"]`` (see ``list_isolated`` in the probe
-    script) holds its ``listing`` and ``error``, or ``unsafe`` when it could not."""
+    probe runs as a new process would, in a child it forks before its own work (else in
+    its interpreter): ``result["also_listed"]`` (see ``start_listing`` and
+    ``list_isolated`` in the probe script) holds its ``listing`` and ``error``, or
+    ``unsafe`` when it could not."""
     python = python or sys.executable
     parts = [list(argv)] + ([list(also_list)] if also_list is not None else [])
     key = DiskCache.key_for("probe", tree_digest(fmha_dir), *parts, _probe_version(),

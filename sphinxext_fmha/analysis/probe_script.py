@@ -16,8 +16,9 @@ its name each field writes (one representative per field value and name layout, 
 :func:`perturb_influence`), and the API dispatch file is rendered from the pool the
 codegen built, as write mode would (see :func:`render_dispatch`). Marker runs (``-f``
 with markers) show how a filter travels to fnmatch, each up to the calls it observes
-(:func:`marker_run`); ``--also-list`` lists one more option set as a new process would
-(:func:`list_isolated`). The result is written as JSON for the analysis to read.
+(:func:`marker_run`); ``--also-list`` lists one more option set as a new process would,
+in a child forked first (:func:`start_listing`; where none can fork, :func:`list_isolated`).
+The result is written as JSON for the analysis to read.
 """
 
 import collections
@@ -554,6 +555,11 @@ def keys_of(trait_key, texts):
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
           also_list=None):
     started = time.time()
+    # The other listing starts first, in a forked child, while this process is still
+    # what a new process is (no hooks, no codegen imported): it runs on the other core
+    # while the probe works (on a heavy tree each listing takes as long as the probe's
+    # own), at no interpreter start-up.
+    forked = start_listing(fmha_dir, list(also_list)) if also_list is not None else None
     recorder = Recorder(fmha_dir)
     install_hooks(recorder)
     sys.dont_write_bytecode = True
@@ -681,9 +687,55 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "python": sys.version.split()[0],
     })
     if also_list is not None:
-        result["also_listed"] = list_isolated(recorder, fmha_dir, list(also_list),
-                                              initial_state, runs_state)
+        outcome = finish_listing(forked) if forked is not None else None
+        result["also_listed"] = outcome if outcome is not None else list_isolated(
+            recorder, fmha_dir, list(also_list), initial_state, runs_state)
     return result
+
+
+def start_listing(fmha_dir, argv):
+    """Fork a child that runs ``generate.py argv -l`` as a new process would (it is
+    forked before the probe installs its hooks or imports the tree) and sends the
+    outcome through a pipe; (pid, read end), or None where this system cannot fork."""
+    if not hasattr(os, "fork"):
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the child: list, send, leave without running any exit handler
+        try:
+            os.close(read_end)
+            sys.dont_write_bytecode = True
+            sys.path.insert(0, fmha_dir)
+            os.chdir(fmha_dir)
+            started = time.time()
+            listing, error = run_generate(fmha_dir, argv)
+            data = json.dumps({"argv": argv, "how": "forked", "listing": listing, "error": error,
+                               "seconds": round(time.time() - started, 3)})
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data.encode("utf-8"))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    return pid, read_end
+
+
+def finish_listing(forked):
+    """The forked listing's outcome, or None when the child sent none (the caller then
+    lists in this process)."""
+    pid, read_end = forked
+    with os.fdopen(read_end, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
+    try:
+        outcome = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+    return outcome if isinstance(outcome, dict) and "listing" in outcome else None
 
 
 def process_state(fmha_dir):
@@ -708,7 +760,7 @@ def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
     (``runs_state``, the probe's own imports included) and ``fnmatch`` the probe's hook.
     Else ``unsafe`` says so, and the caller runs that listing as a separate process.
     What this run changes itself does not matter: nothing runs after it."""
-    outcome = {"argv": argv}
+    outcome = {"argv": argv, "how": "in-process"}
     now = process_state(fmha_dir)
     if now[:3] != initial_state[:3] or now != runs_state \
             or fnmatch.fnmatch != recorder.fnmatch_hook:
