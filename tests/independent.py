@@ -8,11 +8,24 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from sphinxext_fmha.locate import fmha_dir
 
 from launch_twin import run_child
+
+
+def written_folder(out: Path) -> Tuple[str, str, Dict[str, str]]:
+    """(API file name, its text, {kernel file: trait key}) of what a write-mode run
+    wrote into ``out``; exactly one API file is expected."""
+    from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
+
+    files = {p.name: p for p in out.rglob("*.cpp")}
+    api_files = [n for n in files if n.endswith("_api.cpp")]
+    assert len(api_files) == 1, api_files
+    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
+              if n != api_files[0]}
+    return api_files[0], files[api_files[0]].read_text(encoding="utf-8"), traits
 
 
 def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:

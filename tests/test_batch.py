@@ -17,13 +17,12 @@ from typing import List
 import pytest
 
 from sphinxext_fmha.corpus import load_corpus
-from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
-from independent import independent_listing
+from independent import independent_listing, written_folder
 
 pytestmark = pytest.mark.corpus
 
@@ -53,12 +52,7 @@ def _written(root: Path, api: str, filter: str, out: Path):
                           env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     if proc.returncode != 0:
         return None
-    files = {p.name: p for p in out.rglob("*.cpp")}
-    api_files = [n for n in files if n.endswith("_api.cpp")]
-    assert len(api_files) == 1, api_files
-    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
-              if n != api_files[0]}
-    return api_files[0], files[api_files[0]].read_text(encoding="utf-8"), traits
+    return written_folder(out)
 
 
 @pytest.mark.parametrize("tree, api", CASES)

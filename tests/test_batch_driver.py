@@ -21,7 +21,6 @@ from typing import Dict, List, Sequence, Tuple
 import pytest
 
 from sphinxext_fmha.corpus import load_corpus
-from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.options import Options
 from sphinxext_fmha.process.batch import interpreters, prefetch
@@ -31,7 +30,7 @@ from sphinxext_fmha.process.launch import total_processes_started
 from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
 from sphinxext_fmha.session import Session, _RecommendRunner
 
-from independent import independent_listing
+from independent import independent_listing, written_folder
 
 CORPUS = load_corpus()
 API = "fwd"  # every corpus tree has it, and its runs are among the cheapest
@@ -59,12 +58,7 @@ def _process_write(root: Path, separator: str, filters: Sequence[str], api: str,
     out = tmp / "driven"
     out.mkdir()
     _driver_process(root, separator, filters, api, ["-o", str(out)])
-    files = {p.name: p for p in out.rglob("*.cpp")}
-    api_files = [n for n in files if n.endswith("_api.cpp")]
-    assert len(api_files) == 1, api_files
-    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
-              if n != api_files[0]}
-    return api_files[0], files[api_files[0]].read_text(encoding="utf-8"), traits
+    return written_folder(out)
 
 
 def _two_filters(root: Path, api: str, tmp: Path) -> List[str]:

@@ -23,10 +23,9 @@ import pytest
 
 from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe
 from sphinxext_fmha.corpus import load_corpus
-from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
 from sphinxext_fmha.locate import fmha_dir
 
-from independent import independent_listing
+from independent import independent_listing, written_folder
 
 pytestmark = pytest.mark.corpus
 
@@ -46,13 +45,7 @@ def _written(root: Path, api: str, out: Path):
     subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-o", str(out)],
                    cwd=fmha_dir(root), check=True, capture_output=True,
                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    files = {p.name: p for p in out.rglob("*.cpp")}
-    api_files = [n for n in files if n.endswith("_api.cpp")]
-    assert len(api_files) == 1, api_files
-    name = api_files[0]
-    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
-              if n != name}
-    return name, files[name].read_text(encoding="utf-8"), traits
+    return written_folder(out)
 
 
 @pytest.mark.parametrize("tree, api", CASES)

@@ -526,30 +526,53 @@ def keys_of(trait_key, texts):
     reads the second half from memory it shares with this process and sends its keys
     back through a pipe. Whatever goes wrong there, this process computes them itself."""
     half = len(texts) // 2
-    if len(texts) < PARALLEL_TEXTS or not hasattr(os, "fork"):
+    forked = None
+    if len(texts) >= PARALLEL_TEXTS:
+        forked = fork_json(lambda: [trait_key(text) for text in texts[half:]])
+    if forked is None:
         return [trait_key(text) for text in texts]
+    first = [trait_key(text) for text in texts[:half]]
+    second = collect_json(forked)
+    if not isinstance(second, list) or len(second) != len(texts) - half:
+        second = [trait_key(text) for text in texts[half:]]
+    return first + second
+
+
+def fork_json(compute):
+    """Fork a child that sends ``compute()`` as JSON through a pipe and leaves without
+    running any exit handler; (pid, read end), or None where this system cannot fork."""
+    if not hasattr(os, "fork"):
+        return None
     read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: compute, send, leave without running any exit handler
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:
         try:
             os.close(read_end)
-            data = json.dumps([trait_key(text) for text in texts[half:]]).encode("utf-8")
+            data = json.dumps(compute()).encode("utf-8")
             with os.fdopen(write_end, "wb") as out:
                 out.write(data)
         finally:
             os._exit(0)
     os.close(write_end)
-    first = [trait_key(text) for text in texts[:half]]
+    return pid, read_end
+
+
+def collect_json(forked):
+    """What the child of :func:`fork_json` sent, once it has ended; None when it sent
+    no JSON (it failed)."""
+    pid, read_end = forked
     with os.fdopen(read_end, "rb") as handle:
         data = handle.read()
     os.waitpid(pid, 0)
     try:
-        second = json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except ValueError:
-        second = None
-    if not isinstance(second, list) or len(second) != len(texts) - half:
-        second = [trait_key(text) for text in texts[half:]]
-    return first + second
+        return None
 
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
@@ -696,45 +719,23 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
 def start_listing(fmha_dir, argv):
     """Fork a child that runs ``generate.py argv -l`` as a new process would (it is
     forked before the probe installs its hooks or imports the tree) and sends the
-    outcome through a pipe; (pid, read end), or None where this system cannot fork."""
-    if not hasattr(os, "fork"):
-        return None
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
-    if pid == 0:  # the child: list, send, leave without running any exit handler
-        try:
-            os.close(read_end)
-            sys.dont_write_bytecode = True
-            sys.path.insert(0, fmha_dir)
-            os.chdir(fmha_dir)
-            started = time.time()
-            listing, error = run_generate(fmha_dir, argv)
-            data = json.dumps({"argv": argv, "how": "forked", "listing": listing, "error": error,
-                               "seconds": round(time.time() - started, 3)})
-            with os.fdopen(write_end, "wb") as out:
-                out.write(data.encode("utf-8"))
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    return pid, read_end
+    outcome; see :func:`fork_json`."""
+    def listed():
+        sys.dont_write_bytecode = True
+        sys.path.insert(0, fmha_dir)
+        os.chdir(fmha_dir)
+        started = time.time()
+        listing, error = run_generate(fmha_dir, argv)
+        return {"argv": argv, "how": "forked", "listing": listing, "error": error,
+                "seconds": round(time.time() - started, 3)}
+
+    return fork_json(listed)
 
 
 def finish_listing(forked):
     """The forked listing's outcome, or None when the child sent none (the caller then
     lists in this process)."""
-    pid, read_end = forked
-    with os.fdopen(read_end, "rb") as handle:
-        data = handle.read()
-    os.waitpid(pid, 0)
-    try:
-        outcome = json.loads(data.decode("utf-8"))
-    except ValueError:
-        return None
+    outcome = collect_json(forked)
     return outcome if isinstance(outcome, dict) and "listing" in outcome else None
 
 

@@ -39,15 +39,6 @@ import time
 import traceback
 
 
-def _state(fmha_dir):
-    """What one run must not change for the next to be as fresh as a new process."""
-    root = os.path.realpath(fmha_dir) + os.sep
-    others = sorted(name for name, module in sys.modules.items()
-                    if not os.path.realpath(getattr(module, "__file__", None) or "")
-                    .startswith(root))
-    return (os.getcwd(), list(sys.path), dict(os.environ), others)
-
-
 def main():
     with open(sys.argv[1]) as handle:
         spec = json.load(handle)
@@ -78,7 +69,7 @@ def main():
     # pulls in from the standard library are already there: they are shared by every
     # later process too (a new process imports them the same way).
     probe.run_generate(fmha_dir, list(spec["argv"]) + ["-f", "#fmha-batch-warmup#"])
-    before = _state(fmha_dir)
+    before = probe.process_state(fmha_dir)
     for job in spec["jobs"]:
         started = time.time()
         recorder.objects, recorder.seen_ids, recorder.pools = [], set(), []
@@ -102,7 +93,7 @@ def main():
                 fnmatch.fnmatch = hook  # restored before the check below
         result["seconds"] = round(time.time() - started, 3)
         results.append(result)
-        after = _state(fmha_dir)
+        after = probe.process_state(fmha_dir)
         if replaced or after != before or fnmatch.fnmatch is not hook:
             what = ("the driver for %r" % result["filters"]) if own_match is not None \
                 else "generate.py -f %r" % job["filter"]
