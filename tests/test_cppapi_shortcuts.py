@@ -106,35 +106,35 @@ def test_masking_against_a_character_loop():
 
 # --------------------------------------------------------------------------- kernel keys
 
-_KERNEL = """// SPDX: generated {note}
-#include "fmha_fwd.hpp"
-using dtype_0 = FmhaFwdFp16;
-using pipeline_0 = ck_tile::Problem<dtype_0, /* BlockSize = */ 256, {tile}>;
-using trait_0 = fmha_fwd_traits_<{tile}, dtype_0, false, (8 > 4)>;
+_KERNEL = """// a toy kernel file {note}
+#include "toy_ops.hpp"
+using dtype_0 = ToyFp16;
+using pipeline_0 = toy::Problem<dtype_0, /* BlockSize = */ 256, {tile}>;
+using trait_0 = toy_traits_<{tile}, dtype_0, false, (8 > 4)>;
 {extra}
 template <>
-float fmha_fwd_<trait_0, arch_gfx9>(const ck_tile::stream_config& s, fmha_fwd_args a)
+float toy_run_<trait_0, arch_a1>(const toy::stream_config& s, toy_args a)
 {{
     std::cout << ", " << "template<> float f<x_>()" << std::flush;
-    return ck_tile::launch_kernel(s, make_kernel<pipeline_0>(a));
+    return toy::launch_kernel(s, make_kernel<pipeline_0>(a));
 }}
 
 template<>
-void fmha_fwd_oneshot_<trait_0, arch_gfx9>(const ck_tile::stream_config& s, fmha_fwd_args a)
+void toy_oneshot_<trait_0, arch_a1>(const toy::stream_config& s, toy_args a)
 {{
 }}
 """
 
 
 def test_kernel_keys_with_and_without_comments_and_strings():
-    expected = "fmha_fwd_traits_<{tile},FmhaFwdFp16,false,true>,arch_gfx9"
+    expected = "toy_traits_<{tile},ToyFp16,false,true>,arch_a1"
     for tile in (64, 128):
         plain = _KERNEL.format(note="", tile=tile, extra="")
         bare = re.sub(r"//[^\n]*|/\*.*?\*/|#[^\n]*", "", plain)
         bare = re.sub(r'<< "[^"]*"', "", bare)
         assert "//" not in bare and '"' not in bare
         decoys = _KERNEL.format(
-            note="template<> float fmha_fwd_<decoy_, arch_gfx9>()", tile=tile,
+            note="template<> float toy_run_<decoy_, arch_a1>()", tile=tile,
             extra='// using trait_0 = other_traits_<1>;\n/* template <> int f<trait_0>(); */\n'
                   'const char* s = "using trait_0 = x_<2>;";\n'
                   'xusing trait_0 = y_<3>; // a longer name is no `using`\n'
