@@ -18,6 +18,7 @@ import pytest
 
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.process import batch
 from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
@@ -82,9 +83,40 @@ def test_batched_runs_equal_separate_processes(corpus_root, tmp_path, tree, api)
     assert runner.processes_started == started  # every result came from the batches
 
 
-def test_a_run_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path):
-    """A generate.py that changes the environment could change the next run: the batch
-    stops after it, and the remaining filters run as separate processes."""
+def _leaking(root: Path) -> None:
+    """generate.py sets a variable of the environment, and fails when it finds it set:
+    a separate process never does."""
+    generate = fmha_dir(root) / "generate.py"
+    generate.write_text("import os\nif os.environ.get('FMHA_LEAK'):\n    raise SystemExit(3)\n"
+                        "os.environ['FMHA_LEAK'] = 'x'\n" + generate.read_text(encoding="utf-8"),
+                        encoding="utf-8")
+
+
+def test_forked_runs_leave_nothing_to_the_next(synthetic_tree, tmp_path):
+    """Each forked run starts from the batch interpreter as it was before any run: what
+    one run changes (here the environment) no other run sees, as with processes."""
+    if not batch.FORKS:
+        pytest.skip("this system cannot fork")
+    root = synthetic_tree("base")
+    _leaking(root)
+    runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
+    requests = [GenerateRequest(api="toy", filter=f) for f in ("*_d64_*", "*_nlse*", "*", "*_d128_*")]
+    assert prefetch(runner, requests, dispatch=True) == len(requests)
+    assert runner.processes_started == 1  # one interpreter
+    for number, req in enumerate(requests):
+        listing = runner.list_kernels(req)
+        assert set(listing.files) == independent_listing(root, "toy", tmp_path, "-f", req.filter)
+        name, text, traits = _written(root, "toy", req.filter, tmp_path / ("out%d" % number))
+        written = runner.generate_api_file(req)
+        assert (written.api_file, written.text, written.kernel_traits) == (name, text, traits)
+    assert runner.processes_started == 1  # every result came from the batch
+
+
+def test_a_run_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path, monkeypatch):
+    """Where the runs take turns in one interpreter (the system cannot fork), a
+    generate.py that changes the environment could change the next run: the batch stops
+    after it, and the remaining filters run as separate processes."""
+    monkeypatch.setattr(batch, "FORKS", False)
     root = synthetic_tree("base")
     generate = fmha_dir(root) / "generate.py"
     generate.write_text("import os\nos.environ['FMHA_LEAK'] = os.environ.get('FMHA_LEAK', '') + 'x'\n"

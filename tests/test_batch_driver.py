@@ -23,6 +23,7 @@ import pytest
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.options import Options
+from sphinxext_fmha.process import batch
 from sphinxext_fmha.process.batch import interpreters, prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
@@ -71,8 +72,13 @@ def _two_filters(root: Path, api: str, tmp: Path) -> List[str]:
 
 
 @pytest.mark.corpus
+@pytest.mark.parametrize("forks", [True, False], ids=["forked", "in-turns"])
 @pytest.mark.parametrize("tree", [t.name for t in CORPUS])
-def test_the_batched_driver_equals_a_driver_process(corpus_root, tmp_path, tree):
+def test_the_batched_driver_equals_a_driver_process(corpus_root, tmp_path, tree, forks,
+                                                    monkeypatch):
+    if forks and not batch.FORKS:
+        pytest.skip("this system cannot fork")
+    monkeypatch.setattr(batch, "FORKS", forks)
     root = corpus_root(tree)
     filters = _two_filters(root, API, tmp_path)
     runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
@@ -120,9 +126,11 @@ def test_a_driver_run_the_batch_did_not_keep_runs_as_a_process(synthetic_tree, t
     assert total_processes_started() == started + 2  # the driver's -l and -o processes
 
 
-def test_a_driver_job_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path):
-    """The driver job's own result stands (it ran as fresh as a process); the filter
-    jobs after it run as separate processes."""
+def test_a_driver_job_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path,
+                                                                monkeypatch):
+    """In turns (where the system cannot fork), the driver job's own result stands (it
+    ran as fresh as a process); the filter jobs after it run as separate processes."""
+    monkeypatch.setattr(batch, "FORKS", False)
     root = synthetic_tree("base")
     generate = fmha_dir(root) / "generate.py"
     generate.write_text("import os\nos.environ['FMHA_LEAK'] = os.environ.get('FMHA_LEAK', '') + 'x'\n"

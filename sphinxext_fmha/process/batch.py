@@ -5,8 +5,12 @@ the result of that run.
 fresh process would (see there). The results go into the runner's cache under the keys
 of the separate runs they stand for, so ``list_kernels`` / ``generate_api_file`` (and
 so filter checks and recommendations) read them back unchanged. A job the batch could
-not run safely is left out: the normal path then runs it as its own process. Two
-batches run side by side (the machine's two cores).
+not run safely is left out: the normal path then runs it as its own process.
+
+Where the system can fork, one interpreter runs every job, its runs in children it
+forks, two at a time (the machine's two cores): a second interpreter would only add
+its own start-up. Where it cannot, the jobs take turns in up to two interpreters side
+by side (:func:`interpreters`).
 
 No Sphinx imports here.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,11 +35,14 @@ __all__ = ["missing", "prefetch", "interpreters", "BATCH_SCRIPT"]
 BATCH_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
-#: Batches run at once at most (the machine's two cores); below this many missing runs
-#: (a listing and a write-mode run each, with ``dispatch``) separate processes are as
-#: cheap.
+#: Batches (or forked runs of one batch) at once at most: the machine's two cores.
+#: Below this many missing runs (a listing and a write-mode run each, with
+#: ``dispatch``) separate processes are as cheap.
 PARALLEL_BATCHES = 2
 MIN_JOBS = 2
+#: Whether the batch interpreter forks its runs (batch_script.py forks where the
+#: system can: the interpreter that runs generate.py runs on this same system).
+FORKS = hasattr(os, "fork")
 
 Job = Union[GenerateRequest, DriverRun]
 
@@ -103,17 +111,27 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     if runs < MIN_JOBS or runner.cache is None:
         return 0
     jobs = len(todo) + (driver is not None)
-    parallel = interpreters(jobs, parallel, job_seconds, runner.batch_start_up())
-    chunks = _chunks(todo, driver, parallel)
+    if FORKS:
+        # The driver first: it enumerates about what all the filters do together.
+        chunks: List[List[Job]] = [[*([driver] if driver is not None else []), *todo]]
+        forks = max(1, parallel)
+    else:
+        chunks = _chunks(todo, driver,
+                         interpreters(jobs, parallel, job_seconds, runner.batch_start_up()))
+        forks = 0
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        futures = [pool.submit(_run_batch, runner, chunk, dispatch, known_keys or {})
+        futures = [pool.submit(_run_batch, runner, chunk, dispatch, known_keys or {}, forks)
                    for chunk in chunks]
     results = [f.result() for f in futures]
     stored = sum(count for count, _ in results)
     # One progress line for the whole step, however many interpreters shared it.
-    what = "%d filtered run%s in %d interpreter%s side by side" % (
-        stored, "" if stored == 1 else "s", len(chunks), "" if len(chunks) == 1 else "s")
+    if forks:
+        what = "%d filtered run%s in one interpreter, %d at a time" % (
+            stored, "" if stored == 1 else "s", forks)
+    else:
+        what = "%d filtered run%s in %d interpreter%s side by side" % (
+            stored, "" if stored == 1 else "s", len(chunks), "" if len(chunks) == 1 else "s")
     unsafe = sorted({reason for _, reason in results if reason})
     if unsafe:
         what += " (then stopped: %s; the rest run as separate processes)" % "; ".join(unsafe)
@@ -125,8 +143,9 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
 
 
 def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
-               known_keys: Dict[str, str]) -> Tuple[int, str]:
-    """Run one chunk in one interpreter; (results stored, why it stopped early or "")."""
+               known_keys: Dict[str, str], forks: int) -> Tuple[int, str]:
+    """Run one chunk in one interpreter (``forks``: its runs forked, that many at a
+    time; 0: in turns); (results stored, why it stopped early or "")."""
     requests = [j for j in jobs if isinstance(j, GenerateRequest)]
     drivers = [j for j in jobs if isinstance(j, DriverRun)]
     base = requests[0] if requests else drivers[0].request
@@ -142,6 +161,7 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
             "fmha_dir": str(runner.fmha_dir), "argv": argv,
             "probe_script": str(PROBE_SCRIPT), "trait_reader": str(TRAIT_READER),
             "driver_script": str(DRIVER_SCRIPT), "known_keys": known_keys, "jobs": specs,
+            "parallel": forks,
         }), encoding="utf-8")
         command = [runner.python, "-B", str(BATCH_SCRIPT), str(spec_file), str(out)]
         display = "batch of %d generate.py -f runs (%s)" % (len(jobs), " ".join(argv))
@@ -151,8 +171,10 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
         except (GenerateError, OSError, ValueError):
             return 0, ""  # the separate runs will say what is wrong
     results = data.get("results", [])
-    # What the interpreter spent besides its jobs: starting, importing, the warm-up.
-    runner.note_batch_start_up(wall - sum(float(r.get("seconds", 0.0)) for r in results))
+    if not data.get("forked"):
+        # What the interpreter spent besides its jobs: starting, importing, the warm-up
+        # (what a second interpreter costs, see interpreters()).
+        runner.note_batch_start_up(wall - sum(float(r.get("seconds", 0.0)) for r in results))
     stored = 0
     by_filter = {r.filter: r for r in requests}
     by_filters = {tuple(d.filters): d for d in drivers}

@@ -2,39 +2,53 @@
 would run it.
 
 Executed as a script by the interpreter that runs generate.py (standard library only;
-it reuses the probe script's run helpers, loaded by path). For each job the tree's
-modules are dropped so generate.py imports them afresh (new module objects, new state:
-what a new process has), ``sys.argv`` is the job's, and ``fnmatch`` is the real one.
-Only compiling is shared (the same bytes give the same code object). A run that
-changes state outside the tree's own modules (the working folder, ``sys.path``, the
-environment, other modules, ``fnmatch`` itself) could leak into the next job: the batch
-stops there and says so, and the caller runs the remaining jobs as separate processes.
+it reuses the probe script's run helpers, loaded by path). No hook is installed: the
+codegen's classes are as they are and ``fnmatch`` is the real one.
+
+Where the system can fork, every run is a child forked from this interpreter before it
+ran anything of the tree (what a new process is: no tree module imported, no state
+left by another run), up to ``parallel`` at once, each sending its result back through
+a pipe. The tree's sources are compiled once here first, so the children share the
+code objects (the same bytes give the same code object) instead of each compiling
+them; nothing else is shared.
+
+Where it cannot fork, the runs take turns in this interpreter: for each run the tree's
+modules are dropped so generate.py imports them afresh (new module objects, new
+state), ``sys.argv`` is the run's. A run that changes state outside the tree's own
+modules (the working folder, ``sys.path``, the environment, other modules, ``fnmatch``
+itself) could leak into the next job: the batch stops there and says so, and the
+caller runs the remaining jobs as separate processes.
 
 Each job yields the listing (``-l``) and, when asked, the dispatch file and its
 kernels' trait keys from a write-mode run into a temporary folder (write mode checks
 what listing mode does not: a set that lists may not write); a trait key is reused
 when a kernel's text hashes like a text already read (the same text has the same key).
 A write-mode failure is returned as the job's dispatch error: the caller then runs
-that ``-o`` as its own process, which fails and says why.
+that ``-o`` as its own process, which fails and says why. The write-mode folders are
+in memory where the system has a shared-memory folder (:func:`memory_folder`).
 
 A driver job (``"driver": true``) is the run ``driver_script.py`` makes for the union
 of its filters: the driver's own argv (the first filter on the command line) and its
-widened ``fnmatch`` (loaded from that script by path), installed for the job only; the
-batch's ``fnmatch`` is back before the state check. A job that replaced the widened
-``fnmatch`` itself stops the batch like any other change of shared state.
+widened ``fnmatch`` (loaded from that script by path), installed for the job's runs
+only; in turns, the real ``fnmatch`` is back before the state check. A job that
+replaced the widened ``fnmatch`` itself stops the batch like any other change of
+shared state.
 
 usage: batch_script.py JOBS.json OUT.json
 JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "driver_script",
-       "known_keys": {sha: key},
+       "known_keys": {sha: key}, "parallel": int (forked runs at once, default 1),
        "jobs": [{"filter": str, "dispatch": bool}
                 | {"driver": true, "filters": [str], "separator": str, "dispatch": bool}]}
 """
 
+import errno
 import fnmatch
+import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 
@@ -49,75 +63,228 @@ def main():
     sys.dont_write_bytecode = True
     sys.path.insert(0, fmha_dir)
     os.chdir(fmha_dir)
-    parse = probe.load_trait_reader(spec["trait_reader"])
+    probe.memoise_compilation()
     known = dict(spec.get("known_keys", {}))
+    readers = []
 
     def trait_key(text):
         sha = probe.text_sha(text)
         if sha not in known:
-            known[sha] = parse(text)
+            if not readers:  # loaded when a text is new: most are known from the probe
+                readers.append(probe.load_trait_reader(spec["trait_reader"]))
+            known[sha] = readers[0](text)
         return known[sha]
 
     driver = _load_driver(spec.get("driver_script"))
-    recorder = probe.Recorder(fmha_dir)
-    probe.install_hooks(recorder)
-    recorder.max_calls = 0  # record no fnmatch call: the hook is the real fnmatch
-    hook = fnmatch.fnmatch
+    runs = Runs(probe, fmha_dir, spec["argv"], driver, trait_key)
+    parallel = int(spec.get("parallel") or 0)
+    forked = bool(parallel) and hasattr(os, "fork")
+    if forked:
+        results, unsafe = _forked(probe, fmha_dir, runs, spec["jobs"], parallel), None
+    else:
+        results, unsafe = _in_turns(probe, fmha_dir, runs, spec["jobs"])
+    with open(sys.argv[2], "w") as handle:
+        handle.write(json.dumps({"results": results, "unsafe": unsafe, "forked": forked}))
+
+
+class Runs:
+    """The generate.py runs of one job: its listing, and its write mode."""
+
+    def __init__(self, probe, fmha_dir, argv, driver, trait_key):
+        self.probe, self.fmha_dir, self.argv = probe, fmha_dir, list(argv)
+        self.driver, self.trait_key = driver, trait_key
+
+    def head(self, job):
+        if job.get("driver"):
+            return {"driver": True, "filters": list(job["filters"])}
+        return {"filter": job["filter"]}
+
+    def job_argv(self, job):
+        if job.get("driver"):
+            return self.driver.generate_argv(list(job["filters"]), self.argv)
+        return self.argv + (["-f", job["filter"]] if job["filter"] else [])
+
+    def own_match(self, job):
+        """The driver's widened ``fnmatch`` (None for a filter job): the driver process
+        widens the real fnmatch; so does this job."""
+        if not job.get("driver"):
+            return None
+        return self.driver.widened(list(job["filters"]), job.get("separator") or "",
+                                   self.probe.ORIGINAL_FNMATCH)
+
+    def listing(self, job):
+        listing, error = self.probe.run_generate(self.fmha_dir, self.job_argv(job))
+        return {"listing": listing, "error": error}
+
+    def write(self, job):
+        """Write mode itself, as the separate ``-o`` run: a filtered set can list and
+        still fail the checks write mode makes. Into a folder in memory where there is
+        one (see :func:`memory_folder`); a write that found it full runs again on disk."""
+        memory = memory_folder()
+        if memory is None:
+            return self._write(job)
+        saved, tempfile.tempdir = tempfile.tempdir, memory
+        try:
+            found = self._write(job)
+        finally:
+            tempfile.tempdir = saved
+        if NO_SPACE in str(found.get("error", "")):
+            found = self._write(job)
+        return found
+
+    def _write(self, job):
+        try:
+            return self.probe.render_dispatch(self.fmha_dir, self.job_argv(job), [], [], [],
+                                              self.trait_key, write=True)
+        except Exception:  # noqa: BLE001 - the caller runs write mode itself
+            return {"error": traceback.format_exc(limit=-8)}
+
+
+#: How a write that ran out of room fails (its traceback says so).
+NO_SPACE = os.strerror(errno.ENOSPC)
+MEMORY_FOLDER = "/dev/shm"
+
+
+def memory_folder():
+    """The system's shared-memory folder, when ``TMPDIR`` chooses no folder and this
+    user may write there; else None (the usual temporary folder). Write mode writes
+    every kernel file of its set and the batch reads each back: on a file system in
+    memory that costs a fraction of the CPU a disk file system's costs (and, like the
+    usual temporary folder, the folder is gone after the run)."""
+    if os.environ.get("TMPDIR") or not os.path.isdir(MEMORY_FOLDER) or \
+            not os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
+        return None
+    return MEMORY_FOLDER
+
+
+def _forked(probe, fmha_dir, runs, jobs, parallel):
+    """Every run in a child forked from this interpreter, ``parallel`` at once."""
+    _compile_tree(fmha_dir)
+    tasks = []
+    for index, job in enumerate(jobs):
+        tasks.append((index, "listing", job))
+        if job.get("dispatch"):
+            tasks.append((index, "dispatch", job))
+    outcomes = {}
+    running = []
+
+    def collect_oldest():
+        (index, what, _job), forked = running.pop(0)
+        outcomes[index, what] = probe.collect_json(forked) if forked else None
+
+    # The first run alone; then the modules from outside the tree it imported (the
+    # standard library's the codegen uses) are imported here, so that the later
+    # children find them, as a new process finds those the interpreter imports at
+    # start-up: the tree's own modules every child imports afresh.
+    running.append((tasks[0], probe.fork_json(_in_child(runs, tasks[0], fmha_dir))))
+    collect_oldest()
+    first = outcomes[tasks[0][:2]]
+    for name in first.get("imported", []) if isinstance(first, dict) else []:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the children import it themselves
+            continue
+    for task in tasks[1:]:
+        if len(running) >= max(1, parallel):
+            collect_oldest()
+        running.append((task, probe.fork_json(_in_child(runs, task))))
+    while running:
+        collect_oldest()
     results = []
-    unsafe = None
+    for index, job in enumerate(jobs):
+        result = runs.head(job)
+        listed = outcomes.get((index, "listing"))
+        if not isinstance(listed, dict):
+            listed = {"listing": [], "error": "the forked run sent no result"}
+        result.update(listing=listed["listing"], error=listed["error"])
+        seconds = listed.get("seconds", 0.0)
+        written = outcomes.get((index, "dispatch"))
+        if job.get("dispatch") and not result["error"]:
+            if isinstance(written, dict) and "result" in written:
+                result["dispatch"] = written["result"]
+                seconds += written.get("seconds", 0.0)
+            else:
+                result["dispatch"] = {"error": "the forked write-mode run sent no result"}
+        result["seconds"] = round(seconds, 3)
+        results.append(result)
+    return results
+
+
+def _in_child(runs, task, report_imports=None):
+    """What the forked child of ``task`` computes (in the child only: it ends after);
+    with ``report_imports`` (the tree's folder), also the names of the modules from
+    outside it that the run imported."""
+    _index, what, job = task
+
+    def compute():
+        started = time.time()
+        had = set(sys.modules)
+        match = runs.own_match(job)
+        if match is not None:
+            fnmatch.fnmatch = match
+        if what == "listing":
+            outcome = runs.listing(job)
+        else:
+            outcome = {"result": runs.write(job)}
+        outcome["seconds"] = round(time.time() - started, 3)
+        if report_imports:
+            root = os.path.realpath(report_imports) + os.sep
+            outcome["imported"] = sorted(
+                name for name, module in list(sys.modules.items()) if name not in had
+                and not os.path.realpath(getattr(module, "__file__", None) or "").startswith(root))
+        return outcome
+
+    return compute
+
+
+def _compile_tree(fmha_dir):
+    """Compile the tree's sources here, before forking, so that every child finds their
+    code objects memoised (``probe_script.memoise_compilation``) instead of compiling
+    them again. Only compiled, never run: the children start as fresh as before."""
+    for folder, dirnames, filenames in os.walk(fmha_dir):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            loader = importlib.machinery.SourceFileLoader(name[:-3], path)
+            try:
+                loader.source_to_code(loader.get_data(path), path)
+            except (OSError, SyntaxError, ValueError):
+                continue  # not imported as it is, or it fails there as it would anyway
+
+
+def _in_turns(probe, fmha_dir, runs, jobs):
+    """Every job in this interpreter, one after the other; (results, why it stopped)."""
     # Import the tree once before the first job, so that the modules the codegen
     # pulls in from the standard library are already there: they are shared by every
     # later process too (a new process imports them the same way).
-    probe.run_generate(fmha_dir, list(spec["argv"]) + ["-f", "#fmha-batch-warmup#"])
+    probe.run_generate(fmha_dir, runs.argv + ["-f", "#fmha-batch-warmup#"])
+    real = probe.ORIGINAL_FNMATCH
     before = probe.process_state(fmha_dir)
-    for job in spec["jobs"]:
+    results = []
+    for job in jobs:
         started = time.time()
-        recorder.objects, recorder.seen_ids, recorder.pools = [], set(), []
-        own_match = None
-        if job.get("driver"):
-            filters = list(job["filters"])
-            argv = driver.generate_argv(filters, spec["argv"])
-            # The driver process widens the real fnmatch; so does this job.
-            own_match = driver.widened(filters, job.get("separator") or "",
-                                       probe.ORIGINAL_FNMATCH)
+        result = runs.head(job)
+        own_match = runs.own_match(job)
+        if own_match is not None:
             fnmatch.fnmatch = own_match
-            result = {"driver": True, "filters": filters}
-        else:
-            argv = list(spec["argv"]) + (["-f", job["filter"]] if job["filter"] else [])
-            result = {"filter": job["filter"]}
         try:
-            result.update(_run_job(probe, recorder, fmha_dir, argv, job, trait_key))
+            result.update(runs.listing(job))
+            if job.get("dispatch") and not result["error"]:
+                result["dispatch"] = runs.write(job)
         finally:
             replaced = own_match is not None and fnmatch.fnmatch is not own_match
             if own_match is not None and not replaced:
-                fnmatch.fnmatch = hook  # restored before the check below
+                fnmatch.fnmatch = real  # restored before the check below
         result["seconds"] = round(time.time() - started, 3)
         results.append(result)
         after = probe.process_state(fmha_dir)
-        if replaced or after != before or fnmatch.fnmatch is not hook:
+        if replaced or after != before or fnmatch.fnmatch is not real:
             what = ("the driver for %r" % result["filters"]) if own_match is not None \
                 else "generate.py -f %r" % job["filter"]
-            unsafe = "%s changed state outside the tree's modules" % what
-            break
-    with open(sys.argv[2], "w") as handle:
-        handle.write(json.dumps({"results": results, "unsafe": unsafe}))
-
-
-def _run_job(probe, recorder, fmha_dir, argv, job, trait_key):
-    """The job's listing and error, and, when asked, the dispatch file write mode writes."""
-    listing, error = probe.run_generate(fmha_dir, argv)
-    result = {"listing": listing, "error": error}
-    if job.get("dispatch") and not error:
-        kernels = _kernels(recorder, listing)
-        try:
-            # Write mode itself, as the separate ``-o`` run: a filtered set can list
-            # and still fail the checks write mode makes (the pool would not say).
-            result["dispatch"] = probe.render_dispatch(fmha_dir, argv, listing, kernels,
-                                                       list(recorder.pools), trait_key,
-                                                       write=True)
-        except Exception:  # noqa: BLE001 - the caller runs write mode itself
-            result["dispatch"] = {"error": traceback.format_exc(limit=-8)}
-    return result
+            return results, "%s changed state outside the tree's modules" % what
+    return results, None
 
 
 def _load_driver(path):
@@ -128,17 +295,6 @@ def _load_driver(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _kernels(recorder, listing):
-    by_filename = {}
-    for obj in recorder.objects:
-        try:
-            by_filename.setdefault(obj.filename, obj)
-        except Exception:  # noqa: BLE001 - a broken object is not a listed kernel
-            continue
-    listed = set(listing)
-    return sorted(((f, o) for f, o in by_filename.items() if f in listed), key=lambda i: i[0])
 
 
 if __name__ == "__main__":
