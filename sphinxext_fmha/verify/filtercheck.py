@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import Counter
-from typing import Dict, List, Optional, Set
+from typing import Callable, Dict, List, Optional, Set
 
 from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount
@@ -50,14 +50,30 @@ def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
 def fnmatch_as_generate(model: ApiModel, name: str, pattern: Optional[str]) -> bool:
     """``fnmatch.fnmatch`` as the interpreter running generate.py does it (its
     ``os.path.normcase``); None: the kernel is not filtered."""
+    return matcher_as_generate(model, pattern)(name)
+
+
+def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[str], bool]:
+    """:func:`fnmatch_as_generate` of one pattern, compiled once for many names (what
+    ``fnmatch.fnmatchcase`` does per call: the regex of ``fnmatch.translate``)."""
     if pattern is None:
-        return True
+        return lambda name: True
     spec = model.filter
-    if spec.fnmatch_lowercases:
-        name, pattern = name.lower(), pattern.lower()
-    if spec.fnmatch_backslashes:
-        name, pattern = name.replace("/", "\\"), pattern.replace("/", "\\")
-    return fnmatch.fnmatchcase(name, pattern)
+    lower, backslashes = spec.fnmatch_lowercases, spec.fnmatch_backslashes
+    if lower:
+        pattern = pattern.lower()
+    if backslashes:
+        pattern = pattern.replace("/", "\\")
+    match = re.compile(fnmatch.translate(pattern)).match
+
+    def matches(name: str) -> bool:
+        if lower:
+            name = name.lower()
+        if backslashes:
+            name = name.replace("/", "\\")
+        return match(name) is not None
+
+    return matches
 
 
 def predict(model: ApiModel, baseline: ParsedListing, filter: str,
@@ -66,22 +82,27 @@ def predict(model: ApiModel, baseline: ParsedListing, filter: str,
     if not filter:
         return set(baseline.parsed)
     patterns = api_patterns(model, filter)
-
-    def _matches(name: str, pattern: Optional[str]) -> bool:
-        return fnmatch_as_generate(model, name, pattern)
-
+    matchers = {c: matcher_as_generate(model, p) for c, p in patterns.items()}
+    unfiltered = matcher_as_generate(model, None)
     names = baseline.kernel_names(model)
+    passes: Dict[str, bool] = {}  # file -> its name passes its type's pattern
+
+    def _passes(filename: str) -> bool:
+        found = passes.get(filename)
+        if found is None:
+            found = passes[filename] = matchers.get(baseline.parsed[filename][0], unfiltered)(
+                names[filename])
+        return found
+
     selected: Set[str] = set()
     grouped: Set[str] = set()
     if model.filter.drops == "trait" and traits:
         for trait in traits:
             grouped.update(trait)
-            if all(_matches(names[f], patterns.get(baseline.parsed[f][0])) for f in trait):
+            if all(_passes(f) for f in trait):
                 selected.update(trait)
-    for filename, (class_name, _tokens) in baseline.parsed.items():
-        if filename in grouped:
-            continue
-        if _matches(names[filename], patterns.get(class_name)):
+    for filename in baseline.parsed:
+        if filename not in grouped and _passes(filename):
             selected.add(filename)
     return selected
 
