@@ -243,7 +243,7 @@ def _in_child(runs, task, report_imports=None):
 
 #: source text -> code object, of the functions ``dataclasses`` writes as text and
 #: runs with ``exec`` (``__init__``, ``__repr__``, ``__eq__``, ... of every dataclass).
-_GENERATED = {}
+_GENERATED: dict = {}
 
 
 def generated_code(source):
