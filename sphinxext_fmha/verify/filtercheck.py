@@ -111,11 +111,13 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
               filter: str) -> List[SegmentBreakdown]:
     rows: List[SegmentBreakdown] = []
     for kernel_type in model.kernel_types:
+        base_columns = _column_counts(baseline, kernel_type.class_name)
+        chosen_columns = _column_counts(selected, kernel_type.class_name)
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal or segment.constant:  # one token: nothing a filter selects
                 continue
-            base = Counter(t[index] for c, t in baseline.parsed.values() if c == kernel_type.class_name)
-            chosen = Counter(t[index] for c, t in selected.parsed.values() if c == kernel_type.class_name)
+            base = base_columns[index] if index < len(base_columns) else Counter()
+            chosen = chosen_columns[index] if index < len(chosen_columns) else Counter()
             counts = [TokenCount(token=tok, meaning=segment.tokens.get(tok, ""),
                                  baseline=base.get(tok, 0), selected=chosen.get(tok, 0))
                       for tok in sorted(segment.tokens, key=lambda t: (-base.get(t, 0), t))]
@@ -133,6 +135,13 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
     return rows
 
 
+def _column_counts(listing: ParsedListing, class_name: str) -> List[Counter]:
+    """Per segment index, how many of the type's kernels have each token (the token
+    lists transposed and counted at once, not one pass over the listing per segment)."""
+    rows = [tokens for c, tokens in listing.parsed.values() if c == class_name]
+    return [Counter(column) for column in zip(*rows)]
+
+
 def _numeric(value: str) -> bool:
     try:
         int(value)
@@ -144,9 +153,13 @@ def _numeric(value: str) -> bool:
 def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> List[str]:
     """Literal pieces of the filter that occur in no kernel name of this tree."""
     names = list(baseline.kernel_names(model).values())
+    # One text of every name: a piece without a line break is in it exactly when it is
+    # in one of the names.
+    text = "\n".join(names)
     notes = []
     for piece in _WILDCARDS.split(filter.replace("@", "*").replace(",", "*")):
-        if piece and not any(piece in name for name in names):
+        if piece and not (piece in text if "\n" not in piece
+                          else any(piece in name for name in names)):
             notes.append(piece)
     return sorted(set(notes))
 
