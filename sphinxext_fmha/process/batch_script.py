@@ -68,12 +68,15 @@ def main():
     known = dict(spec.get("known_keys", {}))
     readers = []
 
+    def reader():
+        if not readers:
+            readers.append(probe.load_trait_reader(spec["trait_reader"]))
+        return readers[0]
+
     def trait_key(text):
         sha = probe.text_sha(text)
         if sha not in known:
-            if not readers:  # loaded when a text is new: most are known from the probe
-                readers.append(probe.load_trait_reader(spec["trait_reader"]))
-            known[sha] = readers[0](text)
+            known[sha] = reader()(text)  # loaded when a text is new: most are known
         return known[sha]
 
     driver = _load_driver(spec.get("driver_script"))
@@ -83,6 +86,7 @@ def main():
     if forked:
         results, unsafe = _forked(probe, fmha_dir, runs, spec["jobs"], parallel), None
     else:
+        reader()  # loaded before the runs: the state they must leave as they found it
         results, unsafe = _in_turns(probe, fmha_dir, runs, spec["jobs"])
     with open(sys.argv[2], "w") as handle:
         handle.write(json.dumps({"results": results, "unsafe": unsafe, "forked": forked}))
