@@ -33,7 +33,7 @@ _MEMO: collections.OrderedDict[str, dict] = collections.OrderedDict()
 _MEMO_LOCK = threading.Lock()
 #: memo key of a probe -> its other listing (see :func:`observe_also`), pending while
 #: the probe process still lists it
-_ALSO: Dict[str, "Future[dict]"] = {}
+_ALSO: Dict[str, Future[dict]] = {}
 
 
 class ProbeError(FmhaError):
@@ -107,8 +107,11 @@ def observe(
         except (KeyError, ValueError, zlib.error):
             result = None
     if result is None:
+        def keep_also(listed: dict) -> None:
+            cache.put(_also_key(key), listed)
+
         result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
-                                  memo_key, lambda also: cache.put(_also_key(key), also))
+                                  memo_key, keep_also)
         cache.put(key, _pack_text(text))
     with _MEMO_LOCK:
         _MEMO[memo_key] = result
@@ -163,8 +166,8 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
     if also_list is None:
         return _probe_process(command + list(argv), fmha_dir, argv, timeout, progress)
     command += ["--also-list", json.dumps(list(also_list)), "--also-out", "ALSO"]
-    result: "Future[Tuple[dict, str]]" = Future()
-    also: "Future[dict]" = Future()
+    result: Future[Tuple[dict, str]] = Future()
+    also: Future[dict] = Future()
     with _MEMO_LOCK:
         _ALSO[memo_key] = also
         for done in [k for k, f in _ALSO.items() if f.done()][:-_MEMO_SIZE or None]:
@@ -197,7 +200,7 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
 
 def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout: float,
                    progress: Optional[Callable[[str], None]],
-                   early: "Optional[Future[Tuple[dict, str]]]" = None,
+                   early: Optional[Future[Tuple[dict, str]]] = None,
                    also: Optional[Callable[[dict], None]] = None,
                    also_list: Optional[List[str]] = None) -> Tuple[dict, str]:
     """Run the probe process to its end; ``early``: set as soon as the result is
@@ -207,6 +210,7 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
         out, also_out = workdir / "probe.json", workdir / "also.json"
         command = [{"RESULT": str(out), "ALSO": str(also_out)}.get(a, a) for a in command]
         started = time.time()
+        handed_over = [0.0]  # seconds from the start to the result's hand-over
 
         def written() -> None:
             # a result that reports a failure waits for the end: stderr says more
@@ -216,7 +220,8 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
             except (OSError, ValueError):
                 return
             if early is not None and isinstance(found, dict) and not found.get("error"):
-                _report_probe(progress, fmha_dir, argv, found, time.time() - started)
+                handed_over[0] = time.time() - started
+                _report_probe(progress, fmha_dir, argv, found, handed_over[0])
                 early.set_result((found, text))
 
         outcome = run(command, cwd=fmha_dir, workdir=workdir, timeout=timeout,
@@ -225,10 +230,12 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
                       when_written=(out, written) if early is not None else None)
         if also is not None and early is not None and early.done():
             listed = _other_listing(outcome, also_out)
-            if also_list is not None and not listed.get("error"):
+            # a step of its own for the reader only when it outlasted the probe's work
+            own = float(listed.get("seconds") or 0.0)
+            if also_list is not None and not listed.get("error") and own > handed_over[0]:
                 report_step(progress, fmha_dir, also_list,
                             "listing generate.py%s beside the probe" % _options_shown(also_list),
-                            time.time() - started, kernels=_kernels(listed))
+                            own, kernels=_kernels(listed))
             also(listed)
             return early.result()
         if outcome.timed_out:
