@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple
 
+from ..cppapi.allocation import collector_paused
 from ..errors import FmhaError, WarningType, stderr_tail
 from ..process.cache import DiskCache, tree_digest
 from ..process.launch import run, scratch
@@ -50,12 +51,20 @@ def _probe_version() -> str:
 
 def _pack_text(text: str) -> dict:
     """The cache entry of a result from its JSON text (the probe's own output: the
-    same data, not serialised a second time)."""
-    return {"zlib": base64.b64encode(zlib.compress(text.encode(), 6)).decode("ascii")}
+    same data, not serialised a second time). Level 3 packs a heavy result in half the
+    time level 6 takes (2.8.3 bwd: 42 MB of JSON into 1.3 MB instead of 0.8 MB)."""
+    return {"zlib": base64.b64encode(zlib.compress(text.encode(), 3)).decode("ascii")}
 
 
 def _unpack(entry: dict) -> dict:
-    return json.loads(zlib.decompress(base64.b64decode(entry["zlib"])))
+    return _decoded(zlib.decompress(base64.b64decode(entry["zlib"])))
+
+
+def _decoded(text) -> dict:
+    """The result from its JSON text. A heavy probe's result is a million containers
+    that all survive: collector passes while they are made would free nothing."""
+    with collector_paused():
+        return json.loads(text)
 
 
 def observe(
@@ -134,7 +143,7 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
             raise ProbeError(str(error), shown, error.stderr_tail)
         try:
             text = out.read_text(encoding="utf-8")
-            result = json.loads(text)
+            result = _decoded(text)
         except ValueError as exc:
             raise ProbeError("%s: the analysis wrote an unreadable result (%s)" % (shown, exc),
                              shown, outcome.stderr_tail()) from None
