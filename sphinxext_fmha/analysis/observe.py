@@ -57,14 +57,21 @@ def _pack_text(text: str) -> dict:
 
 
 def _unpack(entry: dict) -> dict:
-    return _decoded(zlib.decompress(base64.b64decode(entry["zlib"])))
+    return read_result(zlib.decompress(base64.b64decode(entry["zlib"])))
 
 
-def _decoded(text) -> dict:
-    """The result from its JSON text. A heavy probe's result is a million containers
+def read_result(text) -> dict:
+    """The probe's result from the JSON text it wrote: the record fields it wrote once per
+    distinct value (``share_record_fields`` in the probe script) back in every record,
+    each record with a copy of its own. A heavy probe's result is a million containers
     that all survive: collector passes while they are made would free nothing."""
     with collector_paused():
-        return json.loads(text)
+        result = json.loads(text)
+        tables = result.pop("record_tables", None) or {}
+        for field, values in tables.items():
+            for record in result["records"]:
+                record[field] = dict(values[record[field]])
+    return result
 
 
 def observe(
@@ -143,7 +150,7 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
             raise ProbeError(str(error), shown, error.stderr_tail)
         try:
             text = out.read_text(encoding="utf-8")
-            result = _decoded(text)
+            result = read_result(text)
         except ValueError as exc:
             raise ProbeError("%s: the analysis wrote an unreadable result (%s)" % (shown, exc),
                              shown, outcome.stderr_tail()) from None
