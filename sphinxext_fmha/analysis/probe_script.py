@@ -271,9 +271,10 @@ def _is_dataclass_instance(value):
     return hasattr(cls, "__dataclass_fields__") and not isinstance(value, type)
 
 
-def leaves(obj, prefix="", depth=0, owners=None, out=None):
+def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
     """Flatten a dataclass object into {attribute path: scalar value}; ``owners``
-    collects the class that declares each path's last attribute."""
+    collects the class that declares each path's last attribute, ``scalars`` the
+    scalar leaves as (path, value type, value), in order."""
     if out is None:
         out = {}
     if depth > 4:
@@ -285,8 +286,10 @@ def leaves(obj, prefix="", depth=0, owners=None, out=None):
             owners[path] = cls.__name__
         if isinstance(value, SCALARS):
             out[path] = value
+            if scalars is not None:
+                scalars.append((path, type(value), value))
         elif _is_dataclass_instance(value):
-            leaves(value, path + ".", depth + 1, owners, out)
+            leaves(value, path + ".", depth + 1, owners, out, scalars)
         else:
             out[path] = {"repr": repr(value)}
     return out
@@ -661,7 +664,9 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     for filename, obj in kernels:
         cls = type(obj).__name__
         is_dataclass = dataclasses.is_dataclass(obj)
-        flat = leaves(obj, owners=owners.setdefault(cls, {})) if is_dataclass else {}
+        typed = []  # (path, value type, value): 1, 1.0 and True apart
+        flat = leaves(obj, owners=owners.setdefault(cls, {}), scalars=typed) \
+            if is_dataclass else {}
         try:
             name = obj.name
         except AttributeError:  # what hasattr() tells
@@ -674,8 +679,6 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         tally = tallies.get(cls)
         if tally is None:
             tally = tallies[cls] = collections.Counter()
-        typed = [(path, type(value), value) for path, value in flat.items()
-                 if isinstance(value, SCALARS)]
         scalars.append(typed)
         tally.update(typed)
     observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
