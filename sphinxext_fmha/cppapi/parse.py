@@ -98,8 +98,9 @@ def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
     if not aliases:
         return _arg_class_of(arg, (), ())
     value = aliases.get(arg)
-    if value is not None and aliases.keys().isdisjoint(_identifiers(value)):
-        # the argument is an alias (one identifier, its own cleaned text) whose value
+    if value is not None and _identifiers(arg) == (arg,) and \
+            aliases.keys().isdisjoint(_identifiers(value)):
+        # the argument is an alias (one identifier: its own cleaned text) whose value
         # names no alias: what the general way below finds, found at once
         alone: Tuple[Tuple[str, str], ...] = ((arg, value),)
         return _arg_class_of(arg, alone, alone)
