@@ -24,8 +24,7 @@ kernels' trait keys from a write-mode run into a temporary folder (write mode ch
 what listing mode does not: a set that lists may not write); a trait key is reused
 when a kernel's text hashes like a text already read (the same text has the same key).
 A write-mode failure is returned as the job's dispatch error: the caller then runs
-that ``-o`` as its own process, which fails and says why. The write-mode folders are
-in memory where the system has a shared-memory folder (:func:`memory_folder`).
+that ``-o`` as its own process, which fails and says why.
 
 A driver job (``"driver": true``) is the run ``driver_script.py`` makes for the union
 of its filters: the driver's own argv (the first filter on the command line) and its
@@ -41,14 +40,12 @@ JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "driver_script",
                 | {"driver": true, "filters": [str], "separator": str, "dispatch": bool}]}
 """
 
-import errno
 import fnmatch
 import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
-import tempfile
 import time
 import traceback
 
@@ -123,43 +120,12 @@ class Runs:
 
     def write(self, job):
         """Write mode itself, as the separate ``-o`` run: a filtered set can list and
-        still fail the checks write mode makes. Into a folder in memory where there is
-        one (see :func:`memory_folder`); a write that found it full runs again on disk."""
-        memory = memory_folder()
-        if memory is None:
-            return self._write(job)
-        saved, tempfile.tempdir = tempfile.tempdir, memory
-        try:
-            found = self._write(job)
-        finally:
-            tempfile.tempdir = saved
-        if NO_SPACE in str(found.get("error", "")):
-            found = self._write(job)
-        return found
-
-    def _write(self, job):
+        still fail the checks write mode makes."""
         try:
             return self.probe.render_dispatch(self.fmha_dir, self.job_argv(job), [], [], [],
                                               self.trait_key, write=True)
         except Exception:  # noqa: BLE001 - the caller runs write mode itself
             return {"error": traceback.format_exc(limit=-8)}
-
-
-#: How a write that ran out of room fails (its traceback says so).
-NO_SPACE = os.strerror(errno.ENOSPC)
-MEMORY_FOLDER = "/dev/shm"
-
-
-def memory_folder():
-    """The system's shared-memory folder, when ``TMPDIR`` chooses no folder and this
-    user may write there; else None (the usual temporary folder). Write mode writes
-    every kernel file of its set and the batch reads each back: on a file system in
-    memory that costs a fraction of the CPU a disk file system's costs (and, like the
-    usual temporary folder, the folder is gone after the run)."""
-    if os.environ.get("TMPDIR") or not os.path.isdir(MEMORY_FOLDER) or \
-            not os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
-        return None
-    return MEMORY_FOLDER
 
 
 def _forked(probe, fmha_dir, runs, jobs, parallel):
