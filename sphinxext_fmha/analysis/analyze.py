@@ -35,7 +35,7 @@ from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
 from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
-from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label
+from .grammar import Grammar, derive_grammar, disambiguate_labels, plain_values, segment_label
 from .observe import observe
 from .probe_script import MARKER
 from .source import SourceFacts, analyze_source
@@ -496,7 +496,10 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
 def _column_texts(leaves: List[dict], path: str) -> set:
     """The distinct texts of one field over the kernels that have it."""
     if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
-        return set(map(str, map(dict.__getitem__, leaves, repeat(path))))
+        values = list(map(dict.__getitem__, leaves, repeat(path)))
+        if plain_values(values):
+            values = set(values)  # equal values of these types have equal texts
+        return set(map(str, values))
     return {str(values[path]) for values in leaves if path in values}
 
 
