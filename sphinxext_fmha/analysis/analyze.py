@@ -497,9 +497,8 @@ def _column_texts(leaves: List[dict], path: str) -> set:
     """The distinct texts of one field over the kernels that have it."""
     if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
         values = list(map(dict.__getitem__, leaves, repeat(path)))
-        if plain_values(values):
-            values = set(values)  # equal values of these types have equal texts
-        return set(map(str, values))
+        # equal values of these types have equal texts: the texts of the distinct ones
+        return set(map(str, set(values) if plain_values(values) else values))
     return {str(values[path]) for values in leaves if path in values}
 
 

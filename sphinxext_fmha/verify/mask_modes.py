@@ -15,9 +15,9 @@ mask modes):
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from itertools import chain, compress
 from operator import not_
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Dict, List, Sequence, Tuple
 

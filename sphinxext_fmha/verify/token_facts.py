@@ -401,7 +401,7 @@ def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
                        for (class_name, label), counts in dispatch.orders.items()]}
 
 
-def dispatch_from_data(data: Optional[dict]) -> Optional[TokenDispatch]:
+def dispatch_from_data(data: Any) -> Optional[TokenDispatch]:
     """The :class:`TokenDispatch` that :func:`dispatch_data` made ``data`` of."""
     if data is None:
         return None
