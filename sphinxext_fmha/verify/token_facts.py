@@ -13,7 +13,7 @@ names the tokens of the other determining segments (hdim, tile, ...) it covers."
 from __future__ import annotations
 
 from collections import Counter
-from itertools import accumulate, combinations, compress, repeat
+from itertools import accumulate, chain, combinations, compress, count, repeat
 from operator import add, lt, mul, sub
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -311,6 +311,7 @@ def _class_groups(class_name: str, labels: List[str],
                    for slot, column in terms.items() if cores[slot]}
     files = [item[3] for item in reached]
     varying = [bool(item[2] and item[2].get("varying")) for item in reached]
+    coded: Dict[str, Tuple[List[int], int]] = {}
     for index in range(width):
         own_slots = [s for s in terms if index in cores[s]]
         partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
@@ -318,17 +319,20 @@ def _class_groups(class_name: str, labels: List[str],
         for partner in partners:
             by_name.setdefault(names[partner], []).append(partner)
         by_token: Dict[str, Dict[Tuple[_Term, ...], ConditionGroup]] = {}
+        for slot in own_slots:
+            if slot not in coded:  # a slot's terms numbered once, for every segment it is of
+                coded[slot] = _codes(conditional[slot])
         for token, conditions in _rows_by_condition(
                 columns[index], [conditional[s] for s in own_slots],
-                index in rows.varying or bool(own_slots)).items():
+                index in rows.varying or bool(own_slots),
+                [(rows.codes[index], rows.radix[index])] + [coded[s] for s in own_slots]).items():
             groups = by_token[token] = {}
             for condition, members in conditions.items():
                 groups[condition] = ConditionGroup(
                     cpp=[c for c, _ in condition], words=[w for _, w in condition],
-                    where={name: list(dict.fromkeys(columns[p][r] for r in members for p in ps))
-                           for name, ps in by_name.items()},
-                    kernels=len(members), varying=any(varying[r] for r in members),
-                    files=[files[r] for r in members])
+                    where={name: _tokens_of(columns, ps, members) for name, ps in by_name.items()},
+                    kernels=len(members), varying=any(map(varying.__getitem__, members)),
+                    files=list(map(files.__getitem__, members)))
         for tokens, _, info, filename in items:
             if info is None:
                 groups = by_token.setdefault(tokens[index], {})
@@ -342,18 +346,28 @@ def _class_groups(class_name: str, labels: List[str],
             for token, groups in by_token.items()}
 
 
+def _tokens_of(columns: List[List[str]], partners: List[int], members: List[int]) -> List[str]:
+    """The distinct tokens of the ``partners`` columns in the rows ``members``, row by row."""
+    if len(partners) == 1:
+        return list(dict.fromkeys(map(columns[partners[0]].__getitem__, members)))
+    return list(dict.fromkeys(columns[p][r] for r in members for p in partners))
+
+
 def _rows_by_condition(tokens: List[str], conditional: List[List[Optional[_Term]]],
-                       splits: bool) -> Dict[str, Dict[Tuple[_Term, ...], List[int]]]:
+                       splits: bool, coded: Optional[List[Tuple[List[int], int]]] = None
+                       ) -> Dict[str, Dict[Tuple[_Term, ...], List[int]]]:
     """token -> condition (its terms) -> the rows with both, each in the order of its
     first row; ``conditional``: per own slot, each row's term or None; ``splits``:
-    False when every row has the same token and no own slot."""
+    False when every row has the same token and no own slot; ``coded``: the
+    :func:`_codes` of ``tokens`` and of each ``conditional`` column, if known."""
     if not splits:
         return {tokens[0]: {(): list(range(len(tokens)))}} if tokens else {}
     # One integer per row for its token and terms (as digits), and the rows of each
     # integer, ascending, at C speed: a stable sort of the rows by it.
-    keys, _ = _codes(tokens)
-    for column in conditional:
-        codes, radix = _codes(column)
+    if coded is None:
+        coded = [_codes(column) for column in [tokens, *conditional]]
+    keys = coded[0][0]
+    for codes, radix in coded[1:]:
         keys = list(map(add, map(mul, keys, repeat(radix)), codes))
     sizes = Counter(keys)
     distinct = sorted(sizes)
@@ -384,14 +398,16 @@ def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
     JSON instead of 24, written and read at C speed)."""
     if dispatch is None:
         return None
-    number: Dict[str, int] = {}
+    every = dict.fromkeys(chain.from_iterable(  # the files, in the order they first occur
+        g.files for by_token in dispatch.groups.values() for found in by_token.values()
+        for g in found))
+    number = dict(zip(every, count()))
     groups = []
     for (class_name, index), by_token in dispatch.groups.items():
         tokens = []
         for token, found in by_token.items():
             tokens.append([token, [[g.cpp, g.words, g.where, g.kernels, g.unreached, g.varying,
-                                    [number.setdefault(f, len(number)) for f in g.files]]
-                                   for g in found]])
+                                    list(map(number.__getitem__, g.files))] for g in found]])
         groups.append([class_name, index, tokens])
     return {"files": list(number), "groups": groups,
             "shared": [[class_name, [list(term) for term in terms]]
