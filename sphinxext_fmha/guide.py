@@ -56,12 +56,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             if reading:
                 data.dispatch_reading = reading
                 data.token_dispatch = session.token_dispatch(api, options)
-            data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            problem = problem_of(exc)
-            problem.message = ("cannot read the API dispatch file or the mask modes "
-                               "(dispatch conditions are left out): " + problem.message)
-            data.dispatch_problem = problem
+            data.dispatch_problem = _dispatch_problem(exc)
     if recommend:
         try:
             data.recommendation = session.recommend(api, options)
@@ -73,6 +69,13 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             problem = problem_of(exc)
             problem.message = "cannot make the recommended minimal set: " + problem.message
             data.recommendation_problem = problem
+    if conditions and data.dispatch_problem is None:
+        # Last: on a heavy tree the probe's other --mask listing outlasts the probe's
+        # own work, and everything above can be made while it runs.
+        try:
+            data.mask_modes = session.mask_modes(api, options)
+        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
+            data.dispatch_problem = _dispatch_problem(exc)
     if "tiles" in names:
         # the set's tile counts when the recommendation has them, else the listing's
         if data.recommendation is not None and data.recommendation.tile_tables:
@@ -82,6 +85,13 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
                 model, session.parsed_listing(api, options, listing.files),
                 names=tile_names(model, session.observation(api, options)["records"]))
     return data
+
+
+def _dispatch_problem(exc: Exception) -> Problem:
+    problem = problem_of(exc)
+    problem.message = ("cannot read the API dispatch file or the mask modes "
+                       "(dispatch conditions are left out): " + problem.message)
+    return problem
 
 
 def check_filter(session: Session, api: str, filter: str,

@@ -143,6 +143,8 @@ class Session:
         self._check_batches: Dict[Tuple, Tuple] = {}
         #: unfiltered request -> (api, options) of the probe started ahead that lists it
         self._probes: Dict[GenerateRequest, Tuple[str, Options]] = {}
+        #: other --mask request -> keeps the listing its probe made (see _observe)
+        self._probe_listings: Dict[GenerateRequest, Callable[[], None]] = {}
         self._workers = AnalysisWorkers(self)
 
     # -- memo -----------------------------------------------------------------
@@ -320,12 +322,27 @@ class Session:
         modes = self._other_mask(api, options)
         other = self.tree.request(api, dataclasses.replace(options, mask=modes[1])) \
             if modes is not None else None
-        observed = observe(self.tree.fmha_dir, probe_argv(request, supported),
-                           python=self.python, cache=self.cache, timeout=self.timeout,
-                           progress=self.progress,
-                           also_list=probe_argv(other, supported) if other is not None else None)
-        self._store_probe_runs(request, observed, other)
+        argv = probe_argv(request, supported)
+        also_argv = probe_argv(other, supported) if other is not None else None
+        observed = observe(self.tree.fmha_dir, argv, python=self.python, cache=self.cache,
+                           timeout=self.timeout, progress=self.progress, also_list=also_argv)
+        self._store_probe_runs(request, observed)
+        if other is not None and also_argv is not None:
+            self._probe_listings[other] = lambda: self._store_other_listing(
+                other, argv, also_argv)
         return observed
+
+    def _store_other_listing(self, request: GenerateRequest, argv: List[str],
+                             also_argv: List[str]) -> None:
+        """Keep the other listing the probe made (waiting for it while the probe still
+        lists it) as that run's result, when it ran cleanly (else that listing runs as a
+        process and says what is wrong)."""
+        from .analysis.observe import observe_also
+
+        also = observe_also(self.tree.fmha_dir, argv, also_argv, python=self.python,
+                            cache=self.cache) or {}
+        if "listing" in also and not also.get("error"):
+            self.runner.store_listing(request, also["listing"], float(also.get("seconds", 0.0)))
 
     def listing(self, request: GenerateRequest) -> ListingResult:
         """``generate.py -l`` for ``request`` (the runner's cache; once per process, so a
@@ -338,23 +355,19 @@ class Session:
                     self.observation(*probe)
                 except Exception:  # noqa: BLE001 - the listing's own run says what is wrong
                     pass
+            made = self._probe_listings.get(request)
+            if made is not None:
+                made()  # the probe's other listing, kept when it ran cleanly
             return self.runner.list_kernels(request)
 
         return self._once(("listing", request), compute)
 
-    def _store_probe_runs(self, request: GenerateRequest, observed: dict,
-                          also_request: Optional[GenerateRequest] = None) -> None:
+    def _store_probe_runs(self, request: GenerateRequest, observed: dict) -> None:
         """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
         dispatch file write mode writes: keep both as those runs' results, so neither
-        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back).
-        ``also_request``: the listing the probe made too (``also_listed``), kept when
-        it ran cleanly (else that listing runs as a process and says what is wrong)."""
+        runs again (``runner.list_kernels`` / ``generate_api_file`` read them back)."""
         seconds = float(observed.get("seconds", {}).get("observe", 0.0))
         self.runner.store_listing(request, observed["listing"], seconds)
-        also = observed.get("also_listed") or {}
-        if also_request is not None and "listing" in also and not also.get("error"):
-            self.runner.store_listing(also_request, also["listing"],
-                                      float(also.get("seconds", 0.0)))
         dispatch = observed.get("dispatch") or {}
         if dispatch and not dispatch.get("error"):
             self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],

@@ -242,8 +242,10 @@ def test_an_interrupt_ends_the_steps_started_ahead_and_their_children(tmp_path):
     while any(alive(p) for p in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in started if alive(p)], "children left running"
-    # nothing new started after the interrupt (two steps were running, with grandchildren)
-    assert len(started) == 4, started
+    # nothing new started after the interrupt: two probes were running, each with its
+    # generate.py run and maybe already the forked run of the other --mask mode, each
+    # run with its grandchild (a third step would add more)
+    assert len(started) in (4, 6, 8), started
     assert not list(tmpdir.glob("fmha-*")), "temporary folders left behind"
 
 

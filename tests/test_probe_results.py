@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe, observe_also
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
@@ -51,7 +51,8 @@ def _written(root: Path, api: str, out: Path):
 @pytest.mark.parametrize("tree, api", CASES)
 def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, tmp_path, tree, api):
     root = corpus_root(tree)
-    observed = observe(fmha_dir(root), ["-a", api], also_list=["-a", api, "-m", "generic"])
+    generic = ["-a", api, "-m", "generic"]
+    observed = observe(fmha_dir(root), ["-a", api], also_list=generic)
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
     name, text, traits = _written(root, api, tmp_path / "generated")
@@ -60,7 +61,7 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, tmp_path
     assert dispatch["kernel_traits"] == traits
     listed = independent_listing(root, api, tmp_path)
     assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == listed
-    also = observed["also_listed"]
+    also = observe_also(fmha_dir(root), ["-a", api], generic)
     assert "listing" in also and not also["error"], also
     generic = independent_listing(root, api, tmp_path, "-m", "generic")
     assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == generic

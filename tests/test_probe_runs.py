@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import time
 from pathlib import Path
 from typing import List, Sequence
 
 import pytest
 
-from sphinxext_fmha.analysis.observe import PROBE_SCRIPT
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, observe, observe_also
 from sphinxext_fmha.analysis.probe_script import OBSERVED_CALLS
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
@@ -214,7 +216,7 @@ def test_the_session_keeps_the_other_mask_listing_the_probe_made(tmp_path):
 def test_an_other_mask_listing_that_fails_runs_as_its_own_process(tmp_path):
     """When generate.py fails in the other mode, the probe's listing is not kept: the
     separate run happens and reports generate.py's own error."""
-    from sphinxext_fmha.analysis.analyze import Options
+    from sphinxext_fmha.analysis.analyze import Options, probe_argv
     from sphinxext_fmha.process.runner import GenerateError
     from sphinxext_fmha.session import Session
 
@@ -225,8 +227,11 @@ def test_an_other_mask_listing_that_fails_runs_as_its_own_process(tmp_path):
     module.write_text(text.replace(anchor, "    assert mask_impl != 'generic', 'no generic'\n"
                                    + anchor, 1), encoding="utf-8")
     session = Session(root, cache_dir=tmp_path / "cache")
-    observed = session.observation("toy")
-    assert "no generic" in observed["also_listed"]["error"]
+    session.observation("toy")
+    argv = [probe_argv(session.tree.request("toy", options), session.tree.supported_dests())
+            for options in (Options(), Options(mask="generic"))]
+    also = observe_also(fmha_dir(root), argv[0], argv[1], cache=session.cache)
+    assert also is not None and "no generic" in also["error"]
     with pytest.raises(GenerateError, match="no generic"):
         session.listing(session.tree.request("toy", Options(mask="generic")))
     assert session.runner.processes_started == 1
@@ -254,3 +259,42 @@ def test_the_other_mask_listing_is_what_generate_py_lists(tmp_path, can_fork):
     listed = {n for n in also["listing"] if not n.endswith("_api.cpp")}
     assert listed == independent_listing(root, "toy", tmp_path, "-m", "generic")
     assert listed != independent_listing(root, "toy", tmp_path)  # the mode matters here
+
+
+#: Put in front of a synthetic generate.py: a run in ``generic`` mode waits (up to a
+#: minute) for the gate file, as a listing that takes long would.
+_GATE = '''import os as _gate_os, sys as _gate_sys, time as _gate_time
+if "generic" in _gate_sys.argv:
+    _gate_end = _gate_time.time() + 60
+    while not _gate_os.path.exists(%r) and _gate_time.time() < _gate_end:
+        _gate_time.sleep(0.05)
+'''
+
+
+def test_the_result_is_handed_over_before_the_other_listing_ends(tmp_path):
+    """On a heavy tree the other ``--mask`` listing outlasts the probe's own work: the
+    probe's result comes as soon as it is written, the other listing when it ends
+    (from the process, then from the cache); both are generate.py's own."""
+    from sphinxext_fmha.process.cache import DiskCache
+
+    root = synthetic.make_tree(tmp_path, "at_split")
+    gate = tmp_path / "gate"
+    script = fmha_dir(root) / "generate.py"
+    script.write_text(_GATE % str(gate) + script.read_text(encoding="utf-8"), encoding="utf-8")
+    argv, generic = ["-a", "toy"], ["-a", "toy", "-m", "generic"]
+    cache = DiskCache(tmp_path / "cache")
+    started = time.monotonic()
+    observed = observe(fmha_dir(root), argv, cache=cache, also_list=generic)
+    handed_over = time.monotonic() - started
+    gate.touch()  # only now can the generic listing end
+    also = observe_also(fmha_dir(root), argv, generic, cache=cache)
+    assert handed_over < 45, "the result waited for the gated listing (%.0f s)" % handed_over
+    assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == \
+        independent_listing(root, "toy", tmp_path)
+    assert also is not None and not also.get("error"), also
+    expected = independent_listing(root, "toy", tmp_path, "-m", "generic")
+    assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == expected
+    copied = tmp_path / "copied-cache"
+    shutil.copytree(cache.root, copied)  # another cache folder: no memo of this process
+    kept = observe_also(fmha_dir(root), argv, generic, cache=DiskCache(copied))
+    assert kept is not None and set(kept["listing"]) == set(also["listing"])

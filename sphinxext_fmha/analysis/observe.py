@@ -14,12 +14,13 @@ import sys
 import threading
 import time
 import zlib
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
 from ..process.cache import DiskCache, tree_digest
-from ..process.launch import run, scratch
+from ..process.launch import Outcome, install_handlers, run, scratch
 from ..process.progress import report_step, run_label
 from ..process.runner import interpreter_id
 
@@ -30,6 +31,9 @@ TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 _MEMO_SIZE = 4
 _MEMO: collections.OrderedDict[str, dict] = collections.OrderedDict()
 _MEMO_LOCK = threading.Lock()
+#: memo key of a probe -> its other listing (see :func:`observe_also`), pending while
+#: the probe process still lists it
+_ALSO: Dict[str, Future[dict]] = {}
 
 
 class ProbeError(FmhaError):
@@ -58,6 +62,18 @@ def _unpack(entry: dict) -> dict:
     return json.loads(zlib.decompress(base64.b64decode(entry["zlib"])))
 
 
+def _probe_key(fmha_dir: Path, argv: List[str], python: str,
+               also_list: Optional[List[str]]) -> str:
+    parts = [list(argv)] + ([list(also_list)] if also_list is not None else [])
+    return DiskCache.key_for("probe", tree_digest(fmha_dir), *parts, _probe_version(),
+                             interpreter_id(python, fmha_dir))
+
+
+def _memo_key(cache: Optional[DiskCache], key: str) -> str:
+    """One memo per cache: its files stay the truth."""
+    return "%s|%s" % (cache.root if cache is not None else "", key)
+
+
 def observe(
     fmha_dir: Path,
     argv: List[str],
@@ -72,16 +88,13 @@ def observe(
 
     ``also_list``: generate.py arguments of one more listing (``-l`` left out) that the
     probe runs as a new process would, in a child it forks before its own work (else in
-    its interpreter): ``result["also_listed"]`` (see ``start_listing`` and
-    ``list_isolated`` in the probe script) holds its ``listing`` and ``error``, or
-    ``unsafe`` when it could not."""
+    its interpreter). The result comes as soon as the probe's own work is done; that
+    listing, which can take longer, comes from :func:`observe_also`."""
     python = python or sys.executable
-    parts = [list(argv)] + ([list(also_list)] if also_list is not None else [])
-    key = DiskCache.key_for("probe", tree_digest(fmha_dir), *parts, _probe_version(),
-                            interpreter_id(python, fmha_dir))
+    key = _probe_key(fmha_dir, argv, python, also_list)
+    memo_key = _memo_key(cache, key)
     if cache is None:  # no caching asked for: run the probe
-        return _run_probe(fmha_dir, argv, python, timeout, progress, also_list)[0]
-    memo_key = "%s|%s" % (cache.root, key)  # one memo per cache: its files stay the truth
+        return _run_probe(fmha_dir, argv, python, timeout, progress, also_list, memo_key)[0]
     with _MEMO_LOCK:
         if memo_key in _MEMO:
             _MEMO.move_to_end(memo_key)
@@ -94,13 +107,44 @@ def observe(
         except (KeyError, ValueError, zlib.error):
             result = None
     if result is None:
-        result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list)
+        def keep_also(listed: dict) -> None:
+            cache.put(_also_key(key), listed)
+
+        result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
+                                  memo_key, keep_also)
         cache.put(key, _pack_text(text))
     with _MEMO_LOCK:
         _MEMO[memo_key] = result
         while len(_MEMO) > _MEMO_SIZE:
             _MEMO.popitem(last=False)
     return result
+
+
+def observe_also(
+    fmha_dir: Path,
+    argv: List[str],
+    also_list: List[str],
+    *,
+    python: Optional[str] = None,
+    cache: Optional[DiskCache] = None,
+) -> Optional[dict]:
+    """The other listing of :func:`observe`'s probe with these arguments: its
+    ``listing`` and ``error`` (see ``start_listing`` and ``list_isolated`` in the probe
+    script), or ``unsafe`` when the probe could not list it as a new process would;
+    waited for while that probe still runs. None when no probe of this process made it
+    and the cache does not hold it (the caller runs the listing itself)."""
+    python = python or sys.executable
+    key = _probe_key(fmha_dir, argv, python, also_list)
+    with _MEMO_LOCK:
+        pending = _ALSO.get(_memo_key(cache, key))
+    if pending is not None:
+        return pending.result()
+    hit = cache.get(_also_key(key)) if cache is not None else None
+    return hit if hit is not None and ("listing" in hit or "error" in hit) else None
+
+
+def _also_key(key: str) -> str:
+    return DiskCache.key_for("probe-also", key)
 
 
 def display_command(argv: List[str]) -> str:
@@ -111,20 +155,89 @@ def display_command(argv: List[str]) -> str:
 
 def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                progress: Optional[Callable[[str], None]],
-               also_list: Optional[List[str]] = None) -> Tuple[dict, str]:
-    """The probe's result and its JSON text."""
+               also_list: Optional[List[str]] = None, memo_key: str = "",
+               keep_also: Optional[Callable[[dict], None]] = None) -> Tuple[dict, str]:
+    """The probe's result and its JSON text. With ``also_list``, the probe process is
+    waited for in a thread of its own, which hands over the result as soon as it is
+    written and the other listing (:func:`observe_also`, under ``memo_key``; to
+    ``keep_also`` when it is clean) when the probe ends."""
+    command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), "RESULT",
+               "--trait-reader", str(TRAIT_READER)]
+    if also_list is None:
+        return _probe_process(command + list(argv), fmha_dir, argv, timeout, progress)
+    command += ["--also-list", json.dumps(list(also_list)), "--also-out", "ALSO"]
+    result: Future[Tuple[dict, str]] = Future()
+    also: Future[dict] = Future()
+    with _MEMO_LOCK:
+        _ALSO[memo_key] = also
+        for done in [k for k, f in _ALSO.items() if f.done()][:-_MEMO_SIZE or None]:
+            del _ALSO[done]  # a few are kept; the cache has them all
+
+    def hand_over(listed: dict) -> None:
+        # kept before it is handed over: whoever waits for it may start a process (a
+        # worker interpreter) that reads it from the cache
+        if keep_also is not None and "listing" in listed and not listed.get("error"):
+            try:
+                keep_also(listed)
+            except OSError:  # not kept: a later build lists it again
+                pass
+        also.set_result(listed)
+
+    def work() -> None:
+        try:
+            _probe_process(command + list(argv), fmha_dir, argv, timeout, progress,
+                           result, hand_over, also_list)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting threads
+            if not result.done():
+                result.set_exception(exc)
+        if not also.done():
+            also.set_result({"error": "the probe ended without the other listing"})
+
+    install_handlers()  # the thread cannot: signal handlers belong to the main thread
+    threading.Thread(target=work, name="fmha-probe", daemon=True).start()
+    return result.result()
+
+
+def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout: float,
+                   progress: Optional[Callable[[str], None]],
+                   early: Optional[Future[Tuple[dict, str]]] = None,
+                   also: Optional[Callable[[dict], None]] = None,
+                   also_list: Optional[List[str]] = None) -> Tuple[dict, str]:
+    """Run the probe process to its end; ``early``: set as soon as the result is
+    written; ``also`` gets the other listing when the probe ends."""
     shown = display_command(argv)
     with scratch("fmha-observe-") as workdir:
-        out = workdir / "probe.json"
-        command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), str(out),
-                   "--trait-reader", str(TRAIT_READER)]
-        if also_list is not None:
-            command += ["--also-list", json.dumps(list(also_list))]
-        command += list(argv)
+        out, also_out = workdir / "probe.json", workdir / "also.json"
+        command = [{"RESULT": str(out), "ALSO": str(also_out)}.get(a, a) for a in command]
         started = time.time()
+        handed_over = [0.0]  # seconds from the start to the result's hand-over
+
+        def written() -> None:
+            # a result that reports a failure waits for the end: stderr says more
+            try:
+                text = out.read_text(encoding="utf-8")
+                found = json.loads(text)
+            except (OSError, ValueError):
+                return
+            if early is not None and isinstance(found, dict) and not found.get("error"):
+                handed_over[0] = time.time() - started
+                _report_probe(progress, fmha_dir, argv, found, handed_over[0])
+                early.set_result((found, text))
+
         outcome = run(command, cwd=fmha_dir, workdir=workdir, timeout=timeout,
                       display=shown + "  # observed by the probe", progress=progress,
-                      label=shown + " (analysis)")
+                      label=shown + " (analysis)",
+                      when_written=(out, written) if early is not None else None)
+        if also is not None and early is not None and early.done():
+            listed = _other_listing(outcome, also_out)
+            # a step of its own for the reader only when it outlasted the probe's work
+            own = float(listed.get("seconds") or 0.0)
+            if also_list is not None and not listed.get("error") and own > handed_over[0]:
+                report_step(progress, fmha_dir, also_list,
+                            "listing generate.py%s beside the probe" % _options_shown(also_list),
+                            own, kernels=_kernels(listed))
+            also(listed)
+            return early.result()
         if outcome.timed_out:
             error = outcome.error("%s timed out after %g s" % (shown, timeout))
             raise ProbeError(str(error), shown, error.stderr_tail)
@@ -147,9 +260,33 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                 shown, error_text.splitlines()[-1] if error_text else "unknown error",
                 fmha_dir, len(lines), "\n".join("    " + line for line in lines)),
                 shown, tail)
-    options = run_label(argv)
-    report_step(progress, fmha_dir, argv,
-                "probing generate.py" + (" " + options if options else ""),
-                time.time() - started,
-                kernels=len({n for n in result["listing"] if not n.endswith("_api.cpp")}))
+        if also is not None:
+            also(_other_listing(outcome, also_out))
+    _report_probe(progress, fmha_dir, argv, result, time.time() - started)
+    if early is not None:
+        early.set_result((result, text))
     return result, text
+
+
+def _other_listing(outcome: Outcome, also_out: Path) -> dict:
+    """The other listing the probe wrote, or why there is none."""
+    try:
+        found = json.loads(also_out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"error": "the probe wrote no other listing (%s)" % outcome.status()}
+    return found if isinstance(found, dict) else {"error": "the other listing is unreadable"}
+
+
+def _kernels(result: dict) -> int:
+    return len({n for n in result.get("listing") or () if not n.endswith("_api.cpp")})
+
+
+def _options_shown(argv: List[str]) -> str:
+    options = run_label(argv)
+    return " " + options if options else ""
+
+
+def _report_probe(progress: Optional[Callable[[str], None]], fmha_dir: Path,
+                  argv: List[str], result: dict, seconds: float) -> None:
+    report_step(progress, fmha_dir, argv, "probing generate.py" + _options_shown(argv),
+                seconds, kernels=_kernels(result))

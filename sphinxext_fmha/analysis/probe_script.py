@@ -18,7 +18,10 @@ codegen built, as write mode would (see :func:`render_dispatch`). Marker runs (`
 with markers) show how a filter travels to fnmatch, each up to the calls it observes
 (:func:`marker_run`); ``--also-list`` lists one more option set as a new process would,
 in a child forked first (:func:`start_listing`; where none can fork, :func:`list_isolated`).
-The result is written as JSON for the analysis to read.
+The result is written as JSON for the analysis to read; with ``--also-out`` it is
+written as soon as the probe's own work is done and that listing goes to its own file
+when it ends (on a heavy tree the other listing outlasts the probe: the analysis of the
+result need not wait for it).
 """
 
 import collections
@@ -576,7 +579,12 @@ def collect_json(forked):
 
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
-          also_list=None):
+          also_list=None, deliver=None):
+    """What the unfiltered run of ``generate.py argv`` shows (see the module docstring).
+
+    ``also_list``: one more listing's arguments (``result["also_listed"]``);
+    ``deliver``: called with the result before that listing is waited for (it may
+    outlast the probe's own work), so that its reader can start."""
     started = time.time()
     # The other listing starts first, in a forked child, while this process is still
     # what a new process is (no hooks, no codegen imported): it runs on the other core
@@ -710,6 +718,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         "python": sys.version.split()[0],
     })
     if also_list is not None:
+        if deliver is not None:
+            deliver(result)
         outcome = finish_listing(forked) if forked is not None else None
         result["also_listed"] = outcome if outcome is not None else list_isolated(
             recorder, fmha_dir, list(also_list), initial_state, runs_state)
@@ -842,23 +852,41 @@ def summarise_calls(calls, name_to_class):
     return summary
 
 
+def write_whole(path, data):
+    """``data`` as JSON in ``path``, renamed into place: a reader that sees the file
+    sees all of it."""
+    part = path + ".part"
+    with open(part, "w") as handle:
+        handle.write(json.dumps(data, sort_keys=True))  # dumps: the C encoder
+    os.replace(part, path)
+
+
 def main():
     fmha_dir, out_path = sys.argv[1], sys.argv[2]
     argv = sys.argv[3:]
     perturb = True
-    trait_reader = also_list = None
-    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list"):
+    trait_reader = also_list = also_out = None
+    options = ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list", "--also-out")
+    while argv and argv[0] in options:
         option, argv = argv[0], argv[1:]
         if option == "--trait-reader":
             trait_reader, argv = argv[0], argv[1:]
         elif option == "--also-list":  # a JSON list: generate.py's arguments, no -l
             also_list, argv = json.loads(argv[0]), argv[1:]
+        elif option == "--also-out":  # the other listing's own file, written after the result
+            also_out, argv = argv[0], argv[1:]
         else:
             perturb = False if option == "--no-perturb" else "all"
+    deliver = None
+    if also_out is not None:
+        def deliver(result):
+            write_whole(out_path, result)
     result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
-                   also_list=also_list)
-    with open(out_path, "w") as handle:
-        handle.write(json.dumps(result, sort_keys=True))  # dumps: the C encoder
+                   also_list=also_list, deliver=deliver)
+    if deliver is None:
+        write_whole(out_path, result)
+    elif also_list is not None:
+        write_whole(also_out, result["also_listed"])
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
 
@@ -303,13 +303,18 @@ class Outcome:
 def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, display: str = "",
         env: Optional[Mapping[str, str]] = None,
         progress: Optional[Callable[[str], None]] = None, label: str = "",
-        progress_every: float = 10.0) -> Outcome:
+        progress_every: float = 10.0,
+        when_written: Optional[Tuple[Path, Callable[[], None]]] = None) -> Outcome:
     """Run ``argv`` to its end or its timeout (see the module docstring).
 
     ``workdir``: a :func:`scratch` folder for the output files.  Returns the
     :class:`Outcome` (a non-zero exit is not an error here); raises
     :class:`GenerateError` when the child cannot be started.  ``progress`` gets
     ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
+    ``when_written``: (a file, a callback) -- the callback is called once, in this
+    thread, as soon as the child has created the file (the child writes it whole and
+    renames it into place), while the child may still run: a result delivered before
+    the child's last work is done.
     """
     display = display or " ".join(argv)
     if env is None:
@@ -329,7 +334,8 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     with _LOCK:
         _GROUPS[proc.pid] = os.getpid()
     try:
-        timed_out = _wait(proc, start, timeout, progress, label or display, progress_every)
+        timed_out = _wait(proc, start, timeout, progress, label or display, progress_every,
+                          when_written)
     finally:
         if proc.poll() is None:  # an exception (KeyboardInterrupt, ...) or a stop request
             _kill_group(proc.pid)
@@ -344,10 +350,14 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
 
 
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
-          progress: Optional[Callable[[str], None]], label: str, every: float) -> bool:
+          progress: Optional[Callable[[str], None]], label: str, every: float,
+          when_written: Optional[Tuple[Path, Callable[[], None]]] = None) -> bool:
     """Wait for ``proc``; True when it was killed for taking longer than ``timeout``."""
     next_report = start + every
     while True:
+        if when_written is not None and when_written[0].exists():
+            callback, when_written = when_written[1], None
+            callback()
         now = time.monotonic()
         if now - start >= timeout:
             _kill_group(proc.pid)
