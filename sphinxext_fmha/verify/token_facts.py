@@ -365,7 +365,7 @@ def _rows_by_condition(tokens: List[str], conditional: List[List[Optional[_Term]
     # One integer per row for its token and terms (as digits), and the rows of each
     # integer, ascending, at C speed: a stable sort of the rows by it.
     if coded is None:
-        coded = [_codes(column) for column in [tokens, *conditional]]
+        coded = [_codes(tokens)] + [_codes(column) for column in conditional]
     keys = coded[0][0]
     for codes, radix in coded[1:]:
         keys = list(map(add, map(mul, keys, repeat(radix)), codes))
