@@ -104,3 +104,20 @@ def synthetic_tree(tmp_path_factory) -> Callable[..., Path]:
         return synthetic.make_tree(tmp_path_factory.mktemp(f"synthetic_{variant}"), variant)
 
     return make
+
+
+#: the build date of the pages the tests build (``SOURCE_DATE_EPOCH``): 2023-11-14
+EPOCH = "1700000000"
+
+
+@pytest.fixture
+def reproducible_build(monkeypatch):
+    """A fixed build date, no run tracing, and fresh sessions before and after (a
+    session lives as long as its process: the Sphinx builds of a test share it)."""
+    from sphinxext_fmha.directives.common import clear_sessions
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)
+    clear_sessions()
+    yield
+    clear_sessions()

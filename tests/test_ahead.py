@@ -25,7 +25,6 @@ from sphinxext_fmha.guide import steps_ahead
 from launch_twin import interrupt_once_started
 from synthetic import make_tree
 
-EPOCH = "1700000000"
 PAGES = {
     "guide.rst": "Guide\n=====\n\n.. fmha-kernel-guide:: toy\n",
     "second.md": "# Second\n\n```{fmha-kernel-guide} toy2\n:sections: 1, 2\n```\n",
@@ -35,13 +34,8 @@ PAGES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _reproducible(monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)
-    clear_sessions()
-    yield
-    clear_sessions()
+#: every test builds with a fixed date and no run tracing, from fresh sessions
+pytestmark = pytest.mark.usefixtures("reproducible_build")
 
 
 def test_scan_finds_rst_and_myst_directives_with_their_options():

@@ -50,19 +50,13 @@ from outline import (
 
 TREE = "flash-attn-2.8.3"
 CORPUS_FACTS = tree_by_name(TREE)  # kernels per API, measured by hand (ck-corpus.toml)
-EPOCH = "1700000000"  # 2023-11-14
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 
-@pytest.fixture(autouse=True)
-def _reproducible(monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)
-    clear_sessions()
-    yield
-    clear_sessions()
+#: every test builds with a fixed date and no run tracing, from fresh sessions
+pytestmark = pytest.mark.usefixtures("reproducible_build")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 # the same reproducible set-up as the directive tests
-from test_directives import _reproducible, build, write_project  # noqa: F401
+from test_directives import build, write_project
 
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.directives.playground import fmha_playground
@@ -25,6 +25,8 @@ pytest_plugins = ["plugins_analysis"]
 AITER = "amd-aiter-0.1.7.post2.dev18"
 #: The bound the issue sets for the largest API of the corpus (aiter bwd).
 MAX_PAGE_BYTES = 300 * 1024
+
+pytestmark = pytest.mark.usefixtures("reproducible_build")
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from typing import Dict, List, Sequence
 
 import pytest
 from browser import CHROMIUM_ARGS, require_browser
-from test_directives import _reproducible, build, write_project  # noqa: F401
+from test_directives import build, write_project
 
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.corpus import load_corpus
@@ -38,7 +38,7 @@ TREES = [t for t in os.environ.get("FMHA_PLAYGROUND_TREES", "").split(",") if t]
     "flash-attn-2.8.1", "flash-attn-2.8.3"]
 MIN_FILTERS = 50
 
-pytestmark = pytest.mark.corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.usefixtures("reproducible_build")]
 
 
 def _browser_or_skip():

@@ -13,7 +13,6 @@ The oracle runs are plain subprocesses, written here.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe, observe_also
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe, observe_also, read_result
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
@@ -81,7 +80,7 @@ def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root,
         command += [mode] if mode else []
         subprocess.run(command + ["-a", api], cwd=fmha_dir(root), check=True,
                        capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-        results[mode] = json.loads(out.read_text())
+        results[mode] = read_result(out.read_text())
     every, few = results["--perturb-all"], results[None]
     assert [r["name"] for r in every["records"]] == [r["name"] for r in few["records"]]
     wrong = [(r["name"], p, v, f["influence"].get(p))

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import EPOCH
 from test_directives import build, write_project
 from test_faults import FAULTS, alive
 
@@ -27,20 +28,14 @@ from sphinxext_fmha.session import Session
 from launch_twin import interrupt_once_started
 from synthetic import make_tree
 
-EPOCH = "1700000000"
 #: two guides, each on its own page; read in this order (the toctree sorts them)
 GALLERY = {"a_first.rst": "First\n=====\n\n.. fmha-kernel-guide:: toy\n",
            "b_second.rst": "Second\n======\n\n.. fmha-kernel-guide:: toy2\n"}
 PREPARE = "sphinxext-fmha prepare"
 
 
-@pytest.fixture(autouse=True)
-def _reproducible(monkeypatch):
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)
-    clear_sessions()
-    yield
-    clear_sessions()
+#: every test builds with a fixed date and no run tracing, from fresh sessions
+pytestmark = pytest.mark.usefixtures("reproducible_build")
 
 
 def _runs(trace: Path):

@@ -29,6 +29,7 @@ import copy
 import dataclasses
 import fnmatch
 import functools
+import gc
 import hashlib
 import importlib
 import importlib.machinery
@@ -255,21 +256,43 @@ def _fields_of(cls):
     return names
 
 
-def leaves(obj, prefix="", depth=0, owners=None):
+_PATHS: dict = {}
+
+
+def _paths_of(cls, prefix):
+    """[(field, its attribute path)] of a dataclass under ``prefix``: the path strings
+    are made once per class and place, not once per kernel."""
+    key = (cls, prefix)
+    paths = _PATHS.get(key)
+    if paths is None:
+        paths = _PATHS[key] = [(name, prefix + name) for name in _fields_of(cls)]
+    return paths
+
+
+def _is_dataclass_instance(value):
+    cls = type(value)
+    return hasattr(cls, "__dataclass_fields__") and not isinstance(value, type)
+
+
+def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
     """Flatten a dataclass object into {attribute path: scalar value}; ``owners``
-    collects the class that declares each path's last attribute."""
-    out = {}
+    collects the class that declares each path's last attribute, ``scalars`` the
+    scalar leaves as (path, value type, value), in order."""
+    if out is None:
+        out = {}
     if depth > 4:
         return out
-    for name in _fields_of(type(obj)):
+    cls = type(obj)
+    for name, path in _paths_of(cls, prefix):
         value = getattr(obj, name, None)
-        path = prefix + name
         if owners is not None and path not in owners:
-            owners[path] = type(obj).__name__
+            owners[path] = cls.__name__
         if isinstance(value, SCALARS):
             out[path] = value
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            out.update(leaves(value, path + ".", depth + 1, owners))
+            if scalars is not None:
+                scalars.append((path, type(value), value))
+        elif _is_dataclass_instance(value):
+            leaves(value, path + ".", depth + 1, owners, out, scalars)
         else:
             out[path] = {"repr": repr(value)}
     return out
@@ -281,7 +304,7 @@ def part_names(obj):
     out = {}
     for name in _fields_of(type(obj)):
         value = getattr(obj, name, None)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if _is_dataclass_instance(value):
             try:
                 text = value.name
             except Exception:  # noqa: BLE001 - a part that cannot name itself is left out
@@ -396,12 +419,12 @@ def field_ranges(obj, record, paths, candidates):
     return ranges, shifts
 
 
-def _typed(value):
+def _typed(value, value_type=None):
     """A dict key that keeps 1, 1.0 and True apart."""
-    return type(value).__name__, value
+    return (value_type or type(value)).__name__, value
 
 
-def perturb_influence(records, objects, candidates, every_kernel=False):
+def perturb_influence(records, objects, candidates, every_kernel=False, typed_items=None):
     """Fill ``record["influence"]`` for every record, perturbing few kernels.
 
     The pieces a field rewrites depend on its own value and on where its token stands,
@@ -410,10 +433,12 @@ def perturb_influence(records, objects, candidates, every_kernel=False):
     change altered a name's piece count there are the layout fields. Then each
     (field, value, layout) is perturbed once, on its first record, and every record
     of the same layout takes that result. ``every_kernel`` perturbs every field of
-    every record (the reference the tests compare with)."""
-    # each record's scalar fields as (path, value type, value): 1, 1.0 and True apart
-    typed_items = [[(p, type(v), v) for p, v in r["leaves"].items() if isinstance(v, SCALARS)]
-                   for r in records]
+    every record (the reference the tests compare with). ``typed_items``: each record's
+    scalar fields as (path, value type, value), when the caller has them already."""
+    # (path, value type, value): 1, 1.0 and True apart
+    if typed_items is None:
+        typed_items = [[(p, type(v), v) for p, v in r["leaves"].items()
+                        if isinstance(v, SCALARS)] for r in records]
     if every_kernel:
         for record, obj, items in zip(records, objects, typed_items):
             record["influence"], _ = field_ranges(obj, record, [i[0] for i in items], candidates)
@@ -452,7 +477,8 @@ def perturb_influence(records, objects, candidates, every_kernel=False):
             ranges, _ = field_ranges(obj, record, [i[0] for i in todo], candidates)
             for item in todo:
                 table[item] = ranges.get(item[0])
-        record["influence"] = {item[0]: list(found) for item, found
+        # records of one layout share their range lists: the result is only written out
+        record["influence"] = {item[0]: found for item, found
                                in zip(items, map(table.__getitem__, items)) if found is not None}
     return {"perturbed fields": sum(len(table) for table in known.values()),
             "layout fields": sorted("%s:%s" % s for s in shifting), "layouts": len(layout_ids)}
@@ -490,9 +516,11 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     modules = {type(obj).__module__ for _, obj in kernels}
     own = [p for p in pools if type(p).__module__ in modules]
     complete = {f for f, _ in kernels} == set(listing) - set(api_names)
-    if not write and len(own) == 1 and len(api_names) == 1 and complete and \
-            all(hasattr(obj, "template") for _, obj in kernels):
-        texts = dict(sorted((filename, obj.template) for filename, obj in kernels))
+    texts = None
+    if not write and len(own) == 1 and len(api_names) == 1 and complete:
+        texts = kernel_texts(kernels)
+    if texts is not None:
+        texts = dict(sorted(texts))
         return {"how": "pool", "api_file": api_names[0], "text": own[0].api,
                 "kernel_traits": dict(zip(texts, keys_of(trait_key, list(texts.values())))),
                 "kernel_sha": {f: text_sha(t) for f, t in texts.items()}}
@@ -515,6 +543,18 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     return {"how": "write", "api_file": api_names[0], "text": text,
             "kernel_traits": dict(zip(found, keys_of(trait_key, list(found.values())))),
             "kernel_sha": {f: text_sha(t) for f, t in found.items()}}
+
+
+def kernel_texts(kernels):
+    """[(file, ``template``)] of every kernel, or None when one has no ``template`` (what
+    ``hasattr`` tells): each text is rendered once, not once to ask and once to read."""
+    texts = []
+    for filename, obj in kernels:
+        try:
+            texts.append((filename, obj.template))
+        except AttributeError:
+            return None
+    return texts
 
 
 def text_sha(text):
@@ -626,12 +666,15 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     domains = map_domains(codegen_modules)
 
     records = []
-    tallies = {}  # class -> Counter of (path, value type name, value)
+    scalars = []  # each record's scalar leaves as (path, value type, value)
+    tallies = {}  # class -> Counter of (path, value type, value)
     owners = {}
     for filename, obj in kernels:
         cls = type(obj).__name__
         is_dataclass = dataclasses.is_dataclass(obj)
-        flat = leaves(obj, owners=owners.setdefault(cls, {})) if is_dataclass else {}
+        typed = []  # (path, value type, value): 1, 1.0 and True apart
+        flat = leaves(obj, owners=owners.setdefault(cls, {}), scalars=typed) \
+            if is_dataclass else {}
         try:
             name = obj.name
         except AttributeError:  # what hasattr() tells
@@ -644,13 +687,15 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
         tally = tallies.get(cls)
         if tally is None:
             tally = tallies[cls] = collections.Counter()
-        tally.update([(path, type(value).__name__, value) for path, value in flat.items()
-                      if isinstance(value, SCALARS)])
+        scalars.append(typed)
+        tally.update(typed)
     observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
     for cls, tally in tallies.items():
         counted = observed[cls] = {}
-        for (path, type_name, value), count in tally.items():
-            counted.setdefault(path, {})[(type_name, value)] = count
+        for (path, value_type, value), count in tally.items():
+            typed_counts = counted.setdefault(path, {})
+            key = _typed(value, value_type)
+            typed_counts[key] = typed_counts.get(key, 0) + count
 
     domain_of = {}
     candidates = {}
@@ -678,7 +723,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     perturb_started = time.time()
     if perturb:
         result["perturbation"] = perturb_influence(
-            records, [obj for _, obj in kernels], candidates, every_kernel=perturb == "all")
+            records, [obj for _, obj in kernels], candidates, every_kernel=perturb == "all",
+            typed_items=scalars)
 
     # How -f travels: a filter of distinct markers shows which part each kernel class
     # is matched against; a single marker shows what missing parts become.
@@ -852,6 +898,38 @@ def summarise_calls(calls, name_to_class):
     return summary
 
 
+#: Record fields that a few distinct values fill in thousands of records (the influence
+#: ranges of a name layout, the names of the parts): see :func:`share_record_fields`.
+SHARED_RECORD_FIELDS = ("influence", "parts")
+
+
+def share_record_fields(result):
+    """``result`` as written, changed in place: each distinct value of a
+    SHARED_RECORD_FIELDS field is written once, and every record holds the index of its
+    value in ``result["record_tables"][field]`` (the analysis's ``observe.read_result``
+    puts the values back). 2.8.3's bwd probe has 7,824 records,
+    8 distinct influence tables and 5 distinct part lists: written in full, they were
+    a third of the result and most of the time spent writing and reading it."""
+    records = result.get("records") or []
+    tables = {}
+    for field in SHARED_RECORD_FIELDS:
+        if not all(isinstance(record.get(field), dict) for record in records):
+            continue  # not filled (no perturbation): nothing to share
+        values, index = [], {}
+        for record in records:
+            value = record[field]
+            key = json.dumps(value, sort_keys=True)
+            found = index.get(key)
+            if found is None:
+                found = index[key] = len(values)
+                values.append(value)
+            record[field] = found
+        tables[field] = values
+    if records and tables:
+        result["record_tables"] = tables
+    return result
+
+
 def write_whole(path, data):
     """``data`` as JSON in ``path``, renamed into place: a reader that sees the file
     sees all of it."""
@@ -862,6 +940,10 @@ def write_whole(path, data):
 
 
 def main():
+    # This process keeps nearly every object it makes (kernel objects, records, calls,
+    # rendered texts) until it ends: the cyclic collector's passes walk them all again
+    # and again and free next to nothing. Reference counting still frees the rest.
+    gc.disable()
     fmha_dir, out_path = sys.argv[1], sys.argv[2]
     argv = sys.argv[3:]
     perturb = True
@@ -880,11 +962,11 @@ def main():
     deliver = None
     if also_out is not None:
         def deliver(result):
-            write_whole(out_path, result)
+            write_whole(out_path, share_record_fields(result))
     result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
                    also_list=also_list, deliver=deliver)
     if deliver is None:
-        write_whole(out_path, result)
+        write_whole(out_path, share_record_fields(result))
     elif also_list is not None:
         write_whole(also_out, result["also_listed"])
 

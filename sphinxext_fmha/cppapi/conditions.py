@@ -26,6 +26,8 @@ def _word_at(text: str, i: int, word: str) -> bool:
 def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     """``text`` split on ``op`` outside brackets, parts stripped; ``whole_word``: only
     where ``op`` stands alone (the word operators ``and``/``or``)."""
+    if not whole_word:
+        return _split_top_symbol(text, op)
     parts: List[str] = []
     depth = 0
     start = 0
@@ -41,7 +43,7 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and (not whole_word or _word_at(text, i, op)):
+        elif depth == 0 and _word_at(text, i, op):
             parts.append(text[start:i])
             i += len(op)
             start = i
@@ -51,12 +53,44 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     return [p.strip() for p in parts]
 
 
+def _split_top_symbol(text: str, op: str) -> List[str]:
+    """:func:`_split_top` for a symbol operator (``&&``, ``||``, ``==``): the text between
+    occurrences of ``op`` (found left to right without overlap, as ``str.split`` does)
+    is joined to the next part while the brackets before the occurrence do not balance.
+
+    The same as scanning bracket by bracket: ``op`` holds no bracket, so occurrences that
+    overlap lie at one depth, and one inside brackets splits nothing either way."""
+    pieces = text.split(op)
+    if len(pieces) == 1:
+        return [text.strip()]
+    if "[" in text or "]" in text or "{" in text or "}" in text:
+        def balance(piece: str) -> int:
+            return (piece.count("(") + piece.count("[") + piece.count("{")
+                    - piece.count(")") - piece.count("]") - piece.count("}"))
+    else:
+        def balance(piece: str) -> int:
+            return piece.count("(") - piece.count(")")
+    parts: List[str] = []
+    depth = 0
+    first = 0
+    last = len(pieces) - 1
+    for k in range(last):
+        depth += balance(pieces[k])
+        if depth == 0:
+            parts.append((pieces[first] if first == k else op.join(pieces[first : k + 1])).strip())
+            first = k + 1
+    parts.append((pieces[last] if first == last else op.join(pieces[first:])).strip())
+    return parts
+
+
 @functools.cache  # (functools.cache: Python 3.9+; the probe may run 3.8)
 def _scanner(op: str) -> re.Pattern:
     # a bracket first: the operators never contain one, so the order decides nothing
     return re.compile(r"[()\[\]{}]|" + re.escape(op))
 
 
+# Pure; the terms of a dispatch file's conditions repeat thousands of times.
+@functools.lru_cache(maxsize=1 << 16)
 def _strip_parens(text: str) -> str:
     text = text.strip()
     while text.startswith("(") and _match_paren(text, 0) == len(text) - 1:

@@ -75,6 +75,8 @@ def bool_locals(statements: List[str]) -> Dict[str, str]:
     """``const bool name = expr;`` statements of a function body: name -> expr."""
     env: Dict[str, str] = {}
     for statement in statements:
+        if "bool" not in statement and "auto" not in statement:
+            continue  # (the pattern needs one of them: a dispatch file has 100,000 statements)
         m = _BOOL_LOCAL_RE.match(statement.strip())
         if m:
             env[m.group(1)] = m.group(2)

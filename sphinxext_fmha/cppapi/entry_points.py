@@ -80,6 +80,7 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
     pattern = re.compile(r"(%s)\s*\(" % "|".join(sorted(map(re.escape, names))))
     env = bool_locals(_statements(function))
     calls: List[FunctionCall] = []
+    called_in: Dict[str, List[str]] = {}  # statement -> the names it calls (statements repeat)
 
     def walk(block: DispatchBlock, conds: List[str]) -> None:
         for item in block.items:
@@ -89,11 +90,14 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
                 sub = [*conds, item.condition] if item.kind in _CONDITIONAL and item.condition else conds
                 walk(item, sub)
                 continue
-            for m in matches_not_after(_QUALIFIER_RE, pattern, item):
-                if m.group(1) == function.name:
-                    continue
+            called = called_in.get(item)
+            if called is None:
+                called = called_in[item] = [
+                    m.group(1) for m in matches_not_after(_QUALIFIER_RE, pattern, item)
+                    if m.group(1) != function.name]
+            for callee in called:
                 never = any(constant_value(c, env) is False for c in conds)
-                calls.append(FunctionCall(function.name, m.group(1), list(conds), item,
+                calls.append(FunctionCall(function.name, callee, list(conds), item,
                                           block.line, never))
 
     walk(function, [])

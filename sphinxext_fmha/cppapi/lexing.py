@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["strip_comments", "normalize_cpp", "split_template_args", "find_template_calls",
            "trait_template", "trait_key", "match_paren", "squeeze", "mask_code", "mask_code_only",
@@ -27,6 +27,9 @@ _KIND_OF_START = {"//": "line_comment", "/*": "block_comment", '"': "string", "'
                   "#": "pp"}
 
 
+_MASK_STARTS = "/\"'#"  # the first characters of the pieces: one per alternative
+
+
 def _mask_spans(text: str) -> List[Tuple[int, int, str]]:
     """(start, end, kind) of the pieces to mask, left to right, none overlapping.
 
@@ -34,16 +37,32 @@ def _mask_spans(text: str) -> List[Tuple[int, int, str]]:
     on its line; the piece then starts at the line start (those blanks are masked with
     it). Any other ``#`` is passed over and the search goes on at the next character (a
     comment may follow on the same line).
+
+    A piece can start only at one of :data:`_MASK_STARTS`, so the pattern is tried only
+    where ``str.find`` (a memory scan) finds one: what a search would find, without
+    the search trying every other character of a 17 MB dispatch file.
     """
     spans: List[Tuple[int, int, str]] = []
     pos = 0
-    search = _MASK_SCAN_RE.search
+    match = _MASK_SCAN_RE.match
     kinds = _KIND_OF_START
+    find = text.find
+    starts = _MASK_STARTS
+    following = [find(c) for c in starts]  # the next of each start character (-1: none)
     while True:
-        m = search(text, pos)
-        if m is None:
+        start = -1
+        for k, at in enumerate(following):
+            if 0 <= at < pos:
+                at = following[k] = find(starts[k], pos)
+            if at >= 0 and (start < 0 or at < start):
+                start = at
+        if start < 0:
             return spans
-        start, end = m.span()
+        m = match(text, start)
+        if m is None:
+            pos = start + 1
+            continue
+        end = m.end()
         first = text[start]
         kind = kinds[text[start : start + 2] if first == "/" else first]
         if kind == "pp":
@@ -112,24 +131,26 @@ def _masked_piece(piece: str, kind: str) -> str:
     return _blank(piece)  # comments and preprocessor lines
 
 
-def matches_not_after(before: re.Pattern, pattern: re.Pattern, text: str) -> Iterator[re.Match]:
+def matches_not_after(before: re.Pattern, pattern: re.Pattern, text: str) -> List[re.Match]:
     """The matches of ``pattern`` in ``text`` whose preceding character ``before`` does
     not match, as a leading negative look-behind would give them (a rejected match is
     passed over and the search goes on at its next character). A pattern that starts
-    with a literal lets the search jump; a look-behind in front would not."""
+    with a literal lets the search jump; a look-behind in front would not. (``pattern``
+    never matches the empty string.)"""
+    found: List[re.Match] = []
     pos = 0
-    search = pattern.search
     preceding = before.match
     while True:
-        m = search(text, pos)
-        if m is None:
-            return
-        start = m.start()
-        if start and preceding(text, start - 1):
-            pos = start + 1
-            continue
-        yield m
-        pos = m.end()
+        # finditer goes on at each match's end, as a search from there would; only a
+        # rejected match starts the search again, at its next character
+        for m in pattern.finditer(text, pos):
+            start = m.start()
+            if start and preceding(text, start - 1):
+                pos = start + 1
+                break
+            found.append(m)
+        else:
+            return found
 
 
 def strip_comments(text: str) -> str:
@@ -149,10 +170,8 @@ def strip_comments(text: str) -> str:
 
 # --------------------------------------------------------------------------- normalising
 
+_MEMO_SIZE = 1 << 16  # distinct texts kept by each memo of this module
 _WS_RE = re.compile(r"\s+")
-# a space next to a non-word character (one before: the space and the character before
-# it); starting with the space lets the scanner jump from space to space
-_SPACE_RE = re.compile(r" (?:(?=\W)|(?<=\W ))")
 _CMP_RE = re.compile(r"\((-?\d+)(==|!=|<=|>=|<|>)(-?\d+)\)")
 _CMP_OPS = {
     "==": lambda a, b: a == b,
@@ -167,9 +186,25 @@ _IDENT_RE = re.compile(r"(?<![\w.:])(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 def _squeeze(text: str) -> str:
     """Collapse blanks; keep one space only between two word characters."""
-    # str.split() and `\s` agree on what a blank is (both use str.isspace)
-    text = " ".join(text.split())
-    return _SPACE_RE.sub("", text) if " " in text else text
+    # str.split() and `\s` agree on what a blank is (both use str.isspace), and
+    # `_is_word` on what a word character is
+    words = text.split()
+    if len(words) < 2:
+        return words[0] if words else ""
+    parts = [words[0]]
+    append = parts.append
+    word_end = _is_word(words[0][-1])
+    for word in words[1:]:
+        if word_end and _is_word(word[0]):
+            append(" ")
+        append(word)
+        word_end = _is_word(word[-1])
+    return "".join(parts)
+
+
+def _is_word(char: str) -> bool:
+    """Whether a character is one ``\\w`` matches (what sre tests: alphanumeric or ``_``)."""
+    return char.isalnum() or char == "_"
 
 
 def _fold_constants(text: str) -> str:
@@ -233,13 +268,14 @@ def _reachable_aliases(text: str, aliases: Mapping[str, str]) -> Tuple[Tuple[str
     is a name of the text or of a value.  Found in a fixed order, so equal inputs
     give equal keys.
     """
+    names = aliases.keys()
     found: Dict[str, str] = {}
     pending = [text]
     while pending:
-        item = pending.pop()
-        if _names_none_of(item, aliases):
-            continue
-        for name in _IDENT_RE.findall(item):
+        identifiers = _identifiers(pending.pop())
+        if names.isdisjoint(identifiers):
+            continue  # (one set operation in C: no name to look at one by one)
+        for name in identifiers:
             if name not in found and name in aliases:
                 value = aliases[name]
                 found[name] = value
@@ -247,15 +283,10 @@ def _reachable_aliases(text: str, aliases: Mapping[str, str]) -> Tuple[Tuple[str
     return tuple(found.items())
 
 
-def _names_none_of(text: str, aliases: Mapping[str, str]) -> bool:
-    """True when no name of a few ``aliases`` occurs in ``text``, not even inside a
-    longer word (then no identifier of the text is an alias). Testing a handful of
-    substrings is cheaper than finding every identifier; for many names it is not, and
-    the answer is False (unknown)."""
-    return len(aliases) < 16 and not any(name in text for name in aliases)
-
-
-_MEMO_SIZE = 1 << 16
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _identifiers(text: str) -> Tuple[str, ...]:
+    """The distinct identifiers of ``text`` in order (statements and values repeat)."""
+    return tuple(dict.fromkeys(_IDENT_RE.findall(text)))
 
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
@@ -273,7 +304,7 @@ def _substitute_and_fold(text: str, aliases: Optional[Mapping[str, str]]) -> str
     """:func:`normalize_cpp` of text already :func:`_clean`."""
     if aliases:
         for _ in range(20):
-            if _names_none_of(text, aliases) or aliases.keys().isdisjoint(_IDENT_RE.findall(text)):
+            if aliases.keys().isdisjoint(_identifiers(text)):
                 break  # nothing to replace: the substitution below would change nothing
             changed = False
 
@@ -302,7 +333,6 @@ _fold_constants_memo = functools.lru_cache(maxsize=_MEMO_SIZE)(lambda text: _fol
 # The scanners below visit only the characters that can change their state.
 _ANGLE_SCAN_RE = re.compile(r"[()\[\]{}<>;]")
 _ARGS_SCAN_RE = re.compile(r"[()\[\]{}<>,]")
-_PAREN_SCAN_RE = re.compile(r"[()]")
 
 
 def _match_angle(text: str, open_at: int) -> Optional[int]:
@@ -402,14 +432,23 @@ def trait_key(trait: str, extra_args: Sequence[str] = ()) -> str:
 
 
 def _match_paren(text: str, open_at: int) -> Optional[int]:
-    depth = 0
-    for m in _PAREN_SCAN_RE.finditer(text, open_at):
-        if m.group() == "(":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return m.start()
+    """Index of the first ``)`` from ``open_at`` on where the parentheses since
+    ``open_at`` balance (that of the ``(`` there), or None.
+
+    Steps from ``)`` to ``)`` and counts the ``(`` between (``str`` methods, no
+    character loop)."""
+    find = text.find
+    count = text.count
+    opened = closed = 0
+    counted_to = open_at
+    close = find(")", open_at)
+    while close >= 0:
+        opened += count("(", counted_to, close)
+        closed += 1
+        if opened == closed:
+            return close
+        counted_to = close + 1
+        close = find(")", counted_to)
     return None
 
 

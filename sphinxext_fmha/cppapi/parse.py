@@ -24,12 +24,15 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, U
 from .allocation import collector_paused
 from .lexing import (
     _IDENT_RE,
-    _WS_RE,
+    _clean,
+    _identifiers,
     _mask,
     _match_angle,
     _match_paren,
+    _normalize_memo,
+    _reachable_aliases,
     _squeeze,
-    find_template_calls,
+    _template_calls,
     normalize_cpp,
     split_template_args,
     trait_key,
@@ -53,20 +56,65 @@ def _classify_args(
     traits: List[Tuple[str, str]] = []
     extras: List[str] = []
     dropped: List[str] = []
+    plain = aliases if type(aliases) is dict else None
     for arg in args:
-        names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
-        folded = normalize_cpp(arg, aliases)
-        if folded == "void":
-            dropped.extend(names_in_arg)
-            continue
-        if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
-            alias = arg if arg in aliases else next(n for n in names_in_arg if aliases[n] == folded)
-            if "<" in folded:
-                traits.append((alias, folded))
-                continue
-        extras.append(folded)
+        kind, folded, names = (_plain_arg_class(arg, plain) if plain is not None
+                               else _arg_class(arg, aliases))
+        if kind == "dropped":
+            dropped.extend(names)
+        elif kind == "trait":
+            traits.append((names[0], folded))
+        else:
+            extras.append(folded)
     return traits, extras, dropped
 
+
+_ArgClass = Tuple[str, str, Tuple[str, ...]]  # ("trait" | "dropped" | "extra", folded, names)
+
+
+def _arg_class(arg: str, aliases: Mapping[str, str]) -> _ArgClass:
+    """What one template argument is (see :func:`_classify_args`): ``names`` holds the
+    trait's alias, or the aliases a ``void`` argument drops."""
+    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
+    return _decided(arg, aliases, names_in_arg, normalize_cpp(arg, aliases))
+
+
+def _decided(arg: str, aliases: Mapping[str, str], names_in_arg: List[str],
+             folded: str) -> _ArgClass:
+    if folded == "void":
+        return "dropped", folded, tuple(names_in_arg)
+    if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
+        alias = arg if arg in aliases else next(n for n in names_in_arg if aliases[n] == folded)
+        if "<" in folded:
+            return "trait", folded, (alias,)
+    return "extra", folded, ()
+
+
+def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
+    """:func:`_arg_class` under a plain dict of normalised aliases: it depends only on the
+    aliases the argument's names reach (its own text's, and its cleaned text's for the
+    folding), so it is kept per (argument, those aliases): every leaf of a dispatch file
+    passes the same argument names, under values that repeat from leaf to leaf."""
+    if not aliases:
+        return _arg_class_of(arg, (), ())
+    value = aliases.get(arg)
+    if value is not None and _identifiers(arg) == (arg,) and \
+            aliases.keys().isdisjoint(_identifiers(value)):
+        # the argument is an alias (one identifier: its own cleaned text) whose value
+        # names no alias: what the general way below finds, found at once
+        alone: Tuple[Tuple[str, str], ...] = ((arg, value),)
+        return _arg_class_of(arg, alone, alone)
+    clean = _clean(arg)
+    reach = _reachable_aliases(clean, aliases)
+    return _arg_class_of(arg, reach if clean == arg else _reachable_aliases(arg, aliases), reach)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _arg_class_of(arg: str, reach_raw: Tuple[Tuple[str, str], ...],
+                  reach: Tuple[Tuple[str, str], ...]) -> _ArgClass:
+    aliases = dict(reach_raw)
+    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
+    return _decided(arg, aliases, names_in_arg, _normalize_memo(_clean(arg), reach))
 
 
 classify_args = _classify_args
@@ -130,6 +178,8 @@ class DispatchLeaf:
 
     @property
     def keys(self) -> List[str]:
+        if not self.extra_args:
+            return list(self.trait_args)  # (a trait alone is its key)
         return [trait_key(t, self.extra_args) for t in self.trait_args]
 
     @property
@@ -160,7 +210,22 @@ _NAMESPACE_RE = re.compile(r"^(inline\s+)?namespace\b")
 _LOOP_RE = re.compile(r"^(for|while)\b")
 _SWITCH_RE = re.compile(r"^switch\b")
 _TRAILING_QUALIFIERS_RE = re.compile(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$")
-_STRUCTURE_RE = re.compile(r"[{};]")
+
+
+def _positions_of(text: str, chars: str) -> List[int]:
+    """Where any of ``chars`` occurs in ``text``, in order: ``str.find`` scans memory
+    for one character far faster than a pattern tries every character of a 17 MB
+    dispatch file."""
+    found: List[int] = []
+    find = text.find
+    append = found.append
+    for c in chars:
+        at = find(c)
+        while at >= 0:
+            append(at)
+            at = find(c, at + 1)
+    found.sort()
+    return found
 
 
 def _strip_template_prefix(code: str) -> str:
@@ -186,7 +251,7 @@ def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
         # before the keyword are blank in code, not in raw)
         lead = len(code) - len(code.lstrip())
         cond_raw = raw[lead + open_at + 1 : lead + close] if close is not None else raw_s
-        return kind, _WS_RE.sub(" ", cond_raw).strip(), ""
+        return kind, " ".join(cond_raw.split()), ""  # (`\s` and str.split: one idea of a blank)
     if code_s == "else":
         return "else", "", ""
     if _NAMESPACE_RE.match(code_s):
@@ -259,27 +324,31 @@ def _parse(text: str) -> DispatchTree:
     last = 0
     chains: List[List[str]] = [[]]  # per open block: conditions of the current if-chain
 
-    for m in _STRUCTURE_RE.finditer(code):
-        pos = m.start()
-        paren += code.count("(", last, pos) - code.count(")", last, pos)
-        last = pos + 1
-        c = m.group(0)
+    for pos in _positions_of(code, "{};"):
+        between = code[last:pos]  # (the segment itself, unless inside an expression)
+        if "(" in between:
+            paren += between.count("(") - between.count(")")
+        elif ")" in between:
+            paren -= between.count(")")
+        c = code[pos]
         if expr_depth or paren > 0:
+            last = pos + 1
             if c == "{":
                 expr_depth += 1
             elif c == "}":
                 expr_depth = max(0, expr_depth - 1)
             continue
+        if last != seg_start:
+            between = code[seg_start:pos]
+        last = pos + 1
         if c == ";":
-            stmt = _statement_text(code[seg_start:pos])
+            stmt = _statement_text(between)
             if stmt:
                 stack[-1].items.append(stmt)
                 chains[-1] = []
             seg_start = pos + 1
         elif c == "{":
-            header_code = code[seg_start:pos]
-            header_raw = raw[seg_start:pos]
-            kind, cond, name, header = _header(header_code, header_raw)
+            kind, cond, name, header = _header(between, raw[seg_start:pos])
             line += code.count("\n", counted_to, pos)
             counted_to = pos
             chain = chains[-1]
@@ -304,7 +373,7 @@ def _parse(text: str) -> DispatchTree:
             chains.append([])
             seg_start = pos + 1
         else:  # "}"
-            stmt = _squeeze(code[seg_start:pos])
+            stmt = _statement_text(between)
             if stmt:  # trailing statement without ';' (should not happen)
                 stack[-1].items.append(stmt)
             if len(stack) > 1:
@@ -382,31 +451,56 @@ class _Scope:
 
     def statement(self, item: str) -> List[_CallFacts]:
         """Take in one statement; the launching calls it makes."""
-        m = _USING_RE.match(item)
-        if m:
-            alias_value = normalize_cpp(m.group(2), self.visible)
+        using = _using_parts(item)
+        if using is not None:
+            name, clean, names = using
+            visible = self.visible
+            # normalize_cpp(value, visible), its memo reached directly
+            alias_value = _normalize_memo(clean, () if visible.keys().isdisjoint(names)
+                                          else _reachable_aliases(clean, visible))
             if not self._own:
-                self.visible = dict(self.visible)
+                self.visible = dict(visible)
                 self._own = True
-            self.visible[m.group(1)] = alias_value
+            self.visible[name] = alias_value
             self._declared = None
             return []
         if "<" not in item or not self.visible:
             return []
         found: List[_CallFacts] = []
-        for _name, args, start, end in find_template_calls(item):
+        for args, call in _calls_with_text(item):
             traits, extras, dropped = _classify_args(args, self.visible)
             if not traits:
                 continue
             if self._declared is None:
                 self._declared = tuple((k, v) for k, v in self.visible.items()
                                        if "<" in v and _looks_like_trait(v))
-            close = _match_paren(item, end)
-            call = item[start : close + 1] if close is not None else item[start:]
-            found.append(_CallFacts(tuple(t for _, t in traits), _squeeze(call), tuple(extras),
-                                    tuple(a for a, _ in traits), self._declared,
+            found.append(_CallFacts(tuple([t for _, t in traits]), call, tuple(extras),
+                                    tuple([a for a, _ in traits]), self._declared,
                                     tuple(dropped)))
         return found
+
+
+# A dispatch file repeats its `using` statements from leaf to leaf.
+@functools.lru_cache(maxsize=1 << 16)
+def _using_parts(item: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
+    """(alias, its value cleaned, the identifiers of that) of a ``using`` statement."""
+    m = _USING_RE.match(item)
+    if m is None:
+        return None
+    clean = _clean(m.group(2))
+    return m.group(1), clean, _identifiers(clean)
+
+
+# The call statement of every leaf of a dispatch file is the same text.
+@functools.lru_cache(maxsize=1 << 16)
+def _calls_with_text(item: str) -> Tuple[Tuple[Tuple[str, ...], str], ...]:
+    """(template arguments, the call's text squeezed) of each ``name<args>(...)``."""
+    found = []
+    for _name, args, start, end in _template_calls(item):
+        close = _match_paren(item, end)
+        call = item[start : close + 1] if close is not None else item[start:]
+        found.append((args, _squeeze(call)))
+    return tuple(found)
 
 
 # A block of statements only (the innermost branch that declares traits and launches)
@@ -499,5 +593,6 @@ def _collect_leaves(tree: DispatchTree) -> None:
     tree.functions = functions
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _looks_like_trait(value: str) -> bool:
     return "traits" in trait_template(value).rsplit("::", 1)[-1].lower()

@@ -18,9 +18,10 @@ Two readings keep the result exact:
 
 from __future__ import annotations
 
+import collections
 import functools
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import DefaultDict, Dict, List, Optional, Tuple
 
 from .allocation import collector_paused
 from .conditions import describe_condition, split_top, strip_parens
@@ -79,9 +80,8 @@ def condition_terms_cpp(condition: str) -> List[str]:
 
 
 @functools.lru_cache(maxsize=65536)
-def _condition_terms(function: str, depth: int, condition: str) -> Tuple[Term, ...]:
-    return tuple(Term("%s/%d/%d" % (function, depth, index), cpp, describe_condition(cpp))
-                 for index, cpp in enumerate(condition_terms_cpp(condition)))
+def _condition_cpps(condition: str) -> Tuple[str, ...]:
+    return tuple(condition_terms_cpp(condition))
 
 
 def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
@@ -108,9 +108,9 @@ def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
             depth = next((i for i, (a, b) in enumerate(zip(first, other)) if a != b), None)
             if depth is None:
                 continue
-            for member in (group[0], leaf):
+            for member, conditions in ((group[0], first), (leaf, other)):
                 start = min(depth, choices.get(member.order, (depth, 0))[0])
-                choices[member.order] = (start, len(member.conditions))
+                choices[member.order] = (start, len(conditions))
     return choices
 
 
@@ -121,80 +121,116 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
         return _kernel_reach(tree, match)
 
 
+class _Terms:
+    """The distinct terms of one :func:`kernel_reach` call, each with a number: term
+    lists are lists of numbers, which compare and intersect in C (equal terms of one
+    slot in different conditions, such as ``t.is_group_mode == false``, are one)."""
+
+    def __init__(self) -> None:
+        self.terms: List[Term] = []
+        self._number: Dict[Tuple[str, str], int] = {}  # (slot, C++) -> number
+        self._at: Dict[Tuple[str, int, str], Tuple[int, ...]] = {}
+        self.known = self._at.get  # (function, depth, condition) -> numbers, if made
+
+    def of(self, function: str, depth: int, condition: str) -> Tuple[int, ...]:
+        """The numbers of the terms of a condition at ``depth`` of ``function``."""
+        found = self._at.get((function, depth, condition))
+        if found is None:
+            found = self._at[(function, depth, condition)] = tuple(
+                self._numbered("%s/%d/%d" % (function, depth, index), cpp)
+                for index, cpp in enumerate(_condition_cpps(condition)))
+        return found
+
+    def _numbered(self, slot: str, cpp: str) -> int:
+        number = self._number.get((slot, cpp))
+        if number is None:
+            number = self._number[(slot, cpp)] = len(self.terms)
+            self.terms.append(Term(slot, cpp, describe_condition(cpp)))
+        return number
+
+
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
-    per_kernel: Dict[str, List[Tuple[DispatchLeaf, List[Term], List[Term]]]] = {}
+    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int]]]] = \
+        collections.defaultdict(list)
+    none: List[int] = []  # the main kernel's chosen terms (shared: never changed)
+    no_files: List[Optional[str]] = []
     choices: Dict[Tuple[str, str, str], SubKernelChoice] = {}
-    # One object per distinct term in this call, so that `_kept` compares identities:
-    # different conditions of one slot share terms (`t.is_group_mode == false`).
-    canonical: Dict[Term, Term] = {}
-    terms_at: Dict[Tuple[str, int, str], Tuple[Term, ...]] = {}
-    choices_of: Dict[Tuple[int, Tuple[str, str]], List[SubKernelChoice]] = {}
+    numbered = _Terms()
+    terms_of = numbered.of
+    known = numbered.known
+    all_terms = numbered.terms
+    # (term number, kinds) -> the choice it counts toward (None: none, an `always` term)
+    choice_of: Dict[Tuple[int, Tuple[str, str]], Optional[SubKernelChoice]] = {}
+    leaf_kernels = match.leaf_kernels
     for leaf in tree.leaves:
-        start, stop = choice_depths.get(leaf.order, (0, 0))
-        terms: List[Term] = []
-        chosen: List[Term] = []
-        heads: Tuple[Term, ...] = ()  # the chosen terms at the depth where the choice starts
-        for depth, condition in enumerate(leaf.conditions):
-            found = terms_at.get((leaf.function, depth, condition))
-            if found is None:
-                found = tuple(canonical.setdefault(t, t)
-                              for t in _condition_terms(leaf.function, depth, condition))
-                terms_at[(leaf.function, depth, condition)] = found
-            if start <= depth < stop:
-                chosen.extend(found)
-                if depth == start:
-                    heads = found
-            else:
-                terms.extend(found)
-        if heads:
-            kinds = _kinds(tuple(leaf.trait_args))
-            counted = choices_of.get((id(heads), kinds))  # `heads` is kept in `terms_at`
-            if counted is None:
-                counted = choices_of[(id(heads), kinds)] = _choices_of(heads, kinds, choices)
-            for choice in counted:
-                choice.count += 1
-        files = match.leaf_kernels.get(leaf.order, [])
-        for position, filename in enumerate(files):
+        function = leaf.function
+        span = choice_depths.get(leaf.order)
+        terms: List[int] = []
+        chosen: List[int] = []
+        if span is None:
+            for depth, condition in enumerate(leaf.conditions):
+                terms += known((function, depth, condition)) or terms_of(function, depth, condition)
+        else:
+            start, stop = span
+            heads: Tuple[int, ...] = ()  # the chosen terms at the depth where the choice starts
+            for depth, condition in enumerate(leaf.conditions):
+                found = known((function, depth, condition)) or terms_of(function, depth, condition)
+                if start <= depth < stop:
+                    chosen += found
+                    if depth == start:
+                        heads = found
+                else:
+                    terms += found
+            if heads:
+                kinds = _kinds(tuple(leaf.trait_args))
+                for number in heads:
+                    key = (number, kinds)
+                    if key in choice_of:
+                        choice = choice_of[key]
+                    else:
+                        choice = choice_of[key] = _choice_for(all_terms[number], kinds, choices)
+                    if choice is not None:
+                        choice.count += 1
+        for position, filename in enumerate(leaf_kernels.get(leaf.order, no_files)):
             if filename is None:
                 continue
             # the main kernel does not depend on the choice; its partners do
-            own = terms if position == 0 else terms + chosen
-            per_kernel.setdefault(filename, []).append((leaf, own, chosen if position else []))
+            if position == 0:
+                per_kernel[filename].append((leaf, terms, none))
+            else:
+                per_kernel[filename].append((leaf, terms + chosen, chosen))
     result: Dict[str, KernelReach] = {}
     for filename, entries in per_kernel.items():
-        first_terms = entries[0][1]
-        common = _kept(first_terms, [terms for _, terms, _ in entries[1:]])
+        common = _kept(entries[0][1], [terms for _, terms, _ in entries[1:]])
         varying = any(len(terms) != len(common) for _, terms, _ in entries)
         chosen_common = _kept(entries[0][2], [c for _, _, c in entries[1:]])
         result[filename] = KernelReach(
-            terms=common,
+            terms=[all_terms[n] for n in common],
             leaves=[leaf.order for leaf, _, _ in entries],
             functions=list(dict.fromkeys([leaf.function for leaf, _, _ in entries])),
             varying=varying,
-            chosen_by=[t for t in chosen_common if not t.always])
+            chosen_by=[t for t in map(all_terms.__getitem__, chosen_common) if not t.always])
     return result, list(choices.values())
 
 
-def _choices_of(heads: Tuple[Term, ...], kinds: Tuple[str, str],
-                choices: Dict[Tuple[str, str, str], SubKernelChoice]) -> List[SubKernelChoice]:
-    """The choices the terms where a partner choice starts count toward (made on first
-    sight, in order, in ``choices``), one entry per counted term."""
+def _choice_for(term: Term, kinds: Tuple[str, str],
+                choices: Dict[Tuple[str, str, str], SubKernelChoice]
+                ) -> Optional[SubKernelChoice]:
+    """The choice a term where a partner choice starts counts toward (made on first sight,
+    in order, in ``choices``); None for an ``always`` term."""
+    if term.always:
+        return None  # deeper branches of a chosen partner are their own conditions
     main_kind, partner_kind = kinds
-    counted: List[SubKernelChoice] = []
-    for term in heads:
-        if term.always:
-            continue  # deeper branches of a chosen partner are their own conditions
-        # `if (c)` and its `else` (`!(c)`) are one choice
-        head = _choice_head(term.cpp)
-        key = (head, main_kind, partner_kind)
-        choice = choices.get(key)
-        if choice is None:
-            choice = choices[key] = SubKernelChoice(head, describe_condition(head),
-                                                    main_kind, partner_kind)
-        counted.append(choice)
-    return counted
+    # `if (c)` and its `else` (`!(c)`) are one choice
+    head = _choice_head(term.cpp)
+    key = (head, main_kind, partner_kind)
+    choice = choices.get(key)
+    if choice is None:
+        choice = choices[key] = SubKernelChoice(head, describe_condition(head),
+                                                main_kind, partner_kind)
+    return choice
 
 
 @functools.lru_cache(maxsize=4096)
@@ -206,16 +242,14 @@ def _kinds(trait_args: Tuple[str, ...]) -> Tuple[str, str]:
             ", ".join(dict.fromkeys(trait_template(arg) for arg in trait_args[1:])))
 
 
-def _kept(first: List[Term], others: List[List[Term]]) -> List[Term]:
-    """The terms of ``first`` that every one of ``others`` has, in order (equal terms
-    are one object: :func:`kernel_reach` makes them so)."""
-    # half of them are the same terms: a list comparison (by identity first) is
-    # cheaper than hashing every term
+def _kept(first: List[int], others: List[List[int]]) -> List[int]:
+    """The terms of ``first`` that every one of ``others`` has, in order (terms by
+    number: :class:`_Terms`)."""
     differing = [other for other in others if other != first]
     if not differing:
         return list(first)
-    shared = set(map(id, first)).intersection(*(map(id, other) for other in differing))
-    return [t for t in first if id(t) in shared]
+    shared = set(first).intersection(*differing)
+    return [t for t in first if t in shared]
 
 
 @functools.lru_cache(maxsize=65536)
