@@ -499,19 +499,21 @@ class Session:
 
     def token_dispatch(self, api: str, options: Options = Options()) -> Optional[TokenDispatch]:
         """:func:`~sphinxext_fmha.verify.token_facts.token_dispatch` over the dispatch
-        reading, kept on disk; None when the reading is empty."""
-        from .verify.token_facts import token_dispatch
+        reading, kept on disk (in the compact form of
+        :func:`~sphinxext_fmha.verify.token_facts.dispatch_data`); None when the reading
+        is empty."""
+        from .verify.token_facts import dispatch_data, dispatch_from_data, token_dispatch
 
-        def compute() -> Optional[TokenDispatch]:
+        def compute() -> Optional[dict]:
             reading = self.dispatch_reading(api, options)
             if not reading:
                 return None
             listing = self.runner.list_kernels(self.tree.request(api, options))
-            return token_dispatch(self.model(api, options), listing.files, reading,
-                                  self.parsed_listing(api, options, listing.files))
+            return dispatch_data(token_dispatch(self.model(api, options), listing.files, reading,
+                                                self.parsed_listing(api, options, listing.files)))
 
-        return self._once(("token-dispatch", api, options), lambda: self._stored(
-            "token-dispatch", object, compute, api, dataclasses.asdict(options)))
+        return self._once(("token-dispatch", api, options), lambda: dispatch_from_data(self._stored(
+            "token-dispatch", dict, compute, api, dataclasses.asdict(options))))
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         """What ``generate.py -f filter`` selects: the filtered listing and write-mode

@@ -4,13 +4,23 @@ against a direct implementation written here."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from itertools import combinations
 from pathlib import PurePosixPath
 
+from sphinxext_fmha.model import ConditionGroup, TokenDispatch
 from sphinxext_fmha.verify.mask_modes import _words, compare_mask_modes
-from sphinxext_fmha.verify.token_facts import _determining, _Rows
+from sphinxext_fmha.verify.token_facts import (
+    _chain_tokens,
+    _determining,
+    _Rows,
+    _rows_by_condition,
+    _sensitive,
+    dispatch_data,
+    dispatch_from_data,
+)
 
 
 def _determines(columns, values, combo):
@@ -40,6 +50,85 @@ def test_determining_with_columns_of_one_value_matches_brute_force():
             if expected:
                 break
         assert _determining(_Rows(columns), pattern) == expected
+
+
+def _random_columns(rng, rows):
+    columns = [[rng.choice("xyz"[:rng.randint(1, 3)]) for _ in range(rows)] for _ in range(4)]
+    columns.insert(rng.randint(0, 4), ["lit"] * rows)
+    return columns
+
+
+def test_sensitive_columns_match_brute_force():
+    """A column is sensitive when two rows equal in every other column (differing only
+    in it) have different values."""
+    rng = random.Random(11)
+    for _ in range(60):
+        rows = rng.choice([1, 5, 40, 200])
+        columns = _random_columns(rng, rows)
+        values = [rng.choice("ab") for _ in range(rows)]
+        first = {}
+        pattern = [first.setdefault(v, row) for row, v in enumerate(values)]
+        expected = [(c,) for c in range(len(columns))
+                    if any(values[a] != values[b] for a in range(rows) for b in range(rows)
+                           if all(col[a] == col[b] for i, col in enumerate(columns) if i != c))]
+        assert _sensitive(_Rows(columns), pattern) == expected
+
+
+def test_rows_by_condition_match_direct_grouping():
+    rng = random.Random(3)
+    terms = [None, ("a > 1", "a above 1"), ("b == 2", "b is 2"), ("c", "always")]
+    for _ in range(60):
+        rows = rng.choice([0, 1, 6, 50])
+        tokens = [rng.choice(["t1", "t2", ""]) for _ in range(rows)]
+        conditional = [[rng.choice(terms) for _ in range(rows)] for _ in range(rng.randint(0, 3))]
+        expected = {}
+        for row in range(rows):
+            condition = tuple(col[row] for col in conditional if col[row] is not None)
+            expected.setdefault(tokens[row], {}).setdefault(condition, []).append(row)
+        found = _rows_by_condition(tokens, conditional, True)
+        assert found == expected
+        assert [list(groups) for groups in found.values()] == [list(g) for g in expected.values()]
+        assert list(found) == list(expected)
+
+
+def test_chain_tokens_match_direct_chains():
+    """Rows of one key (two or more) form a chain; its tokens in the order tried; the
+    chains counted in the order of their first row."""
+    rng = random.Random(4)
+    for _ in range(80):
+        rows = rng.choice([1, 4, 30, 120])
+        keys = [rng.randint(0, rows // 2 + 1) for _ in range(rows)]
+        tokens = [rng.choice("pqr") for _ in range(rows)]
+        places = rng.sample(range(10 * rows), rows)
+        tried = sorted(range(rows), key=places.__getitem__)
+        chains = {}
+        for row in range(rows):
+            chains.setdefault(keys[row], []).append(row)
+        expected = Counter(tuple(tokens[r] for r in sorted(chain, key=places.__getitem__))
+                           for chain in chains.values() if len(chain) > 1)
+        found = _chain_tokens(keys, tried, tokens)
+        assert found == expected and list(found) == list(expected)
+        assert found.most_common() == expected.most_common()
+
+
+def test_dispatch_data_reads_back_equal_in_order():
+    rng = random.Random(8)
+    files = ["k%d.cpp" % i for i in range(30)]
+    dispatch = TokenDispatch()
+    for class_name, index in [("B", 2), ("A", 0), ("A", 1)]:
+        dispatch.groups[(class_name, index)] = {
+            token: [ConditionGroup(cpp=["x > %d" % i], words=["x above %d" % i],
+                                   where={"hdim": [rng.choice(["64", "128"])]},
+                                   kernels=rng.randint(1, 9), unreached=rng.random() < 0.3,
+                                   varying=rng.random() < 0.3, files=rng.sample(files, 4))
+                    for i in range(rng.randint(1, 3))]
+            for token in rng.sample(["z", "y", ""], 3)}
+    dispatch.shared = {"B": [("a", "a set")], "A": []}
+    dispatch.undetermined = {"A": ["t.flag"]}
+    dispatch.orders = {("A", "pad"): {("p", "q"): 3, ("q", "p"): 1}, ("B", "hdim"): {("1",): 2}}
+    back = dispatch_from_data(json.loads(json.dumps(dispatch_data(dispatch))))
+    assert repr(back) == repr(dispatch)
+    assert dispatch_from_data(dispatch_data(None)) is None
 
 
 def test_stem_words_are_those_of_a_path():

@@ -7,6 +7,7 @@ the parse of every name that generate.py's own unfiltered run lists.
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 import sys
@@ -15,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
@@ -35,9 +36,10 @@ from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
 from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
-from .grammar import Grammar, derive_grammar, disambiguate_labels, segment_label
+from .grammar import Grammar, derive_grammar, disambiguate_labels, plain_values, segment_label
 from .observe import observe
 from .probe_script import MARKER
+from .pyparse import parse_module
 from .source import SourceFacts, analyze_source
 
 Progress = Optional[Callable[[str], None]]
@@ -268,7 +270,6 @@ def _name_piece_groups(name_source: str) -> List[List[str]]:
     """Attributes that a ``name`` property writes into one token: the same ``_``-piece
     of an f-string (``b{self.F_bm0}x{self.F_bn0}`` -> [[F_bm0, F_bn0]]), or one nested
     helper function."""
-    import ast
     import textwrap
 
     try:
@@ -496,7 +497,9 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
 def _column_texts(leaves: List[dict], path: str) -> set:
     """The distinct texts of one field over the kernels that have it."""
     if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
-        return set(map(str, map(dict.__getitem__, leaves, repeat(path))))
+        values = list(map(dict.__getitem__, leaves, repeat(path)))
+        # equal values of these types have equal texts: the texts of the distinct ones
+        return set(map(str, set(values) if plain_values(values) else values))
     return {str(values[path]) for values in leaves if path in values}
 
 
@@ -625,14 +628,23 @@ def _suffix_of(filename: str, kernel_type: KernelType) -> str:
 
 
 def _blob_functions_take_targets(module_path: Path, functions: Sequence[str]) -> bool:
-    import ast
+    # The module as the source reading parsed it (parses are kept by content).
+    tree = parse_module(module_path).tree
+    return tree is not None and any(
+        node.name in functions and any(arg.arg == "targets" for arg in node.args.args)
+        for node in _function_defs(tree))
 
-    tree = ast.parse(module_path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name in functions:
-            if any(arg.arg == "targets" for arg in node.args.args):
-                return True
-    return False
+
+def _function_defs(tree: ast.AST) -> Iterator[ast.FunctionDef]:
+    """Every ``def`` in ``tree``, at any depth: statements hold them, expressions
+    never do (a lambda holds no statement), so only statements are walked into."""
+    todo = [tree]
+    while todo:
+        for child in ast.iter_child_nodes(todo.pop()):
+            if isinstance(child, ast.FunctionDef):
+                yield child
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                todo.append(child)
 
 
 def _checks(model: ApiModel, facts: SourceFacts, module_path: Path,

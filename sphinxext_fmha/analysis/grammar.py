@@ -31,6 +31,13 @@ PIECE_SPLIT = re.compile(r"(?=_)")
 GENERIC_LEAF_NAMES = {"tag", "name", "kind", "type", "value"}
 
 
+def _pieces(name: str) -> List[str]:
+    """``PIECE_SPLIT.split(name)`` (each ``_`` starts a piece) with ``str.split``."""
+    pieces = name.split("_")
+    pieces[1:] = ["_" + piece for piece in pieces[1:]]
+    return pieces
+
+
 def short_name(path: str) -> str:
     """``F_pipeline.F_spad`` -> ``spad``; ``F_pipeline.tag`` -> ``pipeline``."""
     parts = [p[2:] if p.startswith("F_") else p for p in path.split(".")]
@@ -192,15 +199,18 @@ def _widen_to_values(record: dict, pieces: List[str], split: Dict[str, List[str]
     ``split`` remembers each value's pieces across records."""
     widened = []
     leaves = record["leaves"]
+    last = len(pieces)
     for path, (start, end) in record.get("influence", {}).items():
         value = leaves.get(path)
         if isinstance(value, str) and len(value) >= 2:
             wanted = split.get(value)
             if wanted is None:
-                wanted = split[value] = PIECE_SPLIT.split("_" + value)[1:]
+                wanted = split[value] = _pieces("_" + value)[1:]
             size = len(wanted)
-            for i in range(max(0, start - size), min(len(pieces) - size, end) + 1):
-                if pieces[i:i + size] == wanted and i <= end and i + size >= start:
+            first = wanted[0]
+            # the first place of the value's pieces that touches the influence
+            for i in range(max(0, start - size), min(last - size, end) + 1):
+                if pieces[i] == first and (size == 1 or pieces[i:i + size] == wanted):
                     start, end = min(start, i), max(end, i + size)
                     break
         widened.append((path, (start, end)))
@@ -334,7 +344,7 @@ class _Names:
         """Fill ``uf`` with the field groups and cut every name. Names share a few
         layouts (the same influence ranges, the same number of pieces), so the
         unions, spans and slots are worked out once per layout."""
-        pieces = [PIECE_SPLIT.split(r["name"]) for r in records]
+        pieces = [_pieces(r["name"]) for r in records]
         split: Dict[str, List[str]] = {}
         layout_ids: Dict[_Layout, int] = {}
         of_record = [layout_ids.setdefault(_widen_to_values(r, p, split), len(layout_ids))
@@ -407,7 +417,7 @@ def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[d
                 segment.tokens.setdefault(token, "literal text" if token else "absent")
             continue
         columns = [list(map(dict.get, leaves, repeat(f))) for f in segment.fields]
-        if all(_plain(column) for column in columns):
+        if all(plain_values(column) for column in columns):
             # Equal values of these types have equal texts: the texts of distinct rows.
             rows = dict.fromkeys(zip(tokens, *columns))
             distinct = dict.fromkeys((token, *map(str, row)) for token, *row in rows)
@@ -520,7 +530,8 @@ def disambiguate_labels(segments: List[Segment]) -> None:
 _PLAIN = (frozenset({str, int, type(None)}), frozenset({str, bool, type(None)}))
 
 
-def _plain(column: List[object]) -> bool:
+def plain_values(column: Sequence[object]) -> bool:
+    """Whether equal values of ``column`` have equal texts (see :data:`_PLAIN`)."""
     kinds = set(map(type, column))
     return any(kinds <= plain for plain in _PLAIN)
 

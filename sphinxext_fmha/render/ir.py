@@ -219,6 +219,7 @@ _BREAK = re.compile(r"(?<=::)(?=[^:])|(?<=[/,;=])(?=[^\s/,;=])|(?<=[\w>)\]])(?=[
 
 #: A source path (``codegen/ops/fmha_bwd.py:760``): it breaks after its slashes only.
 _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$")
+_AFTER_SLASH = re.compile(r"(?<=/)")
 
 
 def break_points(text: str, shortest: int = 16) -> List[str]:
@@ -226,7 +227,7 @@ def break_points(text: str, shortest: int = 16) -> List[str]:
     shorter than ``shortest`` stay whole."""
     if len(text) < shortest:
         return [text]
-    pattern = re.compile(r"(?<=/)") if _PATH.match(text) else _BREAK
+    pattern = _AFTER_SLASH if _PATH.match(text) else _BREAK
     pieces, start = [], 0
     for match in pattern.finditer(text):
         if match.start() > start:

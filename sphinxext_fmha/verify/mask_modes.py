@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain, compress
+from operator import not_
 from pathlib import PurePosixPath
 from typing import Dict, List, Sequence, Tuple
 
@@ -55,28 +57,36 @@ def _word_counts(joined: str) -> Tuple[int, ...]:
     return (joined.count("_") + 1,) if joined else (0, 1)
 
 
+def _holding(named: List[List[str]], words: set) -> List[List[str]]:
+    """The names (as words) with one of ``words`` at least."""
+    return list(compress(named, map(not_, map(words.isdisjoint, named)))) if words else []
+
+
 def compare_mask_modes(this_mode: str, this_files: Sequence[str],
                        other_mode: str, other_files: Sequence[str]) -> MaskModes:
     """Compare the listings of one API in two mask modes (see the module docstring)."""
-    named = [_words(name) for name in other_files]
-    this_words: Counter = Counter(w for f in this_files for w in set(_words(f)))
-    other_words: Counter = Counter(w for words in named for w in set(words))
+    named = list(map(_words, other_files))
+    this_words: Counter = Counter(chain.from_iterable(map(set, map(_words, this_files))))
+    other_words: Counter = Counter(chain.from_iterable(map(set, named)))
     only_this = sorted(set(this_words) - set(other_words))
     only_other = sorted(set(other_words) - set(this_words))
     # the other mode's mask vocabulary: the words that stand where its own words stand,
     # i.e. between the same words before and after (a place counted by position would
     # also take feature words of names that are just as long); only the words a hard
-    # coded value can be are looked up
+    # coded value can be are looked up, in the names that hold one
     wanted = set(only_other)
-    places = {_context(words, i) for words in named for i, w in enumerate(words) if w in wanted}
+    places = {_context(words, i) for words in _holding(named, wanted)
+              for i, w in enumerate(words) if w in wanted}
     candidates = {w for w in other_words if w in this_words and w not in wanted
                   and this_words[w] < other_words[w]}
     # a place is at (words before, words in all): only those positions are joined
     shapes = {(i, i + 1 + j) for before, after in places
               for i in _word_counts(before) for j in _word_counts(after)}
-    vocabulary = {w for words in named for i, w in enumerate(words)
-                  if w in candidates and (i, len(words)) in shapes
-                  and _context(words, i) in places}
+    at: Dict[int, List[int]] = {}  # words in all -> the positions of a place
+    for i, size in sorted(shapes):
+        at.setdefault(size, []).append(i)
+    vocabulary = {words[i] for words in _holding(named, candidates) for i in at.get(len(words), ())
+                  if words[i] in candidates and _context(words, i) in places}
     hard_coded = {w: this_words[w] for w in sorted(vocabulary)}
     return MaskModes(this_mode, other_mode, len(this_files), len(other_files),
                      only_this, only_other, hard_coded)

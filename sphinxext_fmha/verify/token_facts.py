@@ -13,7 +13,8 @@ names the tokens of the other determining segments (hdim, tile, ...) it covers."
 from __future__ import annotations
 
 from collections import Counter
-from itertools import combinations
+from itertools import accumulate, chain, combinations, compress, count, repeat
+from operator import add, lt, mul, sub
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import ApiModel, ConditionGroup, TokenCounts, TokenDispatch
@@ -68,10 +69,15 @@ class _Rows:
 
     Most sets of columns do not determine a slot's values, and a few rows usually show
     it: each test looks at the first 64 rows, then 4 times as many, and so on.  How a
-    set of columns splits those rows does not depend on the slot: it is computed once
-    per set and kept.  A column with one value splits nothing, so a set holding it
+    set of columns splits the rows does not depend on the slot: it is computed once per
+    set and kept.  A column with one value splits nothing, so a set holding it
     determines exactly when the set without it does and is never among the smallest
     (unless the values are all equal): only the other columns are combined.
+
+    Each column is kept as small integers (its values numbered), and a set of columns as
+    one integer per row (the numbers of its columns as digits of a mixed radix): rows
+    are equal in the set exactly when their integers are, and sets of integers are
+    built at C speed, without a tuple per row.
     """
 
     def __init__(self, columns: List[List[str]]) -> None:
@@ -83,27 +89,44 @@ class _Rows:
             self.sizes.append(size)
             size *= 4
         self.sizes.append(rows)
-        self.varying = [index for index, column in enumerate(columns) if len(set(column)) > 1]
-        self._splits: Dict[Tuple[Tuple[int, ...], int], Tuple[List[int], int]] = {}
+        self.codes: List[List[int]] = []
+        self.radix: List[int] = []
+        for column in columns:
+            codes, radix = _codes(column)
+            self.codes.append(codes)
+            self.radix.append(radix)
+        self.varying = [index for index, radix in enumerate(self.radix) if radix > 1]
+        self._keys: Dict[Tuple[Tuple[int, ...], int], List[int]] = {}
+        self._groups: Dict[Tuple[Tuple[int, ...], int], int] = {}
 
-    def _split(self, combo: Tuple[int, ...], size: int) -> Tuple[List[int], int]:
-        """Per row of the first ``size``, the number of its values in ``combo`` (in
-        order of first occurrence); and how many such groups there are."""
-        found = self._splits.get((combo, size))
+    def keys(self, combo: Sequence[int], size: Optional[int] = None) -> List[int]:
+        """Per row (of the first ``size``; None: all), one integer for its values in
+        the columns ``combo``."""
+        combo = tuple(combo)
+        size = self.sizes[-1] if size is None else size
+        found = self._keys.get((combo, size))
         if found is None:
-            keys: Sequence[object] = (self.columns[combo[0]][:size] if len(combo) == 1 else
-                                      list(zip(*(self.columns[c][:size] for c in combo))))
-            number = {key: n for n, key in enumerate(dict.fromkeys(keys))}
-            found = self._splits[(combo, size)] = (list(map(number.__getitem__, keys)), len(number))
+            codes = self.codes[combo[-1]]
+            codes = codes[:size] if size < len(codes) else codes
+            if len(combo) == 1:
+                found = codes
+            else:
+                found = list(map(add, map(mul, self.keys(combo[:-1], size),
+                                          repeat(self.radix[combo[-1]])), codes))
+            self._keys[(combo, size)] = found
         return found
 
-    def determines(self, combo: Tuple[int, ...], codes: Sequence[Sequence[int]]) -> bool:
+    def determines(self, combo: Tuple[int, ...], codes: Sequence[Sequence[int]],
+                   scale: int) -> bool:
         """Whether rows equal in ``combo`` have equal values, at every size (each key
         has one value: as many (key, value) pairs as keys); ``codes``: the value codes
-        cut to each of :attr:`sizes`."""
+        (each below ``scale``) cut to each of :attr:`sizes`."""
         for size, cut in zip(self.sizes, codes):
-            group, groups = self._split(combo, size)
-            if len(set(zip(group, cut))) != groups:
+            keys = self.keys(combo, size)
+            groups = self._groups.get((combo, size))
+            if groups is None:
+                groups = self._groups[(combo, size)] = len(set(keys))
+            if len(set(map(add, map(mul, keys, repeat(scale)), cut))) != groups:
                 return False
         return True
 
@@ -112,10 +135,11 @@ def _determining(rows: _Rows, codes: Sequence[int], limit: int = 3) -> List[Tupl
     """The smallest sets of columns whose values determine the value ``codes`` (all of
     that size)."""
     cuts = [codes[:size] for size in rows.sizes]
+    scale = max(codes, default=0) + 1
     columns = rows.varying if len(set(codes)) > 1 else range(len(rows.columns))
     for size in range(1, limit + 1):
         found = [combo for combo in combinations(columns, size)
-                 if rows.determines(combo, cuts)]
+                 if rows.determines(combo, cuts, scale)]
         if found:
             return found
     return []
@@ -131,14 +155,22 @@ def _core(combos: List[Tuple[int, ...]]) -> set:
     return core or {c for combo in combos for c in combo}
 
 
-def _sensitive(columns: List[List[str]], values: Sequence[object]) -> List[Tuple[int, ...]]:
-    """Fallback when no three columns determine ``values``: each column on its own for
-    which two rows that differ only in that column have different values."""
+def _sensitive(rows: _Rows, values: Sequence[int]) -> List[Tuple[int, ...]]:
+    """Fallback when no three columns determine ``values`` (codes, each a row number):
+    each column on its own for which two rows that differ only in that column have
+    different values."""
     found: List[Tuple[int, ...]] = []
-    for index in range(len(columns)):
-        others = [column for c, column in enumerate(columns) if c != index]
-        keys: List[Tuple[str, ...]] = list(zip(*others)) if others else [()] * len(values)
-        if len(set(keys)) != len(set(zip(keys, values))):
+    every = rows.keys(range(len(rows.columns))) if rows.columns else [0] * len(values)
+    scale = len(values) + 1
+    weight = 1
+    weights = []
+    for radix in reversed(rows.radix):
+        weights.append(weight)
+        weight *= radix
+    for index, weight in enumerate(reversed(weights)):
+        # the row's key with this column's digit set to zero: its values in the others
+        keys = list(map(sub, every, map(mul, rows.codes[index], repeat(weight))))
+        if len(set(keys)) != len(set(map(add, map(mul, keys, repeat(scale)), values))):
             found.append((index,))
     return found
 
@@ -148,10 +180,11 @@ def _owners(rows: _Rows, values: List[Optional[str]],
     """:func:`_determining`, else :func:`_sensitive`; both see only which rows have equal
     values (each row's code: the first row with its value), so slots that split the
     rows alike share one answer (``known``)."""
-    first: Dict[Optional[str], int] = {}
-    pattern = tuple([first.setdefault(value, row) for row, value in enumerate(values)])
+    # (reversed: the first row of each value is the one kept)
+    first = dict(zip(reversed(values), range(len(values) - 1, -1, -1)))
+    pattern = tuple(map(first.__getitem__, values))
     if pattern not in known:
-        known[pattern] = _determining(rows, pattern) or _sensitive(rows.columns, pattern)
+        known[pattern] = _determining(rows, pattern) or _sensitive(rows, pattern)
     return known[pattern]
 
 
@@ -185,27 +218,50 @@ def _try_orders(class_name: str, labels: List[str], items: List[_Item],
     """Per segment: in which order the dispatcher tries its tokens among kernels that are
     equal in every other segment (and arch suffix)."""
     placed = [item for item in items if item[3] in position]
+    if not placed:
+        return
     columns = _columns([item[0] for item in placed], len(labels))
     columns.append([item[1] for item in placed])
+    rows = _Rows(columns)
     # Columns with one value do not tell kernels apart: the kernels equal in every
     # other column are those equal in the other varying ones.
-    varying = [index for index, column in enumerate(columns) if len(set(column)) > 1]
-    keys = list(zip(*(columns[index] for index in varying))) if varying else [()] * len(placed)
+    varying = rows.varying
+    keys = rows.keys(varying) if varying else [0] * len(placed)
     alone = len(set(keys)) == len(keys)  # no two kernels equal in every column
+    weights = {}  # a varying column's digit in ``keys``
+    weight = 1
+    for index in reversed(varying):
+        weights[index] = weight
+        weight *= rows.radix[index]
     places = [position[item[3]] for item in placed]
+    tried = sorted(range(len(placed)), key=places.__getitem__)
     for index, label in enumerate(labels):
-        if index not in varying and alone:
+        if index not in weights and alone:
             continue  # every kernel is alone among those equal in the other columns
-        cut = varying.index(index) if index in varying else len(varying)
-        tokens = columns[index]
-        chains: Dict[Tuple[str, ...], List[int]] = {}
-        for row, key in enumerate(keys):
-            chains.setdefault(key[:cut] + key[cut + 1:], []).append(row)
-        # (rows with one place are one file: their tokens are equal)
-        counts: Counter = Counter(tuple(tokens[row] for row in sorted(chain, key=places.__getitem__))
-                                  for chain in chains.values() if len(chain) > 1)
+        # each kernel's key with this column's digit set to zero: its other columns
+        others = keys if index not in weights else list(
+            map(sub, keys, map(mul, rows.codes[index], repeat(weights[index]))))
+        counts = _chain_tokens(others, tried, columns[index])
         if counts:
             result.orders[(class_name, label)] = dict(counts.most_common())
+
+
+def _chain_tokens(keys: List[int], tried: List[int], tokens: List[str]) -> Counter:
+    """How many chains (rows of one key, two or more) try their tokens in each order;
+    ``tried``: the rows in the dispatcher's order. The chains are counted in the order
+    of their first row (``most_common`` keeps it among equal counts). Whole columns at a
+    time: a row of a chain of one kernel is one file, tried in one order."""
+    sizes = Counter(keys)
+    if len(sizes) == len(keys):
+        return Counter()
+    in_chain = list(map(lt, repeat(1), map(sizes.__getitem__, keys)))
+    # rows of each chain together (by key), each chain's in the order tried (stable sort)
+    rows = sorted(compress(tried, map(in_chain.__getitem__, tried)), key=keys.__getitem__)
+    ordered = list(map(tokens.__getitem__, rows))
+    chained = sorted(set(compress(keys, in_chain)))
+    ends = list(accumulate(map(sizes.__getitem__, chained)))
+    texts = dict(zip(chained, map(tuple, map(ordered.__getitem__, map(slice, [0] + ends, ends)))))
+    return Counter(filter(None, map(texts.get, dict.fromkeys(keys))))
 
 
 def _slot_columns(readings: Sequence[Mapping[str, Any]]) -> Dict[str, List[Optional[_Term]]]:
@@ -255,6 +311,7 @@ def _class_groups(class_name: str, labels: List[str],
                    for slot, column in terms.items() if cores[slot]}
     files = [item[3] for item in reached]
     varying = [bool(item[2] and item[2].get("varying")) for item in reached]
+    coded: Dict[str, Tuple[List[int], int]] = {}
     for index in range(width):
         own_slots = [s for s in terms if index in cores[s]]
         partners = sorted({c for s in own_slots for combo in owners[s] for c in combo} - {index})
@@ -262,17 +319,20 @@ def _class_groups(class_name: str, labels: List[str],
         for partner in partners:
             by_name.setdefault(names[partner], []).append(partner)
         by_token: Dict[str, Dict[Tuple[_Term, ...], ConditionGroup]] = {}
+        for slot in own_slots:
+            if slot not in coded:  # a slot's terms numbered once, for every segment it is of
+                coded[slot] = _codes(conditional[slot])
         for token, conditions in _rows_by_condition(
                 columns[index], [conditional[s] for s in own_slots],
-                index in rows.varying or bool(own_slots)).items():
+                index in rows.varying or bool(own_slots),
+                [(rows.codes[index], rows.radix[index])] + [coded[s] for s in own_slots]).items():
             groups = by_token[token] = {}
             for condition, members in conditions.items():
                 groups[condition] = ConditionGroup(
                     cpp=[c for c, _ in condition], words=[w for _, w in condition],
-                    where={name: list(dict.fromkeys(columns[p][r] for r in members for p in ps))
-                           for name, ps in by_name.items()},
-                    kernels=len(members), varying=any(varying[r] for r in members),
-                    files=[files[r] for r in members])
+                    where={name: _tokens_of(columns, ps, members) for name, ps in by_name.items()},
+                    kernels=len(members), varying=any(map(varying.__getitem__, members)),
+                    files=list(map(files.__getitem__, members)))
         for tokens, _, info, filename in items:
             if info is None:
                 groups = by_token.setdefault(tokens[index], {})
@@ -286,25 +346,93 @@ def _class_groups(class_name: str, labels: List[str],
             for token, groups in by_token.items()}
 
 
+def _tokens_of(columns: List[List[str]], partners: List[int], members: List[int]) -> List[str]:
+    """The distinct tokens of the ``partners`` columns in the rows ``members``, row by row."""
+    if len(partners) == 1:
+        return list(dict.fromkeys(map(columns[partners[0]].__getitem__, members)))
+    return list(dict.fromkeys(columns[p][r] for r in members for p in partners))
+
+
 def _rows_by_condition(tokens: List[str], conditional: List[List[Optional[_Term]]],
-                       splits: bool) -> Dict[str, Dict[Tuple[_Term, ...], List[int]]]:
+                       splits: bool, coded: Optional[List[Tuple[List[int], int]]] = None
+                       ) -> Dict[str, Dict[Tuple[_Term, ...], List[int]]]:
     """token -> condition (its terms) -> the rows with both, each in the order of its
     first row; ``conditional``: per own slot, each row's term or None; ``splits``:
-    False when every row has the same token and no own slot."""
+    False when every row has the same token and no own slot; ``coded``: the
+    :func:`_codes` of ``tokens`` and of each ``conditional`` column, if known."""
     if not splits:
         return {tokens[0]: {(): list(range(len(tokens)))}} if tokens else {}
-    rows_of: Dict[Tuple[str, Tuple[Optional[_Term], ...]], List[int]] = {}
-    keys = zip(tokens, zip(*conditional)) if conditional else ((t, ()) for t in tokens)
-    for row, key in enumerate(keys):
-        found = rows_of.get(key)
-        if found is None:
-            rows_of[key] = [row]
-        else:
-            found.append(row)
+    # One integer per row for its token and terms (as digits), and the rows of each
+    # integer, ascending, at C speed: a stable sort of the rows by it.
+    if coded is None:
+        coded = [_codes(tokens)] + [_codes(column) for column in conditional]
+    keys = coded[0][0]
+    for codes, radix in coded[1:]:
+        keys = list(map(add, map(mul, keys, repeat(radix)), codes))
+    sizes = Counter(keys)
+    distinct = sorted(sizes)
+    ends = list(accumulate(map(sizes.__getitem__, distinct)))
+    by_key = sorted(range(len(keys)), key=keys.__getitem__)
+    rows_of = dict(zip(distinct, map(by_key.__getitem__, map(slice, [0] + ends, ends))))
     out: Dict[str, Dict[Tuple[_Term, ...], List[int]]] = {}
-    for (token, terms), members in rows_of.items():
-        condition = tuple(t for t in terms if t is not None)
-        groups = out.setdefault(token, {})
+    for key in dict.fromkeys(keys):  # in the order of each one's first row
+        members = rows_of[key]
+        row = members[0]
+        condition = tuple(t for t in (column[row] for column in conditional) if t is not None)
+        groups = out.setdefault(tokens[row], {})
         # Terms of different slots may spell one condition: then one group, rows in order.
         groups[condition] = sorted(groups[condition] + members) if condition in groups else members
     return out
+
+
+def _codes(column: Sequence[Any]) -> Tuple[List[int], int]:
+    """Each value's number (in the order values first occur), and how many there are."""
+    number = {value: code for code, value in enumerate(dict.fromkeys(column))}
+    return list(map(number.__getitem__, column)), len(number)
+
+
+def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
+    """``dispatch`` as JSON data that :func:`dispatch_from_data` reads back equal. Each
+    group lists its kernel files, a file in as many groups as the name has segments: the
+    files are written once, the groups hold their numbers (a 2.8.3 bwd reading: 1 MB of
+    JSON instead of 24, written and read at C speed)."""
+    if dispatch is None:
+        return None
+    every = dict.fromkeys(chain.from_iterable(  # the files, in the order they first occur
+        g.files for by_token in dispatch.groups.values() for found in by_token.values()
+        for g in found))
+    number = dict(zip(every, count()))
+    groups = []
+    for (class_name, index), by_token in dispatch.groups.items():
+        tokens = []
+        for token, found in by_token.items():
+            tokens.append([token, [[g.cpp, g.words, g.where, g.kernels, g.unreached, g.varying,
+                                    list(map(number.__getitem__, g.files))] for g in found]])
+        groups.append([class_name, index, tokens])
+    return {"files": list(number), "groups": groups,
+            "shared": [[class_name, [list(term) for term in terms]]
+                       for class_name, terms in dispatch.shared.items()],
+            "undetermined": [[class_name, terms] for class_name, terms in dispatch.undetermined.items()],
+            "orders": [[class_name, label, [[list(tokens), count] for tokens, count in counts.items()]]
+                       for (class_name, label), counts in dispatch.orders.items()]}
+
+
+def dispatch_from_data(data: Any) -> Optional[TokenDispatch]:
+    """The :class:`TokenDispatch` that :func:`dispatch_data` made ``data`` of."""
+    if data is None:
+        return None
+    files = data["files"]
+    result = TokenDispatch()
+    for class_name, index, tokens in data["groups"]:
+        result.groups[(class_name, index)] = {
+            token: [ConditionGroup(cpp=cpp, words=words, where=where, kernels=kernels,
+                                   unreached=unreached, varying=varying,
+                                   files=list(map(files.__getitem__, numbers)))
+                    for cpp, words, where, kernels, unreached, varying, numbers in found]
+            for token, found in tokens}
+    result.shared = {class_name: [tuple(term) for term in terms]
+                     for class_name, terms in data["shared"]}
+    result.undetermined = {class_name: terms for class_name, terms in data["undetermined"]}
+    result.orders = {(class_name, label): {tuple(tokens): count for tokens, count in counts}
+                     for class_name, label, counts in data["orders"]}
+    return result
