@@ -84,7 +84,7 @@ def test_determining_columns_match_brute_force():
         assert _determining(_Rows(columns), pattern) == expected
         sensitive = [(i,) for i in range(4)
                      if not determines(columns, values, tuple(c for c in range(4) if c != i))]
-        assert _sensitive(columns, pattern) == sensitive
+        assert _sensitive(_Rows(columns), pattern) == sensitive
 
 
 def test_parse_is_shared_per_text_and_equal_to_a_fresh_parse():
