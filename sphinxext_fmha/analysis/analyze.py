@@ -635,6 +635,11 @@ def _blob_functions_take_targets(module_path: Path, functions: Sequence[str]) ->
         for node in _function_defs(tree))
 
 
+#: The nodes that hold statements (``match_case``: Python 3.10 on; the analysis runs on 3.9).
+_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler) + (
+    (ast.match_case,) if hasattr(ast, "match_case") else ())
+
+
 def _function_defs(tree: ast.AST) -> Iterator[ast.FunctionDef]:
     """Every ``def`` in ``tree``, at any depth: statements hold them, expressions
     never do (a lambda holds no statement), so only statements are walked into."""
@@ -643,7 +648,7 @@ def _function_defs(tree: ast.AST) -> Iterator[ast.FunctionDef]:
         for child in ast.iter_child_nodes(todo.pop()):
             if isinstance(child, ast.FunctionDef):
                 yield child
-            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+            if isinstance(child, _STATEMENT_HOLDERS):
                 todo.append(child)
 
 
