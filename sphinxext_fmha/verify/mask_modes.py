@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import chain, compress
-from operator import not_
+from itertools import chain
 from pathlib import PurePosixPath
 from typing import Dict, List, Sequence, Tuple
 
@@ -59,7 +58,7 @@ def _word_counts(joined: str) -> Tuple[int, ...]:
 
 def _holding(named: List[List[str]], words: set) -> List[List[str]]:
     """The names (as words) with one of ``words`` at least."""
-    return list(compress(named, map(not_, map(words.isdisjoint, named)))) if words else []
+    return [name for name in named if not words.isdisjoint(name)] if words else []
 
 
 def compare_mask_modes(this_mode: str, this_files: Sequence[str],
