@@ -22,7 +22,7 @@ from ..cppapi.allocation import collector_paused
 from ..errors import FmhaError, WarningType, stderr_tail
 from ..process.cache import DiskCache, tree_digest
 from ..process.launch import Outcome, install_handlers, run, scratch
-from ..process.progress import report_step, run_label
+from ..process.progress import options_shown, report_step
 from ..process.runner import interpreter_id
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
@@ -253,7 +253,7 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
             own = float(listed.get("seconds") or 0.0)
             if also_list is not None and not listed.get("error") and own > handed_over[0]:
                 report_step(progress, fmha_dir, also_list,
-                            "listing generate.py%s beside the probe" % _options_shown(also_list),
+                            "listing generate.py%s beside the probe" % options_shown(also_list),
                             own, kernels=_kernels(listed))
             also(listed)
             return early.result()
@@ -300,12 +300,7 @@ def _kernels(result: dict) -> int:
     return len({n for n in result.get("listing") or () if not n.endswith("_api.cpp")})
 
 
-def _options_shown(argv: List[str]) -> str:
-    options = run_label(argv)
-    return " " + options if options else ""
-
-
 def _report_probe(progress: Optional[Callable[[str], None]], fmha_dir: Path,
                   argv: List[str], result: dict, seconds: float) -> None:
-    report_step(progress, fmha_dir, argv, "probing generate.py" + _options_shown(argv),
+    report_step(progress, fmha_dir, argv, "probing generate.py" + options_shown(argv),
                 seconds, kernels=_kernels(result))

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-__all__ = ["StepLine", "report_ahead", "report_step", "tree_label", "run_label"]
+__all__ = ["StepLine", "options_shown", "report_ahead", "report_step", "tree_label", "run_label"]
 
 Progress = Optional[Callable[[str], None]]
 
@@ -50,6 +50,12 @@ def run_label(argv: Sequence[str]) -> str:
             continue
         out.append(arg)
     return shlex.join(out)
+
+
+def options_shown(argv: Sequence[str]) -> str:
+    """:func:`run_label` to follow a step's text: a space first, or nothing."""
+    options = run_label(argv)
+    return " " + options if options else ""
 
 
 def api_of(argv: Sequence[str]) -> str:

@@ -36,7 +36,7 @@ from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
 from .cache import DiskCache, tree_digest
 from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
-from .progress import report_step, run_label
+from .progress import options_shown, report_step
 
 __all__ = [
     "RUNNER_FORMAT",
@@ -303,10 +303,8 @@ class GenerateRunner:
 
     def _report(self, req: GenerateRequest, mode: str, seconds: float, kernels: int) -> None:
         argv = req.argv(self.options)
-        options = run_label(argv)
         report_step(self.progress, self.fmha_dir, argv,
-                    "generate.py %s%s" % (mode, " " + options if options else ""), seconds,
-                    kernels)
+                    "generate.py %s%s" % (mode, options_shown(argv)), seconds, kernels)
 
     def store_listing(self, req: GenerateRequest, names: Sequence[str], seconds: float,
                       from_cache: bool = True) -> ListingResult:
