@@ -392,6 +392,26 @@ def test_launcher_kills_the_whole_group_on_timeout(tmp_path):
     assert not alive(grandchild)
 
 
+def test_children_run_below_the_reader_s_cpu_priority(tmp_path):
+    """A child and its own children run at a lower CPU priority than the process that
+    reads the pages, so on a busy 2-core machine the reader keeps its core."""
+    from sphinxext_fmha.process.launch import run, scratch
+
+    report = tmp_path / "niceness"
+    code = ("import os, subprocess, sys\n"
+            "grandchild = subprocess.run([sys.executable, '-c', 'import os; print(os.nice(0))'],"
+            " capture_output=True, text=True).stdout.strip()\n"
+            "open(sys.argv[1], 'w').write('%d %s' % (os.nice(0), grandchild))\n")
+    with scratch("fmha-test-") as workdir:
+        outcome = run([sys.executable, "-c", code, str(report)], cwd=tmp_path,
+                      workdir=workdir, timeout=30)
+    assert outcome.returncode == 0
+    ours = os.nice(0)
+    expected = min(ours + 10, 19)
+    assert expected > ours or ours == 19
+    assert report.read_text().split() == [str(expected), str(expected)]
+
+
 def test_receipts_known_from_the_help_or_the_codegen(tmp_path):
     """A receipt the codegen tests but the -r help does not list is accepted (flash-attn
     2.7.4 tests ``receipt == 3``, aiter 800/801/888); one neither knows is refused."""

@@ -11,6 +11,10 @@ started by :func:`run`:
   timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit,
   with every process below the child that left the group (``setsid()``) while the
   child still lives (a grandchild whose parent exited is nobody's to find);
+* a lower CPU priority (:data:`CHILD_NICENESS` above ours, inherited by its own
+  children): on a machine with fewer cores than busy processes, the process reading the
+  pages -- the one every result is waited for by -- keeps its core, and work started
+  ahead fills what is left;
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
   removed in every case, a SIGTERM included.
@@ -39,6 +43,8 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, 
 from ..errors import FmhaError, WarningType, stderr_tail
 
 __all__ = [
+    "BACKGROUND_NICENESS",
+    "CHILD_NICENESS",
     "GenerateError",
     "Outcome",
     "child_environment",
@@ -54,6 +60,11 @@ __all__ = [
 ]
 
 _POLL = 0.1
+#: How much lower a child's CPU priority is than ours (``nice`` steps, capped at 19).
+CHILD_NICENESS = 10
+#: Lower still for work that no page waits for yet (a worker analysing a guide that is
+#: read later): the runs a page being read waits for take the core before it.
+BACKGROUND_NICENESS = 15
 _LOCK = threading.Lock()
 #: process group id -> pid of the process that started it (a fork must not kill its
 #: parent's children).
@@ -304,7 +315,8 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         env: Optional[Mapping[str, str]] = None,
         progress: Optional[Callable[[str], None]] = None, label: str = "",
         progress_every: float = 10.0,
-        when_written: Optional[Tuple[Path, Callable[[], None]]] = None) -> Outcome:
+        when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
+        niceness: int = CHILD_NICENESS) -> Outcome:
     """Run ``argv`` to its end or its timeout (see the module docstring).
 
     ``workdir``: a :func:`scratch` folder for the output files.  Returns the
@@ -315,6 +327,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     thread, as soon as the child has created the file (the child writes it whole and
     renames it into place), while the child may still run: a result delivered before
     the child's last work is done.
+    ``niceness``: how much lower than ours the child's CPU priority is.
     """
     display = display or " ".join(argv)
     if env is None:
@@ -333,6 +346,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
                                 command=display) from None
     with _LOCK:
         _GROUPS[proc.pid] = os.getpid()
+    _lower_priority(proc.pid, niceness)
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every,
                           when_written)
@@ -347,6 +361,14 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
                    seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
                    stdout=stdout_path, stderr=stderr_path)
+
+
+def _lower_priority(pid: int, niceness: int) -> None:
+    # set from here rather than in the child (preexec_fn is unsafe with threads); the
+    # few instructions the child runs first at our priority do not matter
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    with contextlib.suppress(OSError):  # already gone, or a platform without priorities
+        os.setpriority(os.PRIO_PROCESS, pid, min(ours + niceness, 19))
 
 
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,

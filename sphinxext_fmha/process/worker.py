@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Mapping, Optional, Sequence
 
-from .launch import GenerateError, child_environment, run, scratch
+from .launch import BACKGROUND_NICENESS, GenerateError, child_environment, run, scratch
 
 __all__ = ["STEP_PREFIX", "WorkerOutcome", "current_interpreter", "prepare_argv", "run_worker"]
 
@@ -74,8 +74,9 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float) -> Work
             env = child_environment(workdir, {"PYTHONPATH": path})
             # the scratch folder as working folder: ``-m`` puts it first on the path,
             # and it holds no module that could stand in for ours
+            # its guide is read later: the runs of the page being read come first
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
-                          display=display, env=env)
+                          display=display, env=env, niceness=BACKGROUND_NICENESS)
             stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
             stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
             error = None if outcome.ok else outcome.error()
