@@ -48,17 +48,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
     data = GuideData(api=api, options=options, model=model, date=build_date(),
                      token_counts=session.token_counts(api, options),
                      api_file=listing.api_file, listing_command=listing.command)
-    if conditions:
-        # Optional facts: when they cannot be read, the guide leaves them out and the
-        # caller reports why (never silently).
-        try:
-            reading = session.dispatch_reading(api, options)
-            if reading:
-                data.dispatch_reading = reading
-                data.token_dispatch = session.token_dispatch(api, options)
-        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.dispatch_problem = _dispatch_problem(exc)
     if recommend:
+        # First: it reads the dispatch file while its filtered runs run.
         try:
             data.recommendation = session.recommend(api, options)
         except (ImportError, NotImplementedError) as exc:
@@ -69,6 +60,16 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             problem = problem_of(exc)
             problem.message = "cannot make the recommended minimal set: " + problem.message
             data.recommendation_problem = problem
+    if conditions:
+        # Optional facts: when they cannot be read, the guide leaves them out and the
+        # caller reports why (never silently).
+        try:
+            reading = session.dispatch_reading(api, options)
+            if reading:
+                data.dispatch_reading = reading
+                data.token_dispatch = session.token_dispatch(api, options)
+        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
+            data.dispatch_problem = _dispatch_problem(exc)
     if conditions and data.dispatch_problem is None:
         # Last: on a heavy tree the probe's other --mask listing outlasts the probe's
         # own work, and everything above can be made while it runs.

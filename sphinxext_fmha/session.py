@@ -560,11 +560,8 @@ class Session:
             inputs.notes.append("the full API dispatch file is not available (%s): coupling "
                                 "and dispatch conditions are not used" % str(error).splitlines()[0])
             return inputs, _RecommendRunner(self, api, options)
-        try:
-            inputs.conditions = self.dispatch_conditions(api, options)
-        except Exception as error:  # noqa: BLE001 - reported; the set still stands
-            inputs.notes.append("dispatch conditions unavailable (%s): what you lose is "
-                                "told without them" % str(error).splitlines()[0])
+        # read while the recommendation's filtered runs run (both take seconds)
+        inputs.read_conditions = lambda: self.dispatch_conditions(api, options)
         return inputs, _RecommendRunner(self, api, options)
 
 
@@ -574,8 +571,10 @@ class _RecommendRunner:
     def __init__(self, session: Session, api: str, options: Options):
         self.session, self.api, self.options = session, api, options
         self._writes: Dict[Tuple[str, ...], Future] = {}
+        self._prefetched: Optional[Future] = None
 
     def check(self, filter: str) -> FilterCheck:
+        self._prefetch_done()  # outside the try: a failed batch fails the recommendation
         try:
             return self.session.check(self.api, filter, self.options)
         except GenerateError as error:
@@ -604,15 +603,26 @@ class _RecommendRunner:
                          tuple(filters))
 
     def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
-        """The filtered runs of ``filters`` (and, with ``driver``, the driver run for
-        their union) in batch interpreters, ahead of :meth:`check` / the driver."""
-        self.session.prefetch_checks(
-            self.api, list(filters), self.options,
-            driver=self._driver_run(filters) if driver and filters else None)
+        """Start the filtered runs of ``filters`` (and, with ``driver``, the driver run
+        for their union) in batch interpreters, in a background thread: this thread
+        meanwhile reads the dispatch file; :meth:`check` and the driver wait for them."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        run = self._driver_run(filters) if driver and filters else None
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fmha-recommend-runs")
+        self._prefetched = pool.submit(self.session.prefetch_checks, self.api, list(filters),
+                                       self.options, driver=run)
+        pool.shutdown(wait=False)
+
+    def _prefetch_done(self) -> None:
+        """Wait for :meth:`prefetch`'s runs; raises their failure."""
+        if self._prefetched is not None:
+            self._prefetched.result()
 
     def driver_listing(self, filters: Sequence[str]) -> List[str]:
         from .process.driver import cached_listing
 
+        self._prefetch_done()
         # The driver's write-mode run is independent of its listing: start it now, on
         # the other core (driver_write takes its result), unless a batch kept it.
         run = self._driver_run(filters)
@@ -632,6 +642,7 @@ class _RecommendRunner:
     def driver_write(self, filters: Sequence[str]):
         from .process.driver import cached_write
 
+        self._prefetch_done()
         started = self._writes.pop(tuple(filters), None)
         if started is not None:
             return started.result()

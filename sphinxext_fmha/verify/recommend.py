@@ -20,7 +20,7 @@ import shlex
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation
 from ..options import Options, cli_flag
@@ -45,7 +45,9 @@ class ApiFile(Protocol):
 class RecommendRunner(Protocol):
     """What the recommendation needs run: generate.py per filter, and the driver."""
 
-    def prefetch(self, filters: Sequence[str], driver: bool = False) -> None: ...
+    def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
+        """Start the runs of ``filters`` (and the driver's); :meth:`check` and the
+        driver methods wait for them."""
 
     def check(self, filter: str) -> FilterCheck: ...
 
@@ -66,6 +68,9 @@ class RecommendInputs:
     full_api: Optional[ApiFile] = None
     #: kernel file -> readable dispatch condition terms
     conditions: Dict[str, List[str]] = field(default_factory=dict)
+    #: reads ``conditions`` (the API dispatch file's reading, as costly as the filtered
+    #: runs): called while the runs run; when it raises, a note says what is lost
+    read_conditions: Optional[Callable[[], Dict[str, List[str]]]] = None
     notes: List[str] = field(default_factory=list)
     #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
     tile_names: Dict[str, str] = field(default_factory=dict)
@@ -126,7 +131,8 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
             "the keep set has %d" % (len(predicted), len(claimed)))
     result.keep_count = len(claimed)
 
-    union = _run(runner, synthesis.filters, result)
+    union = _run(runner, synthesis.filters, result,
+                 meanwhile=lambda: _read_conditions(inputs, result, len(inputs.notes)))
     result.union_count = len(union)
     result.verified = union == claimed and all(r.verified for r in result.runs)
     if union != claimed:
@@ -173,13 +179,27 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
     return min(tried, key=lambda t: len(t[1] ^ target))
 
 
-def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
+def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: int) -> None:
+    """``inputs.conditions`` from ``inputs.read_conditions``; its failure is a note at
+    ``position`` (after the inputs' own notes)."""
+    if inputs.read_conditions is None:
+        return
+    try:
+        inputs.conditions = inputs.read_conditions()
+    except Exception as error:  # noqa: BLE001 - reported; the set still stands
+        result.notes.insert(position, "dispatch conditions unavailable (%s): what you lose is "
+                            "told without them" % str(error).splitlines()[0])
+
+
+def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation,
+         meanwhile: Callable[[], None] = lambda: None) -> Set[str]:
     union: Set[str] = set()
     # Their generate.py runs and the driver run for their union, batched: the driver's
     # results are read back by driver_listing / driver_write (_check_driver) when its
     # filters are these; when a run below is left out as redundant, the driver runs
-    # for the remaining filters as its own process.
+    # for the remaining filters as its own process. ``meanwhile`` is done while they run.
     runner.prefetch(filters, driver=True)
+    meanwhile()
     # The runs are independent generate.py processes: run them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))
