@@ -6,6 +6,12 @@ fetched, so CI never skips silently.  Only ``FMHA_OFFLINE=1`` skips those tests.
 Trees are cached (see ``sphinxext_fmha.corpus.cache_root``), so after the first
 download the fixtures cost milliseconds; ``fetch_tree`` holds a file lock, so
 pytest-xdist workers can start at the same time.
+
+pytest >= 9.2 derives ``item.nodeid`` from ``item._id``, so pytest-xdist 3.8's
+``item._nodeid = nodeid + "@group"`` no longer has any effect and ``--dist loadgroup``
+silently ignores ``xdist_group``: :func:`_apply_xdist_groups` applies the suffix itself,
+so every group (a corpus model, a docs site build, a probe) runs on one worker and its
+expensive session fixture is computed once.
 """
 
 from __future__ import annotations
@@ -43,6 +49,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.corpus)
         if item.get_closest_marker("corpus") is not None and offline():
             item.add_marker(skip)
+    _apply_xdist_groups(config, items)
+
+
+def _apply_xdist_groups(config, items) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if not names:
+            continue
+        nodeid = item.nodeid
+        if nodeid.rfind("@") > nodeid.rfind("]"):
+            continue  # pytest-xdist did it (pytest < 9.2)
+        grouped = "%s@%s" % (nodeid, "_".join(names))
+        if hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(grouped)
+        else:  # pragma: no cover - older pytest, where xdist's own suffix works
+            item._nodeid = grouped
 
 
 class CorpusCase(NamedTuple):

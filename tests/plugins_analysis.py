@@ -14,11 +14,6 @@ Registered by ``pytest_plugins = ["plugins_analysis"]`` in the analysis test mod
   session folder makes a second worker that needs the same model wait for the first
   and then read it from the shared cache (so no slow generate.py run is repeated
   even when the scheduler splits a group).
-
-pytest >= 9.2 derives ``item.nodeid`` from ``item._id``, so pytest-xdist 3.8's
-``item._nodeid = nodeid + "@group"`` no longer has any effect and ``--dist loadgroup``
-silently ignores ``xdist_group``.  ``pytest_collection_modifyitems`` below applies the
-suffix itself, for this project's ``analysis-*`` groups only.
 """
 
 from __future__ import annotations
@@ -41,29 +36,6 @@ from sphinxext_fmha.process.cache import DiskCache
 from analysis_fixtures import Listing, cached_listing, snapshot
 
 CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
-GROUP_PREFIX = "analysis-"
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config, items):
-    """Make ``xdist_group("analysis-...")`` effective under ``--dist loadgroup``."""
-    if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
-        return
-    for item in items:
-        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                        for m in item.iter_markers("xdist_group")})
-        if not names or not all(n.startswith(GROUP_PREFIX) for n in names):
-            continue
-        nodeid = item.nodeid
-        if nodeid.rfind("@") > nodeid.rfind("]"):
-            continue  # pytest-xdist did it (pytest < 9.2)
-        grouped = "%s@%s" % (nodeid, "_".join(names))
-        if hasattr(item, "_id"):
-            from _pytest.nodeid import NodeId
-
-            item._id = NodeId.parse(grouped)
-        else:  # pragma: no cover - older pytest, where xdist's own suffix works
-            item._nodeid = grouped
 
 
 def _session_dir(tmp_path_factory) -> Path:
