@@ -32,7 +32,8 @@ from .model import (
     to_dict,
 )
 from .process.ahead import WORKERS, AheadPool, Item
-from .process.cache import DiskCache, pack, tree_digest, tree_files, unpack
+from .process.cache import (DiskCache, pack, share_items, tree_digest, tree_files, unpack,
+                            unshare_items)
 from .process.progress import report_ahead
 from .process.runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner, ListingResult
 
@@ -44,6 +45,10 @@ __all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
 
 
 _CODE_DIGEST: List[str] = []
+#: The fields of a dispatch reading's kernels kept as indices into one table of their
+#: distinct items (a few dozen condition terms repeated across thousands of kernels).
+_READING_ITEMS = ("terms", "chosen_by")
+
 #: The dataclasses a result kept with ``pack`` may hold.
 _MODEL_CLASSES: Dict[str, type] = {cls.__name__: cls for cls in (TokenDispatch, ConditionGroup)}
 
@@ -446,8 +451,16 @@ class Session:
             api_file = self.runner.generate_api_file(self.tree.request(api, options))
             return read_dispatch(api_file.text, api_file.kernel_traits)
 
-        return self._once(("dispatch-reading", api, options), lambda: self._stored(
-            "dispatch-reading", dict, compute, api, dataclasses.asdict(options)))
+        def shared() -> dict:
+            reading = compute()
+            return dict(reading, kernels=share_items(reading["kernels"], _READING_ITEMS))
+
+        def whole() -> dict:
+            stored = self._stored("dispatch-reading", dict, shared, api,
+                                  dataclasses.asdict(options))
+            return dict(stored, kernels=unshare_items(stored["kernels"], _READING_ITEMS))
+
+        return self._once(("dispatch-reading", api, options), whole)
 
     def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
         """kernel file -> the readable terms of the dispatch conditions that reach it

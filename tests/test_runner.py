@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -19,7 +20,8 @@ import pytest
 from sphinxext_fmha.analysis.generate_py import supported_options
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
+from sphinxext_fmha.process.cache import (DiskCache, default_runs_dir, share_items, tree_digest,
+                                          unshare_items)
 from sphinxext_fmha.process.runner import (
     ApiFileResult,
     GenerateError,
@@ -328,6 +330,44 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path):
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     with pytest.raises(TypeError):
         cache.put(key, [1, 2])  # type: ignore[arg-type]
+
+
+def test_shared_items_come_back_whole_and_each_a_copy(tmp_path):
+    terms = [["f/0/0", "t.a == 1", "a == 1"], ["f/0/1", "t.b", "b"], ["f/1/0", "!t.c", "not c"]]
+    rows = {"k%d.cpp" % n: {"terms": [terms[n % 3], terms[(n + 1) % 3]],
+                             "chosen_by": [terms[n % 2][1:]], "leaves": n}
+            for n in range(400)}
+    expected = json.loads(json.dumps(rows))
+    shared = share_items(rows, ("terms", "chosen_by"))
+    cache = DiskCache(tmp_path)
+    key = cache.key_for("shared")
+    cache.put(key, shared)
+    back = unshare_items(cache.get(key), ("terms", "chosen_by"))
+    assert back == expected and rows == expected  # the rows given are left as they were
+    distinct = {tuple(t) for r in expected.values() for f in ("terms", "chosen_by") for t in r[f]}
+    assert len(shared["items"]) == len(distinct) == 5
+    assert len(json.dumps(shared)) < len(json.dumps(expected)) / 2
+    back["k0.cpp"]["terms"][0].append("changed")
+    assert back["k3.cpp"]["terms"][0] == expected["k3.cpp"]["terms"][0]
+
+
+def test_a_write_mode_result_is_kept_in_memory_while_its_entry_stands(fmha, tmp_path):
+    cache = DiskCache(tmp_path / "cache")
+    req = GenerateRequest("fwd_appendkv", filter="*d64*")
+    runner = GenerateRunner(fmha(OLD), cache=cache)
+    first = runner.generate_api_file(req)
+    entry = next(p for p in cache.root.rglob("*.json"))
+    entry.write_text('{"format": 1, "key": "trunc')  # what is kept does not read it
+    kept = runner.generate_api_file(req)
+    assert kept.from_cache and runner.processes_started == 1
+    assert (kept.text, kept.kernel_traits) == (first.text, first.kernel_traits)
+    kept.kernel_traits.clear()
+    kept.kernel_files.clear()
+    again = runner.generate_api_file(req)
+    assert again.kernel_traits == first.kernel_traits and again.kernel_files == first.kernel_files
+    entry.unlink()  # the cache's files stay the truth: a removed entry runs again
+    rerun = runner.generate_api_file(req)
+    assert not rerun.from_cache and runner.processes_started == 2 and rerun.text == first.text
 
 
 def test_default_cache_root_honours_env(monkeypatch, tmp_path):

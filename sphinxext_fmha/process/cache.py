@@ -36,6 +36,8 @@ __all__ = [
     "cache_dir_problem",
     "pack",
     "unpack",
+    "share_items",
+    "unshare_items",
 ]
 
 #: Version of the on-disk entry envelope; bump to orphan every old entry.
@@ -109,6 +111,58 @@ def unpack(data: Any, classes: Dict[str, type]) -> Any:
     return data
 
 
+def share_items(rows: Dict[str, Dict[str, Any]], fields: Tuple[str, ...]) -> Dict[str, Any]:
+    """``rows`` (name -> record) as JSON data in which each list item of the records'
+    ``fields`` is an index into one table of the distinct items: a dispatch reading
+    repeats a few dozen condition terms across thousands of kernels, and JSON written
+    and read whole costs what it spells out. :func:`unshare_items` turns it back."""
+    table: List[Any] = []
+    index: Dict[Any, int] = {}
+
+    def number(item: Any) -> int:
+        key = _hashable(item)
+        found = index.get(key)
+        if found is None:
+            found = index[key] = len(table)
+            table.append(item)
+        return found
+
+    shared = {}
+    for name, record in rows.items():
+        record = dict(record)
+        for field in fields:
+            if field in record:
+                record[field] = [number(item) for item in record[field]]
+        shared[name] = record
+    return {"items": table, "rows": shared}
+
+
+def unshare_items(data: Dict[str, Any], fields: Tuple[str, ...]) -> Dict[str, Dict[str, Any]]:
+    """The ``rows`` :func:`share_items` made ``data`` of, every item a copy of its own
+    (a reader may change one without changing the others)."""
+    table = data["items"]
+    rows = {}
+    for name, record in data["rows"].items():
+        for field in fields:
+            if field in record:
+                record[field] = [_copy_item(table[number]) for number in record[field]]
+        rows[name] = record
+    return rows
+
+
+def _hashable(item: Any) -> Any:
+    if isinstance(item, list):
+        return ("list",) + tuple(_hashable(v) for v in item)
+    if isinstance(item, dict):
+        return ("dict",) + tuple((k, _hashable(v)) for k, v in item.items())
+    return item
+
+
+def _copy_item(item: Any) -> Any:
+    return json.loads(json.dumps(item)) if isinstance(item, dict) else \
+        [_copy_item(v) for v in item] if isinstance(item, list) else item
+
+
 def cache_dir_problem(path: Path) -> Optional[str]:
     """Why ``path`` cannot be a cache folder (it or a parent is a file, it is not
     writable), or None when it can (it need not exist yet)."""
@@ -180,10 +234,10 @@ class DiskCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{key[:12]}.", suffix=".tmp")
         try:
+            # No fsync: os.replace already makes the entry whole or absent for every
+            # reader, and an entry a power cut leaves undecodable is read as a miss.
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
             os.replace(tmp, path)
         except BaseException:
             try:

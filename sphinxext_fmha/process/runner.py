@@ -26,6 +26,7 @@ import shlex
 import sys
 import threading
 import zlib
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,8 @@ _REQUEST_FIELDS = ("filter",) + tuple(spec.dest for spec in GENERATE_OPTIONS)
 
 _API_FILE_RE = re.compile(r"_api\.cpp$")
 _PROGRESS_EVERY = 10.0
+#: Write-mode results a runner keeps in memory (one per API and options, a few MB each).
+_API_RESULTS_KEPT = 8
 
 _PY_LOCK = threading.Lock()
 _PY_VERSIONS: Dict[str, str] = {}
@@ -179,7 +182,10 @@ class ApiFileResult:
 
 def _compress(obj: object) -> str:
     raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+    # Level 1: a cold build compresses every dispatch file it meets (22 MB of JSON for
+    # one large bwd) while the reader waits; level 6 takes twice as long to save a
+    # few hundred kilobytes of disk.
+    return base64.b64encode(zlib.compress(raw, 1)).decode("ascii")
 
 
 def _decompress(text: str) -> object:
@@ -212,6 +218,10 @@ class GenerateRunner:
         self._lock = threading.Lock()
         self._start_up: Optional[float] = None
         self.processes_started = 0
+        # The last write-mode results this runner stored or read, by cache key: the
+        # guide's sections ask for the same dispatch file many times, and reading it
+        # back from the cache means decompressing and decoding megabytes each time.
+        self._api_results: "OrderedDict[str, ApiFileResult]" = OrderedDict()
 
     # ------------------------------------------------------------------ helpers
 
@@ -344,12 +354,15 @@ class GenerateRunner:
         display = self.api_file_command(req)
         key = self._key("api", req) if self.cache is not None else ""
         if self.cache is not None:
+            kept = self._kept_api_result(key)
+            if kept is not None:
+                return kept
             hit = self.cache.get(key)
             if hit is not None:
                 try:
                     payload = _decompress(hit["payload"])
                     assert isinstance(payload, dict)
-                    return ApiFileResult(
+                    result = ApiFileResult(
                         command=display,
                         api_file=hit["api_file"],
                         text=payload["text"],
@@ -359,6 +372,8 @@ class GenerateRunner:
                         from_cache=True,
                         request=req,
                     )
+                    self._keep_api_result(key, result)
+                    return result
                 except (KeyError, TypeError, ValueError, AssertionError, zlib.error):
                     self.cache.delete(key)
         with scratch("fmha-gen-") as workdir:
@@ -405,8 +420,10 @@ class GenerateRunner:
             request=req,
         )
         if self.cache is not None:
+            key = self._key("api", req)
+            self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
             self.cache.put(
-                self._key("api", req),
+                key,
                 {
                     "command": result.command,
                     "api_file": result.api_file,
@@ -422,6 +439,22 @@ class GenerateRunner:
                 },
             )
         return result
+
+    def _keep_api_result(self, key: str, result: ApiFileResult) -> None:
+        with self._lock:
+            self._api_results[key] = result
+            self._api_results.move_to_end(key)
+            while len(self._api_results) > _API_RESULTS_KEPT:
+                self._api_results.popitem(last=False)
+
+    def _kept_api_result(self, key: str) -> Optional[ApiFileResult]:
+        """A kept result, as a copy its reader may change (its text is a str)."""
+        with self._lock:
+            kept = self._api_results.get(key)
+        if kept is None or not self.cache.path_for(key).is_file():  # type: ignore[union-attr]
+            return None  # the cache's files stay the truth: an entry removed is a miss
+        return dataclasses.replace(kept, kernel_files=list(kept.kernel_files),
+                                   kernel_traits=dict(kept.kernel_traits))
 
     # ------------------------------------------------------------------ driver
 
