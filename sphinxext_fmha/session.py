@@ -32,8 +32,7 @@ from .model import (
     to_dict,
 )
 from .process.ahead import WORKERS, AheadPool, Item
-from .process.cache import (DiskCache, pack, share_items, tree_digest, tree_files, unpack,
-                            unshare_items)
+from .process.cache import DiskCache, pack, share_items, tree_digest, tree_files, unpack, unshare_items
 from .process.progress import report_ahead
 from .process.runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner, ListingResult
 

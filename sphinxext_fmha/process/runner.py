@@ -221,7 +221,7 @@ class GenerateRunner:
         # The last write-mode results this runner stored or read, by cache key: the
         # guide's sections ask for the same dispatch file many times, and reading it
         # back from the cache means decompressing and decoding megabytes each time.
-        self._api_results: "OrderedDict[str, ApiFileResult]" = OrderedDict()
+        self._api_results: OrderedDict[str, ApiFileResult] = OrderedDict()
 
     # ------------------------------------------------------------------ helpers
 
