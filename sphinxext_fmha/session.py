@@ -14,7 +14,7 @@ import threading
 from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 from .analysis.analyze import AnalysisError, Options, Tree, build_model, module_rel_of
 from .analysis.source import analyze_source
@@ -455,8 +455,8 @@ class Session:
             return dict(reading, kernels=share_items(reading["kernels"], _READING_ITEMS))
 
         def whole() -> dict:
-            stored = self._stored("dispatch-reading", dict, shared, api,
-                                  dataclasses.asdict(options))
+            stored = cast(dict, self._stored("dispatch-reading", dict, shared, api,
+                                             dataclasses.asdict(options)))
             return dict(stored, kernels=unshare_items(stored["kernels"], _READING_ITEMS))
 
         return self._once(("dispatch-reading", api, options), whole)
