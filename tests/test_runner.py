@@ -350,6 +350,18 @@ def test_shared_items_come_back_whole_and_each_a_copy(tmp_path):
     assert back["k3.cpp"]["terms"][0] == expected["k3.cpp"]["terms"][0]
 
 
+def test_shared_items_keep_values_that_compare_equal_apart():
+    rows = {"a.cpp": {"terms": [["s", 1], ["s", {"n": [1.0]}]]},
+            "b.cpp": {"terms": [["s", True], ["s", {"n": [1]}], ["s", 1]]}}
+    shared = share_items(rows, ("terms",))
+    assert len(shared["items"]) == 4  # 1 and True, 1.0 and 1 are told apart; ["s", 1] once
+    back = unshare_items(json.loads(json.dumps(shared)), ("terms",))
+    assert [type(t[1]) for t in back["b.cpp"]["terms"]] == [bool, dict, int]
+    assert type(back["a.cpp"]["terms"][1][1]["n"][0]) is float
+    back["a.cpp"]["terms"][1][1]["n"].append(2)
+    assert rows["a.cpp"]["terms"][1][1] == {"n": [1.0]}
+
+
 def test_a_write_mode_result_is_kept_in_memory_while_its_entry_stands(fmha, tmp_path):
     cache = DiskCache(tmp_path / "cache")
     req = GenerateRequest("fwd_appendkv", filter="*d64*")

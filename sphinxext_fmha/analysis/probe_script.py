@@ -918,7 +918,9 @@ def share_record_fields(result):
         values, index = [], {}
         for record in records:
             value = record[field]
-            key = json.dumps(value, sort_keys=True)
+            # repr: made in C, equal only for equal values of JSON data (its dicts are
+            # made in one order: equal ones that differ in order are only kept twice)
+            key = repr(value)
             found = index.get(key)
             if found is None:
                 found = index[key] = len(values)

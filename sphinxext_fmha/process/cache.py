@@ -117,10 +117,13 @@ def share_items(rows: Dict[str, Dict[str, Any]], fields: Tuple[str, ...]) -> Dic
     repeats a few dozen condition terms across thousands of kernels, and JSON written
     and read whole costs what it spells out. :func:`unshare_items` turns it back."""
     table: List[Any] = []
-    index: Dict[Any, int] = {}
+    index: Dict[str, int] = {}
 
     def number(item: Any) -> int:
-        key = _hashable(item)
+        # repr, not a hashable copy: made in C, and for JSON data (str, int, float,
+        # bool, None, lists and dicts of them) equal only for equal values (True and
+        # 1 apart, as JSON keeps them)
+        key = repr(item)
         found = index.get(key)
         if found is None:
             found = index[key] = len(table)
@@ -141,26 +144,23 @@ def unshare_items(data: Dict[str, Any], fields: Tuple[str, ...]) -> Dict[str, Di
     """The ``rows`` :func:`share_items` made ``data`` of, every item a copy of its own
     (a reader may change one without changing the others)."""
     table = data["items"]
+    # a list of plain values (a condition term) is copied whole by a slice
+    flat = [isinstance(item, list) and not any(isinstance(v, (list, dict)) for v in item)
+            for item in table]
     rows = {}
     for name, record in data["rows"].items():
         for field in fields:
             if field in record:
-                record[field] = [_copy_item(table[number]) for number in record[field]]
+                record[field] = [table[number][:] if flat[number] else _copy_item(table[number])
+                                 for number in record[field]]
         rows[name] = record
     return rows
 
 
-def _hashable(item: Any) -> Any:
-    if isinstance(item, list):
-        return ("list",) + tuple(_hashable(v) for v in item)
-    if isinstance(item, dict):
-        return ("dict",) + tuple((k, _hashable(v)) for k, v in item.items())
-    return item
-
-
 def _copy_item(item: Any) -> Any:
-    return json.loads(json.dumps(item)) if isinstance(item, dict) else \
-        [_copy_item(v) for v in item] if isinstance(item, list) else item
+    if isinstance(item, dict):
+        return {key: _copy_item(value) for key, value in item.items()}
+    return [_copy_item(value) for value in item] if isinstance(item, list) else item
 
 
 def cache_dir_problem(path: Path) -> Optional[str]:
