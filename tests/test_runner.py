@@ -331,7 +331,7 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path):
         cache.put(key, [1, 2])  # type: ignore[arg-type]
 
 
-def test_shared_items_come_back_whole_and_each_a_copy(tmp_path):
+def test_shared_items_come_back_whole_and_shared_as_tuples(tmp_path):
     terms = [["f/0/0", "t.a == 1", "a == 1"], ["f/0/1", "t.b", "b"], ["f/1/0", "!t.c", "not c"]]
     rows = {"k%d.cpp" % n: {"terms": [terms[n % 3], terms[(n + 1) % 3]],
                              "chosen_by": [terms[n % 2][1:]], "leaves": n}
@@ -342,12 +342,15 @@ def test_shared_items_come_back_whole_and_each_a_copy(tmp_path):
     key = cache.key_for("shared")
     cache.put(key, shared)
     back = unshare_items(cache.get(key), ("terms", "chosen_by"))
-    assert back == expected and rows == expected  # the rows given are left as they were
+    assert rows == expected  # the rows given are left as they were
+    assert {name: {f: [list(t) for t in r[f]] if f != "leaves" else r[f] for f in r}
+            for name, r in back.items()} == expected
     distinct = {tuple(t) for r in expected.values() for f in ("terms", "chosen_by") for t in r[f]}
     assert len(shared["items"]) == len(distinct) == 5
     assert len(json.dumps(shared)) < len(json.dumps(expected)) / 2
-    back["k0.cpp"]["terms"][0].append("changed")
-    assert back["k3.cpp"]["terms"][0] == expected["k3.cpp"]["terms"][0]
+    # one immutable tuple per distinct term, whichever kernel holds it
+    assert back["k0.cpp"]["terms"][0] is back["k3.cpp"]["terms"][0] == tuple(terms[0])
+    assert len({id(t) for r in back.values() for f in ("terms", "chosen_by") for t in r[f]}) == 5
 
 
 def test_shared_items_keep_values_that_compare_equal_apart():
@@ -358,7 +361,7 @@ def test_shared_items_keep_values_that_compare_equal_apart():
     back = unshare_items(json.loads(json.dumps(shared)), ("terms",))
     assert [type(t[1]) for t in back["b.cpp"]["terms"]] == [bool, dict, int]
     assert type(back["a.cpp"]["terms"][1][1]["n"][0]) is float
-    back["a.cpp"]["terms"][1][1]["n"].append(2)
+    back["a.cpp"]["terms"][1][1]["n"].append(2)  # a nested item is a copy of its own
     assert rows["a.cpp"]["terms"][1][1] == {"n": [1.0]}
 
 

@@ -141,18 +141,21 @@ def share_items(rows: Dict[str, Dict[str, Any]], fields: Tuple[str, ...]) -> Dic
 
 
 def unshare_items(data: Dict[str, Any], fields: Tuple[str, ...]) -> Dict[str, Dict[str, Any]]:
-    """The ``rows`` :func:`share_items` made ``data`` of, every item a copy of its own
-    (a reader may change one without changing the others)."""
-    table = data["items"]
-    # a list of plain values (a condition term) is copied whole by a slice
-    flat = [isinstance(item, list) and not any(isinstance(v, (list, dict)) for v in item)
-            for item in table]
+    """The ``rows`` :func:`share_items` made ``data`` of. An item that is a list of plain
+    values (a condition term) comes back as one tuple that every record holding it
+    shares: nothing to copy, nothing a reader could change for the others, and nothing
+    for the garbage collector to walk again and again (a dispatch reading of 2.8.3's
+    bwd holds 170,000 of them). Any other item comes back as a copy of its own."""
+    table = [tuple(item) if isinstance(item, list)
+             and not any(isinstance(v, (list, dict)) for v in item) else None
+             for item in data["items"]]
+    items = data["items"]
     rows = {}
     for name, record in data["rows"].items():
         for field in fields:
             if field in record:
-                record[field] = [table[number][:] if flat[number] else _copy_item(table[number])
-                                 for number in record[field]]
+                record[field] = [table[number] if table[number] is not None
+                                 else _copy_item(items[number]) for number in record[field]]
         rows[name] = record
     return rows
 
