@@ -146,15 +146,16 @@ def unshare_items(data: Dict[str, Any], fields: Tuple[str, ...]) -> Dict[str, Di
     shares: nothing to copy, nothing a reader could change for the others, and nothing
     for the garbage collector to walk again and again (a dispatch reading of 2.8.3's
     bwd holds 170,000 of them). Any other item comes back as a copy of its own."""
-    table = [tuple(item) if isinstance(item, list)
-             and not any(isinstance(v, (list, dict)) for v in item) else None
-             for item in data["items"]]
     items = data["items"]
+    # per item: its one shared tuple, or None where each record needs a copy of its own
+    tuples = [tuple(item) if isinstance(item, list)
+              and not any(isinstance(v, (list, dict)) for v in item) else None
+              for item in items]
     rows = {}
     for name, record in data["rows"].items():
         for field in fields:
             if field in record:
-                record[field] = [table[number] if table[number] is not None
+                record[field] = [tuples[number] if tuples[number] is not None
                                  else _copy_item(items[number]) for number in record[field]]
         rows[name] = record
     return rows
