@@ -100,7 +100,10 @@ def build(src: Path, builder: str = "html", out: Optional[Path] = None, parallel
                      confoverrides=confoverrides or {}, status=status, warning=warning,
                      freshenv=False, parallel=parallel)
         app.build()
-    return app, _ANSI.sub("", status.getvalue()), _ANSI.sub("", warning.getvalue())
+    # Sphinx ends a colored progress line ("reading sources... [ 40%] page") with a carriage
+    # return, so that the next line overwrites it; a line of ours may follow it directly
+    return (app, _ANSI.sub("", status.getvalue()).replace("\r", "\n"),
+            _ANSI.sub("", warning.getvalue()))
 
 
 def section_pformat(app: Sphinx, docname: str) -> str:
