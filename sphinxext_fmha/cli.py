@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
+from .cppapi.allocation import collector_paused
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
@@ -308,7 +309,8 @@ def _prepare(session, args, options: Options) -> int:
     for api in args.apis:
         start = time.monotonic()
         try:
-            data = collect_guide(session, api, options, sections)
+            with collector_paused():  # what a guide is made of survives until it is kept
+                data = collect_guide(session, api, options, sections)
             problems = [problem.message for problem in (data.recommendation_problem,
                                                         data.dispatch_problem) if problem]
         except KeyboardInterrupt:

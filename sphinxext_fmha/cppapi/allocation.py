@@ -1,30 +1,63 @@
-"""Reading a large dispatch file without the cyclic garbage collector's full passes.
+"""Building large results without the cyclic garbage collector's passes over them.
 
-The reader of a bwd dispatch file allocates some 700,000 containers (leaves, their lists,
-terms, memo entries) that all survive: they are the result. Each allocation burst sets off
-collections that walk every live object and free nothing, a third of the reading's time.
-Pausing the collector for the reading changes no result: it only frees reference
-cycles (the few the reader leaves, such as a recursive helper's closure, go at the next
-collection after it), and reference counting still frees everything else at once.
+A guide's analysis allocates hundreds of thousands of containers that all survive: they
+are the result (a bwd dispatch file's leaves and terms, a codegen's syntax trees, a
+model's kernels and grammar). Each allocation burst sets off collections that walk every
+live object and free nothing; and since a full collection follows every 25 % of growth of
+what lives, a heap that grows step by step is walked again and again (a cold 2.8.3
+gallery spent 4 s of the reader's 22 s collecting). Pausing the collector while such a
+result is built changes nothing it computes: the collector only frees reference cycles
+(the few this code leaves, such as a recursive helper's closure, go at the first
+collection after the pause), and reference counting still frees everything else at once.
+
+Beyond the readers here, a page's directive and ``sphinxext-fmha prepare`` (the worker
+interpreters) pause around one page's guide: what stays uncollected meanwhile is that
+page's own garbage. Work started ahead in a thread does not pause by itself: it can last
+while Sphinx reads other pages, whose doctrees (reference cycles) must go. It lives in
+``cppapi`` because the probe loads that package on its own, in generate.py's interpreter.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import os
+import threading
 from typing import Iterator
 
 __all__ = ["collector_paused"]
 
+_lock = threading.Lock()
+#: blocks paused now, in all threads; whether the collector ran before the first of them
+_paused = 0
+_resume = False
+
+
+def _new_lock_in_child() -> None:
+    # a child forked while another thread held the lock would wait on it forever
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Pause automatic collection for the block; resume it only if this block paused it
-    (nested and concurrent readers leave it as the outermost found it)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    """Pause automatic collection for the block. Nested and concurrent blocks (a page and
+    work started ahead in another thread) share the pause: the collector resumes when the
+    last of them ends, and only if it ran before the first began."""
+    global _paused, _resume
+    with _lock:
+        if _paused == 0:
+            _resume = gc.isenabled()
+            gc.disable()
+        _paused += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _lock:
+            _paused -= 1
+            if _paused == 0 and _resume:
+                gc.enable()

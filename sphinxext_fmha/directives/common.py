@@ -20,6 +20,7 @@ from docutils.parsers.rst import directives
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from ..cppapi.allocation import collector_paused
 from ..errors import WarningType
 from ..guide import suspicious_problems
 from ..guide_data import Problem, problem_of
@@ -211,7 +212,9 @@ class FmhaDirective(SphinxDirective):
 
     def run(self) -> List[nodes.Node]:
         try:
-            return self.run_fmha()
+            # a page's analysis and nodes survive it: no collector passes over them
+            with collector_paused():
+                return self.run_fmha()
         except Exception as exc:  # noqa: BLE001 - every failure is reported, located
             return self.report(problem_of(exc))
 
