@@ -47,3 +47,29 @@ def test_a_failing_block_resumes_and_a_paused_collector_stays_paused(collector_o
     with collector_paused():
         pass
     assert not gc.isenabled()
+
+
+def _sphinx(src, out):
+    from sphinx.application import Sphinx
+
+    return Sphinx(str(src), str(src), str(out / "html"), str(out / "doctrees"), "html",
+                  status=None, warning=None, freshenv=True)
+
+
+def test_a_build_ends_with_its_survivors_frozen_and_the_next_build_thaws_them(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text('extensions = ["sphinxext_fmha"]\n', encoding="utf-8")
+    (src / "index.rst").write_text("Title\n=====\n\nText.\n", encoding="utf-8")
+    gc.unfreeze()
+    try:
+        app = _sphinx(src, tmp_path / "out")
+        app.build()
+        # what the build left alive (Sphinx's environment at least) is out of sight
+        frozen = gc.get_freeze_count()
+        assert frozen > 1000, frozen
+        assert not any(o is app.env for o in gc.get_objects())
+        _sphinx(src, tmp_path / "again")  # builder-inited of the next build
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

@@ -184,6 +184,7 @@ def install_hooks(recorder):
     importlib.machinery.SourceFileLoader.exec_module = exec_module
     fnmatch.fnmatch = recorder.fnmatch_hook
     memoise_compilation()
+    memoise_generated_code()
 
 
 def memoise_compilation():
@@ -205,6 +206,39 @@ def memoise_compilation():
 
     source_to_code._fmha_probe = True
     loader.source_to_code = source_to_code
+
+
+#: source text -> code object, of the functions ``dataclasses`` writes as text and
+#: runs with ``exec`` (``__init__``, ``__repr__``, ``__eq__``, ... of every dataclass).
+GENERATED: dict = {}
+
+
+def generated_code(source):
+    code = GENERATED.get(source)
+    if code is None:
+        code = GENERATED[source] = compile(source, "<string>", "exec", dont_inherit=True)
+    return code
+
+
+def memoise_generated_code():
+    """Compile each text ``dataclasses`` generates once per process: every run defines
+    the codegen's dataclasses afresh (new classes, new functions), and compiling their
+    generated text is most of what importing the codegen costs; the same text gives
+    the same code object, as for the tree's sources (``memoise_compilation``). Only
+    ``exec`` as ``dataclasses`` sees it changes: the text is compiled as ``exec`` would
+    (no ``__future__`` flags of the caller: ``dataclasses`` has none) and run with the
+    namespaces ``exec`` would use."""
+    import dataclasses
+
+    def exec_memoised(source, globals=None, locals=None):
+        if globals is None:  # the caller's namespaces, as exec takes them
+            caller = sys._getframe(1)
+            globals, locals = caller.f_globals, caller.f_locals if locals is None else locals
+        if isinstance(source, str):
+            source = generated_code(source)
+        exec(source, globals, locals)
+
+    dataclasses.exec = exec_memoised
 
 
 def forget_codegen_modules(fmha_dir):

@@ -9,6 +9,8 @@
 * A post-transform keeps the file-name diagram's HTML for HTML builders and its
   literal-block fallback (the name with a numbered ruler) for every other builder.
 * ``static/fmha.css`` is added for HTML builders.
+* What a build leaves alive is frozen out of the garbage collector's sight at its end
+  (:mod:`.collector`): ``sphinx-build`` exits without walking it once more.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from .. import __version__
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .ahead import setup_ahead
+from .collector import setup_collector
 from .common import forget_roots
 from .config import add_config_values, validate_config
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
@@ -183,6 +186,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.connect("config-inited", validate_config)
     setup_strict(app)
     setup_ahead(app)
+    setup_collector(app)
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", forget_roots)
     return {

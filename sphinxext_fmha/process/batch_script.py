@@ -61,7 +61,7 @@ def main():
     sys.path.insert(0, fmha_dir)
     os.chdir(fmha_dir)
     probe.memoise_compilation()
-    memoise_generated_code()
+    probe.memoise_generated_code()
     known = dict(spec.get("known_keys", {}))
     readers = []
 
@@ -156,7 +156,7 @@ def _forked(probe, fmha_dir, runs, jobs, parallel):
         except Exception:  # noqa: BLE001 - the children import it themselves
             continue
     for source in first.get("generated", []):  # and the code dataclasses generated
-        generated_code(source)
+        probe.generated_code(source)
     for task in tasks[1:]:
         if len(running) >= max(1, parallel):
             collect_oldest()
@@ -191,7 +191,7 @@ def _in_child(runs, task, report_imports=None):
 
     def compute():
         started = time.time()
-        had, generated_before = set(sys.modules), set(_GENERATED)
+        had, generated_before = set(sys.modules), set(runs.probe.GENERATED)
         match = runs.own_match(job)
         if match is not None:
             fnmatch.fnmatch = match
@@ -205,43 +205,10 @@ def _in_child(runs, task, report_imports=None):
             outcome["imported"] = sorted(
                 name for name, module in list(sys.modules.items()) if name not in had
                 and not os.path.realpath(getattr(module, "__file__", None) or "").startswith(root))
-            outcome["generated"] = [t for t in _GENERATED if t not in generated_before]
+            outcome["generated"] = [t for t in runs.probe.GENERATED if t not in generated_before]
         return outcome
 
     return compute
-
-
-#: source text -> code object, of the functions ``dataclasses`` writes as text and
-#: runs with ``exec`` (``__init__``, ``__repr__``, ``__eq__``, ... of every dataclass).
-_GENERATED: dict = {}
-
-
-def generated_code(source):
-    code = _GENERATED.get(source)
-    if code is None:
-        code = _GENERATED[source] = compile(source, "<string>", "exec", dont_inherit=True)
-    return code
-
-
-def memoise_generated_code():
-    """Compile each text ``dataclasses`` generates once per batch: every run defines
-    the codegen's dataclasses afresh (new classes, new functions), and compiling their
-    generated text is most of what importing the codegen costs; the same text gives
-    the same code object, as for the tree's sources (``memoise_compilation``). Only
-    ``exec`` as ``dataclasses`` sees it changes: the text is compiled as ``exec`` would
-    (no ``__future__`` flags of the caller: ``dataclasses`` has none) and run with the
-    namespaces ``exec`` would use."""
-    import dataclasses
-
-    def exec_memoised(source, globals=None, locals=None):
-        if globals is None:  # the caller's namespaces, as exec takes them
-            caller = sys._getframe(1)
-            globals, locals = caller.f_globals, caller.f_locals if locals is None else locals
-        if isinstance(source, str):
-            source = generated_code(source)
-        exec(source, globals, locals)
-
-    dataclasses.exec = exec_memoised
 
 
 def _compile_tree(fmha_dir):
