@@ -8,7 +8,10 @@
 * Perturbing one representative per (field, value, name layout) gives every record the
   influence that perturbing every field of every kernel gives.
 
-The oracle runs are plain subprocesses, written here.
+The oracle runs are plain subprocesses, written here. The dispatch-file cases share the
+session's analysis cache and its independent listings with the analysis tests of the same
+API (same xdist group, so the same worker, in order): on aiter's bwd a probe is about five
+minutes of a loaded CI machine, and a plain listing over one; each runs once a session.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe,
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
-from independent import independent_listing, written_folder
+from analysis_fixtures import cached_listing
+from independent import written_folder
 
 pytestmark = pytest.mark.corpus
+pytest_plugins = ["plugins_analysis"]
 
 CORPUS = load_corpus()
 AITER = "amd-aiter-0.1.7.post2.dev18"
@@ -34,6 +39,15 @@ AITER = "amd-aiter-0.1.7.post2.dev18"
 CASES = [
     pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
                  marks=pytest.mark.xdist_group("probe-%s-%s" % (tree.name, api)))
+    for tree in CORPUS for api in sorted(tree.apis)
+]
+
+
+# With the analysis tests of the API's default mask (test_playground's Session probes
+# aiter's bwd with the same arguments, its other --mask listing included).
+DISPATCH_CASES = [
+    pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
+                 marks=pytest.mark.xdist_group("analysis-%s-%s-default" % (tree.name, api)))
     for tree in CORPUS for api in sorted(tree.apis)
 ]
 
@@ -47,23 +61,25 @@ def _written(root: Path, api: str, out: Path):
     return written_folder(out)
 
 
-@pytest.mark.parametrize("tree, api", CASES)
-def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, tmp_path, tree, api):
+@pytest.mark.parametrize("tree, api", DISPATCH_CASES)
+def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis_cache,
+                                                           analysis_cache_dir, tmp_path,
+                                                           tree, api):
     root = corpus_root(tree)
     generic = ["-a", api, "-m", "generic"]
-    observed = observe(fmha_dir(root), ["-a", api], also_list=generic)
+    observed = observe(fmha_dir(root), ["-a", api], also_list=generic, cache=analysis_cache)
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
     name, text, traits = _written(root, api, tmp_path / "generated")
     assert dispatch["api_file"] == name
     assert dispatch["text"] == text
     assert dispatch["kernel_traits"] == traits
-    listed = independent_listing(root, api, tmp_path)
-    assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == listed
-    also = observe_also(fmha_dir(root), ["-a", api], generic)
+    listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, None)
+    assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
+    also = observe_also(fmha_dir(root), ["-a", api], generic, cache=analysis_cache)
     assert "listing" in also and not also["error"], also
-    generic = independent_listing(root, api, tmp_path, "-m", "generic")
-    assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == generic
+    listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, "generic")
+    assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
 
 
 PERTURB_CASES = [p for p in CASES if not (p.values[0] == AITER and p.values[1] == "bwd")]
