@@ -8,7 +8,11 @@ Registered by ``pytest_plugins = ["plugins_analysis"]`` in the analysis test mod
 
 ``corpus_models``: ``corpus_models.get(tree, api, mask)`` computes (once per session
   and worker) the model of one API of one corpus tree, the independent listing, and
-  snapshots of the tree before and after the analysis.  The analysis tests group
+  snapshots of the tree before and after the analysis. The default mask's model is the
+  one a page gets (``Session.model``: its probe lists the other ``--mask`` mode too),
+  whose probe the playground and dispatch-file tests of the API read back from the
+  shared cache; a ``--mask`` given is analysed with ``analyze_api``, so both paths to a
+  model are tested on every tree.  The analysis tests group
   their items with ``xdist_group`` marks so ``--dist loadgroup`` computes each slow
   model on one worker only; on top of that a file lock per model in the shared
   session folder makes a second worker that needs the same model wait for the first
@@ -32,6 +36,7 @@ from sphinxext_fmha.cachedir import file_lock
 from sphinxext_fmha.corpus import CorpusTree, load_corpus
 from sphinxext_fmha.model import ApiModel
 from sphinxext_fmha.process.cache import DiskCache
+from sphinxext_fmha.session import Session
 
 from analysis_fixtures import Listing, cached_listing, snapshot
 
@@ -112,8 +117,12 @@ class CorpusModels:
             self._tree_info[tree_name] = Tree.load(root)
         before = snapshot(root)
         started = time.monotonic()
-        model = analyze_api(root, api, Options(mask=mask), cache=self.cache,
-                            tree=self._tree_info[tree_name])
+        if mask is None:
+            session = Session(root, cache_dir=Path(self.cache.root))
+            model = session.model(api, Options())
+        else:
+            model = analyze_api(root, api, Options(mask=mask), cache=self.cache,
+                                tree=self._tree_info[tree_name])
         seconds = time.monotonic() - started
         after = snapshot(root)
         listing = cached_listing(self.store, root / "example/ck_tile/01_fmha", api, mask)
