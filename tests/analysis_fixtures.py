@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import pytest
+
 from sphinxext_fmha.model import ApiModel, KernelType, Segment
 
 from launch_twin import run_child
@@ -94,6 +96,14 @@ def content_key(fmha_dir: Path, *parts: object) -> str:
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     digest.update(json.dumps([str(p) for p in parts]).encode())
     return digest.hexdigest()
+
+
+def with_analysis_group(cases: List[Tuple[str, str]]) -> list:
+    """(tree, api) cases as parameters in the xdist group of that API's default-mask
+    analysis (``--dist loadgroup`` runs a group on one worker, in collection order)."""
+    return [pytest.param(tree, api, id="%s-%s" % (tree, api),
+                         marks=pytest.mark.xdist_group("analysis-%s-%s-default" % (tree, api)))
+            for tree, api in cases]
 
 
 def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],

@@ -6,6 +6,11 @@ Registered by ``pytest_plugins = ["plugins_analysis"]`` in the analysis test mod
   ``FMHA_ANALYSIS_TEST_CACHE=<dir>`` makes it persistent (warm runs); by default it is
   a fresh folder per test session, shared by all pytest-xdist workers of the session.
 
+``analysis_sessions``: ``analysis_sessions(tree)`` is a :class:`Session` of that corpus tree
+  on the same shared cache, for the tests that read whole guides; with
+  ``analysis_fixtures.with_analysis_group`` their cases join the analysis group of their API, so they
+  read its probe and model instead of computing them again.
+
 ``corpus_models``: ``corpus_models.get(tree, api, mask)`` computes (once per session
   and worker) the model of one API of one corpus tree, the independent listing, and
   snapshots of the tree before and after the analysis. The default mask's model is the
@@ -131,6 +136,19 @@ class CorpusModels:
 
     def computed(self) -> List[CorpusModel]:
         return [v for v in self._done.values() if isinstance(v, CorpusModel)]
+
+
+@pytest.fixture(scope="session")
+def analysis_sessions(corpus_root, analysis_cache_dir) -> Callable[[str], Session]:
+    sessions: Dict[str, Session] = {}
+
+    def get(tree_name: str) -> Session:
+        if tree_name not in sessions:
+            sessions[tree_name] = Session(corpus_root(tree_name),
+                                          cache_dir=analysis_cache_dir / "runs")
+        return sessions[tree_name]
+
+    return get
 
 
 @pytest.fixture(scope="session")

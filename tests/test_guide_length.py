@@ -24,7 +24,10 @@ from conftest import CORPUS
 
 from sphinxext_fmha.guide import collect_guide
 from sphinxext_fmha.render.markdown import guide_markdown
-from sphinxext_fmha.session import Session
+
+from analysis_fixtures import with_analysis_group
+
+pytest_plugins = ["plugins_analysis"]
 
 CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
 
@@ -62,18 +65,11 @@ def test_count_words_skips_folded_blocks():
     assert count_words(text) == (5, 10)
 
 
-@pytest.fixture(scope="module")
-def sessions():
-    return {}
-
-
 @pytest.mark.corpus
-@pytest.mark.parametrize("tree,api", CASES, ids=["%s-%s" % c for c in CASES])
-def test_guide_length(sessions, corpus_root, tree, api, monkeypatch):
+@pytest.mark.parametrize("tree,api", with_analysis_group(CASES))
+def test_guide_length(analysis_sessions, tree, api, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    if tree not in sessions:
-        sessions[tree] = Session(corpus_root(tree))
-    text = guide_markdown(collect_guide(sessions[tree], api))
+    text = guide_markdown(collect_guide(analysis_sessions(tree), api))
     visible, total = count_words(text)
     assert visible <= VISIBLE_ALL and total <= TOTAL_ALL, (visible, total)
     if api in SIMPLE_APIS:

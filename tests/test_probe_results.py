@@ -27,7 +27,7 @@ from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe,
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
-from analysis_fixtures import cached_listing
+from analysis_fixtures import cached_listing, with_analysis_group
 from independent import written_folder
 
 pytestmark = pytest.mark.corpus
@@ -43,13 +43,10 @@ CASES = [
 ]
 
 
-# With the analysis tests of the API's default mask (test_playground's Session probes
-# aiter's bwd with the same arguments, its other --mask listing included).
-DISPATCH_CASES = [
-    pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
-                 marks=pytest.mark.xdist_group("analysis-%s-%s-default" % (tree.name, api)))
-    for tree in CORPUS for api in sorted(tree.apis)
-]
+# With the analysis tests of the API's default mask: their Session probes with the same
+# arguments (its other --mask listing included), so the probe here is read back.
+DISPATCH_CASES = with_analysis_group([(tree.name, api) for tree in CORPUS
+                                      for api in sorted(tree.apis)])
 
 
 def _written(root: Path, api: str, out: Path):

@@ -22,9 +22,11 @@ from conftest import CORPUS
 
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.markdown import render_recommendation_markdown
-from sphinxext_fmha.session import Session
 
+from analysis_fixtures import with_analysis_group
 from independent import independent_listing
+
+pytest_plugins = ["plugins_analysis"]
 
 CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
 
@@ -131,8 +133,9 @@ def run_generate(root: Path, api: str, tmp: Path, *args: str) -> subprocess.Comp
 
 
 @pytest.fixture(scope="module")
-def sessions(corpus_roots):
-    return {name: Session(root) for name, root in corpus_roots.items()}
+def sessions(corpus_roots, analysis_sessions):
+    """The trees' sessions on the analysis tests' shared cache (see plugins_analysis)."""
+    return {name: analysis_sessions(name) for name in corpus_roots}
 
 
 def _types_by_prefix(rec, union: Set[str]) -> Dict[str, str]:
@@ -151,7 +154,7 @@ def _types_by_prefix(rec, union: Set[str]) -> Dict[str, str]:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("tree,api", CASES, ids=["%s-%s" % c for c in CASES])
+@pytest.mark.parametrize("tree,api", with_analysis_group(CASES))
 def test_recommendation_is_true_of_its_commands(sessions, tree, api, tmp_path):
     session = sessions[tree]
     rec = session.recommend(api)

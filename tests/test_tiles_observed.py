@@ -24,7 +24,10 @@ from sphinxext_fmha.render.markdown import guide_markdown
 from sphinxext_fmha.session import Session
 
 import synthetic
+from analysis_fixtures import with_analysis_group
 from independent import independent_listing
+
+pytest_plugins = ["plugins_analysis"]
 
 FMHA = "example/ck_tile/01_fmha"
 
@@ -100,11 +103,12 @@ CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis) if api
 
 
 @pytest.fixture(scope="module")
-def sessions(corpus_roots):
-    return {name: Session(root) for name, root in corpus_roots.items()}
+def sessions(corpus_roots, analysis_sessions):
+    """The trees' sessions on the analysis tests' shared cache (see plugins_analysis)."""
+    return {name: analysis_sessions(name) for name in corpus_roots}
 
 
-@pytest.mark.parametrize("tree,api", CASES, ids=["%s-%s" % c for c in CASES])
+@pytest.mark.parametrize("tree,api", with_analysis_group(CASES))
 def test_tile_rows_are_what_generate_py_listed(sessions, corpus_roots, tree, api, tmp_path):
     listed = independent_listing(corpus_roots[tree], api, tmp_path)
     expected = read_names(listed, _WARP_TILE)

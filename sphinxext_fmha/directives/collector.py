@@ -1,39 +1,36 @@
-"""The end of a build: what is still alive is frozen out of the garbage collector's sight.
+"""At exit, what is still alive is frozen out of the garbage collector's sight.
 
 A cold build of a guide gallery ends with about 850,000 objects the collector tracks:
-the session's results, kept in memory for the next build in the same process
-(``sphinx-autobuild``, tests), and Sphinx's own environment. When ``sphinx-build``
-exits right after, CPython's last collection walks every one of them and frees nothing
-that reference counting would not free anyway: 2.3 s at the end of a cold flash-attn
-2.8.3 gallery of six guides, 0.9 s at the end of a warm one (measured with py-spy, in
-``gc_collect_main``; Python 3.11).
+the session's results, kept in memory for a next build in the same process, and
+Sphinx's own environment. When ``sphinx-build`` exits, CPython's last collection walks
+every one of them and frees nothing the end of the process would not: 2.3 s at the end
+of a cold flash-attn 2.8.3 gallery of six guides, 0.9 s at the end of a warm one
+(measured with ``py-spy --native``, in ``gc_collect_main``; Python 3.11).
 
-At ``build-finished`` (last of its handlers) :func:`gc.freeze` moves them to the
-permanent generation, which no collection walks, the last one included. A next build in
-the same process thaws them first (``builder-inited``), so a long-lived process collects
-the previous build's reference cycles as it did before. Nothing this changes is seen by
-a build: only when the collector looks.
+An exit handler calls :func:`gc.freeze`: exit handlers run before that collection, and
+the permanent generation is never collected. Nothing else changes: while the process
+lives (tests, ``sphinx-autobuild``, several builds in one interpreter), every object
+goes when it would have gone, and Python never promised to finalise the objects of
+reference cycles still alive at exit (the data model's ``__del__`` note).
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
+import threading
 from typing import Any
 
 __all__ = ["setup_collector"]
 
-#: after every other ``build-finished`` handler (Sphinx's default priority is 500)
-_LAST = 900
+_registered = False
+_lock = threading.Lock()
 
 
-def freeze_survivors(_app: Any, _error: Any) -> None:
-    gc.freeze()
-
-
-def thaw_survivors(_app: Any) -> None:
-    gc.unfreeze()
-
-
-def setup_collector(app: Any) -> None:
-    app.connect("builder-inited", thaw_survivors)
-    app.connect("build-finished", freeze_survivors, priority=_LAST)
+def setup_collector(_app: Any) -> None:
+    """Register the exit handler, once per process."""
+    global _registered
+    with _lock:
+        if not _registered:
+            atexit.register(gc.freeze)
+            _registered = True

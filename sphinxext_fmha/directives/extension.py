@@ -9,7 +9,7 @@
 * A post-transform keeps the file-name diagram's HTML for HTML builders and its
   literal-block fallback (the name with a numbered ruler) for every other builder.
 * ``static/fmha.css`` is added for HTML builders.
-* What a build leaves alive is frozen out of the garbage collector's sight at its end
+* What is alive at exit is frozen out of the garbage collector's sight
   (:mod:`.collector`): ``sphinx-build`` exits without walking it once more.
 """
 
