@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from .cppapi.allocation import collector_paused
+from .cppapi.allocation import collector_paused, freeze_at_exit
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound, locate_ck_root
 from .model import to_dict, to_json
@@ -170,6 +170,7 @@ def _quiet_stdout() -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the command; return the exit status (see the module docstring)."""
+    freeze_at_exit()  # a worker interpreter ends holding a guide's whole analysis
     try:
         args = build_parser().parse_args(argv)
         return _run(args)

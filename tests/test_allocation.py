@@ -78,3 +78,24 @@ def test_the_survivors_of_a_build_are_frozen_at_exit_not_before(tmp_path):
     assert after_build and at_exit, ran.stdout
     assert int(after_build.group(1)) == 0  # while the process lives, nothing changes
     assert int(at_exit.group(1)) > 1000  # Sphinx's environment at least
+
+
+CLI_EXIT_SCRIPT = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count(), flush=True))
+from sphinxext_fmha.cli import main
+status = main(["apis", "--ck-root", sys.argv[1]])
+print("frozen after the command:", gc.get_freeze_count(), "status", status, flush=True)
+"""
+
+
+def test_the_cli_freezes_what_is_alive_at_exit(tmp_path):
+    """A worker interpreter (``sphinxext-fmha prepare``) ends holding a guide's analysis:
+    the CLI registers the same exit handler (here a command that fails: no CK tree)."""
+    ran = subprocess.run([sys.executable, "-c", CLI_EXIT_SCRIPT, str(tmp_path / "no-ck")],
+                         capture_output=True, text=True, timeout=300)
+    after = re.search(r"frozen after the command: (\d+) status (\d+)", ran.stdout)
+    at_exit = re.search(r"frozen at exit: (\d+)", ran.stdout)
+    assert after and at_exit, (ran.stdout, ran.stderr[-2000:])
+    assert int(after.group(1)) == 0 and int(after.group(2)) != 0
+    assert int(at_exit.group(1)) > 1000

@@ -10,7 +10,8 @@
   literal-block fallback (the name with a numbered ruler) for every other builder.
 * ``static/fmha.css`` is added for HTML builders.
 * What is alive at exit is frozen out of the garbage collector's sight
-  (:mod:`.collector`): ``sphinx-build`` exits without walking it once more.
+  (:func:`~sphinxext_fmha.cppapi.allocation.freeze_at_exit`): ``sphinx-build`` exits
+  without walking it once more.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from docutils.transforms import Transform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 from .. import __version__
+from ..cppapi.allocation import freeze_at_exit
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .ahead import setup_ahead
-from .collector import setup_collector
 from .common import forget_roots
 from .config import add_config_values, validate_config
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
@@ -186,7 +187,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.connect("config-inited", validate_config)
     setup_strict(app)
     setup_ahead(app)
-    setup_collector(app)
+    freeze_at_exit()
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", forget_roots)
     return {
