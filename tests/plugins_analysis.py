@@ -88,8 +88,10 @@ class CorpusModel:
 class CorpusModels:
     """Memo of corpus models for one session (one per xdist worker)."""
 
-    def __init__(self, fetch: Callable[[str], Path], cache: DiskCache, store: Path) -> None:
+    def __init__(self, fetch: Callable[[str], Path], cache: DiskCache, store: Path,
+                 session: Callable[[str], Session]) -> None:
         self.fetch = fetch
+        self.session = session
         self.cache = cache
         self.store = store
         self.trees = {t.name: t for t in load_corpus()}
@@ -123,8 +125,7 @@ class CorpusModels:
         before = snapshot(root)
         started = time.monotonic()
         if mask is None:
-            session = Session(root, cache_dir=Path(self.cache.root))
-            model = session.model(api, Options())
+            model = self.session(tree_name).model(api, Options())
         else:
             model = analyze_api(root, api, Options(mask=mask), cache=self.cache,
                                 tree=self._tree_info[tree_name])
@@ -152,5 +153,6 @@ def analysis_sessions(corpus_root, analysis_cache_dir) -> Callable[[str], Sessio
 
 
 @pytest.fixture(scope="session")
-def corpus_models(corpus_root, analysis_cache, analysis_cache_dir) -> CorpusModels:
-    return CorpusModels(corpus_root, analysis_cache, analysis_cache_dir)
+def corpus_models(corpus_root, analysis_cache, analysis_cache_dir,
+                  analysis_sessions) -> CorpusModels:
+    return CorpusModels(corpus_root, analysis_cache, analysis_cache_dir, analysis_sessions)

@@ -52,7 +52,6 @@ def test_a_failing_block_resumes_and_a_paused_collector_stays_paused(collector_o
     assert not gc.isenabled()
 
 
-
 EXIT_SCRIPT = """
 import atexit, gc, sys
 # registered first, so it runs last: after every handler the build registered

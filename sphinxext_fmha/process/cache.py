@@ -270,12 +270,13 @@ class DiskCache:
 def tree_files(fmha_dir: Path) -> List[Path]:
     """``generate.py`` and every ``codegen/**/*.py`` (no ``__pycache__``), sorted
     by their POSIX path relative to ``fmha_dir``."""
-    return [Path(path) for path in tree_files_as_text(str(fmha_dir))]
+    return [Path(path) for _, path in _tree_entries(str(fmha_dir))]
 
 
-def tree_files_as_text(fmha_dir: str) -> List[str]:
-    """:func:`tree_files` as plain strings."""
-    files: List[Tuple[str, str]] = []  # (POSIX path relative to fmha_dir, path)
+def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
+    """(POSIX path relative to ``fmha_dir``, path) of :func:`tree_files`, on plain
+    strings, in its order."""
+    files: List[Tuple[str, str]] = []
     gen = os.path.join(fmha_dir, "generate.py")
     if os.path.isfile(gen):
         files.append(("generate.py", gen))
@@ -288,7 +289,7 @@ def tree_files_as_text(fmha_dir: str) -> List[str]:
                 if name.endswith(".py"):
                     files.append((rel_dir + "/" + name, os.path.join(dirpath, name)))
     files.sort()
-    return [path for _, path in files]
+    return files
 
 
 _DIGEST_MEMO: Dict[Tuple[str, Tuple[Tuple[str, int, int], ...]], str] = {}
@@ -329,8 +330,7 @@ def _tree_stamp(root: str) -> List[Tuple[str, str, int, int]]:
     """(POSIX path relative to ``root``, path, mtime in ns, size) of the files of
     :func:`tree_files`, in the same order."""
     found: List[Tuple[str, str, int, int]] = []
-    for path in tree_files_as_text(root):
+    for rel, path in _tree_entries(root):
         st = os.stat(path)
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
         found.append((rel, path, st.st_mtime_ns, st.st_size))
     return found
