@@ -20,6 +20,7 @@ from typing import List, Sequence
 
 import pytest
 
+from sphinxext_fmha.analysis import probe_script
 from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, observe, observe_also
 from sphinxext_fmha.analysis.probe_script import OBSERVED_CALLS
 from sphinxext_fmha.corpus import load_corpus
@@ -298,3 +299,22 @@ def test_the_result_is_handed_over_before_the_other_listing_ends(tmp_path):
     shutil.copytree(cache.root, copied)  # another cache folder: no memo of this process
     kept = observe_also(fmha_dir(root), argv, generic, cache=DiskCache(copied))
     assert kept is not None and set(kept["listing"]) == set(also["listing"])
+
+
+@pytest.mark.parametrize("orjson_present", [True, False])
+def test_the_result_file_is_sorted_json_with_or_without_orjson(tmp_path, monkeypatch,
+                                                                orjson_present):
+    """The probe writes its result with orjson where the interpreter has it, else with
+    ``json``: either way the file reads back as the data, keys sorted as
+    ``json.dumps(sort_keys=True)`` sorts them."""
+    if not orjson_present:
+        monkeypatch.setitem(sys.modules, "orjson", None)  # import orjson: ImportError
+    data = {"b": [1, {"z": "ünïcode\n", "a": None}], "a": {"y": 2.5, "x": 2 ** 40},
+            "records": [{"leaves": {"F_tile.b": 64, "F_tile.a": True}}]}
+    path = str(tmp_path / "result.json")
+    probe_script.write_whole(path, data)
+    text = Path(path).read_text(encoding="utf-8")
+    assert json.loads(text) == data
+    assert list(json.loads(text, object_pairs_hook=lambda pairs: [k for k, _ in pairs])) \
+        == sorted(data)
+    assert not Path(path + ".part").exists()

@@ -331,6 +331,26 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path):
         cache.put(key, [1, 2])  # type: ignore[arg-type]
 
 
+def test_an_entry_is_the_json_the_standard_library_writes(tmp_path):
+    """Entries are encoded by orjson for speed: byte for byte what ``json.dumps`` makes
+    of the same value (non-string keys made strings, tuples made lists), read back as
+    ``json.loads`` reads it; a value orjson refuses (an integer beyond 64 bits) is
+    still stored, by ``json``."""
+    cache = DiskCache(tmp_path)
+    values = [
+        {"text": "line\n\t\"quoted\" \\ ünïcode €\u2028", "n": [1, 2.5, -3, None, True]},
+        {"ints": {1: "a", 2: ("b", "c")}, "nested": [[], {}, [{"x": 0.1}]]},
+        {"big": 2 ** 70, "float": 1e300},
+    ]
+    for number, value in enumerate(values):
+        key = cache.key_for("entry", number)
+        cache.put(key, value)
+        expected = json.dumps({"format": 1, "key": key, "value": value},
+                              ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        assert cache.path_for(key).read_bytes() == expected
+        assert cache.get(key) == json.loads(expected)["value"]
+
+
 def test_shared_items_come_back_whole_and_shared_as_tuples(tmp_path):
     terms = [["f/0/0", "t.a == 1", "a == 1"], ["f/0/1", "t.b", "b"], ["f/1/0", "!t.c", "not c"]]
     rows = {"k%d.cpp" % n: {"terms": [terms[n % 3], terms[(n + 1) % 3]],

@@ -971,9 +971,21 @@ def write_whole(path, data):
     """``data`` as JSON in ``path``, renamed into place: a reader that sees the file
     sees all of it."""
     part = path + ".part"
-    with open(part, "w") as handle:
-        handle.write(json.dumps(data, sort_keys=True))  # dumps: the C encoder
+    with open(part, "wb") as handle:
+        handle.write(json_bytes(data))
     os.replace(part, path)
+
+
+def json_bytes(data):
+    """``data`` as key-sorted JSON: by orjson where the interpreter that runs generate.py
+    has it (2.8.3 bwd's result, 34 MB, in 0.04 s instead of 0.4 s), else by ``json``'s C
+    encoder; the same data either way. Imported here, after the runs: generate.py saw
+    the modules a new process has."""
+    try:
+        import orjson  # noqa: PLC0415 - optional, and only once the runs are over
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (ImportError, TypeError, ValueError):  # absent, or a value it refuses
+        return json.dumps(data, sort_keys=True).encode("utf-8")
 
 
 def main():

@@ -24,10 +24,13 @@ import threading
 from pathlib import Path, PurePath
 from typing import Any, Dict, List, Optional, Tuple
 
+import orjson
+
 from ..cachedir import cache_root
 
 __all__ = [
     "DiskCache",
+    "dump_json",
     "default_cache_root",
     "default_runs_dir",
     "tree_digest",
@@ -71,6 +74,18 @@ def _canon(obj: Any) -> Any:
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
     return str(obj)
+
+
+def dump_json(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON: the bytes ``json.dumps(value, ensure_ascii=False,
+    separators=(",", ":"))`` encodes, made by orjson (a heavy entry, such as 2.8.3 bwd's
+    dispatch file of 17.5 MB, in a tenth of the time). Non-string keys become strings as
+    ``json`` makes them; a value orjson refuses (an integer beyond 64 bits, NaN) is
+    encoded by ``json`` itself."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def canonical_json(obj: Any) -> str:
@@ -230,11 +245,7 @@ class DiskCache:
         if not isinstance(value, dict):
             raise TypeError("DiskCache values are dicts")
         path = self.path_for(key)
-        data = json.dumps(
-            {"format": ENTRY_FORMAT, "key": key, "value": value},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        ).encode("utf-8")
+        data = dump_json({"format": ENTRY_FORMAT, "key": key, "value": value})
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{key[:12]}.", suffix=".tmp")
         try:

@@ -35,7 +35,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tupl
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
-from .cache import DiskCache, tree_digest
+from .cache import DiskCache, dump_json, tree_digest
 from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
@@ -181,7 +181,7 @@ class ApiFileResult:
 
 
 def _compress(obj: object) -> str:
-    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    raw = dump_json(obj)
     # Level 1: a cold build compresses every dispatch file it meets (22 MB of JSON for
     # one large bwd) while the reader waits; level 6 takes twice as long to save a
     # few hundred kilobytes of disk.
