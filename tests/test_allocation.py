@@ -52,6 +52,33 @@ def test_a_failing_block_resumes_and_a_paused_collector_stays_paused(collector_o
     assert not gc.isenabled()
 
 
+class _Cycle:
+    """A container that refers to itself: only the cyclic collector can free it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_what_a_pause_leaves_alive_is_old_and_its_cycles_still_go(collector_on):
+    """After the pause its survivors sit in the oldest generation (the younger
+    generations' collections do not walk them again), nothing stays frozen, and a
+    reference cycle dropped during the pause is freed by the next full collection."""
+    import weakref
+
+    with collector_paused():
+        kept = [[index] for index in range(1000)]
+        dropped = _Cycle()
+        gone = weakref.ref(dropped)
+        del dropped
+    young = {id(obj) for obj in gc.get_objects(generation=0)}
+    old = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert all(id(item) in old and id(item) not in young for item in kept)
+    assert gc.get_freeze_count() == 0
+    assert gone() is not None  # a cycle: reference counting alone does not free it
+    gc.collect()
+    assert gone() is None
+
+
 EXIT_SCRIPT = """
 import atexit, gc, sys
 # registered first, so it runs last: after every handler the build registered
