@@ -79,6 +79,19 @@ def test_what_a_pause_leaves_alive_is_old_and_its_cycles_still_go(collector_on):
     assert gone() is None
 
 
+def test_objects_frozen_on_purpose_stay_frozen(collector_on):
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with collector_paused():
+            kept = [[index] for index in range(100)]
+        assert gc.get_freeze_count() == frozen
+        assert kept
+    finally:
+        gc.unfreeze()
+
+
 EXIT_SCRIPT = """
 import atexit, gc, sys
 # registered first, so it runs last: after every handler the build registered

@@ -82,7 +82,11 @@ def _age_survivors() -> None:
     bwd page of a cold 2.8.3 gallery: 0.32 s and 0.19 s in the reader, one core's
     time). ``freeze`` moves every tracked object to the permanent generation and
     ``unfreeze`` every one of those into the oldest: two list splices, whatever the
-    heap's size; no object stays out of reach of the collector."""
+    heap's size; no object stays out of reach of the collector. Objects another part of
+    the process froze on purpose (``gc.freeze`` before forking workers) stay frozen:
+    then nothing is moved."""
+    if gc.get_freeze_count():
+        return
     gc.freeze()
     gc.unfreeze()
 
