@@ -14,7 +14,10 @@ started by :func:`run`:
 * a lower CPU priority (:data:`CHILD_NICENESS` above ours, inherited by its own
   children): on a machine with fewer cores than busy processes, the process reading the
   pages -- the one every result is waited for by -- keeps its core, and work started
-  ahead fills what is left;
+  ahead fills what is left. Not so where Linux has autogroups (``/proc/self/autogroup``,
+  most distributions): a child in a session of its own is an autogroup of its own, the
+  scheduler shares the CPU between autogroups first, and a nice value only ranks the
+  processes within one (see :func:`_lower_priority`);
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
   removed in every case, a SIGTERM included.
@@ -366,6 +369,13 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
 def _lower_priority(pid: int, niceness: int) -> None:
     # set from here rather than in the child (preexec_fn is unsafe with threads); the
     # few instructions the child runs first at our priority do not matter
+    # With autogroups the child's own autogroup would need the lower priority too
+    # (written to /proc/PID/autogroup): two busy processes on one core, one niced 15,
+    # each in a session of its own, got 51 % and 49 % of it. Lowering the autogroups
+    # too made cold builds of flash-attn 2.8.3's six guides no faster in five rounds
+    # side by side (14.5-15.8 s against 13.2-15.2 s; presumably the pages then wait
+    # longer for the worker interpreters, BACKGROUND_NICENESS, which get less of the
+    # CPU), so on such systems the children share the CPU with the reader as equals.
     ours = os.getpriority(os.PRIO_PROCESS, 0)
     with contextlib.suppress(OSError):  # already gone, or a platform without priorities
         os.setpriority(os.PRIO_PROCESS, pid, min(ours + niceness, 19))
