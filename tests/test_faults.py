@@ -394,7 +394,9 @@ def test_launcher_kills_the_whole_group_on_timeout(tmp_path):
 
 def test_children_run_below_the_reader_s_cpu_priority(tmp_path):
     """A child and its own children run at a lower CPU priority than the process that
-    reads the pages, so on a busy 2-core machine the reader keeps its core."""
+    reads the pages, so on a busy 2-core machine the reader keeps its core, where the
+    scheduler ranks processes by nice value (with Linux autogroups it does not: see
+    ``launch._lower_priority``)."""
     from sphinxext_fmha.process.launch import run, scratch
 
     report = tmp_path / "niceness"

@@ -66,7 +66,8 @@ _POLL = 0.1
 #: How much lower a child's CPU priority is than ours (``nice`` steps, capped at 19).
 CHILD_NICENESS = 10
 #: Lower still for work that no page waits for yet (a worker analysing a guide that is
-#: read later): the runs a page being read waits for take the core before it.
+#: read later): the runs a page being read waits for take the core before it, where the
+#: scheduler ranks processes by nice value (not across autogroups: see _lower_priority).
 BACKGROUND_NICENESS = 15
 _LOCK = threading.Lock()
 #: process group id -> pid of the process that started it (a fork must not kill its
