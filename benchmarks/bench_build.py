@@ -12,7 +12,11 @@ and interleaved so that the machine's load falls on all of them alike:
 * for scale, `generate.py -a API -o DIR` for every API (write mode: what rendering the
   dispatch file and the kernel sources costs the codegen itself);
 
-and reports cold - warm (the extension's own work) over plain. The package built with is
+and reports cold - warm (the extension's own work) over plain. Beside the wall seconds it
+reports the CPU seconds of each build and listing with all the processes it started
+(``getrusage`` of the children, user + system): the extension's CPU over generate.py's
+says how much work a cold build adds, whatever the cores did meanwhile (idle gaps do
+not count; two processes slowing each other on a shared machine still do). The package built with is
 compiled to bytecode first, as an installed wheel is (pip compiles it): the builds then
 measure its work, not compiling its modules again in every interpreter. `--code DIR` builds with
 the sphinxext_fmha found in DIR (another checkout) instead of the installed one; given
@@ -27,21 +31,30 @@ import argparse
 import compileall
 import importlib.util
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from sphinxext_fmha.corpus import fetch_tree, tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 
 
-def plain_seconds(root: Path, apis: List[str], mode: str = "-l") -> float:
-    """Wall seconds of `generate.py -a API -l FILE` (or `-o DIR`) for every API."""
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child process waited for so far, with the
+    processes they waited for in turn."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def plain_seconds(root: Path, apis: List[str], mode: str = "-l") -> Tuple[float, float]:
+    """Wall and CPU seconds of `generate.py -a API -l FILE` (or `-o DIR`) for every API."""
     total = 0.0
+    cpu = children_cpu()
     with tempfile.TemporaryDirectory() as tmp:
         for number, api in enumerate(apis):
             out = Path(tmp) / ("%s%d" % (mode.strip("-"), number))
@@ -50,7 +63,7 @@ def plain_seconds(root: Path, apis: List[str], mode: str = "-l") -> float:
                            cwd=fmha_dir(root), check=True,
                            capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
             total += time.perf_counter() - start
-    return total
+    return total, children_cpu() - cpu
 
 
 def project(src: Path, root: Path, cache: Path, apis: List[str]) -> None:
@@ -76,19 +89,20 @@ def compile_package(code: Optional[Path]) -> None:
     compileall.compile_dir(str(package), quiet=1)
 
 
-def build_seconds(src: Path, out: Path, code: Optional[Path]) -> (float, str):
+def build_seconds(src: Path, out: Path, code: Optional[Path]) -> Tuple[float, float, str]:
+    """Wall and CPU seconds of one ``sphinx-build -E``, and its output."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", NO_COLOR="1")
     if code is not None:
         env["PYTHONPATH"] = str(code)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     # cwd: not a checkout (``-m`` puts the working folder first on sys.path, before
     # PYTHONPATH: started from this repository, --code would build with its package)
     proc = subprocess.run([sys.executable, "-B", "-m", "sphinx", "-E", "-b", "html", str(src),
                            str(out)], capture_output=True, text=True, env=env, cwd=src.parent)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit("sphinx-build failed:\n" + proc.stderr[-3000:])
-    return seconds, proc.stdout
+    return seconds, cpu, proc.stdout
 
 
 def load() -> str:
@@ -107,32 +121,42 @@ def main() -> None:
     codes: List[Optional[Path]] = list(args.code or [None])
     for code in codes:
         compile_package(code)
-    rows: List[Dict[str, object]] = []
+    rows: List[Dict[str, Any]] = []
     for _ in range(args.rounds):
         for code in codes:
             with tempfile.TemporaryDirectory(prefix="fmha-bench-") as tmp:
                 src, cache = Path(tmp) / "src", Path(tmp) / "cache"
                 project(src, root, cache, args.apis)
-                row: Dict[str, object] = {"code": str(code or "installed"),
+                row: Dict[str, Any] = {"code": str(code or "installed"),
                                           "load before": os.getloadavg()[0]}
-                before = plain_seconds(root, args.apis)
-                row["cold"], log = build_seconds(src, Path(tmp) / "out", code)
-                row["warm"], _ = build_seconds(src, Path(tmp) / "out", code)
-                after = plain_seconds(root, args.apis)
+                os.sync()  # nothing of what came before written back during the builds
+                before, before_cpu = plain_seconds(root, args.apis)
+                row["cold"], row["cold cpu"], log = build_seconds(src, Path(tmp) / "out", code)
+                row["warm"], row["warm cpu"], _ = build_seconds(src, Path(tmp) / "out", code)
+                after, after_cpu = plain_seconds(root, args.apis)
                 row["plain"] = (before + after) / 2
-                row["write"] = plain_seconds(root, args.apis, "-o")
+                row["plain cpu"] = (before_cpu + after_cpu) / 2
+                row["write"] = plain_seconds(root, args.apis, "-o")[0]
+                # Write mode leaves tens of MB of dirty pages (its files are gone, the
+                # file system's work on them is not): written back now, untimed, and
+                # not while the next cold build runs.
+                os.sync()
                 row["load after"] = os.getloadavg()[0]
                 rows.append(row)
                 shutil.rmtree(cache, ignore_errors=True)
             print("\n".join(line for line in log.splitlines() if line.startswith("fmha: ")))
     print("| tree | APIs | code | plain `-l` | plain `-o` | cold build | warm `-E` build "
-          "| (cold - warm) / plain `-l` | load (1 min) |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+          "| (cold - warm) / plain `-l` | CPU: plain `-l`, cold, warm | CPU ratio "
+          "| load (1 min) |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in rows:
-        ratio = (row["cold"] - row["warm"]) / row["plain"]  # type: ignore[operator]
-        print("| %s | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f → %.1f |" % (
-            args.tree, " ".join(args.apis), row["code"], row["plain"], row["write"], row["cold"],
-            row["warm"], ratio, row["load before"], row["load after"]))
+        ratio = (row["cold"] - row["warm"]) / row["plain"]
+        cpu_ratio = (row["cold cpu"] - row["warm cpu"]) / row["plain cpu"]
+        print("| %s | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f, %.1f, %.1f s "
+              "| %.1f× | %.1f → %.1f |" % (
+                  args.tree, " ".join(args.apis), row["code"], row["plain"], row["write"],
+                  row["cold"], row["warm"], ratio, row["plain cpu"], row["cold cpu"],
+                  row["warm cpu"], cpu_ratio, row["load before"], row["load after"]))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional
 import pytest
 
 from launch_twin import interrupt_once_started, run_child
+from launched import run_reporting
 from synthetic import make_tree
 
 #: Appended to by the fault code: the pids of the children generate.py starts.
@@ -397,21 +398,16 @@ def test_children_run_below_the_reader_s_cpu_priority(tmp_path):
     reads the pages, so on a busy 2-core machine the reader keeps its core, where the
     scheduler ranks processes by nice value (with Linux autogroups it does not: see
     ``launch._lower_priority``)."""
-    from sphinxext_fmha.process.launch import run, scratch
-
-    report = tmp_path / "niceness"
     code = ("import os, subprocess, sys\n"
             "grandchild = subprocess.run([sys.executable, '-c', 'import os; print(os.nice(0))'],"
             " capture_output=True, text=True).stdout.strip()\n"
             "open(sys.argv[1], 'w').write('%d %s' % (os.nice(0), grandchild))\n")
-    with scratch("fmha-test-") as workdir:
-        outcome = run([sys.executable, "-c", code, str(report)], cwd=tmp_path,
-                      workdir=workdir, timeout=30)
-    assert outcome.returncode == 0
+    returncode, report, _ = run_reporting(code, tmp_path, timeout=30)
+    assert returncode == 0
     ours = os.nice(0)
     expected = min(ours + 10, 19)
     assert expected > ours or ours == 19
-    assert report.read_text().split() == [str(expected), str(expected)]
+    assert report.split() == [str(expected), str(expected)]
 
 
 def test_receipts_known_from_the_help_or_the_codegen(tmp_path):

@@ -20,13 +20,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .driver import DRIVER_SCRIPT, listed_kernels, write_result
+from .launch import scratch
 from .progress import report_step
 from .runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner
 
@@ -153,8 +153,7 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
     specs = [{"filter": j.filter, "dispatch": dispatch} if isinstance(j, GenerateRequest)
              else {"driver": True, "filters": list(j.filters), "separator": j.separator,
                    "dispatch": dispatch} for j in jobs]
-    with tempfile.TemporaryDirectory(prefix="fmha-batch-") as tmp:
-        workdir = Path(tmp)
+    with scratch("fmha-batch-") as workdir:
         spec_file = workdir / "jobs.json"
         out = workdir / "results.json"
         spec_file.write_text(json.dumps({

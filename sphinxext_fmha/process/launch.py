@@ -20,7 +20,8 @@ started by :func:`run`:
   processes within one (see :func:`_lower_priority`);
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
-  removed in every case, a SIGTERM included.
+  removed in every case, a SIGTERM included, and are made in memory where the machine
+  has room (:mod:`~.scratch_place`): the children's temporary files go there too.
 
 The wait polls in short slices, so a timeout holds to a fraction of a second whatever
 the children do, and a stop request (interpreter exit) is seen by worker threads too.
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
+from .scratch_place import scratch_parent
 
 __all__ = [
     "BACKGROUND_NICENESS",
@@ -234,8 +236,9 @@ if _register is not None:
 
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
-    """A temporary folder that is removed in every case (exception, SIGTERM, exit)."""
-    path = tempfile.mkdtemp(prefix=prefix)
+    """A temporary folder that is removed in every case (exception, SIGTERM, exit); in
+    memory where the machine has room (:func:`~.scratch_place.scratch_parent`)."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=scratch_parent())
     with _LOCK:
         _SCRATCH[path] = os.getpid()
     try:
