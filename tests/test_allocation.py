@@ -80,16 +80,22 @@ def test_what_a_pause_leaves_alive_is_old_and_its_cycles_still_go(collector_on):
 
 
 def test_objects_frozen_on_purpose_stay_frozen(collector_on):
+    """Checked on one object frozen here, not by counting: another thread may free
+    frozen objects meanwhile (reference counting frees them as any other), and the
+    count drops (seen in CI, under pytest-xdist)."""
+    sentinel = [object()]  # a container: tracked by the collector until frozen
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
-        assert frozen > 0
+        assert gc.get_freeze_count() > 0
         with collector_paused():
             kept = [[index] for index in range(100)]
-        assert gc.get_freeze_count() == frozen
-        assert kept
+        # get_objects() lists the three generations, not the frozen objects
+        tracked = {id(obj) for obj in gc.get_objects()}
+        assert id(sentinel) not in tracked
+        assert all(id(item) in tracked for item in kept)  # the pause froze nothing
     finally:
         gc.unfreeze()
+    assert id(sentinel) in {id(obj) for obj in gc.get_objects()}
 
 
 EXIT_SCRIPT = """
