@@ -59,11 +59,13 @@ def test_a_chosen_temporary_folder_is_kept(unchosen, monkeypatch, tmp_path, var)
     assert not workdir.exists()
 
 
-def test_tempfile_s_own_choice_is_kept(unchosen, monkeypatch, tmp_path):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert scratch_place.scratch_parent() is None
-    with scratch("fmha-test-") as workdir:
-        assert workdir.parent == tmp_path
+def test_tempfile_s_cached_default_is_not_a_choice(unchosen):
+    """Any ``tempfile`` call without a folder caches the default in ``tempfile.tempdir``
+    (pytest's ``tmp_path`` does): that must not turn the memory folder off."""
+    tempfile.gettempdir()
+    assert tempfile.tempdir is not None
+    expected = "/dev/shm" if _memory_folder_usable() else None
+    assert scratch_place.scratch_parent() == expected
 
 
 def test_too_little_room_or_not_a_tmpfs_means_the_system_s_folder(unchosen, monkeypatch,

@@ -9,7 +9,8 @@ every file made and removed. Measured on ext4 over a virtual disk (2 cores): 2.8
 batch of its three checked filters 0.5 s against 0.16 s, for the same results.
 
 The choice someone made is kept: ``TMPDIR``, ``TEMP`` or ``TMP`` set in the environment
-(the tests set it to find what is left behind), or :data:`tempfile.tempdir` set by code.
+(the tests set it to find what is left behind). Not :data:`tempfile.tempdir`: the first
+call of :func:`tempfile.gettempdir` anywhere in the process sets it, chosen or not.
 Otherwise, on Linux, ``/dev/shm`` is used when it is a tmpfs mount this process can write
 to with at least :data:`MIN_FREE` bytes free: a container's default of 64 MB is too
 small for a heavy tree's write mode, and filling it would fail whatever else uses it.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from typing import Optional
 
 __all__ = ["MEMORY_FOLDER", "MIN_FREE", "scratch_parent"]
@@ -41,8 +41,8 @@ _CHOSEN = ("TMPDIR", "TEMP", "TMP")
 
 def scratch_parent() -> Optional[str]:
     """The folder to make scratch folders in, or None for the system's temporary folder
-    (what :func:`tempfile.mkdtemp` picks)."""
-    if tempfile.tempdir is not None or any(os.environ.get(var) for var in _CHOSEN):
+    (what :func:`tempfile.mkdtemp` picks: the environment's choice, or its default)."""
+    if any(os.environ.get(var) for var in _CHOSEN):
         return None
     if not _is_tmpfs(MEMORY_FOLDER) or not os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
         return None
