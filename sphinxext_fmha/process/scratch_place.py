@@ -1,5 +1,5 @@
 """Where scratch folders go: a memory-backed folder (tmpfs) when the machine has one
-with room, else the system's temporary folder.
+with room in it and memory to spare, else the system's temporary folder.
 
 Scratch folders hold files that live a few seconds: every filtered run a page checks
 writes its kernel files in write mode and reads them back, and each probe's result (tens
@@ -9,14 +9,22 @@ every file made and removed. Measured on ext4 over a virtual disk (2 cores): 2.8
 batch of its three checked filters 0.5 s against 0.16 s, for the same results.
 
 The choice someone made is kept: ``TMPDIR``, ``TEMP`` or ``TMP`` set in the environment
-(the tests set it to find what is left behind). Not :data:`tempfile.tempdir`: the first
-call of :func:`tempfile.gettempdir` anywhere in the process sets it, chosen or not.
-Otherwise, on Linux, ``/dev/shm`` is used when it is a tmpfs mount this process can write
-to with at least :data:`MIN_FREE` bytes free: a container's default of 64 MB is too
-small for a heavy tree's write mode, and filling it would fail whatever else uses it.
-Scratch folders are removed in every case but SIGKILL (see :mod:`~.launch`); what a
-killed build leaves there holds memory until it is removed or the machine restarts, as
-it holds disk space in the system's temporary folder.
+(the tests set it to find what is left behind; set it to keep scratch folders on disk).
+Not :data:`tempfile.tempdir`: the first call of :func:`tempfile.gettempdir` anywhere in
+the process sets it, chosen or not. Otherwise, on Linux, ``/dev/shm`` is used when it is
+a tmpfs mount this process can write to, with at least :data:`MIN_FREE` bytes free in it
+and as much memory available (``MemAvailable``: a tmpfs's size limit says nothing of the
+memory its files take, and in a container they count against its memory limit). A
+container's default ``/dev/shm`` of 64 MB is too small for a heavy tree's write mode, and
+filling it would fail whatever else uses it.
+
+Scratch folders are removed when the work ends, fails or is interrupted (SIGINT,
+SIGTERM; see :mod:`~.launch`). A process that dies otherwise (SIGKILL, a crash) leaves
+them behind, holding memory here until they are removed or the machine restarts, as
+they would hold disk space in the system's temporary folder. Where systemd-logind
+removes a user's ``/dev/shm`` files when the user's last session ends (``RemoveIPC``),
+a build left running after logging out loses its scratch folders and its runs fail:
+set ``TMPDIR`` for such a build.
 
 No Sphinx imports here.
 """
@@ -50,16 +58,36 @@ def scratch_parent() -> Optional[str]:
         stats = os.statvfs(MEMORY_FOLDER)
     except OSError:
         return None
-    return MEMORY_FOLDER if stats.f_bavail * stats.f_frsize >= MIN_FREE else None
+    if stats.f_bavail * stats.f_frsize < MIN_FREE or _available_memory() < MIN_FREE:
+        return None
+    return MEMORY_FOLDER
+
+
+def _available_memory() -> int:
+    """Bytes of memory available without swapping (``MemAvailable`` of
+    ``/proc/meminfo``); 0 when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # given in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 @functools.cache
 def _is_tmpfs(folder: str) -> bool:
-    """Whether ``folder`` is the mount point of a tmpfs (``/proc/self/mounts``; False
-    where there is none, as on macOS and Windows)."""
+    """Whether ``folder`` is the mount point of a tmpfs (``/proc/self/mounts``, whose last
+    mount at a point is the one seen there; False where there is none, as on macOS and
+    Windows)."""
+    kind = None
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
-            return any(fields[1] == folder and fields[2] == "tmpfs"
-                       for fields in (line.split() for line in mounts) if len(fields) > 2)
+            for line in mounts:
+                fields = line.split()
+                if len(fields) > 2 and fields[1] == folder:
+                    kind = fields[2]
     except OSError:
         return False
+    return kind == "tmpfs"
