@@ -16,9 +16,10 @@ and reports cold - warm (the extension's own work) over plain. Beside the wall s
 reports the CPU seconds of each build and listing with all the processes it started
 (``getrusage`` of the children, user + system): the extension's CPU over generate.py's
 says how much work a cold build adds, whatever the cores did meanwhile (idle gaps do
-not count; two processes slowing each other on a shared machine still do). The package built with is
-compiled to bytecode first, as an installed wheel is (pip compiles it): the builds then
-measure its work, not compiling its modules again in every interpreter. `--code DIR` builds with
+not count; two processes slowing each other on a shared machine still do). Each row
+starts after ``os.sync()``, untimed. The package built with is compiled to bytecode
+first, as an installed wheel is (pip compiles it): the builds then measure its work, not
+compiling its modules again in every interpreter. `--code DIR` builds with
 the sphinxext_fmha found in DIR (another checkout) instead of the installed one; given
 several times, each round builds with each checkout in turn (one row each), so that two
 versions are compared under the same load. The step lines of the cold build's log
@@ -128,8 +129,11 @@ def main() -> None:
                 src, cache = Path(tmp) / "src", Path(tmp) / "cache"
                 project(src, root, cache, args.apis)
                 row: Dict[str, Any] = {"code": str(code or "installed"),
-                                          "load before": os.getloadavg()[0]}
-                os.sync()  # nothing of what came before written back during the builds
+                                       "load before": os.getloadavg()[0]}
+                # Write mode (the previous row's `-o`) leaves tens of MB of dirty pages
+                # (its files are gone, the file system's work on them is not): written
+                # back now, untimed, not while the builds run.
+                os.sync()
                 before, before_cpu = plain_seconds(root, args.apis)
                 row["cold"], row["cold cpu"], log = build_seconds(src, Path(tmp) / "out", code)
                 row["warm"], row["warm cpu"], _ = build_seconds(src, Path(tmp) / "out", code)
@@ -137,10 +141,6 @@ def main() -> None:
                 row["plain"] = (before + after) / 2
                 row["plain cpu"] = (before_cpu + after_cpu) / 2
                 row["write"] = plain_seconds(root, args.apis, "-o")[0]
-                # Write mode leaves tens of MB of dirty pages (its files are gone, the
-                # file system's work on them is not): written back now, untimed, and
-                # not while the next cold build runs.
-                os.sync()
                 row["load after"] = os.getloadavg()[0]
                 rows.append(row)
                 shutil.rmtree(cache, ignore_errors=True)

@@ -1,7 +1,7 @@
 """Scratch folders in memory where the machine has room (process/scratch_place.py).
 
-The oracle for "is there a usable memory folder" is written here: a regex over the
-mount table, ``os.statvfs`` and ``os.access``.
+The oracle for "is there a usable memory folder" is written here: regexes over the
+mount table and ``/proc/meminfo``, ``os.statvfs`` and ``os.access``.
 """
 
 from __future__ import annotations
