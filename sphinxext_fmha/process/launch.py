@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
-from .scratch_place import scratch_parent
+from .scratch_place import TEMP_VARIABLES, scratch_parent
 
 __all__ = [
     "BACKGROUND_NICENESS",
@@ -261,7 +261,7 @@ def child_environment(workdir: Path, extra: Optional[Mapping[str, str]] = None) 
         env.pop(var, None)
     tmp = workdir / "tmp"
     tmp.mkdir(exist_ok=True)
-    for var in ("TMPDIR", "TEMP", "TMP"):
+    for var in TEMP_VARIABLES:
         env[var] = str(tmp)
     env.update(extra or {})
     return env

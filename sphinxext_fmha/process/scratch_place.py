@@ -35,7 +35,7 @@ import functools
 import os
 from typing import Optional
 
-__all__ = ["MEMORY_FOLDER", "MIN_FREE", "scratch_parent"]
+__all__ = ["MEMORY_FOLDER", "MIN_FREE", "TEMP_VARIABLES", "scratch_parent"]
 
 #: The memory-backed folder most Linux systems mount.
 MEMORY_FOLDER = "/dev/shm"
@@ -44,13 +44,14 @@ MEMORY_FOLDER = "/dev/shm"
 #: (2.8.3's ``bwd`` writes 52 MB of kernel sources), the rare run that needs it.
 MIN_FREE = 1 << 30
 
-_CHOSEN = ("TMPDIR", "TEMP", "TMP")
+#: The variables :mod:`tempfile` reads the temporary folder from, in its order.
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
 
 
 def scratch_parent() -> Optional[str]:
     """The folder to make scratch folders in, or None for the system's temporary folder
     (what :func:`tempfile.mkdtemp` picks: the environment's choice, or its default)."""
-    if any(os.environ.get(var) for var in _CHOSEN):
+    if any(os.environ.get(var) for var in TEMP_VARIABLES):
         return None
     if not _is_tmpfs(MEMORY_FOLDER) or not os.access(MEMORY_FOLDER, os.W_OK | os.X_OK):
         return None
