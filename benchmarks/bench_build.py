@@ -23,7 +23,8 @@ compiling its modules again in every interpreter. `--code DIR` builds with
 the sphinxext_fmha found in DIR (another checkout) instead of the installed one; given
 several times, each round builds with each checkout in turn (one row each), so that two
 versions are compared under the same load. The step lines of the cold build's log
-(`fmha: ...`) are printed too. Never a test.
+(`fmha: ...`) are printed too, and with several rounds the median and range of each
+checkout's ratios. Never a test.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import importlib.util
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -157,6 +159,25 @@ def main() -> None:
                   args.tree, " ".join(args.apis), row["code"], row["plain"], row["write"],
                   row["cold"], row["warm"], ratio, row["plain cpu"], row["cold cpu"],
                   row["warm cpu"], cpu_ratio, row["load before"], row["load after"]))
+    if args.rounds > 1:
+        print_spread(rows)
+
+
+def print_spread(rows: List[Dict[str, Any]]) -> None:
+    """Per checkout, the median of its rounds' ratios and their range: on a shared
+    machine the same build's ratio moves by a third from one round to the next, so a
+    single round says little, and a claim rests on the median of several."""
+    print()
+    print("| code | rounds | (cold - warm) / plain `-l`: median (range) "
+          "| CPU ratio: median (range) |")
+    print("| --- | ---: | ---: | ---: |")
+    for code in dict.fromkeys(row["code"] for row in rows):
+        mine = [row for row in rows if row["code"] == code]
+        wall = [(r["cold"] - r["warm"]) / r["plain"] for r in mine]
+        cpu = [(r["cold cpu"] - r["warm cpu"]) / r["plain cpu"] for r in mine]
+        print("| %s | %d | %.1f× (%.1f–%.1f) | %.1f× (%.1f–%.1f) |" % (
+            code, len(mine), statistics.median(wall), min(wall), max(wall),
+            statistics.median(cpu), min(cpu), max(cpu)))
 
 
 if __name__ == "__main__":
