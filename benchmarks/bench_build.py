@@ -152,8 +152,7 @@ def main() -> None:
           "| load (1 min) |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in rows:
-        ratio = (row["cold"] - row["warm"]) / row["plain"]
-        cpu_ratio = (row["cold cpu"] - row["warm cpu"]) / row["plain cpu"]
+        ratio, cpu_ratio = ratios(row)
         print("| %s | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %.1f× | %.1f, %.1f, %.1f s "
               "| %.1f× | %.1f → %.1f |" % (
                   args.tree, " ".join(args.apis), row["code"], row["plain"], row["write"],
@@ -161,6 +160,12 @@ def main() -> None:
                   row["warm cpu"], cpu_ratio, row["load before"], row["load after"]))
     if args.rounds > 1:
         print_spread(rows)
+
+
+def ratios(row: Dict[str, Any]) -> Tuple[float, float]:
+    """(cold - warm) / plain of one row, in wall seconds and in CPU seconds."""
+    return ((row["cold"] - row["warm"]) / row["plain"],
+            (row["cold cpu"] - row["warm cpu"]) / row["plain cpu"])
 
 
 def print_spread(rows: List[Dict[str, Any]]) -> None:
@@ -172,9 +177,8 @@ def print_spread(rows: List[Dict[str, Any]]) -> None:
           "| CPU ratio: median (range) |")
     print("| --- | ---: | ---: | ---: |")
     for code in dict.fromkeys(row["code"] for row in rows):
-        mine = [row for row in rows if row["code"] == code]
-        wall = [(r["cold"] - r["warm"]) / r["plain"] for r in mine]
-        cpu = [(r["cold cpu"] - r["warm cpu"]) / r["plain cpu"] for r in mine]
+        mine = [ratios(row) for row in rows if row["code"] == code]
+        wall, cpu = [r[0] for r in mine], [r[1] for r in mine]
         print("| %s | %d | %.1f× (%.1f–%.1f) | %.1f× (%.1f–%.1f) |" % (
             code, len(mine), statistics.median(wall), min(wall), max(wall),
             statistics.median(cpu), min(cpu), max(cpu)))
