@@ -133,8 +133,14 @@ def share_items(rows: Dict[str, Dict[str, Any]], fields: Tuple[str, ...]) -> Dic
     and read whole costs what it spells out. :func:`unshare_items` turns it back."""
     table: List[Any] = []
     index: Dict[str, int] = {}
+    # id of an item already numbered -> its number: a reading shares one object among
+    # the records that hold an item (the items stay alive in ``rows`` meanwhile)
+    numbered: Dict[int, int] = {}
 
     def number(item: Any) -> int:
+        found = numbered.get(id(item))
+        if found is not None:
+            return found
         # repr, not a hashable copy: made in C, and for JSON data (str, int, float,
         # bool, None, lists and dicts of them) equal only for equal values (True and
         # 1 apart, as JSON keeps them)
@@ -143,6 +149,7 @@ def share_items(rows: Dict[str, Dict[str, Any]], fields: Tuple[str, ...]) -> Dic
         if found is None:
             found = index[key] = len(table)
             table.append(item)
+        numbered[id(item)] = found
         return found
 
     shared = {}
