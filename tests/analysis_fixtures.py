@@ -20,6 +20,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pytest
 
+from sphinxext_fmha.cachedir import file_lock
 from sphinxext_fmha.model import ApiModel, KernelType, Segment
 
 from launch_twin import run_child
@@ -114,16 +115,18 @@ def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Option
         return run_listing(fmha_dir, api, mask, python=python)
     key = content_key(fmha_dir, api, mask, python, sys.version)
     path = Path(store) / "independent-listings" / (key + ".json")
-    if path.is_file():
-        try:
-            return Listing(**json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError):
-            pass
-    listing = run_listing(fmha_dir, api, mask, python=python)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp%d" % os.getpid())
-    tmp.write_text(json.dumps(listing.__dict__), encoding="utf-8")
-    os.replace(tmp, path)
+    # One listing per key for the whole session: a second worker that needs it while
+    # the first runs it waits for it (aiter's bwd takes a minute and a half to list).
+    with file_lock(path.with_suffix(".lock")):
+        if path.is_file():
+            try:
+                return Listing(**json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, TypeError):
+                pass
+        listing = run_listing(fmha_dir, api, mask, python=python)
+        tmp = path.with_suffix(".tmp%d" % os.getpid())
+        tmp.write_text(json.dumps(listing.__dict__), encoding="utf-8")
+        os.replace(tmp, path)
     return listing
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ import pytest
 from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe, observe_also, read_result
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.process.scratch_place import scratch_parent
 
 from analysis_fixtures import cached_listing, with_analysis_group
 from independent import written_folder
@@ -49,25 +51,28 @@ DISPATCH_CASES = with_analysis_group([(tree.name, api) for tree in CORPUS
                                       for api in sorted(tree.apis)])
 
 
-def _written(root: Path, api: str, out: Path):
-    """(api file name, its text, {kernel file: trait key}) of a real write-mode run."""
-    out.mkdir()
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-o", str(out)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    return written_folder(out)
+def _written(root: Path, api: str):
+    """(api file name, its text, {kernel file: trait key}) of a real write-mode run.
+
+    Written where the library puts its own scratch folders (a tmpfs when the machine has
+    room, see ``scratch_place``): aiter's bwd writes 15,157 files, 143 MB, which on a
+    disk cost seconds of file system work and are written back while later tests run."""
+    with tempfile.TemporaryDirectory(prefix="fmha-test-write-", dir=scratch_parent()) as tmp:
+        subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-o", tmp],
+                       cwd=fmha_dir(root), check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        return written_folder(Path(tmp))
 
 
 @pytest.mark.parametrize("tree, api", DISPATCH_CASES)
 def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis_cache,
-                                                           analysis_cache_dir, tmp_path,
-                                                           tree, api):
+                                                           analysis_cache_dir, tree, api):
     root = corpus_root(tree)
     generic = ["-a", api, "-m", "generic"]
     observed = observe(fmha_dir(root), ["-a", api], also_list=generic, cache=analysis_cache)
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
-    name, text, traits = _written(root, api, tmp_path / "generated")
+    name, text, traits = _written(root, api)
     assert dispatch["api_file"] == name
     assert dispatch["text"] == text
     assert dispatch["kernel_traits"] == traits
