@@ -23,7 +23,10 @@ from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
+from analysis_fixtures import cached_listing
 from independent import independent_listing, written_folder
+
+pytest_plugins = ["plugins_analysis"]
 
 pytestmark = pytest.mark.corpus
 
@@ -38,9 +41,10 @@ CASES = [
 ]
 
 
-def _filters(root: Path, api: str, tmp: Path) -> List[str]:
-    """Selective filters made of pieces of a real kernel name."""
-    names = sorted(independent_listing(root, api, tmp))
+def _filters(root: Path, api: str, store: Path) -> List[str]:
+    """Selective filters made of pieces of a real kernel name (of the session's
+    independent listing of the API, which the analysis tests read too)."""
+    names = sorted(cached_listing(store, fmha_dir(root), api, None).kernels)
     pieces = [p for p in names[len(names) // 2][: -len(".cpp")].split("_") if p]
     return ["*_%s_*" % pieces[2], "*_%s*" % pieces[-1], "no-such-kernel"]
 
@@ -57,9 +61,10 @@ def _written(root: Path, api: str, filter: str, out: Path):
 
 
 @pytest.mark.parametrize("tree, api", CASES)
-def test_batched_runs_equal_separate_processes(corpus_root, tmp_path, tree, api):
+def test_batched_runs_equal_separate_processes(corpus_root, analysis_cache_dir, tmp_path,
+                                               tree, api):
     root = corpus_root(tree)
-    filters = _filters(root, api, tmp_path)
+    filters = _filters(root, api, analysis_cache_dir)
     runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
     requests = [GenerateRequest(api=api, filter=f) for f in filters]
     assert prefetch(runner, requests, dispatch=True) == len(filters)

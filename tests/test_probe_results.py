@@ -8,10 +8,11 @@
 * Perturbing one representative per (field, value, name layout) gives every record the
   influence that perturbing every field of every kernel gives.
 
-The oracle runs are plain subprocesses, written here. The dispatch-file cases share the
-session's analysis cache and its independent listings with the analysis tests of the same
-API (same xdist group, so the same worker, in order): on aiter's bwd a probe is about five
-minutes of a loaded CI machine, and a plain listing over one; each runs once a session.
+The oracle runs are plain subprocesses, written here. The dispatch-file and perturbation
+cases share the session's analysis cache and its independent listings with the analysis
+tests of the same API (same xdist group, so the same worker, in order): on aiter's bwd a
+probe is about five minutes of a loaded CI machine, and a plain listing over one; each
+runs once a session (the representative perturbation checked is the session's probe's).
 """
 
 from __future__ import annotations
@@ -37,13 +38,6 @@ pytest_plugins = ["plugins_analysis"]
 
 CORPUS = load_corpus()
 AITER = "amd-aiter-0.1.7.post2.dev18"
-
-CASES = [
-    pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
-                 marks=pytest.mark.xdist_group("probe-%s-%s" % (tree.name, api)))
-    for tree in CORPUS for api in sorted(tree.apis)
-]
-
 
 # With the analysis tests of the API's default mask: their Session probes with the same
 # arguments (its other --mask listing included), so the probe here is read back.
@@ -84,22 +78,24 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis
     assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
 
 
-PERTURB_CASES = [p for p in CASES if not (p.values[0] == AITER and p.values[1] == "bwd")]
+# With the analysis tests of the API too: the representative perturbation checked is the
+# one of the probe a page uses (the session's, read back from the shared cache).
+PERTURB_CASES = with_analysis_group([(tree.name, api) for tree in CORPUS
+                                     for api in sorted(tree.apis)
+                                     if not (tree.name == AITER and api == "bwd")])
 
 
 @pytest.mark.parametrize("tree, api", PERTURB_CASES)
-def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root, tmp_path,
-                                                                    tree, api):
+def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root, analysis_cache,
+                                                                    tmp_path, tree, api):
     root = corpus_root(tree)
-    results = {}
-    for mode in ("--perturb-all", None):
-        out = tmp_path / ("all.json" if mode else "few.json")
-        command = [sys.executable, "-B", str(PROBE_SCRIPT), str(fmha_dir(root)), str(out)]
-        command += [mode] if mode else []
-        subprocess.run(command + ["-a", api], cwd=fmha_dir(root), check=True,
-                       capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-        results[mode] = read_result(out.read_text())
-    every, few = results["--perturb-all"], results[None]
+    out = tmp_path / "all.json"
+    subprocess.run([sys.executable, "-B", str(PROBE_SCRIPT), str(fmha_dir(root)), str(out),
+                    "--perturb-all", "-a", api], cwd=fmha_dir(root), check=True,
+                   capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    every = read_result(out.read_text())
+    few = observe(fmha_dir(root), ["-a", api], also_list=["-a", api, "-m", "generic"],
+                  cache=analysis_cache)
     assert [r["name"] for r in every["records"]] == [r["name"] for r in few["records"]]
     wrong = [(r["name"], p, v, f["influence"].get(p))
              for r, f in zip(every["records"], few["records"])
