@@ -30,9 +30,10 @@ from test_directives import build, write_project
 
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.corpus import load_corpus
-from sphinxext_fmha.session import Session
 
 from independent import independent_listings
+
+pytest_plugins = ["plugins_analysis"]
 
 TREES = [t for t in os.environ.get("FMHA_PLAYGROUND_TREES", "").split(",") if t] or [
     "flash-attn-2.8.1", "flash-attn-2.8.3"]
@@ -180,12 +181,14 @@ def _quote(text: str) -> str:
 
 
 @pytest.mark.parametrize("tree_name", TREES)
-def test_playground_counts_equal_generate_py(tree_name, corpus_root, tmp_path):
+def test_playground_counts_equal_generate_py(tree_name, corpus_root, analysis_sessions,
+                                            analysis_cache_dir, tmp_path):
     sync_playwright, chromium = _browser_or_skip()
     root = corpus_root(tree_name)
     assert tree_name in {t.name for t in load_corpus()}
     apis = _apis(root)
-    session = Session(root)
+    # the analysis tests' session and cache: their probes and models, not a second set
+    session = analysis_sessions(tree_name)
     filters = {api: filters_for(session.model(api, Options()), "%s/%s" % (tree_name, api))
                for api in apis}
     started = time.monotonic()
@@ -200,7 +203,8 @@ def test_playground_counts_equal_generate_py(tree_name, corpus_root, tmp_path):
     oracle_seconds = time.monotonic() - started
     pages = {"%s.rst" % api: "%s\n%s\n\n.. fmha-filter-playground:: %s\n" % (api, "=" * len(api), api)
              for api in apis}
-    src = write_project(tmp_path / "src", pages, ck_root=root)
+    src = write_project(tmp_path / "src", pages, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(analysis_cache_dir / "runs"))
     app, _status, warnings = build(src, "html")
     assert warnings == ""
     problems: List[str] = []
