@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -26,6 +27,21 @@ def written_folder(out: Path) -> Tuple[str, str, Dict[str, str]]:
     traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
               if n != api_files[0]}
     return api_files[0], files[api_files[0]].read_text(encoding="utf-8"), traits
+
+
+def written_run(root: Path, api: str, *args: str) -> Optional[Tuple[str, str, Dict[str, str]]]:
+    """What a separate ``generate.py -a API ARGS -o DIR`` writes (:func:`written_folder`),
+    or None when it fails. DIR is a scratch folder where the library puts its own (a
+    tmpfs when the machine has room, see ``scratch_place``): aiter's bwd writes 15,157
+    files, 143 MB, which on a disk cost seconds of file system work and are written back
+    while later tests run."""
+    from sphinxext_fmha.process.scratch_place import scratch_parent
+
+    with tempfile.TemporaryDirectory(prefix="fmha-test-write-", dir=scratch_parent()) as tmp:
+        ran = run_child([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", tmp],
+                        cwd=fmha_dir(root), timeout=1200,
+                        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        return written_folder(Path(tmp)) if ran.returncode == 0 else None
 
 
 def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:

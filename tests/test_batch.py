@@ -8,9 +8,6 @@ result is compared with real, separate processes started here: the listing with
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import List
 
@@ -24,7 +21,7 @@ from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
 from analysis_fixtures import cached_listing
-from independent import independent_listing, written_folder
+from independent import independent_listing, written_run
 
 pytest_plugins = ["plugins_analysis"]
 
@@ -49,17 +46,6 @@ def _filters(root: Path, api: str, store: Path) -> List[str]:
     return ["*_%s_*" % pieces[2], "*_%s*" % pieces[-1], "no-such-kernel"]
 
 
-def _written(root: Path, api: str, filter: str, out: Path):
-    """What a separate write-mode run writes, or None when generate.py fails."""
-    out.mkdir()
-    proc = subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-f", filter,
-                           "-o", str(out)], cwd=fmha_dir(root), capture_output=True,
-                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    if proc.returncode != 0:
-        return None
-    return written_folder(out)
-
-
 @pytest.mark.parametrize("tree, api", CASES)
 def test_batched_runs_equal_separate_processes(corpus_root, analysis_cache_dir, tmp_path,
                                                tree, api):
@@ -69,11 +55,11 @@ def test_batched_runs_equal_separate_processes(corpus_root, analysis_cache_dir, 
     requests = [GenerateRequest(api=api, filter=f) for f in filters]
     assert prefetch(runner, requests, dispatch=True) == len(filters)
     started = runner.processes_started
-    for number, (req, text) in enumerate(zip(requests, filters)):
+    for req, text in zip(requests, filters):
         listing = runner.list_kernels(req)
         assert listing.from_cache
         assert set(listing.files) == independent_listing(root, api, tmp_path, "-f", text), text
-        written = _written(root, api, text, tmp_path / ("out%d" % number))
+        written = written_run(root, api, "-f", text)
         if written is None:
             # generate.py's write mode fails here (aiter's fwd_splitkv asserts on some
             # filters): the batch must not have made up a dispatch file for it.
@@ -108,10 +94,12 @@ def test_forked_runs_leave_nothing_to_the_next(synthetic_tree, tmp_path):
     requests = [GenerateRequest(api="toy", filter=f) for f in ("*_d64_*", "*_nlse*", "*", "*_d128_*")]
     assert prefetch(runner, requests, dispatch=True) == len(requests)
     assert runner.processes_started == 1  # one interpreter
-    for number, req in enumerate(requests):
+    for req in requests:
         listing = runner.list_kernels(req)
         assert set(listing.files) == independent_listing(root, "toy", tmp_path, "-f", req.filter)
-        name, text, traits = _written(root, "toy", req.filter, tmp_path / ("out%d" % number))
+        separate = written_run(root, "toy", "-f", req.filter)
+        assert separate is not None, req.filter
+        name, text, traits = separate
         written = runner.generate_api_file(req)
         assert (written.api_file, written.text, written.kernel_traits) == (name, text, traits)
     assert runner.processes_started == 1  # every result came from the batch

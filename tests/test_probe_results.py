@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,10 +27,9 @@ import pytest
 from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe, observe_also, read_result
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.process.scratch_place import scratch_parent
 
 from analysis_fixtures import cached_listing, with_analysis_group
-from independent import written_folder
+from independent import written_run
 
 pytestmark = pytest.mark.corpus
 pytest_plugins = ["plugins_analysis"]
@@ -45,34 +43,33 @@ DISPATCH_CASES = with_analysis_group([(tree.name, api) for tree in CORPUS
                                       for api in sorted(tree.apis)])
 
 
-def _written(root: Path, api: str):
-    """(api file name, its text, {kernel file: trait key}) of a real write-mode run.
+def _other_listing(api: str) -> list:
+    """The other --mask listing a page's session has its probe make too."""
+    return ["-a", api, "-m", "generic"]
 
-    Written where the library puts its own scratch folders (a tmpfs when the machine has
-    room, see ``scratch_place``): aiter's bwd writes 15,157 files, 143 MB, which on a
-    disk cost seconds of file system work and are written back while later tests run."""
-    with tempfile.TemporaryDirectory(prefix="fmha-test-write-", dir=scratch_parent()) as tmp:
-        subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-o", tmp],
-                       cwd=fmha_dir(root), check=True, capture_output=True,
-                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-        return written_folder(Path(tmp))
+
+def _session_probe(root: Path, api: str, cache) -> dict:
+    """The probe of ``api`` as a page's session runs it: read back from the shared cache
+    once the group's analysis made it."""
+    return observe(fmha_dir(root), ["-a", api], also_list=_other_listing(api), cache=cache)
 
 
 @pytest.mark.parametrize("tree, api", DISPATCH_CASES)
 def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis_cache,
                                                            analysis_cache_dir, tree, api):
     root = corpus_root(tree)
-    generic = ["-a", api, "-m", "generic"]
-    observed = observe(fmha_dir(root), ["-a", api], also_list=generic, cache=analysis_cache)
+    observed = _session_probe(root, api, analysis_cache)
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
-    name, text, traits = _written(root, api)
+    written = written_run(root, api)
+    assert written is not None, "generate.py -a %s -o failed" % api
+    name, text, traits = written
     assert dispatch["api_file"] == name
     assert dispatch["text"] == text
     assert dispatch["kernel_traits"] == traits
     listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, None)
     assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
-    also = observe_also(fmha_dir(root), ["-a", api], generic, cache=analysis_cache)
+    also = observe_also(fmha_dir(root), ["-a", api], _other_listing(api), cache=analysis_cache)
     assert "listing" in also and not also["error"], also
     listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, "generic")
     assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
@@ -94,8 +91,7 @@ def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root,
                     "--perturb-all", "-a", api], cwd=fmha_dir(root), check=True,
                    capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     every = read_result(out.read_text())
-    few = observe(fmha_dir(root), ["-a", api], also_list=["-a", api, "-m", "generic"],
-                  cache=analysis_cache)
+    few = _session_probe(root, api, analysis_cache)
     assert [r["name"] for r in every["records"]] == [r["name"] for r in few["records"]]
     wrong = [(r["name"], p, v, f["influence"].get(p))
              for r, f in zip(every["records"], few["records"])
