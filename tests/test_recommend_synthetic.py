@@ -177,3 +177,37 @@ def test_a_batched_check_makes_the_checks_of_write_mode(tmp_path):
     with pytest.raises(GenerateError):
         session.check("toy", failing)
     assert session.check("toy", writing).dispatch_checked
+
+
+def _tile_only_with_bias(text: str) -> str:
+    """A second hdim-64 tile (``b64x64``) that only biased kernels use (newer CK has
+    tiles only some features use): a minimal set without bias drops the tile too."""
+    old_tiles = "            64  : [ToyTileSize(128, 64,  32, -1)],"
+    assert old_tiles in text
+    text = text.replace(old_tiles, "            64  : [ToyTileSize(128, 64,  32, -1), "
+                                    "ToyTileSize(64, 64, 32, -1)],")
+    old_skip = "                if tile.F_occupancy != -1 and pipeline.F_lse == 't':"
+    assert old_skip in text
+    return text.replace(old_skip, (
+        "                if tile.F_bm0 == 64 and pipeline.F_bias == 'no':\n"
+        "                    continue\n" + old_skip))
+
+
+def test_a_dropped_tile_says_what_is_lost(tmp_path):
+    """Every dropped value, a tile among them, says what dropping it loses; counted here
+    from generate.py's listings: the tile's kernels, all of them outside the set and
+    each also carrying a dropped bias."""
+    root = _make(tmp_path, "base", _tile_only_with_bias)
+    full = _listing(root, tmp_path)
+    with_tile = {n for n in full if "_b64x64_" in n}
+    assert with_tile and all("_bias" in n for n in with_tile)
+    rec = Session(root, cache_dir=tmp_path / "cache").recommend("toy")
+    union: Set[str] = set()
+    for run in rec.runs:
+        union |= _listing(root, tmp_path, "-f", run.filter)
+    assert not union & with_tile
+    dropped = {(d.segment, t): d.losses.get(t) for d in rec.decisions for t in d.drop}
+    assert all(dropped.values()), dropped
+    tile_losses = [loss for (_, token), loss in dropped.items() if token == "_b64x64"]
+    assert tile_losses == ["%d kernels, each also carrying another dropped value: nothing "
+                           "beyond those is lost" % len(with_tile)]
