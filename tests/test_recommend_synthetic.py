@@ -18,6 +18,7 @@ from typing import List, Set
 import pytest
 
 from sphinxext_fmha.session import Session
+from sphinxext_fmha.verify.policy import POLICY
 
 import synthetic
 
@@ -211,3 +212,35 @@ def test_a_dropped_tile_says_what_is_lost(tmp_path):
     tile_losses = [loss for (_, token), loss in dropped.items() if token == "_b64x64"]
     assert tile_losses == ["%d kernels, each also carrying another dropped value: nothing "
                            "beyond those is lost" % len(with_tile)]
+
+
+def _pipeline_only_with_bias(text: str) -> str:
+    """A second pipeline (``qr_async``) that only biased kernels use: the pipeline's rule
+    keeps every value, yet a minimal set without bias has none of its kernels."""
+    old = "        pipelines.append(ToyPipeline('qr', spad, dpad, bias, mask, lse))"
+    assert old in text
+    return text.replace(old, old + (
+        "\n        if bias != 'no':\n"
+        "            pipelines.append(ToyPipeline('qr_async', spad, dpad, bias, mask, lse))"))
+
+
+def test_a_rule_that_keeps_every_value_says_which_it_lost(tmp_path):
+    """The Why of a row says what the set is, not only what the rule meant: a pipeline
+    none of whose kernels the other rows keep (every one of them biased, per the
+    listing read here) is named as not in the set."""
+    root = _make(tmp_path, "base", _pipeline_only_with_bias)
+    full = _listing(root, tmp_path)
+    async_kernels = {n for n in full if "_qr_async_" in n}
+    assert async_kernels and all("_bias_" in n for n in async_kernels)
+    rec = Session(root, cache_dir=tmp_path / "cache").recommend("toy")
+    union: Set[str] = set()
+    for run in rec.runs:
+        union |= _listing(root, tmp_path, "-f", run.filter)
+    assert not any("_bias_" in n or "_qr_async_" in n for n in union)
+    pipeline = [d for d in rec.decisions if "_qr_async" in d.drop]
+    assert len(pipeline) == 1 and pipeline[0].keep == ["_qr"]
+    assert pipeline[0].reason == ("keep every value; _qr_async is not in the set: the rules of "
+                                  "the other segments keep none of its kernels (see What you "
+                                  "lose)")
+    kept_whole = [d for d in rec.decisions if not d.drop and not d.partial]
+    assert kept_whole and all(d.reason == POLICY[d.category] for d in kept_whole)

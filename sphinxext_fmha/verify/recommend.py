@@ -299,8 +299,35 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                 if decision.partial:
                     decision.reason += "; where a problem class has no such variant, its " \
                                        "nearest variant is kept for that class only"
+            if not follows:
+                decision.reason += _outcome(decision, own, plan.keep, index)
             decisions.append(decision)
     return decisions
+
+
+def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int) -> str:
+    """What the rule's words do not say of the set the commands select: a value the rule
+    keeps that no selected kernel carries (the filters could not select it), and, for a
+    rule that keeps every value, a value none of whose kernels the other segments' rules
+    keep. Empty when the set is as the rule says."""
+    meant = {k.tokens[index] for k in own if k.file in planned}
+    unselected = [t for t in decision.drop if t in meant]
+    parts = []
+    if unselected:
+        parts.append("the verified commands do not select %s, which this rule keeps (see What "
+                     "you lose)" % _tokens(unselected))
+    if decision.category not in CHOSEN:
+        others = [t for t in decision.drop if t not in meant]
+        if others:
+            parts.append("%s %s not in the set: the rules of the other segments keep none of "
+                         "%s kernels (see What you lose)"
+                         % (_tokens(others), "is" if len(others) == 1 else "are",
+                            "its" if len(others) == 1 else "their"))
+    return "".join("; " + part for part in parts)
+
+
+def _tokens(tokens: Sequence[str]) -> str:
+    return ", ".join(t if t else "(no token)" for t in tokens)
 
 
 def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
