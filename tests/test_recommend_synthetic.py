@@ -180,6 +180,15 @@ def test_a_batched_check_makes_the_checks_of_write_mode(tmp_path):
     assert session.check("toy", writing).dispatch_checked
 
 
+def _recommended(root: Path, tmp: Path):
+    """The recommendation, and the union of what its commands list (generate.py here)."""
+    rec = Session(root, cache_dir=tmp / "cache").recommend("toy")
+    union: Set[str] = set()
+    for run in rec.runs:
+        union |= _listing(root, tmp, "-f", run.filter)
+    return rec, union
+
+
 def _tile_only_with_bias(text: str) -> str:
     """A second hdim-64 tile (``b64x64``) that only biased kernels use (newer CK has
     tiles only some features use): a minimal set without bias drops the tile too."""
@@ -202,10 +211,7 @@ def test_a_dropped_tile_says_what_is_lost(tmp_path):
     full = _listing(root, tmp_path)
     with_tile = {n for n in full if "_b64x64_" in n}
     assert with_tile and all("_bias" in n for n in with_tile)
-    rec = Session(root, cache_dir=tmp_path / "cache").recommend("toy")
-    union: Set[str] = set()
-    for run in rec.runs:
-        union |= _listing(root, tmp_path, "-f", run.filter)
+    rec, union = _recommended(root, tmp_path)
     assert not union & with_tile
     dropped = {(d.segment, t): d.losses.get(t) for d in rec.decisions for t in d.drop}
     assert all(dropped.values()), dropped
@@ -232,10 +238,7 @@ def test_a_rule_that_keeps_every_value_says_which_it_lost(tmp_path):
     full = _listing(root, tmp_path)
     async_kernels = {n for n in full if "_qr_async_" in n}
     assert async_kernels and all("_bias_" in n for n in async_kernels)
-    rec = Session(root, cache_dir=tmp_path / "cache").recommend("toy")
-    union: Set[str] = set()
-    for run in rec.runs:
-        union |= _listing(root, tmp_path, "-f", run.filter)
+    rec, union = _recommended(root, tmp_path)
     assert not any("_bias_" in n or "_qr_async_" in n for n in union)
     pipeline = [d for d in rec.decisions if "_qr_async" in d.drop]
     assert len(pipeline) == 1 and pipeline[0].keep == ["_qr"]
