@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.session import Session
 
+from analysis_fixtures import cached_listing, with_analysis_group
 from independent import independent_listing
+
+pytest_plugins = ["plugins_analysis"]
 
 FILTERS = [
     ("flash-attn-2.8.3", "fwd", "*_nbias_*"),
@@ -86,3 +90,19 @@ def test_second_session_starts_no_process(corpus_root, tmp_path, monkeypatch):
     assert first
     Session(root, cache_dir=tmp_path / "cache").check("fwd_appendkv", "*_pagedkv*")
     assert trace.read_text().splitlines() == first
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tree,api", with_analysis_group([("amd-aiter-0.1.7.post2.dev18", "fwd")]))
+def test_an_arch_suffix_in_a_filter_is_named_as_one(analysis_sessions, analysis_cache_dir,
+                                                      corpus_root, tree, api):
+    """Newer CK's file names end in ``_gfx950``, which fnmatch never sees: a filter that
+    asks for it selects nothing, and the check says why (read here from generate.py's
+    listing: the suffix ends file names and is in no kernel name)."""
+    names = cached_listing(analysis_cache_dir, fmha_dir(corpus_root(tree)), api, None).kernels
+    assert any(n.endswith("_gfx950.cpp") for n in names)
+    assert not any("_gfx950" in n[:-len("_gfx950.cpp")] for n in names)
+    check = analysis_sessions(tree).check(api, "*_gfx950")
+    assert check.count == 0
+    assert any(note.startswith("'_gfx950' occurs in no kernel name") and "arch suffix" in note
+               for note in check.notes), check.notes

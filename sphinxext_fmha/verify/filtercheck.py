@@ -194,9 +194,15 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
     if selected.unparsed:
         check.notes.append("%d selected file names do not parse with the model's grammar"
                            % len(selected.unparsed))
+    suffixes = {s for t in model.kernel_types for s in t.arch_suffixes if s}
     for piece in absent_fragments(model, baseline, filter):
-        check.notes.append("%r occurs in no kernel name of this tree, so a pattern that "
-                           "requires it cannot match" % piece)
+        where = ""
+        if any(piece in suffix for suffix in suffixes):
+            # newer CK's file names end in an arch suffix that fnmatch never sees
+            where = " (it is in the file names' arch suffix, which -f patterns are not " \
+                    "matched against)"
+        check.notes.append("%r occurs in no kernel name of this tree%s, so a pattern that "
+                           "requires it cannot match" % (piece, where))
     if listing.count == 0:
         check.notes.append("the filter selects no kernel")
     elif api_file is not None:
