@@ -26,6 +26,7 @@ import pytest
 
 from sphinxext_fmha.analysis.analyze import Options, analyze_api
 from sphinxext_fmha.corpus import load_corpus
+from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.model import ApiModel, KernelType, from_json, to_dict, to_json
 from sphinxext_fmha.process.cache import DiskCache
 
@@ -310,6 +311,17 @@ def test_source_reading_and_observation_agree(corpus_models, tree, api, mask):
     assert agree["kernel_classes"] and agree["filter_positions"], model.gaps
     assert model.checks["listing_matches_observation"]
     assert model.gaps == []
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,)))
+def test_each_sub_type_is_placed_at_its_class_statement(corpus_models, corpus_root, tree, api,
+                                                         mask):
+    """"Defined at" names the line of the ``class`` statement (read here from the file)."""
+    for kernel_type in corpus_models.get(tree, api, mask).model.kernel_types:
+        path, line = kernel_type.defined_at.rsplit(":", 1)
+        lines = (fmha_dir(corpus_root(tree)) / path).read_text(encoding="utf-8").splitlines()
+        assert re.match(r"class\s+%s\b" % kernel_type.class_name, lines[int(line) - 1]), \
+            (kernel_type.defined_at, lines[int(line) - 1])
 
 
 # --------------------------------------------------------------------------- 3. filter facts

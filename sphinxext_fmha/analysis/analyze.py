@@ -184,7 +184,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             arch_suffixes=suffixes,
             segments=grammar.segments,
             example=_example(records, grammar),
-            defined_at="%s:%s" % (where["file"], where["line"]) if where else "",
+            defined_at=_defined_at(facts, class_name, where.get("file", "")),
             description=_class_doc(facts, class_name),
         ))
 
@@ -337,6 +337,17 @@ def _first_listed(observed: dict, class_name: str) -> int:
             listing = observed["listing"]
             return listing.index(record["filename"]) if record["filename"] in listing else index
     return 0
+
+
+def _defined_at(facts: SourceFacts, class_name: str, observed_file: str) -> str:
+    """``file:line`` of the class statement, read from the source; the probe knows the
+    class's file (and only the line of its ``filename`` property): the file alone when
+    the source reading has no such class in it."""
+    try:
+        place = facts.class_info(class_name).defined_at
+    except KeyError:
+        return observed_file
+    return place if place.split(":", 1)[0] == observed_file else observed_file
 
 
 def _class_doc(facts: SourceFacts, class_name: str) -> str:
