@@ -583,6 +583,9 @@ class Recommendation:
     links_missing: List[str] = field(default_factory=list)
     #: Kernels of the set no dispatch call reaches.
     links_unreferenced: List[str] = field(default_factory=list)
+    #: Kernels of the set launched only by dispatch functions no entry point runs (a
+    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run.
+    links_unreachable: Dict[str, str] = field(default_factory=dict)
     #: Kernels of the full listing no dispatch call reaches.
     full_unreferenced: List[str] = field(default_factory=list)
     #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.

@@ -17,6 +17,7 @@ from typing import List, Set
 
 import pytest
 
+from sphinxext_fmha.render.sections.recommendation import _links_text
 from sphinxext_fmha.session import Session
 from sphinxext_fmha.verify.policy import POLICY
 
@@ -247,3 +248,19 @@ def test_a_rule_that_keeps_every_value_says_which_it_lost(tmp_path):
                                   "lose)")
     kept_whole = [d for d in rec.decisions if not d.drop and not d.partial]
     assert kept_whole and all(d.reason == POLICY[d.category] for d in kept_whole)
+
+
+def test_kernels_only_a_dead_dispatcher_launches_are_said_to_never_run(tmp_path):
+    """The v2_v3 tree's entry calls ``fmha_toy_v3`` only ``if (false and ...)``: the d128
+    no-bias batch kernels without lse are generated and linked, and never run (the
+    tree's design, read here from the set's names)."""
+    root = _make(tmp_path, "v2_v3")
+    rec, union = _recommended(root, tmp_path)
+    v3_only = {n for n in union
+               if all(t in n for t in ("_d128_", "_batch_", "_nbias", "_nlse"))}
+    assert v3_only and v3_only != union
+    assert set(rec.links_unreachable) == v3_only
+    text = _links_text(rec)
+    assert "%d generated kernels are never run: launched only by fmha_toy_v3" % len(v3_only) \
+        in text
+    assert "every generated kernel is reached" not in text

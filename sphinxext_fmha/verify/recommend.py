@@ -248,6 +248,7 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
     report = link_report(written.text, written.kernel_traits)
     result.links_missing = [key for _, _, key in report.missing]
     result.links_unreferenced = report.unreferenced
+    result.links_unreachable = report.unreachable
     result.write_verified = report.links and set(written.kernel_traits) == union
     if report.missing:
         result.notes.append(

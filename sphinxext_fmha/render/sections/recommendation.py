@@ -217,13 +217,17 @@ def _links_text(rec: Recommendation) -> str:
     elif rec.write_verified:
         parts.append("The set links: every kernel specialisation the written dispatch file "
                      "instantiates is generated%s." % (
-                         "" if rec.links_unreferenced else
+                         "" if rec.links_unreferenced or rec.links_unreachable else
                          ", and every generated kernel is reached from it"))
     else:
         parts.append("Write mode (-o) was not verified (see the notes).")
     if rec.links_unreferenced:
         parts.append("%d generated kernels are reached by no dispatch call."
                      % len(rec.links_unreferenced))
+    if rec.links_unreachable:
+        reasons = sorted(set(rec.links_unreachable.values()))
+        parts.append("%d generated kernels are never run: %s." % (
+            len(rec.links_unreachable), "; ".join(reasons)))
     if rec.full_unreferenced:
         parts.append("In the full listing, %d kernels are reached by no dispatch call."
                      % len(rec.full_unreferenced))
