@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Callable, Dict, List, Mapping, Sequence, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import Decision
 from .synthesis import Kernel
@@ -74,6 +74,18 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         for kernel in own:
             if kernel.file in kept:
                 kept_by_context.setdefault(_context(kernel, loose), []).append(kernel)
+        # Beyond the kept kernels that differ only there, any kept kernel of the same
+        # problem (head dims, data type, mode; arch) whose dispatch conditions admit the
+        # kernel's inputs takes them (only with conditions to read).
+        wide = [i for i, label in enumerate(seg_labels)
+                if categories.get((decision.kernel_type, label)) != "problem"]
+        tiles = {i for i, label in enumerate(seg_labels)
+                 if categories.get((decision.kernel_type, label)) == "tile"}
+        kept_by_problem: Dict[Tuple, List[Kernel]] = {}
+        if conditions:
+            for kernel in own:
+                if kernel.file in kept:
+                    kept_by_problem.setdefault(_context(kernel, wide), []).append(kernel)
         dropped = dropped_per_type.get(decision.kernel_type)
         if dropped is None:
             dropped = dropped_per_type[decision.kernel_type] = [
@@ -96,7 +108,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                         "those is lost" % total)
                 continue
             decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
-                                               conditions)
+                                               conditions, (kept_by_problem, wide, tiles))
 
 
 def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
@@ -110,14 +122,57 @@ def _contradictions(extra: Sequence[str], subjects: Mapping[str, str],
     """(own terms, stand-in terms) on subjects where both kernels have different
     conditions: the stand-in is reached for other inputs there. ``subjects``: subject
     -> the kernel's own term on it."""
-    theirs = [t for t in extra if subject(t) in subjects and subjects[subject(t)] != t]
+    theirs = [t for t in extra if subject(t) in subjects and subjects[subject(t)] != t
+              and _relation(subjects[subject(t)], t) in ("excludes", "unknown")]
     mine = [subjects[subject(t)] for t in theirs]
     return mine, theirs
 
 
+#: ``S == V``, ``S != V`` and ``S == V or S == W ...`` on one subject ``S``.
+_EQUALITY = re.compile(r"^\s*(.+?)\s*(==|!=)\s*(\S+)\s*$")
+
+
+def _values(term: str) -> Optional[Tuple[str, bool, FrozenSet[str]]]:
+    """(subject, equal, values): the term holds when its subject is (``equal``) or is
+    not one of ``values``; None for any other form."""
+    found = []
+    for alternative in term.split(" or "):
+        match = _EQUALITY.match(alternative)
+        if match is None:
+            return None
+        found.append((match.group(1), match.group(2) == "==", match.group(3)))
+    subjects = {f[0] for f in found}
+    if len(subjects) != 1 or (len(found) > 1 and not all(f[1] for f in found)):
+        return None
+    return found[0][0], found[0][1], frozenset(f[2] for f in found)
+
+
+def _relation(mine: str, theirs: str) -> str:
+    """How a stand-in's term on the kernel's subject relates to the kernel's own term:
+    ``implied`` (every input of the kernel's term meets it), ``admits`` (some do),
+    ``excludes`` (none do) or ``unknown`` (a form not read here: counted as excluding,
+    as a different term always was). Values are compared as written: equal texts are
+    the same value, different texts different ones."""
+    a, b = _values(mine), _values(theirs)
+    if a is None or b is None or a[0] != b[0]:
+        return "unknown"
+    (_, a_equal, a_values), (_, b_equal, b_values) = a, b
+    if a_equal and b_equal:
+        return "implied" if a_values <= b_values else \
+            "admits" if a_values & b_values else "excludes"
+    if a_equal:  # theirs: S != V...
+        return "implied" if not a_values & b_values else \
+            "admits" if a_values - b_values else "excludes"
+    if b_equal:  # mine: S != V...; theirs: S == W...
+        return "admits" if b_values - a_values else "excludes"
+    return "implied" if b_values <= a_values else "admits"
+
+
 def _sentence(alone: Sequence[Kernel], total: int, index: int,
               kept_by_context: Mapping[Tuple, List[Kernel]], loose: Sequence[int],
-              conditions: Mapping[str, Sequence[str]]) -> str:
+              conditions: Mapping[str, Sequence[str]],
+              problem: Tuple[Mapping[Tuple, List[Kernel]], Sequence[int], Set[int]]
+              ) -> str:
     groups: Counter = Counter()
     known: Dict[str, str] = {}  # term -> its subject: the same terms recur on every kernel
 
@@ -130,14 +185,28 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     for kernel in alone:
         own = set(conditions.get(kernel.file, ()))
         subjects = {subject(t): t for t in own}
-        candidates = [k for k in kept_by_context.get(_context(kernel, loose), [])
-                      if k.tokens[index] != kernel.tokens[index]]
+        near = [k for k in kept_by_context.get(_context(kernel, loose), [])
+                if k.tokens[index] != kernel.tokens[index]]
+        kept_by_problem, wide, tiles = problem
+        near_files = {k.file for k in near}
+        further = [k for k in kept_by_problem.get(_context(kernel, wide), [])
+                   if k.tokens[index] != kernel.tokens[index] and k.file not in near_files]
         options = []
-        for candidate in candidates:
+        for candidate in near + further:
+            # a near stand-in is named by this segment's token; one further away by
+            # every token it differs in (tiles aside)
+            named = (candidate.tokens[index],) if candidate.file in near_files else (
+                candidate.tokens[index], *(c for i, (c, t) in enumerate(zip(candidate.tokens,
+                                                                            kernel.tokens))
+                                           if c != t and i != index and i not in tiles))
             extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
             own_side, their_side = _contradictions(extra, subjects, subject)
-            plain = tuple(t for t in extra if t not in their_side)
-            options.append((len(their_side), len(plain), (candidate.tokens[index],),
+            # a term the kernel's own term on its subject already implies adds nothing
+            plain = tuple(t for t in extra if t not in their_side and not (
+                subject(t) in subjects and _relation(subjects[subject(t)], t) == "implied"))
+            if their_side and candidate.file not in near_files:
+                continue  # a kernel further away counts only where it can take the inputs
+            options.append((len(their_side), len(plain), named,
                             plain, tuple(own_side), tuple(their_side)))
         if options:
             best = min(options)

@@ -1,0 +1,79 @@
+"""What the minimal set loses, on hand-made kernels and dispatch conditions: each
+expectation is written out here, from what the conditions say."""
+
+from __future__ import annotations
+
+from sphinxext_fmha.model import Decision
+from sphinxext_fmha.verify.losses import _relation, describe_losses
+from sphinxext_fmha.verify.synthesis import Kernel
+
+LABELS = {"K": ["lit", "hdim", "mask", "pad", "trload"]}
+CATEGORIES = {("K", "lit"): "other", ("K", "hdim"): "problem", ("K", "mask"): "mask",
+              ("K", "pad"): "padding", ("K", "trload"): "tuning"}
+
+
+def _kernel(*tokens: str) -> Kernel:
+    return Kernel(file="k" + "".join(tokens) + ".cpp", kernel_type="K",
+                  name="k" + "".join(tokens), tokens=("k",) + tokens)
+
+
+def test_terms_on_one_subject_admit_imply_or_exclude():
+    top = "mask_type == top_left or mask_type == bottom_right"
+    assert _relation(top, "mask_type != no_mask") == "implied"
+    assert _relation(top, "mask_type == top_left") == "admits"
+    assert _relation(top, "mask_type == no_mask") == "excludes"
+    assert _relation("mask_type != no_mask", "mask_type == top_left") == "admits"
+    assert _relation("mask_type != no_mask", "mask_type == no_mask") == "excludes"
+    assert _relation("seqlen_k % 64 == 0", "seqlen_k % 64 != 0") == "excludes"
+    assert _relation("hdim_q <= 64", "hdim_q <= 128") == "unknown"  # not read: excluding
+
+
+def _losses(conditions):
+    kept_kernels = [_kernel("_d64", "_nmask", "_psddv", "_ntrload"),
+                    _kernel("_d64", "_mask", "_psddv", "_ntrload"),
+                    _kernel("_d128", "_mask", "_npad", "_ntrload")]
+    kept = {k.file for k in kept_kernels}
+    kernels = kept_kernels + [_kernel("_d64", "_mc", "_npad", "_ntrload"),
+                              _kernel("_d64", "_nmask", "_npad", "_trload")]
+    decisions = [Decision(kernel_type="K", segment="mask", category="mask",
+                          keep=["_mask", "_nmask"], drop=["_mc"]),
+                 Decision(kernel_type="K", segment="trload", category="tuning",
+                          keep=["_ntrload"], drop=["_trload"])]
+    describe_losses(decisions, kernels, kept, CATEGORIES, conditions, LABELS, {})
+    return decisions[0].losses["_mc"], decisions[1].losses["_trload"]
+
+
+def test_a_kept_kernel_further_away_that_admits_the_inputs_serves_them():
+    """No kept d64 kernel differs from the dropped ones in the mask or trload token
+    alone (the kept d64 kernels pad), yet they take the inputs where their conditions
+    admit them: a top-left mask is a mask, the trload inputs any no-mask ones."""
+    conditions = {
+        "k_d64_mc_npad_ntrload.cpp": ["hdim_q <= 64", "mask_type == top_left",
+                                      "seqlen_k % 64 == 0"],
+        "k_d64_nmask_npad_trload.cpp": ["hdim_q <= 64", "mask_type == no_mask",
+                                        "seqlen_k % 64 == 0", "use_trload"],
+        "k_d64_mask_psddv_ntrload.cpp": ["hdim_q <= 64", "mask_type != no_mask"],
+        "k_d64_nmask_psddv_ntrload.cpp": ["hdim_q <= 64", "mask_type == no_mask"],
+        "k_d128_mask_npad_ntrload.cpp": ["hdim_q <= 128", "mask_type != no_mask",
+                                         "seqlen_k % 128 == 0"],
+    }
+    mc, trload = _losses(conditions)
+    assert mc == "1 kernels not generated: 1 are served by the kept _mask, _psddv variant."
+    assert trload == ("1 kernels not generated: 1 are served by the kept _ntrload, _psddv "
+                      "variant.")
+
+
+def test_a_kernel_further_away_whose_conditions_exclude_the_inputs_serves_nothing():
+    conditions = {
+        "k_d64_mc_npad_ntrload.cpp": ["hdim_q <= 64", "mask_type == top_left"],
+        "k_d64_nmask_npad_trload.cpp": ["hdim_q <= 64", "mask_type == no_mask",
+                                        "use_trload"],
+        "k_d64_mask_psddv_ntrload.cpp": ["hdim_q <= 64", "mask_type == causal"],
+        "k_d64_nmask_psddv_ntrload.cpp": ["hdim_q <= 64", "mask_type == no_mask",
+                                          "not use_trload"],
+        "k_d128_mask_npad_ntrload.cpp": ["hdim_q <= 128", "mask_type == causal"],
+    }
+    mc, trload = _losses(conditions)
+    assert mc == ("1 kernels not generated: 1 have no kept kernel of the same problem class; "
+                  "their inputs (hdim_q <= 64; mask_type == top_left) find no kernel.")
+    assert trload.startswith("1 kernels not generated: 1 have no kept kernel")
