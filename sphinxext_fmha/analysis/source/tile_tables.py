@@ -185,7 +185,9 @@ class TileTableReader:
                 table.unsupported.append(dtype)
         if not dtypes:
             self.ctx.gaps.append(Gap(f"tile table {owner}.{method}", pm.where(fn),
-                                 "no candidate data types found (no dtype loop feeding it, no comparisons)"))
+                                 "no candidate data types found (no loop feeding its data type "
+                                 "argument could be evaluated, and it compares that argument "
+                                 "with no literal value)"))
         label = owner if owner == method else f"{owner}.{method}"
         if enumerated:
             extra = [d for d in table.supported if d not in enumerated]
