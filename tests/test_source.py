@@ -593,6 +593,60 @@ def get_weird_blobs(receipt):
 '''
 
 
+#: Newer CK's shape: a factory class whose tile table compares the data type with
+#: class attributes (``dtype in cls._DT_FP16_BF16``).
+_ATTRS = '''
+from dataclasses import dataclass
+
+from codegen.ops.fmha_shapes import BlockTile
+
+
+@dataclass
+class AttrKernel:
+    k_dtype: str  # element type
+    k_hdim: int  # head dim
+    k_tile: BlockTile
+
+    @property
+    def name(self) -> str:
+        return f"fmha_attrs_{self.k_dtype}_d{self.k_hdim}_" + self.k_tile.name
+
+    @property
+    def filename(self) -> str:
+        return self.name + ".cpp"
+
+
+class AttrFactory:
+    _DT_HALF = ("half", "bfloat")
+    _DT_EIGHT = ("fp8",)
+
+    @classmethod
+    def supported_dtypes(cls):
+        return cls._DT_HALF + cls._DT_EIGHT
+
+    @classmethod
+    def get_hdim_tile_size_dict(cls, dtype):
+        if dtype in cls._DT_HALF:
+            return {64: [BlockTile(64, 32, -1)], 128: [BlockTile(128, 64, -1)]}
+        elif dtype in cls._DT_EIGHT:
+            return {128: [BlockTile(128, 128, 2)]}
+        return None
+
+
+def get_attrs_blobs(kernel_filter):
+    gen = []
+    factory = AttrFactory
+    for dtype in factory.supported_dtypes():
+        tiles = factory.get_hdim_tile_size_dict(dtype)
+        if tiles is None:
+            continue
+        for hdim, options in tiles.items():
+            for tile in options:
+                gen.append(AttrKernel(dtype, hdim, tile))
+    return gen
+'''
+
+
 def _write(root: Path, files: Dict[str, str]) -> Path:
     for rel, text in files.items():
         path = root / rel
@@ -706,3 +760,17 @@ def test_synthetic_renamed_field_variant(synthetic_tree):
 ])
 def test_read_condition(expr, reading):
     assert read_condition(ast.parse(expr, mode="eval").body) == reading
+
+
+def test_a_tile_table_compared_with_class_attributes(tmp_path):
+    root = _write(tmp_path / "fmha", {
+        "generate.py": _GENERATE, "codegen/__init__.py": "", "codegen/ops/__init__.py": "",
+        "codegen/symbols.py": _SYMBOLS, "codegen/ops/fmha_shapes.py": _SHAPES,
+        "codegen/ops/fmha_attrs.py": _ATTRS})
+    f = analyze_source(root, "codegen/ops/fmha_attrs.py")
+    factory = f.factories[0]
+    assert factory.class_name == "AttrFactory"
+    assert factory.dtypes == ["half", "bfloat", "fp8"]
+    assert factory.tiles["half"] == {"64": ["m64n32"], "128": ["m128n64"]}
+    assert factory.tiles["fp8"] == {"128": ["m128n128_w2"]}
+    assert not [g for g in f.gaps if g.what.startswith("tile table")]

@@ -146,7 +146,14 @@ class TileTableReader:
         enumerated: List[Any] = []
         self._candidates(method, params.index(dtype_param), dtype_param, [], enumerated)
         enumerated = list(enumerated)
-        dtypes = self._candidates(method, params.index(dtype_param), dtype_param, related)
+        # a comparison with a class attribute (``dtype in cls._DT_FP16_BF16``) reads it
+        # through the method's own first parameter, bound to the owner
+        bound = {}
+        if is_method and "staticmethod" not in decos:
+            first = (fn.args.posonlyargs + fn.args.args)[:1]
+            bound = {a.arg: ClassRef(owner) for a in first}
+        dtypes = self._candidates(method, params.index(dtype_param), dtype_param, related,
+                                  bound=bound)
         dtypes = [d for d in dtypes if isinstance(d, str)]
         other_values: List[List[Any]] = []
         for p in others:
@@ -246,7 +253,8 @@ class TileTableReader:
         return out
 
     def _candidates(self, fn_name: str, position: int, param: str,
-                    method_nodes: List[ast.AST], enumerated: Optional[List[Any]] = None) -> List[Any]:
+                    method_nodes: List[ast.AST], enumerated: Optional[List[Any]] = None,
+                    bound: Optional[Dict[str, Any]] = None) -> List[Any]:
         values: List[Any] = enumerated if enumerated is not None else []
         for bfn, call in _call_sites(self.ctx, fn_name):
             arg = call.args[position] if position < len(call.args) else None
@@ -270,7 +278,20 @@ class TileTableReader:
                                 for e in s.elts:
                                     if isinstance(e, ast.Constant) and e.value not in values:
                                         values.append(e.value)
+                            elif isinstance(s, ast.Attribute) and bound:
+                                values.extend(v for v in self._constants(s, bound)
+                                              if v not in values)
         return values
+
+    def _constants(self, node: ast.AST, bound: Dict[str, Any]) -> List[Any]:
+        """The plain values (strings, numbers) an expression such as a class attribute
+        holds, one or a tuple of them; none when it cannot be evaluated statically."""
+        try:
+            value = self.interp.eval(node, dict(bound))
+        except Unknown:
+            return []
+        items = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
+        return [v for v in items if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
 
     def _render(self, obj: Obj) -> str:
         if obj.class_name in self.ctx.tile_names:
