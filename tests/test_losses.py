@@ -77,3 +77,17 @@ def test_a_kernel_further_away_whose_conditions_exclude_the_inputs_serves_nothin
     assert mc == ("1 kernels not generated: 1 have no kept kernel of the same problem class; "
                   "their inputs (hdim_q <= 64; mask_type == top_left) find no kernel.")
     assert trload.startswith("1 kernels not generated: 1 have no kept kernel")
+
+
+def test_kernels_without_a_common_dispatch_term_are_not_said_to_be_served():
+    """A kernel reached from branches with no term in common (an empty reading) has
+    nothing a stand-in's conditions could be compared with: no stand-in is named."""
+    conditions = {"k_d64_nmask_psddv_ntrload.cpp": ["hdim_q <= 64", "mask_type == no_mask"],
+                  "k_d64_mask_psddv_ntrload.cpp": ["hdim_q <= 64", "mask_type != no_mask"],
+                  "k_d128_mask_npad_ntrload.cpp": ["hdim_q <= 128"],
+                  "k_d64_mc_npad_ntrload.cpp": [], "k_d64_nmask_npad_trload.cpp": []}
+    mc, trload = _losses(conditions)
+    unread = ("1 kernels not generated: 1 are reached under dispatch conditions with no term "
+              "common to all their branches, so whether a kept kernel serves their inputs is "
+              "not established.")
+    assert (mc, trload) == (unread, unread)

@@ -168,6 +168,10 @@ def _relation(mine: str, theirs: str) -> str:
     return "implied" if b_values <= a_values else "admits"
 
 
+#: The stand-in of kernels whose dispatch conditions are not read (see :func:`_sentence`).
+_UNREAD = ("?",)
+
+
 def _sentence(alone: Sequence[Kernel], total: int, index: int,
               kept_by_context: Mapping[Tuple, List[Kernel]], loose: Sequence[int],
               conditions: Mapping[str, Sequence[str]],
@@ -184,6 +188,11 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
 
     for kernel in alone:
         own = set(conditions.get(kernel.file, ()))
+        if conditions and not own:
+            # no term common to every branch that reaches it (newer CK dispatches each
+            # kernel from two functions): nothing to compare a stand-in's terms with
+            groups[(_UNREAD, (), (), ())] += 1
+            continue
         subjects = {subject(t): t for t in own}
         near = [k for k in kept_by_context.get(_context(kernel, loose), [])
                 if k.tokens[index] != kernel.tokens[index]]
@@ -215,7 +224,11 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             groups[((), (), (), ())] += 1
     parts = []
     for (stand_in, plain, mine, theirs), count in _merge_numbers(groups):
-        if not stand_in:
+        if stand_in == _UNREAD:
+            parts.append("%d are reached under dispatch conditions with no term common to "
+                         "all their branches, so whether a kept kernel serves their inputs "
+                         "is not established" % count)
+        elif not stand_in:
             parts.append("%d have no kept kernel of the same problem class; their inputs "
                          "(%s) find no kernel" % (count, "; ".join(_own_terms(
                              alone, index, conditions)) or "as named"))
