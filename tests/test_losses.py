@@ -91,3 +91,35 @@ def test_kernels_without_a_common_dispatch_term_are_not_said_to_be_served():
               "common to all their branches, so whether a kept kernel serves their inputs is "
               "not established.")
     assert (mc, trload) == (unread, unread)
+
+
+def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
+    """``_ps`` is kept only with mode _group: a batch ``_ps`` kernel with lse carries a
+    dropped value besides its lse, so it is not counted among the kernels lse alone
+    takes away (the count the keep/drop table implies)."""
+    labels = {"K": ["lit", "mode", "pad", "lse"]}
+    categories = {("K", "lit"): "other", ("K", "mode"): "problem",
+                  ("K", "pad"): "padding", ("K", "lse"): "optional feature"}
+    kept_kernels = [_kernel("_group", "_ps", "_nlse"), _kernel("_batch", "_npad", "_nlse")]
+    dropped = [_kernel("_batch", "_ps", "_lse"), _kernel("_batch", "_npad", "_lse"),
+               _kernel("_group", "_ps", "_lse"), _kernel("_batch", "_ps", "_nlse")]
+    terms = {"_group": "is_group_mode", "_batch": "not is_group_mode", "_lse": "has_lse",
+             "_nlse": "not has_lse", "_npad": "seqlen_q % 64 == 0"}
+    conditions = {k.file: [terms[t] for t in k.tokens if t in terms]
+                  for k in kept_kernels + dropped}
+    decisions = [Decision(kernel_type="K", segment="pad", category="padding",
+                          keep=["_npad", "_ps"], drop=[],
+                          partial=[{"token": "_ps", "kept_with": {"mode": ["_group"]}}]),
+                 Decision(kernel_type="K", segment="lse", category="optional feature",
+                          keep=["_nlse"], drop=["_lse"])]
+    describe_losses(decisions, kept_kernels + dropped, {k.file for k in kept_kernels},
+                    categories, conditions, labels, {})
+    assert decisions[1].losses["_lse"] == (
+        "2 kernels not generated (and 1 that also carry another dropped value): 2 were "
+        "reached when has_lse: those inputs now find no kernel (the kept _nlse variant is "
+        "reached only when not has_lse).")
+    # the batch _ps kernel without lse is the one _ps alone takes away
+    assert decisions[0].losses["_ps"] == (
+        "1 kernels not generated (and 2 that also carry another dropped value): 1 are served "
+        "by the kept _npad variant only when seqlen_q % 64 == 0; other inputs lose their "
+        "kernel.")

@@ -45,6 +45,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
     kept_per_type: Dict[str, List[Set[str]]] = {}  # sub-type -> per segment, its kept tokens
     #: sub-type -> its kernels not kept, each with the segments whose token no kept kernel has
     dropped_per_type: Dict[str, List[Tuple[Kernel, Tuple[int, ...]]]] = {}
+    only_with = _kept_only_with(decisions, labels)
     for decision in decisions:
         own = by_type.get(decision.kernel_type, [])
         seg_labels = labels[decision.kernel_type]
@@ -88,8 +89,10 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                     kept_by_problem.setdefault(_context(kernel, wide), []).append(kernel)
         dropped = dropped_per_type.get(decision.kernel_type)
         if dropped is None:
+            limits = only_with.get(decision.kernel_type, {})
             dropped = dropped_per_type[decision.kernel_type] = [
-                (k, tuple(i for i, t in enumerate(k.tokens) if t not in kept_tokens[i]))
+                (k, tuple(i for i, t in enumerate(k.tokens) if t not in kept_tokens[i]
+                          or not _within(k, limits.get((i, t)))))
                 for k in own if k.file not in kept]
         # per token: the dropped kernels carrying it, those whose every other token is kept
         total_of: Counter = Counter()
@@ -109,6 +112,30 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 continue
             decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
                                                conditions, (kept_by_problem, wide, tiles))
+
+
+def _kept_only_with(decisions: Sequence[Decision], labels: Mapping[str, List[str]]
+                    ) -> Dict[str, Dict[Tuple[int, str], Dict[int, Set[str]]]]:
+    """sub-type -> (segment index, token) -> the values of other segments (by index) the
+    set keeps that token with only (a pad kept only with mode _group): outside them the
+    token is a dropped value too."""
+    found: Dict[str, Dict[Tuple[int, str], Dict[int, Set[str]]]] = {}
+    for decision in decisions:
+        seg_labels = labels.get(decision.kernel_type, [])
+        if decision.segment not in seg_labels:
+            continue
+        index = seg_labels.index(decision.segment)
+        for partial in decision.partial:
+            where = {seg_labels.index(label): set(values)
+                     for label, values in (partial.get("kept_with") or {}).items()
+                     if label in seg_labels}
+            if where:
+                found.setdefault(decision.kernel_type, {})[(index, partial["token"])] = where
+    return found
+
+
+def _within(kernel: Kernel, where: Optional[Mapping[int, Set[str]]]) -> bool:
+    return not where or all(kernel.tokens[i] in values for i, values in where.items())
 
 
 def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
