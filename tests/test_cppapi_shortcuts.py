@@ -201,6 +201,24 @@ def test_terms_shared_by_different_conditions_are_common_terms():
     assert reach["k.cpp"].varying and reach["k.cpp"].leaves == [0, 1]
 
 
+def test_terms_common_to_two_dispatch_functions_are_common_terms():
+    # newer CK dispatches each bwd kernel from two functions with the same branches: the
+    # terms both have (by their text) are the kernel's, the one only one has is not
+    text = """
+    float run_a(traits t) {
+        if (t.x) { if (t.y == 1) { using trait_ = k_traits_<1>; return k_<trait_>(t); } }
+    }
+    float run_b(traits t) {
+        if (t.x) { if (t.y == 1 && t.w) { using trait_ = k_traits_<1>; return k_<trait_>(t); } }
+    }
+    """
+    tree = parse_dispatch(text)
+    match = match_leaves_to_kernels(tree, {"k.cpp": "k_traits_<1>"})
+    reach, _ = kernel_reach(tree, match)
+    assert reach["k.cpp"].functions == ["run_a", "run_b"]
+    assert [term.cpp for term in reach["k.cpp"].terms] == ["t.x", "t.y == 1"]
+
+
 def test_calls_between_dispatch_functions_only_where_the_name_stands_alone():
     text = """
     float run_b(traits t) { using trait_ = k_traits_<1>; return k_<trait_>(t); }

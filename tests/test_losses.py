@@ -123,3 +123,21 @@ def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
         "1 kernels not generated (and 2 that also carry another dropped value): 1 are served "
         "by the kept _npad variant only when seqlen_q % 64 == 0; other inputs lose their "
         "kernel.")
+
+
+def test_a_term_of_joined_conditions_is_on_each_of_their_subjects():
+    """``has_dropout and not is_store_randval`` excludes the stand-in's ``not
+    has_dropout``: the dropout inputs find no kernel (not "served when not has_dropout")."""
+    labels = {"K": ["lit", "hdim", "dropout"]}
+    categories = {("K", "lit"): "other", ("K", "hdim"): "problem",
+                  ("K", "dropout"): "optional feature"}
+    kept_kernel, lost = _kernel("_d64", "_ndropout"), _kernel("_d64", "_dropout")
+    conditions = {kept_kernel.file: ["not has_dropout"],
+                  lost.file: ["has_dropout and not is_store_randval"]}
+    decision = Decision(kernel_type="K", segment="dropout", category="optional feature",
+                        keep=["_ndropout"], drop=["_dropout"])
+    describe_losses([decision], [kept_kernel, lost], {kept_kernel.file}, categories,
+                    conditions, labels, {})
+    assert decision.losses["_dropout"] == (
+        "1 kernels not generated: 1 were reached when has_dropout: those inputs now find no "
+        "kernel (the kept _ndropout variant is reached only when not has_dropout).")

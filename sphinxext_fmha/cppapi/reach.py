@@ -203,9 +203,9 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                 per_kernel[filename].append((leaf, terms + chosen, chosen))
     result: Dict[str, KernelReach] = {}
     for filename, entries in per_kernel.items():
-        common = _kept(entries[0][1], [terms for _, terms, _ in entries[1:]])
+        common = _common(entries, 1, all_terms)
         varying = any(len(terms) != len(common) for _, terms, _ in entries)
-        chosen_common = _kept(entries[0][2], [c for _, _, c in entries[1:]])
+        chosen_common = _common(entries, 2, all_terms)
         result[filename] = KernelReach(
             terms=[all_terms[n] for n in common],
             leaves=[leaf.order for leaf, _, _ in entries],
@@ -240,6 +240,22 @@ def _kinds(trait_args: Tuple[str, ...]) -> Tuple[str, str]:
     naming only the last one would hide dq_dk_dv)."""
     return (trait_template(trait_args[0]),
             ", ".join(dict.fromkeys(trait_template(arg) for arg in trait_args[1:])))
+
+
+def _common(entries: List[Tuple[DispatchLeaf, List[int], List[int]]], which: int,
+            all_terms: List[Term]) -> List[int]:
+    """The terms (``which``: 1 the terms, 2 the chosen ones) every branch that reaches
+    a kernel has. Within one dispatch function by number; across functions (newer CK
+    dispatches every bwd kernel from two) by their C++ text: a term numbers its slot,
+    and the same condition in another function is another slot."""
+    by_function: Dict[str, List[List[int]]] = {}
+    for entry in entries:
+        by_function.setdefault(entry[0].function, []).append(entry[which])
+    commons = [_kept(lists[0], lists[1:]) for lists in by_function.values()]
+    if len(commons) == 1:
+        return commons[0]
+    texts = [{all_terms[n].cpp for n in common} for common in commons[1:]]
+    return [n for n in commons[0] if all(all_terms[n].cpp in other for other in texts)]
 
 
 def _kept(first: List[int], others: List[List[int]]) -> List[int]:

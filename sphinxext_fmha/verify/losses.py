@@ -220,7 +220,10 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             # kernel from two functions): nothing to compare a stand-in's terms with
             groups[(_UNREAD, (), (), ())] += 1
             continue
-        subjects = {subject(t): t for t in own}
+        # a term of several conditions joined by "and" (has_dropout and not
+        # is_store_randval) is on each of their subjects
+        subjects = {subject(part): part for t in own
+                    for part in (t.split(" and ") if " or " not in t else [t])}
         near = [k for k in kept_by_context.get(_context(kernel, loose), [])
                 if k.tokens[index] != kernel.tokens[index]]
         kept_by_problem, wide, tiles = problem
