@@ -249,8 +249,8 @@ def _common(entries: List[Tuple[DispatchLeaf, List[int], List[int]]], which: int
     dispatches every bwd kernel from two) by their C++ text: a term numbers its slot,
     and the same condition in another function is another slot."""
     by_function: Dict[str, List[List[int]]] = {}
-    for entry in entries:
-        by_function.setdefault(entry[0].function, []).append(entry[which])
+    for leaf, terms, chosen in entries:
+        by_function.setdefault(leaf.function, []).append(terms if which == 1 else chosen)
     commons = [_kept(lists[0], lists[1:]) for lists in by_function.values()]
     if len(commons) == 1:
         return commons[0]
