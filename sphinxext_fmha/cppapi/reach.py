@@ -203,9 +203,10 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                 per_kernel[filename].append((leaf, terms + chosen, chosen))
     result: Dict[str, KernelReach] = {}
     for filename, entries in per_kernel.items():
-        common = _common(entries, 1, all_terms)
+        common = _common([(leaf.function, terms) for leaf, terms, _ in entries], all_terms)
         varying = any(len(terms) != len(common) for _, terms, _ in entries)
-        chosen_common = _common(entries, 2, all_terms)
+        chosen_common = _common([(leaf.function, chosen) for leaf, _, chosen in entries],
+                                all_terms)
         result[filename] = KernelReach(
             terms=[all_terms[n] for n in common],
             leaves=[leaf.order for leaf, _, _ in entries],
@@ -242,15 +243,14 @@ def _kinds(trait_args: Tuple[str, ...]) -> Tuple[str, str]:
             ", ".join(dict.fromkeys(trait_template(arg) for arg in trait_args[1:])))
 
 
-def _common(entries: List[Tuple[DispatchLeaf, List[int], List[int]]], which: int,
-            all_terms: List[Term]) -> List[int]:
-    """The terms (``which``: 1 the terms, 2 the chosen ones) every branch that reaches
-    a kernel has. Within one dispatch function by number; across functions (newer CK
-    dispatches every bwd kernel from two) by their C++ text: a term numbers its slot,
+def _common(branches: List[Tuple[str, List[int]]], all_terms: List[Term]) -> List[int]:
+    """The terms every branch that reaches a kernel has (``branches``: each one's dispatch
+    function and term numbers). Within one function by number; across functions (newer
+    CK dispatches every bwd kernel from two) by their C++ text: a term numbers its slot,
     and the same condition in another function is another slot."""
     by_function: Dict[str, List[List[int]]] = {}
-    for leaf, terms, chosen in entries:
-        by_function.setdefault(leaf.function, []).append(terms if which == 1 else chosen)
+    for function, terms in branches:
+        by_function.setdefault(function, []).append(terms)
     commons = [_kept(lists[0], lists[1:]) for lists in by_function.values()]
     if len(commons) == 1:
         return commons[0]

@@ -27,7 +27,8 @@ def _subject(term: str) -> str:
     return match.group(1) if match else term
 
 
-def _fmt(tokens: Sequence[str]) -> str:
+def token_list(tokens: Sequence[str]) -> str:
+    """Tokens as a sentence names them (the empty one as "(no token)")."""
     return ", ".join(t if t else "(no token)" for t in tokens)
 
 
@@ -46,6 +47,9 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
     #: sub-type -> its kernels not kept, each with the segments whose token no kept kernel has
     dropped_per_type: Dict[str, List[Tuple[Kernel, Tuple[int, ...]]]] = {}
     only_with = _kept_only_with(decisions, labels)
+    #: sub-type -> its kept kernels by problem, with the segments that context leaves out
+    #: and its tile segments (see :func:`_kept_by_problem`)
+    problem_per_type: Dict[str, Tuple[Dict[Tuple, List[Kernel]], List[int], Set[int]]] = {}
     for decision in decisions:
         own = by_type.get(decision.kernel_type, [])
         seg_labels = labels[decision.kernel_type]
@@ -75,18 +79,11 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         for kernel in own:
             if kernel.file in kept:
                 kept_by_context.setdefault(_context(kernel, loose), []).append(kernel)
-        # Beyond the kept kernels that differ only there, any kept kernel of the same
-        # problem (head dims, data type, mode; arch) whose dispatch conditions admit the
-        # kernel's inputs takes them (only with conditions to read).
-        wide = [i for i, label in enumerate(seg_labels)
-                if categories.get((decision.kernel_type, label)) != "problem"]
-        tiles = {i for i, label in enumerate(seg_labels)
-                 if categories.get((decision.kernel_type, label)) == "tile"}
-        kept_by_problem: Dict[Tuple, List[Kernel]] = {}
-        if conditions:
-            for kernel in own:
-                if kernel.file in kept:
-                    kept_by_problem.setdefault(_context(kernel, wide), []).append(kernel)
+        problem = problem_per_type.get(decision.kernel_type)
+        if problem is None:
+            problem = problem_per_type[decision.kernel_type] = _kept_by_problem(
+                own, kept, [categories.get((decision.kernel_type, label))
+                            for label in seg_labels], bool(conditions))
         dropped = dropped_per_type.get(decision.kernel_type)
         if dropped is None:
             limits = only_with.get(decision.kernel_type, {})
@@ -111,7 +108,25 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                         "those is lost" % total)
                 continue
             decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
-                                               conditions, (kept_by_problem, wide, tiles))
+                                               conditions, problem)
+
+
+def _kept_by_problem(own: Sequence[Kernel], kept: Set[str], categories: Sequence[Optional[str]],
+                     with_conditions: bool
+                     ) -> Tuple[Dict[Tuple, List[Kernel]], List[int], Set[int]]:
+    """Beyond the kept kernels that differ from a dropped one only in its value, any kept
+    kernel of the same problem (head dims, data type, mode; arch) whose dispatch
+    conditions admit the kernel's inputs takes them (only with conditions to read):
+    (kept kernels by that problem context, the segments the context leaves out, the tile
+    segments). ``categories``: the sub-type's segment categories, in order."""
+    wide = [i for i, category in enumerate(categories) if category != "problem"]
+    tiles = {i for i, category in enumerate(categories) if category == "tile"}
+    kept_by_problem: Dict[Tuple, List[Kernel]] = {}
+    if with_conditions:
+        for kernel in own:
+            if kernel.file in kept:
+                kept_by_problem.setdefault(_context(kernel, wide), []).append(kernel)
+    return kept_by_problem, wide, tiles
 
 
 def _kept_only_with(decisions: Sequence[Decision], labels: Mapping[str, List[str]]
@@ -144,15 +159,28 @@ def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
     return (suffix,) + tuple(t for i, t in enumerate(kernel.tokens) if i not in loose)
 
 
-def _contradictions(extra: Sequence[str], subjects: Mapping[str, str],
-                    subject: Callable[[str], str]) -> Tuple[List[str], List[str]]:
-    """(own terms, stand-in terms) on subjects where both kernels have different
-    conditions: the stand-in is reached for other inputs there. ``subjects``: subject
-    -> the kernel's own term on it."""
-    theirs = [t for t in extra if subject(t) in subjects and subjects[subject(t)] != t
-              and _relation(subjects[subject(t)], t) in ("excludes", "unknown")]
-    mine = [subjects[subject(t)] for t in theirs]
-    return mine, theirs
+def _compare(extra: Sequence[str], subjects: Mapping[str, str],
+             subject: Callable[[str], str]) -> Tuple[List[str], List[str], List[str]]:
+    """A stand-in's terms the kernel lacks (``extra``) against the kernel's own term on
+    the same subject (``subjects``: subject -> that term): (own terms, stand-in terms)
+    where they exclude each other (the stand-in is reached for other inputs there), and
+    the stand-in's other terms, each a condition the kernel's inputs must also meet; a
+    term the kernel's own term implies adds nothing and is left out."""
+    mine: List[str] = []
+    theirs: List[str] = []
+    plain: List[str] = []
+    for term in extra:
+        own = subjects.get(subject(term))
+        if own is None:
+            plain.append(term)
+            continue
+        relation = _relation(own, term)
+        if own != term and relation in ("excludes", "unknown"):
+            mine.append(own)
+            theirs.append(term)
+        elif relation != "implied":
+            plain.append(term)
+    return mine, theirs, plain
 
 
 #: ``S == V``, ``S != V`` and ``S == V or S == W ...`` on one subject ``S``.
@@ -232,21 +260,19 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
                    if k.tokens[index] != kernel.tokens[index] and k.file not in near_files]
         options = []
         for candidate in near + further:
+            is_near = candidate.file in near_files
+            extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
+            own_side, their_side, also_needed = _compare(extra, subjects, subject)
+            if their_side and not is_near:
+                continue  # a kernel further away counts only where it can take the inputs
             # a near stand-in is named by this segment's token; one further away by
             # every token it differs in (tiles aside)
-            named = (candidate.tokens[index],) if candidate.file in near_files else (
+            named = (candidate.tokens[index],) if is_near else (
                 candidate.tokens[index], *(c for i, (c, t) in enumerate(zip(candidate.tokens,
                                                                             kernel.tokens))
                                            if c != t and i != index and i not in tiles))
-            extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
-            own_side, their_side = _contradictions(extra, subjects, subject)
-            # a term the kernel's own term on its subject already implies adds nothing
-            plain = tuple(t for t in extra if t not in their_side and not (
-                subject(t) in subjects and _relation(subjects[subject(t)], t) == "implied"))
-            if their_side and candidate.file not in near_files:
-                continue  # a kernel further away counts only where it can take the inputs
-            options.append((len(their_side), len(plain), named,
-                            plain, tuple(own_side), tuple(their_side)))
+            options.append((len(their_side), len(also_needed), named,
+                            tuple(also_needed), tuple(own_side), tuple(their_side)))
         if options:
             best = min(options)
             groups[best[2:]] += 1
@@ -265,12 +291,12 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
         elif theirs:
             parts.append("%d were reached when %s: those inputs now find no kernel (the kept "
                          "%s variant is reached only when %s)"
-                         % (count, " and ".join(mine), _fmt(stand_in), " and ".join(theirs)))
+                         % (count, " and ".join(mine), token_list(stand_in), " and ".join(theirs)))
         elif plain:
             parts.append("%d are served by the kept %s variant only when %s; other inputs "
-                         "lose their kernel" % (count, _fmt(stand_in), " and ".join(plain)))
+                         "lose their kernel" % (count, token_list(stand_in), " and ".join(plain)))
         else:
-            parts.append("%d are served by the kept %s variant" % (count, _fmt(stand_in)))
+            parts.append("%d are served by the kept %s variant" % (count, token_list(stand_in)))
     head = "%d kernels not generated" % len(alone)
     if total > len(alone):
         head += " (and %d that also carry another dropped value)" % (total - len(alone))

@@ -27,7 +27,7 @@ from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
-from .losses import describe_losses
+from .losses import describe_losses, token_list
 from .policy import CHOSEN, POLICY, Plan, plan_keep_set
 from .synthesis import Kernel, Synthesis, synthesize
 from .tile_table import tile_tables
@@ -316,19 +316,15 @@ def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index
     parts = []
     if unselected:
         parts.append("the verified commands do not select %s, which this rule keeps (see What "
-                     "you lose)" % _tokens(unselected))
+                     "you lose)" % token_list(unselected))
     if decision.category not in CHOSEN:
         others = [t for t in decision.drop if t not in meant]
         if others:
             parts.append("%s %s not in the set: the rules of the other segments keep none of "
                          "%s kernels (see What you lose)"
-                         % (_tokens(others), "is" if len(others) == 1 else "are",
+                         % (token_list(others), "is" if len(others) == 1 else "are",
                             "its" if len(others) == 1 else "their"))
     return "".join("; " + part for part in parts)
-
-
-def _tokens(tokens: Sequence[str]) -> str:
-    return ", ".join(t if t else "(no token)" for t in tokens)
 
 
 def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,

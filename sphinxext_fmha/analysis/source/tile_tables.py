@@ -131,8 +131,12 @@ class TileTableReader:
         """
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         decos = decorators(fn)
+        bound: Dict[str, Any] = {}
         if is_method and "staticmethod" not in decos and params:
-            params = params[1:]  # self or cls: bound to the owner, not a table parameter
+            # self or cls: bound to the owner, not a table parameter; a comparison with a
+            # class attribute (``dtype in cls._DT_FP16_BF16``) reads it through it
+            bound = {params[0]: ClassRef(owner)}
+            params = params[1:]
         table = FactoryTable(factory=owner, method=method, defined_at=pm.where(fn))
         if not params:
             self.ctx.gaps.append(Gap(f"tile table {owner}.{method}", pm.where(fn),
@@ -146,12 +150,6 @@ class TileTableReader:
         enumerated: List[Any] = []
         self._candidates(method, params.index(dtype_param), dtype_param, [], enumerated)
         enumerated = list(enumerated)
-        # a comparison with a class attribute (``dtype in cls._DT_FP16_BF16``) reads it
-        # through the method's own first parameter, bound to the owner
-        bound = {}
-        if is_method and "staticmethod" not in decos:
-            first = (fn.args.posonlyargs + fn.args.args)[:1]
-            bound = {a.arg: ClassRef(owner) for a in first}
         dtypes = self._candidates(method, params.index(dtype_param), dtype_param, related,
                                   bound=bound)
         dtypes = [d for d in dtypes if isinstance(d, str)]
