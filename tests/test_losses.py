@@ -141,3 +141,61 @@ def test_a_term_of_joined_conditions_is_on_each_of_their_subjects():
     assert decision.losses["_dropout"] == (
         "1 kernels not generated: 1 were reached when has_dropout: those inputs now find no "
         "kernel (the kept _ndropout variant is reached only when not has_dropout).")
+
+
+_TWO_TERMS_ON_ONE_SUBJECT = '''
+from sphinxext_fmha.model import Decision
+from sphinxext_fmha.verify.losses import describe_losses
+from sphinxext_fmha.verify.synthesis import Kernel
+labels = {"K": ["lit", "mask"]}
+categories = {("K", "lit"): "other", ("K", "mask"): "mask"}
+kernels = [Kernel(file="k%s.cpp" % t, kernel_type="K", name="k" + t, tokens=("k", t))
+           for t in ("_mask", "_mc")]
+conditions = {"k_mc.cpp": ["mask_type != no_mask", "mask_type != causal"],
+              "k_mask.cpp": ["mask_type == causal"]}
+decision = Decision(kernel_type="K", segment="mask", category="mask", keep=["_mask"],
+                    drop=["_mc"])
+describe_losses([decision], kernels, {"k_mask.cpp"}, categories, conditions, labels, {})
+print(decision.losses["_mc"])
+'''
+
+
+def test_two_own_terms_on_one_subject_give_the_same_sentence_in_every_process():
+    """The dropped kernel has two terms on the subject of its stand-in's term, one that
+    the stand-in's term excludes and one it admits: which one is compared must not
+    depend on the order a set of strings happens to have in a process (its hash seed)."""
+    import os
+    import subprocess
+    import sys
+
+    sentences = set()
+    for seed in range(8):
+        done = subprocess.run([sys.executable, "-c", _TWO_TERMS_ON_ONE_SUBJECT],
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                              capture_output=True, text=True, check=True)
+        sentences.add(done.stdout.strip())
+    assert len(sentences) == 1, sentences
+    (sentence,) = sentences
+    # the kernel's inputs meet both of its terms: mask_type != causal excludes the
+    # stand-in's mask_type == causal, whatever mask_type != no_mask admits
+    assert sentence == ("1 kernels not generated: 1 were reached when mask_type != causal: "
+                        "those inputs now find no kernel (the kept _mask variant is reached "
+                        "only when mask_type == causal).")
+
+
+def test_a_term_the_kernel_has_as_part_of_its_own_adds_nothing():
+    """The dropped kernel is reached when ``has_dropout and not is_store_randval``; its
+    stand-in when ``has_dropout`` and ``hdim_q <= 64``: the first is one of the kernel's
+    own, only the second is a condition on its inputs."""
+    labels = {"K": ["lit", "store"]}
+    categories = {("K", "lit"): "other", ("K", "store"): "other"}
+    kernels = [Kernel(file="k%s.cpp" % t, kernel_type="K", name="k" + t, tokens=("k", t))
+               for t in ("_store", "_nstore")]
+    conditions = {"k_nstore.cpp": ["has_dropout and not is_store_randval"],
+                  "k_store.cpp": ["has_dropout", "hdim_q <= 64"]}
+    decision = Decision(kernel_type="K", segment="store", category="other",
+                        keep=["_store"], drop=["_nstore"])
+    describe_losses([decision], kernels, {"k_store.cpp"}, categories, conditions, labels, {})
+    assert decision.losses["_nstore"] == (
+        "1 kernels not generated: 1 are served by the kept _store variant only when "
+        "hdim_q <= 64; other inputs lose their kernel.")

@@ -10,6 +10,7 @@ answer; conditions of different kernels are never joined.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
@@ -159,28 +160,40 @@ def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
     return (suffix,) + tuple(t for i, t in enumerate(kernel.tokens) if i not in loose)
 
 
-def _compare(extra: Sequence[str], subjects: Mapping[str, str],
+def _compare(extra: Sequence[str], subjects: Mapping[str, Sequence[str]],
              subject: Callable[[str], str]) -> Tuple[List[str], List[str], List[str]]:
-    """A stand-in's terms the kernel lacks (``extra``) against the kernel's own term on
-    the same subject (``subjects``: subject -> that term): (own terms, stand-in terms)
+    """A stand-in's terms the kernel lacks (``extra``) against the kernel's own terms on
+    the same subject (``subjects``: subject -> those terms): (own terms, stand-in terms)
     where they exclude each other (the stand-in is reached for other inputs there), and
     the stand-in's other terms, each a condition the kernel's inputs must also meet; a
-    term the kernel's own term implies adds nothing and is left out."""
+    term the kernel's own terms imply adds nothing and is left out."""
     mine: List[str] = []
     theirs: List[str] = []
     plain: List[str] = []
     for term in extra:
-        own = subjects.get(subject(term))
-        if own is None:
+        owns = subjects.get(subject(term))
+        if owns is None:
             plain.append(term)
             continue
-        relation = _relation(own, term)
-        if own != term and relation in ("excludes", "unknown"):
+        own, relation = _strongest(owns, term)
+        if relation in ("excludes", "unknown"):
             mine.append(own)
             theirs.append(term)
         elif relation != "implied":
             plain.append(term)
     return mine, theirs, plain
+
+
+#: What the kernel's terms on one subject together say of a stand-in's term: the
+#: kernel's inputs meet every one of them, so one that implies it settles it, else one
+#: that excludes it; an unread form decides only when no other term does.
+_STRENGTH = {"implied": 0, "excludes": 1, "admits": 2, "unknown": 3}
+
+
+def _strongest(owns: Sequence[str], theirs: str) -> Tuple[str, str]:
+    """(the kernel's term that decides, how it relates to ``theirs``)."""
+    return min(((own, _relation(own, theirs)) for own in owns),
+               key=lambda found: _STRENGTH[found[1]])
 
 
 #: ``S == V``, ``S != V`` and ``S == V or S == W ...`` on one subject ``S``.
@@ -202,12 +215,17 @@ def _values(term: str) -> Optional[Tuple[str, bool, FrozenSet[str]]]:
     return found[0][0], found[0][1], frozenset(f[2] for f in found)
 
 
+# the same few terms meet again on every kernel of a sub-type (bwd: 112,384 meetings of
+# some hundred terms)
+@functools.lru_cache(maxsize=1 << 12)
 def _relation(mine: str, theirs: str) -> str:
     """How a stand-in's term on the kernel's subject relates to the kernel's own term:
     ``implied`` (every input of the kernel's term meets it), ``admits`` (some do),
     ``excludes`` (none do) or ``unknown`` (a form not read here: counted as excluding,
     as a different term always was). Values are compared as written: equal texts are
     the same value, different texts different ones."""
+    if mine == theirs:
+        return "implied"  # (the part of a term joined by "and" that a stand-in has alone)
     a, b = _values(mine), _values(theirs)
     if a is None or b is None or a[0] != b[0]:
         return "unknown"
@@ -241,17 +259,25 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             found = known[term] = _subject(term)
         return found
 
+    # (stand-in, the kernel's own terms) -> _compare: kernels of one problem share both
+    compared: Dict[Tuple[str, FrozenSet[str]], Tuple[List[str], List[str], List[str]]] = {}
+    subjects_of: Dict[FrozenSet[str], Dict[str, List[str]]] = {}  # own terms -> subject -> terms
     for kernel in alone:
-        own = set(conditions.get(kernel.file, ()))
+        own = frozenset(conditions.get(kernel.file, ()))
         if conditions and not own:
             # no term common to every branch that reaches it (newer CK dispatches each
             # kernel from two functions): nothing to compare a stand-in's terms with
             groups[(_UNREAD, (), (), ())] += 1
             continue
-        # a term of several conditions joined by "and" (has_dropout and not
-        # is_store_randval) is on each of their subjects
-        subjects = {subject(part): part for t in own
-                    for part in (t.split(" and ") if " or " not in t else [t])}
+        subjects = subjects_of.get(own)
+        if subjects is None:
+            # a term of several conditions joined by "and" (has_dropout and not
+            # is_store_randval) is on each of their subjects; a subject may have several
+            # (in the terms' order: the same page in every process)
+            subjects = subjects_of[own] = {}
+            for term in sorted(own):
+                for part in (term.split(" and ") if " or " not in term else [term]):
+                    subjects.setdefault(subject(part), []).append(part)
         near = [k for k in kept_by_context.get(_context(kernel, loose), [])
                 if k.tokens[index] != kernel.tokens[index]]
         kept_by_problem, wide, tiles = problem
@@ -261,8 +287,11 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
         options = []
         for candidate in near + further:
             is_near = candidate.file in near_files
-            extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
-            own_side, their_side, also_needed = _compare(extra, subjects, subject)
+            found = compared.get((candidate.file, own))
+            if found is None:
+                extra = [t for t in conditions.get(candidate.file, ()) if t not in own]
+                found = compared[(candidate.file, own)] = _compare(extra, subjects, subject)
+            own_side, their_side, also_needed = found
             if their_side and not is_near:
                 continue  # a kernel further away counts only where it can take the inputs
             # a near stand-in is named by this segment's token; one further away by
