@@ -21,7 +21,7 @@ from typing import List, Optional
 from .cppapi.allocation import collector_paused, freeze_at_exit
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound, locate_ck_root
-from .model import to_dict, to_json
+from .model import to_dict, to_json, token_list
 from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
 from .process.cache import cache_dir_problem
 from .process.driver import DRIVER_SCRIPT
@@ -405,7 +405,7 @@ def _check_text(check) -> str:
     for row in check.breakdown:
         if row.dropped:
             lines.append("  %s / %s: dropped %s" % (row.kernel_type, row.segment,
-                                                   ", ".join(t or "(no token)" for t in row.dropped)))
+                                                   token_list(row.dropped)))
     for effect in check.side_effects:
         lines.append("side effect: " + effect)
     for note in check.notes:

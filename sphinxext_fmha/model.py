@@ -18,9 +18,11 @@ import json
 import sys
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 __all__ = [
+    "NO_TOKEN",
+    "token_list",
     "Gap",
     "Segment",
     "KernelType",
@@ -52,6 +54,15 @@ __all__ = [
     "to_json",
     "from_json",
 ]
+
+
+#: How a page names the empty token (a segment a kernel leaves out of its name).
+NO_TOKEN = "(no token)"
+
+
+def token_list(tokens: Sequence[str]) -> str:
+    """Tokens as a sentence names them (the empty one as :data:`NO_TOKEN`)."""
+    return ", ".join(t if t else NO_TOKEN for t in tokens)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from sphinx import addnodes
 from ..errors import WarningType
 from ..guide import check_filter, collect_guide
 from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
-from ..model import FilterCheck
+from ..model import NO_TOKEN, FilterCheck
 from ..options import OptionError, check_filter_text
 from ..render.guide import (
     api_list_table,
@@ -188,12 +188,12 @@ class FilterCheckDirective(FmhaDirective):
         for segment, token in keep:
             found = list(rows_for(segment, token))
             shown = "%s:%s" % (segment, token) if segment else token
-            results.append(("%s kept" % (shown or "(no token)"),
+            results.append(("%s kept" % (shown or NO_TOKEN),
                             bool(found) and all(i.selected > 0 for i in found)))
         for segment, token in drop:
             found = list(rows_for(segment, token))
             shown = "%s:%s" % (segment, token) if segment else token
-            results.append(("%s dropped" % (shown or "(no token)"),
+            results.append(("%s dropped" % (shown or NO_TOKEN),
                             bool(found) and all(i.selected == 0 for i in found)))
         return results
 
@@ -209,7 +209,7 @@ def _tokens(raw: Optional[str]) -> List[Tuple[str, str]]:
             continue
         segment, _, token = item.rpartition(":")
         token = token.strip()
-        if token in ("(no token)", "''", '""'):
+        if token in (NO_TOKEN, "''", '""'):
             token = ""
         out.append((segment.strip(), token))
     if not out:

@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Callable, Dict, List, Optional, Set
 
 from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
-from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount
+from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount, token_list
 from ..process.runner import ApiFileResult, ListingResult
 from .parsed_listing import ParsedListing
 
@@ -182,7 +182,7 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         files=sorted(listing.files),
     )
     check.side_effects = ["%s: %s dropped (not named by the filter)" % (
-        row.segment, ", ".join(t or "(no token)" for t in row.dropped))
+        row.segment, token_list(row.dropped))
         for row in check.breakdown if row.side_effect]
     actual = set(listing.files)
     check.verified = predicted == actual and not selected.unparsed

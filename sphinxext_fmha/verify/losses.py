@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..model import Decision
+from ..model import Decision, token_list
 from .synthesis import Kernel
 
 __all__ = ["describe_losses"]
@@ -26,11 +26,6 @@ _SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
 def _subject(term: str) -> str:
     match = _SUBJECT.match(term.strip())
     return match.group(1) if match else term
-
-
-def token_list(tokens: Sequence[str]) -> str:
-    """Tokens as a sentence names them (the empty one as "(no token)")."""
-    return ", ".join(t if t else "(no token)" for t in tokens)
 
 
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],

@@ -22,12 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
-from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation
+from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation, token_list
 from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
-from .losses import describe_losses, token_list
+from .losses import describe_losses
 from .policy import CHOSEN, POLICY, Plan, plan_keep_set
 from .synthesis import Kernel, Synthesis, synthesize
 from .tile_table import tile_tables

@@ -6,6 +6,7 @@ import re
 from typing import List, Optional, Sequence
 
 from ...model import (
+    NO_TOKEN,
     ApiModel,
     KernelType,
 )
@@ -35,7 +36,7 @@ def natural(text: str):
 
 
 def token_cell(token: str) -> Inlines:
-    return [Code(token)] if token else [Emph("(no token)")]
+    return [Code(token)] if token else [Emph(NO_TOKEN)]
 
 
 def plural(count: int, word: str, plural: Optional[str] = None) -> str:
