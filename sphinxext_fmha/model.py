@@ -156,6 +156,11 @@ class FieldInfo:
     comment: str = ""
     #: Where the field is declared (``path:line``).
     defined_at: str = ""
+    #: Per sub-type (class name), where its own class declares the field and the comment
+    #: there: sub-types of one API may each declare a field of the same path (a split-KV
+    #: kernel and its combine kernel both have ``F_hdim``), at different lines.
+    defined_at_by_type: Dict[str, str] = field(default_factory=dict)
+    comment_by_type: Dict[str, str] = field(default_factory=dict)
     #: The codegen dict or function that maps its values to C++ symbols, if any.
     symbol_map: str = ""
     #: ``{value: C++ symbol}`` from that map.

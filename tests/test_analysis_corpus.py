@@ -324,6 +324,53 @@ def test_each_sub_type_is_placed_at_its_class_statement(corpus_models, corpus_ro
             (kernel_type.defined_at, lines[int(line) - 1])
 
 
+def _class_body(lines: List[str], name: str) -> range:
+    """The lines (0-based) of ``class name``'s body: from its statement to the next
+    line that is not indented (nor blank)."""
+    start = next(i for i, text in enumerate(lines) if re.match(r"class\s+%s\b" % name, text))
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].strip() and not lines[i][0].isspace()), len(lines))
+    return range(start, end)
+
+
+def _declaring_class(lines: List[str], class_name: str, path: str) -> str:
+    """The class whose body declares the last attribute of ``path`` on an object of
+    ``class_name``: each ``F_part.`` step follows the annotation of ``F_part`` there."""
+    for part in path.split(".")[:-1]:
+        declaration = next(re.match(r"\s+%s\s*:\s*(\w+)" % part, lines[i])
+                           for i in _class_body(lines, class_name)
+                           if re.match(r"\s+%s\s*:" % part, lines[i]))
+        class_name = declaration.group(1)
+    return class_name
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,)))
+def test_each_field_is_placed_in_its_own_sub_types_class(corpus_models, corpus_root, tree, api,
+                                                         mask):
+    """A field's place, as each sub-type's field reference cites it, is a line that declares
+    that attribute in the body of the class this sub-type holds it in (read here from the
+    file): fwd_splitkv's kernel and combine kernel both declare ``F_hdim``, each its own."""
+    model = corpus_models.get(tree, api, mask).model
+    infos = {info.path: info for info in model.fields}
+    checked = 0
+    for kernel_type in model.kernel_types:
+        source = kernel_type.defined_at.rsplit(":", 1)[0]
+        lines = (fmha_dir(corpus_root(tree)) / source).read_text(encoding="utf-8").splitlines()
+        for segment in kernel_type.segments:
+            for path in segment.fields:
+                info = infos.get(path)
+                cited = info and info.defined_at_by_type.get(kernel_type.class_name)
+                if not cited or not cited.startswith(source + ":"):
+                    continue  # (a part declared in another file: not read here)
+                line = int(cited.rsplit(":", 1)[1]) - 1
+                owner = _declaring_class(lines, kernel_type.class_name, path)
+                leaf = path.split(".")[-1]
+                assert line in _class_body(lines, owner), (kernel_type.class_name, path, cited)
+                assert re.match(r"\s+%s\s*:" % leaf, lines[line]), (path, cited, lines[line])
+                checked += 1
+    assert checked
+
+
 # --------------------------------------------------------------------------- 3. filter facts
 
 

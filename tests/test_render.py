@@ -469,6 +469,26 @@ def test_bwd_filter_mechanism(session):
         ("FmhaBwdConvertQGradKernel", "1")]
 
 
+def test_each_sub_type_cites_its_own_declaration_of_a_shared_field(session):
+    """All three bwd sub-types declare ``F_hdim``; each one's field reference cites the
+    line in its own class (the class bodies read here from the file)."""
+    data = collect_guide(session, "bwd", sections=["fields"])
+    text = guide_markdown(data, ["fields"])
+    lines = (session.ck_root / "example/ck_tile/01_fmha/codegen/ops/fmha_bwd.py"
+             ).read_text().splitlines()
+    starts = {m.group(1): i for i, line in enumerate(lines)
+              for m in [re.match(r"class (\w+)", line)] if m}
+    cited = {}
+    for name, section in re.findall(r"^### `(\w+)`.*?$(.*?)(?=^### |\Z)", text, re.M | re.S):
+        found = re.search(r"^- `F_hdim`.*\(`codegen/ops/fmha_bwd\.py:(\d+)`\)", section, re.M)
+        if found:
+            line = int(found.group(1)) - 1
+            owner = max((start, cls) for cls, start in starts.items() if start <= line)[1]
+            assert owner == name and re.match(r"\s+F_hdim\s*:", lines[line]), (name, line + 1)
+            cited[name] = line + 1
+    assert len(set(cited.values())) == len(cited) == 3, cited
+
+
 def test_sections_to_nodes_wraps_sections(appendkv):
     guide = sections_to_nodes(guide_sections(appendkv, ["types", "filename"]), "fwd_appendkv",
                               "auto")

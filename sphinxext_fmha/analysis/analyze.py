@@ -479,19 +479,25 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
                 continue
             for path in segment.fields:
                 info = fields.get(path)
-                if info is not None and constant:
+                # where this sub-type's own class declares the field
+                owner = owners.get(path, kernel_type.class_name)
+                declared = comments.get((owner, path.split(".")[-1]))
+                defined_at = _line_of(class_where.get(owner, ""), declared)
+                comment = declared.comment if declared else ""
+                described = info is not None
+                if info is None:
+                    info = FieldInfo(path=path, segment=segment.label, comment=comment,
+                                     defined_at=defined_at)
+                    info.symbol_map = owner  # resolved into the map below
+                    fields[path] = info
+                if defined_at:
+                    info.defined_at_by_type.setdefault(kernel_type.class_name, defined_at)
+                if declared is not None:  # (its own comment, even none)
+                    info.comment_by_type.setdefault(kernel_type.class_name, comment)
+                if described and constant:
                     if kernel_type.class_name not in info.kernel_types:
                         info.kernel_types.append(kernel_type.class_name)
                     continue
-                if info is None:
-                    owner = owners.get(path, kernel_type.class_name)
-                    leaf = path.split(".")[-1]
-                    declared = comments.get((owner, leaf))
-                    info = FieldInfo(path=path, segment=segment.label,
-                                     comment=declared.comment if declared else "",
-                                     defined_at=_line_of(class_where.get(owner, ""), declared))
-                    info.symbol_map = owner  # resolved into the map below
-                    fields[path] = info
                 if kernel_type.class_name not in info.kernel_types:
                     info.kernel_types.append(kernel_type.class_name)
                 values = _column_texts(leaves, path)

@@ -349,16 +349,21 @@ def _tables(blocks: List[Block]) -> List[Table]:
     return out
 
 
-def _field_items(segment: Segment, infos: Dict[str, FieldInfo], symbols_inline: bool) -> List[Inlines]:
+def _field_items(segment: Segment, infos: Dict[str, FieldInfo], symbols_inline: bool,
+                 class_name: str) -> List[Inlines]:
+    """The fields of a segment of sub-type ``class_name``, each where that sub-type's own
+    class declares it."""
     items: List[Inlines] = []
     for path in segment.fields:
         info = infos.get(path)
         item: Inlines = [Code(path)]
         if info is not None:
-            if info.comment:
-                item.append(": " + " ".join(info.comment.split()))
-            if info.defined_at:
-                item += [" (", Code(info.defined_at), ")"]
+            comment = info.comment_by_type.get(class_name, info.comment)
+            if comment:
+                item.append(": " + " ".join(comment.split()))
+            defined_at = info.defined_at_by_type.get(class_name, info.defined_at)
+            if defined_at:
+                item += [" (", Code(defined_at), ")"]
             if info.symbol_map and symbols_inline:
                 item += [", C++ symbols from ", Code(info.symbol_map)]
             if info.hard_coded:
@@ -405,7 +410,7 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
     described: List[Block] = [Para(title, ["fmha-segment"], anchor=segment.label)]
     mapped = [p for p in segment.fields if infos.get(p) and infos[p].cpp_symbols]
     one_symbol = len(mapped) <= 1
-    items = _field_items(segment, infos, one_symbol)
+    items = _field_items(segment, infos, one_symbol, kernel_type.class_name)
     if items:
         described += fold(["Fields of ", Strong(segment.label), " (%d)" % len(items)],
                           [BulletList(items)], len(items), 2)
