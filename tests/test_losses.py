@@ -118,9 +118,10 @@ def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
         "2 kernels not generated (and 1 that also carry another dropped value): 2 were "
         "reached when has_lse: those inputs now find no kernel (the kept _nlse variant is "
         "reached only when not has_lse).")
-    # the batch _ps kernel without lse is the one _ps alone takes away
+    # the batch _ps kernel without lse is the one _ps alone takes away; the batch one with
+    # lse is lost for both; the group one with lse only for lse (the set keeps group _ps)
     assert decisions[0].losses["_ps"] == (
-        "1 kernels not generated (and 2 that also carry another dropped value): 1 are served "
+        "1 kernels not generated (and 1 that also carry another dropped value): 1 are served "
         "by the kept _npad variant only when seqlen_q % 64 == 0; other inputs lose their "
         "kernel.")
 
@@ -199,3 +200,4 @@ def test_a_term_the_kernel_has_as_part_of_its_own_adds_nothing():
     assert decision.losses["_nstore"] == (
         "1 kernels not generated: 1 are served by the kept _store variant only when "
         "hdim_q <= 64; other inputs lose their kernel.")
+

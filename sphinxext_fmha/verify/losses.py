@@ -87,10 +87,16 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 (k, tuple(i for i, t in enumerate(k.tokens) if t not in kept_tokens[i]
                           or not _within(k, limits.get((i, t)))))
                 for k in own if k.file not in kept]
-        # per token: the dropped kernels carrying it, those whose every other token is kept
+        # per token: the dropped kernels that carry it, and those whose every other token
+        # is kept; a kernel that carries another dropped value but this token where the
+        # set keeps it (a pad kept only with mode _group) is lost for that other value,
+        # not for this one (one whose every value is kept, only not in this combination,
+        # stays counted: no value names it better)
         total_of: Counter = Counter()
         alone_of: Dict[str, List[Kernel]] = {}
         for kernel, missing in dropped:
+            if missing and index not in missing:
+                continue
             total_of[kernel.tokens[index]] += 1
             if not missing or missing == (index,):
                 alone_of.setdefault(kernel.tokens[index], []).append(kernel)
