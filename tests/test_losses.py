@@ -201,3 +201,38 @@ def test_a_term_the_kernel_has_as_part_of_its_own_adds_nothing():
         "1 kernels not generated: 1 are served by the kept _store variant only when "
         "hdim_q <= 64; other inputs lose their kernel.")
 
+
+
+def test_a_value_kept_with_every_value_it_exists_with_is_dropped_nowhere():
+    """The Drop column lists a token kept only with some values ("except with dtype
+    _fp8") only when a kernel carries it outside them: 2.8.3 fwd_splitkv's ``_squant``
+    exists with fp8 alone."""
+    from types import SimpleNamespace
+
+    from sphinxext_fmha.render.sections.recommendation import _drop_cell
+    from sphinxext_fmha.verify.recommend import _dropped_elsewhere
+
+    kernel_type = SimpleNamespace(segments=[SimpleNamespace(label=label)
+                                            for label in ("lit", "dtype", "squant")])
+
+    def kernel(*tokens: str) -> Kernel:
+        return Kernel(file="k" + "".join(tokens) + ".cpp", kernel_type="K",
+                      name="k" + "".join(tokens), tokens=("k",) + tokens)
+
+    own = [kernel("_fp16", "_nsquant"), kernel("_fp8", "_squant")]
+    fp8 = {"dtype": ["_fp8"]}
+    assert not _dropped_elsewhere(kernel_type, own, 2, "_squant", fp8)
+    assert _dropped_elsewhere(kernel_type, own + [kernel("_bf16", "_squant")], 2, "_squant", fp8)
+    assert _dropped_elsewhere(kernel_type, own, 2, "_squant", {})  # "where nothing else exists"
+
+    def decision(dropped: bool) -> Decision:
+        return Decision(kernel_type="K", segment="squant", category="optional feature",
+                        keep=["_nsquant", "_squant"],
+                        partial=[{"token": "_squant", "kept_with": fp8, "dropped": dropped}])
+
+    def text(cell) -> str:
+        return "".join(getattr(part, "text", part) if not isinstance(part, str) else part
+                       for part in cell)
+
+    assert text(_drop_cell(decision(False))) == "-"
+    assert "_squant" in text(_drop_cell(decision(True)))

@@ -295,8 +295,11 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                 ranks = plan.ranks.get(key, {})
                 for token in decision.keep:
                     if ranks.get(token, 0) > 0:
-                        decision.partial.append({"token": token, "kept_with": _kept_with(
-                            kernel_type, chosen, index, token, problem)})
+                        kept_with = _kept_with(kernel_type, chosen, index, token, problem)
+                        decision.partial.append({
+                            "token": token, "kept_with": kept_with,
+                            "dropped": _dropped_elsewhere(kernel_type, own, index, token,
+                                                          kept_with)})
                 if decision.partial:
                     decision.reason += "; where a problem class has no such variant, its " \
                                        "nearest variant is kept for that class only"
@@ -325,6 +328,19 @@ def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index
                          % (token_list(others), "is" if len(others) == 1 else "are",
                             "its" if len(others) == 1 else "their"))
     return "".join("; " + part for part in parts)
+
+
+def _dropped_elsewhere(kernel_type, own: Sequence[Kernel], index: int, token: str,
+                       kept_with: Dict[str, List[str]]) -> bool:
+    """Whether a kernel of the sub-type carries ``token`` outside the values it is kept
+    with (2.8.3 fwd_splitkv's ``_squant`` exists with dtype ``_fp8`` only: kept with fp8,
+    it is dropped nowhere). Without such values ("where nothing else exists"), yes."""
+    if not kept_with:
+        return True
+    labels = [s.label for s in kernel_type.segments]
+    where = [(labels.index(label), set(values)) for label, values in kept_with.items()]
+    return any(k.tokens[index] == token and not all(k.tokens[i] in values for i, values in where)
+               for k in own)
 
 
 def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,

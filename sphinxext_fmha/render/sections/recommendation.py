@@ -93,7 +93,9 @@ def _drop_cell(decision: Decision) -> Inlines:
     dropped finds them here too."""
     partial = _partial_where(decision)
     cells: List[Inlines] = [token_cell(token) for token in sorted(decision.drop, key=natural)]
-    for token in sorted(partial, key=natural):
+    # (a token kept with every value it exists with is dropped nowhere)
+    dropped = {p["token"] for p in decision.partial if p.get("dropped", True)}
+    for token in sorted((t for t in partial if t in dropped), key=natural):
         where = partial[token]
         cells.append(token_cell(token) + [" (except with %s)" % where if where
                                           else " (except where nothing else exists)"])
