@@ -489,6 +489,18 @@ def test_each_sub_type_cites_its_own_declaration_of_a_shared_field(session):
     assert len(set(cited.values())) == len(cited) == 3, cited
 
 
+def test_the_checks_count_the_skip_conditions_the_skip_table_shows(session):
+    """fwd_splitkv's codegen tests ``d == None`` in two places: one condition, one row
+    of the skip table, counted once in the checks table too (it said 7 beside 5 rows)."""
+    data = collect_guide(session, "fwd_splitkv", sections=["rules", "gaps"])
+    text = guide_markdown(data, ["rules", "gaps"])
+    table = text.split("| Kind | Condition | Where |")[1].split("\n\n")[0]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("| ")]
+    places = sum(line.split(" | ")[-1].count("`codegen/") for line in rows)
+    assert places > len(rows) > 1  # (a condition in two places: the case at hand)
+    assert "| Skip conditions | %d |" % len(rows) in text
+
+
 def test_sections_to_nodes_wraps_sections(appendkv):
     guide = sections_to_nodes(guide_sections(appendkv, ["types", "filename"]), "fwd_appendkv",
                               "auto")
