@@ -363,6 +363,10 @@ class Receipt:
     reading: str = ""
     #: Where it is read (``path:line``).
     where: str = ""
+    #: Its conditions that no kernel generate.py lists without ``-r`` meets, each as
+    #: [condition, the field it tests, the values the listed kernels have there]
+    #: (:mod:`~sphinxext_fmha.analysis.receipts_observed`).
+    unmet: List[List[str]] = field(default_factory=list)
 
 
 @dataclass

@@ -44,6 +44,7 @@ from analysis_fixtures import (
     snapshot,
     snapshot_diff,
 )
+from independent import independent_listing
 
 pytest_plugins = ["plugins_analysis"]
 pytestmark = pytest.mark.corpus
@@ -369,6 +370,25 @@ def test_each_field_is_placed_in_its_own_sub_types_class(corpus_models, corpus_r
                 assert re.match(r"\s+%s\s*:" % leaf, lines[line]), (path, cited, lines[line])
                 checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V283},
+                                                 apis={"fwd_splitkv"}))
+def test_a_receipt_rule_no_listed_kernel_meets_keeps_none(corpus_models, corpus_root, tree,
+                                                          api, mask, tmp_path):
+    """2.8.3 fwd_splitkv's PyTorch receipt tests ``dtype in ['fp16, bf16']``: the page says
+    no listed kernel meets it, and ``-r 4`` lists no split-KV kernel (its combine kernels
+    come from another function); ``-r 2``, which says nothing of the kind, lists some."""
+    receipts = {r.value: r for r in corpus_models.get(tree, api, mask).model.receipts}
+    assert [value for value, r in receipts.items() if r.unmet] == ["4"]
+    assert receipts["4"].unmet[0][:2] == ["dtype in ['fp16, bf16']", "F_dtype"]
+
+    def split_kv(receipt: str) -> set:
+        listed = independent_listing(corpus_root(tree), api, tmp_path, "-r", receipt)
+        return {n for n in listed if not n.startswith("fmha_fwd_splitkv_combine")}
+
+    assert split_kv("4") == set()
+    assert split_kv("2")
 
 
 # --------------------------------------------------------------------------- 3. filter facts

@@ -40,6 +40,7 @@ from .grammar import Grammar, derive_grammar, disambiguate_labels, plain_values,
 from .observe import observe
 from .probe_script import MARKER
 from .pyparse import parse_module
+from .receipts_observed import note_unmet_terms
 from .source import SourceFacts, analyze_source
 
 Progress = Optional[Callable[[str], None]]
@@ -214,6 +215,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         dispatch=facts.dispatch,
         gaps=gaps,
     )
+    note_unmet_terms(model.receipts, tree.fmha_dir, observed["records"])
     observed_files = {r["filename"] for r in observed["records"]}
     kernel_files = [f for f in listed_files if f in observed_files]
     other_files = sorted(f for f in listed_files if f not in observed_files)

@@ -52,6 +52,16 @@ def _skip_blocks(skips: Sequence[SkipCondition]) -> List[Block]:
         ["Skip conditions: %s" % plural(len(rows), "condition")], [table], len(rows), FOLD_SHORT)
 
 
+def _unmet(receipt: Receipt) -> Inlines:
+    """What no kernel listed without ``-r`` meets: the receipt keeps none of them."""
+    if not receipt.unmet:
+        return []
+    return [". No kernel generate.py lists without ", Code("-r"), " meets ",
+            *join([[Code(condition), " (their ", Code(path), ": %s)" % values]
+                   for condition, path, values in receipt.unmet], "; "),
+            ", so this rule keeps none"]
+
+
 def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
     if not receipts:
         return [Para(["This API has no receipt-specific rule."])]
@@ -69,7 +79,7 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
             keeps = [k[:-len(suffix.group(0))] for k in keeps]
             header += suffix.group(0)
         rows: List[List[Inlines]] = [
-            [[Code(r.value)], [r.label], [k], [Code(r.where)] if r.where else []]
+            [[Code(r.value)], [r.label], [k, *_unmet(r)], [Code(r.where)] if r.where else []]
             for r, k in zip(used, keeps)]
         table = Table(header=["Receipt", "Label", header, "Where"], rows=rows,
                       classes=["fmha-receipts"])

@@ -1,0 +1,120 @@
+"""Which receipt conditions no listed kernel meets, read against what generate.py listed.
+
+A receipt's rule is read from the source as written (:mod:`.source.receipts`). A rule
+can be written so that it keeps nothing: flash-attn 2.8.3's fwd_splitkv tests
+``dtype in ['fp16, bf16']`` for the PyTorch receipt, a list of one string that no data
+type equals, so ``-r 4`` lists no split-KV kernel. Read alone, the rule says "keeps
+only kernels where dtype is "fp16, bf16"".
+
+Here each term ``name in [constants]`` or ``name == constant`` of a receipt's
+conditions is tied to the kernel field it tests (the keyword argument the receipt's
+function passes that name as: ``Kernel(F_dtype=dtype)``; ``pipeline.F_bias`` through
+``F_pipeline=pipeline``) and compared with the values of that field in the kernels
+generate.py lists without ``-r``: a term none of them meets is said, with the values
+they have. Only what is certain is said: a term of another form, a name passed as no
+field, or a field no listed kernel has, is left alone. (A receipt may enumerate
+kernels the default run does not; the page says "listed without -r", which is what
+was observed.)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Set
+
+from ..model import Receipt
+from .pyparse import parse_module
+
+__all__ = ["note_unmet_terms"]
+
+
+def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
+                     records: Iterable[dict]) -> None:
+    """Fill each receipt's ``unmet`` from the listed kernels' ``records`` (their field
+    values by path, as the probe observed them)."""
+    values: Dict[str, Set[str]] = {}
+    for record in records:
+        for path, value in record["leaves"].items():
+            if not isinstance(value, dict):  # (a value only its repr stands for)
+                values.setdefault(path, set()).add(str(value))
+    for receipt in receipts:
+        source, _, line = receipt.where.rpartition(":")
+        if not source or not line.isdigit():
+            continue
+        function = _function_at(fmha_dir / source, int(line))
+        if function is None:
+            continue
+        fields = _fields_passed(function)
+        found = (_unmet(condition, fields, values) for condition in receipt.conditions)
+        receipt.unmet = [unmet for unmet in found if unmet is not None]
+
+
+def _function_at(path: Path, line: int) -> Optional[ast.AST]:
+    """The innermost function of the module at ``path`` that holds ``line``."""
+    try:
+        tree = parse_module(path).tree
+    except (OSError, SyntaxError, ValueError):
+        return None
+    if tree is None:
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= line <= (node.end_lineno or node.lineno):
+            if found is None or node.lineno >= found.lineno:
+                found = node
+    return found
+
+
+def _fields_passed(function: ast.AST) -> Dict[str, str]:
+    """name -> the keyword it is passed as in the function's calls (``F_dtype=dtype``);
+    a name passed as two different keywords is left out."""
+    fields: Dict[str, str] = {}
+    ambiguous: Set[str] = set()
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg and isinstance(keyword.value, ast.Name):
+                name = keyword.value.id
+                if fields.setdefault(name, keyword.arg) != keyword.arg:
+                    ambiguous.add(name)
+    return {name: field for name, field in fields.items() if name not in ambiguous}
+
+
+def _unmet(condition: str, fields: Dict[str, str], values: Dict[str, Set[str]]
+           ) -> Optional[List[str]]:
+    """[``condition``, its field, the listed values there] when it is a plain
+    ``in``/``==`` term on a passed field that none of them meets; else None."""
+    try:
+        node = ast.parse(condition.strip(), mode="eval").body
+    except SyntaxError:
+        return None  # (a guarded or negated reading: "... (when ...)", "not (...)")
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.In, ast.Eq))):
+        return None
+    path = _field_path(node.left, fields)
+    wanted = _constants(node.comparators[0], isinstance(node.ops[0], ast.In))
+    listed = values.get(path or "")
+    if path is None or wanted is None or not listed or wanted & listed:
+        return None
+    return [condition.strip(), path, ", ".join(sorted(listed))]
+
+
+def _field_path(node: ast.AST, fields: Dict[str, str]) -> Optional[str]:
+    attributes: List[str] = []
+    while isinstance(node, ast.Attribute):
+        attributes.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in fields:
+        return None
+    return ".".join([fields[node.id], *attributes])
+
+
+def _constants(node: ast.AST, many: bool) -> Optional[Set[str]]:
+    items = node.elts if many and isinstance(node, (ast.List, ast.Tuple, ast.Set)) else \
+        [node] if not many else None
+    if items is None or not all(isinstance(item, ast.Constant) for item in items):
+        return None
+    return {str(item.value) for item in items}  # type: ignore[attr-defined]
