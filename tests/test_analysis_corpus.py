@@ -391,6 +391,28 @@ def test_a_receipt_rule_no_listed_kernel_meets_keeps_none(corpus_models, corpus_
     assert split_kv("2")
 
 
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V283},
+                                                 apis={"batch_prefill"}))
+def test_receipts_a_module_tests_only_some_of_are_said_untested(corpus_models, corpus_root,
+                                                                tree, api, mask, tmp_path):
+    """generate.py's help names 100-199 for Aiter; batch_prefill tests ``receipt == 100``
+    only, so 101-199 is listed among the receipts the module does not reference, and
+    ``-r 101`` lists what no ``-r`` lists. Each tested receipt carries the module's own
+    words for it (the comment above its branch, read here from the file)."""
+    model = corpus_models.get(tree, api, mask).model
+    receipts = {r.value: r for r in model.receipts}
+    assert "101-199" in receipts and "referenced in this module" in receipts["101-199"].reading
+    assert "100" in receipts and "100-199" not in receipts
+    root = corpus_root(tree)
+    everything = independent_listing(root, api, tmp_path)
+    assert independent_listing(root, api, tmp_path, "-r", "101") == everything
+    assert independent_listing(root, api, tmp_path, "-r", "100") != everything
+    source, line = receipts["200"].where.rsplit(":", 1)
+    lines = (fmha_dir(root) / source).read_text(encoding="utf-8").splitlines()
+    above = lines[int(line) - 2].strip()
+    assert above.startswith("#") and receipts["200"].label == above.lstrip("# ").strip()
+
+
 # --------------------------------------------------------------------------- 3. filter facts
 
 

@@ -66,8 +66,11 @@ def collect_receipts(ctx: Context) -> None:
                     " ".join(ctx.pm.comments_above(cur.body[0].lineno))
                 for v in values or ["?"]:
                     referenced.add(v)
+                    # a branch of several receipts (2 and 3) has one comment for them
+                    # all: each is named by generate.py's help then
+                    own = comment if len(values) <= 1 else ""
                     ctx.facts.receipts.append(_make_receipt(ctx,
-                        v, labels, comment, conditions, readings, effects, extra, others, label, cur))
+                        v, labels, own, conditions, readings, effects, extra, others, label, cur))
                 if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) \
                         and mentions(cur.orelse[0].test, ctx.receipt_names):
                     cur = cur.orelse[0]
@@ -102,12 +105,58 @@ def collect_receipts(ctx: Context) -> None:
                     value=f"{lo}-{hi}", label=text, conditions=[],
                     reading="no value of this range is referenced in this module: only "
                             "conditions that apply to every receipt", where=where))
+                continue
+            # a range the help names whose values the module tests only some of
+            # (batch_prefill tests receipt == 100 of 100-199: -r 101 filters nothing)
+            tested = sorted((v for v in referenced if _overlaps(v, lo, hi)), key=_first_value)
+            for first, last in _untested(lo, hi, referenced):
+                ctx.facts.receipts.append(Receipt(
+                    value=str(first) if first == last else f"{first}-{last}", label=text,
+                    conditions=[],
+                    reading="not referenced in this module (of %d-%d it tests %s): only "
+                            "conditions that apply to every receipt" % (lo, hi, ", ".join(tested)),
+                    where=where))
             continue
         if str(lo) not in referenced:
             ctx.facts.receipts.append(Receipt(
                 value=str(lo), label=text, conditions=[],
                 reading="not referenced in this module: only conditions that apply to every receipt",
                 where=where))
+
+
+def _bounds(value: str, lo: int, hi: int) -> Optional[Tuple[int, int]]:
+    """The values a receipt value (``"2"``, ``"100-199"``, ``"-99"``) stands for, open
+    ends closed at ``lo``/``hi``; None for another form (an expression)."""
+    m = re.match(r"^(\d*)-(\d*)$", value)
+    if m:
+        return (int(m.group(1)) if m.group(1) else lo, int(m.group(2)) if m.group(2) else hi)
+    return (int(value), int(value)) if value.isdigit() else None
+
+
+def _first_value(value: str) -> int:
+    bounds = _bounds(value, 0, 0)
+    return bounds[0] if bounds else 0
+
+
+def _untested(lo: int, hi: int, referenced: Set[str]) -> List[Tuple[int, int]]:
+    """The parts of ``lo..hi`` no referenced value covers; none when a referenced value
+    is of a form not read (it may cover anything)."""
+    covered: List[Tuple[int, int]] = []
+    for value in referenced:
+        bounds = _bounds(value, lo, hi)
+        if bounds is None:
+            return []
+        if bounds[0] <= hi and lo <= bounds[1]:
+            covered.append((max(bounds[0], lo), min(bounds[1], hi)))
+    parts: List[Tuple[int, int]] = []
+    start = lo
+    for first, last in sorted(covered):
+        if first > start:
+            parts.append((start, first - 1))
+        start = max(start, last + 1)
+    if start <= hi:
+        parts.append((start, hi))
+    return parts
 
 
 def _overlaps(value: str, lo: int, hi: int) -> bool:
@@ -286,7 +335,10 @@ def _branch_conditions(ctx: Context,
 def _make_receipt(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]], comment: str,
                   conditions: List[str], readings: List[str], effects: List[str], extra: str,
                   others: List[ast.AST], fn_label: str, node: ast.If) -> Receipt:
-    label = _label_for(value, labels) or comment
+    # the module's own words for its branch first: generate.py's help names a receipt
+    # for every API at once (batch_prefill's 200 is "Aiter(mha_batch_prefill)" here,
+    # "Aiter(mha_varlen_fwd)" there)
+    label = comment or _label_for(value, labels) or comment
     parts = list(readings)
     if effects:
         parts.append("runs " + "; ".join(effects))
