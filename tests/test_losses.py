@@ -236,3 +236,28 @@ def test_a_value_kept_with_every_value_it_exists_with_is_dropped_nowhere():
 
     assert text(_drop_cell(decision(False))) == "-"
     assert "_squant" in text(_drop_cell(decision(True)))
+
+
+def test_a_stand_in_reached_from_differing_branches_is_not_said_to_serve():
+    """2.8.3 bwd: the kept ``_pskddv`` kernel is reached from branches that test
+    ``seqlen_q % 64 == 0`` or ``seqlen_q % 32 == 0 and seqlen_q % 64 != 0``, so the terms
+    all its branches share say nothing of seqlen_q; the dropped ``_psskddv`` inputs
+    (``seqlen_q % 16 != 0``) are not served by it, and the page must not say they are."""
+    labels = {"K": ["lit", "pad"]}
+    categories = {("K", "lit"): "other", ("K", "pad"): "padding"}
+    kept, lost = _kernel("_pskddv"), _kernel("_psskddv")
+    conditions = {kept.file: ["hdim_q % 128 != 0"],
+                  lost.file: ["seqlen_q % 16 != 0", "hdim_q % 128 != 0"]}
+
+    def loss(varying):
+        decision = Decision(kernel_type="K", segment="pad", category="padding",
+                            keep=["_pskddv"], drop=["_psskddv"])
+        describe_losses([decision], [kept, lost], {kept.file}, categories, conditions, labels,
+                        {}, varying)
+        return decision.losses["_psskddv"]
+
+    assert loss(set()) == "1 kernels not generated: 1 are served by the kept _pskddv variant."
+    assert loss({kept.file}) == (
+        "1 kernels not generated: 1 may be served by the kept _pskddv variant, which is reached "
+        "from branches with different conditions: whether it takes their inputs is not "
+        "established.")

@@ -13,7 +13,18 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import (
+    AbstractSet,
+    Callable,
+    Dict,
+    FrozenSet,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 from ..model import Decision, token_list
 from .synthesis import Kernel
@@ -31,11 +42,14 @@ def _subject(term: str) -> str:
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
                     conditions: Mapping[str, Sequence[str]], labels: Mapping[str, List[str]],
-                    followers: Mapping[str, str]) -> None:
+                    followers: Mapping[str, str], varying: AbstractSet[str] = frozenset()
+                    ) -> None:
     """Fill ``decision.losses`` (token -> sentence) for each token with lost kernels.
 
     ``labels``: sub-type -> its segment labels; ``followers``: follower sub-type ->
-    the sub-type it follows."""
+    the sub-type it follows; ``varying``: kernels whose dispatch branches differ, whose
+    ``conditions`` (the terms all their branches share) hold wherever they are reached
+    but do not say where: such a stand-in is never said to serve inputs."""
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
@@ -110,7 +124,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                         "those is lost" % total)
                 continue
             decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
-                                               conditions, problem)
+                                               conditions, problem, varying)
 
 
 def _kept_by_problem(own: Sequence[Kernel], kept: Set[str], categories: Sequence[Optional[str]],
@@ -244,13 +258,15 @@ def _relation(mine: str, theirs: str) -> str:
 
 #: The stand-in of kernels whose dispatch conditions are not read (see :func:`_sentence`).
 _UNREAD = ("?",)
+#: The condition of a stand-in whose branches differ: where it is reached is not read.
+_UNSETTLED = ("~",)
 
 
 def _sentence(alone: Sequence[Kernel], total: int, index: int,
               kept_by_context: Mapping[Tuple, List[Kernel]], loose: Sequence[int],
               conditions: Mapping[str, Sequence[str]],
-              problem: Tuple[Mapping[Tuple, List[Kernel]], Sequence[int], Set[int]]
-              ) -> str:
+              problem: Tuple[Mapping[Tuple, List[Kernel]], Sequence[int], Set[int]],
+              varying: AbstractSet[str] = frozenset()) -> str:
     groups: Counter = Counter()
     known: Dict[str, str] = {}  # term -> its subject: the same terms recur on every kernel
 
@@ -295,17 +311,23 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             own_side, their_side, also_needed = found
             if their_side and not is_near:
                 continue  # a kernel further away counts only where it can take the inputs
+            # terms a stand-in reached from differing branches lacks may be on each of its
+            # branches: that it takes the inputs is not established (its shared terms that
+            # exclude them still do)
+            unsettled = not their_side and candidate.file in varying
+            if unsettled:
+                also_needed = list(_UNSETTLED)
             # a near stand-in is named by this segment's token; one further away by
             # every token it differs in (tiles aside)
             named = (candidate.tokens[index],) if is_near else (
                 candidate.tokens[index], *(c for i, (c, t) in enumerate(zip(candidate.tokens,
                                                                             kernel.tokens))
                                            if c != t and i != index and i not in tiles))
-            options.append((len(their_side), len(also_needed), named,
+            options.append((len(their_side), unsettled, len(also_needed), named,
                             tuple(also_needed), tuple(own_side), tuple(their_side)))
         if options:
             best = min(options)
-            groups[best[2:]] += 1
+            groups[best[3:]] += 1
         else:
             groups[((), (), (), ())] += 1
     parts = []
@@ -318,6 +340,10 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             parts.append("%d have no kept kernel of the same problem class; their inputs "
                          "(%s) find no kernel" % (count, "; ".join(_own_terms(
                              alone, index, conditions)) or "as named"))
+        elif plain == _UNSETTLED:
+            parts.append("%d may be served by the kept %s variant, which is reached from "
+                         "branches with different conditions: whether it takes their inputs "
+                         "is not established" % (count, token_list(stand_in)))
         elif theirs:
             parts.append("%d were reached when %s: those inputs now find no kernel (the kept "
                          "%s variant is reached only when %s)"

@@ -71,6 +71,10 @@ class RecommendInputs:
     #: reads ``conditions`` (the API dispatch file's reading, as costly as the filtered
     #: runs): called while the runs run; when it raises, a note says what is lost
     read_conditions: Optional[Callable[[], Dict[str, List[str]]]] = None
+    #: kernel files whose dispatch branches differ (their ``conditions`` hold where they
+    #: are reached without saying where): read with ``conditions``
+    varying: Set[str] = field(default_factory=set)
+    read_varying: Optional[Callable[[], Set[str]]] = None
     notes: List[str] = field(default_factory=list)
     #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
     tile_names: Dict[str, str] = field(default_factory=dict)
@@ -149,7 +153,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     result.decisions = _decisions(model, kernels, union, plan, coupling)
     follows = {t: coupling.primary for t in followers} if coupling else {}
     describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
-                    labels, follows)
+                    labels, follows, inputs.varying)
     result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":
@@ -186,6 +190,8 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
         return
     try:
         inputs.conditions = inputs.read_conditions()
+        if inputs.read_varying is not None:
+            inputs.varying = inputs.read_varying()
     except Exception as error:  # noqa: BLE001 - reported; the set still stands
         result.notes.insert(position, "dispatch conditions unavailable (%s): what you lose is "
                             "told without them" % str(error).splitlines()[0])

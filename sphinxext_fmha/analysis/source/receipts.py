@@ -66,11 +66,9 @@ def collect_receipts(ctx: Context) -> None:
                     " ".join(ctx.pm.comments_above(cur.body[0].lineno))
                 for v in values or ["?"]:
                     referenced.add(v)
-                    # a branch of several receipts (2 and 3) has one comment for them
-                    # all: each is named by generate.py's help then
-                    own = comment if len(values) <= 1 else ""
                     ctx.facts.receipts.append(_make_receipt(ctx,
-                        v, labels, own, conditions, readings, effects, extra, others, label, cur))
+                        v, labels, comment, conditions, readings, effects, extra, others, label, cur,
+                        shared=len(values) > 1))
                 if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) \
                         and mentions(cur.orelse[0].test, ctx.receipt_names):
                     cur = cur.orelse[0]
@@ -109,9 +107,9 @@ def collect_receipts(ctx: Context) -> None:
             # a range the help names whose values the module tests only some of
             # (batch_prefill tests receipt == 100 of 100-199: -r 101 filters nothing)
             tested = sorted((v for v in referenced if _overlaps(v, lo, hi)), key=_first_value)
-            for first, last in _untested(lo, hi, referenced):
+            for low, high in _untested(lo, hi, referenced):
                 ctx.facts.receipts.append(Receipt(
-                    value=str(first) if first == last else f"{first}-{last}", label=text,
+                    value=str(low) if low == high else f"{low}-{high}", label=text,
                     conditions=[],
                     reading="not referenced in this module (of %d-%d it tests %s): only "
                             "conditions that apply to every receipt" % (lo, hi, ", ".join(tested)),
@@ -334,11 +332,14 @@ def _branch_conditions(ctx: Context,
 
 def _make_receipt(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]], comment: str,
                   conditions: List[str], readings: List[str], effects: List[str], extra: str,
-                  others: List[ast.AST], fn_label: str, node: ast.If) -> Receipt:
+                  others: List[ast.AST], fn_label: str, node: ast.If, shared: bool = False
+                  ) -> Receipt:
     # the module's own words for its branch first: generate.py's help names a receipt
     # for every API at once (batch_prefill's 200 is "Aiter(mha_batch_prefill)" here,
-    # "Aiter(mha_varlen_fwd)" there)
-    label = comment or _label_for(value, labels) or comment
+    # "Aiter(mha_varlen_fwd)" there); a branch of several receipts (2 and 3) has one
+    # comment for them all, and each is named by the help where it names it
+    help_label = _label_for(value, labels)
+    label = (help_label or comment) if shared else (comment or help_label)
     parts = list(readings)
     if effects:
         parts.append("runs " + "; ".join(effects))
