@@ -81,6 +81,11 @@ def _compare_one(left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool = Fa
                ast.Gt: ast.LtE, ast.LtE: ast.Gt}
         op = inv[type(op)]()
     lhs = _term(left)
+    # two names compared: "dpad is dvpad" would read as a value named dvpad
+    if isinstance(op, ast.Eq) and not isinstance(right, ast.Constant):
+        return f"{lhs} equals {_term(right)}"
+    if isinstance(op, ast.NotEq) and not isinstance(right, ast.Constant):
+        return f"{lhs} differs from {_term(right)}"
     if isinstance(op, (ast.Eq, ast.Is)):
         if isinstance(right, ast.Constant) and right.value is None:
             return f"{lhs} is None"
