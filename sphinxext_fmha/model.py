@@ -365,7 +365,7 @@ class Receipt:
     where: str = ""
     #: Its conditions that no kernel generate.py lists without ``-r`` meets, each as
     #: [condition, the field it tests, the values the listed kernels have there]
-    #: (:mod:`~sphinxext_fmha.analysis.receipts_observed`).
+    #: (read by ``sphinxext_fmha.analysis.receipts_observed``).
     unmet: List[List[str]] = field(default_factory=list)
 
 
