@@ -496,12 +496,10 @@ def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dic
                     info.defined_at_by_type.setdefault(kernel_type.class_name, defined_at)
                 if declared is not None:  # (its own comment, even none)
                     info.comment_by_type.setdefault(kernel_type.class_name, comment)
-                if described and constant:
-                    if kernel_type.class_name not in info.kernel_types:
-                        info.kernel_types.append(kernel_type.class_name)
-                    continue
                 if kernel_type.class_name not in info.kernel_types:
                     info.kernel_types.append(kernel_type.class_name)
+                if described and constant:
+                    continue  # described where it varies
                 values = _column_texts(leaves, path)
                 info.values = sorted(set(info.values) | values, key=_natural)
     for info in fields.values():

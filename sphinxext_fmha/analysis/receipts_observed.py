@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..model import Receipt
 from .pyparse import parse_module
@@ -33,12 +33,11 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
                      records: Iterable[dict]) -> None:
     """Fill each receipt's ``unmet`` from the listed kernels' ``records`` (their field
     values by path, as the probe observed them)."""
-    values: Dict[str, Set[str]] = {}
-    for record in records:
-        for path, value in record["leaves"].items():
-            if not isinstance(value, dict):  # (a value only its repr stands for)
-                values.setdefault(path, set()).add(str(value))
+    # each receipt's terms first: the records are read for the fields they test only
+    # (2.8.3 bwd has 7,824 records of some thirty fields each)
+    terms: List[Tuple[Receipt, str, str, Set[str]]] = []  # (receipt, condition, path, wanted)
     for receipt in receipts:
+        receipt.unmet = []
         source, _, line = receipt.where.rpartition(":")
         if not source or not line.isdigit():
             continue
@@ -46,8 +45,20 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
         if function is None:
             continue
         fields = _fields_passed(function)
-        found = (_unmet(condition, fields, values) for condition in receipt.conditions)
-        receipt.unmet = [unmet for unmet in found if unmet is not None]
+        for condition in receipt.conditions:
+            term = _term(condition, fields)
+            if term is not None:
+                terms.append((receipt, condition.strip(), *term))
+    values: Dict[str, Set[str]] = {path: set() for _, _, path, _ in terms}
+    for record in records if values else ():
+        leaves = record["leaves"]
+        for path, found in values.items():
+            if path in leaves and not isinstance(leaves[path], dict):  # (a dict: a repr)
+                found.add(str(leaves[path]))
+    for receipt, condition, path, wanted in terms:
+        listed = values[path]
+        if listed and not wanted & listed:
+            receipt.unmet.append([condition, path, ", ".join(sorted(listed))])
 
 
 def _function_at(path: Path, line: int) -> Optional[ast.AST]:
@@ -83,10 +94,9 @@ def _fields_passed(function: ast.AST) -> Dict[str, str]:
     return {name: field for name, field in fields.items() if name not in ambiguous}
 
 
-def _unmet(condition: str, fields: Dict[str, str], values: Dict[str, Set[str]]
-           ) -> Optional[List[str]]:
-    """[``condition``, its field, the listed values there] when it is a plain
-    ``in``/``==`` term on a passed field that none of them meets; else None."""
+def _term(condition: str, fields: Dict[str, str]) -> Optional[Tuple[str, Set[str]]]:
+    """(its field, the values it keeps) when ``condition`` is a plain ``in``/``==`` term
+    on a passed field; else None."""
     try:
         node = ast.parse(condition.strip(), mode="eval").body
     except SyntaxError:
@@ -96,10 +106,9 @@ def _unmet(condition: str, fields: Dict[str, str], values: Dict[str, Set[str]]
         return None
     path = _field_path(node.left, fields)
     wanted = _constants(node.comparators[0], isinstance(node.ops[0], ast.In))
-    listed = values.get(path or "")
-    if path is None or wanted is None or not listed or wanted & listed:
+    if path is None or wanted is None:
         return None
-    return [condition.strip(), path, ", ".join(sorted(listed))]
+    return path, wanted
 
 
 def _field_path(node: ast.AST, fields: Dict[str, str]) -> Optional[str]:

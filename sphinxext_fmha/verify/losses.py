@@ -29,7 +29,7 @@ from typing import (
 from ..model import Decision, token_list
 from .synthesis import Kernel
 
-__all__ = ["describe_losses"]
+__all__ = ["describe_losses", "within"]
 
 _SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
 
@@ -99,7 +99,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
             limits = only_with.get(decision.kernel_type, {})
             dropped = dropped_per_type[decision.kernel_type] = [
                 (k, tuple(i for i, t in enumerate(k.tokens) if t not in kept_tokens[i]
-                          or not _within(k, limits.get((i, t)))))
+                          or not within(k, limits.get((i, t)))))
                 for k in own if k.file not in kept]
         # per token: the dropped kernels that carry it, and those whose every other token
         # is kept; a kernel that carries another dropped value but this token where the
@@ -165,7 +165,9 @@ def _kept_only_with(decisions: Sequence[Decision], labels: Mapping[str, List[str
     return found
 
 
-def _within(kernel: Kernel, where: Optional[Mapping[int, Set[str]]]) -> bool:
+def within(kernel: Kernel, where: Optional[Mapping[int, Set[str]]]) -> bool:
+    """Whether the kernel has one of the values ``where`` names at each of its segments
+    (segment index -> values); no such values: yes."""
     return not where or all(kernel.tokens[i] in values for i, values in where.items())
 
 

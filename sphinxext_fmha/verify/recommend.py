@@ -27,7 +27,7 @@ from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
-from .losses import describe_losses
+from .losses import describe_losses, within
 from .policy import CHOSEN, POLICY, Plan, plan_keep_set
 from .synthesis import Kernel, Synthesis, synthesize
 from .tile_table import tile_tables
@@ -344,9 +344,8 @@ def _dropped_elsewhere(kernel_type, own: Sequence[Kernel], index: int, token: st
     if not kept_with:
         return True
     labels = [s.label for s in kernel_type.segments]
-    where = [(labels.index(label), set(values)) for label, values in kept_with.items()]
-    return any(k.tokens[index] == token and not all(k.tokens[i] in values for i, values in where)
-               for k in own)
+    where = {labels.index(label): set(values) for label, values in kept_with.items()}
+    return any(k.tokens[index] == token and not within(k, where) for k in own)
 
 
 def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,

@@ -144,7 +144,7 @@ def _untested(lo: int, hi: int, referenced: Set[str]) -> List[Tuple[int, int]]:
         bounds = _bounds(value, lo, hi)
         if bounds is None:
             return []
-        if bounds[0] <= hi and lo <= bounds[1]:
+        if _overlaps(value, lo, hi):
             covered.append((max(bounds[0], lo), min(bounds[1], hi)))
     parts: List[Tuple[int, int]] = []
     start = lo
@@ -159,12 +159,8 @@ def _untested(lo: int, hi: int, referenced: Set[str]) -> List[Tuple[int, int]]:
 
 def _overlaps(value: str, lo: int, hi: int) -> bool:
     """Whether a receipt value (``"2"``, ``"100-199"``, ``"-99"``) meets ``lo..hi``."""
-    m = re.match(r"^(\d*)-(\d*)$", value)
-    if m:
-        first = int(m.group(1)) if m.group(1) else lo
-        last = int(m.group(2)) if m.group(2) else hi
-        return first <= hi and lo <= last
-    return value.isdigit() and lo <= int(value) <= hi
+    bounds = _bounds(value, lo, hi)
+    return bounds is not None and bounds[0] <= hi and lo <= bounds[1]
 
 
 def _receipt_labels(ctx: Context) -> List[Tuple[int, int, str, str]]:
