@@ -122,6 +122,33 @@ def test_tile_rows_are_what_generate_py_listed(sessions, corpus_roots, analysis_
     assert read_page(page, _WARP_TILE) == expected
 
 
+#: convert_dq's name: its tile (``b64x128`` and ``o2``) with the mode between them.
+_CONVERT_DQ = re.compile(r"^fmha_bwd_convert_dq_d(\d+)_([a-z0-9]+)_(b\d+x\d+)_(?:batch|group)_(o\d+)")
+#: the page's text of such a tile: block and occupancy, nothing else
+_BLOCK_OCCUPANCY = re.compile(r"_(b\d+x\d+_o\d+)_qr")
+
+
+@pytest.mark.parametrize("tree,api", with_analysis_group(
+    [(tree, api) for tree, api in CASES if api == "bwd"]))
+def test_a_tile_split_by_the_mode_is_the_tile_alone(sessions, corpus_roots, analysis_cache_dir,
+                                                     tree, api):
+    """bwd's convert_dq names its tile in two pieces with the mode between them: the
+    page's tile is the two pieces (each used in both modes), never the mode."""
+    listed = cached_listing(analysis_cache_dir, fmha_dir(corpus_roots[tree]), api, None).kernels
+    expected: Tally = Counter()
+    for name in listed:
+        found = _CONVERT_DQ.match(name)
+        if found:
+            hdim, dtype, block, occupancy = found.groups()
+            arch = _ARCH.search(name)
+            expected[(arch.group(1) if arch else "", dtype, hdim,
+                      "%s_%s" % (block, occupancy))] += 1
+    assert expected, "the oracle found no convert_dq kernel"
+    page = tiles_markdown(sessions[tree], api)
+    assert read_page(page, _BLOCK_OCCUPANCY) == expected
+    assert not re.search(r"`b\d+(x\d+)?_(batch|group)_o\d+`", page)
+
+
 # -- synthetic mutants -----------------------------------------------------------------
 
 #: One factory class per architecture; the kernels carry the arch in their file names.

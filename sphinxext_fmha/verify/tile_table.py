@@ -74,7 +74,11 @@ class _Layout:
         heads = {f.split(".")[0] for i in tiles for f in segments[i].fields}
         self.tile_part = heads.pop() if len(heads) == 1 and all(
             "." in f for i in tiles for f in segments[i].fields) else ""
-        self.tile_span = range(tiles[0], tiles[-1] + 1) if tiles else range(0)
+        # the tile's text: its segments and the literal text between them, not a
+        # segment of another kind that stands between two (2.8.3 bwd's convert_dq:
+        # ``_b64x128_batch_o2`` has the tile ``b64x128_o2`` and the mode ``batch``)
+        self.tile_span = [i for i in range(tiles[0], tiles[-1] + 1)
+                          if i in tiles or segments[i].literal] if tiles else []
         self.tile_labels = [segments[i].label for i in tiles]
 
         def named(word: str) -> List[int]:

@@ -18,6 +18,7 @@ from ..ir import (
     Emph,
     Inlines,
     Para,
+    Strong,
     SubHeading,
     Table,
     codes,
@@ -114,13 +115,22 @@ def _table_blocks(table: TileTable) -> List[Block]:
         kept = sum(u.kept or 0 for u in uses)
         blocks.append(Para(["Every listed kernel (%d, over %s %s) uses the tile "
                             % (table.kernels, plural(len(table.rows), "problem"), problems),
-                            Code(uses[0].tile),
+                            Code(uses[0].tile), *_segments_named(table),
                             "; the minimal set keeps %d." % kept
                             if any(u.kept is not None for u in uses) else "."]))
     else:
         blocks.extend(_grid(table))
     blocks.extend(_comparison(table))
     return blocks
+
+
+def _segments_named(table: TileTable) -> Inlines:
+    """`` (segments b, occupancy)``: what the tile text is made of (a tile of one
+    segment such as ``o2`` reads as the value it is)."""
+    if not table.tile_segments:
+        return []
+    return [" (%s " % ("segment" if len(table.tile_segments) == 1 else "segments"),
+            *join([[Strong(label)] for label in table.tile_segments], ", "), ")"]
 
 
 def _grid(table: TileTable) -> List[Block]:
