@@ -27,6 +27,7 @@ from typing import (
 )
 
 from ..model import Decision, token_list
+from .policy import PROBLEM
 from .synthesis import Kernel
 
 __all__ = ["describe_losses", "within"]
@@ -135,7 +136,7 @@ def _kept_by_problem(own: Sequence[Kernel], kept: Set[str], categories: Sequence
     conditions admit the kernel's inputs takes them (only with conditions to read):
     (kept kernels by that problem context, the segments the context leaves out, the tile
     segments). ``categories``: the sub-type's segment categories, in order."""
-    wide = [i for i, category in enumerate(categories) if category != "problem"]
+    wide = [i for i, category in enumerate(categories) if category not in PROBLEM]
     tiles = {i for i, category in enumerate(categories) if category == "tile"}
     kept_by_problem: Dict[Tuple, List[Kernel]] = {}
     if with_conditions:

@@ -17,7 +17,7 @@ from ..analysis.grammar import short_name
 from ..model import ApiModel, KernelType, Segment
 from .synthesis import Kernel
 
-__all__ = ["POLICY", "Plan", "classify", "plan_keep_set", "preference"]
+__all__ = ["POLICY", "PROBLEM", "Plan", "classify", "plan_keep_set", "preference"]
 
 OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
 ON_VALUES = {"t", "true", "yes"}
@@ -30,16 +30,24 @@ POLICY = {
     "deterministic": "keep the non-deterministic variant",
     "tuning": "keep the general variant of the tuning specialisation",
     "problem": "keep every value (a property of the problem)",
+    "subject": "keep every value: the API is named after it",
     "tile": "tiles are not chosen by the filter: the set keeps the tiles of its kernels",
     "other": "keep every value",
 }
 
 #: Categories the policy chooses within (the others are kept whole).
 CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
+#: Categories that make the problem classes the policy keeps every one of.
+PROBLEM = ("problem", "subject")
 
 
-def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset()) -> str:
+def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
+    """The segment's category (a key of :data:`POLICY`), from its fields' names and
+    values; ``api``: the API's name (``pagedkv_prefill``), whose words name a feature
+    the API exists for (``F_pagedkv``): never an optional one to drop."""
     names = [short_name(f).lower() for f in segment.fields]
+    if names and set(api.lower().split("_")) & set(names):
+        return "subject"
     joined = " ".join(names)
     values = {v for combos in segment.values.values() for c in combos for v in c.values()}
     if "pad" in joined:
@@ -128,14 +136,14 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
         for index, segment in enumerate(segments):
             if segment.literal:
                 continue
-            category = classify(segment, tile_fields)
+            category = classify(segment, tile_fields, model.api)
             key = (kernel_type.class_name, segment.label)
             plan.categories[key] = category
             present = Counter(k.tokens[index] for k in own)
             plan.ranks[key] = preference(category, segment, present)
             if category in CHOSEN:
                 chosen.append(index)
-            elif category == "problem":
+            elif category in PROBLEM:
                 problem.append(index)
         if kernel_type.class_name not in types:
             continue

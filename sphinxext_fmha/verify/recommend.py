@@ -28,7 +28,7 @@ from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
 from .losses import describe_losses, within
-from .policy import CHOSEN, POLICY, Plan, plan_keep_set
+from .policy import CHOSEN, POLICY, PROBLEM, Plan, plan_keep_set
 from .synthesis import Kernel, Synthesis, synthesize
 from .tile_table import tile_tables
 
@@ -281,7 +281,7 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
         chosen = [k for k in own if k.file in union]
         follows = coupling.primary if coupling and name in coupling.followers else ""
         problem = [i for i, s in enumerate(kernel_type.segments)
-                   if plan.categories.get((name, s.label)) == "problem"]
+                   if plan.categories.get((name, s.label)) in PROBLEM]
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal or segment.constant:  # one token: nothing to decide
                 continue

@@ -110,7 +110,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
         blocks.append(Para(["Follows the kept ", Code(follows), " kernels: %d of %d kept."
                             % (counts.get("minimal", 0), counts.get("full", 0))]))
     rows: List[List[Inlines]] = []
-    whole: List[str] = []
+    whole: List[Inlines] = []
     tiles: List[Inlines] = []
     reasons: Dict[str, str] = {}  # a reason said once: later rows name the first segment
     for decision in decisions:
@@ -118,7 +118,9 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
             tiles.append([Strong(decision.segment), ": ", *tokens_natural(decision.keep)])
             continue
         if not decision.drop and not decision.partial:
-            whole.append(decision.segment)
+            whole.append([Strong(decision.segment)] + (
+                [" (%s)" % decision.reason.split(": ", 1)[-1]] if decision.category == "subject"
+                else []))
             continue
         why = "" if follows else decision.reason
         first = reasons.setdefault(why, decision.segment)
@@ -130,7 +132,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
                                     classes=["fmha-decisions"], counts_after=None)]
         blocks += fold(["Keep/drop per segment (%d rows)" % len(rows)], table, len(rows))
     if whole:
-        blocks.append(Para(["Every value kept: ", *join([[Strong(g)] for g in whole]), "."]))
+        blocks.append(Para(["Every value kept: ", *join(whole), "."]))
     if tiles:
         # information, not a decision (the filter does not choose tiles): folded
         blocks.append(Dropdown(["Tiles in the set (%d)" % sum(len(d.keep) for d in decisions
