@@ -23,8 +23,10 @@ OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
 ON_VALUES = {"t", "true", "yes"}
 
 POLICY = {
-    "padding": "keep the no-pad and moderately aligned variants (alignment above 1), drop "
-               "the fully padded ones",
+    "padding": "drop the fully padded variants (padded in every field the segment pads, or "
+               "fully where others pad to an alignment above 1) and keep the others: each "
+               "kept variant serves only the sizes its unpadded fields divide (see What you "
+               "lose)",
     "optional feature": "keep the disabled variant; the feature's kernels are dropped",
     "mask": "keep no-mask plus the most common mask variant",
     "deterministic": "keep the non-deterministic variant",

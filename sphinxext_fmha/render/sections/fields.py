@@ -293,8 +293,10 @@ def fields_section(data: GuideData) -> List[Block]:
     infos = {f.path: f for f in model.fields}
     filtered_types = [k for k in model.kernel_types if filterable(model, k)]
     lead: Inlines = ["Per segment ", Code("-f"), " can select on: token, meaning, C++ symbol, "
-                     "kernels listed, and the exact condition under which the dispatcher calls "
-                     "the token's kernels (the API file's terms this segment decides)."]
+                     "kernels listed, and the condition the dispatcher tests before it calls "
+                     "the token's kernels (the API file's terms this segment decides). The "
+                     "dispatcher tries its branches in order: a kernel is also reached only "
+                     "when the branches tried before it do not match."]
     blocks: List[Block] = [Para(lead)]
     for kernel_type in model.kernel_types:
         if kernel_type not in filtered_types:
@@ -323,6 +325,10 @@ def fields_section(data: GuideData) -> List[Block]:
     if _any_varying(data):
         lead.append(" %s: some kernels of the group are also reached by branches with other "
                     "extra conditions (not shown)." % VARYING)
+    if any(header == "Dispatch condition" and text_of(row[column]) == "-"
+           for b in _tables(blocks) for column, header in enumerate(b.header) for row in b.rows):
+        lead.append(" -: no term of its own (its kernels take what the branches tried before "
+                    "them leave).")
     if pivoted:
         lead.append(" Where C++ names head columns, a row's condition is the && of its cells "
                     "(column a.seqlen_k, cell % 128 == 0: a.seqlen_k % 128 == 0).")
