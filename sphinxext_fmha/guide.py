@@ -77,6 +77,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
             data.dispatch_problem = _dispatch_problem(exc)
+    if "fields" in names:
+        data.pattern_traps = session.pattern_traps(api, options)
     if "tiles" in names:
         # the set's tile counts when the recommendation has them, else the listing's
         if data.recommendation is not None and data.recommendation.tile_tables:

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
-from .model import ApiModel, Recommendation, TileTable, TokenCounts, TokenDispatch
+from .model import ApiModel, PatternTrap, Recommendation, TileTable, TokenCounts, TokenDispatch
 from .options import OptionError, Options
 
 __all__ = [
@@ -190,6 +190,8 @@ class GuideData:
     #: the tiles per problem of each sub-type, from the listing (with the minimal set's
     #: counts when the recommendation was made)
     tile_tables: List[TileTable] = field(default_factory=list)
+    #: tokens whose ``*TOKEN*`` selects other kernels too (field reference)
+    pattern_traps: List[PatternTrap] = field(default_factory=list)
 
 
 @dataclass

@@ -272,6 +272,25 @@ class TileSource:
 
 
 @dataclass
+class PatternTrap:
+    """A token whose natural pattern ``*TOKEN*`` selects other kernels too: its text
+    also occurs elsewhere in their names (``_pagedkv`` in the pipeline ``_qr_pagedkv``,
+    ``_ps`` in ``_pssk``). Counted over the sub-type's listed names with generate.py's
+    own matching."""
+
+    kernel_type: str
+    segment: str
+    token: str
+    #: kernels of the sub-type that carry the token
+    carriers: int
+    #: ``*TOKEN*`` and how many of the sub-type's kernels it matches
+    loose: str
+    loose_count: int
+    #: a pattern that matches exactly the carriers (``*TOKEN`` or ``*TOKEN_*``), if any
+    exact: str = ""
+
+
+@dataclass
 class TileTable:
     """The tiles one sub-type really has, per problem, from the parsed listing."""
 

@@ -25,6 +25,7 @@ from .model import (
     ApiModel,
     ConditionGroup,
     FilterCheck,
+    PatternTrap,
     Recommendation,
     TokenCounts,
     TokenDispatch,
@@ -49,7 +50,8 @@ _CODE_DIGEST: List[str] = []
 _READING_ITEMS = ("terms", "chosen_by")
 
 #: The dataclasses a result kept with ``pack`` may hold.
-_MODEL_CLASSES: Dict[str, type] = {cls.__name__: cls for cls in (TokenDispatch, ConditionGroup)}
+_MODEL_CLASSES: Dict[str, type] = {cls.__name__: cls for cls in (TokenDispatch, ConditionGroup,
+                                                                   PatternTrap)}
 
 
 def _code_digest() -> str:
@@ -515,6 +517,19 @@ class Session:
 
         return self._once(("token-counts", api, options), lambda: self._stored(
             "token-counts", object, compute, api, dataclasses.asdict(options)))
+
+    def pattern_traps(self, api: str, options: Options = Options()) -> List[PatternTrap]:
+        """:func:`~sphinxext_fmha.verify.pattern_traps.pattern_traps` of the unfiltered
+        listing, kept on disk."""
+        from .verify.pattern_traps import pattern_traps
+
+        def compute() -> List[PatternTrap]:
+            listing = self.runner.list_kernels(self.tree.request(api, options))
+            return pattern_traps(self.model(api, options),
+                                 self.parsed_listing(api, options, listing.files))
+
+        return self._once(("pattern-traps", api, options), lambda: self._stored(
+            "pattern-traps", object, compute, api, dataclasses.asdict(options)))
 
     def token_dispatch(self, api: str, options: Options = Options()) -> Optional[TokenDispatch]:
         """:func:`~sphinxext_fmha.verify.token_facts.token_dispatch` over the dispatch

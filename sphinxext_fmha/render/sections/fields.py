@@ -447,5 +447,26 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
     details = _condition_details(conditions, segment.label, pivoted) if show_dispatch else []
+    traps = _pattern_traps(data, kernel_type, segment)
     return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
-                            [table], len(rows)) + details
+                            [table], len(rows)) + traps + details
+
+
+def _pattern_traps(data: GuideData, kernel_type: KernelType, segment: Segment) -> List[Block]:
+    """The tokens whose ``*TOKEN*`` also selects kernels without them, with the pattern
+    that selects exactly theirs where there is one."""
+    items: List[Inlines] = []
+    for trap in data.pattern_traps:
+        if trap.kernel_type != kernel_type.class_name or trap.segment != segment.label:
+            continue
+        item: Inlines = [Code(trap.loose), " (%d kernels, not %d" % (trap.loose_count,
+                                                                   trap.carriers)]
+        item += ([": exactly ", Code(trap.exact), ")"] if trap.exact else [")"])
+        items.append(item)
+    if not items:
+        return []
+    lead = "Patterns that also match names without the token"
+    # one is said in a line; several (bwd's pad: _ps in _psk, _pssk, ...) are folded
+    return fold(["%s (%d)" % (lead, len(items))],
+                [BulletList(items)] if len(items) > 1 else [Para([lead + ": ", *items[0], "."])],
+                len(items), 1)

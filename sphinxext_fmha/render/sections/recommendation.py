@@ -118,9 +118,10 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
             tiles.append([Strong(decision.segment), ": ", *tokens_natural(decision.keep)])
             continue
         if not decision.drop and not decision.partial:
-            whole.append([Strong(decision.segment)] + (
-                [" (%s)" % decision.reason.split(": ", 1)[-1]] if decision.category == "subject"
-                else []))
+            kept_whole: Inlines = [Strong(decision.segment)]
+            if decision.category == "subject":
+                kept_whole.append(" (%s)" % decision.reason.split(": ", 1)[-1])
+            whole.append(kept_whole)
             continue
         why = "" if follows else decision.reason
         first = reasons.setdefault(why, decision.segment)

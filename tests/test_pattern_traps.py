@@ -1,0 +1,67 @@
+"""Patterns that select more than their token are said, with generate.py's own counts.
+
+``*_pagedkv*`` on pagedkv_prefill also matches the pipeline ``_qr_pagedkv`` of every
+kernel; ``*_ps*`` also matches ``_pssk``. Independent oracle: the test runs
+``generate.py -l -f PATTERN`` itself for every pattern the field reference names,
+counts the listed files, and reads which names carry the token with its own regular
+expression (the token followed by ``_`` or the end of the name).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from sphinxext_fmha.guide import collect_guide
+from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.render.markdown import guide_markdown
+
+from analysis_fixtures import with_analysis_group
+
+pytest_plugins = ["plugins_analysis"]
+
+#: APIs of one filtered sub-type: the page's pattern is the whole -f value
+CASES = [("flash-attn-2.8.3", "pagedkv_prefill"), ("flash-attn-2.8.3", "fwd_appendkv"),
+         ("flash-attn-2.8.3", "fwd")]
+
+_TRAP = re.compile(r"`\*([^`]+)\*` \((\d+) kernels, not (\d+)(?:: exactly `([^`]+)`)?\)")
+
+
+def listed(root: Path, api: str, tmp: Path, pattern: str) -> List[str]:
+    out = tmp / "list.txt"
+    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, "-f", pattern,
+                    "-l", str(out)], cwd=fmha_dir(root), check=True, capture_output=True,
+                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    names = [Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()]
+    return [n for n in names if not n.endswith("_api.cpp")]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("tree,api", with_analysis_group(CASES))
+def test_pattern_traps_are_what_generate_py_selects(analysis_sessions, tree, api, tmp_path):
+    session = analysis_sessions(tree)
+    page = guide_markdown(collect_guide(session, api, sections=["fields"]), sections=["fields"])
+    traps = _TRAP.findall(page)
+    if api == "pagedkv_prefill":  # the case the page must warn of
+        assert ("_pagedkv", "384", "192", "*_pagedkv") in traps, traps
+    everything = listed(session.ck_root, api, tmp_path, "*")
+    for token, loose_count, carriers, exact in traps:
+        loose = "*%s*" % token
+        assert len(listed(session.ck_root, api, tmp_path, loose)) == int(loose_count) > \
+            int(carriers), loose
+        if exact:
+            # the token as a segment: followed by ``_`` or the end, more often than in
+            # every name (the pipeline ``_qr_pagedkv`` carries ``_pagedkv`` once in all)
+            def times(name: str, token: str = token) -> int:
+                return len(re.findall(re.escape(token) + r"(?=_|\.cpp$)", name))
+            least = min(map(times, everything))
+            carrying = [n for n in everything if times(n) > least]
+            assert len(carrying) == int(carriers), token
+            assert sorted(listed(session.ck_root, api, tmp_path, exact)) == sorted(carrying)
+    assert traps or api != "pagedkv_prefill"
