@@ -2,7 +2,7 @@
 
 Each corpus entry pins a PyPI source distribution that ships a complete Composable
 Kernel checkout under ``ck_prefix``.  :func:`fetch_tree` downloads the archive from
-PyPI's JSON simple index (PEP 691), checks its sha256, keeps it in
+the package index pip would use (:mod:`.package_index`), checks its sha256, keeps it in
 ``<cache>/sdists/`` and extracts only ``<ck_prefix>/example/ck_tile/01_fmha/`` to
 ``<cache>/trees/<sdist stem>/``.  The returned path is the CK root (the folder that
 contains ``example/ck_tile/01_fmha``).
@@ -44,12 +44,12 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 
 from .cachedir import cache_root, file_lock
 from .locate import FMHA_SUBDIR
+from .package_index import ListedFile, PackageIndexError, project_files
 
 __all__ = [
     "CorpusError",
     "CorpusTree",
     "DEFAULT_CORPUS",
-    "DEFAULT_INDEX_URL",
     "STAMP_NAME",
     "cache_root",
     "fetch_tree",
@@ -58,10 +58,8 @@ __all__ = [
 ]
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "data" / "ck-corpus.toml"
-DEFAULT_INDEX_URL = "https://pypi.org/simple/"
 STAMP_NAME = ".sphinxext-fmha-stamp"
 _STAMP_FORMAT = 1
-_JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
 _CHUNK = 1 << 20
 
@@ -182,14 +180,6 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _index_url(package: str) -> str:
-    base = os.environ.get("FMHA_PYPI_SIMPLE", DEFAULT_INDEX_URL)
-    if not base.endswith("/"):
-        base += "/"
-    normalised = re.sub(r"[-_.]+", "-", package).lower()
-    return f"{base}{normalised}/"
-
-
 def _user_agent() -> str:
     # the distribution's metadata, not ``sphinxext_fmha.__version__``: a leaf module
     # does not import the package root (which is the Sphinx entry point)
@@ -202,44 +192,27 @@ def _user_agent() -> str:
     return f"sphinxext-fmha/{release} (+urllib)"
 
 
-def _pick_file(index: dict, tree: CorpusTree, url: str) -> str:
-    """The download URL of ``tree.sdist`` in a PEP 691 project page."""
-    files = index.get("files")
-    if not isinstance(files, list):
-        raise CorpusError(f"{url} is not a PEP 691 project page (no 'files' list)")
-    for entry in files:
-        if entry.get("filename") != tree.sdist:
+def _pick_file(files: List[ListedFile], tree: CorpusTree, page: str) -> str:
+    """The download URL of ``tree.sdist`` among the files a project page lists."""
+    for listed in files:
+        if listed.filename != tree.sdist:
             continue
-        listed = str((entry.get("hashes") or {}).get("sha256", "")).lower()
-        if listed and listed != tree.sha256:
+        if listed.sha256 and listed.sha256 != tree.sha256:
             raise CorpusError(
-                f"{url} lists sha256 {listed} for {tree.sdist}, but the corpus pins "
+                f"{page} lists sha256 {listed.sha256} for {tree.sdist}, but the corpus pins "
                 f"{tree.sha256}; refusing to download"
             )
-        file_url = entry.get("url")
-        if not file_url:
-            raise CorpusError(f"{url}: the entry for {tree.sdist} has no url")
-        return urllib.parse.urljoin(url, file_url)
-    raise CorpusError(f"{url} does not list {tree.sdist} (was it removed from PyPI?)")
+        return listed.url
+    raise CorpusError(f"{page} does not list {tree.sdist} (was it removed from the index?)")
 
 
 def _resolve_url(tree: CorpusTree) -> str:
-    """Ask PyPI's JSON simple index for the URL of ``tree.sdist``."""
-    url = _index_url(tree.package)
-    request = urllib.request.Request(
-        url, headers={"Accept": _JSON_ACCEPT, "User-Agent": _user_agent()}
-    )
+    """Ask the package index pip would use for the URL of ``tree.sdist``."""
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            payload = response.read()
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise CorpusError(f"cannot read the package index {url}: {reason}") from exc
-    try:
-        index = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CorpusError(f"{url} did not answer with PEP 691 JSON: {exc}") from exc
-    return _pick_file(index, tree, url)
+        page, files = project_files(tree.package, _user_agent())
+    except PackageIndexError as exc:
+        raise CorpusError(str(exc)) from exc
+    return _pick_file(files, tree, page)
 
 
 def _download(url: str, dest: Path, progress: Progress = None) -> str:

@@ -1,18 +1,20 @@
 from __future__ import annotations
 
+import functools
 import hashlib
+import http.server
 import io
 import json
+import os
 import stat
 import tarfile
 import threading
-import urllib.request
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
 
-from sphinxext_fmha import corpus
+from sphinxext_fmha import corpus, package_index
 from sphinxext_fmha.corpus import (
     STAMP_NAME,
     CorpusError,
@@ -158,55 +160,110 @@ def test_cache_root_honours_env(monkeypatch, tmp_path):
     assert cache_root() == tmp_path / "home" / ".cache" / "sphinxext-fmha"
 
 
-# --------------------------------------------------------------------------- PyPI index
+# --------------------------------------------------------------------------- package index
 
 
-def test_resolve_url_asks_the_pep691_json_index(monkeypatch, fake_archive):
-    _archive, sha = fake_archive
-    tree = _fake_tree(sha)
-    seen = {}
-
-    class Response(io.BytesIO):
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    def fake_urlopen(request, timeout=None):
-        seen["url"] = request.full_url
-        seen["accept"] = request.get_header("Accept")
-        page = {"meta": {"api-version": "1.0"}, "name": "fake-pkg", "files": [
-            {"filename": "fake_pkg-0.9.tar.gz", "url": "../../files/old.tar.gz", "hashes": {}},
-            {"filename": tree.sdist, "url": "https://files.example/f/fake_pkg-1.0.tar.gz",
-             "hashes": {"sha256": sha}},
-        ]}
-        return Response(json.dumps(page).encode())
-
-    monkeypatch.delenv("FMHA_PYPI_SIMPLE", raising=False)
-    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
-    assert corpus._resolve_url(tree) == "https://files.example/f/fake_pkg-1.0.tar.gz"
-    assert seen["url"] == "https://pypi.org/simple/fake-pkg/"  # PEP 503 normalised
-    assert seen["accept"] == "application/vnd.pypi.simple.v1+json"
+@pytest.fixture
+def pip_index(monkeypatch):
+    """A clean slate for pip's index settings: no PIP_INDEX_URL, no cached answer."""
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    package_index._index_url_cached.cache_clear()
+    yield monkeypatch
+    package_index._index_url_cached.cache_clear()
 
 
-def test_pick_file_refuses_a_different_listed_hash():
-    tree = _fake_tree("a" * 64)
-    page = {"files": [{"filename": tree.sdist, "url": "x.tar.gz", "hashes": {"sha256": "b" * 64}}]}
-    with pytest.raises(CorpusError, match="refusing to download"):
-        corpus._pick_file(page, tree, "https://pypi.org/simple/fake-pkg/")
-    with pytest.raises(CorpusError, match="does not list fake_pkg-1.0.tar.gz"):
-        corpus._pick_file({"files": []}, tree, "https://pypi.org/simple/fake-pkg/")
-    page["files"][0]["hashes"] = {}
-    assert corpus._pick_file(page, tree, "https://pypi.org/simple/fake-pkg/") == (
-        "https://pypi.org/simple/fake-pkg/x.tar.gz"
+def test_index_comes_from_pip_index_url(pip_index):
+    pip_index.setenv("PIP_INDEX_URL", "https://mirror.example/pypi/simple")
+    assert package_index.project_url("Fake_Pkg") == "https://mirror.example/pypi/simple/fake-pkg/"
+
+
+def test_index_comes_from_pip_configuration_file(pip_index, tmp_path):
+    conf = tmp_path / "pip.conf"
+    conf.write_text("[global]\nindex-url = http://conf.example/simple\n")
+    pip_index.setenv("PIP_CONFIG_FILE", str(conf))
+    assert package_index.index_url() == "http://conf.example/simple/"
+
+
+def test_index_falls_back_to_pips_own_default(pip_index):
+    # pip documents that PIP_CONFIG_FILE=os.devnull loads no configuration file at all
+    pip_index.setenv("PIP_CONFIG_FILE", os.devnull)
+    assert package_index.index_url() == "https://pypi.org/simple/"
+
+
+class _Index(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep the test output clean
+        pass
+
+
+@pytest.fixture
+def http_index(tmp_path, pip_index):
+    """A real HTTP server over ``tmp_path/www``; PIP_INDEX_URL points at its /simple/."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(_Index, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    pip_index.setenv("PIP_INDEX_URL", f"{base}/simple/")
+    yield root, base
+    server.shutdown()
+    server.server_close()
+
+
+def _html_page(root: Path, href: str) -> None:
+    page = root / "simple" / "fake-pkg"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text(
+        "<!DOCTYPE html><html><body>"
+        '<a href="../../files/fake_pkg-0.9.tar.gz">fake_pkg-0.9.tar.gz</a><br>'
+        f'<a href="{href}">fake_pkg-1.0.tar.gz</a><br>'
+        "</body></html>"
     )
 
 
-def test_network_failure_names_the_url(monkeypatch, tmp_path):
-    # port 9 (discard) on the loopback address: nothing listens, the connection is refused
-    monkeypatch.setenv("FMHA_PYPI_SIMPLE", "http://127.0.0.1:9/simple/")
+def test_fetch_through_a_pep503_html_mirror(http_index, fake_archive, tmp_path, monkeypatch):
+    root, base = http_index
+    archive, sha = fake_archive
+    (root / "files").mkdir()
+    (root / "files" / archive.name).write_bytes(archive.read_bytes())
+    _html_page(root, f"../../files/{archive.name}#sha256={sha}")
     monkeypatch.delenv("FMHA_OFFLINE", raising=False)
+    ck_root = fetch_tree(_fake_tree(sha), cache_dir=tmp_path / "cache")
+    assert (ck_root / FMHA_SUBDIR / "generate.py").read_bytes() == FMHA_FILES[
+        f"{PREFIX}/{FMHA_SUBDIR}/generate.py"
+    ]
+    assert corpus._resolve_url(_fake_tree(sha)) == f"{base}/files/{archive.name}"
+
+
+def test_html_mirror_listing_another_hash_is_refused(http_index):
+    root, _base = http_index
+    _html_page(root, "../../files/fake_pkg-1.0.tar.gz#sha256=" + "b" * 64)
+    with pytest.raises(CorpusError, match="refusing to download"):
+        corpus._resolve_url(_fake_tree("a" * 64))
+    with pytest.raises(CorpusError, match="does not list fake_pkg-2.0.tar.gz"):
+        corpus._resolve_url(_fake_tree("a" * 64, sdist="fake_pkg-2.0.tar.gz"))
+
+
+def test_json_index_is_read_as_pep691(http_index, fake_archive):
+    root, base = http_index
+    _archive, sha = fake_archive
+    page = root / "simple" / "fake-pkg"
+    page.mkdir(parents=True)
+    (page / "index.json").write_text(json.dumps({
+        "meta": {"api-version": "1.0"}, "name": "fake-pkg", "files": [
+            {"filename": "fake_pkg-1.0.tar.gz", "url": "https://files.example/f/fake_pkg-1.0.tar.gz",
+             "hashes": {"sha256": sha}},
+        ]}))
+    # SimpleHTTPRequestHandler serves index.html only; a JSON body at the page's own URL
+    (page / "index.html").write_text((page / "index.json").read_text())
+    assert corpus._resolve_url(_fake_tree(sha)) == "https://files.example/f/fake_pkg-1.0.tar.gz"
+
+
+def test_network_failure_names_the_url(pip_index, tmp_path):
+    # port 9 (discard) on the loopback address: nothing listens, the connection is refused
+    pip_index.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple/")
+    pip_index.delenv("FMHA_OFFLINE", raising=False)
     with pytest.raises(CorpusError, match=r"http://127\.0\.0\.1:9/simple/fake-pkg/"):
         fetch_tree(_fake_tree("0" * 64), cache_dir=tmp_path / "cache")
 
