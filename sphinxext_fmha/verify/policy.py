@@ -58,7 +58,10 @@ def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api:
         return "mask"
     if "determin" in joined:
         return "deterministic"
-    if any(k in joined for k in ("trload", "max_seq", "maxq", "skip")):
+    # 'skip' (skip_min_seqlen_q) is not among these: the dispatcher tests it for
+    # equality with the call's flag, so it is a feature a call asks for, not a
+    # specialisation of the same work
+    if any(k in joined for k in ("trload", "max_seq", "maxq")):
         return "tuning"
     if names and all(n in ("hdim", "dtype", "mode") for n in names):
         return "problem"
