@@ -369,7 +369,7 @@ def test_header_line(appendkv):
 
 GUIDE_TITLES = ["Kernel sub-types", "File name structure", "Filter mechanism", "Field reference",
                 "Recommended minimal set", "What you lose", "Filter commands", "Kernel counts",
-                "Tiles per architecture", "Skip conditions and receipts", "Dispatch",
+                "Tiles", "Skip conditions and receipts", "Dispatch",
                 "Gaps and checks"]
 
 

@@ -120,6 +120,10 @@ def test_tile_rows_are_what_generate_py_listed(sessions, corpus_roots, analysis_
     assert expected, "the oracle found no tiled kernel names"
     page = tiles_markdown(sessions[tree], api)
     assert read_page(page, _WARP_TILE) == expected
+    # the title names architectures where the names carry one (aiter's _gfx9 suffix)
+    per_arch = any(re.search(r"_gfx\w+\.cpp$", name) for name in listed)
+    title = "Tiles per architecture" if per_arch else "Tiles"
+    assert re.search(r"^#+ %s$" % title, page, re.M), page[:200]
 
 
 #: convert_dq's name: its tile (``b64x128`` and ``o2``) with the mode between them.
@@ -255,6 +259,7 @@ def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
     page = tiles_markdown(session, "toy")
     assert read_page(page, _TOY_TILE) == expected
     assert "| arch | dtype | hdim | Tiles (kernels) |" in page
+    assert re.search(r"^#+ Tiles per architecture$", page, re.M), page[:200]
     if variant == "packed":
         # the static reader has no table: the rows are the listing's, and it says so
         assert not any(read.values()), read

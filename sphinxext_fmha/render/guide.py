@@ -64,6 +64,16 @@ def guide_sections(data: GuideData, names: Sequence[str]) -> List[Section]:
     for name in names:
         if name in ("minimal", "losses", "commands") and data.recommendation is None:
             continue
-        sections.append(Section(name=name, title=SECTION_TITLES[name],
+        sections.append(Section(name=name, title=_title(name, data),
                                 blocks=builders[name](data)))
     return sections
+
+
+def _title(name: str, data: GuideData) -> str:
+    """The section's title; the tiles section names architectures only where the
+    listing's names carry one (older trees have a single, unnamed target)."""
+    if name == "tiles" and not any(
+        row.keys.get("arch") for table in data.tile_tables for row in table.rows
+    ):
+        return "Tiles"
+    return SECTION_TITLES[name]
