@@ -238,6 +238,29 @@ def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
     assert not reading["missing"] and not reading["unreachable"]
 
 
+def test_branches_that_hold_for_no_call(corpus_root, sessions, tmp_path):
+    """2.8.3's fmha_fwd tries its unpadded d96 kernels inside the ``hdim_q <= 96``
+    branch under ``a.hdim_q % 128 == 0``: no head size but 0 meets both, so those
+    kernels are compiled and never run. Independent read: the innermost condition of
+    each kernel's call in the written API file, and the head size in its name."""
+    root = corpus_root("flash-attn-2.8.3")
+    out = generate(root, "fwd", tmp_path / "out")
+    api = next(out.glob("*_api.cpp")).read_text()
+    assert re.search(r"t\.hdim_q\s*<=\s*96\b", api)  # d96 kernels sit under hdim_q <= 96
+    expected = set()
+    for name, terms in oracle_conditions(out).items():
+        hdim = int(re.search(r"_d(\d+)_", name).group(1))
+        for term in terms:
+            m = re.fullmatch(r"a\.hdim_q\s*%\s*(\d+)\s*==\s*0", term)
+            if m and int(m.group(1)) > hdim:
+                expected.add(name)
+    assert len(expected) == 64 and all("_d96_" in n and "_npad_" in n for n in expected)
+    reading = _session(sessions, corpus_root, "flash-attn-2.8.3").dispatch_reading("fwd")
+    assert set(reading["unreachable"]) == expected
+    assert all("hdim_q <= 96 and hdim_q % 128 == 0" in why
+               for why in reading["unreachable"].values())
+
+
 # --------------------------------------------------------------------------- synthetic
 
 V2_V3_API = textwrap.dedent(r"""
@@ -307,6 +330,31 @@ def test_v2_v3_entry_points(enabled):
         assert "fmha_fwd_v3" in entry.dead
     else:
         assert report.unreachable == {} and entry.dead == {}
+
+
+#: the entry of rocm-libraries' CK at the end of 2026: v3 is tried first for prefill
+#: calls, and v2 runs when v3 declines (returns a negative time)
+V3_FIRST_ENTRY = """
+    float fmha_fwd(fmha_fwd_traits traits, fmha_fwd_args args, const toy::stream_config& config) {
+        if (args.max_seqlen_q > 1) {
+            float r = fmha_fwd_v3(traits, args, config);
+            if (r >= 0) return r;
+        }
+        return fmha_fwd_v2(traits, args, config);
+    }
+"""
+
+
+def test_v3_tried_first_keeps_both_paths_reachable():
+    head = V2_V3_API[:V2_V3_API.index("float fmha_fwd(fmha_fwd_traits traits")]
+    api = head + textwrap.dedent(V3_FIRST_ENTRY)
+    entry = read_entry_points(parse_dispatch(api))
+    assert entry.entries == ["fmha_fwd"]
+    assert [(c.callee, c.never) for c in entry.calls] == [("fmha_fwd_v3", False),
+                                                          ("fmha_fwd_v2", False)]
+    assert entry.dead == {}
+    report = link_report(api, _kernels("v2.cpp", "v3.cpp"))
+    assert report.links and report.unreachable == {} and report.unreferenced == []
 
 
 def test_link_report_missing_specialisation():

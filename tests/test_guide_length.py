@@ -13,7 +13,10 @@ Labelling constant segments and the tiles read from the listing (items 6 and 8) 
 added facts: 2.8.3 ``bwd`` 2,645 / 4,814, aiter ``bwd`` 2,715 / 5,858, aiter
 ``fwd_appendkv`` 1,580 visible. Naming the patterns that also match names without
 their token (``*_ps*`` selects ``_pssk`` too; 2026-12-03) took 2.8.3 ``bwd`` to 2,749 /
-5,012: most of them folded.
+5,012: most of them folded. Saying, under each feature a call asks for, the kernels it
+loses that also carry another dropped value (rope kernels that pad fully were said under
+neither; 2026-12-04) took 2.8.3 ``bwd`` to 2,790 / 5,053, aiter ``bwd`` to 2,866 / 6,649
+and aiter ``fwd_appendkv`` to 1,673 visible.
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ pytest_plugins = ["plugins_analysis"]
 CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
 
 #: Every guide: visible and total words.
-VISIBLE_ALL, TOTAL_ALL = 2900, 6200
+VISIBLE_ALL, TOTAL_ALL = 2950, 6900
 #: The single-kernel appending API, the simplest guide of every tree.
-VISIBLE_SIMPLE = 1650
+VISIBLE_SIMPLE = 1725
 SIMPLE_APIS = {"fwd_appendkv"}
 #: The biggest guide of the pinned docs tree (9,304 words before the cut).
 PINNED = ("flash-attn-2.8.3", "bwd")
-VISIBLE_PINNED, TOTAL_PINNED = 2750, 5100
+VISIBLE_PINNED, TOTAL_PINNED = 2850, 5150
 
 
 def count_words(markdown: str) -> Tuple[int, int]:

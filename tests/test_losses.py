@@ -74,9 +74,10 @@ def test_a_kernel_further_away_whose_conditions_exclude_the_inputs_serves_nothin
         "k_d128_mask_npad_ntrload.cpp": ["hdim_q <= 128", "mask_type == causal"],
     }
     mc, trload = _losses(conditions)
-    assert mc == ("1 kernels not generated: 1 have no kept kernel of the same problem class; "
-                  "their inputs (hdim_q <= 64; mask_type == top_left) find no kernel.")
-    assert trload.startswith("1 kernels not generated: 1 have no kept kernel")
+    assert mc == ("1 kernels not generated: 1 served inputs (hdim_q <= 64; mask_type == "
+                  "top_left) that no kept kernel of their problem class takes.")
+    assert trload.startswith("1 kernels not generated: 1 served inputs (")
+    assert trload.endswith("that no kept kernel of their problem class takes.")
 
 
 def test_kernels_without_a_common_dispatch_term_are_not_said_to_be_served():
@@ -95,8 +96,9 @@ def test_kernels_without_a_common_dispatch_term_are_not_said_to_be_served():
 
 def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
     """``_ps`` is kept only with mode _group: a batch ``_ps`` kernel with lse carries a
-    dropped value besides its lse, so it is not counted among the kernels lse alone
-    takes away (the count the keep/drop table implies)."""
+    dropped padding besides its lse. A call asks for lse, so that kernel is lost with
+    lse (said there, with the inputs that lose it), and the padding's sentence names lse
+    instead of counting it as its own."""
     labels = {"K": ["lit", "mode", "pad", "lse"]}
     categories = {("K", "lit"): "other", ("K", "mode"): "problem",
                   ("K", "pad"): "padding", ("K", "lse"): "optional feature"}
@@ -114,16 +116,18 @@ def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
                           keep=["_nlse"], drop=["_lse"])]
     describe_losses(decisions, kept_kernels + dropped, {k.file for k in kept_kernels},
                     categories, conditions, labels, {})
+    # the two lse kernels with a kept padding differ from a kept kernel in lse alone; the
+    # batch _ps one has no kept kernel in its class that takes lse calls
     assert decisions[1].losses["_lse"] == (
-        "2 kernels not generated (and 1 that also carry another dropped value): 2 were "
-        "reached when has_lse: those inputs now find no kernel (the kept _nlse variant is "
-        "reached only when not has_lse).")
+        "3 kernels not generated: 2 were reached when has_lse: those inputs now find no "
+        "kernel (the kept _nlse variant is reached only when not has_lse); 1 served inputs "
+        "(not is_group_mode; has_lse) that no kept kernel of their problem class takes.")
     # the batch _ps kernel without lse is the one _ps alone takes away; the batch one with
-    # lse is lost for both; the group one with lse only for lse (the set keeps group _ps)
+    # lse is said under lse; the group one with lse only under lse (the set keeps group _ps)
     assert decisions[0].losses["_ps"] == (
-        "1 kernels not generated (and 1 that also carry another dropped value): 1 are served "
-        "by the kept _npad variant only when seqlen_q % 64 == 0; other inputs lose their "
-        "kernel.")
+        "1 kernels not generated (and 1 more, said under _lse): 1 are served by the kept "
+        "_npad variant only when "
+        "seqlen_q % 64 == 0; other inputs lose their kernel.")
 
 
 def test_a_term_of_joined_conditions_is_on_each_of_their_subjects():
@@ -261,3 +265,27 @@ def test_a_stand_in_reached_from_differing_branches_is_not_said_to_serve():
         "1 kernels not generated: 1 may be served by the kept _pskddv variant, which is reached "
         "from branches with different conditions: whether it takes their inputs is not "
         "established.")
+
+
+def test_a_kernel_the_api_never_launches_is_no_loss():
+    """The trload kernel sits only behind a disabled entry (newer CK's
+    `if (false and can_dispatch_v3)`): dropping it loses no call, and the sentence
+    says why instead of naming inputs that would lose their kernel."""
+    kept_kernels = [_kernel("_d64", "_nmask", "_npad", "_ntrload")]
+    lost = _kernel("_d64", "_nmask", "_npad", "_trload")
+    decision = Decision(kernel_type="K", segment="trload", category="tuning",
+                        keep=["_ntrload"], drop=["_trload"])
+    conditions = {kept_kernels[0].file: ["hdim_q <= 64", "not use_trload"],
+                  lost.file: ["hdim_q <= 64", "use_trload"]}
+    why = "launched only by fmha_fwd_v3: its caller is not reachable"
+    describe_losses([decision], kept_kernels + [lost], {kept_kernels[0].file}, CATEGORIES,
+                    conditions, LABELS, {}, never_run={lost.file: why})
+    sentence = decision.losses["_trload"]
+    assert sentence == ("1 kernels not generated: 1 are never launched by the API "
+                        "(%s): no call loses them." % why)
+    # the same kernel, launched: its own condition is an input that finds no kernel
+    decision.losses.clear()
+    describe_losses([decision], kept_kernels + [lost], {kept_kernels[0].file}, CATEGORIES,
+                    conditions, LABELS, {})
+    assert "use_trload" in decision.losses["_trload"]
+    assert "never launched" not in decision.losses["_trload"]

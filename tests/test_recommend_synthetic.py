@@ -217,8 +217,19 @@ def test_a_dropped_tile_says_what_is_lost(tmp_path):
     dropped = {(d.segment, t): d.losses.get(t) for d in rec.decisions for t in d.drop}
     assert all(dropped.values()), dropped
     tile_losses = [loss for (_, token), loss in dropped.items() if token == "_b64x64"]
-    assert tile_losses == ["%d kernels, each also carrying another dropped value: nothing "
-                           "beyond those is lost" % len(with_tile)]
+    # a call asks for bias, never for a tile: the tile's kernels are said under the bias
+    head = "%d kernels, each said under a dropped value a call asks for: " % len(with_tile)
+    assert len(tile_losses) == 1 and tile_losses[0].startswith(head), tile_losses
+    named = tile_losses[0][len(head):].split(", ")
+    assert "_bias" in named
+    # each value named is one the tile's kernels carry, and one the set drops
+    def carries(name: str, token: str) -> bool:
+        return token + "_" in name or token + "." in name
+
+    assert all(any(carries(n, t) for n in with_tile) for t in named), named
+    assert all(not any(carries(n, t) for n in union) for t in named), named
+    bias_losses = " ".join(loss for (segment, _), loss in dropped.items() if segment == "bias")
+    assert "bias" in bias_losses and "find no kernel" in bias_losses, dropped
 
 
 def _pipeline_only_with_bias(text: str) -> str:

@@ -11,20 +11,24 @@ template-argument text on both sides, see :mod:`.matching`):
 * ``unreferenced``: generated kernels no dispatch branch instantiates (e.g. split-KV
   combine kernels no ``fmha_fwd_splitkv_combine_traits_<...>`` of any entry names).
 * ``unreachable``: generated kernels that are instantiated, but only in dispatch
-  functions no entry point can run, with the reason.
+  functions no entry point can run, or only in branches whose conditions hold for no
+  call (:mod:`.satisfiable`), with the reason.
 
 Pure: text in, data out; no process, no file system.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
+from .conditions import condition_terms
 from .entry_points import EntryPoints, read_entry_points
 from .lexing import trait_template
 from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
+from .satisfiable import never_holds
 
 __all__ = ["LinkReport", "link_report", "link_report_from_keys", "unreachable_kernels"]
 
@@ -96,10 +100,28 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
                         entry_points: EntryPoints) -> Dict[str, str]:
     """Kernel files launched only from dispatch functions no entry point runs -> why."""
     result: Dict[str, str] = {}
-    function_of = {leaf.order: leaf.function for leaf in tree.leaves}
+    by_order = {leaf.order: leaf for leaf in tree.leaves}
     for filename, orders in match.kernel_leaves.items():
-        functions = {function_of[order] for order in orders if order in function_of}
-        if functions and all(f in entry_points.dead for f in functions):
-            result[filename] = "; ".join(
-                "launched only by %s: %s" % (f, entry_points.dead[f]) for f in sorted(functions))
+        leaves = [by_order[order] for order in orders if order in by_order]
+        if not leaves:
+            continue
+        reasons = []
+        for leaf in leaves:
+            if leaf.function in entry_points.dead:
+                reasons.append("launched only by %s: %s"
+                               % (leaf.function, entry_points.dead[leaf.function]))
+                continue
+            never = _never_holds(tuple(leaf.path_conditions) + (leaf.condition,))
+            if never is None:
+                break
+            reasons.append("its branch in %s never holds: %s"
+                           % (leaf.function or "the API file", never))
+        else:
+            result[filename] = "; ".join(dict.fromkeys(reasons))
     return result
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _never_holds(conditions: Tuple[str, ...]) -> Optional[str]:
+    """Why the branch conditions around a call hold for no call (``None``: they may)."""
+    return never_holds([term for cond in conditions for term in condition_terms(cond)])

@@ -43,14 +43,16 @@ def _subject(term: str) -> str:
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
                     conditions: Mapping[str, Sequence[str]], labels: Mapping[str, List[str]],
-                    followers: Mapping[str, str], varying: AbstractSet[str] = frozenset()
+                    followers: Mapping[str, str], varying: AbstractSet[str] = frozenset(),
+                    never_run: Mapping[str, str] = {},  # noqa: B006 - read only
                     ) -> None:
     """Fill ``decision.losses`` (token -> sentence) for each token with lost kernels.
 
     ``labels``: sub-type -> its segment labels; ``followers``: follower sub-type ->
     the sub-type it follows; ``varying``: kernels whose dispatch branches differ, whose
     ``conditions`` (the terms all their branches share) hold wherever they are reached
-    but do not say where: such a stand-in is never said to serve inputs."""
+    but do not say where: such a stand-in is never said to serve inputs; ``never_run``:
+    kernel file -> why the full API never launches it (dropping it loses no call)."""
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
@@ -107,25 +109,48 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         # set keeps it (a pad kept only with mode _group) is lost for that other value,
         # not for this one (one whose every value is kept, only not in this combination,
         # stays counted: no value names it better)
+        # A kernel with several dropped values is lost for the one a call asks for
+        # (a rope kernel that pads fully is lost with rope, not with the padding): it
+        # is said under the values of the highest rank it carries, and the others name
+        # those values instead of leaving the kernel unsaid under every one of them.
+        ranks = [_rank(categories.get((decision.kernel_type, label))) for label in seg_labels]
         total_of: Counter = Counter()
         alone_of: Dict[str, List[Kernel]] = {}
+        said_under: Dict[str, Dict[str, None]] = {}  # token -> the values said instead
         for kernel, missing in dropped:
             if missing and index not in missing:
                 continue
-            total_of[kernel.tokens[index]] += 1
-            if not missing or missing == (index,):
-                alone_of.setdefault(kernel.tokens[index], []).append(kernel)
+            token = kernel.tokens[index]
+            total_of[token] += 1
+            first = min(ranks[i] for i in missing) if missing else ranks[index]
+            if not missing or missing == (index,) or ranks[index] == first:
+                alone_of.setdefault(token, []).append(kernel)
+            else:
+                for i in missing:
+                    if ranks[i] == first:
+                        said_under.setdefault(token, {})[kernel.tokens[i]] = None
         for token in list(decision.drop) + [p["token"] for p in decision.partial]:
             alone = alone_of.get(token, [])
             total = total_of[token]
+            elsewhere = list(said_under.get(token, {}))
             if not alone:
                 if token in decision.drop:
                     decision.losses[token] = (
-                        "%d kernels, each also carrying another dropped value: nothing beyond "
-                        "those is lost" % total)
+                        "%d kernels, each said under a dropped value a call asks for: %s"
+                        % (total, token_list(elsewhere)))
                 continue
             decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
-                                               conditions, problem, varying)
+                                               conditions, problem, varying, never_run,
+                                               elsewhere)
+
+
+#: what a call asks for (a feature, a mask, the problem): a kernel that lacks one of
+#: these is lost for it first; then its sizes (padding); tuning, tiles and the rest last
+_ASKED = ("subject", "problem", "optional feature", "mask", "deterministic")
+
+
+def _rank(category: Optional[str]) -> int:
+    return 0 if category in _ASKED else 1 if category == "padding" else 2
 
 
 def _kept_by_problem(own: Sequence[Kernel], kept: Set[str], categories: Sequence[Optional[str]],
@@ -269,8 +294,13 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
               kept_by_context: Mapping[Tuple, List[Kernel]], loose: Sequence[int],
               conditions: Mapping[str, Sequence[str]],
               problem: Tuple[Mapping[Tuple, List[Kernel]], Sequence[int], Set[int]],
-              varying: AbstractSet[str] = frozenset()) -> str:
+              varying: AbstractSet[str] = frozenset(),
+              never_run: Mapping[str, str] = {},  # noqa: B006 - read only
+              elsewhere: Sequence[str] = (),
+              ) -> str:
     groups: Counter = Counter()
+    idle: Dict[str, int] = {}  # why the API never launches them -> how many
+    orphans: List[Kernel] = []  # no kept kernel of their problem class takes their inputs
     known: Dict[str, str] = {}  # term -> its subject: the same terms recur on every kernel
 
     def subject(term: str) -> str:
@@ -283,6 +313,9 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     compared: Dict[Tuple[str, FrozenSet[str]], Tuple[List[str], List[str], List[str]]] = {}
     subjects_of: Dict[FrozenSet[str], Dict[str, List[str]]] = {}  # own terms -> subject -> terms
     for kernel in alone:
+        if kernel.file in never_run:
+            idle[never_run[kernel.file]] = idle.get(never_run[kernel.file], 0) + 1
+            continue
         own = frozenset(conditions.get(kernel.file, ()))
         if conditions and not own:
             # no term common to every branch that reaches it (newer CK dispatches each
@@ -333,6 +366,7 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             groups[best[3:]] += 1
         else:
             groups[((), (), (), ())] += 1
+            orphans.append(kernel)
     parts = []
     for (stand_in, plain, mine, theirs), count in _merge_numbers(groups):
         if stand_in == _UNREAD:
@@ -340,9 +374,9 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
                          "all their branches, so whether a kept kernel serves their inputs "
                          "is not established" % count)
         elif not stand_in:
-            parts.append("%d have no kept kernel of the same problem class; their inputs "
-                         "(%s) find no kernel" % (count, "; ".join(_own_terms(
-                             alone, index, conditions)) or "as named"))
+            parts.append("%d served inputs (%s) that no kept kernel of their problem class "
+                         "takes" % (count, "; ".join(_own_terms(
+                             orphans, index, conditions)) or "as named"))
         elif plain == _UNSETTLED:
             parts.append("%d may be served by the kept %s variant, which is reached from "
                          "branches with different conditions: whether it takes their inputs "
@@ -356,9 +390,11 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
                          "lose their kernel" % (count, token_list(stand_in), " and ".join(plain)))
         else:
             parts.append("%d are served by the kept %s variant" % (count, token_list(stand_in)))
+    for why, count in idle.items():
+        parts.append("%d are never launched by the API (%s): no call loses them" % (count, why))
     head = "%d kernels not generated" % len(alone)
     if total > len(alone):
-        head += " (and %d that also carry another dropped value)" % (total - len(alone))
+        head += " (and %d more, said under %s)" % (total - len(alone), token_list(elsewhere))
     return head + ": " + "; ".join(parts) + "."
 
 

@@ -146,14 +146,18 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     _merge_advice(runner, result)
     result.driver_command = driver_command(model.api, inputs.options, [r.filter for r in result.runs])
     _check_driver(runner, result, union)
+    # kernels the full API never launches: dropping them loses no call
+    never_run: Dict[str, str] = {}
     if inputs.full_api is not None:
-        result.full_unreferenced = link_report(inputs.full_api.text,
-                                               inputs.full_api.kernel_traits).unreferenced
+        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
+        result.full_unreferenced = full_links.unreferenced
+        never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
+        never_run.update(full_links.unreachable)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
     result.decisions = _decisions(model, kernels, union, plan, coupling)
     follows = {t: coupling.primary for t in followers} if coupling else {}
     describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
-                    labels, follows, inputs.varying)
+                    labels, follows, inputs.varying, never_run)
     result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":

@@ -157,14 +157,21 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
         blocks.extend(fold(["Never referenced: %s" % plural(len(unreferenced), "kernel")],
                             [BulletList([[Code(n)] for n in unreferenced])],
                             len(unreferenced), FOLD_ITEMS))
-    unreachable = reading.get("unreachable") or {}
+    unreachable: Mapping[str, str] = reading.get("unreachable") or {}
     if unreachable:
         blocks.append(Para([Strong("Referenced but unreachable:"), " ",
-                            plural(len(unreachable), "kernel"), " instantiated only in "
-                            "dispatch functions no entry point runs (they still have to link)."]))
-        items = [[Code(name), ": " + reason] for name, reason in sorted(unreachable.items())]
-        blocks.extend(fold(["Unreachable: %s" % plural(len(items), "kernel")],
-                            [BulletList(items)], len(items), FOLD_ITEMS))
+                            plural(len(unreachable), "kernel"), " instantiated only where no "
+                            "call arrives: in dispatch functions no entry point runs, or under "
+                            "branch conditions that hold for no call. They still have to "
+                            "link, and no call is lost without them."]))
+        by_reason: Dict[str, List[str]] = {}
+        for name, reason in sorted(unreachable.items()):
+            by_reason.setdefault(reason, []).append(name)
+        for reason, names in by_reason.items():
+            blocks.append(Para([plural(len(names), "kernel"), ": " + reason + "."]))
+            blocks.extend(fold(["Unreachable: %s" % plural(len(names), "kernel")],
+                                [BulletList([[Code(name)] for name in names])],
+                                len(names), FOLD_ITEMS))
     missing = reading.get("missing") or []
     if missing:
         blocks.append(Para([Strong("Does not link:"), " ", "the API file instantiates ",
