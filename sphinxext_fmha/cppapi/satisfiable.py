@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -32,11 +33,13 @@ _SEARCH_LIMIT = 1 << 16
 _Test = Tuple[str, int, int]  # (operator, number, modulus or 0)
 
 
+_OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
+              "==": operator.eq, "!=": operator.ne}
+
+
 def _holds(value: int, test: _Test) -> bool:
-    operator, number, modulus = test
-    left = value % modulus if modulus else value
-    return {"<=": left <= number, "<": left < number, ">=": left >= number,
-            ">": left > number, "==": left == number, "!=": left != number}[operator]
+    comparison, number, modulus = test
+    return _OPERATORS[comparison](value % modulus if modulus else value, number)
 
 
 def _reason(name: str, tests: Sequence[_Test], zero: bool) -> str:
@@ -45,38 +48,60 @@ def _reason(name: str, tests: Sequence[_Test], zero: bool) -> str:
                       "hold only for %s = 0" % name)
 
 
+_FALSE = ("", "", 0)  # the parse of a literal false term
+
+
+# a few hundred distinct terms recur in every branch of a large API file
+@functools.lru_cache(maxsize=1 << 14)
+def _parse(term: str) -> Optional[Tuple[str, _Test]]:
+    """(name, test) of a term this module reads; :data:`_FALSE` for a literal false."""
+    text = term.strip()
+    if text in ("false", "(false)", "0", "never"):  # "never": how a readable term says false
+        return _FALSE[0], _FALSE
+    bound = _BOUND.match(text)
+    if bound:
+        return bound.group(1), (bound.group(2), int(bound.group(3)), 0)
+    modulo = _MODULO.match(text)
+    if modulo and int(modulo.group(2)) > 0:
+        return modulo.group(1), (modulo.group(3), int(modulo.group(4)), int(modulo.group(2)))
+    return None
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def _never(terms: Tuple[str, ...]) -> Optional[str]:
     tests: Dict[str, List[_Test]] = {}
     for term in terms:
-        text = term.strip()
-        if text in ("false", "(false)", "0", "never"):  # "never": how a readable term says false
+        parsed = _parse(term)
+        if parsed is None:
+            continue
+        if parsed[1] is _FALSE:
             return "its condition has the literal term `false`"
-        bound = _BOUND.match(text)
-        if bound:
-            tests.setdefault(bound.group(1), []).append(
-                (bound.group(2), int(bound.group(3)), 0))
-            continue
-        modulo = _MODULO.match(text)
-        if modulo and int(modulo.group(2)) > 0:
-            tests.setdefault(modulo.group(1), []).append(
-                (modulo.group(3), int(modulo.group(4)), int(modulo.group(2))))
+        tests.setdefault(parsed[0], []).append(parsed[1])
     for name, own in tests.items():
-        if len(own) < 2:
-            continue
-        uppers = [n if op == "<=" else n - 1 for op, n, m in own if not m and op in ("<=", "<")]
-        uppers += [n for op, n, m in own if not m and op == "=="]
-        lowers = [n if op == ">=" else n + 1 for op, n, m in own if not m and op in (">=", ">")]
-        period = math.lcm(*[m for _, _, m in own if m] or [1])
-        low = max([0, *lowers])
-        # past every bound the terms repeat with the moduli's period: one period is enough
-        high = min(uppers) if uppers else low + period + max([n for _, n, m in own if not m] or [0])
-        if high - low > _SEARCH_LIMIT:
-            continue
-        meets = (v for v in range(low, high + 1) if all(_holds(v, test) for test in own))
-        first = next(meets, None)
-        if first is None or (first == 0 and next(meets, None) is None):
-            return _reason(name, own, zero=first == 0)
+        if len(own) >= 2:
+            why = _excluded(name, tuple(dict.fromkeys(own)))  # one test per distinct term
+            if why:
+                return why
+    return None
+
+
+# one size's tests recur in thousands of branches (every bwd kernel of a head size)
+@functools.lru_cache(maxsize=1 << 12)
+def _excluded(name: str, own: Tuple[_Test, ...]) -> Optional[str]:
+    """Why no value but 0 (or none) meets every test of ``name``, or ``None``."""
+    uppers = [n if op == "<=" else n - 1 for op, n, m in own if not m and op in ("<=", "<")]
+    uppers += [n for op, n, m in own if not m and op == "=="]
+    lowers = [n if op == ">=" else n + 1 for op, n, m in own if not m and op in (">=", ">")]
+    period = math.lcm(*[m for _, _, m in own if m] or [1])
+    low = max([0, *lowers])
+    # past every bound the terms repeat with the moduli's period: one period is enough
+    high = min(uppers) if uppers else low + period + max([n for _, n, m in own if not m] or [0])
+    if high - low > _SEARCH_LIMIT:
+        return None
+    meets = (v for v in range(low, high + 1) if all(_holds(v, test) for test in own))
+    first = next(meets, None)
+    if first is None or (first == 0 and next(meets, None) is None):
+        return _reason(name, own, zero=first == 0)
     return None
 
 
