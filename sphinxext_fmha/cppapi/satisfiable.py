@@ -48,7 +48,8 @@ def _reason(name: str, tests: Sequence[_Test], zero: bool) -> str:
                       "hold only for %s = 0" % name)
 
 
-_FALSE = ("", "", 0)  # the parse of a literal false term
+#: the parse of a literal ``false`` term: no name, a test no value meets
+_FALSE: Tuple[str, _Test] = ("", ("<", 0, 0))
 
 
 # a few hundred distinct terms recur in every branch of a large API file
@@ -57,7 +58,7 @@ def _parse(term: str) -> Optional[Tuple[str, _Test]]:
     """(name, test) of a term this module reads; :data:`_FALSE` for a literal false."""
     text = term.strip()
     if text in ("false", "(false)", "0", "never"):  # "never": how a readable term says false
-        return _FALSE[0], _FALSE
+        return _FALSE
     bound = _BOUND.match(text)
     if bound:
         return bound.group(1), (bound.group(2), int(bound.group(3)), 0)
@@ -74,7 +75,7 @@ def _never(terms: Tuple[str, ...]) -> Optional[str]:
         parsed = _parse(term)
         if parsed is None:
             continue
-        if parsed[1] is _FALSE:
+        if parsed is _FALSE:
             return "its condition has the literal term `false`"
         tests.setdefault(parsed[0], []).append(parsed[1])
     for name, own in tests.items():
