@@ -206,9 +206,11 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
                        runs, len(rec.runs), 3)
     if rec.driver_command:
         blocks.append(Para(["One generate.py run for the union, with one dispatch file "
-                            "(%s); generate.py takes one filter per API, so this command "
-                            "runs it once with its fnmatch widened to the union of the filters:"
-                            % verified_text(rec.driver_verified)]))
+                            "(%s). generate.py takes one filter per API, so this command, "
+                            "which this extension installs (" % verified_text(rec.driver_verified),
+                            Code("pip install sphinxext-fmha"), "; CK has no such command), "
+                            "runs the tree's generate.py once with its fnmatch widened to the "
+                            "union of the filters:"]))
         blocks.append(CodeBlock(rec.driver_command, "bash"))
         blocks.append(Para([_links_text(rec)]))
     return blocks
