@@ -357,6 +357,38 @@ def test_v3_tried_first_keeps_both_paths_reachable():
     assert report.links and report.unreachable == {} and report.unreferenced == []
 
 
+SHADOWED_API = textwrap.dedent(r"""
+    #include "fmha_fwd.hpp"
+    float fmha_fwd(fmha_fwd_traits t, fmha_fwd_args a, const toy::stream_config& s) {
+        float r = -1;
+        if(t.data_type.compare("fp16") == 0) {
+            if((t.is_group_mode == false) && (a.seqlen_k % 64 == 0)) {
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS>;
+                return fmha_fwd_<trait_, toy::gfx9_t>(s, a);
+            }
+            else if((t.is_group_mode == false) && (a.seqlen_k % 128 == 0)) {
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS_ASYNC>;
+                return fmha_fwd_<trait_, toy::gfx9_t>(s, a);
+            }
+            else if((t.is_group_mode == false)) {
+                using trait_ = fmha_fwd_traits_<128, FmhaFwdFp16, false, Pipeline::QRKSVS_V3>;
+                return fmha_fwd_<trait_, toy::gfx950_t>(s, a);
+            }
+        }
+        return r;
+    }
+""")
+
+
+def test_a_branch_behind_an_earlier_one_of_its_chain_is_unreachable():
+    """`seqlen_k % 128 == 0` implies `seqlen_k % 64 == 0`: the second branch of the chain
+    is never tried (the first takes its calls); the third takes the other sizes."""
+    report = link_report(SHADOWED_API, _kernels("v2.cpp", "v3.cpp", "extra.cpp"))
+    assert report.links and report.unreferenced == []
+    assert list(report.unreachable) == ["extra.cpp"]
+    assert "seqlen_k % 64 == 0" in report.unreachable["extra.cpp"]
+
+
 def test_link_report_missing_specialisation():
     api = V2_V3_API.replace("@@ENABLED@@", "false")
     report = link_report(api, _kernels("v2.cpp"))

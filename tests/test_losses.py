@@ -4,7 +4,8 @@ expectation is written out here, from what the conditions say."""
 from __future__ import annotations
 
 from sphinxext_fmha.model import Decision
-from sphinxext_fmha.verify.losses import _relation, describe_losses
+from sphinxext_fmha.verify.losses import describe_losses
+from sphinxext_fmha.verify.standins import relation as _relation
 from sphinxext_fmha.verify.synthesis import Kernel
 
 LABELS = {"K": ["lit", "hdim", "mask", "pad", "trload"]}
@@ -25,7 +26,12 @@ def test_terms_on_one_subject_admit_imply_or_exclude():
     assert _relation("mask_type != no_mask", "mask_type == top_left") == "admits"
     assert _relation("mask_type != no_mask", "mask_type == no_mask") == "excludes"
     assert _relation("seqlen_k % 64 == 0", "seqlen_k % 64 != 0") == "excludes"
-    assert _relation("hdim_q <= 64", "hdim_q <= 128") == "unknown"  # not read: excluding
+    # sizes compare as numbers (0 is a size: a remainder test admits a non-zero one)
+    assert _relation("hdim_q <= 64", "hdim_q <= 128") == "implied"
+    assert _relation("hdim_q % 128 == 0", "hdim_q % 8 == 0") == "implied"
+    assert _relation("seqlen_k % 128 == 0", "seqlen_k != 0") == "admits"
+    assert _relation("hdim_q <= 64", "hdim_q % 128 == 0") == "admits"
+    assert _relation("seqlen_q <= 64", "seqlen_q > 64") == "excludes"
 
 
 def _losses(conditions):

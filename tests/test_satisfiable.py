@@ -29,3 +29,26 @@ def test_impossible(terms, why):
 ])
 def test_possible(terms):
     assert never_holds(terms) is None
+
+
+def test_a_branch_an_earlier_one_always_takes_is_never_tried():
+    """Newer CK's bwd on gfx950 tries ``hdim_q <= 64`` before ``hdim_q <= 32``: no call
+    reaches the d32 branch of that else-if chain."""
+    from sphinxext_fmha.cppapi.satisfiable import IfElseChain
+
+    chain = IfElseChain()
+    assert chain.add("hdim_q <= 64", ["hdim_q <= 64", "hdim_v <= 64"]) is None
+    assert chain.add("hdim_q <= 128", ["hdim_q <= 128", "hdim_v <= 128"]) is None
+    why = chain.add("hdim_q <= 32", ["hdim_q <= 32", "hdim_v <= 32"])
+    assert why and "`hdim_q <= 64`" in why and "`hdim_q <= 32`" in why
+    assert chain.add("hdim_q <= 256", ["hdim_q <= 256", "hdim_v <= 256"]) is None
+    # other terms must be the same: a later branch with another feature is tried
+    features = IfElseChain()
+    assert features.add("lse", ["has_lse", "seqlen_k % 64 == 0"]) is None
+    assert features.add("no lse", ["not has_lse", "seqlen_k % 128 == 0"]) is None
+    assert features.add("lse, aligned", ["has_lse", "seqlen_k % 128 == 0"])  # behind "lse"
+    assert features.add("lse, any", ["has_lse"]) is None  # admits seqlen_k = 1
+    # an earlier branch with no terms takes every call
+    always = IfElseChain()
+    assert always.add("true", []) is None
+    assert always.add("x", ["has_dropout"])

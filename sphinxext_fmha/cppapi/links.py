@@ -11,8 +11,9 @@ template-argument text on both sides, see :mod:`.matching`):
 * ``unreferenced``: generated kernels no dispatch branch instantiates (e.g. split-KV
   combine kernels no ``fmha_fwd_splitkv_combine_traits_<...>`` of any entry names).
 * ``unreachable``: generated kernels that are instantiated, but only in dispatch
-  functions no entry point can run, or only in branches whose conditions hold for no
-  call (:mod:`.satisfiable`), with the reason.
+  functions no entry point can run, only in branches whose conditions hold for no
+  call, or only in branches an earlier branch of their if-else chain always takes
+  (:mod:`.satisfiable`), with the reason.
 
 Pure: text in, data out; no process, no file system.
 """
@@ -110,6 +111,10 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
             if leaf.function in entry_points.dead:
                 reasons.append("launched only by %s: %s"
                                % (leaf.function, entry_points.dead[leaf.function]))
+                continue
+            if leaf.never:
+                reasons.append("its branch in %s is never tried: %s"
+                               % (leaf.function or "the API file", leaf.never))
                 continue
             never = _never_holds(tuple(leaf.path_conditions) + (leaf.condition,))
             if never is None:

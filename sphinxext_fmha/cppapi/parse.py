@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .allocation import collector_paused
+from .conditions import condition_terms, describe_condition
 from .lexing import (
     _IDENT_RE,
     _clean,
@@ -38,6 +39,7 @@ from .lexing import (
     trait_key,
     trait_template,
 )
+from .satisfiable import IfElseChain
 
 __all__ = ["DispatchBlock", "DispatchLeaf", "DispatchTree", "parse_dispatch",
            "classify_args"]
@@ -175,6 +177,9 @@ class DispatchLeaf:
     line: int = 0
     branch_kind: str = ""
     discarded: bool = False
+    #: why the call is never reached at run time though it is compiled (an earlier
+    #: branch of an if-else chain takes every call its branch admits), or ""
+    never: str = ""
 
     @property
     def keys(self) -> List[str]:
@@ -519,7 +524,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
     functions: List[str] = []
 
     def add(facts: _CallFacts, block: DispatchBlock, conds: List[str], function: str,
-            kind: str, dead: bool) -> None:
+            kind: str, dead: bool, never: str = "") -> None:
         leaf = DispatchLeaf(
             order=-1 if dead else len(leaves),
             path_conditions=list(conds[:-1]),
@@ -534,6 +539,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
             line=block.line,
             branch_kind=kind,
             discarded=dead,
+            never=never,
         )
         (discarded if dead else leaves).append(leaf)
 
@@ -544,18 +550,30 @@ def _collect_leaves(tree: DispatchTree) -> None:
         function: str,
         kind: str,
         dead: bool,
+        never: str = "",
     ) -> None:
         if not any(type(item) is DispatchBlock for item in block.items):
             for facts in _statement_block_calls(tuple(block.items), tuple(outer.items())):
-                add(facts, block, conds, function, kind, dead)
+                add(facts, block, conds, function, kind, dead, never)
             return
         scope = _Scope(outer)
         # values of the current `if constexpr` chain (None: not a constexpr chain)
         cx_chain: Optional[List[Optional[bool]]] = None
+        # the current runtime if / else-if chain (None: not in one)
+        chain: Optional[IfElseChain] = None
         for item in block.items:
             if isinstance(item, DispatchBlock):
                 func = function
                 sub_dead = dead
+                sub_never = never
+                if item.kind in ("if", "else if"):
+                    if item.kind == "if" or chain is None:
+                        chain = IfElseChain()
+                    shadowed = chain.add(describe_condition(item.condition),
+                                         condition_terms(item.condition))
+                    sub_never = never or shadowed or ""
+                elif item.kind != "else":
+                    chain = None
                 if item.kind == "function":
                     func = item.name
                     functions.append(item.name)
@@ -581,11 +599,14 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 elif item.kind == "function":
                     sub_conds = []
                     sub_kind = ""
-                walk(item, scope.visible, sub_conds, func, sub_kind, sub_dead)
+                walk(item, scope.visible, sub_conds, func, sub_kind, sub_dead, sub_never)
+                if item.kind == "else":
+                    chain = None
                 continue
             cx_chain = None
+            chain = None
             for facts in scope.statement(item):
-                add(facts, block, conds, function, kind, dead)
+                add(facts, block, conds, function, kind, dead, never)
 
     walk(tree.root, {}, [], "", "", False)
     tree.leaves = leaves

@@ -23,7 +23,7 @@ import operator
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["never_holds"]
+__all__ = ["IfElseChain", "is_size_test", "never_holds", "numeric_relation"]
 
 _BOUND = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|==|!=)\s*(\d+)\s*\)?$")
 _MODULO = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*(==|!=)\s*(\d+)\s*\)?$")
@@ -90,6 +90,16 @@ def _never(terms: Tuple[str, ...]) -> Optional[str]:
 @functools.lru_cache(maxsize=1 << 12)
 def _excluded(name: str, own: Tuple[_Test, ...]) -> Optional[str]:
     """Why no value but 0 (or none) meets every test of ``name``, or ``None``."""
+    meeting = _values_meeting(own)
+    if meeting is None or meeting not in ((), (0,)):
+        return None
+    return _reason(name, own, zero=meeting == (0,))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _values_meeting(own: Tuple[_Test, ...]) -> Optional[Tuple[int, ...]]:
+    """The first two values (from 0) that meet every test, fewer when there are none;
+    ``None`` when the range to search is too wide."""
     uppers = [n if op == "<=" else n - 1 for op, n, m in own if not m and op in ("<=", "<")]
     uppers += [n for op, n, m in own if not m and op == "=="]
     lowers = [n if op == ">=" else n + 1 for op, n, m in own if not m and op in (">=", ">")]
@@ -100,10 +110,7 @@ def _excluded(name: str, own: Tuple[_Test, ...]) -> Optional[str]:
     if high - low > _SEARCH_LIMIT:
         return None
     meets = (v for v in range(low, high + 1) if all(_holds(v, test) for test in own))
-    first = next(meets, None)
-    if first is None or (first == 0 and next(meets, None) is None):
-        return _reason(name, own, zero=first == 0)
-    return None
+    return tuple(v for _, v in zip(range(2), meets))
 
 
 def never_holds(terms: Sequence[str]) -> Optional[str]:
@@ -111,3 +118,60 @@ def never_holds(terms: Sequence[str]) -> Optional[str]:
     :func:`~.conditions.describe_condition` gives them) holds for no call, or ``None``
     when these terms do not rule every call out."""
     return _never(tuple(terms))
+
+
+_NEGATED = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!=", "!=": "=="}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def numeric_relation(mine: str, theirs: str) -> Optional[str]:
+    """How a term on a size relates to another on the same size: ``implied`` (every
+    value meeting ``mine`` meets ``theirs``), ``excludes`` (none does), ``admits``
+    (some do); ``None`` when the two are not both tests of one size this module reads,
+    or the values to search are too many. 0 counts as a value (a sequence may be empty)."""
+    a, b = _parse(mine), _parse(theirs)
+    if a is None or b is None or a is _FALSE or b is _FALSE or a[0] != b[0]:
+        return None
+    comparison, number, modulus = b[1]
+    unmet = _values_meeting((a[1], (_NEGATED[comparison], number, modulus)))
+    if unmet == ():
+        return "implied"
+    both = _values_meeting((a[1], b[1]))
+    if unmet is None or both is None:
+        return None
+    return "excludes" if both == () else "admits"
+
+
+def is_size_test(term: str) -> bool:
+    """Whether a readable term is a test of one size this module reads (``x % 8 == 0``)."""
+    parsed = _parse(term)
+    return parsed is not None and parsed is not _FALSE
+
+
+class IfElseChain:
+    """The branches of one ``if`` / ``else if`` chain, in order: a branch whose every
+    call an earlier branch of the chain takes (its terms imply the earlier branch's)
+    is never tried. Read from the terms alone (textual equality, and the numbers of
+    size tests): an earlier branch with the same other terms, or with none."""
+
+    def __init__(self) -> None:
+        # the earlier branches by their terms other than size tests
+        self._earlier: Dict[frozenset, List[Tuple[str, Tuple[str, ...]]]] = {}
+
+    def add(self, readable: str, terms: Sequence[str]) -> Optional[str]:
+        """Record a branch (``readable``: its condition as a reader sees it); return why
+        it is never tried, or ``None``."""
+        plain = frozenset(t for t in terms if not is_size_test(t))
+        sized = tuple(t for t in terms if is_size_test(t))
+        found = None
+        for key in dict.fromkeys((plain, frozenset())):
+            for earlier, needs in self._earlier.get(key, ()):
+                if all(any(mine == need or numeric_relation(mine, need) == "implied"
+                           for mine in sized) for need in needs):
+                    found = ("an earlier branch of its if-else chain, `%s`, takes every call "
+                             "its condition `%s` admits" % (earlier, readable))
+                    break
+            if found:
+                break
+        self._earlier.setdefault(plain, []).append((readable, sized))
+        return found

@@ -10,12 +10,10 @@ answer; conditions of different kernels are never joined.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from typing import (
     AbstractSet,
-    Callable,
     Dict,
     FrozenSet,
     List,
@@ -28,17 +26,10 @@ from typing import (
 
 from ..model import Decision, token_list
 from .policy import PROBLEM
+from .standins import compare, excludes, subject_of
 from .synthesis import Kernel
 
 __all__ = ["describe_losses", "within"]
-
-_SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
-
-
-def _subject(term: str) -> str:
-    match = _SUBJECT.match(term.strip())
-    return match.group(1) if match else term
-
 
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
@@ -203,103 +194,6 @@ def _context(kernel: Kernel, loose: Sequence[int]) -> Tuple:
     return (suffix,) + tuple(t for i, t in enumerate(kernel.tokens) if i not in loose)
 
 
-def _compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]],
-             subject: Callable[[str], str]) -> Tuple[List[str], List[str], List[str]]:
-    """A stand-in's terms the kernel lacks (``extra``) against the kernel's own terms on
-    the same subject (``subjects``: subject -> those terms): (own terms, stand-in terms)
-    where they exclude each other (the stand-in is reached for other inputs there), and
-    the stand-in's other terms, each a condition the kernel's inputs must also meet; a
-    term the kernel's own terms imply adds nothing and is left out."""
-    mine: List[str] = []
-    theirs: List[str] = []
-    plain: List[str] = []
-    for term in extra:
-        owns = subjects.get(subject(term))
-        if owns is None:
-            plain.append(term)
-            continue
-        own, relation = _strongest(owns, term)
-        if relation in ("excludes", "unknown"):
-            mine.append(own)
-            theirs.append(term)
-        elif relation != "implied":
-            plain.append(term)
-    return mine, theirs, plain
-
-
-def _excludes(theirs: Sequence[str], own: AbstractSet[str],
-              subjects: Mapping[str, Tuple[str, ...]], subject: Callable[[str], str]) -> bool:
-    """Whether :func:`_compare` would find a stand-in's term (of ``theirs``, not in
-    ``own``) that excludes the kernel's inputs, stopping at the first one."""
-    for term in theirs:
-        if term in own:
-            continue
-        owns = subjects.get(subject(term))
-        if owns is not None and _strongest(owns, term)[1] in ("excludes", "unknown"):
-            return True
-    return False
-
-
-#: What the kernel's terms on one subject together say of a stand-in's term: the
-#: kernel's inputs meet every one of them, so one that implies it settles it, else one
-#: that excludes it; an unread form decides only when no other term does.
-_STRENGTH = {"implied": 0, "excludes": 1, "admits": 2, "unknown": 3}
-
-
-# the same few (own terms, stand-in term) pairs meet again for every dropped kernel a
-# stand-in is tried for (2.8.3 bwd: 1.9 million meetings)
-@functools.lru_cache(maxsize=1 << 14)
-def _strongest(owns: Tuple[str, ...], theirs: str) -> Tuple[str, str]:
-    """(the kernel's term that decides, how it relates to ``theirs``)."""
-    return min(((own, _relation(own, theirs)) for own in owns),
-               key=lambda found: _STRENGTH[found[1]])
-
-
-#: ``S == V``, ``S != V`` and ``S == V or S == W ...`` on one subject ``S``.
-_EQUALITY = re.compile(r"^\s*(.+?)\s*(==|!=)\s*(\S+)\s*$")
-
-
-def _values(term: str) -> Optional[Tuple[str, bool, FrozenSet[str]]]:
-    """(subject, equal, values): the term holds when its subject is (``equal``) or is
-    not one of ``values``; None for any other form."""
-    found = []
-    for alternative in term.split(" or "):
-        match = _EQUALITY.match(alternative)
-        if match is None:
-            return None
-        found.append((match.group(1), match.group(2) == "==", match.group(3)))
-    subjects = {f[0] for f in found}
-    if len(subjects) != 1 or (len(found) > 1 and not all(f[1] for f in found)):
-        return None
-    return found[0][0], found[0][1], frozenset(f[2] for f in found)
-
-
-# the same few terms meet again on every kernel of a sub-type (bwd: 112,384 meetings of
-# some hundred terms)
-@functools.lru_cache(maxsize=1 << 12)
-def _relation(mine: str, theirs: str) -> str:
-    """How a stand-in's term on the kernel's subject relates to the kernel's own term:
-    ``implied`` (every input of the kernel's term meets it), ``admits`` (some do),
-    ``excludes`` (none do) or ``unknown`` (a form not read here: counted as excluding,
-    as a different term always was). Values are compared as written: equal texts are
-    the same value, different texts different ones."""
-    if mine == theirs:
-        return "implied"  # (the part of a term joined by "and" that a stand-in has alone)
-    a, b = _values(mine), _values(theirs)
-    if a is None or b is None or a[0] != b[0]:
-        return "unknown"
-    (_, a_equal, a_values), (_, b_equal, b_values) = a, b
-    if a_equal and b_equal:
-        return "implied" if a_values <= b_values else \
-            "admits" if a_values & b_values else "excludes"
-    if a_equal:  # theirs: S != V...
-        return "implied" if not a_values & b_values else \
-            "admits" if a_values - b_values else "excludes"
-    if b_equal:  # mine: S != V...; theirs: S == W...
-        return "admits" if b_values - a_values else "excludes"
-    return "implied" if b_values <= a_values else "admits"
-
-
 #: The stand-in of kernels whose dispatch conditions are not read (see :func:`_sentence`).
 _UNREAD = ("?",)
 #: The condition of a stand-in whose branches differ: where it is reached is not read.
@@ -322,7 +216,7 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     def subject(term: str) -> str:
         found = known.get(term)
         if found is None:
-            found = known[term] = _subject(term)
+            found = known[term] = subject_of(term)
         return found
 
     # (stand-in, the kernel's own terms) -> _compare: kernels of one problem share both
@@ -360,12 +254,12 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             found = compared.get((candidate.file, own))
             if found is None:
                 theirs = conditions.get(candidate.file, ())
-                if not is_near and _excludes(theirs, own, subjects, subject):
+                if not is_near and excludes(theirs, own, subjects, subject):
                     # a kernel further away that excludes the inputs is never an option
                     # (most of them, for a value no kept kernel has): stop at that term
                     continue
                 extra = [t for t in theirs if t not in own]
-                found = compared[(candidate.file, own)] = _compare(extra, subjects, subject)
+                found = compared[(candidate.file, own)] = compare(extra, subjects, subject)
             own_side, their_side, also_needed = found
             if their_side and not is_near:
                 continue  # a kernel further away counts only where it can take the inputs

@@ -11,22 +11,24 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, List, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, KernelType, Segment
+from .standins import compare, subject_of
 from .synthesis import Kernel
 
-__all__ = ["POLICY", "PROBLEM", "Plan", "classify", "plan_keep_set", "preference"]
+__all__ = ["POLICY", "PROBLEM", "Plan", "classify", "padding_by_coverage", "plan_keep_set",
+           "preference"]
 
 OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
 ON_VALUES = {"t", "true", "yes"}
 
 POLICY = {
-    "padding": "drop the fully padded variants (padded in every field the segment pads, or "
-               "fully where others pad to an alignment above 1) and keep the others: each "
-               "kept variant serves only the sizes its unpadded fields divide (see What you "
-               "lose)",
+    "padding": "keep the variants that between them serve every size: a variant is "
+               "dropped only where a kept one is reached for every input it is (read from "
+               "the dispatch conditions; usually the faster variants for aligned sizes go "
+               "and the padded fallback stays)",
     "optional feature": "keep the disabled variant; the feature's kernels are dropped",
     "mask": "keep no-mask plus the most common mask variant",
     "deterministic": "keep the non-deterministic variant",
@@ -130,7 +132,13 @@ def arch_suffix(kernel: Kernel) -> str:
     return stem[len("".join(kernel.tokens)):]
 
 
-def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str]) -> Plan:
+def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
+                  conditions: Mapping[str, Sequence[str]] = {},  # noqa: B006 - read only
+                  varying: AbstractSet[str] = frozenset()) -> Plan:
+    """The keep set; ``conditions`` (kernel file -> its dispatch terms) decide which
+    padding variants serve every size (without them, every padding variant is kept:
+    that one serves another's inputs is then not established); ``varying``: kernels
+    whose branches differ, never taken to serve another's inputs."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
     plan = Plan()
     for kernel_type in model.kernel_types:
@@ -138,14 +146,24 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
         own = [k for k in kernels if k.kernel_type == kernel_type.class_name]
         chosen: List[int] = []
         problem: List[int] = []
+        categories = [classify(s, tile_fields, model.api) if not s.literal else "literal"
+                      for s in segments]
+        # the segments a stand-in may differ in besides the one decided: tiles and the
+        # implementation choices its dispatch conditions account for (as in losses)
+        free = [i for i, c in enumerate(categories) if c in ("tile", "other")]
         for index, segment in enumerate(segments):
             if segment.literal:
                 continue
-            category = classify(segment, tile_fields, model.api)
+            category = categories[index]
             key = (kernel_type.class_name, segment.label)
             plan.categories[key] = category
             present = Counter(k.tokens[index] for k in own)
-            plan.ranks[key] = preference(category, segment, present)
+            if category == "padding":
+                plan.ranks[key] = padding_by_coverage(
+                    own, index, free, preference(category, segment, present), conditions,
+                    varying)
+            else:
+                plan.ranks[key] = preference(category, segment, present)
             if category in CHOSEN:
                 chosen.append(index)
             elif category in PROBLEM:
@@ -154,6 +172,56 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
             continue
         _keep_per_class(plan, kernel_type, own, chosen, problem)
     return plan
+
+
+def padding_by_coverage(own: Sequence[Kernel], index: int, free: Sequence[int],
+                        order: Mapping[str, int], conditions: Mapping[str, Sequence[str]],
+                        varying: AbstractSet[str]) -> Dict[str, int]:
+    """Rank 0 for the padding tokens to keep, 1 for those whose every kernel a kernel of a
+    kept token takes all the inputs of: same tokens elsewhere (``free`` segments aside),
+    and dispatch terms that add no condition to the kernel's own. Tokens are tried for
+    dropping from the least padded (``order``: the old preference, fully padded last)."""
+    tokens = sorted({k.tokens[index] for k in own}, key=lambda t: (-order.get(t, 0), t))
+    if not conditions or len(tokens) < 2:
+        return {t: 0 for t in tokens}
+    loose = set(free) | {index}
+    by_context: Dict[Tuple, Dict[str, List[Kernel]]] = {}
+    for kernel in own:
+        context = (arch_suffix(kernel),) + tuple(
+            t for i, t in enumerate(kernel.tokens) if i not in loose)
+        by_context.setdefault(context, {}).setdefault(kernel.tokens[index], []).append(kernel)
+    kept = list(tokens)
+    for token in sorted(tokens, key=lambda t: (order.get(t, 0), t)):
+        others = [t for t in kept if t != token]
+        if token not in kept or not others:
+            continue
+        if all(_served(kernel, [c for t in others for c in group.get(t, ())], conditions,
+                       varying)
+               for group in by_context.values() for kernel in group.get(token, ())):
+            kept.remove(token)
+    return {t: 0 if t in kept else 1 for t in tokens}
+
+
+def _served(kernel: Kernel, candidates: Sequence[Kernel],
+            conditions: Mapping[str, Sequence[str]], varying: AbstractSet[str]) -> bool:
+    """Whether one of ``candidates`` is reached for every input ``kernel`` is."""
+    own = conditions.get(kernel.file)
+    if not own:
+        return False  # never referenced, or no term shared by its branches: not established
+    on_subject: Dict[str, List[str]] = {}
+    for term in own:
+        for part in (term.split(" and ") if " or " not in term else [term]):
+            on_subject.setdefault(subject_of(part), []).append(part)
+    subjects = {k: tuple(v) for k, v in on_subject.items()}
+    mine = set(own)
+    for candidate in candidates:
+        theirs = conditions.get(candidate.file)
+        if not theirs or candidate.file in varying:
+            continue
+        extra = [t for t in theirs if t not in mine]
+        if compare(extra, subjects, subject_of) == ([], [], []):
+            return True
+    return False
 
 
 def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],

@@ -104,7 +104,9 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
-    plan = plan_keep_set(model, kernels, deciding)
+    # the dispatch conditions decide which padding variants serve every size
+    _read_conditions(inputs, result, len(inputs.notes))
+    plan = plan_keep_set(model, kernels, deciding, inputs.conditions, inputs.varying)
     target = set(plan.keep) - {k.file for k in kernels if k.kernel_type in followers}
     if coupling is not None:
         kept_main = {f for f in target if type_of.get(f) == coupling.primary}
@@ -135,8 +137,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
             "the keep set has %d" % (len(predicted), len(claimed)))
     result.keep_count = len(claimed)
 
-    union = _run(runner, synthesis.filters, result,
-                 meanwhile=lambda: _read_conditions(inputs, result, len(inputs.notes)))
+    union = _run(runner, synthesis.filters, result)
     result.union_count = len(union)
     result.verified = union == claimed and all(r.verified for r in result.runs)
     if union != claimed:
