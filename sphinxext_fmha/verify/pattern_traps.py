@@ -26,9 +26,11 @@ def pattern_traps(model: ApiModel, listing: ParsedListing) -> List[PatternTrap]:
     """Every token of a segment that ``-f`` can choose whose ``*TOKEN*`` matches
     kernels of its sub-type that do not carry it."""
     names = listing.kernel_names(model)
-    per_type: Dict[str, List[tuple]] = defaultdict(list)  # class -> [(name, tokens)]
+    # class -> [(file, name, tokens)]: counted in files, as every other count of the
+    # guide (newer CK writes one name per architecture, each its own file)
+    per_type: Dict[str, List[tuple]] = defaultdict(list)
     for file, (class_name, tokens) in listing.parsed.items():
-        per_type[class_name].append((names[file], tokens))
+        per_type[class_name].append((file, names[file], tokens))
     traps: List[PatternTrap] = []
     for kernel_type in model.kernel_types:
         kernels = per_type.get(kernel_type.class_name, [])
@@ -38,7 +40,7 @@ def pattern_traps(model: ApiModel, listing: ParsedListing) -> List[PatternTrap]:
             for token in segment.tokens:
                 if not token:
                     continue
-                carriers = {name for name, tokens in kernels if tokens[index] == token}
+                carriers = {file for file, _, tokens in kernels if tokens[index] == token}
                 loose = "*%s*" % token
                 matched = _matching(model, loose, kernels)
                 if matched == carriers:
@@ -64,7 +66,7 @@ def _matching(model: ApiModel, pattern: str, kernels: List[tuple]) -> set:
             else (lambda text: text)
         text = slash(fold(body.rstrip("*")))
         if body.endswith("*"):
-            return {name for name, _ in kernels if text in slash(fold(name))}
-        return {name for name, _ in kernels if slash(fold(name)).endswith(text)}
+            return {file for file, name, _ in kernels if text in slash(fold(name))}
+        return {file for file, name, _ in kernels if slash(fold(name)).endswith(text)}
     matches = matcher_as_generate(model, pattern)
-    return {name for name, _ in kernels if matches(name)}
+    return {file for file, name, _ in kernels if matches(name)}
