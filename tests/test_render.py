@@ -607,3 +607,20 @@ def test_empty_filter_sentence_says_what_generate_py_does(corpus_root, tree, tmp
         assert "**no** `FmhaFwdKernel` kernel is generated" in line, line
     else:
         assert empty == full and "or with an empty one" in line, line
+
+
+def test_a_call_after_another_of_its_caller_is_not_unconditional():
+    """The newest CK entry: `fmha_fwd_v2` runs only when the `fmha_fwd_v3` call before
+    it did not return (it declined with r < 0), though no condition guards it."""
+    from sphinxext_fmha.render.sections.dispatch import _entry_points
+
+    calls = [{"caller": "fmha_fwd", "callee": "fmha_fwd_v3", "when": "args.max_seqlen_q > 1",
+              "words": "max_seqlen_q > 1", "never": False, "statement": "v3(...)"},
+             {"caller": "fmha_fwd", "callee": "fmha_fwd_v2", "when": "", "words": "",
+              "never": False, "statement": "return fmha_fwd_v2(...)"}]
+    text = "\n".join(blocks_markdown(_entry_points({"entries": ["fmha_fwd"], "calls": calls})))
+    assert "`fmha_fwd` calls `fmha_fwd_v2` when the calls before it have not returned" in text
+    assert "unconditionally" not in text
+    alone = "\n".join(blocks_markdown(_entry_points({"entries": ["fmha_fwd"],
+                                                     "calls": calls[1:]})))
+    assert "`fmha_fwd` calls `fmha_fwd_v2` unconditionally" in alone

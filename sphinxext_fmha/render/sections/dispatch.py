@@ -57,12 +57,17 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
     calls = reading.get("calls") or []
     if calls:
         items: List[Inlines] = []
+        callers: Dict[str, int] = {}  # caller -> its calls listed so far
         for call in calls:
             item: Inlines = [Code(call["caller"]), " calls ", Code(call["callee"])]
             if call["when"]:
                 item += [" when ", *condition_inlines(call["when"], call["words"])]
+            elif callers.get(call["caller"]):
+                # (newest CK: v2 runs when the v3 call before it declined, r < 0)
+                item += [" when the calls before it have not returned"]
             else:
                 item += [" unconditionally"]
+            callers[call["caller"]] = callers.get(call["caller"], 0) + 1
             if call["never"]:
                 item += [": ", Strong("never"), ", the condition is always false"]
             items.append(item + [" — ", Code(call["statement"])])
