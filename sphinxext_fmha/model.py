@@ -627,6 +627,9 @@ class Recommendation:
     links_unreachable: Dict[str, str] = field(default_factory=dict)
     #: Kernels of the full listing no dispatch call reaches.
     full_unreferenced: List[str] = field(default_factory=list)
+    #: kernels of the set the whole set never runs that the set's own dispatch file
+    #: reaches (without the dropped kernels its branches are tried in another order)
+    reached_only_in_set: List[str] = field(default_factory=list)
     #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: The tiles per problem (architecture, data type, head dim), with the kernels the

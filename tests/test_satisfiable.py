@@ -48,6 +48,9 @@ def test_a_branch_an_earlier_one_always_takes_is_never_tried():
     assert features.add("no lse", ["not has_lse", "seqlen_k % 128 == 0"]) is None
     assert features.add("lse, aligned", ["has_lse", "seqlen_k % 128 == 0"])  # behind "lse"
     assert features.add("lse, any", ["has_lse"]) is None  # admits seqlen_k = 1
+    # an earlier branch with fewer other terms takes the calls of one with more
+    assert features.add("lse, dropout", ["has_lse", "has_dropout", "seqlen_k % 128 == 0"])
+    assert features.add("dropout", ["has_dropout", "seqlen_k % 128 == 0"]) is None
     # an earlier branch with no terms takes every call
     always = IfElseChain()
     assert always.add("true", []) is None

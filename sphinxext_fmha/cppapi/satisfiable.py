@@ -152,7 +152,7 @@ class IfElseChain:
     """The branches of one ``if`` / ``else if`` chain, in order: a branch whose every
     call an earlier branch of the chain takes (its terms imply the earlier branch's)
     is never tried. Read from the terms alone (textual equality, and the numbers of
-    size tests): an earlier branch with the same other terms, or with none."""
+    size tests): an earlier branch whose other terms are all among this one's."""
 
     def __init__(self) -> None:
         # the earlier branches by their terms other than size tests
@@ -164,14 +164,30 @@ class IfElseChain:
         plain = frozenset(t for t in terms if not is_size_test(t))
         sized = tuple(t for t in terms if is_size_test(t))
         found = None
-        for key in dict.fromkeys((plain, frozenset())):
-            for earlier, needs in self._earlier.get(key, ()):
+        # an earlier branch whose other terms are among this one's (the same, fewer, or
+        # none): C-speed set tests over the chain's distinct term sets
+        for key in [k for k in self._earlier if k <= plain]:
+            for earlier, needs in self._earlier[key]:
                 if all(any(mine == need or numeric_relation(mine, need) == "implied"
                            for mine in sized) for need in needs):
-                    found = ("an earlier branch of its if-else chain, `%s`, takes every call "
-                             "its condition `%s` admits" % (earlier, readable))
+                    found = _shadowed_by(earlier, readable)
                     break
             if found:
                 break
         self._earlier.setdefault(plain, []).append((readable, sized))
         return found
+
+
+#: conditions longer than this are not quoted in a reason (a reason is said once for
+#: all the kernels that share it: quoting every feature term makes each one its own)
+_QUOTED = 80
+
+
+def _shadowed_by(earlier: str, readable: str) -> str:
+    if len(earlier) <= _QUOTED and len(readable) <= _QUOTED:
+        return ("an earlier branch of its if-else chain, `%s`, takes every call its "
+                "condition `%s` admits" % (earlier, readable))
+    if earlier == readable:
+        return "an earlier branch of its if-else chain has the same condition"
+    return ("an earlier branch of its if-else chain takes every call its condition admits "
+            "(the earlier one tests fewer of the same terms, or weaker sizes)")

@@ -154,6 +154,10 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
         result.full_unreferenced = full_links.unreferenced
         never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
         never_run.update(full_links.unreachable)
+        if result.write_verified:
+            result.reached_only_in_set = sorted(
+                f for f in union if f in never_run and f not in result.links_unreachable
+                and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
     result.decisions = _decisions(model, kernels, union, plan, coupling)
     follows = {t: coupling.primary for t in followers} if coupling else {}

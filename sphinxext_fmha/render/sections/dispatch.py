@@ -146,6 +146,10 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
     return blocks
 
 
+#: kernels named per reason of the unreachable list
+_LISTED = 24
+
+
 def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
     blocks: List[Block] = []
     kinds: Dict[str, str] = reading.get("kinds") or {}
@@ -172,11 +176,14 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
         by_reason: Dict[str, List[str]] = {}
         for name, reason in sorted(unreachable.items()):
             by_reason.setdefault(reason, []).append(name)
-        for reason, names in by_reason.items():
+        for reason, names in sorted(by_reason.items(), key=lambda item: -len(item[1])):
             blocks.append(Para([plural(len(names), "kernel"), ": " + reason + "."]))
+            # thousands of names say less than a few: the rest are counted
+            shown: List[Inlines] = [[Code(name)] for name in names[:_LISTED]]
+            if len(names) > _LISTED:
+                shown.append(["… and %d more" % (len(names) - _LISTED)])
             blocks.extend(fold(["Unreachable: %s" % plural(len(names), "kernel")],
-                                [BulletList([[Code(name)] for name in names])],
-                                len(names), FOLD_ITEMS))
+                                [BulletList(shown)], len(names), FOLD_ITEMS))
     missing = reading.get("missing") or []
     if missing:
         blocks.append(Para([Strong("Does not link:"), " ", "the API file instantiates ",

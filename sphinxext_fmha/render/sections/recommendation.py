@@ -235,8 +235,15 @@ def _links_text(rec: Recommendation) -> str:
                      % len(rec.links_unreferenced))
     if rec.links_unreachable:
         reasons = sorted(set(rec.links_unreachable.values()))
+        shown = "; ".join(reasons[:3]) + (
+            "; and %d other reasons" % (len(reasons) - 3) if len(reasons) > 3 else "")
         parts.append("%d generated kernels are never run: %s." % (
-            len(rec.links_unreachable), "; ".join(reasons)))
+            len(rec.links_unreachable), shown))
+    if rec.reached_only_in_set:
+        parts.append("%d kernels of the set that the whole set never runs are reached from "
+                     "the set's dispatch file (without the dropped kernels its branches are "
+                     "tried in another order): calls they serve here ran other kernels in "
+                     "the full build." % len(rec.reached_only_in_set))
     if rec.full_unreferenced:
         parts.append("In the full listing, %d kernels are reached by no dispatch call."
                      % len(rec.full_unreferenced))
