@@ -569,8 +569,8 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 if item.kind in ("if", "else if"):
                     if item.kind == "if" or chain is None:
                         chain = IfElseChain()
-                    shadowed = chain.add(describe_condition(item.condition),
-                                         condition_terms(item.condition))
+                    shadowed = chain.add(item.condition, condition_terms(item.condition),
+                                         describe_condition)
                     sub_never = never or shadowed or ""
                 elif item.kind != "else":
                     chain = None

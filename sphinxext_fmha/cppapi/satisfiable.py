@@ -21,7 +21,7 @@ import functools
 import math
 import operator
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["IfElseChain", "is_size_test", "never_holds", "numeric_relation"]
 
@@ -155,27 +155,43 @@ class IfElseChain:
     size tests): an earlier branch whose other terms are all among this one's."""
 
     def __init__(self) -> None:
-        # the earlier branches by their terms other than size tests
-        self._earlier: Dict[frozenset, List[Tuple[str, Tuple[str, ...]]]] = {}
+        # the earlier branches by their terms other than size tests, then by their size
+        # tests (one condition each: the first, the one that takes the calls)
+        self._earlier: Dict[frozenset, Dict[Tuple[str, ...], str]] = {}
 
-    def add(self, readable: str, terms: Sequence[str]) -> Optional[str]:
-        """Record a branch (``readable``: its condition as a reader sees it); return why
-        it is never tried, or ``None``."""
-        plain = frozenset(t for t in terms if not is_size_test(t))
-        sized = tuple(t for t in terms if is_size_test(t))
+    def add(self, condition: str, terms: Sequence[str],
+            readable: Callable[[str], str] = str) -> Optional[str]:
+        """Record a branch (``terms``: its readable terms; ``readable`` says a condition
+        as a reader sees it, asked only for a reason); return why it is never tried,
+        or ``None``."""
+        plain, sized = _split_terms(tuple(terms))
         found = None
         # an earlier branch whose other terms are among this one's (the same, fewer, or
         # none): C-speed set tests over the chain's distinct term sets
         for key in [k for k in self._earlier if k <= plain]:
-            for earlier, needs in self._earlier[key]:
-                if all(any(mine == need or numeric_relation(mine, need) == "implied"
-                           for mine in sized) for need in needs):
-                    found = _shadowed_by(earlier, readable)
+            for needs, earlier in self._earlier[key].items():
+                if _implied(sized, needs):
+                    found = _shadowed_by(readable(earlier), readable(condition))
                     break
             if found:
                 break
-        self._earlier.setdefault(plain, []).append((readable, sized))
+        self._earlier.setdefault(plain, {}).setdefault(sized, condition)
         return found
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _split_terms(terms: Tuple[str, ...]) -> Tuple[frozenset, Tuple[str, ...]]:
+    """(the terms other than size tests, the size tests)."""
+    return (frozenset(t for t in terms if not is_size_test(t)),
+            tuple(t for t in terms if is_size_test(t)))
+
+
+# the same few sets of size tests meet in every chain of an API file
+@functools.lru_cache(maxsize=1 << 14)
+def _implied(sized: Tuple[str, ...], needs: Tuple[str, ...]) -> bool:
+    """Whether every test of ``needs`` follows from one of ``sized``."""
+    return all(any(mine == need or numeric_relation(mine, need) == "implied"
+                   for mine in sized) for need in needs)
 
 
 #: conditions longer than this are not quoted in a reason (a reason is said once for
