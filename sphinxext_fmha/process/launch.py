@@ -161,16 +161,27 @@ def _descendants(root: int) -> List[int]:
 
 def _kill_group(group: int, below: bool = True) -> None:
     """SIGKILL the child's process group and (``below``: while the child lives, the
-    only time they can be told apart from strangers) everything below the child."""
-    for pid in _descendants(group) if below else ():
+    only time they can be told apart from strangers) everything below the child, with
+    the process groups those processes lead: a process one of them forks after the
+    look at ``/proc`` (the probe's forked listing, its grandchild) is in such a group."""
+    found = _descendants(group) if below else []
+    groups = {group}
+    for pid in found:
+        try:
+            groups.add(os.getpgid(pid))
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+    groups.discard(os.getpgrp())  # (never our own group: a child left it, not joined it)
+    for pid in found:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError, OSError):
             pass
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
+    for each in groups:
+        try:
+            os.killpg(each, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
 
 def stop_children() -> None:
