@@ -639,8 +639,8 @@ class _RecommendRunner:
 
     def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
         """Start the filtered runs of ``filters`` (and, with ``driver``, the driver run
-        for their union) in batch interpreters, in a background thread: this thread
-        meanwhile reads the dispatch file; :meth:`check` and the driver wait for them."""
+        for their union) in batch interpreters, in a background thread; :meth:`check` and
+        the driver wait for them."""
         from concurrent.futures import ThreadPoolExecutor
 
         run = self._driver_run(filters) if driver and filters else None

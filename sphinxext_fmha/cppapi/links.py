@@ -20,16 +20,13 @@ Pure: text in, data out; no process, no file system.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Tuple
 
-from .conditions import condition_terms
 from .entry_points import EntryPoints, read_entry_points
 from .lexing import trait_template
 from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
-from .satisfiable import never_holds
 
 __all__ = ["LinkReport", "link_report", "link_report_from_keys", "unreachable_kernels"]
 
@@ -99,7 +96,8 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
 
 def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
                         entry_points: EntryPoints) -> Dict[str, str]:
-    """Kernel files launched only from dispatch functions no entry point runs -> why."""
+    """Kernel files launched only from dispatch functions no entry point runs, or only
+    from branches no call reaches (``DispatchLeaf.never``) -> why."""
     result: Dict[str, str] = {}
     by_order = {leaf.order: leaf for leaf in tree.leaves}
     for filename, orders in match.kernel_leaves.items():
@@ -112,21 +110,10 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
                 reasons.append("launched only by %s: %s"
                                % (leaf.function, entry_points.dead[leaf.function]))
                 continue
-            if leaf.never:
-                reasons.append("its branch in %s is never tried: %s"
-                               % (leaf.function or "the API file", leaf.never))
-                continue
-            never = _never_holds(tuple(leaf.path_conditions) + (leaf.condition,))
-            if never is None:
+            if not leaf.never:
                 break
-            reasons.append("its branch in %s never holds: %s"
-                           % (leaf.function or "the API file", never))
+            reasons.append("its branch in %s %s" % (leaf.function or "the API file", leaf.never))
         else:
             result[filename] = "; ".join(dict.fromkeys(reasons))
     return result
 
-
-@functools.lru_cache(maxsize=1 << 14)
-def _never_holds(conditions: Tuple[str, ...]) -> Optional[str]:
-    """Why the branch conditions around a call hold for no call (``None``: they may)."""
-    return never_holds([term for cond in conditions for term in condition_terms(cond)])

@@ -39,7 +39,7 @@ from .lexing import (
     trait_key,
     trait_template,
 )
-from .satisfiable import IfElseChain
+from .satisfiable import IfElseChain, never_holds
 
 __all__ = ["DispatchBlock", "DispatchLeaf", "DispatchTree", "parse_dispatch",
            "classify_args"]
@@ -177,8 +177,9 @@ class DispatchLeaf:
     line: int = 0
     branch_kind: str = ""
     discarded: bool = False
-    #: why the call is never reached at run time though it is compiled (an earlier
-    #: branch of an if-else chain takes every call its branch admits), or ""
+    #: why the call is never reached at run time though it is compiled, said of its
+    #: branch ("never holds: ..." for terms no call meets together, "is never tried:
+    #: ..." when an earlier branch of an if-else chain takes its calls), or ""
     never: str = ""
 
     @property
@@ -518,6 +519,12 @@ def _statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str],
     return tuple(facts for item in items for facts in scope.statement(item))
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _never_holds(conditions: Tuple[str, ...]) -> Optional[str]:
+    """Why the branch conditions around a call hold for no call (``None``: they may)."""
+    return never_holds([term for cond in conditions for term in condition_terms(cond)])
+
+
 def _collect_leaves(tree: DispatchTree) -> None:
     leaves: List[DispatchLeaf] = []
     discarded: List[DispatchLeaf] = []
@@ -525,6 +532,9 @@ def _collect_leaves(tree: DispatchTree) -> None:
 
     def add(facts: _CallFacts, block: DispatchBlock, conds: List[str], function: str,
             kind: str, dead: bool, never: str = "") -> None:
+        if not dead and not never:
+            holds_not = _never_holds(tuple(conds))
+            never = "never holds: %s" % holds_not if holds_not else ""
         leaf = DispatchLeaf(
             order=-1 if dead else len(leaves),
             path_conditions=list(conds[:-1]),
@@ -571,7 +581,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
                         chain = IfElseChain()
                     shadowed = chain.add(item.condition, condition_terms(item.condition),
                                          describe_condition)
-                    sub_never = never or shadowed or ""
+                    sub_never = never or ("is never tried: %s" % shadowed if shadowed else "")
                 elif item.kind != "else":
                     chain = None
                 if item.kind == "function":

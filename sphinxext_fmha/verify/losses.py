@@ -26,7 +26,7 @@ from typing import (
 
 from ..model import Decision, token_list
 from .policy import PROBLEM
-from .standins import compare, excludes, subject_of
+from .standins import by_subject, compare, excludes
 from .synthesis import Kernel
 
 __all__ = ["describe_losses", "within"]
@@ -211,17 +211,8 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     groups: Counter = Counter()
     idle: Dict[str, int] = {}  # why the API never launches them -> how many
     orphans: List[Kernel] = []  # no kept kernel of their problem class takes their inputs
-    known: Dict[str, str] = {}  # term -> its subject: the same terms recur on every kernel
-
-    def subject(term: str) -> str:
-        found = known.get(term)
-        if found is None:
-            found = known[term] = subject_of(term)
-        return found
-
     # (stand-in, the kernel's own terms) -> _compare: kernels of one problem share both
     compared: Dict[Tuple[str, FrozenSet[str]], Tuple[List[str], List[str], List[str]]] = {}
-    subjects_of: Dict[FrozenSet[str], Dict[str, Tuple[str, ...]]] = {}  # own -> subject -> terms
     for kernel in alone:
         if kernel.file in never_run:
             idle[never_run[kernel.file]] = idle.get(never_run[kernel.file], 0) + 1
@@ -232,16 +223,7 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             # kernel from two functions): nothing to compare a stand-in's terms with
             groups[(_UNREAD, (), (), ())] += 1
             continue
-        subjects = subjects_of.get(own)
-        if subjects is None:
-            # a term of several conditions joined by "and" (has_dropout and not
-            # is_store_randval) is on each of their subjects; a subject may have several
-            # (in the terms' order: the same page in every process)
-            on_subject: Dict[str, List[str]] = {}
-            for term in sorted(own):
-                for part in (term.split(" and ") if " or " not in term else [term]):
-                    on_subject.setdefault(subject(part), []).append(part)
-            subjects = subjects_of[own] = {k: tuple(v) for k, v in on_subject.items()}
+        subjects = by_subject(own)
         near = [k for k in kept_by_context.get(_context(kernel, loose), [])
                 if k.tokens[index] != kernel.tokens[index]]
         kept_by_problem, wide, tiles = problem
@@ -254,12 +236,12 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
             found = compared.get((candidate.file, own))
             if found is None:
                 theirs = conditions.get(candidate.file, ())
-                if not is_near and excludes(theirs, own, subjects, subject):
+                if not is_near and excludes(theirs, own, subjects):
                     # a kernel further away that excludes the inputs is never an option
                     # (most of them, for a value no kept kernel has): stop at that term
                     continue
                 extra = [t for t in theirs if t not in own]
-                found = compared[(candidate.file, own)] = compare(extra, subjects, subject)
+                found = compared[(candidate.file, own)] = compare(extra, subjects)
             own_side, their_side, also_needed = found
             if their_side and not is_near:
                 continue  # a kernel further away counts only where it can take the inputs

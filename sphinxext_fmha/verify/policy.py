@@ -15,7 +15,7 @@ from typing import AbstractSet, Dict, List, Mapping, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, KernelType, Segment
-from .standins import compare, subject_of
+from .standins import by_subject, compare
 from .synthesis import Kernel
 
 __all__ = ["POLICY", "PROBLEM", "Plan", "classify", "padding_by_coverage", "plan_keep_set",
@@ -181,7 +181,7 @@ def padding_by_coverage(own: Sequence[Kernel], index: int, free: Sequence[int],
     kept token takes all the inputs of: same tokens elsewhere (``free`` segments aside),
     and dispatch terms that add no condition to the kernel's own. Tokens are tried for
     dropping from the least padded (``order``: the old preference, fully padded last)."""
-    tokens = sorted({k.tokens[index] for k in own}, key=lambda t: (-order.get(t, 0), t))
+    tokens = sorted({k.tokens[index] for k in own})
     if not conditions or len(tokens) < 2:
         return {t: 0 for t in tokens}
     loose = set(free) | {index}
@@ -205,21 +205,16 @@ def padding_by_coverage(own: Sequence[Kernel], index: int, free: Sequence[int],
 def _served(kernel: Kernel, candidates: Sequence[Kernel],
             conditions: Mapping[str, Sequence[str]], varying: AbstractSet[str]) -> bool:
     """Whether one of ``candidates`` is reached for every input ``kernel`` is."""
-    own = conditions.get(kernel.file)
-    if not own:
+    terms = conditions.get(kernel.file)
+    if not terms:
         return False  # never referenced, or no term shared by its branches: not established
-    on_subject: Dict[str, List[str]] = {}
-    for term in own:
-        for part in (term.split(" and ") if " or " not in term else [term]):
-            on_subject.setdefault(subject_of(part), []).append(part)
-    subjects = {k: tuple(v) for k, v in on_subject.items()}
-    mine = set(own)
+    own = frozenset(terms)
+    subjects = by_subject(own)
     for candidate in candidates:
         theirs = conditions.get(candidate.file)
         if not theirs or candidate.file in varying:
             continue
-        extra = [t for t in theirs if t not in mine]
-        if compare(extra, subjects, subject_of) == ([], [], []):
+        if compare([t for t in theirs if t not in own], subjects) == ([], [], []):
             return True
     return False
 

@@ -206,15 +206,13 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
                             "told without them" % str(error).splitlines()[0])
 
 
-def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation,
-         meanwhile: Callable[[], None] = lambda: None) -> Set[str]:
+def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
     union: Set[str] = set()
     # Their generate.py runs and the driver run for their union, batched: the driver's
     # results are read back by driver_listing / driver_write (_check_driver) when its
     # filters are these; when a run below is left out as redundant, the driver runs
-    # for the remaining filters as its own process. ``meanwhile`` is done while they run.
+    # for the remaining filters as its own process.
     runner.prefetch(filters, driver=True)
-    meanwhile()
     # The runs are independent generate.py processes: run them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import AbstractSet, Callable, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from ..cppapi.satisfiable import numeric_relation
 
-__all__ = ["compare", "excludes", "relation", "subject_of"]
+__all__ = ["by_subject", "compare", "excludes", "relation", "subject_of"]
 
 _SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
 #: ``x % N``: a size's remainder is a test of the size itself
@@ -34,8 +34,21 @@ def subject_of(term: str) -> str:
     return _REMAINDER.sub("", match.group(1)) if match else term
 
 
-def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]],
-             subject: Callable[[str], str]) -> Tuple[List[str], List[str], List[str]]:
+@functools.lru_cache(maxsize=1 << 12)
+def by_subject(own: FrozenSet[str]) -> Mapping[str, Tuple[str, ...]]:
+    """A kernel's terms by subject (what :func:`compare` takes). A term of several
+    conditions joined by "and" (``has_dropout and not is_store_randval``) is on each of
+    their subjects; a subject may have several, in the terms' order (the same page in
+    every process). Kernels of one problem share their terms: cached, not to be changed."""
+    on_subject: Dict[str, List[str]] = {}
+    for term in sorted(own):
+        for part in (term.split(" and ") if " or " not in term else [term]):
+            on_subject.setdefault(subject_of(part), []).append(part)
+    return {k: tuple(v) for k, v in on_subject.items()}
+
+
+def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]]
+            ) -> Tuple[List[str], List[str], List[str]]:
     """A stand-in's terms the kernel lacks (``extra``) against the kernel's own terms on
     the same subject (``subjects``: subject -> those terms): (own terms, stand-in terms)
     where they exclude each other (the stand-in is reached for other inputs there), and
@@ -45,7 +58,7 @@ def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]],
     theirs: List[str] = []
     plain: List[str] = []
     for term in extra:
-        owns = subjects.get(subject(term))
+        owns = subjects.get(subject_of(term))
         if owns is None:
             plain.append(term)
             continue
@@ -59,13 +72,13 @@ def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]],
 
 
 def excludes(theirs: Sequence[str], own: AbstractSet[str],
-              subjects: Mapping[str, Tuple[str, ...]], subject: Callable[[str], str]) -> bool:
+             subjects: Mapping[str, Tuple[str, ...]]) -> bool:
     """Whether :func:`compare` would find a stand-in's term (of ``theirs``, not in
     ``own``) that excludes the kernel's inputs, stopping at the first one."""
     for term in theirs:
         if term in own:
             continue
-        owns = subjects.get(subject(term))
+        owns = subjects.get(subject_of(term))
         if owns is not None and _strongest(owns, term)[1] in ("excludes", "unknown"):
             return True
     return False
