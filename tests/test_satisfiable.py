@@ -55,3 +55,31 @@ def test_a_branch_an_earlier_one_always_takes_is_never_tried():
     always = IfElseChain()
     assert always.add("true", []) is None
     assert always.add("x", ["has_dropout"])
+
+
+def test_a_never_tried_branch_is_said_short_when_its_condition_is_long():
+    """Conditions too long to quote are not quoted: one reason is shared by all the
+    kernels of such branches, and 'the same condition' is said only when the two
+    branches test the same terms (in another order too)."""
+    from sphinxext_fmha.cppapi.satisfiable import IfElseChain
+
+    features = ["t.has_lse == %s" % flag for flag in ("true",)] + [
+        "(t.bias_type == bias_enum::no_bias)", "(t.has_dropout == false)",
+        "(t.mask_type == mask_enum::no_mask)", "(t.is_group_mode == false)"]
+    readable = ["has_lse", "bias_type == bias_enum::no_bias", "not has_dropout",
+                "mask_type == mask_enum::no_mask", "not is_group_mode"]
+    asked = []
+
+    def said(condition: str) -> str:
+        asked.append(condition)
+        return condition
+
+    chain = IfElseChain()
+    assert chain.add(" && ".join(features), readable, said) is None
+    same = chain.add(" && ".join(reversed(features)), list(reversed(readable)), said)
+    assert same == "an earlier branch of its if-else chain has the same condition"
+    more = chain.add(" && ".join(features + ["a.seqlen_k % 8 == 0"]),
+                     readable + ["seqlen_k % 8 == 0"], said)
+    assert more is not None and "tests fewer of the same terms" in more
+    assert "`" not in more
+    assert asked == []  # too long to quote: never put in words
