@@ -65,3 +65,31 @@ def test_pattern_traps_are_what_generate_py_selects(analysis_sessions, tree, api
             assert len(carrying) == int(carriers), token
             assert sorted(listed(session.ck_root, api, tmp_path, exact)) == sorted(carrying)
     assert traps or api != "pagedkv_prefill"
+
+
+@pytest.mark.parametrize("lowercases,backslashes", [(False, False), (True, False),
+                                                    (False, True), (True, True)])
+def test_a_plain_pattern_matches_as_fnmatch_does_where_it_folds_names(lowercases, backslashes):
+    """The shortcut for patterns of text and ``*`` gives what ``fnmatch`` gives on a
+    platform that folds case and separators as the model says (Windows: ``ntpath``'s
+    ``normcase``), here computed with ``fnmatch.fnmatchcase`` after folding by hand."""
+    import fnmatch
+    from types import SimpleNamespace
+
+    from sphinxext_fmha.verify.pattern_traps import _folder, _matching
+
+    model = SimpleNamespace(filter=SimpleNamespace(fnmatch_lowercases=lowercases,
+                                                   fnmatch_backslashes=backslashes))
+    names = ["fmha_FWD_d128_Fp16", "fmha_fwd_d128_fp16_pagedkv", "a/b_qr_pagedkv_x",
+             "A\\B_QR_PAGEDKV", "fmha_fwd_d64"]
+    kernels = [(str(i), name, ()) for i, name in enumerate(names)]
+    seen = [(file, _folder(model)(name)) for file, name, _ in kernels]
+
+    def fold(text: str) -> str:
+        text = text.lower() if lowercases else text
+        return text.replace("/", "\\") if backslashes else text
+
+    for pattern in ["*_pagedkv*", "*_PAGEDKV", "*fp16", "*d128_*", "*b_qr*", "*/b_qr*"]:
+        expected = {file for file, name, _ in kernels
+                    if fnmatch.fnmatchcase(fold(name), fold(pattern))}
+        assert _matching(model, pattern, kernels, seen) == expected, pattern

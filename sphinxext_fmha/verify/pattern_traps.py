@@ -13,7 +13,7 @@ end of the name (``*TOKEN``) or followed by the next segment's ``_`` (``*TOKEN_*
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, List
+from typing import Callable, Dict, List, Set, Tuple
 
 from ..model import ApiModel, PatternTrap
 from .filtercheck import matcher_as_generate
@@ -34,19 +34,25 @@ def pattern_traps(model: ApiModel, listing: ParsedListing) -> List[PatternTrap]:
     traps: List[PatternTrap] = []
     for kernel_type in model.kernel_types:
         kernels = per_type.get(kernel_type.class_name, [])
+        # the names as generate.py's matching sees them, folded once per sub-type
+        folded = _folder(model)
+        seen = [(file, folded(name)) for file, name, _ in kernels]
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal or segment.constant:
                 continue
+            carriers_of: Dict[str, Set[str]] = defaultdict(set)
+            for file, _, tokens in kernels:
+                carriers_of[tokens[index]].add(file)
             for token in segment.tokens:
                 if not token:
                     continue
-                carriers = {file for file, _, tokens in kernels if tokens[index] == token}
+                carriers = carriers_of.get(token, set())
                 loose = "*%s*" % token
-                matched = _matching(model, loose, kernels)
+                matched = _matching(model, loose, kernels, seen)
                 if matched == carriers:
                     continue
                 exact = next((p for p in ("*%s" % token, "*%s_*" % token)
-                              if _matching(model, p, kernels) == carriers), "")
+                              if _matching(model, p, kernels, seen) == carriers), "")
                 traps.append(PatternTrap(kernel_type=kernel_type.class_name,
                                          segment=segment.label, token=token,
                                          carriers=len(carriers), loose=loose,
@@ -57,16 +63,28 @@ def pattern_traps(model: ApiModel, listing: ParsedListing) -> List[PatternTrap]:
 _SPECIAL = frozenset("*?[]")
 
 
-def _matching(model: ApiModel, pattern: str, kernels: List[tuple]) -> set:
+def _folder(model: ApiModel) -> Callable[[str], str]:
+    """A name as generate.py's fnmatch compares it: case folded and separators turned
+    as its platform does (what a pattern of text and ``*`` only is compared with)."""
+    spec = model.filter
+    if spec.fnmatch_lowercases and spec.fnmatch_backslashes:
+        return lambda text: text.lower().replace("/", "\\")
+    if spec.fnmatch_lowercases:
+        return str.lower
+    if spec.fnmatch_backslashes:
+        return lambda text: text.replace("/", "\\")
+    return lambda text: text
+
+
+def _matching(model: ApiModel, pattern: str, kernels: List[tuple],
+              seen: List[Tuple[str, str]]) -> set:
+    """The files of ``kernels`` whose names ``pattern`` matches (``seen``: (file, name as
+    :func:`_folder` makes it) of each)."""
     body = pattern[1:]
     if _SPECIAL.isdisjoint(body.rstrip("*")):
-        spec = model.filter
-        fold = (lambda text: text.lower()) if spec.fnmatch_lowercases else (lambda text: text)
-        slash = (lambda text: text.replace("/", "\\")) if spec.fnmatch_backslashes \
-            else (lambda text: text)
-        text = slash(fold(body.rstrip("*")))
+        text = _folder(model)(body.rstrip("*"))
         if body.endswith("*"):
-            return {file for file, name, _ in kernels if text in slash(fold(name))}
-        return {file for file, name, _ in kernels if slash(fold(name)).endswith(text)}
+            return {file for file, name in seen if text in name}
+        return {file for file, name in seen if name.endswith(text)}
     matches = matcher_as_generate(model, pattern)
     return {file for file, name, _ in kernels if matches(name)}
