@@ -90,7 +90,7 @@ def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root,
     subprocess.run([sys.executable, "-B", str(PROBE_SCRIPT), str(fmha_dir(root)), str(out),
                     "--perturb-all", "-a", api], cwd=fmha_dir(root), check=True,
                    capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    every = read_result(out.read_text())
+    every = read_result(out.read_bytes())
     few = _session_probe(root, api, analysis_cache)
     assert [r["name"] for r in every["records"]] == [r["name"] for r in few["records"]]
     wrong = [(r["name"], p, v, f["influence"].get(p))

@@ -21,7 +21,7 @@ from typing import List, Sequence
 import pytest
 
 from sphinxext_fmha.analysis import probe_script
-from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, observe, observe_also
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, observe, observe_also, read_result
 from sphinxext_fmha.analysis.probe_script import OBSERVED_CALLS
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
@@ -318,3 +318,21 @@ def test_the_result_file_is_sorted_json_with_or_without_orjson(tmp_path, monkeyp
     assert list(json.loads(text, object_pairs_hook=lambda pairs: [k for k, _ in pairs])) \
         == sorted(data)
     assert not Path(path + ".part").exists()
+    assert read_result(Path(path).read_bytes()) == data
+
+
+@pytest.mark.parametrize("orjson_present", [True, False])
+def test_a_result_with_an_integer_beyond_64_bits_reads_back_exactly(tmp_path, monkeypatch,
+                                                                     orjson_present):
+    """orjson refuses to write an integer beyond 64 bits, and would read one as a float:
+    the probe writes such a result with ``json``, and the analysis reads it as ``json``
+    reads it."""
+    if not orjson_present:
+        monkeypatch.setitem(sys.modules, "orjson", None)
+    data = {"records": [{"mask": 2 ** 70, "low": -(2 ** 64) - 1, "name": "k"}], "n": 1}
+    path = str(tmp_path / "result.json")
+    probe_script.write_whole(path, data)
+    raw = Path(path).read_bytes()
+    assert json.loads(raw) == data
+    got = read_result(raw)
+    assert got == data and isinstance(got["records"][0]["mask"], int)

@@ -334,21 +334,41 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path):
 def test_an_entry_is_the_json_the_standard_library_writes(tmp_path):
     """Entries are encoded by orjson for speed: byte for byte what ``json.dumps`` makes
     of the same value (non-string keys made strings, tuples made lists), read back as
-    ``json.loads`` reads it; a value orjson refuses (an integer beyond 64 bits) is
-    still stored, by ``json``."""
+    ``json.loads`` reads it; a value orjson refuses (an integer beyond 64 bits, a lone
+    surrogate) is still stored, by ``json`` behind a blank, and comes back exactly (not
+    as the float orjson would read a big integer as)."""
     cache = DiskCache(tmp_path)
     values = [
         {"text": "line\n\t\"quoted\" \\ ünïcode €\u2028", "n": [1, 2.5, -3, None, True]},
         {"ints": {1: "a", 2: ("b", "c")}, "nested": [[], {}, [{"x": 0.1}]]},
-        {"big": 2 ** 70, "float": 1e300},
+        {"edges": [2 ** 64 - 1, -(2 ** 63), 1e300, 5e-324]},
     ]
-    for number, value in enumerate(values):
+    refused = [{"big": 2 ** 70, "float": 1e300}, {"negative": [-(2 ** 64) - 1]},
+               {"surrogate": "a\ud800b"}]
+    for number, value in enumerate(values + refused):
         key = cache.key_for("entry", number)
         cache.put(key, value)
-        expected = json.dumps({"format": 1, "key": key, "value": value},
-                              ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        entry = {"format": 2, "key": key, "value": value}
+        if value in refused:
+            expected = b" " + json.dumps(entry, separators=(",", ":")).encode("ascii")
+        else:
+            expected = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
         assert cache.path_for(key).read_bytes() == expected
-        assert cache.get(key) == json.loads(expected)["value"]
+        got = cache.get(key)
+        assert got == json.loads(expected)["value"]
+        assert repr(got) == repr(json.loads(expected)["value"])  # 2 ** 70 stays an int
+
+
+def test_an_entry_of_the_first_format_is_a_miss(tmp_path):
+    """Format 1 entries were read by ``json`` whoever wrote them: such an entry is not
+    read by this code (an integer beyond 64 bits in it would come back as a float)."""
+    cache = DiskCache(tmp_path)
+    key = cache.key_for("old")
+    path = cache.path_for(key)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": 1, "key": key, "value": {"big": 2 ** 70}}))
+    assert cache.get(key) is None
+    assert not path.exists()
 
 
 def test_shared_items_come_back_whole_and_shared_as_tuples(tmp_path):

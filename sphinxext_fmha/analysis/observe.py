@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..cppapi.allocation import collector_paused
 from ..errors import FmhaError, WarningType, stderr_tail
-from ..process.cache import DiskCache, tree_digest
+from ..process.cache import DiskCache, load_json, tree_digest
 from ..process.launch import Outcome, install_handlers, run, scratch
 from ..process.progress import options_shown, report_step
 from ..process.runner import interpreter_id
@@ -53,24 +53,25 @@ def _probe_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _pack_text(text: str) -> dict:
+def _pack_text(text: bytes) -> dict:
     """The cache entry of a result from its JSON text (the probe's own output: the
     same data, not serialised a second time). Level 3 packs a heavy result in half the
     time level 6 takes (2.8.3 bwd: 42 MB of JSON into 1.3 MB instead of 0.8 MB)."""
-    return {"zlib": base64.b64encode(zlib.compress(text.encode(), 3)).decode("ascii")}
+    return {"zlib": base64.b64encode(zlib.compress(text, 3)).decode("ascii")}
 
 
 def _unpack(entry: dict) -> dict:
     return read_result(zlib.decompress(base64.b64decode(entry["zlib"])))
 
 
-def read_result(text) -> dict:
-    """The probe's result from the JSON text it wrote: the record fields it wrote once per
+def read_result(text: bytes) -> dict:
+    """The probe's result from the JSON text it wrote (see ``json_bytes`` in the probe
+    script; read as bytes, not decoded first): the record fields it wrote once per
     distinct value (``share_record_fields`` in the probe script) back in every record,
     each record with a copy of its own. A heavy probe's result is a million containers
     that all survive: collector passes while they are made would free nothing."""
     with collector_paused():
-        result = json.loads(text)
+        result = load_json(text)
         tables = result.pop("record_tables", None) if isinstance(result, dict) else None
         try:
             for field, values in (tables or {}).items():
@@ -175,7 +176,7 @@ def display_command(argv: List[str]) -> str:
 def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                progress: Optional[Callable[[str], None]],
                also_list: Optional[List[str]] = None, memo_key: str = "",
-               keep_also: Optional[Callable[[dict], None]] = None) -> Tuple[dict, str]:
+               keep_also: Optional[Callable[[dict], None]] = None) -> Tuple[dict, bytes]:
     """The probe's result and its JSON text. With ``also_list``, the probe process is
     waited for in a thread of its own, which hands over the result as soon as it is
     written and the other listing (:func:`observe_also`, under ``memo_key``; to
@@ -185,7 +186,7 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
     if also_list is None:
         return _probe_process(command + list(argv), fmha_dir, argv, timeout, progress)
     command += ["--also-list", json.dumps(list(also_list)), "--also-out", "ALSO"]
-    result: Future[Tuple[dict, str]] = Future()
+    result: Future[Tuple[dict, bytes]] = Future()
     also: Future[dict] = Future()
     with _MEMO_LOCK:
         _ALSO[memo_key] = also
@@ -219,9 +220,9 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
 
 def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout: float,
                    progress: Optional[Callable[[str], None]],
-                   early: Optional[Future[Tuple[dict, str]]] = None,
+                   early: Optional[Future[Tuple[dict, bytes]]] = None,
                    also: Optional[Callable[[dict], None]] = None,
-                   also_list: Optional[List[str]] = None) -> Tuple[dict, str]:
+                   also_list: Optional[List[str]] = None) -> Tuple[dict, bytes]:
     """Run the probe process to its end; ``early``: set as soon as the result is
     written; ``also`` gets the other listing when the probe ends."""
     shown = display_command(argv)
@@ -234,7 +235,7 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
         def written() -> None:
             # a result that reports a failure waits for the end: stderr says more
             try:
-                text = out.read_text(encoding="utf-8")
+                text = out.read_bytes()
                 found = read_result(text)
             except (OSError, ValueError):
                 return
@@ -265,7 +266,7 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
             error = outcome.error("%s failed (%s)" % (shown, status))
             raise ProbeError(str(error), shown, error.stderr_tail)
         try:
-            text = out.read_text(encoding="utf-8")
+            text = out.read_bytes()
             result = read_result(text)
         except ValueError as exc:
             raise ProbeError("%s: the analysis wrote an unreadable result (%s)" % (shown, exc),
@@ -290,7 +291,7 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
 def _other_listing(outcome: Outcome, also_out: Path) -> dict:
     """The other listing the probe wrote, or why there is none."""
     try:
-        found = json.loads(also_out.read_text(encoding="utf-8"))
+        found = load_json(also_out.read_bytes())
     except (OSError, ValueError):
         return {"error": "the probe wrote no other listing (%s)" % outcome.status()}
     return found if isinstance(found, dict) else {"error": "the other listing is unreadable"}

@@ -979,13 +979,15 @@ def write_whole(path, data):
 def json_bytes(data):
     """``data`` as key-sorted JSON: by orjson where the interpreter that runs generate.py
     has it (2.8.3 bwd's result, 34 MB, in 0.04 s instead of 0.4 s), else by ``json``'s C
-    encoder; the same data either way. Imported here, after the runs: generate.py saw
-    the modules a new process has."""
+    encoder behind a blank, which tells the reader (``load_json`` in the extension's
+    cache module) to read it with ``json`` too: orjson would read an integer beyond 64
+    bits, which only ``json`` writes, as a float. Imported here, after the runs:
+    generate.py saw the modules a new process has."""
     try:
         import orjson  # noqa: PLC0415 - optional, and only once the runs are over
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     except (ImportError, TypeError, ValueError):  # absent, or a value it refuses
-        return json.dumps(data, sort_keys=True).encode("utf-8")
+        return b" " + json.dumps(data, sort_keys=True).encode("ascii")
 
 
 def main():

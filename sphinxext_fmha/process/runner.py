@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import os
 import re
 import shlex
@@ -35,7 +34,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tupl
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
-from .cache import DiskCache, dump_json, tree_digest
+from .cache import DiskCache, dump_json, load_json, tree_digest
 from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
@@ -189,7 +188,7 @@ def _compress(obj: object) -> str:
 
 
 def _decompress(text: str) -> object:
-    return json.loads(zlib.decompress(base64.b64decode(text.encode("ascii"))).decode("utf-8"))
+    return load_json(zlib.decompress(base64.b64decode(text.encode("ascii"))))
 
 
 
