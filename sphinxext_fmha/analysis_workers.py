@@ -11,8 +11,11 @@ never raises and never stores a failure.
 
 Not worth a worker: an API whose probe's work took less than a worker's start-up (as
 the first worker of the session measured it), since its analysis, which goes over the
-same kernels, costs about that; which guides get a worker at all is the guide
-service's decision (:func:`~sphinxext_fmha.guide.steps_ahead`). No Sphinx imports here.
+same kernels, costs about that. A worker goes on with the ready guides of the pages
+after its own, at no start-up (see ``AnalysisWorkers._riders``): their pages would
+otherwise wait for a worker of their own or compute them here, late, while the other
+core idles. Which guides get a worker at all is the guide service's decision
+(:func:`~sphinxext_fmha.guide.steps_ahead`). No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
@@ -31,6 +35,9 @@ from .process.progress import StepLine, report_step
 from .process.runner import ListingResult
 
 __all__ = ["WORKER", "AnalysisWorkers", "options_key"]
+
+#: A guide planned for a worker: (api, options, sections, whether it shows mask modes).
+_Guide = Tuple[str, Options, Optional[str], bool]
 
 #: The kind of the ahead step that analyses a page in a worker interpreter (one at a
 #: time: this process reads the other pages on the other core).
@@ -78,7 +85,9 @@ class AnalysisWorkers:
         self._start_up: Optional[float] = None
         #: worker memo key -> (api, options, sections, mask) of the guides planned for a
         #: worker that none has taken yet, in planning order
-        self._pending: Dict[Tuple, Tuple[str, Options, Optional[str], bool]] = {}
+        self._pending: Dict[Tuple, _Guide] = {}
+        #: every worker key of this build, in planning order: from the last page back
+        self._planned: List[Tuple] = []
         self._lock = threading.Lock()
 
     def step(self, api: str, options: Options, sections: Optional[str],
@@ -97,38 +106,57 @@ class AnalysisWorkers:
         mask = "mask-modes" in kinds and not session._is_stored("mask-modes", api, stored_as)
         with self._lock:
             self._pending[key] = (api, options, sections, mask)
+            self._planned.append(key)
         return WORKER, lambda: self._ahead(key)
 
     def end_build(self) -> None:
         self._keys.clear()
         with self._lock:
             self._pending.clear()
+            self._planned.clear()
         self._builds += 1
 
     def _ahead(self, key: Tuple) -> bool:
         """A worker step: once the probe of its own guide is done, the costliest guide
         whose probe is done and whose worker has not started yet (this process reads
         the pages in order, so the longest analyses are the ones to take off it; the
-        step's own guide is left to a later step or to its page). False when no worker
-        was started (see ``AheadPool``)."""
+        step's own guide is left to a later step or to its page), and after it, in the
+        same interpreter, the ready guides of later pages (see :meth:`_riders`). False
+        when no worker was started (see ``AheadPool``)."""
         with self._lock:
             planned = self._pending.get(key)
-        if planned is None:
-            return False
-        try:
-            # through the memo: a probe started ahead is waited for, and a probe that
-            # failed is not run again (its page reports it)
-            self.session.observation(planned[0], planned[1])
-        except Exception:  # noqa: BLE001 - the page computes it and says why
-            pass
+        if planned is not None:  # else a worker took it along: another guide may wait
+            try:
+                # through the memo: a probe started ahead is waited for, and a probe
+                # that failed is not run again (its page reports it)
+                self.session.observation(planned[0], planned[1])
+            except Exception:  # noqa: BLE001 - the page computes it and says why
+                pass
         with self._lock:
             for claimed in [k for k in self._pending if self.session._memo_value(k) is not None]:
                 del self._pending[claimed]  # its page got there first
             if not self._pending:
                 return False
             key = max(self._pending, key=self._ready_kernels)
-            api, options, sections, mask = self._pending.pop(key)
-        return self._start(key, api, options, sections, mask)
+            guide = self._pending.pop(key)
+        return self._start(key, guide)
+
+    def _riders(self, key: Tuple, guide: _Guide) -> List[Tuple[Tuple, _Guide]]:
+        """The pending guides of pages after ``guide``'s, with its options and sections
+        and their probe done, in reading order (taken off the pending ones): the worker
+        analyses them after ``guide``, at no start-up of its own. Never later than a
+        worker of their own, which would start only when this one ends (one at a
+        time), and a page reached meanwhile waits for at most its own guide: the worker
+        started on it while this process read the pages before it. Called with the
+        lock held."""
+        riders = []
+        for later in reversed(self._planned[:self._planned.index(key)]):
+            other = self._pending.get(later)
+            if (other is not None and other[1:3] == guide[1:3]
+                    and self._ready_kernels(later) >= 0
+                    and self.session._memo_value(later) is None):
+                riders.append((later, self._pending.pop(later)))
+        return riders
 
     def _ready_kernels(self, key: Tuple) -> int:
         """How many kernels the guide of ``key`` has, when its probe is done (else -1);
@@ -137,27 +165,71 @@ class AnalysisWorkers:
         observed = self.session._memo_value(("observation", api, options))
         return len(observed.get("listing") or []) if isinstance(observed, dict) else -1
 
-    def _start(self, key: Tuple, api: str, options: Options, sections: Optional[str],
-               mask: bool) -> bool:
+    def _start(self, key: Tuple, guide: _Guide) -> bool:
         session = self.session
+        api, options, sections, _ = guide
         try:
             observed = session.observation(api, options)
-            modes = session._other_mask(api, options)
-            if mask and modes is not None:
-                session.listing(session.tree.request(
-                    api, dataclasses.replace(options, mask=modes[1])))
+            self._mask_listing(guide)
         except Exception:  # noqa: BLE001 - the page computes it and says why
             return False
         if not self._worth_it(observed):
             return False  # not claimed: the page computes it, as without workers
+        with self._lock:
+            riders = self._riders(key, guide)
         started: List[bool] = []
+        # each rider's memo key is held by a thread of its own until the worker is done
+        # with it: its page waits for the worker instead of computing it
+        held = [held for held in (self._hold(k, g) for k, g in riders) if held is not None]
 
         def run() -> bool:
             started.append(True)
-            return self._run(api, options, sections)
+            return self._run(api, options, sections, held)
 
-        session._once(key, run, ahead=True)  # skipped when a page claimed it
+        try:
+            session._once(key, run, ahead=True)  # skipped when a page claimed it
+        finally:
+            for _, _, done in held:
+                if not done.done():
+                    done.set_result(False)  # the page computes what the worker did not
         return bool(started)
+
+    def _mask_listing(self, guide: _Guide) -> None:
+        """The guide's other ``--mask`` listing, before its worker starts (the worker
+        reads it from the cache)."""
+        api, options, _, mask = guide
+        modes = self.session._other_mask(api, options)
+        if mask and modes is not None:
+            self.session.listing(self.session.tree.request(
+                api, dataclasses.replace(options, mask=modes[1])))
+
+    def _hold(self, key: Tuple, guide: _Guide) -> Optional[Tuple[str, Tuple, Future]]:
+        """(api, key, its result to set) once a thread holds ``key`` for the worker;
+        None when a page has claimed it first (or its other listing failed)."""
+        try:
+            self._mask_listing(guide)
+        except Exception:  # noqa: BLE001 - the page computes it and says why
+            return None
+        done: Future = Future()
+        decided = threading.Event()
+        held: List[bool] = []
+
+        def wait_for_the_worker() -> object:
+            held.append(True)
+            decided.set()
+            return done.result()
+
+        def hold() -> None:
+            try:
+                self.session._once(key, wait_for_the_worker, ahead=True)
+            except Exception:  # noqa: BLE001 - cannot happen: the result is a bool
+                pass
+            finally:
+                decided.set()
+
+        threading.Thread(target=hold, name="fmha-worker-hold", daemon=True).start()
+        decided.wait()
+        return (guide[0], key, done) if held else None
 
     def _worth_it(self, observed: dict) -> bool:
         """Whether analysing this API is worth starting an interpreter: its probe's work
@@ -167,8 +239,11 @@ class AnalysisWorkers:
         probe += float((observed.get("dispatch") or {}).get("seconds") or 0.0)
         return self._start_up is None or probe > self._start_up
 
-    def _run(self, api: str, options: Options, sections: Optional[str]) -> bool:
-        """Run the worker; True when it kept every result. Never raises."""
+    def _run(self, api: str, options: Options, sections: Optional[str],
+             riders: Sequence[Tuple[str, Tuple, Future]] = ()) -> bool:
+        """Run the worker for ``api`` and then its ``riders`` (api, memo key, its result:
+        set as soon as the worker is done with it); True when it kept every result of
+        ``api``. Never raises."""
         from .process.worker import current_interpreter, prepare_argv, run_worker
 
         session = self.session
@@ -177,25 +252,42 @@ class AnalysisWorkers:
             value = getattr(options, spec.dest)
             if value is not None:
                 option_args += [spec.long_flag, str(value)]
-        args = prepare_argv(session.ck_root, [api], cache_dir=session.cache.root,
+        apis = [api] + [rider[0] for rider in riders]
+        args = prepare_argv(session.ck_root, apis, cache_dir=session.cache.root,
                             python=session.python, timeout=session.timeout,
                             option_args=option_args, sections=sections,
                             progress=session.progress is not None)
+        waiting = {rider[0]: rider[2] for rider in riders}
+        kept: Dict[str, bool] = {}
+
+        def done_with(name: str, ok: bool) -> None:
+            kept[name] = ok
+            if name in waiting and not waiting[name].done():
+                waiting[name].set_result(ok)
+
         # its own generate.py runs each have the per-run timeout; the worker as a whole
-        # gets room for the probe-free analysis and a few of them
-        outcome = run_worker(current_interpreter(), args, timeout=4 * session.timeout)
+        # gets room for the probe-free analyses and a few of them
+        outcome = run_worker(current_interpreter(), args,
+                             timeout=(3 + len(apis)) * session.timeout, on_api=done_with)
         if outcome.api_seconds and self._start_up is None:
             self._start_up = outcome.start_up
         if session.progress is not None:
             for line in outcome.step_lines:
                 session.progress(StepLine(line))
-            what = "analysed in a worker interpreter" if outcome.ok else (
-                "the worker interpreter did not complete (the page computes the rest)")
-            report_step(session.progress, session.tree.fmha_dir, ["-a", api], what,
-                        outcome.seconds)
+            for number, name in enumerate(apis if outcome.ok else apis[:1]):
+                what = "analysed in a worker interpreter" + (
+                    " after %s" % ", ".join(apis[:number]) if number else "")
+                if not outcome.ok:
+                    what = "the worker interpreter did not complete (the page computes the rest)"
+                # the first: with the interpreter's start-up (all of it when it failed)
+                seconds = outcome.api_seconds.get(name, 0.0) if number else (
+                    outcome.seconds - sum(outcome.api_seconds.get(n, 0.0) for n in apis[1:]))
+                report_step(session.progress, session.tree.fmha_dir, ["-a", name], what,
+                            seconds)
             if outcome.error is not None:
                 session.progress(str(outcome.error))
-        return outcome.ok
+        # the guide's own results are kept even when a rider's were not
+        return outcome.ok or kept.get(api, False)
 
     def wait_or_claim(self, parts: Sequence[object]) -> bool:
         """Wait for the worker of these results' API (``parts``: the API first, the

@@ -276,3 +276,103 @@ def test_the_pool_runs_one_worker_at_a_time_and_the_other_steps_beside_it():
     assert sorted(order) == ["p1", "p2", "skipped", "w1", "w2"]
     assert order.index("p2") < order.index("w2")  # the probes did not wait for the workers
     assert done == [{"worker": 2, "probe": 2}]  # a step that did nothing is not counted
+
+
+def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeypatch):
+    """A worker analyses, after its own guide, the guides of the pages after it whose
+    probe is done, in reading order: their pages wait for it (not computing them) and
+    read what it kept, each as soon as the worker is done with it; one it did not keep
+    is computed by its page; a guide of an earlier page or whose probe is not done is
+    not taken along."""
+    import threading
+    import types
+
+    from sphinxext_fmha.analysis_workers import AnalysisWorkers
+    from sphinxext_fmha.options import Options
+    from sphinxext_fmha.session import _Memo
+
+    memo = _Memo()
+    reading_order = ["small", "big", "late", "tiny", "mid"]  # the first page is a sixth
+    probe_seconds = {"big": 3.0, "mid": 2.0, "late": 1.0, "small": 0.1, "tiny": 0.05}
+
+    class FakeSession:
+        ck_root, python, timeout, progress = tmp_path, sys.executable, 60.0, None
+        cache = types.SimpleNamespace(root=tmp_path)
+        tree = types.SimpleNamespace(fmha_dir=tmp_path)
+
+        def observation(self, api, options=Options()):
+            return memo.once(("observation", api, options), lambda: {
+                "listing": ["k%d" % i for i in range(int(probe_seconds[api] * 100))],
+                "seconds": {"observe": probe_seconds[api]}})
+
+        def _other_mask(self, api, options):
+            return None
+
+        def _once(self, key, compute, ahead=False):
+            return memo.once(key, compute, ahead)
+
+        def _memo_value(self, key):
+            return memo.value(key)
+
+        def _is_stored(self, kind, *parts):
+            return False
+
+    session = FakeSession()
+    workers = AnalysisWorkers(session)  # type: ignore[arg-type]
+    started, waited = [], {}
+
+    def page(api):
+        return workers.wait_or_claim([api, {f: None for f in Options.__dataclass_fields__}])
+
+    def fake_worker(interpreter, args, *, timeout, on_api=None):
+        apis = args[args.index("--") + 1:]
+        started.append(apis)
+        for api in apis:
+            if api == "mid":  # its page, reached meanwhile, waits for the worker
+                reader = threading.Thread(target=lambda: waited.update(mid=page("mid")))
+                reader.start()
+                time.sleep(0.3)
+                assert reader.is_alive()
+                on_api(api, True)
+                reader.join(5)
+            else:
+                on_api(api, api != "tiny")  # tiny: the worker met a problem
+        return worker.WorkerOutcome(ok=False, seconds=5.5,
+                                    api_seconds={a: 5.0 / len(apis) for a in apis})
+
+    monkeypatch.setattr(worker, "run_worker", fake_worker)
+    for api in probe_seconds:
+        if api != "late":  # its probe is not done when the first worker starts
+            session.observation(api)
+    # planned as steps_ahead plans them: from the last page back
+    steps = [workers.step(api, Options(), None, ["guide"]) for api in reversed(reading_order)]
+    for step in steps:
+        assert step is not None
+        step[1]()
+    # small: an earlier page than big's, then not worth an interpreter (start-up 0.5 s)
+    assert started == [["big", "tiny", "mid"], ["late"]]
+    assert waited == {"mid": True}
+    assert page("big") is True and page("mid") is True and page("late") is True
+    assert page("tiny") is False  # not kept: its page computes it
+    assert page("small") is False  # no worker: its page computes it
+
+
+def test_the_worker_says_each_api_as_soon_as_it_is_done(tmp_path):
+    """run_worker passes on each API's line while the worker still runs."""
+    fake = tmp_path / "fake-interpreter"
+    fake.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        echo '{"api": "first", "seconds": 0.1, "problems": []}'
+        sleep 1
+        echo '{"api": "second", "seconds": 0.2, "problems": ["it failed"]}'
+        """))
+    fake.chmod(0o755)
+    said = []
+    start = time.monotonic()
+    outcome = worker.run_worker(str(fake), ["prepare"], timeout=30,
+                                on_api=lambda api, kept: said.append(
+                                    (api, kept, time.monotonic() - start)))
+    ended = time.monotonic() - start
+    assert [(api, kept) for api, kept, _ in said] == [("first", True), ("second", False)]
+    assert said[0][2] < ended - 0.5  # before the worker ended
+    assert outcome.api_seconds == {"first": 0.1, "second": 0.2}

@@ -48,6 +48,7 @@ from ..errors import FmhaError, WarningType, stderr_tail
 from .scratch_place import TEMP_VARIABLES, scratch_parent
 
 __all__ = [
+    "output_files",
     "BACKGROUND_NICENESS",
     "CHILD_NICENESS",
     "GenerateError",
@@ -329,12 +330,18 @@ class Outcome:
                              timed_out=self.timed_out, stderr_tail=tail, kind=kind)
 
 
+def output_files(workdir: Path) -> Tuple[Path, Path]:
+    """Where :func:`run` writes a child's standard output and error in ``workdir``."""
+    return workdir / "stdout.txt", workdir / "stderr.txt"
+
+
 def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, display: str = "",
         env: Optional[Mapping[str, str]] = None,
         progress: Optional[Callable[[str], None]] = None, label: str = "",
         progress_every: float = 10.0,
         when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
-        niceness: int = CHILD_NICENESS) -> Outcome:
+        niceness: int = CHILD_NICENESS,
+        watch: Optional[Callable[[], None]] = None) -> Outcome:
     """Run ``argv`` to its end or its timeout (see the module docstring).
 
     ``workdir``: a :func:`scratch` folder for the output files.  Returns the
@@ -346,11 +353,14 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     renames it into place), while the child may still run: a result delivered before
     the child's last work is done.
     ``niceness``: how much lower than ours the child's CPU priority is.
+    ``watch``: called in this thread while the child runs (every poll, at most a tenth
+    of a second apart) and once after it ended: it may read what the child has written
+    so far (its standard output in ``workdir``).
     """
     display = display or " ".join(argv)
     if env is None:
         env = child_environment(workdir)
-    stdout_path, stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
+    stdout_path, stderr_path = output_files(workdir)
     install_handlers()
     note_process_started(display, cwd)
     start = time.monotonic()
@@ -367,7 +377,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     _lower_priority(proc.pid, niceness)
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every,
-                          when_written)
+                          when_written, watch)
     finally:
         if proc.poll() is None:  # an exception (KeyboardInterrupt, ...) or a stop request
             _kill_group(proc.pid)
@@ -398,13 +408,16 @@ def _lower_priority(pid: int, niceness: int) -> None:
 
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
           progress: Optional[Callable[[str], None]], label: str, every: float,
-          when_written: Optional[Tuple[Path, Callable[[], None]]] = None) -> bool:
+          when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
+          watch: Optional[Callable[[], None]] = None) -> bool:
     """Wait for ``proc``; True when it was killed for taking longer than ``timeout``."""
     next_report = start + every
     while True:
         if when_written is not None and when_written[0].exists():
             callback, when_written = when_written[1], None
             callback()
+        if watch is not None:
+            watch()
         now = time.monotonic()
         if now - start >= timeout:
             _kill_group(proc.pid)
@@ -415,6 +428,8 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
                                 command=label)
         try:
             proc.wait(timeout=min(_POLL, max(0.0, timeout - (now - start))))
+            if watch is not None:
+                watch()  # what the child wrote last
             return False
         except subprocess.TimeoutExpired:
             pass

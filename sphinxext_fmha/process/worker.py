@@ -1,5 +1,5 @@
-"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guide of one API
-computed in another process, on the other core, into the same on-disk cache.
+"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guides of one API
+or a few computed in another process, on the other core, into the same on-disk cache.
 
 The worker is this package run by name (``python -m sphinxext_fmha prepare``, the
 package's own folder first on its path, so it is the same code and its results land
@@ -21,9 +21,9 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from .launch import BACKGROUND_NICENESS, GenerateError, child_environment, run, scratch
+from .launch import BACKGROUND_NICENESS, GenerateError, child_environment, output_files, run, scratch
 
 __all__ = ["STEP_PREFIX", "WorkerOutcome", "current_interpreter", "prepare_argv", "run_worker"]
 
@@ -61,10 +61,13 @@ def prepare_argv(ck_root: Path, apis: Sequence[str], *, cache_dir: Path, python:
     return argv + ["--", *apis]
 
 
-def run_worker(interpreter: str, args: Sequence[str], *, timeout: float) -> WorkerOutcome:
+def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
+               on_api: Optional[Callable[[str, bool], None]] = None) -> WorkerOutcome:
     """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a worker
     that cannot start, fails or times out is an outcome that is not ok, with the
-    :class:`GenerateError` that says why)."""
+    :class:`GenerateError` that says why). ``on_api(api, kept)``: called as soon as the
+    worker says it is done with an API (``kept``: with no problem), while it goes on
+    with the next."""
     argv = [interpreter, "-m", "sphinxext_fmha", *args]
     display = shlex.join(["sphinxext-fmha", *args])
     try:
@@ -75,8 +78,10 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float) -> Work
             # the scratch folder as working folder: ``-m`` puts it first on the path,
             # and it holds no module that could stand in for ours
             # its guide is read later: the runs of the page being read come first
+            lines = _ApiLines(output_files(workdir)[0], on_api)
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
-                          display=display, env=env, niceness=BACKGROUND_NICENESS)
+                          display=display, env=env, niceness=BACKGROUND_NICENESS,
+                          watch=lines.read if on_api is not None else None)
             stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
             stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
             error = None if outcome.ok else outcome.error()
@@ -84,14 +89,45 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float) -> Work
         return WorkerOutcome(ok=False, seconds=0.0, error=failure)
     api_seconds = {}
     for line in stdout.splitlines():
-        try:
-            record = json.loads(line)
-            api_seconds[str(record["api"])] = float(record["seconds"])
-        except (ValueError, KeyError, TypeError):
-            continue
+        record = _api_record(line)
+        if record is not None:
+            api_seconds[record[0]] = record[1]
     steps = [line for line in stderr.splitlines() if line.startswith(STEP_PREFIX)]
     return WorkerOutcome(ok=error is None, seconds=outcome.seconds, api_seconds=api_seconds,
                          step_lines=steps, error=error)
+
+
+def _api_record(line: str) -> Optional[tuple]:
+    """(api, seconds, kept) of one line the worker wrote on stdout, or None."""
+    try:
+        record = json.loads(line)
+        return str(record["api"]), float(record["seconds"]), not record.get("problems")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class _ApiLines:
+    """The worker's per-API lines, passed on as they appear in its standard output."""
+
+    def __init__(self, path: Path, on_api: Optional[Callable[[str, bool], None]]) -> None:
+        self.path, self.on_api = path, on_api
+        self.offset = 0
+        self.said: Dict[str, bool] = {}
+
+    def read(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                new = handle.read()
+        except OSError:
+            return
+        whole = new[: new.rfind(b"\n") + 1]  # a line still being written waits
+        self.offset += len(whole)
+        for line in whole.decode("utf-8", errors="replace").splitlines():
+            record = _api_record(line)
+            if record is not None and record[0] not in self.said and self.on_api is not None:
+                self.said[record[0]] = record[2]
+                self.on_api(record[0], record[2])
 
 
 def current_interpreter() -> str:
