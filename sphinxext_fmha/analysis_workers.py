@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
@@ -38,6 +39,9 @@ __all__ = ["WORKER", "AnalysisWorkers", "options_key"]
 
 #: A guide planned for a worker: (api, options, sections, whether it shows mask modes).
 _Guide = Tuple[str, Options, Optional[str], bool]
+
+#: What the build log says of a guide the worker did not keep.
+_NOT_COMPLETE = "the worker interpreter did not complete (the page computes the rest)"
 
 #: The kind of the ahead step that analyses a page in a worker interpreter (one at a
 #: time: this process reads the other pages on the other core).
@@ -259,33 +263,40 @@ class AnalysisWorkers:
                             progress=session.progress is not None)
         waiting = {rider[0]: rider[2] for rider in riders}
         kept: Dict[str, bool] = {}
+        started = time.monotonic()
+        progress = session.progress
 
-        def done_with(name: str, ok: bool) -> None:
+        def done_with(name: str, ok: bool, seconds: float) -> None:
             kept[name] = ok
             if name in waiting and not waiting[name].done():
                 waiting[name].set_result(ok)
+            if progress is not None:
+                # the first with the interpreter's start-up; the others their own
+                before = apis[:apis.index(name)] if name in apis else []
+                what = "analysed in a worker interpreter" + (
+                    " after %s" % ", ".join(before) if before else "")
+                report_step(progress, session.tree.fmha_dir, ["-a", name],
+                            what if ok else _NOT_COMPLETE,
+                            seconds if before else time.monotonic() - started)
+
+        def step_line(line: str) -> None:
+            if progress is not None:
+                progress(StepLine(line))
 
         # its own generate.py runs each have the per-run timeout; the worker as a whole
         # gets room for the probe-free analyses and a few of them
         outcome = run_worker(current_interpreter(), args,
-                             timeout=(3 + len(apis)) * session.timeout, on_api=done_with)
+                             timeout=(3 + len(apis)) * session.timeout, on_api=done_with,
+                             on_step=step_line)
         if outcome.api_seconds and self._start_up is None:
             self._start_up = outcome.start_up
-        if session.progress is not None:
-            for line in outcome.step_lines:
-                session.progress(StepLine(line))
-            for number, name in enumerate(apis if outcome.ok else apis[:1]):
-                what = "analysed in a worker interpreter" + (
-                    " after %s" % ", ".join(apis[:number]) if number else "")
-                if not outcome.ok:
-                    what = "the worker interpreter did not complete (the page computes the rest)"
-                # the first: with the interpreter's start-up (all of it when it failed)
-                seconds = outcome.api_seconds.get(name, 0.0) if number else (
-                    outcome.seconds - sum(outcome.api_seconds.get(n, 0.0) for n in apis[1:]))
-                report_step(session.progress, session.tree.fmha_dir, ["-a", name], what,
-                            seconds)
+        if progress is not None and not outcome.ok:
+            unsaid = [name for name in apis if name not in kept]
+            if unsaid:  # it ended before it got to them
+                report_step(progress, session.tree.fmha_dir, ["-a", unsaid[0]], _NOT_COMPLETE,
+                            outcome.seconds)
             if outcome.error is not None:
-                session.progress(str(outcome.error))
+                progress(str(outcome.error))
         # the guide's own results are kept even when a rider's were not
         return outcome.ok or kept.get(api, False)
 

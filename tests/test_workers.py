@@ -324,7 +324,7 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
     def page(api):
         return workers.wait_or_claim([api, {f: None for f in Options.__dataclass_fields__}])
 
-    def fake_worker(interpreter, args, *, timeout, on_api=None):
+    def fake_worker(interpreter, args, *, timeout, on_api=None, on_step=None):
         apis = args[args.index("--") + 1:]
         started.append(apis)
         for api in apis:
@@ -333,10 +333,10 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
                 reader.start()
                 time.sleep(0.3)
                 assert reader.is_alive()
-                on_api(api, True)
+                on_api(api, True, 1.0)
                 reader.join(5)
             else:
-                on_api(api, api != "tiny")  # tiny: the worker met a problem
+                on_api(api, api != "tiny", 1.0)  # tiny: the worker met a problem
         return worker.WorkerOutcome(ok=False, seconds=5.5,
                                     api_seconds={a: 5.0 / len(apis) for a in apis})
 
@@ -357,22 +357,30 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
     assert page("small") is False  # no worker: its page computes it
 
 
-def test_the_worker_says_each_api_as_soon_as_it_is_done(tmp_path):
-    """run_worker passes on each API's line while the worker still runs."""
+def test_the_worker_says_each_api_and_step_as_soon_as_it_is_done(tmp_path):
+    """run_worker passes on each API's line, and each step line, while the worker
+    still runs."""
     fake = tmp_path / "fake-interpreter"
     fake.write_text(textwrap.dedent("""\
         #!/bin/sh
+        echo 'fmha: first of tree: 2 filtered runs... 0.1 s' >&2
+        echo 'not a step line' >&2
         echo '{"api": "first", "seconds": 0.1, "problems": []}'
         sleep 1
         echo '{"api": "second", "seconds": 0.2, "problems": ["it failed"]}'
         """))
     fake.chmod(0o755)
-    said = []
+    said, steps = [], []
     start = time.monotonic()
-    outcome = worker.run_worker(str(fake), ["prepare"], timeout=30,
-                                on_api=lambda api, kept: said.append(
-                                    (api, kept, time.monotonic() - start)))
+    outcome = worker.run_worker(
+        str(fake), ["prepare"], timeout=30,
+        on_api=lambda api, kept, seconds: said.append((api, kept, seconds,
+                                                       time.monotonic() - start)),
+        on_step=lambda line: steps.append((line, time.monotonic() - start)))
     ended = time.monotonic() - start
-    assert [(api, kept) for api, kept, _ in said] == [("first", True), ("second", False)]
-    assert said[0][2] < ended - 0.5  # before the worker ended
+    assert [s[:3] for s in said] == [("first", True, 0.1), ("second", False, 0.2)]
+    assert said[0][3] < ended - 0.5  # before the worker ended
+    assert [line for line, _ in steps] == ["fmha: first of tree: 2 filtered runs... 0.1 s"]
+    assert steps[0][1] < ended - 0.5
     assert outcome.api_seconds == {"first": 0.1, "second": 0.2}
+    assert outcome.step_lines == ["fmha: first of tree: 2 filtered runs... 0.1 s"]

@@ -21,7 +21,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from .launch import BACKGROUND_NICENESS, GenerateError, child_environment, output_files, run, scratch
 
@@ -62,12 +62,14 @@ def prepare_argv(ck_root: Path, apis: Sequence[str], *, cache_dir: Path, python:
 
 
 def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
-               on_api: Optional[Callable[[str, bool], None]] = None) -> WorkerOutcome:
+               on_api: Optional[Callable[[str, bool, float], None]] = None,
+               on_step: Optional[Callable[[str], None]] = None) -> WorkerOutcome:
     """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a worker
     that cannot start, fails or times out is an outcome that is not ok, with the
-    :class:`GenerateError` that says why). ``on_api(api, kept)``: called as soon as the
-    worker says it is done with an API (``kept``: with no problem), while it goes on
-    with the next."""
+    :class:`GenerateError` that says why). While the worker runs: ``on_api(api, kept,
+    seconds)`` as soon as it says it is done with an API (``kept``: with no problem;
+    its analysis's seconds), while it goes on with the next; ``on_step(line)`` for each
+    of its step lines (else they are only in the outcome)."""
     argv = [interpreter, "-m", "sphinxext_fmha", *args]
     display = shlex.join(["sphinxext-fmha", *args])
     try:
@@ -75,13 +77,24 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
             path = os.pathsep.join(p for p in (str(_PACKAGE_PARENT),
                                                os.environ.get("PYTHONPATH", "")) if p)
             env = child_environment(workdir, {"PYTHONPATH": path})
+            stdout_file, stderr_file = output_files(workdir)
+            records, steps = _NewLines(stdout_file), _NewLines(stderr_file)
+
+            def watch() -> None:
+                for line in records.read() if on_api is not None else ():
+                    record = _api_record(line)
+                    if record is not None and on_api is not None:
+                        on_api(*record)
+                for line in steps.read() if on_step is not None else ():
+                    if line.startswith(STEP_PREFIX) and on_step is not None:
+                        on_step(line)
+
             # the scratch folder as working folder: ``-m`` puts it first on the path,
             # and it holds no module that could stand in for ours
             # its guide is read later: the runs of the page being read come first
-            lines = _ApiLines(output_files(workdir)[0], on_api)
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
                           display=display, env=env, niceness=BACKGROUND_NICENESS,
-                          watch=lines.read if on_api is not None else None)
+                          watch=watch if on_api is not None or on_step is not None else None)
             stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
             stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
             error = None if outcome.ok else outcome.error()
@@ -91,43 +104,37 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
     for line in stdout.splitlines():
         record = _api_record(line)
         if record is not None:
-            api_seconds[record[0]] = record[1]
-    steps = [line for line in stderr.splitlines() if line.startswith(STEP_PREFIX)]
+            api_seconds[record[0]] = record[2]
+    step_lines = [line for line in stderr.splitlines() if line.startswith(STEP_PREFIX)]
     return WorkerOutcome(ok=error is None, seconds=outcome.seconds, api_seconds=api_seconds,
-                         step_lines=steps, error=error)
+                         step_lines=step_lines, error=error)
 
 
-def _api_record(line: str) -> Optional[tuple]:
-    """(api, seconds, kept) of one line the worker wrote on stdout, or None."""
+def _api_record(line: str) -> Optional[Tuple[str, bool, float]]:
+    """(api, kept, seconds) of one line the worker wrote on stdout, or None."""
     try:
         record = json.loads(line)
-        return str(record["api"]), float(record["seconds"]), not record.get("problems")
+        return str(record["api"]), not record.get("problems"), float(record["seconds"])
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-class _ApiLines:
-    """The worker's per-API lines, passed on as they appear in its standard output."""
+class _NewLines:
+    """The whole lines a child has added to one of its output files since last asked."""
 
-    def __init__(self, path: Path, on_api: Optional[Callable[[str, bool], None]]) -> None:
-        self.path, self.on_api = path, on_api
-        self.offset = 0
-        self.said: Dict[str, bool] = {}
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
 
-    def read(self) -> None:
+    def read(self) -> List[str]:
         try:
             with open(self.path, "rb") as handle:
                 handle.seek(self.offset)
                 new = handle.read()
         except OSError:
-            return
+            return []
         whole = new[: new.rfind(b"\n") + 1]  # a line still being written waits
         self.offset += len(whole)
-        for line in whole.decode("utf-8", errors="replace").splitlines():
-            record = _api_record(line)
-            if record is not None and record[0] not in self.said and self.on_api is not None:
-                self.said[record[0]] = record[2]
-                self.on_api(record[0], record[2])
+        return whole.decode("utf-8", errors="replace").splitlines()
 
 
 def current_interpreter() -> str:
