@@ -526,3 +526,54 @@ def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions)
     for choice in choices:
         assert choice["main_kind"] == kinds[0], choice
         assert choice["partner_kind"].split(", ") == kinds[1:], choice
+
+
+def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
+        corpus_root, sessions, tmp_path):
+    """2.8.3 fwd's hdim segment is dispatched at level ``(hdim, hdim_v)``, but its
+    table's conditions are on ``t.hdim_q`` only: the sentence under it says each token's
+    ``t.hdim_v`` terms with their kernel counts, as the independent reader finds them in
+    the API file (``_d192``: ``<= 192`` and, for 192 kernels, ``<= 128``)."""
+    from collections import Counter
+
+    from sphinxext_fmha.guide import collect_guide
+    from sphinxext_fmha.render.markdown import guide_markdown
+
+    name = "flash-attn-2.8.3"
+    session = _session(sessions, corpus_root, name)
+    text = guide_markdown(collect_guide(session, "fwd", sections=["fields"]), ["fields"])
+    line = next(row for row in text.splitlines()
+                if row.startswith("The conditions above leave out `hdim_v`"))
+    said = {}
+    for token, terms in re.findall(r"`(_d\d+)`: (.*?)(?:;|\.$)", line):
+        found = re.findall(r"`([^`]*)`(?: \((\d+) kernels\))?", terms)
+        said[token] = {term: int(count) if count else None for term, count in found}
+    folder = generate(corpus_root(name), "fwd", tmp_path / "out")
+    # the oracle: each leaf's trait under the last `if (...t.hdim_v...)` header before it
+    api = next(folder.glob("*_api.cpp")).read_text()
+    headers = [(m.start(), _norm(m.group(1))) for m in re.finditer(
+        r"if\s*\(\s*t\.hdim_q\s*<=\s*\d+\s*&&\s*(t\.hdim_v\s*<=\s*\d+)\s*\)", api)]
+    under = {}
+    for m in _LEAF.finditer(api):
+        before = [term for at, term in headers if at < m.start()]
+        if before:
+            under.setdefault(_norm(m.group(3)), before[-1])
+    expected: Dict[str, Counter] = {}
+    for path in folder.glob("*.cpp"):
+        text = _COMMENT.sub("", path.read_text())
+        aliases = {u.group(1): _norm(u.group(2)) for u in _USING.finditer(text)}
+        head = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
+        token = re.search(r"_(d\d+)_", path.name)
+        if not head or head.group(1) not in aliases or not token:
+            continue
+        term = under.get(_expand(aliases[head.group(1)], aliases, head.group(1)))
+        if term:
+            expected.setdefault("_" + token.group(1), Counter())[term] += 1
+    assert set(said) == set(expected), (said, expected)
+    for token, counts in expected.items():
+        shown = {term.replace(" ", ""): n for term, n in said[token].items()}
+        if len(counts) == 1:
+            assert list(shown) == list(counts) and list(shown.values()) == [None], token
+        else:
+            assert shown == dict(counts), (token, shown, counts)
+    assert len(expected["_d192"]) == 2

@@ -9,6 +9,7 @@ with differing extra conditions as a dagger explained once in the section's lead
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
@@ -447,9 +448,70 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
     details = _condition_details(conditions, segment.label, pivoted) if show_dispatch else []
+    undecided = _undecided_levels(data, kernel_type, index, levels, conditions, heading) \
+        if show_dispatch else []
     traps = _pattern_traps(data, kernel_type, segment)
     return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
-                            [table], len(rows)) + traps + details
+                            [table], len(rows)) + undecided + traps + details
+
+
+def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
+                      levels: List[str], conditions: Dict[str, List[ConditionGroup]],
+                      heading: str) -> List[Block]:
+    """For a variable of the segment's dispatch level that no condition of this segment
+    names but another segment's do (2.8.3 fwd: ``hdim_v``, told by the tile): which
+    terms on it this segment's kernels run under, token by token, from those segments'
+    groups (so that a row's condition is not read as the whole of it)."""
+    if data.token_dispatch is None:
+        return []
+    own = " ".join(c for groups in conditions.values() for g in groups for c in g.cpp)
+    others = {j: groups for (name, j), groups in data.token_dispatch.groups.items()
+              if name == kernel_type.class_name and j != index}
+    labels = [s.label for s in kernel_type.segments]
+    # the objects this segment's terms read (CK: the traits ``t``): a term on the same
+    # variable of another object (the call's ``a.hdim_v % 8``, padding) is another matter
+    objects = sorted(set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\.\w", own)))
+    blocks: List[Block] = []
+    for word in dict.fromkeys(w for level in levels
+                              for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", level)):
+        if not objects or re.search(r"\b%s\b" % re.escape(word), own):
+            continue
+        names = re.compile(r"(?<![\w.])(?:%s)\.%s\b" % (
+            "|".join(map(re.escape, objects)), re.escape(word)))
+        terms: Dict[str, Tuple[str, ...]] = {}  # kernel file -> its terms on the word
+        tellers = []
+        for j, by_token in sorted(others.items()):
+            found = False
+            for groups in by_token.values():
+                for group in groups:
+                    on_word = tuple(c for c in group.cpp if names.search(c))
+                    if on_word:
+                        found = True
+                        for file in group.files:
+                            terms[file] = terms.get(file, ()) + on_word
+            if found:
+                tellers.append(labels[j])
+        if not terms:
+            continue
+        items: List[Inlines] = []
+        for token in sorted(conditions, key=natural):
+            counts: Counter = Counter(terms.get(f, ()) for g in conditions[token]
+                                      if not g.unreached for f in g.files)
+            if not counts:
+                continue
+            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+            said: List[Inlines] = []
+            for on_word, count in ranked:
+                term: Inlines = [Code(" && ".join(on_word) if on_word else "no condition on it")]
+                said.append(term + ([" (%d kernels)" % count] if len(ranked) > 1 else []))
+            items.append([token_cell(token)[0], ": ", *join(said, " or ")])
+        if items:
+            blocks.append(Para([
+                "The conditions above leave out ", Code(word), ": its terms are in the "
+                "table of ", *join([[LocalLink(heading, label, [Strong(label)])]
+                                    for label in tellers], ", "),
+                ". Token by token: ", *join(items, "; "), "."]))
+    return blocks
 
 
 def _pattern_traps(data: GuideData, kernel_type: KernelType, segment: Segment) -> List[Block]:
