@@ -81,13 +81,13 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
             records, steps = _NewLines(stdout_file), _NewLines(stderr_file)
 
             def watch() -> None:
-                for line in records.read() if on_api is not None else ():
-                    record = _api_record(line)
-                    if record is not None and on_api is not None:
+                if on_api is not None:
+                    for record in filter(None, map(_api_record, records.read())):
                         on_api(*record)
-                for line in steps.read() if on_step is not None else ():
-                    if line.startswith(STEP_PREFIX) and on_step is not None:
-                        on_step(line)
+                if on_step is not None:
+                    for line in steps.read():
+                        if line.startswith(STEP_PREFIX):
+                            on_step(line)
 
             # the scratch folder as working folder: ``-m`` puts it first on the path,
             # and it holds no module that could stand in for ours

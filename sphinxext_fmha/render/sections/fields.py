@@ -72,11 +72,15 @@ def _cpp_symbol(token_values: List[Dict[str, str]], infos: Dict[str, FieldInfo])
     return join([[Code(t)] for t in found], "; ")
 
 
+#: a name in a dispatch level's text (``(hdim, hdim_v)``)
+_LEVEL_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def _dispatch_levels(model: ApiModel, segment: Segment) -> List[str]:
     names = {segment.label} | {short_field(p) for p in segment.fields}
     levels = []
     for level in model.dispatch.order:
-        words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", level))
+        words = set(_LEVEL_WORD_RE.findall(level))
         if words & names:
             levels.append(level)
     return levels
@@ -472,37 +476,38 @@ def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
     # variable of another object (the call's ``a.hdim_v % 8``, padding) is another matter
     objects = sorted(set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\.\w", own)))
     blocks: List[Block] = []
-    for word in dict.fromkeys(w for level in levels
-                              for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", level)):
+    for word in dict.fromkeys(w for level in levels for w in _LEVEL_WORD_RE.findall(level)):
         if not objects or re.search(r"\b%s\b" % re.escape(word), own):
             continue
         names = re.compile(r"(?<![\w.])(?:%s)\.%s\b" % (
             "|".join(map(re.escape, objects)), re.escape(word)))
-        terms: Dict[str, Tuple[str, ...]] = {}  # kernel file -> its terms on the word
+        # kernel file -> its terms on the word, each once (a term several segments
+        # shape is in the groups of each)
+        terms: Dict[str, Dict[str, None]] = {}
         tellers = []
         for j, by_token in sorted(others.items()):
             found = False
             for groups in by_token.values():
                 for group in groups:
-                    on_word = tuple(c for c in group.cpp if names.search(c))
+                    on_word = [c for c in group.cpp if names.search(c)]
                     if on_word:
                         found = True
                         for file in group.files:
-                            terms[file] = terms.get(file, ()) + on_word
+                            terms.setdefault(file, {}).update(dict.fromkeys(on_word))
             if found:
                 tellers.append(labels[j])
         if not terms:
             continue
         items: List[Inlines] = []
         for token in sorted(conditions, key=natural):
-            counts: Counter = Counter(terms.get(f, ()) for g in conditions[token]
+            counts: Counter = Counter(tuple(terms.get(f, ())) for g in conditions[token]
                                       if not g.unreached for f in g.files)
             if not counts:
                 continue
             ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
             said: List[Inlines] = []
             for on_word, count in ranked:
-                term: Inlines = [Code(" && ".join(on_word) if on_word else "no condition on it")]
+                term: Inlines = [Code(" && ".join(on_word)) if on_word else "no condition on it"]
                 said.append(term + ([" (%d kernels)" % count] if len(ranked) > 1 else []))
             items.append([token_cell(token)[0], ": ", *join(said, " or ")])
         if items:
