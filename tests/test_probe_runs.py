@@ -336,3 +336,104 @@ def test_a_result_with_an_integer_beyond_64_bits_reads_back_exactly(tmp_path, mo
     assert json.loads(raw) == data
     got = read_result(raw)
     assert got == data and isinstance(got["records"][0]["mask"], int)
+
+
+def _files_of(top: Path) -> List[str]:
+    return sorted(str(path.relative_to(top)) for path in top.rglob("*"))
+
+
+def _without_seconds(data: object) -> object:
+    """The data with its timings left out (they differ from run to run)."""
+    if isinstance(data, dict):
+        return {k: _without_seconds(v) for k, v in data.items() if k != "seconds"}
+    if isinstance(data, list):
+        return [_without_seconds(v) for v in data]
+    return data
+
+
+def _probe_with_store(root: Path, api: str, tmp: Path, store: Path, name: str) -> dict:
+    out, also = tmp / (name + ".json"), tmp / (name + "-also.json")
+    command = [sys.executable, "-B", str(PROBE_SCRIPT), str(fmha_dir(root)), str(out),
+               "--code-store", str(store), "--also-list",
+               json.dumps(["-a", api, "-m", "generic"]), "--also-out", str(also), "-a", api]
+    ran = run_child(command, cwd=fmha_dir(root), timeout=1200, env=_ENV)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    result["also_listed"] = json.loads(also.read_text(encoding="utf-8"))
+    return result
+
+
+STORE_CASES = [
+    pytest.param("synthetic", "toy", id="synthetic"),
+    pytest.param("flash-attn-2.8.3", "fwd_appendkv", id="flash-attn-2.8.3-fwd_appendkv",
+                 marks=[pytest.mark.corpus]),
+]
+
+
+@pytest.mark.parametrize("tree, api", STORE_CASES)
+def test_a_probe_that_loads_the_code_store_observes_what_one_that_compiles_observes(
+        request, tmp_path, tree, api):
+    """The first probe compiles the tree and keeps its code outside it; the second
+    loads that code instead of compiling (it keeps nothing new: the store is not
+    written again) and observes the same, and its other ``--mask`` listing, forked
+    before any work, is generate.py's own. Nothing is written into the tree."""
+    root = synthetic.make_tree(tmp_path, "at_split") if tree == "synthetic" \
+        else request.getfixturevalue("corpus_root")(tree)
+    before = _files_of(fmha_dir(root))
+    store = tmp_path / "store" / "code.marshal"
+    compiled = _probe_with_store(root, api, tmp_path, store, "compiled")
+    kept = (store.stat().st_ino, store.stat().st_mtime_ns)
+    loaded = _probe_with_store(root, api, tmp_path, store, "loaded")
+    # the second one compiled nothing of its own: a store written again is a new file
+    assert (store.stat().st_ino, store.stat().st_mtime_ns) == kept
+    assert _without_seconds(loaded) == _without_seconds(compiled)
+    expected = independent_listing(root, api, tmp_path, "-m", "generic")
+    assert {n for n in loaded["also_listed"]["listing"] if not n.endswith("_api.cpp")} \
+        == expected
+    assert {n for n in loaded["listing"] if not n.endswith("_api.cpp")} \
+        == independent_listing(root, api, tmp_path)
+    assert _files_of(fmha_dir(root)) == before
+
+
+def test_a_code_store_of_another_interpreter_or_a_partial_one_is_not_loaded(
+        tmp_path, monkeypatch):
+    """A store is loaded only when the interpreter that wrote it marshals code as this
+    one does (its bytecode magic number, optimisation level, version); one cut short
+    is ignored too. What is saved is what this process used, and nothing is saved
+    when it compiled nothing itself."""
+    import marshal
+
+    for name, value in (("COMPILED", {}), ("GENERATED", {}), ("USED", set()),
+                        ("FRESH", set())):
+        monkeypatch.setattr(probe_script, name, value)
+    text = "def f(self):\n    return 1\n"
+    code = compile(text, "<string>", "exec", dont_inherit=True)
+    tag = ("fmha-code-store", 1, b"\x00\x00\r\n", sys.flags.optimize, sys.version)
+    foreign = tmp_path / "foreign.marshal"
+    foreign.write_bytes(marshal.dumps((tag, {}, {text: code})))
+    assert probe_script.load_code_store(str(foreign)) == 0
+    assert probe_script.GENERATED == {}
+
+    # this process compiles the text itself, uses it, and keeps it
+    assert probe_script.generated_code(text) is probe_script.GENERATED[text]
+    unused = "def g(self):\n    return 2\n"
+    probe_script.GENERATED[unused] = compile(unused, "<string>", "exec", dont_inherit=True)
+    store = tmp_path / "kept" / "code.marshal"
+    probe_script.save_code_store(str(store))
+    own_tag, compiled, generated = marshal.loads(store.read_bytes())
+    assert compiled == {} and list(generated) == [text]  # the unused one is left out
+    assert generated[text] == code  # the same text compiles to the same code
+
+    partial = tmp_path / "partial.marshal"
+    partial.write_bytes(store.read_bytes()[:-20])
+    monkeypatch.setattr(probe_script, "GENERATED", {})
+    assert probe_script.load_code_store(str(partial)) == 0
+    assert probe_script.load_code_store(str(store)) == 1
+    assert probe_script.GENERATED[text] == code
+
+    # a process that only loaded what it used does not write the store again
+    monkeypatch.setattr(probe_script, "FRESH", set())
+    store.unlink()
+    probe_script.save_code_store(str(store))
+    assert not store.exists()
+    assert own_tag[0] == "fmha-code-store"

@@ -115,6 +115,7 @@ def observe(
     memo_key = _memo_key(cache, key)
     if cache is None:  # no caching asked for: run the probe
         return _run_probe(fmha_dir, argv, python, timeout, progress, also_list, memo_key)[0]
+    code_store = cache.code_store_path(str(fmha_dir), python)
     with _MEMO_LOCK:
         if memo_key in _MEMO:
             _MEMO.move_to_end(memo_key)
@@ -131,7 +132,7 @@ def observe(
             cache.put(_also_key(key), listed)
 
         result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
-                                  memo_key, keep_also)
+                                  memo_key, keep_also, code_store)
         cache.put(key, _pack_text(text))
     with _MEMO_LOCK:
         _MEMO[memo_key] = result
@@ -176,13 +177,17 @@ def display_command(argv: List[str]) -> str:
 def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                progress: Optional[Callable[[str], None]],
                also_list: Optional[List[str]] = None, memo_key: str = "",
-               keep_also: Optional[Callable[[dict], None]] = None) -> Tuple[dict, bytes]:
+               keep_also: Optional[Callable[[dict], None]] = None,
+               code_store: Optional[Path] = None) -> Tuple[dict, bytes]:
     """The probe's result and its JSON text. With ``also_list``, the probe process is
     waited for in a thread of its own, which hands over the result as soon as it is
     written and the other listing (:func:`observe_also`, under ``memo_key``; to
-    ``keep_also`` when it is clean) when the probe ends."""
+    ``keep_also`` when it is clean) when the probe ends. ``code_store``: where the
+    tree's interpreters keep their compiled code (see the probe script)."""
     command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), "RESULT",
                "--trait-reader", str(TRAIT_READER)]
+    if code_store is not None:
+        command += ["--code-store", str(code_store)]
     if also_list is None:
         return _probe_process(command + list(argv), fmha_dir, argv, timeout, progress)
     command += ["--also-list", json.dumps(list(also_list)), "--also-out", "ALSO"]

@@ -36,6 +36,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import json
+import marshal
 import os
 import re
 import runpy
@@ -188,6 +189,15 @@ def install_hooks(recorder):
     memoise_generated_code()
 
 
+#: (source path, source bytes) -> code object: each source compiled once per process
+#: (see :func:`memoise_compilation`).
+COMPILED: dict = {}
+#: the keys of COMPILED and GENERATED this process used (what its code store keeps),
+#: and those it compiled itself (none: the store it loaded had them all)
+USED: set = set()
+FRESH: set = set()
+
+
 def memoise_compilation():
     """Compile each source once per process: every run here imports the tree afresh
     (new module objects, new state), but code objects are immutable, so reusing them
@@ -196,13 +206,14 @@ def memoise_compilation():
     original = loader.source_to_code
     if getattr(original, "_fmha_probe", False):
         return
-    memo = {}
 
     def source_to_code(self, data, path, *args, **kwargs):
         key = (path, bytes(data))
-        code = memo.get(key)
+        code = COMPILED.get(key)
         if code is None:
-            code = memo[key] = original(self, data, path, *args, **kwargs)
+            code = COMPILED[key] = original(self, data, path, *args, **kwargs)
+            FRESH.add(key)
+        USED.add(key)
         return code
 
     source_to_code._fmha_probe = True
@@ -218,6 +229,8 @@ def generated_code(source):
     code = GENERATED.get(source)
     if code is None:
         code = GENERATED[source] = compile(source, "<string>", "exec", dont_inherit=True)
+        FRESH.add(source)
+    USED.add(source)
     return code
 
 
@@ -240,6 +253,57 @@ def memoise_generated_code():
         exec(source, globals, locals)
 
     dataclasses.exec = exec_memoised
+
+
+def _code_store_tag():
+    """Who may read a code store: code objects are marshalled for one bytecode version
+    and optimisation level (what a ``.pyc`` file's magic number says)."""
+    return ("fmha-code-store", 1, importlib.util.MAGIC_NUMBER, sys.flags.optimize,
+            sys.version)
+
+
+def load_code_store(path):
+    """Fill the compile memos (COMPILED, GENERATED) from ``path``, written by an earlier
+    probe or batch of the same interpreter: what each source and generated text
+    compiled to, as a ``.pyc`` file keeps it, but outside the tree (never written
+    into) and for the dataclasses' generated code too. The same bytes compile to the
+    same code object, so a process that loads them runs as one that compiles them.
+    How many entries it loaded; a missing, partial or foreign store is ignored (0)."""
+    if not path:
+        return 0
+    try:
+        with open(path, "rb") as handle:
+            tag, compiled, generated = marshal.load(handle)
+        if tag != _code_store_tag() or not isinstance(compiled, dict) \
+                or not isinstance(generated, dict):
+            return 0
+    except (OSError, EOFError, ValueError, TypeError):
+        return 0
+    COMPILED.update(compiled)
+    GENERATED.update(generated)
+    return len(compiled) + len(generated)
+
+
+def save_code_store(path):
+    """Write what this process compiled or loaded and used to ``path`` (renamed into
+    place: a reader sees all of it or none), unless it compiled nothing itself (the
+    store it loaded had it all). Failing to write only costs later processes their
+    compiling."""
+    if not path or not FRESH & USED:
+        return
+    compiled = {key: code for key, code in COMPILED.items() if key in USED}
+    generated = {text: code for text, code in GENERATED.items() if text in USED}
+    part = "%s.%d.part" % (path, os.getpid())
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(part, "wb") as handle:
+            marshal.dump((_code_store_tag(), compiled, generated), handle)
+        os.replace(part, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(part)
+        except OSError:
+            pass
 
 
 def forget_codegen_modules(fmha_dir):
@@ -654,13 +718,16 @@ def collect_json(forked):
 
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
-          also_list=None, deliver=None):
+          also_list=None, deliver=None, code_store=None):
     """What the unfiltered run of ``generate.py argv`` shows (see the module docstring).
 
     ``also_list``: one more listing's arguments (``result["also_listed"]``);
     ``deliver``: called with the result before that listing is waited for (it may
-    outlast the probe's own work), so that its reader can start."""
+    outlast the probe's own work), so that its reader can start; ``code_store``: the
+    compiled code this interpreter's earlier processes kept (:func:`load_code_store`),
+    loaded first (the other listing's child finds it too) and kept for later ones."""
     started = time.time()
+    load_code_store(code_store)
     # The other listing starts first, in a forked child, while this process is still
     # what a new process is (no hooks, no codegen imported): it runs on the other core
     # while the probe works (on a heavy tree each listing takes as long as the probe's
@@ -675,6 +742,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     # The real, unfiltered run: the kernel objects and the listing come from it.
     initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
     listing, error = run_generate(fmha_dir, list(argv))
+    save_code_store(code_store)  # the next probes and batches start while this one works
     result = {
         "listing": listing,
         "error": error,
@@ -809,9 +877,12 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
 
 def start_listing(fmha_dir, argv):
     """Fork a child that runs ``generate.py argv -l`` as a new process would (it is
-    forked before the probe installs its hooks or imports the tree) and sends the
-    outcome; see :func:`fork_json`."""
+    forked before the probe installs its hooks or imports the tree; it reuses only the
+    compiled code the probe loaded) and sends the outcome; see :func:`fork_json`."""
     def listed():
+        # only compiling is shared (the code store the probe loaded), as in a batch
+        memoise_compilation()
+        memoise_generated_code()
         sys.dont_write_bytecode = True
         sys.path.insert(0, fmha_dir)
         os.chdir(fmha_dir)
@@ -1001,8 +1072,9 @@ def main():
     fmha_dir, out_path = sys.argv[1], sys.argv[2]
     argv = sys.argv[3:]
     perturb = True
-    trait_reader = also_list = also_out = None
-    options = ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list", "--also-out")
+    trait_reader = also_list = also_out = code_store = None
+    options = ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list", "--also-out",
+               "--code-store")
     while argv and argv[0] in options:
         option, argv = argv[0], argv[1:]
         if option == "--trait-reader":
@@ -1011,6 +1083,8 @@ def main():
             also_list, argv = json.loads(argv[0]), argv[1:]
         elif option == "--also-out":  # the other listing's own file, written after the result
             also_out, argv = argv[0], argv[1:]
+        elif option == "--code-store":  # see load_code_store
+            code_store, argv = argv[0], argv[1:]
         else:
             perturb = False if option == "--no-perturb" else "all"
     deliver = None
@@ -1018,7 +1092,7 @@ def main():
         def deliver(result):
             write_whole(out_path, share_record_fields(result))
     result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
-                   also_list=also_list, deliver=deliver)
+                   also_list=also_list, deliver=deliver, code_store=code_store)
     if deliver is None:
         write_whole(out_path, share_record_fields(result))
     elif also_list is not None:

@@ -8,9 +8,10 @@ codegen's classes are as they are and ``fnmatch`` is the real one.
 Where the system can fork, every run is a child forked from this interpreter before it
 ran anything of the tree (what a new process is: no tree module imported, no state
 left by another run), up to ``parallel`` at once, each sending its result back through
-a pipe. The tree's sources are compiled once here first, so the children share the
-code objects (the same bytes give the same code object) instead of each compiling
-them; nothing else is shared.
+a pipe. The tree's sources are compiled once here first (or loaded from the code
+store an earlier probe or batch kept, see ``load_code_store`` in probe_script.py), so
+the children share the code objects (the same bytes give the same code object)
+instead of each compiling them; nothing else is shared.
 
 Where it cannot fork, the runs take turns in this interpreter: for each run the tree's
 modules are dropped so generate.py imports them afresh (new module objects, new
@@ -36,6 +37,7 @@ shared state.
 usage: batch_script.py JOBS.json OUT.json
 JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "driver_script",
        "known_keys": {sha: key}, "parallel": int (forked runs at once, default 1),
+       "code_store": path (compiled code kept across processes, see probe_script.py),
        "jobs": [{"filter": str, "dispatch": bool}
                 | {"driver": true, "filters": [str], "separator": str, "dispatch": bool}]}
 """
@@ -62,6 +64,7 @@ def main():
     os.chdir(fmha_dir)
     probe.memoise_compilation()
     probe.memoise_generated_code()
+    probe.load_code_store(spec.get("code_store"))
     known = dict(spec.get("known_keys", {}))
     readers = []
 
@@ -87,6 +90,7 @@ def main():
         results, unsafe = _in_turns(probe, fmha_dir, runs, spec["jobs"])
     with open(sys.argv[2], "w") as handle:
         handle.write(json.dumps({"results": results, "unsafe": unsafe, "forked": forked}))
+    probe.save_code_store(spec.get("code_store"))
 
 
 class Runs:

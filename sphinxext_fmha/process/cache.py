@@ -244,6 +244,12 @@ class DiskCache:
             raise ValueError(f"cache keys are lowercase hex digests, not {key!r}")
         return self.root / key[:2] / f"{key}.json"
 
+    def code_store_path(self, *parts: Any) -> Path:
+        """Where the interpreters that run one tree's generate.py keep the code they
+        compiled (``load_code_store`` in the probe script), one file per ``parts`` (the
+        tree, the Python): beside the JSON entries, in a folder of its own."""
+        return self.root / "compiled" / (self.key_for("code-store", *parts) + ".marshal")
+
     def get(self, key: str) -> Optional[Dict[str, Any]]:
         path = self.path_for(key)
         try:
