@@ -66,6 +66,8 @@ class _Session(Protocol):
 
     def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]: ...
 
+    def _other_listing_running(self, api: str, options: Options) -> bool: ...
+
     def _once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False) -> object: ...
 
     def _memo_value(self, key: Tuple) -> object: ...
@@ -209,11 +211,22 @@ class AnalysisWorkers:
 
     def _hold(self, key: Tuple, guide: _Guide) -> Optional[Tuple[str, Tuple, Future]]:
         """(api, key, its result to set) once a thread holds ``key`` for the worker;
-        None when a page has claimed it first (or its other listing failed)."""
-        try:
-            self._mask_listing(guide)
-        except Exception:  # noqa: BLE001 - the page computes it and says why
-            return None
+        None when a page has claimed it first.
+
+        The thread then keeps the rider's other ``--mask`` listing for the worker,
+        while the worker starts and analyses the guides before it (2.8.3: each took
+        40-70 ms while this process's page held the interpreter lock, and the worker
+        started 0.2 s late). Should the worker get there first, it keeps that listing
+        itself from the probe's, as the page would; one that failed fails there too,
+        and the page computes the rider and says why. A listing the probe still makes
+        is waited for first, as for the worker's own guide: the worker would not find
+        it and would list again."""
+        running = self.session._other_listing_running(guide[0], guide[1])
+        if running:
+            try:
+                self._mask_listing(guide)
+            except Exception:  # noqa: BLE001 - the page computes it and says why
+                return None
         done: Future = Future()
         decided = threading.Event()
         held: List[bool] = []
@@ -221,6 +234,11 @@ class AnalysisWorkers:
         def wait_for_the_worker() -> object:
             held.append(True)
             decided.set()
+            if not running:
+                try:
+                    self._mask_listing(guide)
+                except Exception:  # noqa: BLE001 - see above
+                    pass
             return done.result()
 
         def hold() -> None:

@@ -338,6 +338,20 @@ class Session:
                 other, argv, also_argv)
         return observed
 
+    def _other_listing_running(self, api: str, options: Options) -> bool:
+        """Whether the probe of ``api`` is still making its other ``--mask`` listing."""
+        from .analysis.analyze import probe_argv
+        from .analysis.observe import also_listing_running
+
+        modes = self._other_mask(api, options)
+        if modes is None:
+            return False
+        supported = self.tree.supported_dests()
+        other = self.tree.request(api, dataclasses.replace(options, mask=modes[1]))
+        return also_listing_running(
+            self.tree.fmha_dir, probe_argv(self.tree.request(api, options), supported),
+            probe_argv(other, supported), python=self.python, cache=self.cache)
+
     def _store_other_listing(self, request: GenerateRequest, argv: List[str],
                              also_argv: List[str]) -> None:
         """Keep the other listing the probe made (waiting for it while the probe still

@@ -278,6 +278,27 @@ def test_the_pool_runs_one_worker_at_a_time_and_the_other_steps_beside_it():
     assert done == [{"worker": 2, "probe": 2}]  # a step that did nothing is not counted
 
 
+class _FakeSession:
+    """What the workers ask of a session, over a memo of the test's own."""
+
+    python, timeout, progress = sys.executable, 60.0, None
+
+    def __init__(self, memo, tmp_path):
+        import types
+
+        self.memo, self.ck_root = memo, tmp_path
+        self.cache = types.SimpleNamespace(root=tmp_path)
+
+    def _once(self, key, compute, ahead=False):
+        return self.memo.once(key, compute, ahead)
+
+    def _memo_value(self, key):
+        return self.memo.value(key)
+
+    def _is_stored(self, kind, *parts):
+        return False
+
+
 def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeypatch):
     """A worker analyses, after its own guide, the guides of the pages after it whose
     probe is done, in reading order: their pages wait for it (not computing them) and
@@ -295,9 +316,7 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
     reading_order = ["small", "big", "late", "tiny", "mid"]  # the first page is a sixth
     probe_seconds = {"big": 3.0, "mid": 2.0, "late": 1.0, "small": 0.1, "tiny": 0.05}
 
-    class FakeSession:
-        ck_root, python, timeout, progress = tmp_path, sys.executable, 60.0, None
-        cache = types.SimpleNamespace(root=tmp_path)
+    class FakeSession(_FakeSession):
         tree = types.SimpleNamespace(fmha_dir=tmp_path)
 
         def observation(self, api, options=Options()):
@@ -308,16 +327,11 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
         def _other_mask(self, api, options):
             return None
 
-        def _once(self, key, compute, ahead=False):
-            return memo.once(key, compute, ahead)
-
-        def _memo_value(self, key):
-            return memo.value(key)
-
-        def _is_stored(self, kind, *parts):
+        def _other_listing_running(self, api, options):
             return False
 
-    session = FakeSession()
+
+    session = FakeSession(memo, tmp_path)
     workers = AnalysisWorkers(session)  # type: ignore[arg-type]
     started, waited = [], {}
 
@@ -355,6 +369,72 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
     assert page("big") is True and page("mid") is True and page("late") is True
     assert page("tiny") is False  # not kept: its page computes it
     assert page("small") is False  # no worker: its page computes it
+
+
+def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_path,
+                                                                        monkeypatch):
+    """The other ``--mask`` listing of the worker's own guide is kept before the worker
+    starts, those of the guides it takes along while it starts (it gets to them
+    later): the worker does not wait for them; a listing the probe is still making is
+    waited for before, as the worker would not find it. (Each listing is kept when
+    its event is recorded.)"""
+    import threading
+    import types
+
+    from sphinxext_fmha.analysis_workers import AnalysisWorkers
+    from sphinxext_fmha.options import Options
+    from sphinxext_fmha.session import _Memo
+
+    memo = _Memo()
+    kernels = {"own": 300, "done": 200, "making": 100}
+    events = []
+    lock = threading.Lock()
+
+    class FakeSession(_FakeSession):
+        tree = types.SimpleNamespace(fmha_dir=tmp_path,
+                                     request=lambda api, options: (api, options.mask))
+
+        def observation(self, api, options=Options()):
+            return memo.once(("observation", api, options), lambda: {
+                "listing": ["k%d" % i for i in range(kernels[api])],
+                "seconds": {"observe": 5.0}})
+
+        def listing(self, request):
+            # keeping a listing takes a while when the page holds the lock
+            time.sleep(0.5 if request[0] == "done" else 0.1)
+            with lock:
+                events.append(("listing",) + request)
+
+        def _other_mask(self, api, options):
+            return ("simplified", "generic")
+
+        def _other_listing_running(self, api, options):
+            return api == "making"
+
+
+    def fake_worker(interpreter, args, *, timeout, on_api=None, on_step=None):
+        apis = args[args.index("--") + 1:]
+        with lock:
+            events.append(("worker", tuple(apis)))
+        time.sleep(0.8)  # the riders' listings are kept meanwhile
+        for api in apis:
+            on_api(api, True, 1.0)
+        return worker.WorkerOutcome(ok=True, seconds=1.0, api_seconds={a: 0.3 for a in apis})
+
+    monkeypatch.setattr(worker, "run_worker", fake_worker)
+    session = FakeSession(memo, tmp_path)
+    workers = AnalysisWorkers(session)  # type: ignore[arg-type]
+    for api in kernels:
+        session.observation(api)
+    # planned from the last page back; the first page ("first") is never a worker's
+    steps = [workers.step(api, Options(), None, ["guide", "mask-modes"])
+             for api in ["making", "done", "own"]]
+    assert all(step is not None for step in steps)
+    steps[0][1]()
+    start = events.index(("worker", ("own", "done", "making")))
+    assert events.index(("listing", "own", "generic")) < start
+    assert events.index(("listing", "making", "generic")) < start
+    assert events.index(("listing", "done", "generic")) > start
 
 
 def test_the_worker_says_each_api_and_step_as_soon_as_it_is_done(tmp_path):
