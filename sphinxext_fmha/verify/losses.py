@@ -27,7 +27,7 @@ from typing import (
 
 from ..model import Decision, token_list
 from .policy import PROBLEM
-from .standins import by_subject, compare, excludes
+from .standins import by_subject, compare, excluding
 from .synthesis import Kernel
 
 __all__ = ["describe_losses", "within"]
@@ -221,9 +221,12 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     orphans: List[Kernel] = []  # no kept kernel of their problem class takes their inputs
     # (stand-in, the kernel's own terms) -> _compare: kernels of one problem share both
     compared: Dict[Tuple[str, FrozenSet[str]], Tuple[List[str], List[str], List[str]]] = {}
-    # (stand-in, the kernel's own terms) -> whether it excludes them: asked again for
-    # every kernel of a problem (2.8.3 bwd: 451,008 times)
-    shut_out: Dict[Tuple[str, FrozenSet[str]], bool] = {}
+    # Whether a stand-in further away excludes a kernel's inputs is asked for every kernel
+    # of its problem (2.8.3 bwd: 451,008 times): each problem's stand-ins are told by
+    # their terms as bits, and a kernel's excluding terms, worked out once over the terms
+    # they have among them, rule out every stand-in that has one (see ``excluding``).
+    term_bits_of: Dict[Tuple, Tuple[Dict[str, int], Dict[str, int]]] = {}
+    kept_by_problem, wide, tiles = problem
     for kernel in alone:
         if kernel.file in never_run:
             idle[never_run[kernel.file]] = idle.get(never_run[kernel.file], 0) + 1
@@ -237,24 +240,27 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
         subjects = by_subject(own)
         near = [k for k in kept_by_context.get(_context(kernel, loose), [])
                 if k.tokens[index] != kernel.tokens[index]]
-        kept_by_problem, wide, tiles = problem
         near_files = {k.file for k in near}
-        further = [k for k in kept_by_problem.get(_context(kernel, wide), [])
-                   if k.tokens[index] != kernel.tokens[index] and k.file not in near_files]
+        problem_context = _context(kernel, wide)
+        pool = kept_by_problem.get(problem_context, [])
+        bits = term_bits_of.get(problem_context)
+        if bits is None:
+            bits = term_bits_of[problem_context] = _term_bits(pool, conditions)
+        term_bit, stand_in_bits = bits
+        shut = 0
+        for term in excluding(term_bit, own, subjects):
+            shut |= term_bit[term]
+        # a kernel further away that excludes the inputs is never an option (most of
+        # them, for a value no kept kernel has)
+        further = [k for k in pool
+                   if k.tokens[index] != kernel.tokens[index] and k.file not in near_files
+                   and not stand_in_bits[k.file] & shut]
         options = []
         for candidate in near + further:
             is_near = candidate.file in near_files
             found = compared.get((candidate.file, own))
             if found is None:
                 theirs = conditions.get(candidate.file, ())
-                if not is_near:
-                    shut = shut_out.get((candidate.file, own))
-                    if shut is None:
-                        shut = shut_out[(candidate.file, own)] = excludes(theirs, own, subjects)
-                    if shut:
-                        # a kernel further away that excludes the inputs is never an
-                        # option (most of them, for a value no kept kernel has)
-                        continue
                 extra = [t for t in theirs if t not in own]
                 found = compared[(candidate.file, own)] = compare(extra, subjects)
             own_side, their_side, also_needed = found
@@ -309,6 +315,22 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     if total > len(alone):
         head += " (and %d more, said under %s)" % (total - len(alone), token_list(elsewhere))
     return head + ": " + "; ".join(parts) + "."
+
+
+def _term_bits(pool: Sequence[Kernel], conditions: Mapping[str, Sequence[str]]
+               ) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """(term -> its bit, kernel file -> the bits of its terms) of the kernels ``pool``."""
+    term_bit: Dict[str, int] = {}
+    stand_in_bits: Dict[str, int] = {}
+    for kernel in pool:
+        mask = 0
+        for term in conditions.get(kernel.file, ()):
+            bit = term_bit.get(term)
+            if bit is None:
+                bit = term_bit[term] = 1 << len(term_bit)
+            mask |= bit
+        stand_in_bits[kernel.file] = mask
+    return term_bit, stand_in_bits
 
 
 _NUMBER = re.compile(r"\d+")

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import AbstractSet, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..cppapi.satisfiable import numeric_relation
 
-__all__ = ["by_subject", "compare", "excludes", "relation", "subject_of"]
+__all__ = ["by_subject", "compare", "excluding", "relation", "subject_of"]
 
 _SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
 #: ``x % N``: a size's remainder is a test of the size itself
@@ -71,17 +71,21 @@ def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]]
     return mine, theirs, plain
 
 
-def excludes(theirs: Sequence[str], own: AbstractSet[str],
-             subjects: Mapping[str, Tuple[str, ...]]) -> bool:
-    """Whether :func:`compare` would find a stand-in's term (of ``theirs``, not in
-    ``own``) that excludes the kernel's inputs, stopping at the first one."""
-    for term in theirs:
+def excluding(terms: Iterable[str], own: AbstractSet[str],
+              subjects: Mapping[str, Tuple[str, ...]]) -> List[str]:
+    """The terms of ``terms`` (stand-ins' terms) that exclude the kernel's inputs, as
+    :func:`compare` finds them: not the kernel's own, and on a subject of its own
+    terms, which exclude it or do not say. A stand-in with one of them is reached
+    for other inputs only: asked once over the terms a problem's stand-ins have
+    among them, not once per stand-in."""
+    found = []
+    for term in terms:
         if term in own:
             continue
         owns = subjects.get(subject_of(term))
         if owns is not None and _strongest(owns, term)[1] in ("excludes", "unknown"):
-            return True
-    return False
+            found.append(term)
+    return found
 
 
 #: What the kernel's terms on one subject together say of a stand-in's term: the
