@@ -317,19 +317,28 @@ class Session:
         """The probe's raw observation (cached on disk by the analysis)."""
         return self._once(("observation", api, options), lambda: self._observe(api, options))
 
-    def _observe(self, api: str, options: Options) -> dict:
+    def _probe_runs(self, api: str, options: Options
+                    ) -> Tuple[GenerateRequest, List[str], Optional[GenerateRequest],
+                               Optional[List[str]]]:
+        """(request, the probe's generate.py arguments, the other ``--mask`` request and
+        the arguments of its listing, which the probe makes too; None, None without a
+        mask option)."""
         from .analysis.analyze import probe_argv
-        from .analysis.observe import observe
 
         request = self.tree.request(api, options)
         supported = self.tree.supported_dests()
+        modes = self._other_mask(api, options)
+        if modes is None:
+            return request, probe_argv(request, supported), None, None
+        other = self.tree.request(api, dataclasses.replace(options, mask=modes[1]))
+        return request, probe_argv(request, supported), other, probe_argv(other, supported)
+
+    def _observe(self, api: str, options: Options) -> dict:
+        from .analysis.observe import observe
+
         # The probe also lists the other --mask mode (what mask_modes compares) in its
         # interpreter, where the codegen is imported already: no process of its own.
-        modes = self._other_mask(api, options)
-        other = self.tree.request(api, dataclasses.replace(options, mask=modes[1])) \
-            if modes is not None else None
-        argv = probe_argv(request, supported)
-        also_argv = probe_argv(other, supported) if other is not None else None
+        request, argv, other, also_argv = self._probe_runs(api, options)
         observed = observe(self.tree.fmha_dir, argv, python=self.python, cache=self.cache,
                            timeout=self.timeout, progress=self.progress, also_list=also_argv)
         self._store_probe_runs(request, observed)
@@ -340,17 +349,11 @@ class Session:
 
     def _other_listing_running(self, api: str, options: Options) -> bool:
         """Whether the probe of ``api`` is still making its other ``--mask`` listing."""
-        from .analysis.analyze import probe_argv
         from .analysis.observe import also_listing_running
 
-        modes = self._other_mask(api, options)
-        if modes is None:
-            return False
-        supported = self.tree.supported_dests()
-        other = self.tree.request(api, dataclasses.replace(options, mask=modes[1]))
-        return also_listing_running(
-            self.tree.fmha_dir, probe_argv(self.tree.request(api, options), supported),
-            probe_argv(other, supported), python=self.python, cache=self.cache)
+        _, argv, _, also_argv = self._probe_runs(api, options)
+        return also_argv is not None and also_listing_running(
+            self.tree.fmha_dir, argv, also_argv, python=self.python, cache=self.cache)
 
     def _store_other_listing(self, request: GenerateRequest, argv: List[str],
                              also_argv: List[str]) -> None:

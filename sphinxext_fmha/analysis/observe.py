@@ -115,7 +115,6 @@ def observe(
     memo_key = _memo_key(cache, key)
     if cache is None:  # no caching asked for: run the probe
         return _run_probe(fmha_dir, argv, python, timeout, progress, also_list, memo_key)[0]
-    code_store = cache.code_store_path(str(fmha_dir), python)
     with _MEMO_LOCK:
         if memo_key in _MEMO:
             _MEMO.move_to_end(memo_key)
@@ -132,7 +131,7 @@ def observe(
             cache.put(_also_key(key), listed)
 
         result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
-                                  memo_key, keep_also, code_store)
+                                  memo_key, keep_also, cache.code_store_path(fmha_dir, python))
         cache.put(key, _pack_text(text))
     with _MEMO_LOCK:
         _MEMO[memo_key] = result

@@ -161,7 +161,7 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
             "probe_script": str(PROBE_SCRIPT), "trait_reader": str(TRAIT_READER),
             "driver_script": str(DRIVER_SCRIPT), "known_keys": known_keys, "jobs": specs,
             "parallel": forks,
-            "code_store": str(runner.cache.code_store_path(str(runner.fmha_dir), runner.python))
+            "code_store": str(runner.cache.code_store_path(runner.fmha_dir, runner.python))
             if runner.cache is not None else None,
         }), encoding="utf-8")
         command = [runner.python, "-B", str(BATCH_SCRIPT), str(spec_file), str(out)]

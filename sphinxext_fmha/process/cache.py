@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path, PurePath
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import orjson
 
@@ -244,11 +244,12 @@ class DiskCache:
             raise ValueError(f"cache keys are lowercase hex digests, not {key!r}")
         return self.root / key[:2] / f"{key}.json"
 
-    def code_store_path(self, *parts: Any) -> Path:
+    def code_store_path(self, fmha_dir: Union[str, Path], python: str) -> Path:
         """Where the interpreters that run one tree's generate.py keep the code they
-        compiled (``load_code_store`` in the probe script), one file per ``parts`` (the
-        tree, the Python): beside the JSON entries, in a folder of its own."""
-        return self.root / "compiled" / (self.key_for("code-store", *parts) + ".marshal")
+        compiled (``load_code_store`` in the probe script), one file per tree (however
+        its path is spelled) and Python: beside the JSON entries, in a folder of its own."""
+        key = self.key_for("code-store", os.path.realpath(fmha_dir), python)
+        return self.root / "compiled" / (key + ".marshal")
 
     def get(self, key: str) -> Optional[Dict[str, Any]]:
         path = self.path_for(key)

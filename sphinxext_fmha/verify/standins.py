@@ -47,6 +47,11 @@ def by_subject(own: FrozenSet[str]) -> Mapping[str, Tuple[str, ...]]:
     return {k: tuple(v) for k, v in on_subject.items()}
 
 
+#: The relations of a stand-in's term to the kernel's own terms on its subject that
+#: say it is reached for other inputs (what compare and excluding both look for).
+_SHUT_OUT = frozenset({"excludes", "unknown"})
+
+
 def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]]
             ) -> Tuple[List[str], List[str], List[str]]:
     """A stand-in's terms the kernel lacks (``extra``) against the kernel's own terms on
@@ -63,7 +68,7 @@ def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]]
             plain.append(term)
             continue
         own, relation = _strongest(owns, term)
-        if relation in ("excludes", "unknown"):
+        if relation in _SHUT_OUT:
             mine.append(own)
             theirs.append(term)
         elif relation != "implied":
@@ -83,7 +88,7 @@ def excluding(terms: Iterable[str], own: AbstractSet[str],
         if term in own:
             continue
         owns = subjects.get(subject_of(term))
-        if owns is not None and _strongest(owns, term)[1] in ("excludes", "unknown"):
+        if owns is not None and _strongest(owns, term)[1] in _SHUT_OUT:
             found.append(term)
     return found
 
