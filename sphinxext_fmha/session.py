@@ -691,6 +691,12 @@ class _RecommendRunner:
         self._writes[run.filters] = pool.submit(cached_write, self.session.runner, run)
         pool.shutdown(wait=False)
 
+    def written(self, filter: str):
+        """``generate.py -f filter -o``'s output, as :meth:`check` read it (cached)."""
+        session = self.session
+        return session.runner.generate_api_file(
+            session.tree.request(self.api, self.options, filter=filter))
+
     def driver_write(self, filters: Sequence[str]):
         from .process.driver import cached_write
 

@@ -75,7 +75,9 @@ def test_recommend_json_is_verified_on_a_letter_encoded_tree(synthetic_tree, tmp
     for r in rec["runs"]:
         selected |= listing(root, "toy", tmp_path, "-f", r["filter"])
     assert len(selected) == rec["union_count"] == rec["keep_count"]
-    assert code == 0 and rec["verified"] and rec["driver_verified"]
+    assert code == 0 and rec["verified"]
+    # one run is its own union: its own write-mode run links, no driver command beside it
+    assert len(rec["runs"]) == 1 and rec["write_verified"] and not rec["driver_command"]
 
 
 def test_errors_are_one_line_for_humans(tmp_path, capsys):

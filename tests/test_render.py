@@ -275,14 +275,18 @@ def test_render_recommendation_markdown():
     assert "| **Total** | **120** | **44** | **63.3 %** |" in text
 
 
-def test_recommendation_sections_single_run_has_no_merge():
+def test_recommendation_sections_single_run_has_no_merge_and_no_driver():
     rec = _recommendation()
     rec.runs = rec.runs[:1]
-    rec.merge_command = ""
+    rec.runs[0].written = True
+    rec.merge_command = rec.driver_command = ""
+    rec.write_verified = True
     blocks = recommendation_sections(rec)[2].blocks
     assert not any(isinstance(b, Admonition) for b in blocks)
-    assert [b.text for b in blocks if isinstance(b, CodeBlock)] == [rec.runs[0].command,
-                                                                     rec.driver_command]
+    assert [b.text for b in blocks if isinstance(b, CodeBlock)] == [rec.runs[0].command]
+    # whether the set links is said all the same, of the one command
+    assert "The command also succeeds in write mode (-o). The set links" in \
+        render_recommendation_markdown(rec)
 
 
 def _check() -> FilterCheck:

@@ -74,7 +74,9 @@ def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tm
     assert recommendation.counts["total"]["minimal"] < recommendation.counts["total"]["full"]
     if recommendation.verified:
         assert recommendation.union_count == recommendation.keep_count
-        assert recommendation.driver_verified
+        # a driver command only for several runs (one run is its own union)
+        assert recommendation.driver_verified or (
+            len(recommendation.runs) == 1 and not recommendation.driver_command)
     for decision in recommendation.decisions:
         for token in decision.drop:
             assert token in decision.losses

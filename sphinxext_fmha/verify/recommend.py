@@ -8,8 +8,9 @@ generate.py. The order of work:
    dispatch launches together follow their main kernel (:mod:`.coupling`);
 2. fnmatch filters are synthesised for the tree's filter semantics (:mod:`.synthesis`)
    and checked in-process against the full listing;
-3. every command is run with generate.py, the driver lists and writes the union, and
-   the written dispatch file is checked to link (:mod:`.links`);
+3. every command is run with generate.py; for several commands the driver lists and
+   writes their union (one command is its own union: its write-mode run is the one
+   the set is), and the written dispatch file is checked to link (:mod:`.links`);
 4. every statement -- keep/drop per segment, partial keeps, tiles, counts, losses --
    is computed from the union of the runs, not from the policy's intent.
 """
@@ -56,6 +57,9 @@ class RecommendRunner(Protocol):
     def driver_listing(self, filters: Sequence[str]) -> List[str]: ...
 
     def driver_write(self, filters: Sequence[str]) -> ApiFile: ...
+
+    def written(self, filter: str) -> ApiFile:
+        """What ``generate.py -f filter -o`` wrote (the run :meth:`check` made)."""
 
 
 @dataclass
@@ -145,8 +149,12 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
             "the filter runs select %d kernels, the keep set has %d (%d missing, %d extra)"
             % (len(union), len(claimed), len(claimed - union), len(union - claimed)))
     _merge_advice(runner, result)
-    result.driver_command = driver_command(model.api, inputs.options, [r.filter for r in result.runs])
-    _check_driver(runner, result, union)
+    if len(result.runs) > 1:
+        result.driver_command = driver_command(model.api, inputs.options,
+                                               [r.filter for r in result.runs])
+        _check_driver(runner, result, union)
+    elif result.runs:
+        _check_written(runner, result, union)
     # kernels the full API never launches: dropping them loses no call
     never_run: Dict[str, str] = {}
     if inputs.full_api is not None:
@@ -208,11 +216,13 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
     union: Set[str] = set()
-    # Their generate.py runs and the driver run for their union, batched: the driver's
-    # results are read back by driver_listing / driver_write (_check_driver) when its
-    # filters are these; when a run below is left out as redundant, the driver runs
-    # for the remaining filters as its own process.
-    runner.prefetch(filters, driver=True)
+    # Their generate.py runs and, for several, the driver run for their union, batched:
+    # the driver's results are read back by driver_listing / driver_write
+    # (_check_driver) when its filters are these; when a run below is left out as
+    # redundant, the driver runs for the remaining filters as its own process (none
+    # when one remains: that run is the union, and its own write-mode run says whether
+    # the set links).
+    runner.prefetch(filters, driver=len(filters) > 1)
     # The runs are independent generate.py processes: run them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))
@@ -258,6 +268,27 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
         result.notes.append("the driver run failed: %s" % str(error).strip().splitlines()[0]
                             + _tail(error))
         return
+    _check_links(result, written, union, "the driver wrote %d kernels, the runs list %d")
+
+
+def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+    """The one command's own write-mode run: the set's dispatch file (a driver run for
+    one filter would select and write the same set again)."""
+    run = result.runs[0]
+    if not run.written or not run.count:
+        return  # _run noted why a write failed; nothing selected writes nothing
+    try:
+        written = runner.written(run.filter)
+    except Exception as error:  # noqa: BLE001 - reported, the run still stands
+        result.notes.append("its write-mode output could not be read: %s"
+                            % str(error).strip().splitlines()[0] + _tail(error))
+        return
+    _check_links(result, written, union, "write mode wrote %d kernels, the run lists %d")
+
+
+def _check_links(result: Recommendation, written: ApiFile, union: Set[str],
+                 count_note: str) -> None:
+    """Whether the set's written dispatch file links, and reaches every kernel."""
     report = link_report(written.text, written.kernel_traits)
     result.links_missing = [key for _, _, key in report.missing]
     result.links_unreferenced = report.unreferenced
@@ -268,8 +299,7 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
             "the set does not link: its dispatch file instantiates %d kernel specialisations "
             "that are not generated" % len(report.missing))
     if set(written.kernel_traits) != union:
-        result.notes.append("the driver wrote %d kernels, the runs list %d"
-                            % (len(written.kernel_traits), len(union)))
+        result.notes.append(count_note % (len(written.kernel_traits), len(union)))
 
 
 def _tail(error: Exception) -> str:

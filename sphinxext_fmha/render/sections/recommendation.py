@@ -176,9 +176,9 @@ def commands_section(data: GuideData) -> List[Block]:
 
 
 def _commands_blocks(rec: Recommendation) -> List[Block]:
-    """The one-shot driver command first (it writes one dispatch file for the union),
-    then the runs one by one, folded when there are many; "verified" is said once when
-    every run is."""
+    """The runs one by one, folded when there are many ("verified" is said once when
+    every run is), then, for several, the one-shot driver command (it writes one
+    dispatch file for their union), and whether the written set links."""
     if not rec.runs:
         return [Para(["No filter run is needed: the minimal set is the full set."])]
     all_verified = all(run.verified for run in rec.runs)
@@ -212,14 +212,15 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
                             "runs the tree's generate.py once with its fnmatch widened to the "
                             "union of the filters:"]))
         blocks.append(CodeBlock(rec.driver_command, "bash"))
-        blocks.append(Para([_links_text(rec)]))
+    blocks.append(Para([_links_text(rec)]))
     return blocks
 
 
 def _links_text(rec: Recommendation) -> str:
     parts = []
     if rec.runs and all(run.written for run in rec.runs):
-        parts.append("Every command also succeeds in write mode (-o).")
+        parts.append("%s also succeeds in write mode (-o)." % (
+            "Every command" if rec.driver_command else "The command"))
     if rec.links_missing:
         parts.append("In write mode the dispatch file instantiates %d kernel specialisations "
                      "that are not generated, so the set does not link." % len(rec.links_missing))
