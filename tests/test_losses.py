@@ -295,3 +295,30 @@ def test_a_kernel_the_api_never_launches_is_no_loss():
                     conditions, LABELS, {})
     assert "use_trload" in decision.losses["_trload"]
     assert "never launched" not in decision.losses["_trload"]
+
+
+def test_clauses_that_read_alike_are_said_once_with_their_counts_added():
+    """2.8.3 fwd's ``_bias`` said "48 were reached when bias_type == ...elementwise_bias:
+    those inputs now find no kernel (...)" twice and then the same with 6: the kernels
+    differ in what else their stand-ins need, which the clause does not say. A reader
+    sees one clause, with every such kernel counted in it."""
+    labels = {"K": ["lit", "hdim", "bias"]}
+    categories = {("K", "lit"): "other", ("K", "hdim"): "problem",
+                  ("K", "bias"): "optional feature"}
+    kept_kernels = [_kernel("_d64", "_nbias"), _kernel("_d128", "_nbias")]
+    lost = [_kernel("_d64", "_bias"), _kernel("_d128", "_bias")]
+    conditions = {
+        "k_d64_nbias.cpp": ["hdim_q <= 64", "bias_type == no_bias"],
+        # the d128 stand-in also needs a sequence length its dropped twin does not test
+        "k_d128_nbias.cpp": ["hdim_q <= 128", "bias_type == no_bias", "seqlen_k % 128 == 0"],
+        "k_d64_bias.cpp": ["hdim_q <= 64", "bias_type == elementwise_bias"],
+        "k_d128_bias.cpp": ["hdim_q <= 128", "bias_type == elementwise_bias"],
+    }
+    decision = Decision(kernel_type="K", segment="bias", category="optional feature",
+                        keep=["_nbias"], drop=["_bias"])
+    describe_losses([decision], kept_kernels + lost, {k.file for k in kept_kernels},
+                    categories, conditions, labels, {})
+    assert decision.losses["_bias"] == (
+        "2 kernels not generated: 2 were reached when bias_type == elementwise_bias: those "
+        "inputs now find no kernel (the kept _nbias variant is reached only when "
+        "bias_type == no_bias).")

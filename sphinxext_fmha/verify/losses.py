@@ -286,31 +286,36 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
         else:
             groups[((), (), (), ())] += 1
             orphans.append(kernel)
-    parts = []
+    # a clause is said once with its kernels added up: groups that differ only in what
+    # the clause leaves unsaid (what else a stand-in that excludes the inputs needs)
+    # read alike
+    clauses: Dict[str, int] = {}
     for (stand_in, plain, mine, theirs), count in _merge_numbers(groups):
         if stand_in == _UNREAD:
-            parts.append("%d are reached under dispatch conditions with no term common to "
-                         "all their branches, so whether a kept kernel serves their inputs "
-                         "is not established" % count)
+            clause = ("are reached under dispatch conditions with no term common to all "
+                      "their branches, so whether a kept kernel serves their inputs is not "
+                      "established")
         elif not stand_in:
-            parts.append("%d served inputs (%s) that no kept kernel of their problem class "
-                         "takes" % (count, "; ".join(_own_terms(
-                             orphans, index, conditions)) or "as named"))
+            clause = ("served inputs (%s) that no kept kernel of their problem class takes"
+                      % ("; ".join(_own_terms(orphans, index, conditions)) or "as named"))
         elif plain == _UNSETTLED:
-            parts.append("%d may be served by the kept %s variant, which is reached from "
-                         "branches with different conditions: whether it takes their inputs "
-                         "is not established" % (count, token_list(stand_in)))
+            clause = ("may be served by the kept %s variant, which is reached from branches "
+                      "with different conditions: whether it takes their inputs is not "
+                      "established" % token_list(stand_in))
         elif theirs:
-            parts.append("%d were reached when %s: those inputs now find no kernel (the kept "
-                         "%s variant is reached only when %s)"
-                         % (count, " and ".join(mine), token_list(stand_in), " and ".join(theirs)))
+            clause = ("were reached when %s: those inputs now find no kernel (the kept %s "
+                      "variant is reached only when %s)"
+                      % (" and ".join(mine), token_list(stand_in), " and ".join(theirs)))
         elif plain:
-            parts.append("%d are served by the kept %s variant only when %s; other inputs "
-                         "lose their kernel" % (count, token_list(stand_in), " and ".join(plain)))
+            clause = ("are served by the kept %s variant only when %s; other inputs lose "
+                      "their kernel" % (token_list(stand_in), " and ".join(plain)))
         else:
-            parts.append("%d are served by the kept %s variant" % (count, token_list(stand_in)))
+            clause = "are served by the kept %s variant" % token_list(stand_in)
+        clauses[clause] = clauses.get(clause, 0) + count
     for why, count in idle.items():
-        parts.append("%d are never launched by the API (%s): no call loses them" % (count, why))
+        clause = "are never launched by the API (%s): no call loses them" % why
+        clauses[clause] = clauses.get(clause, 0) + count
+    parts = ["%d %s" % (count, clause) for clause, count in clauses.items()]
     head = "%d kernels not generated" % len(alone)
     if total > len(alone):
         head += " (and %d more, said under %s)" % (total - len(alone), token_list(elsewhere))
