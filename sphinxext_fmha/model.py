@@ -386,6 +386,10 @@ class Receipt:
     #: [condition, the field it tests, the values the listed kernels have there]
     #: (read by ``sphinxext_fmha.analysis.receipts_observed``).
     unmet: List[List[str]] = field(default_factory=list)
+    #: When every condition is a term that each kernel generate.py lists without ``-r``
+    #: meets, so the rule drops none of them: each term as [condition, the field it
+    #: tests, the values the listed kernels have there]; else empty (read there too).
+    met: List[List[str]] = field(default_factory=list)
 
 
 @dataclass

@@ -391,6 +391,46 @@ def test_a_receipt_rule_no_listed_kernel_meets_keeps_none(corpus_models, corpus_
     assert split_kv("2")
 
 
+@pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V281},
+                                                 apis={"bwd"}))
+def test_a_receipt_rule_every_listed_kernel_meets_drops_none(corpus_models, corpus_root,
+                                                             tree, api, mask, tmp_path):
+    """2.8.1 bwd's aiter receipt 600 has three rules: dq_dk_dv kernels need fp16/bf16 and
+    ``dpad == dvpad``; the dot_do_o and the convert_dq kernels need fp16/bf16 alone, which
+    every listed kernel is. The page says those two drop none of them; ``-r 600`` lists
+    the same dot_do_o and convert_dq kernels as no ``-r``, and fewer dq_dk_dv ones, whose
+    rule is not said to drop none."""
+    rows = [r for r in corpus_models.get(tree, api, mask).model.receipts if r.value == "600"]
+    root = corpus_root(tree)
+    lines = (fmha_dir(root) / "codegen/ops/fmha_bwd.py").read_text(
+        encoding="utf-8").splitlines()
+
+    def function_of(where: str) -> str:  # the def above the rule's line, read here
+        line = int(where.rsplit(":", 1)[1])
+        return next(re.match(r"def (\w+)", text).group(1)
+                    for text in reversed(lines[:line]) if text.startswith("def "))
+
+    said = {function_of(r.where): bool(r.met) for r in rows}
+    assert said == {"get_bwd_dq_dk_dv_blobs": False, "get_bwd_dot_do_o_blobs": True,
+                    "get_bwd_convert_dq_blobs": True}, said
+    for row in rows:
+        for condition, path, values in row.met:
+            assert (condition, path, values) == ("dtype in ['fp16', 'bf16']", "F_dtype",
+                                                 "bf16, fp16")
+
+    def kinds(names: set) -> dict:
+        prefixes = ("fmha_bwd_dot_do_o_", "fmha_bwd_convert_dq_")
+        return {"dot_do_o": {n for n in names if n.startswith(prefixes[0])},
+                "convert_dq": {n for n in names if n.startswith(prefixes[1])},
+                "dq_dk_dv": {n for n in names if not n.startswith(prefixes)}}
+
+    plain = kinds(independent_listing(root, api, tmp_path))
+    receipt = kinds(independent_listing(root, api, tmp_path, "-r", "600"))
+    assert plain["dot_do_o"] and receipt["dot_do_o"] == plain["dot_do_o"]
+    assert plain["convert_dq"] and receipt["convert_dq"] == plain["convert_dq"]
+    assert receipt["dq_dk_dv"] < plain["dq_dk_dv"]
+
+
 @pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V283},
                                                  apis={"batch_prefill"}))
 def test_receipts_a_module_tests_only_some_of_are_said_untested(corpus_models, corpus_root,

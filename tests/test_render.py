@@ -289,6 +289,40 @@ def test_recommendation_sections_single_run_has_no_merge_and_no_driver():
         render_recommendation_markdown(rec)
 
 
+def test_receipt_rows_say_what_the_listed_kernels_make_of_the_rule():
+    """A rule no listed kernel meets keeps none of them; one every listed kernel meets
+    drops none; a rule with neither note says only what it keeps."""
+    from types import SimpleNamespace
+
+    from sphinxext_fmha.model import Receipt
+    from sphinxext_fmha.render.sections.rules import rules_section
+
+    where = "codegen/ops/fmha_toy.py:%d"
+    receipts = [
+        Receipt(value="4", label="PyTorch", conditions=["dtype in ['fp16, bf16']"],
+                reading="receipt 4: keeps only kernels where dtype is \"fp16, bf16\" (in f)",
+                where=where % 1, unmet=[["dtype in ['fp16, bf16']", "F_dtype", "bf16, fp16"]]),
+        Receipt(value="600", label="aiter", conditions=["dtype in ['fp16', 'bf16']"],
+                reading="receipt 600: keeps only kernels where dtype is fp16 or bf16 (in f)",
+                where=where % 2, met=[["dtype in ['fp16', 'bf16']", "F_dtype", "bf16, fp16"]]),
+        Receipt(value="2", label="flash", conditions=["dpad == dvpad"],
+                reading="receipt 2: keeps only kernels where dpad equals dvpad (in f)",
+                where=where % 3)]
+    data = SimpleNamespace(model=SimpleNamespace(skip_conditions=[], receipts=receipts),
+                           mask_modes=None)
+    (table,) = [b for block in rules_section(data)  # type: ignore[arg-type]
+                for b in ([block] if isinstance(block, Table) else
+                          getattr(block, "blocks", [])) if isinstance(b, Table)]
+    keeps = {text_of(row[0]): text_of(row[2]) for row in table.rows}
+    assert keeps["4"].endswith("No kernel generate.py lists without -r meets dtype in "
+                               "['fp16, bf16'] (their F_dtype: bf16, fp16), so this rule "
+                               "keeps none")
+    assert keeps["600"].endswith("Every kernel generate.py lists without -r meets dtype in "
+                                 "['fp16', 'bf16'] (their F_dtype: bf16, fp16), so this rule "
+                                 "drops none of them")
+    assert keeps["2"] == "dpad equals dvpad"
+
+
 def _check() -> FilterCheck:
     return FilterCheck(
         api="toy", filter="*_nbias_*", command="python generate.py -a toy -f '*_nbias_*' -l k.txt",

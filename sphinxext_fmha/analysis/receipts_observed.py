@@ -1,4 +1,5 @@
-"""Which receipt conditions no listed kernel meets, read against what generate.py listed.
+"""Which receipt conditions no listed kernel meets, and which rules every listed kernel
+meets, read against what generate.py listed.
 
 A receipt's rule is read from the source as written (:mod:`.source.receipts`). A rule
 can be written so that it keeps nothing: flash-attn 2.8.3's fwd_splitkv tests
@@ -11,10 +12,12 @@ conditions is tied to the kernel field it tests (the keyword argument the receip
 function passes that name as: ``Kernel(F_dtype=dtype)``; ``pipeline.F_bias`` through
 ``F_pipeline=pipeline``) and compared with the values of that field in the kernels
 generate.py lists without ``-r``: a term none of them meets is said, with the values
-they have. Only what is certain is said: a term of another form, a name passed as no
-field, or a field no listed kernel has, is left alone. (A receipt may enumerate
-kernels the default run does not; the page says "listed without -r", which is what
-was observed.)
+they have; so is a rule whose every term each of them meets (it drops none of them:
+2.8.3 bwd's ``-r 600`` keeps fp16 and bf16, all that bwd lists). Only what is certain
+is said: a term of another form, a name passed as no field, or a field no listed
+kernel has, is left alone (and a rule with such a term is not said to drop none). (A
+receipt may enumerate kernels the default run does not; the page says "listed
+without -r", which is what was observed.)
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ __all__ = ["note_unmet_terms"]
 
 def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
                      records: Iterable[dict]) -> None:
-    """Fill each receipt's ``unmet`` from the listed kernels' ``records`` (their field
-    values by path, as the probe observed them)."""
+    """Fill each receipt's ``unmet`` and ``met`` from the listed kernels' ``records``
+    (their field values by path, as the probe observed them)."""
     # each receipt's terms first: the records are read for the fields they test only
     # (2.8.3 bwd has 7,824 records of some thirty fields each)
     terms: List[Tuple[Receipt, str, str, Set[str]]] = []  # (receipt, condition, path, wanted)
+    whole: Set[int] = set()  # the receipts whose every condition is such a term
     for receipt in receipts:
-        receipt.unmet = []
+        receipt.unmet, receipt.met = [], []
         source, _, line = receipt.where.rpartition(":")
         if not source or not line.isdigit():
             continue
@@ -45,20 +49,35 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
         if function is None:
             continue
         fields = _fields_passed(function)
-        for condition in receipt.conditions:
-            term = _term(condition, fields)
-            if term is not None:
-                terms.append((receipt, condition.strip(), *term))
+        read = [(receipt, condition.strip(), *term) for condition in receipt.conditions
+                for term in [_term(condition, fields)] if term is not None]
+        terms.extend(read)
+        if read and len(read) == len(receipt.conditions):
+            whole.add(id(receipt))
     values: Dict[str, Set[str]] = {path: set() for _, _, path, _ in terms}
+    lacking: Set[str] = set()  # paths some listed kernel has no value at
     for record in records if values else ():
         leaves = record["leaves"]
         for path, found in values.items():
             if path in leaves and not isinstance(leaves[path], dict):  # (a dict: a repr)
                 found.add(str(leaves[path]))
+            else:
+                lacking.add(path)
     for receipt, condition, path, wanted in terms:
         listed = values[path]
         if listed and not wanted & listed:
             receipt.unmet.append([condition, path, ", ".join(sorted(listed))])
+    # a rule every listed kernel meets, term by term, drops none of them (2.8.3 bwd's
+    # ``-r 600`` keeps fp16 and bf16: the only data types bwd lists)
+    for receipt in receipts:
+        if id(receipt) not in whole:
+            continue
+        own = [(condition, path, wanted) for r, condition, path, wanted in terms
+               if r is receipt]
+        if all(values[path] and path not in lacking and values[path] <= wanted
+               for _, path, wanted in own):
+            receipt.met = [[condition, path, ", ".join(sorted(values[path]))]
+                           for condition, path, _ in own]
 
 
 def _function_at(path: Path, line: int) -> Optional[ast.AST]:

@@ -52,14 +52,21 @@ def _skip_blocks(skips: Sequence[SkipCondition]) -> List[Block]:
         ["Skip conditions: %s" % plural(len(rows), "condition")], [table], len(rows), FOLD_SHORT)
 
 
-def _unmet(receipt: Receipt) -> Inlines:
-    """What no kernel listed without ``-r`` meets: the receipt keeps none of them."""
-    if not receipt.unmet:
-        return []
-    return [". No kernel generate.py lists without ", Code("-r"), " meets ",
-            *join([[Code(condition), " (their ", Code(path), ": %s)" % values]
-                   for condition, path, values in receipt.unmet], "; "),
-            ", so this rule keeps none"]
+def _observed(receipt: Receipt) -> Inlines:
+    """What the kernels listed without ``-r`` make of the rule: it keeps none of them
+    (a term none meets), or it drops none (every term each meets)."""
+    if receipt.unmet:
+        return [". No kernel generate.py lists without ", Code("-r"), " meets ",
+                *_terms(receipt.unmet), ", so this rule keeps none"]
+    if receipt.met:
+        return [". Every kernel generate.py lists without ", Code("-r"), " meets ",
+                *_terms(receipt.met), ", so this rule drops none of them"]
+    return []
+
+
+def _terms(terms: Sequence[Sequence[str]]) -> Inlines:
+    return join([[Code(condition), " (their ", Code(path), ": %s)" % values]
+                 for condition, path, values in terms], "; ")
 
 
 def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
@@ -79,7 +86,7 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
             keeps = [k[:-len(suffix.group(0))] for k in keeps]
             header += suffix.group(0)
         rows: List[List[Inlines]] = [
-            [[Code(r.value)], [r.label], [k, *_unmet(r)], [Code(r.where)] if r.where else []]
+            [[Code(r.value)], [r.label], [k, *_observed(r)], [Code(r.where)] if r.where else []]
             for r, k in zip(used, keeps)]
         table = Table(header=["Receipt", "Label", header, "Where"], rows=rows,
                       classes=["fmha-receipts"])
