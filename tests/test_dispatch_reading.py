@@ -577,3 +577,52 @@ def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
         else:
             assert shown == dict(counts), (token, shown, counts)
     assert len(expected["_d192"]) == 2
+
+
+def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_choice(
+        corpus_root, sessions, tmp_path):
+    """2.8.3 bwd launches each dot_do_o kernel from many branches, which part on the
+    mask, bias, dropout... of its dq_dk_dv partner. A term all of them have (the batch
+    ``t.is_group_mode == false``) selects the dot_do_o kernel itself: it is among that
+    kernel's conditions, and the sub-kernel choices, which say the condition "selects
+    the partners, not the dot_do_o kernel", do not list it. Independently: the branches
+    of the written API file that declare each dot_do_o trait, read by regex."""
+    session = _session(sessions, corpus_root, "flash-attn-2.8.3")
+    reading = session.dispatch_reading("bwd")
+    # d32 fp16 only: every branch of those kernels is written, in every part of the filter
+    folder = generate(corpus_root("flash-attn-2.8.3"), "bwd", tmp_path / "out", "-f",
+                      "*_d32_fp16_*@*_d32_fp16_*@*_d32_fp16_*")
+    api = _COMMENT.sub("", next(folder.glob("*_api.cpp")).read_text())
+    launches: Dict[str, List[set]] = {}  # dot_do_o trait -> each branch's terms
+    for m in re.finditer(r"if\s*\(((?:[^{}])*?)\)\s*\{\s*using\s+dot_do_o_trait_\s*=\s*"
+                         r"([^;]+);", api, re.S):
+        launches.setdefault(_norm(m.group(2)), []).append(set(oracle_terms(m.group(1))))
+    assert len(launches) >= 4, launches.keys()
+    trait_file: Dict[str, str] = {}  # dot_do_o trait -> its kernel file
+    for path in folder.glob("fmha_bwd_dot_do_o_*.cpp"):
+        text = _COMMENT.sub("", path.read_text())
+        m = re.search(r"using\s+\w+\s*=\s*(fmha_bwd_dot_do_o_traits_\s*<[^;]*>)\s*;", text)
+        assert m, path.name
+        trait_file[_norm(m.group(1))] = path.name
+    checked = 0
+    for trait, branches in launches.items():
+        shared = set.intersection(*branches)
+        assert any(t.startswith("t.is_group_mode==") for t in shared), (trait, shared)
+        assert len(branches) > 1
+        terms = {_unwrap(_norm(cpp)) for _, cpp, _ in reading["kernels"][trait_file[trait]]["terms"]}
+        assert shared <= terms, (trait_file[trait], shared - terms)
+        checked += 1
+    assert checked == len(launches)
+    # a choice's condition parts some dot_do_o kernel's branches: some have it, some not
+    # (the conditions of the d32 branches: the others are not in this file)
+    written = set().union(*(b for branches in launches.values() for b in branches))
+    listed = {_unwrap(_norm(c["condition"])) for c in reading["choices"]} & written
+    assert len(listed) > 5, listed
+    for condition in listed:
+        parts = [trait for trait, branches in launches.items()
+                 if any(condition in b for b in branches)
+                 and not all(condition in b for b in branches)]
+        assert parts, condition
+    # and the terms every branch of one kernel has are no choice
+    for trait, branches in launches.items():
+        assert not set.intersection(*branches) & listed, trait

@@ -10,7 +10,10 @@ Two readings keep the result exact:
 * a branch whose sibling branches launch the *same* kernel with a different partner
   (``if (t.has_lse) {... combine_traits_<..., true ...>} else {... <..., false ...>}``)
   chooses a sub-kernel: it is recorded as a :class:`SubKernelChoice`, and it is a
-  condition of the partner kernel, not of the kernel both branches launch;
+  condition of the partner kernel, not of the kernel both branches launch; a term of
+  such branches that every branch launching that kernel has selects it as well (2.8.3
+  bwd's ``t.is_group_mode == false`` picks the batch dot_do_o kernel, not only its
+  dq_dk_dv partner): it is that kernel's condition and no choice;
 * terms that differ between the leaves that reach one kernel are not conditions of
   that kernel: they are left out and the kernel is marked ``varying`` (the number of
   reaching leaves is kept), never intersected into a false claim.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import collections
 import functools
 from dataclasses import dataclass, field
-from typing import DefaultDict, Dict, List, Optional, Tuple
+from typing import DefaultDict, Dict, List, Optional, Set, Tuple
 
 from .allocation import collector_paused
 from .conditions import describe_condition, split_top, strip_parens
@@ -152,7 +155,9 @@ class _Terms:
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
-    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int]]]] = \
+    # kernel file -> (leaf, its terms, chosen terms after them (a main kernel's), chosen
+    # terms among them (a partner's)) of each leaf that launches it
+    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int], List[int]]]] = \
         collections.defaultdict(list)
     none: List[int] = []  # the main kernel's chosen terms (shared: never changed)
     no_files: List[Optional[str]] = []
@@ -163,6 +168,8 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     all_terms = numbered.terms
     # (term number, kinds) -> the choice it counts toward (None: none, an `always` term)
     choice_of: Dict[Tuple[int, Tuple[str, str]], Optional[SubKernelChoice]] = {}
+    # (its main kernel, the terms where its choice starts, kinds) of each choosing leaf
+    pending: List[Tuple[Optional[str], Tuple[int, ...], Tuple[str, str]]] = []
     leaf_kernels = match.leaf_kernels
     for leaf in tree.leaves:
         function = leaf.function
@@ -183,36 +190,51 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                         heads = found
                 else:
                     terms += found
-            if heads:
-                kinds = _kinds(tuple(leaf.trait_args))
-                for number in heads:
-                    key = (number, kinds)
-                    if key in choice_of:
-                        choice = choice_of[key]
-                    else:
-                        choice = choice_of[key] = _choice_for(all_terms[number], kinds, choices)
-                    if choice is not None:
-                        choice.count += 1
-        for position, filename in enumerate(leaf_kernels.get(leaf.order, no_files)):
+        files = leaf_kernels.get(leaf.order, no_files)
+        if span is not None and heads:
+            pending.append((files[0] if files else None, heads, _kinds(tuple(leaf.trait_args))))
+        for position, filename in enumerate(files):
             if filename is None:
                 continue
-            # the main kernel does not depend on the choice; its partners do
+            # the main kernel's own terms are those before the choice; the chosen ones
+            # that all its leaves share select it too (2.8.3 bwd: ``t.is_group_mode``
+            # picks the dot_do_o kernel as well as its partners)
             if position == 0:
-                per_kernel[filename].append((leaf, terms, none))
+                per_kernel[filename].append((leaf, terms, chosen, none))
             else:
-                per_kernel[filename].append((leaf, terms + chosen, chosen))
+                per_kernel[filename].append((leaf, terms + chosen, none, chosen))
     result: Dict[str, KernelReach] = {}
+    selecting: Dict[str, Set[int]] = {}  # main kernel -> the chosen terms that select it
     for filename, entries in per_kernel.items():
-        common = _common([(leaf.function, terms) for leaf, terms, _ in entries], all_terms)
-        varying = any(len(terms) != len(common) for _, terms, _ in entries)
-        chosen_common = _common([(leaf.function, chosen) for leaf, _, chosen in entries],
+        common = _common([(leaf.function, terms) for leaf, terms, _, _ in entries], all_terms)
+        varying = any(len(terms) != len(common) for _, terms, _, _ in entries)
+        shared = [n for n in _common([(leaf.function, terms + after)
+                                      for leaf, terms, after, _ in entries], all_terms)
+                  if n not in common] if any(after for _, _, after, _ in entries) else []
+        if shared:
+            selecting[filename] = set(shared)
+        chosen_common = _common([(leaf.function, chosen) for leaf, _, _, chosen in entries],
                                 all_terms)
         result[filename] = KernelReach(
-            terms=[all_terms[n] for n in common],
-            leaves=[leaf.order for leaf, _, _ in entries],
-            functions=list(dict.fromkeys([leaf.function for leaf, _, _ in entries])),
+            terms=[all_terms[n] for n in common + shared],
+            leaves=[leaf.order for leaf, _, _, _ in entries],
+            functions=list(dict.fromkeys([leaf.function for leaf, _, _, _ in entries])),
             varying=varying,
             chosen_by=[t for t in map(all_terms.__getitem__, chosen_common) if not t.always])
+    # a choice is a term where the leaves of one main kernel part: one every leaf of
+    # that kernel has selects the kernel, not only its partners
+    for main_file, heads, kinds in pending:
+        own = selecting.get(main_file, ()) if main_file is not None else ()
+        for number in heads:
+            if number in own:
+                continue
+            key = (number, kinds)
+            if key in choice_of:
+                choice = choice_of[key]
+            else:
+                choice = choice_of[key] = _choice_for(all_terms[number], kinds, choices)
+            if choice is not None:
+                choice.count += 1
     return result, list(choices.values())
 
 
