@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import typing
 from dataclasses import dataclass, field
@@ -58,6 +59,14 @@ __all__ = [
 
 #: How a page names the empty token (a segment a kernel leaves out of its name).
 NO_TOKEN = "(no token)"
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural(text: str) -> List[Tuple[int, int, str]]:
+    """Sort key that orders numbers by value: ``_d32`` < ``_d64`` < ``_d128``."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(text)]
 
 
 def token_list(tokens: Sequence[str]) -> str:

@@ -65,6 +65,18 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 decision.losses[token] = (
                     "%d kernels; none is launched with a kept %s kernel, so nothing calls them"
                     % (count, followers[decision.kernel_type]))
+            for partial in decision.partial:
+                token = partial["token"]
+                carrying = [k for k in own if k.tokens[index] == token]
+                lost = sum(1 for k in carrying if k.file not in kept)
+                if lost:
+                    decision.losses[token] = (
+                        "%d of its %d kernels (it is kept only with %s); none of them is "
+                        "launched with a kept %s kernel, so nothing calls them"
+                        % (lost, len(carrying), "; ".join(
+                            "%s %s" % (label, ", ".join(values))
+                            for label, values in partial["kept_with"].items()),
+                           followers[decision.kernel_type]))
             continue
         # A tile is no choice of the filter, but a tile none of the kept kernels has is
         # lost all the same (newer CK has tiles only some features use): said as for

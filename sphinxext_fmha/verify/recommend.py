@@ -23,7 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
-from ..model import ApiModel, Decision, FilterCheck, FilterRun, Recommendation, token_list
+from ..model import (
+    ApiModel,
+    Decision,
+    FilterCheck,
+    FilterRun,
+    Recommendation,
+    natural,
+    token_list,
+)
 from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
@@ -334,6 +342,16 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                                 reason=POLICY.get(category, ""), follows=follows)
             if follows:
                 decision.reason = "follows the %s kernels it is launched with" % follows
+                # a value only some kept kernels of the main type bring along is kept
+                # with those values only (2.8.3 fwd_splitkv: the combine kernels' _npad
+                # with dtype _fp8, 3 of 27): said as for a partial keep of the main type
+                for token in decision.keep:
+                    if kept[token] < full[token]:
+                        kept_with = _follower_kept_with(kernel_type, own, chosen, index,
+                                                        token, problem)
+                        if kept_with:
+                            decision.partial.append({"token": token, "kept_with": kept_with,
+                                                     "dropped": True})
             elif category in CHOSEN:
                 ranks = plan.ranks.get(key, {})
                 for token in decision.keep:
@@ -400,6 +418,32 @@ def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
         if all(k.tokens[index] == token for k in chosen if k.tokens[p] in values):
             return {label: differing[label]}
     return differing
+
+
+def _follower_kept_with(kernel_type, own: Sequence[Kernel], chosen: Sequence[Kernel],
+                        index: int, token: str, problem: Sequence[int]
+                        ) -> Dict[str, List[str]]:
+    """The values of the other problem segments a follower's token is kept with, where
+    they are fewer than those it exists with (2.7.4 fwd_splitkv: the combine _squant
+    exists with hdim _d64, _d128 and _d256, and is kept with the first two); empty when
+    it is kept with every value it exists with."""
+    carrying = [k for k in own if k.tokens[index] == token]
+    narrower: Dict[int, Set[str]] = {}  # segment -> the values it is kept with
+    for p in problem:
+        if p == index:
+            continue
+        kept_values = {k.tokens[p] for k in chosen if k.tokens[index] == token}
+        if kept_values != {k.tokens[p] for k in carrying}:
+            narrower[p] = kept_values
+    # a segment the others imply is not said (the combine _npad kept with dtype _fp8:
+    # every fp8 combine kernel has one of the head dimensions it is kept with)
+    for p in list(narrower):
+        rest = {q: values for q, values in narrower.items() if q != p}
+        if all(k.tokens[p] in narrower[p] for k in carrying
+               if all(k.tokens[q] in values for q, values in rest.items())):
+            del narrower[p]
+    return {kernel_type.segments[p].label: sorted(values, key=natural)
+            for p, values in narrower.items()}
 
 
 def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence
 
-from ...model import (
+from ...model import (  # noqa: F401 - natural: the sort the sections share
     NO_TOKEN,
     ApiModel,
     KernelType,
+    natural,
 )
 from ..ir import (
     Block,
@@ -26,13 +27,6 @@ FOLD_ROWS = 8
 
 #: Lists with more items than this are folded into a dropdown.
 FOLD_ITEMS = 8
-
-
-_NUM = re.compile(r"(\d+)")
-
-
-def natural(text: str):
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _NUM.split(text)]
 
 
 def token_cell(token: str) -> Inlines:
