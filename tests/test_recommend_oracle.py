@@ -284,6 +284,7 @@ def _check_tables(text: str, union: Set[str], full: Set[str], by_prefix: Dict[st
                   rec) -> None:
     kernel_type = next(iter(by_prefix), "")
     single = len(by_prefix) == 1
+    why_of: Dict[str, str] = {}  # segment -> its Why cell ("as for **x**" refers to x's)
     for line in text.splitlines():
         heading = re.match(r"^### `(\w+)`", line)
         if heading:
@@ -292,6 +293,12 @@ def _check_tables(text: str, union: Set[str], full: Set[str], by_prefix: Dict[st
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if not line.startswith("|") or len(cells) != 4 or cells[0] in ("Segment", "---"):
             continue
+        referred = re.fullmatch(r"as for \*\*(.+)\*\*", cells[3])
+        why = why_of.get(referred.group(1), "") if referred else cells[3]
+        why_of.setdefault(cells[0], why)
+        # a row that drops nothing does not say that kernels are dropped
+        if cells[2] == "-":
+            assert "are dropped" not in why, line
         own_prefix = by_prefix.get(kernel_type) if (single or kernel_type) else None
         if own_prefix is None:
             continue

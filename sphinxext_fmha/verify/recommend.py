@@ -364,6 +364,13 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                 if decision.partial:
                     decision.reason += "; where a problem class has no such variant, its " \
                                        "nearest variant is kept for that class only"
+                    if not decision.drop and not any(p["dropped"] for p in decision.partial):
+                        # (2.8.3 fwd's _squant exists with fp8 alone, where no _nsquant
+                        # does: the rule's "the feature's kernels are dropped" is not so)
+                        decision.reason = POLICY[category].split("; ")[0] + \
+                            "; where a problem class has no such variant, its nearest " \
+                            "variant is kept for that class only: here that keeps every " \
+                            "kernel of the segment, none is dropped"
             if not follows:
                 decision.reason += _outcome(decision, own, plan.keep, index)
             decisions.append(decision)
