@@ -133,13 +133,14 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
             " launch the same ", Code(main), " kernel (the first trait of the call) with "
             "different ", *partners, " partners, so the condition selects the partners, "
             "not the ", Code(main), " kernel",
-            "." if len(found) > 1 else
-            " (%s)." % plural(found[0]["count"], "dispatch entry", "dispatch entries")]))
+            " (Launch calls: how many launch calls of the API file choose their partners "
+            "on it)." if len(found) > 1 else
+            " (%s choose their partners on it)." % plural(found[0]["count"], "launch call")]))
         if len(found) > 1:
             rows: List[List[Inlines]] = []
             for c in found:
                 rows.append([condition_inlines(c["condition"], c["words"]), [str(c["count"])]])
-            table = Table(header=["Condition", "Dispatch entries"], rows=rows,
+            table = Table(header=["Condition", "Launch calls"], rows=rows,
                           classes=["fmha-choices"], counts_after=None)
             blocks.extend(fold(["Sub-kernel choices: ", *partners, " (%d conditions)"
                                 % len(rows)], [table], len(rows)))
