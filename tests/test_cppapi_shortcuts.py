@@ -185,6 +185,30 @@ def test_repeated_statement_blocks_are_read_under_their_own_outer_aliases():
     assert [leaf.line for leaf in subset.leaves] == [4, 5]
 
 
+def test_branches_an_if_constexpr_chooses_are_told_from_per_call_ones():
+    """2.8.3 fwd_splitkv's ``if (t.has_lse) { if constexpr (is_same_v<...>) {...} else
+    { launch } }``: the ``else`` of the ``if constexpr`` is chosen when compiling, the
+    ``if (t.has_lse)`` per call; the leaf says which of its conditions are which."""
+    text = """
+    float run(traits t) {
+        if (t.x) {
+            if constexpr (std::is_same_v<A, B>) { return -1; }
+            else { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+        } else {
+            if constexpr (C) { using trait_ = k_traits_<2>; return k_<trait_>(t); }
+            if (t.y) { using trait_ = k_traits_<3>; return k_<trait_>(t); }
+        }
+    }
+    """
+    tree = parse_dispatch(text)
+    assert [(leaf.trait_args, len(leaf.conditions), leaf.compile_time)
+            for leaf in tree.leaves] == [
+        (["k_traits_<1>"], 2, (1,)),  # t.x per call, the constexpr else when compiling
+        (["k_traits_<2>"], 2, (1,)),  # the else of t.x per call, C when compiling
+        (["k_traits_<3>"], 2, ()),  # the else of t.x, t.y: both per call
+    ]
+
+
 def test_terms_shared_by_different_conditions_are_common_terms():
     # two leaves reach one kernel through different conditions with an equal first term
     # (distinct condition texts, equal terms): the term is common, the rest varies

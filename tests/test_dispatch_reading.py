@@ -604,15 +604,22 @@ def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_ch
         m = re.search(r"using\s+\w+\s*=\s*(fmha_bwd_dot_do_o_traits_\s*<[^;]*>)\s*;", text)
         assert m, path.name
         trait_file[_norm(m.group(1))] = path.name
-    checked = 0
+    checked = partial = 0
     for trait, branches in launches.items():
         shared = set.intersection(*branches)
         assert any(t.startswith("t.is_group_mode==") for t in shared), (trait, shared)
         assert len(branches) > 1
-        terms = {_unwrap(_norm(cpp)) for _, cpp, _ in reading["kernels"][trait_file[trait]]["terms"]}
+        kernel = reading["kernels"][trait_file[trait]]
+        terms = {_unwrap(_norm(cpp)) for _, cpp, _ in kernel["terms"]}
         assert shared <= terms, (trait_file[trait], shared - terms)
+        # launched under different seqlen_q terms (the batch _ps kernel: `% 32 != 0` or
+        # `% 32 == 0 and % 64 != 0`): not for every seqlen_q, so the page marks it
+        seqlen = {t for b in branches for t in b if t.startswith("a.seqlen_q")} - shared
+        if len(seqlen) > 1:
+            assert kernel["varying"], (trait_file[trait], seqlen)
+            partial += 1
         checked += 1
-    assert checked == len(launches)
+    assert checked == len(launches) and partial
     # a choice's condition parts some dot_do_o kernel's branches: some have it, some not
     # (the conditions of the d32 branches: the others are not in this file)
     written = set().union(*(b for branches in launches.values() for b in branches))

@@ -177,6 +177,9 @@ class DispatchLeaf:
     line: int = 0
     branch_kind: str = ""
     discarded: bool = False
+    #: depths (indices into :attr:`conditions`) of the branches an ``if constexpr``
+    #: chooses (its ``else`` too): decided when the code is compiled, not per call
+    compile_time: Tuple[int, ...] = ()
     #: why the call is never reached at run time though it is compiled, said of its
     #: branch ("never holds: ..." for terms no call meets together, "is never tried:
     #: ..." when an earlier branch of an if-else chain takes its calls), or ""
@@ -531,7 +534,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
     functions: List[str] = []
 
     def add(facts: _CallFacts, block: DispatchBlock, conds: List[str], function: str,
-            kind: str, dead: bool, never: str = "") -> None:
+            kind: str, dead: bool, never: str = "", compile_time: Tuple[int, ...] = ()) -> None:
         if not dead and not never:
             holds_not = _never_holds(tuple(conds))
             never = "never holds: %s" % holds_not if holds_not else ""
@@ -550,6 +553,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
             branch_kind=kind,
             discarded=dead,
             never=never,
+            compile_time=compile_time,
         )
         (discarded if dead else leaves).append(leaf)
 
@@ -561,10 +565,11 @@ def _collect_leaves(tree: DispatchTree) -> None:
         kind: str,
         dead: bool,
         never: str = "",
+        compile_time: Tuple[int, ...] = (),
     ) -> None:
         if not any(type(item) is DispatchBlock for item in block.items):
             for facts in _statement_block_calls(tuple(block.items), tuple(outer.items())):
-                add(facts, block, conds, function, kind, dead, never)
+                add(facts, block, conds, function, kind, dead, never, compile_time)
             return
         scope = _Scope(outer)
         # values of the current `if constexpr` chain (None: not a constexpr chain)
@@ -576,6 +581,10 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 func = function
                 sub_dead = dead
                 sub_never = never
+                # a branch of an `if constexpr` chain (its `else` too) is chosen when the
+                # code is compiled, not by a call's arguments
+                constant = item.kind.endswith("constexpr") or (
+                    item.kind == "else" and cx_chain is not None)
                 if item.kind in ("if", "else if"):
                     if item.kind == "if" or chain is None:
                         chain = IfElseChain()
@@ -603,20 +612,25 @@ def _collect_leaves(tree: DispatchTree) -> None:
                     cx_chain = None
                 sub_conds = conds
                 sub_kind = kind
+                sub_constant = compile_time
                 if item.kind in _CONDITIONAL_KINDS:
                     sub_conds = [*conds, item.condition]
                     sub_kind = item.kind
+                    if constant:
+                        sub_constant = (*compile_time, len(conds))
                 elif item.kind == "function":
                     sub_conds = []
                     sub_kind = ""
-                walk(item, scope.visible, sub_conds, func, sub_kind, sub_dead, sub_never)
+                    sub_constant = ()
+                walk(item, scope.visible, sub_conds, func, sub_kind, sub_dead, sub_never,
+                     sub_constant)
                 if item.kind == "else":
                     chain = None
                 continue
             cx_chain = None
             chain = None
             for facts in scope.statement(item):
-                add(facts, block, conds, function, kind, dead, never)
+                add(facts, block, conds, function, kind, dead, never, compile_time)
 
     walk(tree.root, {}, [], "", "", False)
     tree.leaves = leaves

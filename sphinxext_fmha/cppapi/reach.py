@@ -16,7 +16,9 @@ Two readings keep the result exact:
   dq_dk_dv partner): it is that kernel's condition and no choice;
 * terms that differ between the leaves that reach one kernel are not conditions of
   that kernel: they are left out and the kernel is marked ``varying`` (the number of
-  reaching leaves is kept), never intersected into a false claim.
+  reaching leaves is kept), never intersected into a false claim; so is a main kernel
+  whose launches choose their partners on conditions not tested in full (``c``
+  without ``!(c)``; an ``if constexpr`` is chosen when compiling and tests no call).
 """
 
 from __future__ import annotations
@@ -168,6 +170,7 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     all_terms = numbered.terms
     # (term number, kinds) -> the choice it counts toward (None: none, an `always` term)
     choice_of: Dict[Tuple[int, Tuple[str, str]], Optional[SubKernelChoice]] = {}
+    fixed: Set[int] = set()  # terms of `if constexpr` branches within choices
     # (its main kernel, the terms where its choice starts, kinds) of each choosing leaf
     pending: List[Tuple[Optional[str], Tuple[int, ...], Tuple[str, str]]] = []
     leaf_kernels = match.leaf_kernels
@@ -201,6 +204,10 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # picks the dot_do_o kernel as well as its partners)
             if position == 0:
                 per_kernel[filename].append((leaf, terms, chosen, none))
+                if leaf.compile_time and chosen:
+                    fixed.update(n for depth in leaf.compile_time
+                                 if start <= depth < stop for n in known(
+                                     (function, depth, leaf.conditions[depth])) or ())
             else:
                 per_kernel[filename].append((leaf, terms + chosen, none, chosen))
     result: Dict[str, KernelReach] = {}
@@ -213,6 +220,15 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   if n not in common] if any(after for _, _, after, _ in entries) else []
         if shared:
             selecting[filename] = set(shared)
+        if not varying:
+            # a main kernel is reached wherever its terms hold only if the choices among
+            # its launches are made in full (``if (c)`` with its ``else``); 2.8.3 bwd's
+            # batch ``_ps`` dot_do_o kernel is launched when ``a.seqlen_q % 32 != 0`` or
+            # ``a.seqlen_q % 32 == 0 and a.seqlen_q % 64 != 0``: not for every seqlen_q.
+            # (An ``if constexpr`` is chosen when compiling: no per-call condition.)
+            loose = {n for _, _, after, _ in entries for n in after
+                     if not all_terms[n].always and n not in fixed} - set(shared)
+            varying = bool(loose) and not _complete(loose, all_terms)
         chosen_common = _common([(leaf.function, chosen) for leaf, _, _, chosen in entries],
                                 all_terms)
         result[filename] = KernelReach(
@@ -278,6 +294,17 @@ def _common(branches: List[Tuple[str, List[int]]], all_terms: List[Term]) -> Lis
         return commons[0]
     texts = [{all_terms[n].cpp for n in common} for common in commons[1:]]
     return [n for n in commons[0] if all(all_terms[n].cpp in other for other in texts)]
+
+
+def _complete(numbers: Set[int], all_terms: List[Term]) -> bool:
+    """Whether the terms ``numbers`` are choices made in full: each condition tested
+    with its ``else`` (``c`` and ``!(c)``)."""
+    sides: Dict[str, Set[bool]] = {}
+    for number in numbers:
+        cpp = all_terms[number].cpp
+        head = _choice_head(cpp)
+        sides.setdefault(head, set()).add(strip_comments(cpp).strip() == head)
+    return all(len(found) == 2 for found in sides.values())
 
 
 def _kept(first: List[int], others: List[List[int]]) -> List[int]:
