@@ -19,7 +19,7 @@ import re
 import sys
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "NO_TOKEN",
@@ -67,6 +67,13 @@ _DIGITS = re.compile(r"(\d+)")
 def natural(text: str) -> List[Tuple[int, int, str]]:
     """Sort key that orders numbers by value: ``_d32`` < ``_d64`` < ``_d128``."""
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(text)]
+
+
+def kept_with_text(kept_with: Mapping[str, Sequence[str]]) -> str:
+    """The values a token is kept with, as a sentence names them ("dtype _fp8; mode
+    _group")."""
+    return "; ".join("%s %s" % (segment, ", ".join(values))
+                     for segment, values in kept_with.items())
 
 
 def token_list(tokens: Sequence[str]) -> str:

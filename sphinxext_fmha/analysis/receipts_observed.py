@@ -39,7 +39,8 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
     # each receipt's terms first: the records are read for the fields they test only
     # (2.8.3 bwd has 7,824 records of some thirty fields each)
     terms: List[Tuple[Receipt, str, str, Set[str]]] = []  # (receipt, condition, path, wanted)
-    whole: Set[int] = set()  # the receipts whose every condition is such a term
+    # the receipts whose every condition is such a term, with those terms
+    whole: List[Tuple[Receipt, List[Tuple[Receipt, str, str, Set[str]]]]] = []
     for receipt in receipts:
         receipt.unmet, receipt.met = [], []
         source, _, line = receipt.where.rpartition(":")
@@ -53,7 +54,7 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
                 for term in [_term(condition, fields)] if term is not None]
         terms.extend(read)
         if read and len(read) == len(receipt.conditions):
-            whole.add(id(receipt))
+            whole.append((receipt, read))
     values: Dict[str, Set[str]] = {path: set() for _, _, path, _ in terms}
     lacking: Set[str] = set()  # paths some listed kernel has no value at
     for record in records if values else ():
@@ -69,15 +70,11 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
             receipt.unmet.append([condition, path, ", ".join(sorted(listed))])
     # a rule every listed kernel meets, term by term, drops none of them (2.8.3 bwd's
     # ``-r 600`` keeps fp16 and bf16: the only data types bwd lists)
-    for receipt in receipts:
-        if id(receipt) not in whole:
-            continue
-        own = [(condition, path, wanted) for r, condition, path, wanted in terms
-               if r is receipt]
+    for receipt, read in whole:
         if all(values[path] and path not in lacking and values[path] <= wanted
-               for _, path, wanted in own):
+               for _, _, path, wanted in read):
             receipt.met = [[condition, path, ", ".join(sorted(values[path]))]
-                           for condition, path, _ in own]
+                           for _, condition, path, _ in read]
 
 
 def _function_at(path: Path, line: int) -> Optional[ast.AST]:

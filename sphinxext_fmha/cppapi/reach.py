@@ -170,7 +170,7 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     all_terms = numbered.terms
     # (term number, kinds) -> the choice it counts toward (None: none, an `always` term)
     choice_of: Dict[Tuple[int, Tuple[str, str]], Optional[SubKernelChoice]] = {}
-    fixed: Set[int] = set()  # terms of `if constexpr` branches within choices
+    fixed: Set[int] = set()  # terms of `if constexpr` branches within choices (no call's)
     # (its main kernel, the terms where its choice starts, kinds) of each choosing leaf
     pending: List[Tuple[Optional[str], Tuple[int, ...], Tuple[str, str]]] = []
     leaf_kernels = match.leaf_kernels
@@ -191,6 +191,8 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                     chosen += found
                     if depth == start:
                         heads = found
+                    if depth in leaf.compile_time:
+                        fixed.update(found)
                 else:
                     terms += found
         files = leaf_kernels.get(leaf.order, no_files)
@@ -204,10 +206,6 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # picks the dot_do_o kernel as well as its partners)
             if position == 0:
                 per_kernel[filename].append((leaf, terms, chosen, none))
-                if leaf.compile_time and chosen:
-                    fixed.update(n for depth in leaf.compile_time
-                                 if start <= depth < stop for n in known(
-                                     (function, depth, leaf.conditions[depth])) or ())
             else:
                 per_kernel[filename].append((leaf, terms + chosen, none, chosen))
     result: Dict[str, KernelReach] = {}
@@ -220,6 +218,7 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   if n not in common] if any(after for _, _, after, _ in entries) else []
         if shared:
             selecting[filename] = set(shared)
+        own_choices = selecting.get(filename, set())
         if not varying:
             # a main kernel is reached wherever its terms hold only if the choices among
             # its launches are made in full (``if (c)`` with its ``else``); 2.8.3 bwd's
@@ -227,7 +226,7 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # ``a.seqlen_q % 32 == 0 and a.seqlen_q % 64 != 0``: not for every seqlen_q.
             # (An ``if constexpr`` is chosen when compiling: no per-call condition.)
             loose = {n for _, _, after, _ in entries for n in after
-                     if not all_terms[n].always and n not in fixed} - set(shared)
+                     if not all_terms[n].always and n not in fixed} - own_choices
             varying = bool(loose) and not _complete(loose, all_terms)
         chosen_common = _common([(leaf.function, chosen) for leaf, _, _, chosen in entries],
                                 all_terms)

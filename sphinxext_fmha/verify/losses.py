@@ -25,7 +25,7 @@ from typing import (
     Tuple,
 )
 
-from ..model import Decision, token_list
+from ..model import Decision, kept_with_text, token_list
 from .policy import PROBLEM
 from .standins import by_subject, compare, excluding
 from .synthesis import Kernel
@@ -73,9 +73,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                     decision.losses[token] = (
                         "%d of its %d kernels (it is kept only with %s); none of them is "
                         "launched with a kept %s kernel, so nothing calls them"
-                        % (lost, len(carrying), "; ".join(
-                            "%s %s" % (label, ", ".join(values))
-                            for label, values in partial["kept_with"].items()),
+                        % (lost, len(carrying), kept_with_text(partial["kept_with"]),
                            followers[decision.kernel_type]))
             continue
         # A tile is no choice of the filter, but a tile none of the kept kernels has is

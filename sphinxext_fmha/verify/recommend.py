@@ -44,6 +44,9 @@ from .tile_table import tile_tables
 __all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
 
 PARALLEL_RUNS = 2
+#: What a partial keep does, said after the rule's own words.
+_NEAREST = "where a problem class has no such variant, its nearest variant is kept for " \
+           "that class only"
 
 
 class ApiFile(Protocol):
@@ -362,15 +365,14 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                             "dropped": _dropped_elsewhere(kernel_type, own, index, token,
                                                           kept_with)})
                 if decision.partial:
-                    decision.reason += "; where a problem class has no such variant, its " \
-                                       "nearest variant is kept for that class only"
-                    if not decision.drop and not any(p["dropped"] for p in decision.partial):
+                    if decision.drop or any(p["dropped"] for p in decision.partial):
+                        decision.reason += "; " + _NEAREST
+                    else:
                         # (2.8.3 fwd's _squant exists with fp8 alone, where no _nsquant
                         # does: the rule's "the feature's kernels are dropped" is not so)
-                        decision.reason = POLICY[category].split("; ")[0] + \
-                            "; where a problem class has no such variant, its nearest " \
-                            "variant is kept for that class only: here that keeps every " \
-                            "kernel of the segment, none is dropped"
+                        decision.reason = "%s; %s: here that keeps every kernel of the " \
+                            "segment, none is dropped" % (POLICY[category].split("; ")[0],
+                                                          _NEAREST)
             if not follows:
                 decision.reason += _outcome(decision, own, plan.keep, index)
             decisions.append(decision)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence
 
-from ...model import (  # noqa: F401 - natural: the sort the sections share
+from ...model import (
     NO_TOKEN,
     ApiModel,
     KernelType,

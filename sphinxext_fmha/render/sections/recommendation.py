@@ -9,6 +9,7 @@ from ...model import (
     ApiModel,
     Decision,
     Recommendation,
+    kept_with_text,
 )
 from ..ir import (
     Admonition,
@@ -70,9 +71,7 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
 
 def _partial_where(decision: Decision) -> Dict[str, str]:
     """token -> the values of other segments it is kept with ("mode _group")."""
-    return {p["token"]: "; ".join("%s %s" % (segment, ", ".join(values))
-                                  for segment, values in (p.get("kept_with") or {}).items())
-            for p in decision.partial}
+    return {p["token"]: kept_with_text(p.get("kept_with") or {}) for p in decision.partial}
 
 
 def _keep_cell(decision: Decision) -> Inlines:
