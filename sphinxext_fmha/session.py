@@ -587,6 +587,33 @@ class Session:
         return self._once(("check", api, filter, options), lambda: self._stored(
             "check", FilterCheck, compute, api, filter, dataclasses.asdict(options)))
 
+    def check_listed(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
+        """:meth:`check`; when write mode fails (newer CK refuses some sets in
+        write_blobs), the listing still counts: the check of the listing alone, not
+        marked as written, its last note the reason."""
+        try:
+            return self.check(api, filter, options)
+        except GenerateError as error:
+            from .verify.filtercheck import check_filter
+
+            baseline_listing = self.runner.list_kernels(self.tree.request(api, options))
+            listing = self.runner.list_kernels(self.tree.request(api, options, filter=filter))
+            check = check_filter(self.model(api, options), filter, baseline_listing, listing,
+                                 self.parsed_listing(api, options, baseline_listing.files),
+                                 self.traits(api, options))
+            check.notes.append("write mode failed: %s" % (error.stderr_tail or str(error))
+                               .strip().splitlines()[-1])
+            return check
+
+    def select(self, api: str, wanted: Set[str], options: Options = Options()):
+        """The fewest ``-f`` runs that select the kernel files ``wanted``, run and verified
+        as the minimal set's (:func:`~sphinxext_fmha.verify.recommend.select_exactly`):
+        (the runs as a :class:`Recommendation`, the union of their listings)."""
+        from .verify.recommend import select_exactly
+
+        inputs, runner = self._recommend_inputs(api, options)
+        return select_exactly(inputs, runner, wanted)
+
     def recommend(self, api: str, options: Options = Options()) -> Recommendation:
         from .verify.recommend import recommend
 
@@ -626,23 +653,8 @@ class _RecommendRunner:
         self._prefetched: Optional[Future] = None
 
     def check(self, filter: str) -> FilterCheck:
-        self._prefetch_done()  # outside the try: a failed batch fails the recommendation
-        try:
-            return self.session.check(self.api, filter, self.options)
-        except GenerateError as error:
-            # Write mode failed (newer CK refuses some sets in write_blobs): the listing
-            # still counts; the run is marked as not written, with the reason.
-            from .verify.filtercheck import check_filter
-
-            session, api, options = self.session, self.api, self.options
-            baseline_listing = session.runner.list_kernels(session.tree.request(api, options))
-            listing = session.runner.list_kernels(session.tree.request(api, options, filter=filter))
-            check = check_filter(session.model(api, options), filter, baseline_listing, listing,
-                                 session.parsed_listing(api, options, baseline_listing.files),
-                                 session.traits(api, options))
-            check.notes.append("write mode failed: %s" % (error.stderr_tail or str(error))
-                               .strip().splitlines()[-1])
-            return check
+        self._prefetch_done()  # outside check_listed: a failed batch fails the recommendation
+        return self.session.check_listed(self.api, filter, self.options)
 
     def listing_command(self, filter: str, listing: str) -> str:
         request = self.session.tree.request(self.api, self.options, filter=filter)

@@ -132,6 +132,52 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
             % (", ".join(coupling.followers), coupling.primary,
                "API dispatch file" if coupling.source == "dispatch" else "observed traits",
                coupling.primary))
+    union = _select(inputs, runner, kernels, target, coupling, result)
+    # kernels the full API never launches: dropping them loses no call
+    never_run: Dict[str, str] = {}
+    if inputs.full_api is not None:
+        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
+        result.full_unreferenced = full_links.unreferenced
+        never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
+        never_run.update(full_links.unreachable)
+        if result.write_verified:
+            result.reached_only_in_set = sorted(
+                f for f in union if f in never_run and f not in result.links_unreachable
+                and f not in result.links_unreferenced)
+    labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
+    result.decisions = _decisions(model, kernels, union, plan, coupling)
+    follows = {t: coupling.primary for t in followers} if coupling else {}
+    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
+                    labels, follows, inputs.varying, never_run)
+    result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
+    for decision in result.decisions:
+        if decision.category == "tile":
+            result.tiles[decision.kernel_type][decision.segment] = decision.keep
+    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
+    full = inputs.baseline.per_type()
+    minimal = Counter(type_of[f] for f in union if f in type_of)
+    result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
+    result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
+    return result
+
+
+def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
+                   wanted: Set[str]) -> Tuple[Recommendation, Set[str]]:
+    """The fewest ``-f`` runs that select ``wanted`` (a set given, not the policy's),
+    run and verified as the minimal set's are: steps 2 and 3 above. Returns the runs,
+    counts, driver and link check as a :class:`Recommendation` (no decisions), and the
+    union of the runs' listings."""
+    kernels = kernels_of(inputs.baseline)
+    result = Recommendation(api=inputs.model.api)
+    coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
+    return result, _select(inputs, runner, kernels, set(wanted), coupling, result)
+
+
+def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[Kernel],
+            target: Set[str], coupling: Optional[Coupling], result: Recommendation) -> Set[str]:
+    """Synthesise the runs that select ``target``, run them, check their union, the
+    driver (several runs) or the one run's write mode; return the union."""
+    model = inputs.model
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
     synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling)
@@ -166,32 +212,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
         _check_driver(runner, result, union)
     elif result.runs:
         _check_written(runner, result, union)
-    # kernels the full API never launches: dropping them loses no call
-    never_run: Dict[str, str] = {}
-    if inputs.full_api is not None:
-        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
-        result.full_unreferenced = full_links.unreferenced
-        never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
-        never_run.update(full_links.unreachable)
-        if result.write_verified:
-            result.reached_only_in_set = sorted(
-                f for f in union if f in never_run and f not in result.links_unreachable
-                and f not in result.links_unreferenced)
-    labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
-    result.decisions = _decisions(model, kernels, union, plan, coupling)
-    follows = {t: coupling.primary for t in followers} if coupling else {}
-    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
-                    labels, follows, inputs.varying, never_run)
-    result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
-    for decision in result.decisions:
-        if decision.category == "tile":
-            result.tiles[decision.kernel_type][decision.segment] = decision.keep
-    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
-    full = inputs.baseline.per_type()
-    minimal = Counter(type_of[f] for f in union if f in type_of)
-    result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
-    result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
-    return result
+    return union
 
 
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
