@@ -66,13 +66,30 @@ def _side(session: Session, api: str, filter: str, options: Options) -> facts.Si
 
 def _migrate(session: Session, side: facts.Side, api: str, options: Options,
              target: Set[str]) -> Tuple[Migration, Set[str]]:
-    """The runs for ``target`` (with what whole-trait dropping forces along): the filter
-    itself when it selects exactly that, else the synthesised runs; and the union of
-    their listings."""
-    migration = Migration(target=len(target))
+    """The runs for ``target`` (with what whole-trait dropping forces along), and the
+    union of their listings. When generate.py refuses to write them (newer CK asserts
+    that each split-KV kernel has its combine kernel), the runs for the target with the
+    kernels the dispatch launches with it, if generate.py writes those."""
     wanted = set(target)
     if side.model.filter.drops == "trait":
         wanted |= facts.forced_by_traits(target, session.traits(api, options))
+    migration, union = _attempt(session, side, api, options, target, wanted)
+    if migration.write_error:
+        full = session.runner.generate_api_file(session.tree.request(api, options))
+        launched = facts.launched_with(full.text, full.kernel_traits, side, wanted,
+                                       session.traits(api, options))
+        if launched - wanted:
+            retry, retry_union = _attempt(session, side, api, options, target, wanted | launched)
+            if not retry.write_error:
+                retry.refused = migration.write_error
+                return retry, retry_union
+    return migration, union
+
+
+def _attempt(session: Session, side: facts.Side, api: str, options: Options,
+             target: Set[str], wanted: Set[str]) -> Tuple[Migration, Set[str]]:
+    """The filter itself when it selects exactly ``wanted``, else the synthesised runs."""
+    migration = Migration(target=len(target))
     if not wanted:
         migration.verified = True
         return migration, set()

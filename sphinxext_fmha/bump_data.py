@@ -170,6 +170,10 @@ class Migration:
     unchanged_filter: bool = False
     #: A run generate.py refused in write mode: the last line of its stderr.
     write_error: str = ""
+    #: Why generate.py refused to write exactly the old selection's counterparts (the
+    #: last line of its stderr), when the runs add the kernels the dispatch launches
+    #: with them, which it writes; empty otherwise.
+    refused: str = ""
 
 
 @dataclass

@@ -25,7 +25,7 @@ from sphinxext_fmha.render.ir import text_of
 from sphinxext_fmha.render.sections.bump import change_inlines
 
 from analysis_fixtures import with_analysis_group
-from independent import independent_listing, independent_listings
+from independent import independent_listing, independent_listings, written_run
 
 pytest_plugins = ["plugins_analysis"]
 
@@ -186,6 +186,70 @@ def test_text_format_says_counts_and_verdict(synthetic_tree, tmp_path, capsys):
     assert code == 0
     assert out.startswith("# Filter diff: `toy` `*_d64_*`")
     assert "lists **36** kernels" in out and "**42**" in out and "**Changed:**" in out
+
+
+def _refusing(synthetic_tree) -> Path:
+    """``at_split`` where each kernel passes its own pattern (no trait is dropped whole)
+    and write mode asserts that every main kernel has its convert kernel, as newer CK
+    does for a split-KV kernel and its combine kernel."""
+    root = synthetic_tree("at_split")
+    module = root / "example" / "ck_tile" / "01_fmha" / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    trait = ("                # a trait is kept only if both of its kernels pass their pattern\n"
+             "                if not fnmatch.fnmatch(k.name, filter_main):\n"
+             "                    continue\n"
+             "                if not fnmatch.fnmatch(cvt.name, filter_convert):\n"
+             "                    continue")
+    back = "    return (api_pool, gen, list(convert.values()))"
+    write = "    for kernel in kernels + convert_kernels:\n        (output_dir"
+    assert trait in text and back in text and write in text
+    text = text.replace(trait, "                if not fnmatch.fnmatch(k.name, filter_main):\n"
+                               "                    continue")
+    text = text.replace(back, "    convert = {n: c for n, c in convert.items() "
+                              "if fnmatch.fnmatch(n, filter_convert)}\n" + back)
+    text = text.replace(write, (
+        "    names = {c.name for c in convert_kernels}\n"
+        "    for k in kernels:\n"
+        "        cvt = ToyConvertKernel(F_hdim=k.F_hdim, F_dtype=k.F_dtype, F_mode=k.F_mode,\n"
+        "                               F_bm0=k.F_tile.F_bm0, F_spad=k.F_pipeline.F_spad,\n"
+        "                               F_dpad=k.F_pipeline.F_dpad)\n"
+        "        assert cvt.name in names, '0 matching ToyConvertKernel for ' + k.name\n") + write,
+        1)
+    module.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_a_set_write_mode_refuses_is_no_longer_possible(synthetic_tree, tmp_path, capsys):
+    """The counterparts of the old set are main kernels without their convert kernels;
+    nothing in this tree (no dispatch call, no trait) says which convert kernel a main
+    kernel needs, so no run can be written: said, with generate.py's reason."""
+    old, new = synthetic_tree("base"), _refusing(synthetic_tree)
+    data = diff_json(capsys, old, new, "toy", "*_d64_*", tmp_path / "cache")
+    migrated = data["migrated"]
+    assert migrated["verdict"] == "impossible"
+    assert "0 matching ToyConvertKernel" in migrated["write_error"]
+    (run_,) = migrated["runs"]
+    assert not run_["written"] and not run_["verified"]
+    listed = independent_listing(new, "toy", tmp_path, "-f", run_["filter"])
+    assert names(listed) == names(independent_listing(old, "toy", tmp_path, "-f", "*_d64_*"))
+    assert written_run(new, "toy", "-f", run_["filter"]) is None  # generate.py refuses it
+    code, out, _ = run(capsys, "diff", "--from-ck-root", str(old), "--ck-root", str(new),
+                       "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "-f", "*_d64_*")
+    assert code == 0 and "**No longer possible:**" in out
+
+
+def test_launched_with_reads_the_traits_without_a_dispatch_pairing():
+    from sphinxext_fmha.model import ApiModel, FilterCheck
+    from sphinxext_fmha.verify.bump import Side, launched_with
+    from sphinxext_fmha.verify.parsed_listing import ParsedListing
+
+    parsed = {"m1.cpp": ("Main", ["m1"]), "m2.cpp": ("Main", ["m2"]), "m3.cpp": ("Main", ["m3"]),
+              "c1.cpp": ("Convert", ["c1"]), "c2.cpp": ("Convert", ["c2"])}
+    side = Side(ApiModel(api="toy", source=""), ParsedListing(list(parsed), parsed, []),
+                FilterCheck(api="toy", filter="", command=""))
+    traits = [["m1.cpp", "c1.cpp"], ["m2.cpp", "c1.cpp"], ["m3.cpp", "c2.cpp"]]
+    assert launched_with("", {}, side, {"m1.cpp", "m2.cpp"}, traits) == {"c1.cpp"}
+    assert launched_with("", {}, side, {"m1.cpp"}) == set()  # nothing couples them
 
 
 def _failing(synthetic_tree) -> Path:

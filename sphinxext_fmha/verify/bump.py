@@ -18,11 +18,14 @@ from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence,
 
 from ..bump_data import CHANGE_KINDS, Change, TreeSelection
 from ..model import ApiModel, FilterCheck, FilterSpec, natural
+from .coupling import coupling_of
 from .filtercheck import api_patterns, matcher_as_generate
+from .links import partners
 from .parsed_listing import ParsedListing
 
 __all__ = ["Side", "Matches", "selection", "counterparts", "semantics_changes",
-           "kernel_changes", "naming_changes", "forced_by_traits", "telling_segments", "verdict",
+           "kernel_changes", "naming_changes", "forced_by_traits", "launched_with", "telling_segments",
+           "verdict",
            "ordered"]
 
 #: How many kernel files a change names as examples.
@@ -403,6 +406,20 @@ def forced_by_traits(wanted: Set[str], traits: Sequence[Sequence[str]]) -> Set[s
             if sum(f in wanted for f in trait) == most:
                 forced.update(trait)
     return forced - set(wanted)
+
+
+def launched_with(api_text: str, kernel_traits: Mapping[str, str], side: Side,
+                  wanted: Set[str], traits: Sequence[Sequence[str]] = ()) -> Set[str]:
+    """The kernels the full API dispatch file (``api_text``, ``kernel_traits``) launches
+    together with the wanted main kernels, else those generated with them (``traits``,
+    as observed; :mod:`.coupling`): what a set needs to link, and what newer CK asserts
+    when it writes one."""
+    type_of = {f: c for f, (c, _) in side.baseline.parsed.items()}
+    coupling = (coupling_of(partners(api_text, kernel_traits), type_of, "dispatch")
+                or coupling_of(traits, type_of, "traits"))
+    if coupling is None:
+        return set()
+    return coupling.follow({f for f in wanted if type_of.get(f) == coupling.primary})
 
 
 def telling_segments(model: ApiModel, baseline: ParsedListing, selected: Set[str]

@@ -261,7 +261,7 @@ def _migrated_blocks(c: FilterComparison) -> List[Block]:
                     "%s:" % ("this run" if len(m.runs) == 1 else "these %d runs" % len(m.runs)))
     elif m.verdict == "impossible":
         lead = [Strong("No longer possible:"), " generate.py lists the set but refuses to "
-                "write it (", Code(m.write_error), ")."]
+                "write it (", Code(_short(m.write_error)), ")."]
     else:
         runs = "this run selects" if len(m.runs) == 1 else "these %d runs select" % len(m.runs)
         lead = [Strong("Changed:"), " %s %s in the new tree: the %d counterparts of the old "
@@ -269,7 +269,11 @@ def _migrated_blocks(c: FilterComparison) -> List[Block]:
         if m.extra:
             lead += [" and %d more (" % len(m.extra)]
             lead += join([[str(n), " ", Code(t)] for t, n in m.extra_per_type.items()])
-            lead.append(") that its filter semantics select along")
+            lead.append(") that its filter semantics select along" if not m.refused else
+                        ") launched or generated with them: generate.py refuses to write the "
+                        "counterparts alone (")
+            if m.refused:
+                lead += [Code(_short(m.refused)), ")"]
         lead.append(".")
         if m.missing:
             lead.append(" %s of the old selection %s none (listed below)."
@@ -289,7 +293,7 @@ def _migrated_blocks(c: FilterComparison) -> List[Block]:
     if several:
         facts.append(["Old kernels with several counterparts keep all of them (%d old kernels)."
                       % sum(ch.count for ch in several)])
-    if m.runs and not m.links:
+    if m.runs and not m.links and not m.write_error:
         facts.append(["Written together, the set does not link: its dispatch file instantiates "
                       "kernels it does not generate%s." % (
                           " (neither did the old selection's)" if not c.old.links else "")])
@@ -299,6 +303,11 @@ def _migrated_blocks(c: FilterComparison) -> List[Block]:
     if facts:
         blocks.append(BulletList(facts))
     return blocks + _missing_blocks(m.missing)
+
+
+def _short(line: str, most: int = 100) -> str:
+    """A stderr line as a page quotes it (an assertion may print a whole object)."""
+    return line if len(line) <= most else line[:most].rstrip() + " ..."
 
 
 def _run_state(run: MigratedRun) -> str:
