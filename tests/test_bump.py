@@ -338,6 +338,12 @@ PAGE = """Page
    :api: fwd_appendkv
    :filter: *_d128_*
    :expect-same:
+
+.. fmha-filter-check::
+   :api: fwd_appendkv
+   :filter: *_d128_*
+   :against: {old}
+   :expect-same:
 """
 
 
@@ -349,7 +355,8 @@ def test_against_shows_the_comparison_and_warns_only_when_asked(corpus_root, tmp
     old = independent_listing(corpus_root("flash-attn-2.8.1"), "fwd_splitkv", tmp_path,
                               "-f", "*_nbias_*")
     new = independent_listing(root, "fwd_splitkv", tmp_path, "-f", "*_nbias_*")
-    src = write_project(tmp_path / "src", {"page.rst": PAGE}, ck_root=root)
+    page = PAGE.format(old=corpus_root("flash-attn-2.8.1"))  # a path: the same set there
+    src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=root)
     app, _status, warnings = build(src, "text")
     found = _located(warnings, src / "page.rst")
     # a changed set is a warning only with :expect-same:; that option needs :against:
@@ -358,4 +365,5 @@ def test_against_shows_the_comparison_and_warns_only_when_asked(corpus_root, tmp
     text = " ".join((Path(app.outdir) / "page.txt").read_text(encoding="utf-8").split())
     assert text.count("lists **%d** kernels, the new tree's (this CK tree) **%d**"
                       % (len(old), len(new))) == 2
-    assert text.count("**Same set:**") == 2 and "python generate.py -a fwd_splitkv -f" in text
+    assert text.count("**Same set:**") == 3 and "python generate.py -a fwd_splitkv -f" in text
+    assert "The filter selects the same kernels in both trees." in text

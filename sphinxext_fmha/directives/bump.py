@@ -22,15 +22,19 @@ THIS_TREE = "this CK tree"
 
 
 def _other_root(directive: Any, given: str) -> Path:
-    """The CK root ``:against:`` names: a corpus tree (fetched) or a path (relative to
-    the page, or to the source folder when it starts with ``/``)."""
+    """The CK root ``:against:`` names: a corpus tree (fetched) or a path (absolute, or
+    relative to the page; one that starts with ``/`` and is no folder here is taken
+    from the source folder, as Sphinx takes such paths)."""
     if given in {tree.name for tree in load_corpus()}:
         try:
             return fetch_tree(tree_by_name(given))
         except CorpusError as error:
             raise OptionError("against: the corpus tree %r cannot be fetched: %s"
                               % (given, error), kind=WarningType.CK_ROOT) from None
-    return locate_ck_root(Path(directive.env.relfn2path(given)[1]))
+    path = Path(given).expanduser()
+    if not (path.is_absolute() and path.exists()):
+        path = Path(directive.env.relfn2path(given)[1])
+    return locate_ck_root(path)
 
 
 def compare_against(directive: Any, session: Any, api: str, filter: str,
