@@ -24,9 +24,8 @@ from .links import partners
 from .parsed_listing import ParsedListing
 
 __all__ = ["Side", "Matches", "selection", "counterparts", "semantics_changes",
-           "kernel_changes", "naming_changes", "forced_by_traits", "launched_with", "telling_segments",
-           "verdict",
-           "ordered"]
+           "kernel_changes", "naming_changes", "forced_by_traits", "launched_with",
+           "telling_segments", "verdict", "ordered"]
 
 #: How many kernel files a change names as examples.
 EXAMPLES = 3
@@ -136,6 +135,8 @@ def counterparts(old: Side, new: Side) -> Matches:
         if values is None or class_name not in new_types:
             continue
         common = old_types[class_name] & new_types[class_name]
+        if not common:
+            continue  # no field both trees name: nothing to tell the kernels by
         if new_fields is None:
             new_fields = _field_values(new.model, new.baseline)
             for other, other_values in sorted(new_fields.items()):
