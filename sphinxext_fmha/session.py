@@ -487,13 +487,6 @@ class Session:
 
         return readable_terms(self.dispatch_reading(api, options))
 
-    def dispatch_varying(self, api: str, options: Options = Options()) -> Set[str]:
-        """The kernel files whose dispatch branches differ in their terms: the terms
-        :meth:`dispatch_conditions` gives them hold wherever they are reached, but do not
-        say where that is."""
-        kernels = self.dispatch_reading(api, options).get("kernels", {})
-        return {name for name, info in kernels.items() if info.get("varying")}
-
     def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]:
         """(this mask mode, the other one), or None when generate.py has no mask option."""
         option = self.tree.option("mask")
@@ -613,7 +606,6 @@ class Session:
             return inputs, _RecommendRunner(self, api, options)
         # read while the recommendation's filtered runs run (both take seconds)
         inputs.read_conditions = lambda: self.dispatch_conditions(api, options)
-        inputs.read_varying = lambda: self.dispatch_varying(api, options)
         return inputs, _RecommendRunner(self, api, options)
 
 
