@@ -487,6 +487,16 @@ class Session:
 
         return readable_terms(self.dispatch_reading(api, options))
 
+    def head_dims(self, api: str, options: Options = Options()):
+        """The (hdim_q, hdim_v) buckets each head-dim token serves
+        (:func:`~sphinxext_fmha.verify.head_dims.head_dim_buckets`)."""
+        from .verify.head_dims import head_dim_buckets
+
+        listing = self.runner.list_kernels(self.tree.request(api, options))
+        return head_dim_buckets(self.model(api, options),
+                                self.parsed_listing(api, options, listing.files).parsed,
+                                self.dispatch_reading(api, options))
+
     def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]:
         """(this mask mode, the other one), or None when generate.py has no mask option."""
         option = self.tree.option("mask")

@@ -249,9 +249,17 @@ def test_the_guide_says_the_emptied_entry_and_no_never_run_kernel_is_kept(tree, 
     from sphinxext_fmha.render.markdown import guide_markdown
 
     session = Session(tree, cache_dir=tmp_path / "cache")
-    text = guide_markdown(collect_guide(session, "toy", sections=["minimal", "losses"]),
-                          ["minimal", "losses"])
+    sections = ["fields", "minimal", "losses"]
+    text = guide_markdown(collect_guide(session, "toy", sections=sections), sections)
     assert "The set keeps no kernel of `fmha_toy_v3`: the calls it ran now run the kernels " \
            "of `fmha_toy_v2`." in text
     assert "served inputs" not in text and "problem class" not in text
     assert not re.search(r"\b1 are\b", text)
+    # each head-dim token serves the calls of its bucket: the API file bounds hdim_q by
+    # the token's number and leaves hdim_v free
+    api, _ = written(tree, tmp_path / "full")
+    bounds = sorted({int(n) for n in re.findall(r"t\.hdim_q <= (\d+)", api)})
+    assert bounds == [64, 128]
+    for bound in bounds:
+        row = next(line for line in text.splitlines() if line.startswith("| `_d%d` |" % bound))
+        assert "| %dxany |" % bound in row

@@ -46,8 +46,8 @@ __all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
 
 PARALLEL_RUNS = 2
 #: What a partial keep does, said after the rule's own words.
-_NEAREST = "where a problem class has no such variant, its nearest variant is kept for " \
-           "that class only"
+_NEAREST = "where a problem (its head dims, data type, mode and arch) has no such variant, " \
+           "its nearest variant is kept for that problem only"
 
 
 class ApiFile(Protocol):
