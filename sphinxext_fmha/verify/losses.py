@@ -187,7 +187,9 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSe
             groups[((), (), _LOST)] += 1
             orphans.append(kernel)
             continue
-        other = by_file.get(fate.stand_ins[0])
+        # (a leaf launches partners too: the stand-in is the kernel of this sub-type)
+        other = next((by_file[s] for s in fate.stand_ins if s in by_file
+                      and by_file[s].kernel_type == kernel.kernel_type), None)
         # a stand-in is named by its token here, then every other it differs in (tiles
         # aside)
         named: Tuple[str, ...] = (fate.stand_ins[0],) if other is None else (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, List, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, KernelType, Segment
@@ -141,7 +141,7 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
     is kept (that one runs another's calls is then not established) and the general
     tuning variant is."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
-    never = dispatch.never_run() if dispatch is not None else {}
+    never = _never_run(kernels, dispatch.never_run()) if dispatch is not None else set()
     plan = Plan()
     covered: List[Tuple[KernelType, int, List[Kernel]]] = []
     for kernel_type in model.kernel_types:
@@ -177,6 +177,14 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
     return plan
 
 
+def _never_run(kernels: Sequence[Kernel], never: Mapping[str, str]) -> Set[str]:
+    """The kernels the full API never runs, but those whose name another kernel shares
+    that it runs: ``-f`` sees the name without its arch suffix, so the two come together
+    (newest fwd: a gfx950 kernel an earlier trload branch shadows, and its gfx9 twin)."""
+    running = {k.name for k in kernels if k.file not in never}
+    return {k.file for k in kernels if k.file in never and k.name not in running}
+
+
 #: Categories whose variants run the same calls in other ways (padding, tuned tiles and
 #: loads): one is dropped wherever the kept ones run every call it ran.
 COVERED = ("padding", "tuning")
@@ -184,10 +192,11 @@ COVERED = ("padding", "tuning")
 
 def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kernel]]],
                   dispatch: SetDispatch, others: AbstractSet[str]) -> None:
-    """Drop each padding or tuning variant, in each problem class, wherever the rest of
-    the set runs every call it ran (the set's own dispatch, as generate.py writes it);
-    tried from the least padded and the most specialised. ``others``: the kernels of
-    the sub-types that follow (kept with their main kernels later)."""
+    """Drop each padding or tuning variant, in each problem (its head dims, data type,
+    mode: on every arch together), wherever the rest of the set runs every call it ran
+    (the set's own dispatch, as generate.py writes it); tried from the least padded and
+    the most specialised. ``others``: the kernels of the sub-types that follow (kept
+    with their main kernels later)."""
     kept = set(plan.keep)
     for kernel_type, index, own in covered:
         segment = kernel_type.segments[index]
@@ -223,7 +232,10 @@ def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kern
 
 
 def _class_of(kernel: Kernel, problem: Sequence[int]) -> Tuple[str, ...]:
-    return (arch_suffix(kernel),) + tuple(kernel.tokens[i] for i in problem)
+    """A problem, every arch together: ``-f`` sees the name without its arch suffix, so
+    a variant dropped on one arch and kept on another would come back with its twin
+    (and the set would keep a kernel its own dispatch never runs)."""
+    return tuple(kernel.tokens[i] for i in problem)
 
 
 def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],

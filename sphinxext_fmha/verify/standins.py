@@ -117,10 +117,13 @@ class SetDispatch:
                 continue  # launched by no leaf: said with the unreferenced kernels
             stand_ins: Dict[str, Way] = {}
             lost = False
+            kind = self.match.kinds.get(name)
             for way in ways:
                 candidates = index.candidates(way)
                 for other, their in candidates:
-                    if other not in stand_ins and theory.satisfiable(
+                    # (a leaf launches partners too: a stand-in is a kernel of this kind)
+                    if other not in stand_ins and self.match.kinds.get(other) == kind and \
+                            theory.satisfiable(
                             [*way.nodes, *their.nodes, *_domain_nodes(theory, their)],
                             way.domain):
                         stand_ins[other] = their
