@@ -106,6 +106,10 @@ def test_every_random_formula_is_decided_as_brute_force_decides_it():
      "implies"),
     ("(t.is_group_mode == false) && (t.has_lse == true)", "t.has_lse && !t.is_group_mode",
      "same"),
+    # 2.8.3 fwd_splitkv: a paged and an unpaged kernel, a condition compared with a bool
+    ("(a.block_table_ptr != nullptr) == true", "(a.block_table_ptr != nullptr) == false",
+     "complement"),
+    ("(a.block_table_ptr != nullptr) == true", "a.block_table_ptr != nullptr", "same"),
     ("t.hdim_q <= 96", "a.hdim_q % 128 == 0", "excludes"),  # a head dim is at least 1
     # 0 is a length here (a term names it): 0 is a multiple of 64, every other length
     # is not 0

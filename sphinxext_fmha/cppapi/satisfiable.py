@@ -55,6 +55,8 @@ _MODULO = re.compile(r"^(%s)\s*%%\s*(\d+)\s*(<=|<|>=|>|==|!=)\s*(\d+)$" % _NAME)
 #: an enumerator (``bias_enum::alibi``) or ``nullptr``: a value, not another variable
 _VALUE = re.compile(r"^(%s)\s*(==|!=)\s*(nullptr|[A-Za-z_][\w:]*::\w+)$" % _NAME)
 _FLAG = re.compile(r"^(%s)$" % _NAME)
+#: a bracketed condition compared with a literal bool
+_BOOL_COMPARED = re.compile(r"^(\(.*\))\s*(==|!=)\s*(true|false)$")
 _CALL_PREFIXES = re.compile(r"^(?:t|a|traits|args)\s*\.\s*")
 _TRUE_COMMENT = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
 _FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
@@ -124,6 +126,11 @@ def _parse(text: str) -> Any:
         return ("!", _parse(text[1:]))
     if text.startswith("not "):
         return ("!", _parse(text[4:]))
+    compared = _BOOL_COMPARED.match(text)
+    if compared and not _FLAG_CMP.match(text):  # ``(x != nullptr) == true``: x != nullptr
+        inner = _parse(compared.group(1))
+        same = (compared.group(2) == "==") == (compared.group(3) == "true")
+        return inner if same else ("!", inner)
     atom, positive = _atom(text)
     return ("atom", atom) if positive else ("!", ("atom", atom))
 

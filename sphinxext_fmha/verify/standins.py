@@ -138,20 +138,24 @@ class SetDispatch:
         return found
 
     def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[str, ...]:
-        """The terms of ``stand_in``'s conditions that some call of ``ways`` fails."""
+        """The terms every leaf of ``stand_in`` has that some call of ``ways`` fails (a
+        term only some of its leaves test, a partner's choice, narrows nothing)."""
         theory = self.routes.theory
+        per_leaf = [[term for condition in self.routes.tree.leaves[order].conditions
+                     for term in condition_terms_cpp(condition)]
+                    for order in self.leaves_of.get(stand_in, ())]
+        if not per_leaf:
+            return ()
+        common = set(per_leaf[0]).intersection(*per_leaf[1:])
         terms: Dict[str, None] = {}
-        for order in self.leaves_of.get(stand_in, ()):
-            leaf = self.routes.tree.leaves[order]
-            for condition in leaf.conditions:
-                for term in condition_terms_cpp(condition):
-                    node = theory.formula(term)
-                    if any(theory.satisfiable([*w.nodes, theory.negate(node)], w.domain)
-                           for w in ways):
-                        words = describe_condition(term)
-                        if words not in ("always", "never"):
-                            terms[words] = None
-            break
+        for term in per_leaf[0]:
+            if term not in common:
+                continue
+            node = theory.formula(term)
+            if any(theory.satisfiable([*w.nodes, theory.negate(node)], w.domain) for w in ways):
+                words = describe_condition(term)
+                if words not in ("always", "never"):
+                    terms[words] = None
         return tuple(terms)
 
 
