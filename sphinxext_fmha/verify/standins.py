@@ -141,9 +141,11 @@ class SetDispatch:
         """The terms every leaf of ``stand_in`` has that some call of ``ways`` fails (a
         term only some of its leaves test, a partner's choice, narrows nothing)."""
         theory = self.routes.theory
-        per_leaf = [[term for condition in self.routes.tree.leaves[order].conditions
-                     for term in condition_terms_cpp(condition)]
-                    for order in self.leaves_of.get(stand_in, ())]
+        leaves = [self.routes.tree.leaves[order] for order in self.leaves_of.get(stand_in, ())]
+        # (an ``if constexpr`` is chosen when compiling: no call's condition)
+        per_leaf = [[term for depth, condition in enumerate(leaf.conditions)
+                     if depth not in leaf.compile_time for term in condition_terms_cpp(condition)]
+                    for leaf in leaves]
         if not per_leaf:
             return ()
         common = set(per_leaf[0]).intersection(*per_leaf[1:])
