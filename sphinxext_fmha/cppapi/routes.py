@@ -62,7 +62,20 @@ class Routes:
         self.function_scope = {s.function: n for n, s in enumerate(tree.scopes)
                                if s.kind == "function"}
         self._index: Dict[int, DomainIndex] = {}
+        self._path_units: Dict[int, Dict[int, int]] = {}
         self._full = View(self, None)
+
+    def path_units(self, scope: int) -> Dict[int, int]:
+        """The classes each variable may take under the top-level literals of every
+        branch from the function body down to ``scope`` (no question asked)."""
+        found = self._path_units.get(scope)
+        if found is None:
+            parent = self.tree.scopes[scope].parent
+            found = dict(self.path_units(parent)) if parent >= 0 else {}
+            for number, mask in self.units[scope].items():
+                found[number] = found.get(number, self.theory.full[number]) & mask
+            self._path_units[scope] = found
+        return found
 
     def compatible(self, number: int, domain: Mapping[int, int]) -> List[int]:
         """The branches before ``number`` in its chain whose top-level literals admit a
@@ -103,6 +116,29 @@ class View:
         self._why: Dict[int, str] = {}
         self._taken: Dict[int, Node] = {}
         self._entry: Dict[str, Node] = {}
+        self._index: Optional[DomainIndex] = None
+
+    def takers(self, way: Way) -> List[int]:
+        """The leaves of the view (orders) whose branches' literals admit a call of
+        ``way``: the only ones that may run one of its calls."""
+        if self._index is None:
+            routes = self.routes
+            self._index = DomainIndex(
+                [(leaf.order, routes.path_units(leaf.scope) if leaf.scope >= 0 else {})
+                 for leaf in routes.tree.leaves
+                 if self.kept is None or leaf.order in self.kept], routes.theory.full)
+        return self._index.admitting(way.domain)  # type: ignore[return-value]
+
+    def runs_some(self, way: Way) -> Node:
+        """The calls of ``way`` for which some leaf of the view runs (a formula)."""
+        theory = self.routes.theory
+        found = []
+        for order in self.takers(way):
+            other = self.leaf_way(order)
+            if other is not None:
+                found.append(conjoin([*other.nodes, *(theory.literal(n, m)
+                                                        for n, m in other.domain.items())]))
+        return disjoin(found)
 
     # ---------------------------------------------------------------- the way in
 
@@ -204,24 +240,6 @@ class View:
                 found = disjoin(self._item_taken(item)
                                 for item in self.routes.tree.scopes[number].items)
             self._taken[number] = found
-        return found
-
-    def served(self, functions: Iterable[str]) -> Node:
-        """The calls of ``functions`` (entry points) for which some kernel runs."""
-        return disjoin(self._served(f) for f in functions)
-
-    def _served(self, function: str) -> Node:
-        found = self._entry.get("=" + function)
-        if found is not None:
-            return found
-        self._entry["=" + function] = False  # (a call cycle runs nothing more)
-        routes = self.routes
-        scope = routes.function_scope.get(function)
-        parts = [self.taken(scope) if scope is not None else False]
-        for call in routes.entry_points.calls:
-            if call.caller == function:
-                parts.append(conjoin([*self._call_condition(call), self._served(call.callee)]))
-        found = self._entry["=" + function] = disjoin(parts)
         return found
 
     def entry(self, function: str) -> Node:

@@ -49,6 +49,8 @@ class SetDispatch:
         self.routes: Routes = routes_of(tree)
         #: kernel file -> the leaves that launch it
         self.leaves_of = self.match.kernel_leaves
+        self._files = [(order, frozenset(self.match.files_of(order)))
+                       for order in self.match.leaf_kernels]
         self._never: Optional[Dict[str, str]] = None
 
     @property
@@ -67,9 +69,9 @@ class SetDispatch:
     def view(self, kept: AbstractSet[str]) -> View:
         """The dispatch generate.py writes for the kernel files ``kept``: a leaf stays
         when every kernel it launches is kept."""
-        orders = {order for name in kept for order in self.leaves_of.get(name, ())}
-        return self.routes.view({o for o in orders
-                                 if all(f in kept for f in self.match.files_of(o))})
+        kept = kept if isinstance(kept, (set, frozenset)) else set(kept)
+        return self.routes.view({order for order, files in self._files
+                                 if files and files <= kept})
 
     def ways(self, view: View, name: str) -> List[Way]:
         """The ways in of the leaves that launch ``name`` in ``view`` (none: never run)."""
@@ -86,7 +88,7 @@ class SetDispatch:
         """Whether some call that ran ``name`` in ``before`` runs no kernel in ``after``."""
         theory = self.routes.theory
         for way in self.ways(before, name):
-            missed = theory.negate(after.served(self._entries(name)))
+            missed = theory.negate(after.runs_some(way))
             if theory.satisfiable([*way.nodes, missed], way.domain):
                 return True
         return False
@@ -95,11 +97,6 @@ class SetDispatch:
         """The kernels of ``kept`` that ``view`` (their own dispatch) never runs."""
         return sorted(name for name in kept
                       if name in self.leaves_of and not self.ways(view, name))
-
-    def _entries(self, name: str) -> Tuple[str, ...]:
-        functions = {self.routes.tree.leaves[o].function for o in self.leaves_of.get(name, ())}
-        served_by = self.routes.entry_points.served_by
-        return tuple(sorted({e for f in functions for e in served_by.get(f, [f])}))
 
     def fates(self, dropped: Iterable[str], kept: AbstractSet[str]) -> Dict[str, Fate]:
         """The :class:`Fate` of each dropped kernel under the set ``kept``."""
@@ -127,9 +124,8 @@ class SetDispatch:
                             [*way.nodes, *their.nodes, *_domain_nodes(theory, their)],
                             way.domain):
                         stand_ins[other] = their
-                served = after.served(self._entries(name))
-                lost = lost or theory.satisfiable([*way.nodes, theory.negate(served)],
-                                                  way.domain)
+                lost = lost or theory.satisfiable(
+                    [*way.nodes, theory.negate(after.runs_some(way))], way.domain)
             only: Tuple[str, ...] = ()
             if lost and stand_ins:
                 first = next(iter(stand_ins))
