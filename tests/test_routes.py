@@ -229,3 +229,14 @@ def test_a_set_view_runs_what_the_set_file_runs():
     assert "k_fp16_d128_nlse_dup" not in ran  # (the aligned one is kept: still behind it)
     assert dispatch.runs_nothing(view, [n + ".cpp" for n in kept]) == sorted(
         n + ".cpp" for n in kept - ran)
+
+
+def test_a_kernel_no_leaf_names_is_never_said_to_lose_nothing():
+    """A kernel the reading links to no leaf (2024 CK's combine kernels) has no way in:
+    that dropping it loses no call is not established, so the policy keeps it."""
+    text = api_file()
+    traits = dict(kernels(text), **{"combine.cpp": "combine_traits_<64>"})
+    dispatch = SetDispatch(text, traits)
+    view = dispatch.view(set(traits))
+    assert dispatch.loses("combine.cpp", view, dispatch.view(set(traits) - {"combine.cpp"}))
+
