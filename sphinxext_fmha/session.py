@@ -487,12 +487,15 @@ class Session:
 
         return readable_terms(self.dispatch_reading(api, options))
 
-    def dispatch_varying(self, api: str, options: Options = Options()) -> Set[str]:
-        """The kernel files whose dispatch branches differ in their terms: the terms
-        :meth:`dispatch_conditions` gives them hold wherever they are reached, but do not
-        say where that is."""
-        kernels = self.dispatch_reading(api, options).get("kernels", {})
-        return {name for name, info in kernels.items() if info.get("varying")}
+    def head_dims(self, api: str, options: Options = Options()):
+        """The (hdim_q, hdim_v) buckets each head-dim token serves
+        (:func:`~sphinxext_fmha.verify.head_dims.head_dim_buckets`)."""
+        from .verify.head_dims import head_dim_buckets
+
+        listing = self.runner.list_kernels(self.tree.request(api, options))
+        return head_dim_buckets(self.model(api, options),
+                                self.parsed_listing(api, options, listing.files).parsed,
+                                self.dispatch_reading(api, options))
 
     def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]:
         """(this mask mode, the other one), or None when generate.py has no mask option."""
@@ -640,7 +643,6 @@ class Session:
             return inputs, _RecommendRunner(self, api, options)
         # read while the recommendation's filtered runs run (both take seconds)
         inputs.read_conditions = lambda: self.dispatch_conditions(api, options)
-        inputs.read_varying = lambda: self.dispatch_varying(api, options)
         return inputs, _RecommendRunner(self, api, options)
 
 
