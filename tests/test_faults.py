@@ -46,6 +46,14 @@ FAULTS: Dict[str, str] = {
             pids.write("%d\\n%d\\n" % (os.getpid(), child.pid))
         time.sleep(600)
     """,
+    # a daemon that leaves our process group and outlives generate.py, which goes on
+    "leaves_a_detached_daemon": """
+        import os, subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                 start_new_session=True)
+        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
+            pids.write("%d\\n" % child.pid)
+    """,
     # blocks forever unless stdin is /dev/null
     "reads_stdin": """
         import sys
@@ -112,9 +120,20 @@ class Case:
             argv[4:4] = ["--ck-root", str(self.root), "--cache-dir", str(self.tmp / "cache")]
         return run_child(argv, cwd=self.tmp, timeout=timeout, env=self.env)
 
-    def assert_clean(self) -> None:
+    def sphinx_argv(self, page: str = ".. fmha-kernel-guide:: toy\n") -> List[str]:
+        """A project whose index holds ``page``, and the sphinx-build command for it."""
+        src = self.tmp / "src"
+        src.mkdir()
+        (src / "conf.py").write_text('extensions = ["sphinxext_fmha"]\nfmha_ck_root = %r\n'
+                                     'fmha_cache_dir = %r\n' % (str(self.root), str(self.tmp / "c")))
+        (src / "index.rst").write_text("Index\n=====\n\n" + page)
+        return [sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src), str(self.tmp / "out")]
+
+    def assert_clean(self, wait: float = 2) -> None:
+        """No child of the run left (after ``wait`` seconds at most), the tree as it was,
+        no scratch folder left."""
         started = [int(p) for p in self.pids.read_text().split()]
-        deadline = time.monotonic() + 2
+        deadline = time.monotonic() + wait
         while any(alive(p) for p in started) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not [p for p in started if alive(p)], "children left running"
@@ -197,6 +216,39 @@ def test_signals_end_the_command_and_its_children(tmp_path, signum, code):
     if signum == signal.SIGINT:
         assert stderr.strip() == "sphinxext-fmha: interrupted"
     case.assert_clean()
+
+
+def test_a_detached_daemon_ends_with_the_run(tmp_path):
+    """generate.py starts a process that leaves its process group (``setsid()``) and
+    exits: the daemon's parent is gone, no group kill reaches it, and it still ends."""
+    case = Case(tmp_path, broken_tree(tmp_path, "leaves_a_detached_daemon"))
+    ran = case.cli("check", "--api", "toy", "--filter", "*_d64_*")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert case.pids.read_text().split(), "the daemon never started"
+    case.assert_clean()
+    ran = sphinx_build(tmp_path, case, "", ".. fmha-filter-check::\n   :api: toy\n"
+                                           "   :filter: *_d128_*\n")
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    case.assert_clean()
+
+
+@pytest.mark.parametrize("program", ["cli", "sphinx"])
+def test_a_killed_parent_leaves_no_child(tmp_path, program):
+    """SIGKILL of the CLI or of sphinx-build (an OOM kill, a CI runner's hard timeout)
+    while generate.py runs with a child in its group and one that left it: none of
+    them stays, nor the scratch folders. Only the parent is killed, not its group."""
+    case = Case(tmp_path, broken_tree(tmp_path, "hang_with_detached_grandchild"))
+    if program == "cli":
+        argv = [sys.executable, "-m", "sphinxext_fmha", "analyze", "--ck-root", str(case.root),
+                "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "--timeout", "300"]
+    else:
+        argv = case.sphinx_argv()
+    returncode, _ = interrupt_once_started(
+        argv, cwd=tmp_path, env=case.env, pids=case.pids, started=2, signum=signal.SIGKILL,
+        stderr=tmp_path / "err", wait=10)
+    assert returncode == -signal.SIGKILL
+    # generous: the point is "not left running", and the machine may be loaded
+    case.assert_clean(wait=30)
 
 
 # --------------------------------------------------------------------------- bad input
@@ -354,14 +406,8 @@ def test_filter_separators_the_api_does_not_split_on(tmp_path, good_root):
 
 def test_sphinx_build_interrupted_leaves_no_child(tmp_path):
     case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text('extensions = ["sphinxext_fmha"]\nfmha_ck_root = %r\n'
-                                 'fmha_cache_dir = %r\n' % (str(case.root), str(tmp_path / "c")))
-    (src / "index.rst").write_text("Index\n=====\n\n.. fmha-kernel-guide:: toy\n")
-    argv = [sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src), str(tmp_path / "out")]
     returncode, _ = interrupt_once_started(
-        argv, cwd=tmp_path, env=case.env, pids=case.pids, started=1, signum=signal.SIGINT,
+        case.sphinx_argv(), cwd=tmp_path, env=case.env, pids=case.pids, started=1, signum=signal.SIGINT,
         stderr=tmp_path / "err", wait=10)
     assert returncode != 0
     case.assert_clean()
