@@ -223,7 +223,9 @@ if _register is not None:
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
     """A temporary folder that is removed in every case (exception, SIGTERM, exit); in
-    memory where the machine has room (:func:`~.scratch_place.scratch_parent`)."""
+    memory where the machine has room (:func:`~.scratch_place.scratch_parent`). An
+    ``OSError`` of the work done in it (a full disk, most often) comes out as a
+    :class:`GenerateError` that names the file, the folder and the room left there."""
     parent = scratch_parent()
     try:
         path = tempfile.mkdtemp(prefix=prefix, dir=parent)
@@ -236,6 +238,10 @@ def scratch(prefix: str) -> Iterator[Path]:
     reaper.folder_made(path)
     try:
         yield Path(path)
+    except OSError as error:
+        raise GenerateError("%s: %s (while working in the scratch folder %s%s)" % (
+            error.filename or "a file", error.strerror or error, path,
+            free_space_note(path))) from None
     finally:
         shutil.rmtree(path, ignore_errors=True)
         with _LOCK:

@@ -26,6 +26,7 @@ import select
 import shutil
 import signal
 import sys
+import time
 
 #: The environment variable that carries a process's run marks, space-separated.
 MARKS = "SPHINXEXT_FMHA_RUNS"
@@ -118,6 +119,26 @@ def kill(pids, groups=()):
             pass
 
 
+def _running(pid):
+    """Whether ``pid`` still runs (a zombie does not: it only waits to be reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _remove(folders, pids, patience=5.0):
+    """Remove ``folders`` once ``pids`` stopped running (a process just killed may
+    still write there until its CPU sees the signal), within ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def watch(token, owner, stream):
     """Read the owner's registrations from ``stream`` (a file descriptor) until it ends
     or the owner is gone; then end everything that is left."""
@@ -140,9 +161,9 @@ def watch(token, owner, stream):
             {"group": groups.add, "ended": groups.discard, "folder": folders.add,
              "removed": folders.discard}.get(what, lambda value: None)(value)
     prefix = token + "/"
-    kill(processes(lambda mark: mark.startswith(prefix), roots=groups), groups)
-    for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+    found = processes(lambda mark: mark.startswith(prefix), roots=groups)
+    kill(found, groups)
+    _remove(folders, found + list(groups))
 
 
 if __name__ == "__main__":
