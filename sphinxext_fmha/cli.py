@@ -6,7 +6,8 @@ guide that ``prepare`` could not complete); 2 a usage or
 input error (bad option, path, CK root, API, interpreter, section); 130 interrupted
 (Ctrl-C).  Errors are one line on stderr (plus the tail of
 generate.py's stderr when it failed), never a traceback; a closed output pipe
-(``| head``) ends the command quietly.
+(``| head``) ends the command quietly; a closed or broken stderr only loses what it
+would have said (the exit status still tells).
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     out = generate.add_mutually_exclusive_group(required=True)
     out.add_argument("-o", "--output-dir")
     out.add_argument("-l", "--list-blobs")
+    generate.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                          help="'still running' lines on stderr (auto: when it is a terminal)")
     return parser
 
 
@@ -145,8 +148,8 @@ def _session(args, ck_root: Optional[str] = None):
     root = locate_ck_root(path=Path(given) if given else None,
                           start=None if given else Path.cwd())
     shown = getattr(args, "progress", "auto")
-    progress = ((lambda message: print(message, file=sys.stderr, flush=True))
-                if shown == "always" or (shown == "auto" and sys.stderr.isatty()) else None)
+    progress = (_to_stderr if shown == "always" or (shown == "auto" and _stderr_is_a_terminal())
+                else None)
     session = Session(root, python=args.python, cache_dir=cache_dir, timeout=args.timeout,
                       progress=progress)
     try:
@@ -164,11 +167,28 @@ def _options(args, session=None) -> Options:
                          origins=origins)
 
 
-def _say(message: str) -> None:
+def _to_stderr(text: str) -> None:
+    """One line on stderr, if there is one: a closed or broken stderr (``2>&-``, a
+    pipe whose reader left) is no error of the command's."""
+    stream = sys.stderr
+    if stream is None:
+        return
     try:
-        print("sphinxext-fmha: %s" % message, file=sys.stderr)
-    except (OSError, ValueError):  # stderr gone too: nothing left to tell
+        stream.write(text + "\n")
+        stream.flush()
+    except (OSError, ValueError):  # stderr gone: nothing left to tell
         pass
+
+
+def _stderr_is_a_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _say(message: str) -> None:
+    _to_stderr("sphinxext-fmha: %s" % message)
 
 
 def _quiet_stdout() -> None:
@@ -204,8 +224,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (SyntaxError, UnicodeDecodeError) as error:
         _say("cannot read the CK tree's Python source: %s: %s" % (type(error).__name__, error))
         return EXIT_FAILED
-    except OSError as error:
-        _say("%s (%s)" % (error.strerror or error, error.filename or "no file name"))
+    except OSError as error:  # one we did not expect: say what we know of it
+        _say("%s: %s" % (error.filename or "an unnamed file", error.strerror or error))
         return EXIT_FAILED
     except Exception as error:  # noqa: BLE001 - a bug of ours: one line, not a traceback
         if os.environ.get("FMHA_DEBUG"):
@@ -272,6 +292,13 @@ def _run(args) -> int:
         check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
         check = session.check(args.api, args.filter, options)
         print(to_json(check) if args.format == "json" else _check_text(check))
+        if not check.baseline_count:  # no kernel to select from: nothing was verified
+            from .guide import suspicious_problems
+
+            why = [problem.message for problem in suspicious_problems(model)]
+            _say("%s; nothing was verified" % (why[0] if why else "%s: generate.py listed no "
+                                               "kernel" % args.api))
+            return EXIT_FAILED
         return 0 if check.verified else EXIT_FAILED
     if args.command == "recommend":
         recommendation = session.recommend(args.api, options)
@@ -296,7 +323,7 @@ def _run(args) -> int:
                 _say("warning: " + problem.message)
         if args.output:
             _write_text(args.output, text, "the guide")
-        else:
+        elif sys.stdout is not None:  # (closed: ``>&-``)
             sys.stdout.write(text)
             sys.stdout.flush()
         return 0
@@ -388,7 +415,8 @@ def run_driver(session, api: str, options: Options, filters: List[str], out_args
     """Run the driver (one generate.py run for the union of ``filters``)."""
     model = session.model(api, options)
     _run_driver(session.python, session.tree.fmha_dir, model.filter.api_split or "", filters,
-                _generate_args(session, api, options), out_args, session.timeout)
+                _generate_args(session, api, options), out_args, session.timeout,
+                session.progress)
 
 
 def driver_listing(session, api: str, options: Options, filters: List[str]) -> List[str]:

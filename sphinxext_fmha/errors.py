@@ -50,9 +50,12 @@ class WarningType(str, enum.Enum):
 
 _WHEN = {
     WarningType.CONFIG: "a configuration value (`fmha_*`) has the wrong type or range; its "
-                        "default is used instead",
+                        "default is used instead (or the temporary folder, `TMPDIR`, has "
+                        "no room: another is used)",
     WarningType.CK_ROOT: "no CK tree at `fmha_ck_root`, or none found upward",
-    WarningType.CACHE: "`fmha_cache_dir` is not a folder that can be written",
+    WarningType.CACHE: "`fmha_cache_dir` is not a folder that can be written, or writing to "
+                       "the cache failed (a full disk): the build goes on, its results not "
+                       "kept for later builds",
     WarningType.API: "the API is not one of the tree's",
     WarningType.OPTION: "a bad option value, or an option this tree's `generate.py` does not "
                         "have or does not know (a receipt neither its help nor its codegen "
@@ -60,7 +63,8 @@ _WHEN = {
     WarningType.GENERATE: "`generate.py` (or its analysis) failed or timed out, or "
                           "`fmha_python` is not a Python",
     WarningType.SUSPICIOUS: "`generate.py` succeeded but listed no kernel, or listed other "
-                            "kernels than the analysis observed",
+                            "kernels than the analysis observed, or the CK tree changed while "
+                            "results were computed (they are used, not kept)",
     WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel, or it "
                         "uses `,` / `@` in a way this API does not split on",
     WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",

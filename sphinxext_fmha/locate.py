@@ -145,7 +145,10 @@ def locate_ck_root(
     """
     searched: List[str] = []
     if path is not None:
-        given = Path(path).expanduser().resolve()
+        try:
+            given = Path(path).expanduser().resolve()
+        except (RuntimeError, OSError) as error:  # a symlink loop (RuntimeError < 3.13)
+            raise CKRootNotFound(f"{path} cannot be followed: {error}", [str(path)]) from None
         if not given.exists():
             raise CKRootNotFound(f"{given} does not exist", [str(given)])
         if not given.is_dir():

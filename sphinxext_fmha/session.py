@@ -33,9 +33,25 @@ from .model import (
     to_dict,
 )
 from .process.ahead import WORKERS, AheadPool, Item
-from .process.cache import DiskCache, pack, share_items, tree_digest, tree_files, unpack, unshare_items
+from .process.cache import (
+    DiskCache,
+    TreeState,
+    pack,
+    share_items,
+    tree_files,
+    tree_state,
+    unpack,
+    unshare_items,
+)
 from .process.progress import report_ahead
-from .process.runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner, ListingResult
+from .process.runner import (
+    DriverRun,
+    GenerateError,
+    GenerateRequest,
+    GenerateRunner,
+    ListingResult,
+    check_generate_py,
+)
 
 Progress = Optional[Callable[[str], None]]
 #: One step to start ahead of the pages: (what it is, for the progress line; the work).
@@ -139,6 +155,10 @@ class Session:
         self.cache = DiskCache(Path(cache_dir) if cache_dir else None)
         self.timeout = timeout
         self.progress = progress
+        check_generate_py(fmha_dir_of(self.ck_root))
+        #: The tree when this session first read it: what its own results (models,
+        #: checks, recommendations) are keyed by, and stored only if it is still so.
+        self.inputs = tree_state(fmha_dir_of(self.ck_root))
         self.tree = Tree.load(self.ck_root)
         self.runner = GenerateRunner(self.tree.fmha_dir, python=self.python, cache=self.cache,
                                      options=self.tree.supported_dests(),
@@ -266,11 +286,11 @@ class Session:
         return self._workers.step(api, options, sections, kinds)
 
     def _stored_key(self, kind: str, *parts) -> str:
-        return self.cache.key_for(kind, tree_digest(self.tree.fmha_dir), _code_digest(),
+        return self.cache.key_for(kind, self.inputs.digest, _code_digest(),
                                   self.runner.python_id(), *parts)
 
     def _is_stored(self, kind: str, *parts) -> bool:
-        return self.cache.path_for(self._stored_key(kind, *parts)).is_file()
+        return self.cache.has(self._stored_key(kind, *parts))
 
     def _stored(self, kind: str, cls: type, compute: Callable[[], object], *parts) -> object:
         """A result kept on disk, keyed by the tree's content, our own code and the
@@ -285,9 +305,10 @@ class Session:
             return value
         value = compute()
         if cls is object:
-            self.cache.put(key, {"packed": pack(value)})
+            self.cache.put(key, {"packed": pack(value)}, self.inputs)
         else:
-            self.cache.put(key, to_dict(value) if cls is not dict else {"value": value})
+            self.cache.put(key, to_dict(value) if cls is not dict else {"value": value},
+                           self.inputs)
         return value
 
     def _read_stored(self, key: str, cls: type) -> Tuple[bool, object]:
@@ -339,12 +360,14 @@ class Session:
         # The probe also lists the other --mask mode (what mask_modes compares) in its
         # interpreter, where the codegen is imported already: no process of its own.
         request, argv, other, also_argv = self._probe_runs(api, options)
+        inputs = self.runner.state()
         observed = observe(self.tree.fmha_dir, argv, python=self.python, cache=self.cache,
-                           timeout=self.timeout, progress=self.progress, also_list=also_argv)
-        self._store_probe_runs(request, observed)
+                           timeout=self.timeout, progress=self.progress, also_list=also_argv,
+                           inputs=inputs)
+        self._store_probe_runs(request, observed, inputs)
         if other is not None and also_argv is not None:
             self._probe_listings[other] = lambda: self._store_other_listing(
-                other, argv, also_argv)
+                other, argv, also_argv, inputs)
         return observed
 
     def _other_listing_running(self, api: str, options: Options) -> bool:
@@ -356,16 +379,17 @@ class Session:
             self.tree.fmha_dir, argv, also_argv, python=self.python, cache=self.cache)
 
     def _store_other_listing(self, request: GenerateRequest, argv: List[str],
-                             also_argv: List[str]) -> None:
+                             also_argv: List[str], inputs: TreeState) -> None:
         """Keep the other listing the probe made (waiting for it while the probe still
         lists it) as that run's result, when it ran cleanly (else that listing runs as a
         process and says what is wrong)."""
         from .analysis.observe import observe_also
 
         also = observe_also(self.tree.fmha_dir, argv, also_argv, python=self.python,
-                            cache=self.cache) or {}
+                            cache=self.cache, inputs=inputs) or {}
         if "listing" in also and not also.get("error"):
-            self.runner.store_listing(request, also["listing"], float(also.get("seconds", 0.0)))
+            self.runner.store_listing(request, also["listing"], float(also.get("seconds", 0.0)),
+                                      inputs=inputs)
 
     def listing(self, request: GenerateRequest) -> ListingResult:
         """``generate.py -l`` for ``request`` (the runner's cache; once per process, so a
@@ -385,17 +409,18 @@ class Session:
 
         return self._once(("listing", request), compute)
 
-    def _store_probe_runs(self, request: GenerateRequest, observed: dict) -> None:
+    def _store_probe_runs(self, request: GenerateRequest, observed: dict,
+                          inputs: TreeState) -> None:
         """The probe's run is the unfiltered ``generate.py -l``, and it rendered the
         dispatch file write mode writes: keep both as those runs' results, so neither
         runs again (``runner.list_kernels`` / ``generate_api_file`` read them back)."""
         seconds = float(observed.get("seconds", {}).get("observe", 0.0))
-        self.runner.store_listing(request, observed["listing"], seconds)
+        self.runner.store_listing(request, observed["listing"], seconds, inputs=inputs)
         dispatch = observed.get("dispatch") or {}
         if dispatch and not dispatch.get("error"):
             self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
                                        dispatch["kernel_traits"],
-                                       float(dispatch.get("seconds", 0.0)))
+                                       float(dispatch.get("seconds", 0.0)), inputs=inputs)
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         """Kernel files generated together (one fnmatch decision each), as observed;

@@ -52,21 +52,41 @@ def run_child(argv: Sequence[str], *, cwd: Path, timeout: float,
                    time.monotonic() - start, timed_out)
 
 
+def _as_a_job() -> None:
+    """What a shell with job control gives a job it starts (in the child, before exec):
+    SIGINT and SIGQUIT at their default. A shell without it (``pytest ... &`` in a
+    script, some CI runners) starts the tests with them ignored, every child inherits
+    that, and a Python started so ignores Ctrl-C for good: an interrupt test would then
+    test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def ignores(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` ignores ``signum`` (``SigIgn`` of /proc/PID/status)."""
+    with open("/proc/%d/status" % pid) as status:
+        mask = next(line.split()[1] for line in status if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
 def interrupt_once_started(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str],
                            pids: Path, started: int, signum: int, stderr: Path,
                            wait: float) -> Tuple[int, float]:
-    """Start ``argv`` in its own session, wait until ``pids`` (written by the faulty
-    generate.py) names ``started`` processes, send ``signum`` and wait up to ``wait``
-    seconds: (exit status, seconds from the signal to the exit). The group is killed
-    if it is still running, so a failing test leaves nothing behind."""
+    """Start ``argv`` in its own session as a shell with job control starts a job (see
+    :func:`_as_a_job`), wait until ``pids`` (written by the faulty generate.py) names
+    ``started`` processes, send ``signum`` and wait up to ``wait`` seconds: (exit
+    status, seconds from the signal to the exit). The group is killed if it is still
+    running, so a failing test leaves nothing behind."""
     with open(stderr, "wb") as err:
         proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                preexec_fn=_as_a_job)
         try:
             deadline = time.monotonic() + 60
             while len(pids.read_text().split()) < started and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert len(pids.read_text().split()) >= started, "generate.py never started"
+            assert not ignores(proc.pid, signal.SIGINT), "the command ignores SIGINT"
             sent = time.monotonic()
             proc.send_signal(signum)
             proc.wait(timeout=wait)

@@ -255,7 +255,7 @@ def test_trait_members_that_are_not_written(tmp_path):
     """A trait tests the name of a member it does not write (aiter's disabled
     convert_dq kernels): that name must match, and is never listed. Hand-made data:
     traits (a_1, b_1) and (a_2, b_9), b_9 written by no trait."""
-    sync_playwright, chromium = _browser_or_skip()
+    _browser_or_skip()
     from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
     from sphinxext_fmha.render.playground_data import playground_data, to_script_json
 
@@ -275,7 +275,18 @@ def test_trait_members_that_are_not_written(tmp_path):
     expected = {"*": ["a_1.cpp", "a_2.cpp", "b_1.cpp"], "*@*_1": ["a_1.cpp", "b_1.cpp"],
                 "*@*_9": ["a_2.cpp"], "*_2": ["a_2.cpp"], "*@": [], ",": ["a_1.cpp", "a_2.cpp", "b_1.cpp"],
                 "a_[!1]@b_[0-8]": []}
-    script = (Path(__file__).resolve().parents[1] / "sphinxext_fmha" / "static" / "fmha-playground.js")
+    got = _in_blank_page("""([data, filters]) => {
+        const model = fmhaPlayground.load(JSON.parse(data));
+        return filters.map(f => fmhaPlayground.selectedFiles(model, fmhaPlayground.select(model, f)));
+    }""", [to_script_json(data), list(expected)])
+    assert dict(zip(expected, got)) == expected
+
+
+def _in_blank_page(function: str, arg):
+    """``function(arg)`` evaluated in an empty page that loaded the playground's script."""
+    sync_playwright, chromium = _browser_or_skip()
+    script = Path(__file__).resolve().parents[1] / "sphinxext_fmha" / "static" / "fmha-playground.js"
+
     def run_browser():
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
@@ -283,13 +294,125 @@ def test_trait_members_that_are_not_written(tmp_path):
                 page = browser.new_page()
                 page.set_content("<p>empty</p>")
                 page.add_script_tag(path=str(script))
-                return page.evaluate("""([data, filters]) => {
-                    const model = fmhaPlayground.load(JSON.parse(data));
-                    return filters.map(f => fmhaPlayground.selectedFiles(model,
-                                                                         fmhaPlayground.select(model, f)));
-                }""", [to_script_json(data), list(expected)])
+                return page.evaluate(function, arg)
             finally:
                 browser.close()
 
-    got = _in_own_thread(run_browser)
-    assert dict(zip(expected, got)) == expected
+    return _in_own_thread(run_browser)
+
+
+# ------------------------------------------------------------------ the matcher
+
+#: What the generated patterns and names are made of: every character fnmatch reads
+#: specially, a few plain ones, and characters beyond the BMP and the alphabet's end.
+PATTERN_CHARS = "*?[]!-^\\ab_1Z\u00e9\U0001f600"
+NAME_CHARS = "ab_1Z-!^]\\\u00e9\U0001f600"
+
+
+def _pattern(rng: random.Random) -> str:
+    return "".join(rng.choice(PATTERN_CHARS) for _ in range(rng.randint(0, 10)))
+
+
+def _pattern_of(name: str, rng: random.Random) -> str:
+    """``name`` with some of its characters as '?', '*' or a class that holds them or
+    not: patterns that match some names."""
+    out = []
+    for char in name:
+        kind = rng.randrange(7)
+        if kind == 0:
+            out.append("?")
+        elif kind == 1:
+            out.append("*")
+        elif kind == 2:
+            out.append("[%s%s]" % (rng.choice("!^"), rng.choice(NAME_CHARS)))
+        elif kind == 3:
+            out.append("[%s-%s]" % tuple(sorted((char, rng.choice(NAME_CHARS)))))
+        else:
+            out.append("[%s]" % char if char in "*?[" else char)
+    return "".join(out)
+
+
+def test_the_matcher_answers_as_fnmatch(tmp_path):
+    """The playground's glob matcher against Python's ``fnmatch.fnmatchcase`` (what the
+    tree's generate.py runs) on thousands of generated patterns and names: classes,
+    negations, ranges (empty and reversed), escapes, '?', stars, code points beyond
+    the BMP. A pattern Python refuses must make the matcher throw."""
+    import fnmatch
+
+    _browser_or_skip()
+    rng = random.Random(41)
+    names = list(dict.fromkeys("".join(rng.choice(NAME_CHARS) for _ in range(rng.randint(0, 8)))
+                               for _ in range(60)))
+    patterns = list(dict.fromkeys([_pattern(rng) for _ in range(2000)]
+                                  + [_pattern_of(rng.choice(names), rng) for _ in range(2000)]))
+    expected = []
+    for pattern in patterns:
+        try:
+            expected.append([fnmatch.fnmatchcase(name, pattern) for name in names])
+        except Exception:  # noqa: BLE001 - re.error and the like: generate.py stops
+            expected.append("error")
+    got = _in_blank_page("""([patterns, names]) => patterns.map(p => {
+        let match;
+        try { match = fmhaPlayground.fnmatchMatcher(p); } catch (e) { return "error"; }
+        return names.map(n => match(n));
+    })""", [patterns, names])
+    wrong = [(p, e, g) for p, e, g in zip(patterns, expected, got) if e != g]
+    assert not wrong, wrong[:10]
+    assert sum(any(row) for row in expected if row != "error") > 1000  # patterns that match
+
+
+def _long_names_tree(tmp_path: Path) -> Path:
+    """The synthetic tree with 20 more '_x' parts in every kernel name: names with 30
+    underscores, the kind of names a backtracking matcher drowns in."""
+    from synthetic import make_tree
+
+    root = make_tree(tmp_path, "base")
+    ops = root / "example" / "ck_tile" / "01_fmha" / "codegen" / "ops" / "fmha_toy.py"
+    text = ops.read_text(encoding="utf-8")
+    assert text.count('f"fmha_toy_d{') == 1
+    ops.write_text(text.replace('f"fmha_toy_d{', 'f"fmha_toy' + "_x" * 20 + '_d{'), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("parts", [18, 30])
+def test_an_adversarial_link_renders_at_once(tmp_path, parts):
+    """``?fmha-filter=*_*_..._Z``: many stars, and an end no name has. A backtracking
+    matcher takes minutes on such a link (55-125 s measured); Python's fnmatch does
+    not, nor does the page. A filter of 100,000 characters gets a short error."""
+    sync_playwright, chromium = _browser_or_skip()
+    root = _long_names_tree(tmp_path)
+    src = write_project(tmp_path / "src", {"index.rst": "Index\n=====\n\n"
+                                           ".. fmha-filter-playground:: toy\n"}, ck_root=root,
+                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache"))
+    app, _status, warnings = build(src, "html")
+    assert warnings == ""
+    url = (Path(app.outdir) / "index.html").as_uri()
+    adversarial = "*_" * parts + "Z"
+    huge = "*" + "a" * 100000
+
+    def run_browser():
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(60000)  # the old matcher: a minute or two
+                page.goto(url + "?fmha-filter=" + _quote(adversarial))
+                page.wait_for_selector(".fmha-playground[data-fmha-ready]")
+                shown = page.locator(".fmha-pg-result").get_attribute("data-fmha-count")
+                seconds = page.evaluate("""f => {
+                    const root = document.querySelector('.fmha-playground');
+                    const start = performance.now();
+                    fmhaPlayground.select(root.fmhaModel, f);
+                    return (performance.now() - start) / 1000;
+                }""", adversarial)
+                page.goto(url + "?fmha-filter=" + _quote(huge))
+                page.wait_for_selector(".fmha-playground[data-fmha-ready]")
+                error = page.locator(".fmha-pg-error").inner_text()
+                return shown, seconds, error
+            finally:
+                browser.close()
+
+    shown, seconds, error = _in_own_thread(run_browser)
+    assert shown == "0"
+    assert seconds < 1, seconds
+    assert error == "This filter is 100001 characters long; the playground takes up to 10000."

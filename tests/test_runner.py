@@ -312,6 +312,48 @@ def test_tree_digest_is_memoised(fmha, monkeypatch):
     assert calls == []
 
 
+def test_a_result_is_kept_only_if_the_tree_is_as_it_was(tmp_path):
+    """The tree as it was when the work started is what a result is checked against: a
+    file rewritten with the same bytes and its modification time set back (what
+    ``cp -p`` or an undo does) still counts as changed, through its change time; a
+    file added too."""
+    from sphinxext_fmha.process.cache import tree_state
+    from sphinxext_fmha.process.notices import said
+
+    from synthetic import make_tree
+
+    folder = fmha_dir(make_tree(tmp_path, "base"))
+    cache = DiskCache(tmp_path / "cache")
+    before = tree_state(folder)
+    ops = folder / "codegen" / "ops" / "fmha_toy.py"
+    st = ops.stat()
+    ops.write_bytes(ops.read_bytes())
+    os.utime(ops, ns=(st.st_atime_ns, st.st_mtime_ns))
+    (folder / "codegen" / "new.py").write_text("")
+    assert before.changed() == ["codegen/new.py", "codegen/ops/fmha_toy.py"]
+    key = DiskCache.key_for("test", before.digest)
+    assert cache.put(key, {"x": 1}, before) is None and not cache.has(key)
+    assert any("codegen/new.py, codegen/ops/fmha_toy.py" in message for _, message in said())
+    now = tree_state(folder)
+    assert now.changed() == [] and now.digest != before.digest  # (a file was added)
+    assert cache.put(key, {"x": 1}, now) is not None and cache.get(key) == {"x": 1}
+
+
+def test_a_cache_that_cannot_be_written_keeps_entries_in_memory(tmp_path):
+    from sphinxext_fmha.process.notices import said
+
+    (tmp_path / "a-file").write_text("x")
+    cache = DiskCache(tmp_path / "a-file" / "runs")
+    key = DiskCache.key_for("test")
+    assert cache.get(key) is None and not cache.has(key)
+    assert cache.put(key, {"x": 1}) is None
+    assert cache.get(key) == {"x": 1} and cache.has(key)
+    cache.delete(key)
+    assert not cache.has(key)
+    assert [m for _, m in said() if m.startswith("cannot write the cache entry %s/"
+                                                 % (tmp_path / "a-file"))]
+
+
 def test_disk_cache_roundtrip_and_corruption(tmp_path):
     cache = DiskCache(tmp_path)
     key = cache.key_for("a", 1, {"b": [1, 2]})

@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..cppapi.allocation import collector_paused
 from ..errors import FmhaError, WarningType, stderr_tail
-from ..process.cache import DiskCache, load_json, tree_digest
+from ..process.cache import DiskCache, TreeState, load_json, tree_state
 from ..process.launch import Outcome, install_handlers, run, scratch
 from ..process.progress import options_shown, report_step
 from ..process.runner import interpreter_id
@@ -83,10 +83,11 @@ def read_result(text: bytes) -> dict:
 
 
 def _probe_key(fmha_dir: Path, argv: List[str], python: str,
-               also_list: Optional[List[str]]) -> str:
+               also_list: Optional[List[str]], inputs: Optional[TreeState] = None,
+               timeout: float = 60) -> str:
     parts = [list(argv)] + ([list(also_list)] if also_list is not None else [])
-    return DiskCache.key_for("probe", tree_digest(fmha_dir), *parts, _probe_version(),
-                             interpreter_id(python, fmha_dir))
+    return DiskCache.key_for("probe", (inputs or tree_state(fmha_dir)).digest, *parts,
+                             _probe_version(), interpreter_id(python, fmha_dir, timeout))
 
 
 def _memo_key(cache: Optional[DiskCache], key: str) -> str:
@@ -103,15 +104,19 @@ def observe(
     timeout: float = 900,
     progress: Optional[Callable[[str], None]] = None,
     also_list: Optional[List[str]] = None,
+    inputs: Optional[TreeState] = None,
 ) -> dict:
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content).
 
     ``also_list``: generate.py arguments of one more listing (``-l`` left out) that the
     probe runs as a new process would, in a child it forks before its own work (else in
     its interpreter). The result comes as soon as the probe's own work is done; that
-    listing, which can take longer, comes from :func:`observe_also`."""
+    listing, which can take longer, comes from :func:`observe_also`. ``inputs``: the
+    tree as the caller found it before (default: now); the result is kept, in the cache
+    and in this process, only if the tree is still so when the probe is done."""
     python = python or sys.executable
-    key = _probe_key(fmha_dir, argv, python, also_list)
+    inputs = inputs or tree_state(fmha_dir)
+    key = _probe_key(fmha_dir, argv, python, also_list, inputs, timeout)
     memo_key = _memo_key(cache, key)
     if cache is None:  # no caching asked for: run the probe
         return _run_probe(fmha_dir, argv, python, timeout, progress, also_list, memo_key)[0]
@@ -128,11 +133,15 @@ def observe(
             result = None
     if result is None:
         def keep_also(listed: dict) -> None:
-            cache.put(_also_key(key), listed)
+            cache.put(_also_key(key), listed, inputs)
 
         result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
                                   memo_key, keep_also, cache.code_store_path(fmha_dir, python))
-        cache.put(key, _pack_text(text))
+        cache.put(key, _pack_text(text), inputs)
+        if not cache.has(key):  # the tree changed meanwhile: this result is nobody else's
+            with _MEMO_LOCK:
+                _ALSO.pop(memo_key, None)
+            return result
     with _MEMO_LOCK:
         _MEMO[memo_key] = result
         while len(_MEMO) > _MEMO_SIZE:
@@ -147,14 +156,16 @@ def observe_also(
     *,
     python: Optional[str] = None,
     cache: Optional[DiskCache] = None,
+    inputs: Optional[TreeState] = None,
 ) -> Optional[dict]:
     """The other listing of :func:`observe`'s probe with these arguments: its
     ``listing`` and ``error`` (see ``start_listing`` and ``list_isolated`` in the probe
     script), or ``unsafe`` when the probe could not list it as a new process would;
     waited for while that probe still runs. None when no probe of this process made it
-    and the cache does not hold it (the caller runs the listing itself)."""
+    and the cache does not hold it (the caller runs the listing itself). ``inputs``:
+    the tree that probe was started for (default: now)."""
     python = python or sys.executable
-    key = _probe_key(fmha_dir, argv, python, also_list)
+    key = _probe_key(fmha_dir, argv, python, also_list, inputs)
     with _MEMO_LOCK:
         pending = _ALSO.get(_memo_key(cache, key))
     if pending is not None:
@@ -165,10 +176,11 @@ def observe_also(
 
 def also_listing_running(fmha_dir: Path, argv: List[str], also_list: List[str], *,
                          python: Optional[str] = None,
-                         cache: Optional[DiskCache] = None) -> bool:
+                         cache: Optional[DiskCache] = None,
+                         inputs: Optional[TreeState] = None) -> bool:
     """Whether a probe of this process is still making the other listing that
     :func:`observe_also` would wait for."""
-    key = _probe_key(fmha_dir, argv, python or sys.executable, also_list)
+    key = _probe_key(fmha_dir, argv, python or sys.executable, also_list, inputs)
     with _MEMO_LOCK:
         pending = _ALSO.get(_memo_key(cache, key))
     return pending is not None and not pending.done()

@@ -339,7 +339,9 @@ def run_generate(fmha_dir, argv, output_dir=None):
             sys.argv = saved_argv
         lines = []
         if os.path.exists(listing):
-            with open(listing) as handle:
+            # UTF-8 whatever the locale, a byte that is not read as U+FFFD (as the
+            # extension reads a listing): generate.py succeeded, its names are kept
+            with open(listing, encoding="utf-8", errors="replace") as handle:
                 lines = [os.path.basename(line.strip()) for line in handle if line.strip()]
         return lines, error
 

@@ -48,15 +48,15 @@ __all__ = [
 OPTION_SPEC = {spec.dest: directives.unchanged for spec in GENERATE_OPTIONS}
 
 _LOCK = threading.Lock()
-#: (ck_root, python, cache_dir, timeout) -> (tree digest, Session)
-_SESSIONS: Dict[Tuple[str, str, str, float], Tuple[str, Any]] = {}
+#: (ck_root, python, cache_dir, timeout) -> Session
+_SESSIONS: Dict[Tuple[str, str, str, float], Any] = {}
 _ROOTS: Dict[Tuple[str, str], Any] = {}
 
 
 def clear_sessions() -> None:
     """Forget every memoised Session and CK root (tests); stop what they run ahead."""
     with _LOCK:
-        sessions = [session for _, session in _SESSIONS.values()]
+        sessions = list(_SESSIONS.values())
         _SESSIONS.clear()
         _ROOTS.clear()
     for session in sessions:
@@ -119,29 +119,35 @@ def _progress(message: str) -> None:
         logger.verbose("[fmha] %s", message)
 
 
+def _notice(kind: WarningType, message: str) -> None:
+    """A warning that is not a failure (:mod:`~sphinxext_fmha.process.notices`)."""
+    logger.warning(message, type="fmha", subtype=kind.value)
+
+
 def get_session(config: Any, confdir: Path, srcdir: Path):
     """The Session for this configuration: one per (CK root, python, cache dir,
-    timeout) per process, renewed when the tree's content changes."""
+    timeout) per process, renewed when a file of the tree's codegen was written since
+    it was made (its results are those of the tree it read: an edit undone must not
+    bring back what was computed meanwhile)."""
     return session_at(config, confdir, resolve_ck_root(config, confdir, srcdir))
 
 
 def session_at(config: Any, confdir: Path, root: Path):
     """The Session of the CK tree at ``root`` (:func:`get_session`'s, for another tree:
     a filter check's ``:against:``)."""
-    from ..locate import fmha_dir
-    from ..process.cache import tree_digest
+    from ..process.notices import set_handler
     from ..session import Session
 
+    set_handler(_notice)
     settings = fmha_config(config)
     python = str(settings.python or sys.executable)
     cache_dir = _config_path(settings.cache_dir, confdir)
     timeout = settings.timeout
     key = (str(root), python, str(cache_dir or ""), timeout)
-    digest = tree_digest(fmha_dir(root))
     with _LOCK:
         cached = _SESSIONS.get(key)
-        if cached is not None and cached[0] == digest:
-            return cached[1]
+    if cached is not None and not cached.inputs.changed():
+        return cached
     session = Session(root, python=python, cache_dir=cache_dir, timeout=timeout,
                       progress=_progress)
     try:
@@ -151,9 +157,9 @@ def session_at(config: Any, confdir: Path, root: Path):
                             stderr_tail=error.stderr_tail, kind=WarningType.CONFIG) from None
     with _LOCK:
         cached = _SESSIONS.get(key)
-        if cached is not None and cached[0] == digest:
-            return cached[1]
-        _SESSIONS[key] = (digest, session)
+        if cached is not None and cached.inputs.stamp == session.inputs.stamp:
+            return cached
+        _SESSIONS[key] = session
     return session
 
 

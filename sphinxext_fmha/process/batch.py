@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from .cache import TreeState
 from .driver import DRIVER_SCRIPT, listed_kernels, write_result
 from .launch import scratch
 from .progress import report_step
@@ -120,9 +121,10 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
                          interpreters(jobs, parallel, job_seconds, runner.batch_start_up()))
         forks = 0
     started = time.monotonic()
+    inputs = runner.state()
     with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        futures = [pool.submit(_run_batch, runner, chunk, dispatch, known_keys or {}, forks)
-                   for chunk in chunks]
+        futures = [pool.submit(_run_batch, runner, chunk, dispatch, known_keys or {}, forks,
+                               inputs) for chunk in chunks]
     results = [f.result() for f in futures]
     stored = sum(count for count, _ in results)
     # One progress line for the whole step, however many interpreters shared it.
@@ -143,9 +145,10 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
 
 
 def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
-               known_keys: Dict[str, str], forks: int) -> Tuple[int, str]:
+               known_keys: Dict[str, str], forks: int, inputs: TreeState) -> Tuple[int, str]:
     """Run one chunk in one interpreter (``forks``: its runs forked, that many at a
-    time; 0: in turns); (results stored, why it stopped early or "")."""
+    time; 0: in turns); (results stored, why it stopped early or ""). ``inputs``: the
+    tree before the batch started."""
     requests = [j for j in jobs if isinstance(j, GenerateRequest)]
     drivers = [j for j in jobs if isinstance(j, DriverRun)]
     base = requests[0] if requests else drivers[0].request
@@ -153,24 +156,24 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
     specs = [{"filter": j.filter, "dispatch": dispatch} if isinstance(j, GenerateRequest)
              else {"driver": True, "filters": list(j.filters), "separator": j.separator,
                    "dispatch": dispatch} for j in jobs]
-    with scratch("fmha-batch-") as workdir:
-        spec_file = workdir / "jobs.json"
-        out = workdir / "results.json"
-        spec_file.write_text(json.dumps({
-            "fmha_dir": str(runner.fmha_dir), "argv": argv,
-            "probe_script": str(PROBE_SCRIPT), "trait_reader": str(TRAIT_READER),
-            "driver_script": str(DRIVER_SCRIPT), "known_keys": known_keys, "jobs": specs,
-            "parallel": forks,
-            "code_store": str(runner.cache.code_store_path(runner.fmha_dir, runner.python))
-            if runner.cache is not None else None,
-        }), encoding="utf-8")
-        command = [runner.python, "-B", str(BATCH_SCRIPT), str(spec_file), str(out)]
-        display = "batch of %d generate.py -f runs (%s)" % (len(jobs), " ".join(argv))
-        try:
+    try:
+        with scratch("fmha-batch-") as workdir:
+            spec_file = workdir / "jobs.json"
+            out = workdir / "results.json"
+            spec_file.write_text(json.dumps({
+                "fmha_dir": str(runner.fmha_dir), "argv": argv,
+                "probe_script": str(PROBE_SCRIPT), "trait_reader": str(TRAIT_READER),
+                "driver_script": str(DRIVER_SCRIPT), "known_keys": known_keys, "jobs": specs,
+                "parallel": forks,
+                "code_store": str(runner.cache.code_store_path(runner.fmha_dir, runner.python))
+                if runner.cache is not None else None,
+            }), encoding="utf-8")
+            command = [runner.python, "-B", str(BATCH_SCRIPT), str(spec_file), str(out)]
+            display = "batch of %d generate.py -f runs (%s)" % (len(jobs), " ".join(argv))
             wall = runner._run(base, [], display, workdir, command=command)
             data = json.loads(out.read_text(encoding="utf-8"))
-        except (GenerateError, OSError, ValueError):
-            return 0, ""  # the separate runs will say what is wrong
+    except (GenerateError, OSError, ValueError):
+        return 0, ""  # the separate runs will say what is wrong
     results = data.get("results", [])
     if not data.get("forked"):
         # What the interpreter spent besides its jobs: starting, importing, the warm-up
@@ -189,18 +192,20 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
             run = by_filters.get(tuple(result.get("filters") or ()))
             if run is None:
                 continue
-            runner.store_driver_listing(run, listed_kernels(result["listing"]), seconds)
+            runner.store_driver_listing(run, listed_kernels(result["listing"]), seconds,
+                                        inputs=inputs)
             stored += 1
             if written:
                 runner.store_driver_write(run, write_result(
-                    found["api_file"], found["text"], found["kernel_traits"], seconds))
+                    found["api_file"], found["text"], found["kernel_traits"], seconds),
+                    inputs=inputs)
             continue
         req = by_filter.get(result.get("filter"))
         if req is None:
             continue
-        runner.store_listing(req, result["listing"], seconds)
+        runner.store_listing(req, result["listing"], seconds, inputs=inputs)
         stored += 1
         if written:
             runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
-                                  seconds)
+                                  seconds, inputs=inputs)
     return stored, str(data.get("unsafe") or "")

@@ -6,9 +6,20 @@ several processes may share one cache folder: a reader sees either the old
 entry, the new entry or no entry, never a partial one.  An entry that cannot be
 read or decoded is deleted and reported as a miss.
 
+A cache that cannot be written (a full disk, a read-only folder, a file in its
+place, no home folder) never fails the work: the first failure is one warning
+(:mod:`~.notices`), and the entries of this process are kept in its memory from then
+on, so nothing is computed twice.
+
 :func:`tree_digest` hashes what decides generate.py's output: ``generate.py``
 and every ``*.py`` below ``codegen/``.  Everything the verification layer
-caches is keyed by it, so editing the tree invalidates the cached runs.
+caches is keyed by it, so editing the tree invalidates the cached runs. A result
+is keyed by the tree as it was when its work started (:func:`tree_state`) and is
+stored only if the tree's files are unchanged when it is done (``put(...,
+inputs=...)``): an edit while generate.py runs (a docs author saving a codegen file
+while ``sphinx-autobuild`` rebuilds) could otherwise keep the edited tree's answer
+under the key of the tree as it is again after the edit is undone. Such a result is
+used as it is, with one warning naming the files that changed, and not stored.
 
 No Sphinx imports here.
 """
@@ -27,6 +38,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import orjson
 
 from ..cachedir import cache_root
+from ..errors import WarningType
+from .notices import notice
+from .scratch_place import free_space
 
 __all__ = [
     "DiskCache",
@@ -36,6 +50,8 @@ __all__ = [
     "default_runs_dir",
     "tree_digest",
     "tree_files",
+    "tree_state",
+    "TreeState",
     "canonical_json",
     "cache_dir_problem",
     "pack",
@@ -226,10 +242,22 @@ def cache_dir_problem(path: Path) -> Optional[str]:
 
 
 class DiskCache:
-    """JSON values (dicts) stored as ``<root>/<key[:2]>/<key>.json``."""
+    """JSON values (dicts) stored as ``<root>/<key[:2]>/<key>.json``; in this process's
+    memory once a write failed (see the module docstring)."""
 
     def __init__(self, root: Optional[Path] = None) -> None:
-        self.root = Path(root) if root is not None else default_runs_dir()
+        #: entries kept in memory because the folder cannot take them (None: it can),
+        #: as JSON: each reader gets objects of its own, as from a file
+        self._memory: Optional[Dict[str, bytes]] = None
+        self._lock = threading.Lock()
+        if root is not None:
+            self.root = Path(root)
+            return
+        try:
+            self.root = default_runs_dir()
+        except RuntimeError as error:  # no HOME, no password entry: no home folder
+            self.root = Path(os.devnull) / "sphinxext-fmha"  # (nothing is read there)
+            self._unwritable("no cache folder: %s (set FMHA_CACHE_DIR)" % error)
 
     def __repr__(self) -> str:
         return f"DiskCache({str(self.root)!r})"
@@ -251,7 +279,20 @@ class DiskCache:
         key = self.key_for("code-store", os.path.realpath(fmha_dir), python)
         return self.root / "compiled" / (key + ".marshal")
 
+    def has(self, key: str) -> bool:
+        """Whether an entry is kept for ``key`` (readable or not)."""
+        if self._memory is not None:
+            with self._lock:
+                if key in self._memory:
+                    return True
+        return self.path_for(key).is_file()
+
     def get(self, key: str) -> Optional[Dict[str, Any]]:
+        if self._memory is not None:
+            with self._lock:
+                kept = self._memory.get(key)
+            if kept is not None:
+                return load_json(kept)
         path = self.path_for(key)
         try:
             raw = path.read_bytes()
@@ -274,13 +315,44 @@ class DiskCache:
             return None
         return entry["value"]
 
-    def put(self, key: str, value: Dict[str, Any]) -> Path:
+    def put(self, key: str, value: Dict[str, Any],
+            inputs: Optional[TreeState] = None) -> Optional[Path]:
+        """Keep ``value`` under ``key``; its path, or None when it was not written to
+        the folder. ``inputs``: the tree as it was when the work that computed
+        ``value`` started (the key was made from its digest): when its files changed
+        since, nothing is kept (and a warning names them)."""
         if not isinstance(value, dict):
             raise TypeError("DiskCache values are dicts")
         path = self.path_for(key)
-        data = dump_json({"format": ENTRY_FORMAT, "key": key, "value": value})
+        if inputs is not None:
+            changed = inputs.changed()
+            if changed:
+                shown = ", ".join(changed[:5]) + (" and %d more" % (len(changed) - 5)
+                                                  if len(changed) > 5 else "")
+                notice(WarningType.SUSPICIOUS, "the CK tree changed while generate.py's "
+                       "results were computed (%s in %s): they are used as they are, and "
+                       "not kept in the cache" % (shown, inputs.root),
+                       subject="%s\0%s" % (inputs.root, changed))
+                return None
+        if self._memory is None:
+            try:
+                self._write(path, dump_json({"format": ENTRY_FORMAT, "key": key,
+                                             "value": value}))
+                return path
+            except OSError as error:
+                room = free_space(str(self.root)) if self.root.exists() else None
+                self._unwritable("cannot write the cache entry %s: %s%s" % (
+                    error.filename or path, error.strerror or error,
+                    " (%d bytes free there)" % room if room is not None and room < 1 << 20
+                    else ""))
+        with self._lock:
+            self._memory[key] = dump_json(value)  # type: ignore[index]
+        return None
+
+    def _write(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{key[:12]}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.stem[:12]}.",
+                                   suffix=".tmp")
         try:
             # No fsync: os.replace already makes the entry whole or absent for every
             # reader, and an entry a power cut leaves undecodable is read as a miss.
@@ -293,9 +365,19 @@ class DiskCache:
             except OSError:
                 pass
             raise
-        return path
+
+    def _unwritable(self, why: str) -> None:
+        """Keep this process's entries in memory from now on, and say so once."""
+        with self._lock:
+            if self._memory is None:
+                self._memory = {}
+        notice(WarningType.CACHE, "%s: results are computed but not kept for later runs"
+               % why, subject=str(self.root))
 
     def delete(self, key: str) -> None:
+        if self._memory is not None:
+            with self._lock:
+                self._memory.pop(key, None)
         self._discard(self.path_for(key))
 
     @staticmethod
@@ -336,45 +418,92 @@ def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
     return files
 
 
-_DIGEST_MEMO: Dict[Tuple[str, Tuple[Tuple[str, int, int], ...]], str] = {}
+#: A file's stat signature: what changes when it is written or replaced (its change
+#: time cannot be set back, unlike its modification time).
+Signature = Tuple[int, int, int, int]
+Stamp = Tuple[Tuple[str, Signature], ...]
+
+_DIGEST_MEMO: Dict[Tuple[str, Stamp], str] = {}
 _DIGEST_LOCK = threading.Lock()
 
 
-def tree_digest(fmha_dir: Path) -> str:
-    """sha256 over relative paths and contents of generate.py and codegen/**/*.py.
+@dataclasses.dataclass(frozen=True)
+class TreeState:
+    """A CK tree's codegen files as they are at one moment: their stat signatures
+    (``stamp``) and the content digest (``digest``) cache keys are made of."""
 
-    Memoised in-process per (resolved path, file list with mtimes and sizes), so
-    calling it often (every cache key of a build) costs a directory walk and some
-    ``stat`` calls, made on plain strings: through ``pathlib`` they cost ten times
-    more (2.7 ms a call, 0.6 s of a cold 2.8.3 gallery's keys).
+    root: str
+    stamp: Stamp
+    digest: str
+
+    def changed(self) -> List[str]:
+        """The files (relative paths) written, replaced, added or removed since."""
+        then = dict(self.stamp)
+        now = dict(_tree_stamp(self.root))
+        return sorted(rel for rel in then.keys() | now.keys() if then.get(rel) != now.get(rel))
+
+
+def tree_state(fmha_dir: Path) -> TreeState:
+    """The tree's state now (see :class:`TreeState`).
+
+    The digest is sha256 over relative paths and contents of generate.py and
+    codegen/**/*.py, memoised in-process per (resolved path, stamp), so calling it
+    often (every cache key of a build) costs a directory walk and some ``stat`` calls,
+    made on plain strings: through ``pathlib`` they cost ten times more (2.7 ms a
+    call, 0.6 s of a cold 2.8.3 gallery's keys). Files written while they are read
+    are read again: the digest is always that of the stamp's contents.
     """
     root = os.path.realpath(fmha_dir)
     stamp = _tree_stamp(root)
     if not stamp:
         raise FileNotFoundError(f"no generate.py or codegen/*.py under {Path(root)}")
-    memo_key = (root, tuple((rel, mtime, size) for rel, _, mtime, size in stamp))
-    with _DIGEST_LOCK:
-        cached = _DIGEST_MEMO.get(memo_key)
-    if cached is not None:
-        return cached
+    digest = ""
+    for attempt in (1, 2, 3):
+        with _DIGEST_LOCK:
+            digest = _DIGEST_MEMO.get((root, stamp), "")
+        if digest:
+            break
+        digest = _content_digest(root, stamp)
+        after = _tree_stamp(root)
+        if after == stamp:
+            with _DIGEST_LOCK:
+                _DIGEST_MEMO[(root, stamp)] = digest
+            break
+        # Written while it was read: read again. Still written to after the third
+        # time: the stamp from before that reading, so that changed() tells every
+        # result computed from this state that it is not the digest's.
+        if attempt < 3:
+            stamp = after
+    return TreeState(root, stamp, digest)
+
+
+def _content_digest(root: str, stamp: Stamp) -> str:
     digest = hashlib.sha256()
-    for rel, path, _, _ in stamp:
+    for rel, _ in stamp:
         rel_bytes = rel.encode("utf-8")
-        with open(path, "rb") as handle:
-            content = handle.read()
+        try:
+            with open(os.path.join(root, rel), "rb") as handle:
+                content = handle.read()
+        except FileNotFoundError:  # removed meanwhile: the stamps differ
+            content = b""
         digest.update(b"%d:" % len(rel_bytes) + rel_bytes + b"\n")
         digest.update(b"%d:" % len(content) + content + b"\n")
-    result = digest.hexdigest()
-    with _DIGEST_LOCK:
-        _DIGEST_MEMO[memo_key] = result
-    return result
+    return digest.hexdigest()
 
 
-def _tree_stamp(root: str) -> List[Tuple[str, str, int, int]]:
-    """(POSIX path relative to ``root``, path, mtime in ns, size) of the files of
-    :func:`tree_files`, in the same order."""
-    found: List[Tuple[str, str, int, int]] = []
+def tree_digest(fmha_dir: Path) -> str:
+    """The content digest of the tree's codegen files now (see :func:`tree_state`)."""
+    return tree_state(fmha_dir).digest
+
+
+def _tree_stamp(root: str) -> Stamp:
+    """(POSIX path relative to ``root``, stat signature) of the files of
+    :func:`tree_files`, in the same order; a file gone meanwhile is left out."""
+    found = []
     for rel, path in _tree_entries(root):
-        st = os.stat(path)
-        found.append((rel, path, st.st_mtime_ns, st.st_size))
-    return found
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            continue
+        found.append((rel, (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)))
+    return tuple(found)

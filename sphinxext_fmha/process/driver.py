@@ -11,10 +11,10 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from .launch import GenerateError, run, scratch
-from .runner import ApiFileResult, DriverRun, GenerateRunner
+from .runner import ApiFileResult, DriverRun, GenerateRunner, listing_lines
 
 __all__ = ["DRIVER_SCRIPT", "run_driver", "driver_listing", "driver_write", "listed_kernels",
            "write_result", "cached_listing", "cached_write"]
@@ -23,22 +23,29 @@ __all__ = ["DRIVER_SCRIPT", "run_driver", "driver_listing", "driver_write", "lis
 WRITE_COMMAND = "sphinxext-fmha generate ... -o generated"
 
 DRIVER_SCRIPT = Path(__file__).with_name("driver_script.py")
+#: Seconds between the "still running" lines of a driver run (``sphinxext-fmha generate``).
+PROGRESS_EVERY = 5.0
 
 
 def run_driver(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
-               generate_args: Sequence[str], out_args: Sequence[str], timeout: float) -> None:
+               generate_args: Sequence[str], out_args: Sequence[str], timeout: float,
+               progress: Optional[Callable[[str], None]] = None) -> None:
     """Run the driver; raise :class:`~sphinxext_fmha.process.launch.GenerateError` (with
     the tail of its stderr) when it fails or times out.
 
     ``separator``: the API's sub-filter separator ('' for none); ``generate_args``:
-    generate.py's arguments without ``-f``; ``out_args``: ``-l FILE`` or ``-o DIR``.
+    generate.py's arguments without ``-f``; ``out_args``: ``-l FILE`` or ``-o DIR``;
+    ``progress``: told every :data:`PROGRESS_EVERY` seconds that it still runs.
     """
     argv = [python, "-B", str(DRIVER_SCRIPT), str(fmha_dir), separator, *filters, "--",
             *generate_args, *out_args]
     display = shlex.join(["python", DRIVER_SCRIPT.name, ".", separator, *filters, "--",
                           *generate_args, *out_args])
     with scratch("fmha-driver-") as workdir:
-        outcome = run(argv, cwd=fmha_dir, workdir=workdir, timeout=timeout, display=display)
+        label = "generate.py %s with %d filter%s" % (
+            " ".join(generate_args), len(filters), "" if len(filters) == 1 else "s")
+        outcome = run(argv, cwd=fmha_dir, workdir=workdir, timeout=timeout, display=display,
+                      progress=progress, label=label, progress_every=PROGRESS_EVERY)
         if not outcome.ok:
             raise outcome.error("the driver run failed (%s): %s" % (outcome.status(), display))
 
@@ -50,10 +57,7 @@ def driver_listing(python: str, fmha_dir: Path, separator: str, filters: Sequenc
         listing = tmp / "kernels.txt"
         run_driver(python, fmha_dir, separator, filters, generate_args, ["-l", str(listing)],
                    timeout)
-        try:
-            lines = listing.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            lines = []
+        lines = listing_lines(listing)
     return listed_kernels(lines)
 
 
@@ -99,22 +103,24 @@ def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[
 
 def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
     """:func:`driver_listing` of ``run``: from the cache, else run (and kept there)."""
-    files = runner.stored_driver_listing(run)
+    inputs = runner.state()
+    files = runner.stored_driver_listing(run, inputs)
     if files is None:
         started = time.monotonic()
         files = driver_listing(runner.python, runner.fmha_dir, run.separator, run.filters,
                                run.request.argv(runner.options), runner.timeout)
-        runner.store_driver_listing(run, files, time.monotonic() - started)
+        runner.store_driver_listing(run, files, time.monotonic() - started, inputs=inputs)
     return files
 
 
 def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
     """:func:`driver_write` of ``run``: from the cache, else run (and kept there)."""
-    result = runner.stored_driver_write(run)
+    inputs = runner.state()
+    result = runner.stored_driver_write(run, inputs)
     if result is None:
         started = time.monotonic()
         result = driver_write(runner.python, runner.fmha_dir, run.separator, run.filters,
                               run.request.argv(runner.options), runner.timeout)
         result.seconds = round(time.monotonic() - started, 3)
-        runner.store_driver_write(run, result)
+        runner.store_driver_write(run, result, inputs=inputs)
     return result

@@ -9,8 +9,10 @@ started by :func:`run`:
   grandchild that keeps them open cannot make us wait for it;
 * its own session / process group, so the whole group is killed (SIGKILL) when the
   timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit,
-  with every process below the child that left the group (``setsid()``) while the
-  child still lives (a grandchild whose parent exited is nobody's to find);
+  with every process of the run that left the group (``setsid()``), found by the
+  run's mark in its environment even when its parent exited, and, once the child has
+  ended, whatever of the run is still running (see :mod:`~.reaper`); if this process
+  dies without cleaning up (SIGKILL), its watchdog ends them all;
 * a lower CPU priority (:data:`CHILD_NICENESS` above ours, inherited by its own
   children): on a machine with fewer cores than busy processes, the process reading the
   pages -- the one every result is waited for by -- keeps its core, and work started
@@ -45,7 +47,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
-from .scratch_place import TEMP_VARIABLES, scratch_parent
+from . import reaper
+from .scratch_place import TEMP_VARIABLES, free_space_note, scratch_parent
 
 __all__ = [
     "output_files",
@@ -72,10 +75,11 @@ CHILD_NICENESS = 10
 #: read later): the runs a page being read waits for take the core before it, where the
 #: scheduler ranks processes by nice value (not across autogroups: see _lower_priority).
 BACKGROUND_NICENESS = 15
-_LOCK = threading.Lock()
-#: process group id -> pid of the process that started it (a fork must not kill its
-#: parent's children).
-_GROUPS: Dict[int, int] = {}
+#: Re-entrant: the signal handler takes it in the main thread, which may hold it already.
+_LOCK = threading.RLock()
+#: process group id -> the process that started it (a fork must not kill its parent's
+#: children), and the run's mark and start time (what :mod:`~.reaper` finds it by).
+_GROUPS: Dict[int, _Run] = {}
 _SCRATCH: Dict[str, int] = {}
 _STOPPING = threading.Event()
 #: SIGINT/SIGTERM received so far: work started ahead stops taking new items when it grows.
@@ -125,70 +129,40 @@ def note_process_started(display: str, cwd: Path) -> None:
 # --------------------------------------------------------------------------- cleanup
 
 
+@dataclass(frozen=True)
+class _Run:
+    owner: int
+    mark: str
+    since: int
+
+
 def live_children() -> List[int]:
     """Process groups started by this process that have not been reaped yet."""
     with _LOCK:
-        return [group for group, owner in _GROUPS.items() if owner == os.getpid()]
+        return [group for group, run in _GROUPS.items() if run.owner == os.getpid()]
 
 
-def _descendants(root: int) -> List[int]:
-    """Every live process below ``root``, from ``/proc`` (Linux; elsewhere none). A
-    grandchild that left the child's process group (``setsid()``) is not reached by
-    ``killpg``; it is found here as long as the process that started it lives."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    children: Dict[int, List[int]] = {}
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry, "rb") as handle:
-                stat = handle.read()
-            # "pid (command) state ppid ...": the command may hold spaces and ")"
-            parent = int(stat[stat.rindex(b")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry))
-    found: List[int] = []
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
+def _kill_group(group: int, run: _Run, below: bool = True) -> None:
+    """SIGKILL the child's process group and every process of its run: those that
+    carry its mark, and (``below``: while the child lives, the only time they can be
+    told apart from strangers) everything below the child, with the process groups
+    they lead or belong to (a process one of them forks after the look at ``/proc``,
+    such as the probe's forked listing, is in such a group)."""
+    found = reaper.leftovers(run.mark, run.since, below=group if below else None)
+    reaper.kill(found, [group])
 
 
-def _kill_group(group: int, below: bool = True) -> None:
-    """SIGKILL the child's process group and (``below``: while the child lives, the
-    only time they can be told apart from strangers) everything below the child, with
-    the process groups those processes lead: a process one of them forks after the
-    look at ``/proc`` (the probe's forked listing, its grandchild) is in such a group."""
-    found = _descendants(group) if below else []
-    groups = {group}
-    for pid in found:
-        try:
-            groups.add(os.getpgid(pid))
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-    groups.discard(os.getpgrp())  # (never our own group: a child left it, not joined it)
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
-    for each in groups:
-        try:
-            os.killpg(each, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass
+def _stop_run(group: int) -> None:
+    with _LOCK:
+        run = _GROUPS.get(group)
+    if run is not None:
+        _kill_group(group, run)
 
 
 def stop_children() -> None:
     """Kill every live child group of this process and remove its scratch folders."""
     for group in live_children():
-        _kill_group(group)
+        _stop_run(group)
     with _LOCK:
         folders = [path for path, owner in _SCRATCH.items() if owner == os.getpid()]
     for path in folders:
@@ -204,7 +178,7 @@ def interrupts() -> int:
 def _on_signal(signum: int, frame: object) -> None:
     _INTERRUPTS[0] += 1
     for group in live_children():
-        _kill_group(group)
+        _stop_run(group)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     # SIGTERM: clean up, then die of the signal as the default action would.
@@ -249,16 +223,30 @@ if _register is not None:
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
     """A temporary folder that is removed in every case (exception, SIGTERM, exit); in
-    memory where the machine has room (:func:`~.scratch_place.scratch_parent`)."""
-    path = tempfile.mkdtemp(prefix=prefix, dir=scratch_parent())
+    memory where the machine has room (:func:`~.scratch_place.scratch_parent`). An
+    ``OSError`` of the work done in it (a full disk, most often) comes out as a
+    :class:`GenerateError` that names the file, the folder and the room left there."""
+    parent = scratch_parent()
+    try:
+        path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    except OSError as error:
+        raise GenerateError("cannot make a scratch folder in %s: %s%s" % (
+            parent or tempfile.gettempdir(), error.strerror or error,
+            free_space_note(parent or tempfile.gettempdir()))) from None
     with _LOCK:
         _SCRATCH[path] = os.getpid()
+    reaper.folder_made(path)
     try:
         yield Path(path)
+    except OSError as error:
+        raise GenerateError("%s: %s (while working in the scratch folder %s%s)" % (
+            error.filename or "a file", error.strerror or error, path,
+            free_space_note(path))) from None
     finally:
         shutil.rmtree(path, ignore_errors=True)
         with _LOCK:
             _SCRATCH.pop(path, None)
+        reaper.folder_removed(path)
 
 
 # --------------------------------------------------------------------------- running
@@ -320,7 +308,9 @@ class Outcome:
         of its stderr."""
         tail = self.stderr_tail()
         lines = tail.splitlines()
-        text = (message or f"{self.command} failed: {self.status()}") + f"\n  in {self.cwd}\n"
+        text = (message or f"{self.command} failed: {self.status()}")
+        # a full scratch folder is the likely cause (its stderr may be lost too)
+        text += free_space_note(str(self.stdout.parent)) + f"\n  in {self.cwd}\n"
         if lines:
             text += f"  last {len(lines)} lines of stderr:\n" + "\n".join("    " + line for line in lines)
         else:
@@ -360,32 +350,38 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     display = display or " ".join(argv)
     if env is None:
         env = child_environment(workdir)
+    mark = reaper.new_mark()
+    env = reaper.marked_environment(env, mark)
     stdout_path, stderr_path = output_files(workdir)
     install_handlers()
     note_process_started(display, cwd)
     start = time.monotonic()
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        try:
+    try:
+        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
             proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env),
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                     start_new_session=True, close_fds=True)
-        except OSError as exc:
-            raise GenerateError(f"cannot start {display}: {exc.strerror or exc}",
-                                command=display) from None
+    except OSError as exc:
+        raise GenerateError(f"cannot start {display}: {exc.strerror or exc}"
+                            f"{free_space_note(str(workdir))}", command=display) from None
+    run_of = _Run(os.getpid(), mark, reaper.start_time(proc.pid))
     with _LOCK:
-        _GROUPS[proc.pid] = os.getpid()
+        _GROUPS[proc.pid] = run_of
+    reaper.group_started(proc.pid)
     _lower_priority(proc.pid, niceness)
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every,
-                          when_written, watch)
+                          when_written, watch, run_of)
     finally:
         if proc.poll() is None:  # an exception (KeyboardInterrupt, ...) or a stop request
-            _kill_group(proc.pid)
+            _kill_group(proc.pid, run_of)
             _reap(proc)
         with _LOCK:
             _GROUPS.pop(proc.pid, None)
-    # the group leader is gone; anything it left behind in its group goes too
-    _kill_group(proc.pid, below=False)
+        # the child is gone; whatever of its run is left (in its group, or a process
+        # that left the group and lost its parent) goes too
+        _kill_group(proc.pid, run_of, below=False)
+        reaper.group_ended(proc.pid)
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
                    seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
                    stdout=stdout_path, stderr=stderr_path)
@@ -408,8 +404,8 @@ def _lower_priority(pid: int, niceness: int) -> None:
 
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
           progress: Optional[Callable[[str], None]], label: str, every: float,
-          when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
-          watch: Optional[Callable[[], None]] = None) -> bool:
+          when_written: Optional[Tuple[Path, Callable[[], None]]],
+          watch: Optional[Callable[[], None]], run: _Run) -> bool:
     """Wait for ``proc``; True when it was killed for taking longer than ``timeout``."""
     next_report = start + every
     while True:
@@ -420,7 +416,7 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
             watch()
         now = time.monotonic()
         if now - start >= timeout:
-            _kill_group(proc.pid)
+            _kill_group(proc.pid, run)
             _reap(proc)
             return True
         if _STOPPING.is_set():

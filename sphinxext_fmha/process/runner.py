@@ -7,8 +7,9 @@ argv lists only (never a shell), outputs (``-l FILE`` / ``-o DIR``) in a
 temporary folder.  Nothing is ever written into the analysed tree.
 
 Results are cached in a :class:`~sphinxext_fmha.process.cache.DiskCache` keyed by
-the tree's content digest, the request, the interpreter and
-:data:`RUNNER_FORMAT`.  ``runner.processes_started`` counts subprocesses this
+the tree's content digest when the run started, the request, the interpreter and
+:data:`RUNNER_FORMAT`; a result is stored only if the tree's files are unchanged when
+the run is done (``inputs``, see the cache module).  ``runner.processes_started`` counts subprocesses this
 runner actually started; with ``FMHA_TRACE_RUNS=<file>`` every started process
 appends one line (its command) to that file.
 
@@ -19,9 +20,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import errno
 import os
 import re
 import shlex
+import stat
 import sys
 import threading
 import zlib
@@ -34,7 +37,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tupl
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
-from .cache import DiskCache, dump_json, load_json, tree_digest
+from .cache import DiskCache, TreeState, dump_json, load_json, tree_state
 from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
@@ -49,6 +52,8 @@ __all__ = [
     "total_processes_started",
     "note_process_started",
     "interpreter_id",
+    "check_generate_py",
+    "listing_lines",
 ]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes.
@@ -63,23 +68,36 @@ _PROGRESS_EVERY = 10.0
 _API_RESULTS_KEPT = 8
 
 _PY_LOCK = threading.Lock()
-_PY_VERSIONS: Dict[str, str] = {}
+_PY_VERSIONS: Dict[str, Union[str, GenerateError]] = {}
 
 
-def interpreter_id(python: str, fmha_dir: Path) -> str:
+def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
     """Interpreter version + executable basename (part of every cache key).
 
-    Raises :class:`GenerateError` when ``python`` cannot run or is not a Python.
+    Raises :class:`GenerateError` when ``python`` cannot run (within ``timeout``, or
+    a minute at most: a Python prints its version at once) or is not a Python. Both
+    the answer and the failure are kept for the process, per interpreter file as it
+    is now: a build does not wait for a hanging interpreter twice.
     """
     base = os.path.basename(python)
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return f"{sys.version.split()[0]}|{base}"
+    try:
+        st = os.stat(python)
+        memo = f"{python}|{st.st_ino}|{st.st_mtime_ns}|{st.st_size}"
+    except OSError:
+        memo = python
     with _PY_LOCK:
-        cached = _PY_VERSIONS.get(python)
+        cached = _PY_VERSIONS.get(memo)
     if cached is None:
-        cached = python_version(python, fmha_dir)
+        try:
+            cached = python_version(python, fmha_dir, min(timeout, 60))
+        except GenerateError as error:
+            cached = error
         with _PY_LOCK:
-            _PY_VERSIONS[python] = cached
+            _PY_VERSIONS[memo] = cached
+    if isinstance(cached, GenerateError):
+        raise cached
     return f"{cached}|{base}"
 
 
@@ -179,6 +197,37 @@ class ApiFileResult:
         return len(self.kernel_files)
 
 
+def check_generate_py(fmha_dir: Path) -> None:
+    """Raise :class:`GenerateError` (an input error: ``CK_ROOT``) when ``fmha_dir`` has
+    no generate.py that can be run: none, a folder, a symlink loop, unreadable."""
+    path = Path(fmha_dir) / "generate.py"
+    try:
+        mode = path.stat().st_mode  # through symlinks: a loop is ELOOP
+    except FileNotFoundError:
+        problem = "there is no generate.py in %s" % fmha_dir
+    except OSError as error:
+        problem = "cannot use %s: %s" % (path, "it is a symlink loop" if error.errno == errno.ELOOP
+                                        else error.strerror or error)
+    else:
+        if stat.S_ISREG(mode):
+            return
+        problem = "%s is %s, not a file" % (path, "a folder" if stat.S_ISDIR(mode) else
+                                            "a special file")
+    raise GenerateError(problem, kind=WarningType.CK_ROOT)
+
+
+def listing_lines(path: Path) -> List[str]:
+    """The lines of a listing generate.py wrote (none when it wrote no file); bytes
+    that are not UTF-8 read as U+FFFD, as the probe reads them."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise GenerateError("cannot read the listing generate.py wrote, %s: %s"
+                            % (path, error.strerror or error)) from None
+
+
 def _compress(obj: object) -> str:
     raw = dump_json(obj)
     # Level 1: a cold build compresses every dispatch file it meets (22 MB of JSON for
@@ -206,8 +255,7 @@ class GenerateRunner:
         options: Optional[Set[str]] = None,
     ) -> None:
         self.fmha_dir = Path(fmha_dir).resolve()
-        if not (self.fmha_dir / "generate.py").is_file():
-            raise GenerateError(f"no generate.py in {self.fmha_dir}", kind=WarningType.CK_ROOT)
+        check_generate_py(self.fmha_dir)
         self.python = python
         self.cache = cache
         self.timeout = timeout
@@ -231,24 +279,27 @@ class GenerateRunner:
         refused before any run.  None: requests are not checked."""
         return self._options
 
+    def state(self) -> TreeState:
+        """The tree now: what a run starting now is keyed by and checked against."""
+        return tree_state(self.fmha_dir)
+
     def digest(self) -> str:
-        return tree_digest(self.fmha_dir)
+        return self.state().digest
 
     def python_id(self) -> str:
         """The interpreter's id in cache keys (version + basename); checks that
         ``python`` is a Python (raises :class:`GenerateError`)."""
-        return interpreter_id(self.python, self.fmha_dir)
+        return interpreter_id(self.python, self.fmha_dir, self.timeout)
 
     _python_id = python_id  # the old private name
 
-    def _key(self, kind: str, req: GenerateRequest) -> str:
-        return DiskCache.key_for(
-            "generate-run", RUNNER_FORMAT, kind, self.digest(), req.as_dict(), self.python_id()
-        )
+    def _key(self, kind: str, req: GenerateRequest, inputs: Optional[TreeState] = None) -> str:
+        return DiskCache.key_for("generate-run", RUNNER_FORMAT, kind,
+                                 (inputs or self.state()).digest, req.as_dict(), self.python_id())
 
     def has_result(self, kind: str, req: GenerateRequest) -> bool:
         """Whether the cache holds ``req``'s result (``kind``: "list" or "api")."""
-        return self.cache is not None and self.cache.path_for(self._key(kind, req)).is_file()
+        return self.cache is not None and self.cache.has(self._key(kind, req))
 
     def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt") -> str:
         """The command a reader runs for ``req``'s listing (no absolute paths)."""
@@ -282,7 +333,8 @@ class GenerateRunner:
     def list_kernels(self, req: GenerateRequest) -> ListingResult:
         """``generate.py -a API -l FILE [...]``: kernel files, sorted basenames."""
         display = self.listing_command(req)
-        key = self._key("list", req) if self.cache is not None else ""
+        inputs = self.state()
+        key = self._key("list", req, inputs) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -301,12 +353,9 @@ class GenerateRunner:
         with scratch("fmha-list-") as workdir:
             listing = workdir / "kernels.txt"
             seconds = self._run(req, ["-l", str(listing)], display, workdir)
-            try:
-                lines = listing.read_text(encoding="utf-8").splitlines()
-            except FileNotFoundError:
-                lines = []
+            lines = listing_lines(listing)
         names = [os.path.basename(line.strip()) for line in lines if line.strip()]
-        result = self.store_listing(req, names, seconds, from_cache=False)
+        result = self.store_listing(req, names, seconds, from_cache=False, inputs=inputs)
         self._report(req, "-l", seconds, result.count)
         return result
 
@@ -316,9 +365,10 @@ class GenerateRunner:
                     "generate.py %s%s" % (mode, options_shown(argv)), seconds, kernels)
 
     def store_listing(self, req: GenerateRequest, names: Sequence[str], seconds: float,
-                      from_cache: bool = True) -> ListingResult:
+                      from_cache: bool = True, *, inputs: TreeState) -> ListingResult:
         """Keep ``names`` (basenames ``generate.py -l`` wrote for ``req``) as that
-        listing's result; the probe, whose run is that listing, stores it here too."""
+        listing's result; the probe, whose run is that listing, stores it here too.
+        ``inputs``: the tree when the run started."""
         api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
         files = sorted({n for n in names if not _API_FILE_RE.search(n)})
         result = ListingResult(
@@ -332,7 +382,7 @@ class GenerateRunner:
         )
         if self.cache is not None:
             self.cache.put(
-                self._key("list", req),
+                self._key("list", req, inputs),
                 {
                     "command": result.command,
                     "files": files,
@@ -340,6 +390,7 @@ class GenerateRunner:
                     "seconds": result.seconds,
                     "api_file": result.api_file,
                 },
+                inputs,
             )
         return result
 
@@ -351,7 +402,8 @@ class GenerateRunner:
         The kernel sources are read once (for their trait keys) and dropped.
         """
         display = self.api_file_command(req)
-        key = self._key("api", req) if self.cache is not None else ""
+        inputs = self.state()
+        key = self._key("api", req, inputs) if self.cache is not None else ""
         if self.cache is not None:
             kept = self._kept_api_result(key)
             if kept is not None:
@@ -393,21 +445,22 @@ class GenerateRunner:
                     command=display,
                 )
             api_path = api_paths[0]
-            text = api_path.read_text(encoding="utf-8")
+            text = api_path.read_text(encoding="utf-8", errors="replace")
             kernel_traits = {
                 p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
                 for p in sorted(kernel_paths, key=lambda p: p.name)
             }
         result = self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
-                                     from_cache=False)
+                                     from_cache=False, inputs=inputs)
         self._report(req, "-o", seconds, result.count)
         return result
 
     def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
                        kernel_traits: Dict[str, str], seconds: float,
-                       from_cache: bool = True) -> ApiFileResult:
+                       from_cache: bool = True, *, inputs: TreeState) -> ApiFileResult:
         """Keep a write-mode result for ``req``; the probe, which renders the same
-        dispatch file and kernel trait keys without writing files, stores it here too."""
+        dispatch file and kernel trait keys without writing files, stores it here too.
+        ``inputs``: the tree when the run started."""
         result = ApiFileResult(
             command=self.api_file_command(req),
             api_file=api_file,
@@ -419,8 +472,7 @@ class GenerateRunner:
             request=req,
         )
         if self.cache is not None:
-            key = self._key("api", req)
-            self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
+            key = self._key("api", req, inputs)
             self.cache.put(
                 key,
                 {
@@ -436,7 +488,10 @@ class GenerateRunner:
                         }
                     ),
                 },
+                inputs,
             )
+            if self.cache.has(key):  # not kept when the tree changed meanwhile
+                self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
         return result
 
     def _keep_api_result(self, key: str, result: ApiFileResult) -> None:
@@ -450,29 +505,29 @@ class GenerateRunner:
         """A kept result, as a copy its reader may change (its text is a str)."""
         with self._lock:
             kept = self._api_results.get(key)
-        if kept is None or not self.cache.path_for(key).is_file():  # type: ignore[union-attr]
+        if kept is None or not self.cache.has(key):  # type: ignore[union-attr]
             return None  # the cache's files stay the truth: an entry removed is a miss
         return dataclasses.replace(kept, kernel_files=list(kept.kernel_files),
                                    kernel_traits=dict(kept.kernel_traits))
 
     # ------------------------------------------------------------------ driver
 
-    def _driver_key(self, kind: str, run: DriverRun) -> str:
+    def _driver_key(self, kind: str, run: DriverRun, inputs: Optional[TreeState] = None) -> str:
         # Keys of their own ("driver-run"): the entries of separate runs are unchanged.
-        return DiskCache.key_for("driver-run", RUNNER_FORMAT, kind, self.digest(),
+        return DiskCache.key_for("driver-run", RUNNER_FORMAT, kind, (inputs or self.state()).digest,
                                  run.as_dict(), self.python_id())
 
     def has_driver_result(self, kind: str, run: DriverRun) -> bool:
         """Whether the cache holds the driver's listing ("list") or write ("api")."""
-        return self.cache is not None and \
-            self.cache.path_for(self._driver_key(kind, run)).is_file()
+        return self.cache is not None and self.cache.has(self._driver_key(kind, run))
 
-    def stored_driver_listing(self, run: DriverRun) -> Optional[List[str]]:
+    def stored_driver_listing(self, run: DriverRun,
+                              inputs: Optional[TreeState] = None) -> Optional[List[str]]:
         """The kernel files the driver run lists (as ``driver.driver_listing`` gives
-        them), when the cache holds them."""
+        them), when the cache holds them for the tree ``inputs``."""
         if self.cache is None:
             return None
-        key = self._driver_key("list", run)
+        key = self._driver_key("list", run, inputs)
         hit = self.cache.get(key)
         if hit is None:
             return None
@@ -483,16 +538,18 @@ class GenerateRunner:
         return list(files)
 
     def store_driver_listing(self, run: DriverRun, files: Sequence[str],
-                             seconds: float) -> None:
+                             seconds: float, *, inputs: TreeState) -> None:
         if self.cache is not None:
-            self.cache.put(self._driver_key("list", run),
-                           {"files": list(files), "seconds": round(seconds, 3)})
+            self.cache.put(self._driver_key("list", run, inputs),
+                           {"files": list(files), "seconds": round(seconds, 3)}, inputs)
 
-    def stored_driver_write(self, run: DriverRun) -> Optional[ApiFileResult]:
-        """The driver's write-mode result (dispatch file, trait keys), when cached."""
+    def stored_driver_write(self, run: DriverRun,
+                            inputs: Optional[TreeState] = None) -> Optional[ApiFileResult]:
+        """The driver's write-mode result (dispatch file, trait keys), when cached for
+        the tree ``inputs``."""
         if self.cache is None:
             return None
-        key = self._driver_key("api", run)
+        key = self._driver_key("api", run, inputs)
         hit = self.cache.get(key)
         if hit is None:
             return None
@@ -508,13 +565,14 @@ class GenerateRunner:
             self.cache.delete(key)
             return None
 
-    def store_driver_write(self, run: DriverRun, result: ApiFileResult) -> None:
+    def store_driver_write(self, run: DriverRun, result: ApiFileResult, *,
+                           inputs: TreeState) -> None:
         if self.cache is not None:
-            self.cache.put(self._driver_key("api", run), {
+            self.cache.put(self._driver_key("api", run, inputs), {
                 "command": result.command, "api_file": result.api_file,
                 "seconds": round(result.seconds, 3),
                 "payload": _compress({"text": result.text,
-                                      "kernel_traits": result.kernel_traits})})
+                                      "kernel_traits": result.kernel_traits})}, inputs)
 
     # ------------------------------------------------------------------ batches
 

@@ -14,6 +14,8 @@
 
   var ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
   var SHOWN_FILES = 20;
+  /* Longer filters are refused (a link may carry anything; no kernel name is this long). */
+  var MAX_FILTER = 10000;
 
   /* ---------------------------------------------------------------- fnmatch */
 
@@ -125,23 +127,53 @@
     return items;
   }
 
-  function escapeCodePoint(ch) {
-    return "\\u{" + ch.codePointAt(0).toString(16) + "}";
+  /* Whether one code point meets one item of translate() other than "*". */
+  function meets(item, ch) {
+    if (item === "?") { return true; }
+    if (item.lit !== undefined) { return item.lit === ch; }
+    if (item.never) { return false; }
+    var code = ch.codePointAt(0);
+    var inSet = item.set.some(function (range) {
+      return range[0].codePointAt(0) <= code && code <= range[1].codePointAt(0);
+    });
+    return inSet !== item.negate;
   }
 
-  /* A RegExp that matches exactly what fnmatch.fnmatchcase(name, pattern) matches. */
-  function fnmatchRegExp(pattern) {
-    var source = translate(pattern).map(function (item) {
-      if (item === "*") { return ".*"; }
-      if (item === "?") { return "."; }
-      if (item.lit !== undefined) { return escapeCodePoint(item.lit); }
-      if (item.never) { return "(?!)"; }
-      return "[" + (item.negate ? "^" : "") + item.set.map(function (range) {
-        return range[0] === range[1] ? escapeCodePoint(range[0])
-          : escapeCodePoint(range[0]) + "-" + escapeCodePoint(range[1]);
-      }).join("") + "]";
-    }).join("");
-    return new RegExp("^(?:" + source + ")$", "su");
+  /* A function of a name: what fnmatch.fnmatchcase(name, pattern) answers. Not a
+   * RegExp: a backtracking engine takes exponential time on a pattern such as
+   * "*_*_*_..._Z" (a link anyone can send), where Python's fnmatch does not. Every item
+   * but "*" takes one code point, so the classic two-pointer wildcard match holds: each
+   * stretch between stars goes where it first fits, and on a mismatch only the last
+   * star takes one more code point. At most (name length) x (pattern length) steps. */
+  function fnmatchMatcher(pattern) {
+    var items = translate(pattern);
+    var needed = items.filter(function (item) { return item !== "*"; }).length;
+    return function (name) {
+      var text = Array.from(name);
+      if (text.length < needed) { return false; }
+      var t = 0;
+      var p = 0;
+      var star = -1;
+      var resume = 0;
+      while (t < text.length) {
+        if (p < items.length && items[p] === "*") {
+          star = p;
+          p += 1;
+          resume = t;
+        } else if (p < items.length && meets(items[p], text[t])) {
+          p += 1;
+          t += 1;
+        } else if (star >= 0) {
+          p = star + 1;
+          resume += 1;
+          t = resume;
+        } else {
+          return false;
+        }
+      }
+      while (p < items.length && items[p] === "*") { p += 1; }
+      return p === items.length;
+    };
   }
 
   /* ------------------------------------------------------------------- data */
@@ -231,16 +263,23 @@
     var data = model.data;
     var patterns = patternsFor(data, filter);
     var result = { filter: filter, patterns: patterns, count: 0, perType: [], selected: [], error: null };
-    var matches;
-    try {
-      matches = model.types.map(function (type, t) {
-        var names = type.kernels.map(function (k) { return k.name; }).concat(type.unlisted);
-        if (patterns[t] === null) { return names.map(function () { return true; }); }
-        var re = fnmatchRegExp(normcase(data, patterns[t]));
-        return names.map(function (name) { return re.test(normcase(data, name)); });
-      });
-    } catch (err) {
-      result.error = "generate.py would stop with an error: " + err.message;
+    var matches = null;
+    if (filter.length > MAX_FILTER) {
+      result.error = "This filter is " + filter.length + " characters long; the playground takes up to " +
+        MAX_FILTER + ".";
+    } else {
+      try {
+        matches = model.types.map(function (type, t) {
+          var names = type.kernels.map(function (k) { return k.name; }).concat(type.unlisted);
+          if (patterns[t] === null) { return names.map(function () { return true; }); }
+          var match = fnmatchMatcher(normcase(data, patterns[t]));
+          return names.map(function (name) { return match(normcase(data, name)); });
+        });
+      } catch (err) {
+        result.error = "generate.py would stop with an error: " + err.message;
+      }
+    }
+    if (matches === null) {
       matches = model.types.map(function (type) { return type.kernels.map(function () { return false; }); });
     }
     var selected = matches;
@@ -446,7 +485,7 @@
 
   var api = {
     translate: translate,
-    fnmatchRegExp: fnmatchRegExp,
+    fnmatchMatcher: fnmatchMatcher,
     load: load,
     patternsFor: patternsFor,
     select: select,

@@ -1,0 +1,62 @@
+"""Warnings that are not failures: the work goes on, and the reader is told once.
+
+A cache that cannot be written, a result that is not kept because the CK tree changed
+while it was computed, a temporary folder with no room: the process layer says so here,
+once per process and subject, and carries on. The CLI prints each on standard error
+(the default); the Sphinx glue makes each a warning of its kind (:func:`set_handler`).
+
+No Sphinx imports here.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable, List, Optional, Set, Tuple
+
+from ..errors import WarningType
+
+__all__ = ["Handler", "notice", "set_handler", "said"]
+
+Handler = Callable[[WarningType, str], None]
+
+_LOCK = threading.Lock()
+_HANDLER: List[Handler] = []
+_SEEN: Set[str] = set()
+#: Every notice given in this process (tests read them).
+_SAID: List[Tuple[WarningType, str]] = []
+
+
+def _to_stderr(kind: WarningType, message: str) -> None:
+    stream = sys.stderr
+    if stream is None:  # closed (``2>&-``): nobody to tell
+        return
+    try:
+        stream.write("sphinxext-fmha: warning: %s\n" % message)
+        stream.flush()
+    except (OSError, ValueError):  # a broken or closed stream is no error of ours
+        pass
+
+
+def set_handler(handler: Optional[Handler]) -> None:
+    """Where notices go from now on (None: standard error)."""
+    with _LOCK:
+        _HANDLER[:] = [handler] if handler is not None else []
+
+
+def notice(kind: WarningType, message: str, subject: Optional[str] = None) -> None:
+    """Tell ``message`` once per ``subject`` (default: the message itself)."""
+    with _LOCK:
+        key = "%s\0%s" % (kind.value, subject if subject is not None else message)
+        if key in _SEEN:
+            return
+        _SEEN.add(key)
+        _SAID.append((kind, message))
+        handler = _HANDLER[0] if _HANDLER else _to_stderr
+    handler(kind, message)
+
+
+def said() -> List[Tuple[WarningType, str]]:
+    """The notices given so far in this process."""
+    with _LOCK:
+        return list(_SAID)

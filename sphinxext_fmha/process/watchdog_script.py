@@ -1,0 +1,171 @@
+"""Find every process of a run, and end them when the process that started them dies.
+
+Standard library only: run as a script, it is the watchdog that :mod:`~.reaper` starts
+beside a process that starts children; imported, :func:`processes` and :func:`kill`
+are how the launcher itself finds and ends what a run left behind.
+
+Every child the launcher starts carries a mark in its environment (:data:`MARKS`, one
+word per run it belongs to, inherited by everything it starts): a process of a run is
+found by its mark even after it left the run's process group (``setsid()``) and its
+parent exited (it then belongs to init, where no walk of the process tree finds it).
+A process that clears its environment is still found below a live ancestor.
+
+As a script (``watchdog_script.py TOKEN OWNER_PID``) it reads lines from its standard
+input, a pipe whose only writer is the owner: ``["group", PGID]`` / ``["ended", PGID]``
+(a child's process group started / reaped) and ``["folder", PATH]`` / ``["removed",
+PATH]`` (a scratch folder made / removed). When the pipe ends, or the owner is no longer
+its parent (the owner died: a SIGKILL, the OOM killer, a CI runner's hard timeout), it
+kills every process marked ``TOKEN/...``, every group still registered and everything
+below them, removes the folders still registered, and exits. On Linux only for the marks
+(``/proc``); the registered groups and folders everywhere.
+"""
+
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+
+#: The environment variable that carries a process's run marks, space-separated.
+MARKS = "SPHINXEXT_FMHA_RUNS"
+_NEEDLE = b"\0" + MARKS.encode() + b"="
+
+
+def _stat(pid):
+    """(parent pid, start time in clock ticks since boot) of ``pid``, or None."""
+    try:
+        with open("/proc/%s/stat" % pid, "rb") as handle:
+            stat = handle.read()
+        # "pid (command) state ppid pgrp session tty tpgid flags minflt cminflt majflt
+        # cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime"
+        fields = stat[stat.rindex(b")") + 2:].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _marks(pid):
+    """The run marks in ``pid``'s environment (as it was when it started)."""
+    try:
+        with open("/proc/%s/environ" % pid, "rb") as handle:
+            environ = b"\0" + handle.read()
+    except OSError:
+        return []
+    start = environ.find(_NEEDLE)
+    if start < 0:
+        return []
+    start += len(_NEEDLE)
+    end = environ.find(b"\0", start)
+    return environ[start:end if end >= 0 else len(environ)].decode("utf-8", "replace").split()
+
+
+def start_time(pid):
+    """When ``pid`` started, in clock ticks since boot (0 when unknown): a process of
+    its run started no earlier, so older processes need not be looked at."""
+    found = _stat(pid)
+    return found[1] if found else 0
+
+
+def processes(wanted, roots=(), since=0):
+    """The live processes (pids) that carry a mark ``wanted(mark)`` accepts and are not
+    older than ``since`` (see :func:`start_time`), and every process below one of
+    ``roots`` (live processes whose children are looked for by parent pid); never this
+    process. Empty where there is no ``/proc``."""
+    try:
+        entries = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return []
+    me = os.getpid()
+    children = {}
+    found = set()
+    for pid in entries:
+        stat = _stat(pid)
+        if stat is None or pid == me:
+            continue
+        children.setdefault(stat[0], []).append(pid)
+        if stat[1] >= since and any(wanted(mark) for mark in _marks(pid)):
+            found.add(pid)
+    todo = list(roots) + list(found)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
+
+
+def kill(pids, groups=()):
+    """SIGKILL ``pids``, then the process groups they lead or belong to and ``groups``
+    (a process one of them forks after the look at ``/proc`` is in such a group); never
+    the group of this process."""
+    every = set(groups)
+    for pid in pids:
+        try:
+            every.add(os.getpgid(pid))
+        except OSError:
+            pass
+    every.discard(os.getpgrp())
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for group in every:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _running(pid):
+    """Whether ``pid`` still runs (a zombie does not: it only waits to be reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _remove(folders, pids, patience=5.0):
+    """Remove ``folders`` once ``pids`` stopped running (a process just killed may
+    still write there until its CPU sees the signal), within ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def watch(token, owner, stream):
+    """Read the owner's registrations from ``stream`` (a file descriptor) until it ends
+    or the owner is gone; then end everything that is left."""
+    groups, folders = set(), set()
+    pending = b""
+    while os.getppid() == owner:
+        ready, _, _ = select.select([stream], [], [], 1.0)
+        if not ready:
+            continue
+        data = os.read(stream, 65536)
+        if not data:
+            break
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            try:
+                what, value = json.loads(line)
+            except ValueError:
+                continue
+            {"group": groups.add, "ended": groups.discard, "folder": folders.add,
+             "removed": folders.discard}.get(what, lambda value: None)(value)
+    prefix = token + "/"
+    found = processes(lambda mark: mark.startswith(prefix), roots=groups)
+    kill(found, groups)
+    _remove(folders, found + list(groups))
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is for the owner: it cleans up
+    watch(sys.argv[1], int(sys.argv[2]), sys.stdin.fileno())
