@@ -259,8 +259,14 @@ def _run(args) -> int:
         model = session.model(args.api, options)
         check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
         check = session.check(args.api, args.filter, options)
-        print(to_json(check) if args.format == "json" else _check_text(check))
-        return 0 if check.verified else EXIT_FAILED
+        print(to_json(check) if args.format == "json" else _check_text(check), flush=True)
+        from .render.guide import miss_warnings
+
+        for line in miss_warnings(args.api, args.filter, check.misses):
+            _say("warning: " + line)
+        if not check.count:
+            _say("error: %s -f %r selects no kernel" % (args.api, args.filter))
+        return 0 if check.verified and check.count else EXIT_FAILED
     if args.command == "recommend":
         recommendation = session.recommend(args.api, options)
         if args.format == "json":
@@ -282,6 +288,11 @@ def _run(args) -> int:
         for problem in (data.recommendation_problem, data.dispatch_problem):
             if problem is not None:
                 _say("warning: " + problem.message)
+        from .render.guide import miss_warnings
+
+        for run in data.recommendation.runs if data.recommendation else []:
+            for line in miss_warnings(args.api, run.filter, run.misses):
+                _say("warning: " + line)
         if args.output:
             _write_text(args.output, text, "the guide")
         else:

@@ -46,6 +46,7 @@ __all__ = [
     "ApiModel",
     "TokenCount",
     "SegmentBreakdown",
+    "FilterMiss",
     "FilterCheck",
     "Decision",
     "FilterRun",
@@ -541,6 +542,19 @@ class SegmentBreakdown:
 
 
 @dataclass
+class FilterMiss:
+    """A sub-type that a filter's pattern part addresses and selects no kernel of."""
+
+    kernel_type: str
+    #: The fnmatch pattern its kernel names meet.
+    pattern: str
+    #: Its kernels in the unfiltered listing.
+    baseline: int = 0
+    #: Literal pieces of the pattern that occur in none of its kernel names.
+    absent: List[str] = field(default_factory=list)
+
+
+@dataclass
 class FilterCheck:
     """What one ``generate.py -f`` selects, measured and predicted."""
 
@@ -562,6 +576,8 @@ class FilterCheck:
     dispatch_unmatched: int = 0
     dispatch_unreached: List[str] = field(default_factory=list)
     dispatch_order: List[str] = field(default_factory=list)
+    #: Sub-types the filter addresses and selects nothing of.
+    misses: List[FilterMiss] = field(default_factory=list)
 
 
 @dataclass
@@ -610,6 +626,8 @@ class FilterRun:
     verified: bool = False
     #: The command also succeeded in write mode (``-o`` into a temporary folder).
     written: bool = False
+    #: Sub-types the filter addresses and selects nothing of.
+    misses: List[FilterMiss] = field(default_factory=list)
 
 
 @dataclass

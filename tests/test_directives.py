@@ -539,6 +539,22 @@ def test_bad_inputs_are_located_warnings(ck_root, tmp_path):
     assert str(src) not in html
 
 
+def test_a_sub_type_the_filter_misses_is_a_located_warning(ck_root, tmp_path):
+    """2.8.3's fwd_splitkv matches part 0 of ``-f`` against its combine kernels, whose
+    names have no bias: ``*_nbias_*@*_d64_*`` selects split-KV kernels and none of the
+    combine kernels they need. The page still shows the check."""
+    pages = {"page.rst": "Page\n====\n\n.. fmha-filter-check::\n   :api: fwd_splitkv\n"
+                         "   :filter: *_nbias_*@*_d64_*\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    found = [(line, kind, body) for line, kind, body in _located(warnings, src / "page.rst")
+             if "FmhaFwdSplitKVCombineKernel" in body]
+    assert [(line, kind) for line, kind, _ in found] == [(4, "filter")], warnings
+    assert "'_nbias_' occurs in no FmhaFwdSplitKVCombineKernel name" in found[0][2]
+    html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    assert "fmha-miss" in html and "generate.py selects <strong>" in html
+
+
 def test_missing_ck_root(tmp_path):
     pages = {"page.rst": "Page\n====\n\n.. fmha-api-list::\n\nText after.\n"}
     src = write_project(tmp_path / "src", pages, ck_root=tmp_path / "does-not-exist")

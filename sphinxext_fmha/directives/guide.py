@@ -25,6 +25,8 @@ from ..render.guide import (
     filter_check_blocks,
     guide_sections,
     header_inlines,
+    miss_text,
+    miss_warnings,
 )
 from ..render.ir import Para
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
@@ -85,6 +87,10 @@ class KernelGuideDirective(FmhaDirective):
             data.dispatch_problem.message = "%s: %s" % (api, data.dispatch_problem.message)
             before.extend(self.report(data.dispatch_problem))
         self.warn_suspicious(data.model)
+        if data.recommendation is not None and "commands" in names:
+            for run in data.recommendation.runs:
+                for line in miss_warnings(api, run.filter, run.misses):
+                    self.warn(WarningType.FILTER, line)
         if data.model.gaps:
             self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
                 api, len(data.model.gaps), "; ".join(
@@ -143,10 +149,14 @@ class FilterCheckDirective(FmhaDirective):
             return self.report(problem)
         if check.count == 0:
             message = "the filter %r selects no kernel of %s" % (filter_text, api)
-            if check.notes:
+            if check.misses:
+                message += ": " + "; ".join(miss_text(m) for m in check.misses)
+            elif check.notes:
                 message += " (" + "; ".join(n for n in check.notes
                                             if n != "the filter selects no kernel") + ")"
             return self.report(Problem(WarningType.FILTER, message.replace(" ()", ""), check.command))
+        for line in miss_warnings(api, filter_text, check.misses):
+            self.warn(WarningType.FILTER, line)
         if not check.verified:
             self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
                                                  or "the model's prediction differs"))
