@@ -92,6 +92,15 @@ class Gap:
     where: str = ""
     #: Why it could not be established.
     why: str = ""
+    #: The guide section that needs the fact (``""``: the whole guide).
+    section: str = ""
+    #: The codegen object it concerns (a factory's name), if one.
+    subject: str = ""
+    #: What answers it nonetheless, making it a self-check rather than a missing fact:
+    #: ``observed`` (generate.py's own run computed it), ``unused`` (generate.py's run
+    #: does not use it), ``listing`` (the section's facts come from the listing); ``""``:
+    #: nothing does.
+    answered: str = ""
 
 
 @dataclass
@@ -238,8 +247,12 @@ class Factory:
     #: ``{dtype: {head size: [tile, ...]}}``, tiles as source text.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: ``{tile: source text}``: constructor arguments of a tile that are not plain
-    #: numbers (a condition such as ``CppConstraint('...')``), as the source writes them.
+    #: numbers (a condition such as ``CppConstraint('...')``), as the source writes them
+    #: (else the text of the tile's field that differs from its default).
     tile_notes: Dict[str, str] = field(default_factory=dict)
+    #: :attr:`tiles`, :attr:`dtypes` and :attr:`unsupported_dtypes` are what its tile
+    #: method returned to generate.py's own run (else: the source's reading).
+    observed: bool = False
 
 
 @dataclass
@@ -286,6 +299,8 @@ class TileSource:
     listed: int = 0
     #: Table entries no listed kernel has: ``{"dtype", "hdim", "tile"}``.
     not_generated: List[Dict[str, str]] = field(default_factory=list)
+    #: The table is what generate.py's run got from the factory (:attr:`Factory.observed`).
+    observed: bool = False
 
 
 @dataclass
