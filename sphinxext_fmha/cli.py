@@ -288,11 +288,11 @@ def _run(args) -> int:
         for problem in (data.recommendation_problem, data.dispatch_problem):
             if problem is not None:
                 _say("warning: " + problem.message)
-        from .render.guide import miss_warnings
+        from .render.guide import commands_miss_warnings
 
-        for run in data.recommendation.runs if data.recommendation else []:
-            for line in miss_warnings(args.api, run.filter, run.misses):
-                _say("warning: " + line)
+        for line in commands_miss_warnings(args.api, data.recommendation.runs
+                                           if data.recommendation else []):
+            _say("warning: " + line)
         if args.output:
             _write_text(args.output, text, "the guide")
         else:

@@ -5,7 +5,9 @@ library only, nothing of sphinxext_fmha). While the probe's unfiltered run is wa
 every function of a codegen module and every static or class method of its plain
 classes is wrapped: a call whose result holds dataclass objects (a tile table, a list
 of pipelines), or nothing, is kept with its arguments and the class it was made
-through (a class method's class; a static method's own class). The result is copied
+through (a class method's class; for a static method, the class whose wrapper it
+reached: a class gets one for each static method it inherits, where that changes
+nothing its subclasses inherit). The result is copied
 when it is returned, because callers change it afterwards (a subclass adds a tile to
 its base's table). A class method reached through ``super()`` is not kept: the class it
 was made through has its own call.
@@ -68,6 +70,7 @@ class CallLog:
             return
         name = module.__name__
         self.modules.add(name)
+        classes = []
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == name \
                     and not hasattr(value, "_fmha_original"):
@@ -75,10 +78,11 @@ class CallLog:
             elif isinstance(value, type) and value.__module__ == name \
                     and not dataclasses.is_dataclass(value) and not issubclass(value, enum.Enum):
                 self._wrap_class(value)
+                classes.append(value)
+        self._wrap_inherited_statics(classes)
 
     def _wrap_class(self, cls):
-        # only the class's own methods: a wrapper set on a class for a method it
-        # inherits would change what its subclasses inherit (a diamond's other branch)
+        # the class's own methods (inherited static methods: _wrap_inherited_statics)
         for attr, raw in list(vars(cls).items()):
             if attr.startswith("__"):
                 continue
@@ -92,6 +96,22 @@ class CallLog:
                 continue
             wrapper = self._wrap(raw.__func__, cls, attr, kind)
             setattr(cls, attr, staticmethod(wrapper) if kind == "static" else classmethod(wrapper))
+
+    def _wrap_inherited_statics(self, classes):
+        """A static method a class inherits is known by the class it is called through
+        only if that class has a wrapper of its own: set one where no subclass then
+        inherits anything else (a diamond's other branch keeps its own method)."""
+        for cls in classes:
+            subs = [c for c in classes if c is not cls and cls in c.__mro__]
+            for attr in dir(cls):
+                definer = _definer(cls, attr)
+                if definer is None or definer is cls or definer.__module__ not in self.modules \
+                        or not isinstance(vars(definer)[attr], staticmethod) \
+                        or any(_shadows(sub, cls, attr, definer) for sub in subs):
+                    continue
+                fn = vars(definer)[attr].__func__
+                fn = getattr(fn, "_fmha_original", fn)
+                setattr(cls, attr, staticmethod(self._wrap(fn, cls, attr, "static")))
 
     def _wrap(self, fn, cls, attr, kind):
         log = self
@@ -150,7 +170,11 @@ class CallLog:
                 items = [(k, v if isinstance(v, list) else [v]) for k, v in kept.items()]
             else:
                 items = [(None, kept)] if kept is not None else []
-            if not all(type(o) in part_types for _, objs in items for o in objs):
+            # the parts of the listed kernels only (a table may list pipeline names
+            # beside its tiles); a result that holds other objects only is no table
+            found = any(_is_object(o) for _, objs in items for o in objs)
+            items = [(k, [o for o in objs if type(o) in part_types]) for k, objs in items]
+            if found and not any(objs for _, objs in items):
                 continue
             code = fn.__code__
             names = code.co_varnames[:code.co_argcount]
@@ -159,7 +183,7 @@ class CallLog:
             params = {k: v for k, v in params.items() if isinstance(v, SCALARS)}
             result = None if kept is None else (
                 {"keys": [[_key_text(k), [ref(o) for o in objs]] for k, objs in items]}
-                if isinstance(kept, dict) else {"items": [ref(o) for o in kept]})
+                if isinstance(kept, dict) else {"items": [ref(o) for _, objs in items for o in objs]})
             entry = {"through": through, "kind": kind, "method": attr, "params": params,
                      "result": result,
                      "where": "%s:%d" % (os.path.relpath(code.co_filename, self.fmha_dir)
@@ -169,6 +193,18 @@ class CallLog:
                 seen.add(text)
                 calls.append(entry)
         return {"calls": calls, "objects": objects}
+
+
+def _definer(cls, attr):
+    """The class whose own attribute ``cls.attr`` is, or None."""
+    return next((base for base in cls.__mro__ if attr in vars(base)), None)
+
+
+def _shadows(sub, cls, attr, definer):
+    """Whether an attribute set on ``cls`` would hide from ``sub`` what it now inherits
+    from a class other than ``definer``."""
+    own = _definer(sub, attr)
+    return own is not definer and sub.__mro__.index(own) > sub.__mro__.index(cls)
 
 
 def _resolved(cls, attr):

@@ -21,6 +21,7 @@ from ..model import NO_TOKEN, FilterCheck
 from ..options import OptionError, check_filter_text
 from ..render.guide import (
     api_list_table,
+    commands_miss_warnings,
     filename_blocks,
     filter_check_blocks,
     guide_sections,
@@ -88,9 +89,8 @@ class KernelGuideDirective(FmhaDirective):
             before.extend(self.report(data.dispatch_problem))
         self.warn_suspicious(data.model)
         if data.recommendation is not None and "commands" in names:
-            for run in data.recommendation.runs:
-                for line in miss_warnings(api, run.filter, run.misses):
-                    self.warn(WarningType.FILTER, line)
+            for line in commands_miss_warnings(api, data.recommendation.runs):
+                self.warn(WarningType.FILTER, line)
         # a gap is a warning when a section shown here lacks its fact; a reading that
         # generate.py's run or the listing answers is a self-check on the page only
         missing = [g for g in data.model.gaps

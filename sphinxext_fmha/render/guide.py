@@ -20,7 +20,7 @@ from .sections.dispatch import dispatch_section
 from .sections.fields import fields_section
 from .sections.filename import diagram_of, filename_blocks, filename_section
 from .sections.filter import filter_section
-from .sections.filter_check import filter_check_blocks, miss_text, miss_warnings
+from .sections.filter_check import commands_miss_warnings, filter_check_blocks, miss_text, miss_warnings
 from .sections.gaps import gaps_section
 from .sections.overview import header_inlines, types_section
 from .sections.recommendation import (
@@ -36,6 +36,7 @@ from .sections.tiles import tiles_section
 __all__ = [
     "FOLD_ROWS",
     "api_list_table",
+    "commands_miss_warnings",
     "diagram_of",
     "filename_blocks",
     "filter_check_blocks",

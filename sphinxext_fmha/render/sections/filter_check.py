@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ...model import (
     ApiModel,
     FilterCheck,
     FilterMiss,
+    FilterRun,
     SegmentBreakdown,
 )
 from ..ir import (
@@ -79,6 +80,17 @@ def miss_text(miss: FilterMiss) -> str:
 def miss_warnings(api: str, filter: str, misses: Iterable[FilterMiss]) -> List[str]:
     """The warning lines of a filter's misses (the build log and ``check`` on stderr)."""
     return ["%s -f %r: %s" % (api, filter, miss_text(miss)) for miss in misses]
+
+
+def commands_miss_warnings(api: str, runs: Sequence[FilterRun]) -> List[str]:
+    """The warning lines of a guide's filter commands: a sub-type none of them selects a
+    kernel of (the runs of a minimal set select sub-types apart, their union counts)."""
+    if len(runs) == 1:
+        return miss_warnings(api, runs[0].filter, runs[0].misses)
+    return ["%s: the %d filter commands select none of the %d %s kernels" % (
+                api, len(runs), miss.baseline, miss.kernel_type)
+            for miss in (runs[0].misses if runs else [])
+            if all(any(m.kernel_type == miss.kernel_type for m in run.misses) for run in runs)]
 
 
 def _changed(row: SegmentBreakdown) -> bool:

@@ -155,16 +155,18 @@ def _comparison(table: TileTable, observed: bool) -> List[Block]:
     archs = {r.keys.get("arch", "") for r in table.rows}
     matched = {s.arch for s in table.sources}
     facts: List[Inlines] = [_source_line(s) for s in table.sources]
-    origin = "as generate.py's run got %s" if observed else "read from the source"
+    def origin(it: str) -> str:
+        return "as generate.py's run got %s" % it if observed else "read from the source"
+
     if len(facts) == 1:
-        blocks.append(Para(["Tile table %s: " % (origin % "it"), *facts[0], "."]))
+        blocks.append(Para(["Tile table %s: " % origin("it"), *facts[0], "."]))
     elif facts:
-        blocks.append(Para(["Tile tables %s:" % (origin % "them")]))
+        blocks.append(Para(["Tile tables %s:" % origin("them")]))
         blocks.append(BulletList(facts))
     unmatched = sorted((a for a in archs - matched if a), key=natural)
     if archs - matched:
         blocks.append(Para(["No tile table %s has the tiles of these kernels" % (
-                                "of a factory generate.py's run called" if observed else origin),
+                                "of a factory generate.py's run called" if observed else origin("")),
                             *([" (", *codes(unmatched), ")"] if unmatched else []),
                             ": the rows are the listing's alone."]))
     missing = [u for r in table.rows for u in r.tiles if u.in_source is False]
