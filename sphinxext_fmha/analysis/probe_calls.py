@@ -144,24 +144,24 @@ class CallLog:
         objects, index = [], {}
 
         def ref(obj):
-            fields = {}
-            notes = {}
-            for f in dataclasses.fields(obj):
-                value = getattr(obj, f.name, None)
-                if isinstance(value, SCALARS):
-                    fields[f.name] = value
-                elif _not_default(f, value):
-                    notes[f.name] = str(value)
+            # an object is known by its class and own name (its fields are read once)
             try:
                 name = obj.name
             except Exception:  # noqa: BLE001 - an object that cannot name itself
                 name = None
-            key = (type(obj).__name__, name if isinstance(name, str) else None,
-                   tuple(sorted(fields.items(), key=str)), tuple(sorted(notes.items())))
+            name = name if isinstance(name, str) else None
+            key = (type(obj).__name__, name) if name is not None else id(obj)
             found = index.get(key)
             if found is None:
+                fields, notes = {}, {}
+                for f in dataclasses.fields(obj):
+                    value = getattr(obj, f.name, None)
+                    if isinstance(value, SCALARS):
+                        fields[f.name] = value
+                    elif _not_default(f, value):
+                        notes[f.name] = str(value)
                 found = index[key] = len(objects)
-                objects.append([key[0], key[1], fields, notes])
+                objects.append([type(obj).__name__, name, fields, notes])
             return found
 
         calls, seen = [], set()
