@@ -203,9 +203,12 @@ def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable],
     archs = {r.keys.get("arch", "") for t in tables for r in t.rows}
     listed = {u.tile for t in tables for r in t.rows for u in r.tiles}
     called = any(f.observed for f in factories)
+    # a base whose table a called factory inherits was compared through it
+    inherited = {base for f in factories if f.observed for base in f.bases}
     items: List[Inlines] = []
     for factory in factories:
-        if factory.class_name in used or not (factory.tiles or factory.class_name in unread):
+        if factory.class_name in used or not (factory.tiles or factory.class_name in unread) \
+                or (called and not factory.observed and factory.class_name in inherited):
             continue
         if called and not factory.observed:
             why: Inlines = ["generate.py's run did not call it"]
