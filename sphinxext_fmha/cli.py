@@ -291,7 +291,7 @@ def _run(args) -> int:
         model = session.model(args.api, options)
         check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
         check = session.check(args.api, args.filter, options)
-        print(to_json(check) if args.format == "json" else _check_text(check))
+        print(to_json(check) if args.format == "json" else _check_text(check), flush=True)
         if not check.baseline_count:  # no kernel to select from: nothing was verified
             from .guide import suspicious_problems
 
@@ -299,7 +299,13 @@ def _run(args) -> int:
             _say("%s; nothing was verified" % (why[0] if why else "%s: generate.py listed no "
                                                "kernel" % args.api))
             return EXIT_FAILED
-        return 0 if check.verified else EXIT_FAILED
+        from .render.guide import miss_warnings
+
+        for line in miss_warnings(args.api, args.filter, check.misses):
+            _say("warning: " + line)
+        if not check.count:
+            _say("error: %s -f %r selects no kernel" % (args.api, args.filter))
+        return 0 if check.verified and check.count else EXIT_FAILED
     if args.command == "recommend":
         recommendation = session.recommend(args.api, options)
         if args.format == "json":
@@ -321,6 +327,11 @@ def _run(args) -> int:
         for problem in (data.recommendation_problem, data.dispatch_problem):
             if problem is not None:
                 _say("warning: " + problem.message)
+        from .render.guide import commands_miss_warnings
+
+        for line in commands_miss_warnings(args.api, data.recommendation.runs
+                                           if data.recommendation else []):
+            _say("warning: " + line)
         if args.output:
             _write_text(args.output, text, "the guide")
         elif sys.stdout is not None:  # (closed: ``>&-``)

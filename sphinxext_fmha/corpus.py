@@ -28,6 +28,7 @@ import stat
 import sys
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -51,6 +52,7 @@ __all__ = [
     "CorpusTree",
     "DEFAULT_CORPUS",
     "STAMP_NAME",
+    "Step",
     "cache_root",
     "fetch_tree",
     "load_corpus",
@@ -162,6 +164,16 @@ def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
     raise CorpusError(f"no corpus tree named {name!r}; known trees: {known}")
 
 
+class Step(str):
+    """A finished step of :func:`fetch_tree` (``fmha: fetching flash-attn 2.8.3 from the
+    package index (8.4 MB)... 2.1 s``); its other messages are plain strings, notes for
+    a verbose log."""
+
+
+def _step(what: str, started: float) -> Step:
+    return Step(f"fmha: {what}... {time.monotonic() - started:.1f} s")
+
+
 def _offline() -> bool:
     return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -215,13 +227,13 @@ def _resolve_url(tree: CorpusTree) -> str:
     return _pick_file(files, tree, page)
 
 
-def _download(url: str, dest: Path, progress: Progress = None) -> str:
-    """Stream ``url`` into ``dest``; return the sha256 of what was written."""
+def _download(url: str, dest: Path) -> Tuple[str, int]:
+    """Stream ``url`` into ``dest``; return the sha256 and size of what was written."""
     request = urllib.request.Request(url, headers={"User-Agent": _user_agent()})
     digest = hashlib.sha256()
+    total = 0
     try:
         with urllib.request.urlopen(request, timeout=120) as response, open(dest, "wb") as out:
-            total = 0
             for chunk in iter(lambda: response.read(_CHUNK), b""):
                 out.write(chunk)
                 digest.update(chunk)
@@ -231,9 +243,7 @@ def _download(url: str, dest: Path, progress: Progress = None) -> str:
         with contextlib.suppress(OSError):
             dest.unlink()
         raise CorpusError(f"cannot download {url}: {reason}") from exc
-    if progress:
-        progress(f"downloaded {total} bytes from {url}")
-    return digest.hexdigest()
+    return digest.hexdigest(), total
 
 
 def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
@@ -252,11 +262,15 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
         raise CorpusError(
             f"{tree.sdist} is not in the cache ({sdists}) and FMHA_OFFLINE=1 forbids downloading it"
         )
+    started = time.monotonic()
     url = _resolve_url(tree)
     if progress:
         progress(f"downloading {url}")
     partial = sdists / f".{tree.sdist}.{os.getpid()}.{uuid.uuid4().hex[:8]}.part"
-    actual = _download(url, partial, progress)
+    actual, size = _download(url, partial)
+    if progress:  # a finished step: one line a normal build log shows
+        progress(_step(f"fetching {tree.package} {tree.version} from the package index "
+                       f"({size / 1e6:.1f} MB)", started))
     if actual != tree.sha256:
         with contextlib.suppress(OSError):
             partial.unlink()
@@ -463,11 +477,13 @@ def fetch_tree(
                 return ck_root
             if progress:
                 progress(f"{tree_dir} does not match {archive.name}; extracting it again")
-        if progress:
-            progress(f"extracting {tree.fmha_member_prefix} from {archive.name}")
+        started = time.monotonic()
         staging = Path(tempfile.mkdtemp(prefix=f".tmp-{tree.sdist_stem}-", dir=str(trees)))
         try:
             files = _extract(tree, archive, staging)
+            if progress:
+                progress(_step(f"extracting {FMHA_SUBDIR} of {tree.package} {tree.version} "
+                               f"({files:,} files)", started))
             (staging / STAMP_NAME).write_text(_stamp_text(tree, files), encoding="utf-8")
             os.chmod(staging, 0o755)
             _set_read_only(staging)

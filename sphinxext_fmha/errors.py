@@ -65,12 +65,15 @@ _WHEN = {
     WarningType.SUSPICIOUS: "`generate.py` succeeded but listed no kernel, or listed other "
                             "kernels than the analysis observed, or the CK tree changed while "
                             "results were computed (they are used, not kept)",
-    WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel, or it "
-                        "uses `,` / `@` in a way this API does not split on",
+    WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel (or "
+                        "none of a sub-type its pattern part addresses), or it uses `,` / `@` "
+                        "in a way this API does not split on",
     WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",
     WarningType.MODEL: "the model's prediction of a filter differs from `generate.py`",
     WarningType.RECOMMEND: "the recommended minimal set cannot be made",
-    WarningType.GAP: "the analysis could not determine something (listed in the guide)",
+    WarningType.GAP: "the analysis could not determine a fact a section shown needs (listed in "
+                     "the guide; readings that generate.py's run or the listing answers are "
+                     "self-checks, not warnings)",
     WarningType.ANALYSIS: "any other analysis failure",
 }
 

@@ -46,6 +46,7 @@ __all__ = [
     "ApiModel",
     "TokenCount",
     "SegmentBreakdown",
+    "FilterMiss",
     "FilterCheck",
     "Decision",
     "FilterRun",
@@ -91,6 +92,15 @@ class Gap:
     where: str = ""
     #: Why it could not be established.
     why: str = ""
+    #: The guide section that needs the fact (``""``: the whole guide).
+    section: str = ""
+    #: The codegen object it concerns (a factory's name), if one.
+    subject: str = ""
+    #: What answers it nonetheless, making it a self-check rather than a missing fact:
+    #: ``observed`` (generate.py's own run computed it), ``unused`` (generate.py's run
+    #: does not use it), ``listing`` (the section's facts come from the listing); ``""``:
+    #: nothing does.
+    answered: str = ""
 
 
 @dataclass
@@ -237,8 +247,12 @@ class Factory:
     #: ``{dtype: {head size: [tile, ...]}}``, tiles as source text.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: ``{tile: source text}``: constructor arguments of a tile that are not plain
-    #: numbers (a condition such as ``CppConstraint('...')``), as the source writes them.
+    #: numbers (a condition such as ``CppConstraint('...')``), as the source writes them
+    #: (else the text of the tile's field that differs from its default).
     tile_notes: Dict[str, str] = field(default_factory=dict)
+    #: :attr:`tiles`, :attr:`dtypes` and :attr:`unsupported_dtypes` are what its tile
+    #: method returned to generate.py's own run (else: the source's reading).
+    observed: bool = False
 
 
 @dataclass
@@ -285,6 +299,8 @@ class TileSource:
     listed: int = 0
     #: Table entries no listed kernel has: ``{"dtype", "hdim", "tile"}``.
     not_generated: List[Dict[str, str]] = field(default_factory=list)
+    #: The table is what generate.py's run got from the factory (:attr:`Factory.observed`).
+    observed: bool = False
 
 
 @dataclass
@@ -541,6 +557,19 @@ class SegmentBreakdown:
 
 
 @dataclass
+class FilterMiss:
+    """A sub-type that a filter's pattern part addresses and selects no kernel of."""
+
+    kernel_type: str
+    #: The fnmatch pattern its kernel names meet.
+    pattern: str
+    #: Its kernels in the unfiltered listing.
+    baseline: int = 0
+    #: Literal pieces of the pattern that occur in none of its kernel names.
+    absent: List[str] = field(default_factory=list)
+
+
+@dataclass
 class FilterCheck:
     """What one ``generate.py -f`` selects, measured and predicted."""
 
@@ -562,6 +591,8 @@ class FilterCheck:
     dispatch_unmatched: int = 0
     dispatch_unreached: List[str] = field(default_factory=list)
     dispatch_order: List[str] = field(default_factory=list)
+    #: Sub-types the filter addresses and selects nothing of.
+    misses: List[FilterMiss] = field(default_factory=list)
 
 
 @dataclass
@@ -610,6 +641,8 @@ class FilterRun:
     verified: bool = False
     #: The command also succeeded in write mode (``-o`` into a temporary folder).
     written: bool = False
+    #: Sub-types the filter addresses and selects nothing of.
+    misses: List[FilterMiss] = field(default_factory=list)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import itertools
 import json
 import os
 import re
@@ -133,9 +134,90 @@ PAGE_PROBLEMS_JS = r"""
     if (rubric.textContent.trim() !== code.textContent.trim() && c.height * 1.8 < r.height)
       problems.push(`sub-heading broken over lines: ${where(rubric)}`);
   }
-  const page = document.documentElement;
-  if (page.scrollWidth > window.innerWidth + 1)
-    problems.push(`the page scrolls sideways: ${page.scrollWidth} > ${window.innerWidth} px`);
+  // Table text never breaks inside a word. A break where no blank is may only be after
+  // ::, <, ,, . (not inside a number) or a path's /, or between two tokens (before an
+  // inner _, in a part longer than 12 characters); never inside a kernel-name token
+  // (_dropout_wg16), a number, a file.py:line reference or a word of up to 12
+  // characters. (A zero-width space from CSS generated content is no text here.)
+  const strong = (w, i) => (w[i - 1] === ':' && w[i - 2] === ':') || '<,/'.includes(w[i - 1]) ||
+      (w[i - 1] === '.' && !/\d/.test(w[i]));
+  // (a long tile shape, b128x128x32x128, may break between its numbers, before an x)
+  const badBreak = (w, i) => {
+    if (w.length <= 12) return true;
+    if (w[i] === 'x' && /\d/.test(w[i - 1]) && /\d/.test(w[i + 1] || '')) return false;
+    if (/^_[A-Za-z0-9_]+$/.test(w)) return true;
+    if (/^[\w./-]*\.\w+:\d+$/.test(w)) return w[i - 1] !== '/';
+    if (/\d/.test(w[i - 1]) && /\d/.test(w[i])) return true;
+    if (strong(w, i)) return false;
+    if (w[i] !== '_' || !/[A-Za-z0-9]/.test(w[i - 1])) return true;
+    let a = i - 1, b = i;  // the part (between strong breaks) around an inner _
+    while (a > 0 && !strong(w, a)) a--;
+    while (b < w.length && !strong(w, b)) b++;
+    return b - a <= 12;
+  };
+  for (const cell of document.querySelectorAll('table.fmha-table td, table.fmha-table th')) {
+    const chars = [];  // [character, top of its line box]
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      range.selectNodeContents(n);
+      const rects = range.getClientRects();
+      if (!rects.length) {  // a blank collapsed at a line's end: no box, still a blank
+        for (const ch of n.data) chars.push([ch, null]);
+        continue;
+      }
+      if (rects.length === 1) {
+        for (const ch of n.data) chars.push([ch, rects[0].top]);
+        continue;
+      }
+      for (let i = 0; i < n.data.length; i++) {
+        range.setStart(n, i);
+        range.setEnd(n, i + 1);
+        const r = range.getClientRects();
+        chars.push([n.data[i], r.length ? r[0].top : null]);
+      }
+    }
+    const text = chars.map(c => c[0]).join('');
+    let last = -1;  // the last character with a box
+    for (let i = 0; i < chars.length; i++) {
+      const top1 = chars[i][1];
+      if (top1 === null) continue;
+      const before = last, top0 = last < 0 ? null : chars[last][1];
+      last = i;
+      if (top0 === null || top1 <= top0 + 2 || /\s/.test(text.slice(before, i + 1)))
+        continue;
+      let a = i, b = i;
+      while (a > 0 && !/\s/.test(text[a - 1])) a--;
+      while (b < text.length && !/\s/.test(text[b])) b++;
+      const word = text.slice(a, b);
+      if (badBreak(word, i - a))
+        problems.push(`word broken in a table: "${word.slice(0, i - a)}|${word.slice(i - a)}"`);
+    }
+  }
+  // Keep/Drop columns keep their width beside a long reason.
+  for (const cell of document.querySelectorAll(
+      'table.fmha-decisions td:nth-child(2), table.fmha-decisions td:nth-child(3)')) {
+    const em = parseFloat(getComputedStyle(cell).fontSize);
+    const width = cell.getBoundingClientRect().width;
+    if (width < 8 * em)
+      problems.push(`Keep/Drop column squeezed to ${Math.round(width)} px: ${where(cell)}`);
+  }
+  // The page's content never reaches past the window (what the theme draws around it,
+  // such as a header, is the theme's; inside a sideways-scrolling box is fine).
+  const content = document.querySelector('article') || document.querySelector('main') ||
+      document.body;
+  for (const el of content.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || r.right <= window.innerWidth + 1) continue;
+    let inside = false;
+    for (let a = el.parentElement; a && a !== content.parentElement; a = a.parentElement)
+      if (scrolls(a)) inside = true;
+    if (!inside) {
+      problems.push(`the content is wider than the window (${Math.round(r.right)} > ` +
+                    `${window.innerWidth} px): ${el.tagName.toLowerCase()} ${where(el)}`);
+      break;
+    }
+  }
   // Colours: the colour really painted (opacity included) over what is behind it.
   const parse = (c) => {
     const m = c.match(/rgba?\(([^)]+)\)/);
@@ -196,35 +278,41 @@ PAGE_PROBLEMS_JS = r"""
 
 
 
-def check_pages(folder: Path, pages: Sequence[str], shots: Path, prefix: str,
-                width: int = 1400) -> Dict[str, Dict[str, dict]]:
-    """{page: {mode: measurements}} for ``pages`` of the built site ``folder``, each in
-    light and dark mode (Playwright, this process); pages with problems are saved as
-    ``shots/<prefix>-<page>-<mode>.png``."""
+#: Window widths every page is read at: a desktop, and a narrow window (820 px, where
+#: the theme's sidebars fold away and tables have the least room).
+WIDTHS = (1400, 820)
+
+
+def check_pages(folder: Path, pages: Sequence[str], shots: Path,
+                prefix: str) -> Dict[str, Dict[str, dict]]:
+    """{page: {"<mode> <width>px": measurements}} for ``pages`` of the built site
+    ``folder``, each in light and dark mode at every width of :data:`WIDTHS`
+    (Playwright, this process); pages with problems are saved as
+    ``shots/<prefix>-<page>-<mode>-<width>.png``."""
     from playwright.sync_api import sync_playwright
 
     results: Dict[str, Dict[str, dict]] = {}
     with serve(folder) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
         try:
-            for page_name in pages:
-                for mode in MODES:
-                    context = browser.new_context(viewport={"width": width, "height": 900},
-                                                  color_scheme=mode)
-                    page = context.new_page()
-                    page.goto(base + page_name, wait_until="load")
-                    if mode == "dark":
-                        # pydata-sphinx-theme follows data-mode (auto: prefers-color-scheme);
-                        # set it so the check does not depend on the theme's default.
-                        page.evaluate("() => { const h = document.documentElement;"
-                                      " h.dataset.mode = 'dark'; h.dataset.theme = 'dark'; }")
-                    found = page.evaluate(PAGE_PROBLEMS_JS)
-                    results.setdefault(page_name, {})[mode] = found
-                    if found["problems"]:
-                        shots.mkdir(parents=True, exist_ok=True)
-                        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", "%s-%s-%s.png" % (prefix, page_name, mode))
-                        page.screenshot(path=str(shots / name), full_page=True)
-                    context.close()
+            for page_name, mode, width in itertools.product(pages, MODES, WIDTHS):
+                context = browser.new_context(viewport={"width": width, "height": 900},
+                                              color_scheme=mode)
+                page = context.new_page()
+                page.goto(base + page_name, wait_until="load")
+                if mode == "dark":
+                    # pydata-sphinx-theme follows data-mode (auto: prefers-color-scheme);
+                    # set it so the check does not depend on the theme's default.
+                    page.evaluate("() => { const h = document.documentElement;"
+                                  " h.dataset.mode = 'dark'; h.dataset.theme = 'dark'; }")
+                found = page.evaluate(PAGE_PROBLEMS_JS)
+                results.setdefault(page_name, {})["%s %dpx" % (mode, width)] = found
+                if found["problems"]:
+                    shots.mkdir(parents=True, exist_ok=True)
+                    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", "%s-%s-%s-%d.png"
+                                  % (prefix, page_name, mode, width))
+                    page.screenshot(path=str(shots / name), full_page=True)
+                context.close()
         finally:
             browser.close()
     return results
@@ -238,7 +326,8 @@ def reading_problems(results: Dict[str, Dict[str, dict]]) -> list:
     for page, modes in results.items():
         for mode, found in modes.items():
             luminance = found["pageLuminance"]
-            if (mode == "dark" and luminance >= 0.2) or (mode == "light" and luminance <= 0.8):
+            dark = mode.startswith("dark")
+            if (dark and luminance >= 0.2) or (not dark and luminance <= 0.8):
                 out.append("%s (%s): the page is not in %s mode (luminance %.2f)"
                            % (page, mode, mode, luminance))
             out += ["%s (%s): %s" % (page, mode, p) for p in found["problems"]]

@@ -55,6 +55,19 @@ def test_check_counts_what_generate_py_selects(synthetic_tree, tmp_path, capsys)
     assert check["command"] == "python generate.py -a toy -f '*_nlse*' -l kernels.txt"
 
 
+def test_check_names_the_sub_type_a_filter_misses_on_stderr(synthetic_tree, tmp_path, capsys):
+    root = synthetic_tree("absent_when_off")  # no '_nbias': bias 'no' leaves no trace
+    assert not listing(root, "toy", tmp_path, "-f", "*_nbias*")
+    code, out, err = run(capsys, "check", "--ck-root", str(root), "--cache-dir", str(tmp_path),
+                         "--api", "toy", "--filter", "*_nbias*")
+    assert code == 1 and out.startswith("$ python generate.py")
+    lines = err.splitlines()
+    assert len(lines) == 2, err
+    assert lines[0].startswith("sphinxext-fmha: warning: toy -f '*_nbias*': none of the ")
+    assert "'_nbias' occurs in no ToyKernel name" in lines[0]
+    assert lines[1] == "sphinxext-fmha: error: toy -f '*_nbias*' selects no kernel"
+
+
 def test_generate_driver_writes_the_union(synthetic_tree, tmp_path, capsys):
     root = synthetic_tree("base")
     union = listing(root, "toy", tmp_path, "-f", "*_d64_*") | listing(root, "toy", tmp_path, "-f", "*_lse")

@@ -6,6 +6,7 @@ import http.server
 import io
 import json
 import os
+import re
 import stat
 import tarfile
 import threading
@@ -303,7 +304,14 @@ def test_fetch_extracts_only_01_fmha_read_only(tmp_path, fake_archive, served, m
     assert stamp["sha256"] == sha and stamp["files"] == len(FMHA_FILES)
     assert hashlib.sha256((cache / "sdists" / archive.name).read_bytes()).hexdigest() == sha
     assert served.calls == [archive.name]
-    assert any("extracting" in m for m in messages)
+    # the finished steps, one build-log line each: what, how big, how long
+    steps = [m for m in messages if isinstance(m, corpus.Step)]
+    size = archive.stat().st_size / 1e6
+    assert len(steps) == 2, messages
+    assert re.fullmatch(r"fmha: fetching Fake_Pkg 1\.0 from the package index \(%.1f MB\)"
+                        r"\.\.\. \d+\.\d s" % size, steps[0]), steps
+    assert re.fullmatch(r"fmha: extracting %s of Fake_Pkg 1\.0 \(%d files\)\.\.\. \d+\.\d s"
+                        % (FMHA_SUBDIR, len(FMHA_FILES)), steps[1]), steps
     assert not [p for p in (cache / "trees").iterdir() if p.name.startswith(".")]
 
     _no_network(monkeypatch)  # a second call reuses the stamped extraction

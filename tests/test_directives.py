@@ -539,6 +539,22 @@ def test_bad_inputs_are_located_warnings(ck_root, tmp_path):
     assert str(src) not in html
 
 
+def test_a_sub_type_the_filter_misses_is_a_located_warning(ck_root, tmp_path):
+    """2.8.3's fwd_splitkv matches part 0 of ``-f`` against its combine kernels, whose
+    names have no bias: ``*_nbias_*@*_d64_*`` selects split-KV kernels and none of the
+    combine kernels they need. The page still shows the check."""
+    pages = {"page.rst": "Page\n====\n\n.. fmha-filter-check::\n   :api: fwd_splitkv\n"
+                         "   :filter: *_nbias_*@*_d64_*\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    found = [(line, kind, body) for line, kind, body in _located(warnings, src / "page.rst")
+             if "FmhaFwdSplitKVCombineKernel" in body]
+    assert [(line, kind) for line, kind, _ in found] == [(4, "filter")], warnings
+    assert "'_nbias_' occurs in no FmhaFwdSplitKVCombineKernel name" in found[0][2]
+    html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    assert "fmha-miss" in html and "generate.py selects <strong>" in html
+
+
 def test_missing_ck_root(tmp_path):
     pages = {"page.rst": "Page\n====\n\n.. fmha-api-list::\n\nText after.\n"}
     src = write_project(tmp_path / "src", pages, ck_root=tmp_path / "does-not-exist")
@@ -592,6 +608,11 @@ def test_gaps_are_warnings(ck_root, tmp_path, monkeypatch):
     def with_gap(self, api, options=None):
         model = copy.deepcopy(original(self, api, options) if options else original(self, api))
         model.gaps.append(Gap(what="a test gap", where="codegen/ops/x.py:1", why="made up"))
+        # a reading generate.py's run answered: on the page, never a warning
+        model.gaps.append(Gap(what="a self-check", where="codegen/ops/x.py:2", why="unread",
+                              section="tiles", answered="observed"))
+        # a fact only a section this page does not show needs: not a warning here
+        model.gaps.append(Gap(what="a tiles gap", why="unknown", section="tiles"))
         return model
 
     monkeypatch.setattr(Session, "model", with_gap)
@@ -601,8 +622,10 @@ def test_gaps_are_warnings(ck_root, tmp_path, monkeypatch):
     app, _status, warnings = build(src, "html")
     found = _located(warnings, src / "page.rst")
     assert [(line, kind) for line, kind, _ in found] == [(4, "gap")], warnings
-    assert "a test gap (codegen/ops/x.py:1): made up" in found[0][2]
-    assert "a test gap" in (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    assert "left 1 gap(s): a test gap (codegen/ops/x.py:1): made up" in found[0][2]
+    assert "self-check" not in warnings and "tiles gap" not in warnings
+    html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
+    assert "a test gap" in html and "a self-check" in html
     # suppress_warnings works with the subtype
     src2 = write_project(tmp_path / "src2", pages, ck_root=ck_root,
                          conf='suppress_warnings = ["fmha.gap"]')

@@ -184,6 +184,14 @@ class ToyFactoryGfx950(ToyFactoryGfx9):
 FACTORIES = [ToyFactoryGfx9, ToyFactoryGfx950]
 '''
 
+#: The toy's tile table, returned by the factories below.
+_TABLE = r'''            return {
+                64  : [ToyTileSize(128, 64,  32, -1)],
+                128 : [ToyTileSize(128, 128, 32,  2)],
+            }
+        return None
+'''
+
 #: Plain dicts the static reader evaluates; the blob function adds a gfx950 tile of its own.
 _FACTORIES_EXTENDED = r'''
 class ToyFactoryGfx9:
@@ -192,12 +200,7 @@ class ToyFactoryGfx9:
     @classmethod
     def get_hdim_tile_size_dict(cls, dtype: str) -> Optional[Dict[int, List[ToyTileSize]]]:
         if dtype in ('fp16', 'bf16'):
-            return {
-                64  : [ToyTileSize(128, 64,  32, -1)],
-                128 : [ToyTileSize(128, 128, 32,  2)],
-            }
-        return None
-
+''' + _TABLE + r'''
 
 class ToyFactoryGfx950(ToyFactoryGfx9):
     arch = 'gfx950'
@@ -205,6 +208,66 @@ class ToyFactoryGfx950(ToyFactoryGfx9):
 
 FACTORIES = [ToyFactoryGfx9, ToyFactoryGfx950]
 '''
+
+#: Newer CK's shape (2026): class methods, per-arch subclasses, a ``super()`` call, the
+#: data types each factory supports looped over, a custom factory chosen by an
+#: environment variable (not set here: generate.py never calls it).
+_FACTORIES_2026 = r'''
+class ToyRuleFactory:
+    @classmethod
+    def get_rules(cls):
+        return []
+
+
+class ToyFactoryGfx9(ToyRuleFactory):
+    arch = 'gfx9'
+    _DT_16 = ('fp16', 'bf16')
+
+    @classmethod
+    def supported_dtypes(cls):
+        return cls._DT_16
+
+    @classmethod
+    def get_hdim_tile_size_dict(cls, dtype: str) -> Optional[Dict[int, List[ToyTileSize]]]:
+        if dtype in cls._DT_16:
+''' + _TABLE + r'''
+
+class ToyFactoryGfx950(ToyFactoryGfx9):
+    arch = 'gfx950'
+
+    @classmethod
+    def get_hdim_tile_size_dict(cls, dtype: str) -> Optional[Dict[int, List[ToyTileSize]]]:
+        result = super().get_hdim_tile_size_dict(dtype)
+        if dtype == 'fp16':
+            result[128].append(ToyTileSize(64, 128, 32, -1))
+        return result
+
+
+class ToyCustomFactory(ToyFactoryGfx9):
+    @classmethod
+    def get_hdim_tile_size_dict(cls, dtype: str) -> Optional[Dict[int, List[ToyTileSize]]]:
+        result = ToyFactoryGfx9.get_hdim_tile_size_dict(dtype)
+        for tiles in result.values():
+            tiles.insert(0, ToyTileSize(32, 32, 32, -1))
+        return result
+
+
+def get_factory(target):
+    import os
+    if os.environ.get('TOY_CUSTOM_FACTORY', '0') == '1':
+        return ToyCustomFactory
+    if target.startswith('gfx950'):
+        return ToyFactoryGfx950
+    return ToyFactoryGfx9
+
+
+FACTORIES = [get_factory(target) for target in ('gfx9', 'gfx950')]
+'''
+
+#: The 2026 blob function's loop: each factory's own data types.
+_DTYPE_LOOP = (
+    "    for factory, dtype in itertools.product(FACTORIES, DTYPE_MAP.keys()):\n",
+    "    for factory, dtype in ((f, t) for f in FACTORIES for t in f.supported_dtypes()):\n")
 
 #: The blob function's own gfx950 tile (outside every factory table).
 _EXTRA_TILE = (
@@ -240,11 +303,13 @@ def _per_arch(root: Path, factories: str, *extra: Tuple[str, str]) -> Path:
     return root
 
 
-@pytest.mark.parametrize("variant", ["packed", "extended"])
+@pytest.mark.parametrize("variant", ["packed", "extended", "2026"])
 def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
     root = synthetic.make_tree(tmp_path, "base")
     if variant == "packed":
         root = _per_arch(root, _FACTORIES_PACKED)
+    elif variant == "2026":
+        root = _per_arch(root, _FACTORIES_2026, _DTYPE_LOOP)
     else:
         root = _per_arch(root, _FACTORIES_EXTENDED, _EXTRA_TILE)
     listed = independent_listing(root, "toy", tmp_path)
@@ -260,19 +325,35 @@ def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
     assert read_page(page, _TOY_TILE) == expected
     assert "| arch | dtype | hdim | Tiles (kernels) |" in page
     assert re.search(r"^#+ Tiles per architecture$", page, re.M), page[:200]
-    if variant == "packed":
-        # the static reader has no table: the rows are the listing's, and it says so
-        assert not any(read.values()), read
-        assert "No tile table read from the source has the tiles of these kernels" in page
-        assert "not in the source's table" not in page
+    if variant in ("packed", "2026"):
+        # tables the source reading cannot evaluate: generate.py's run computed them,
+        # as the listing has them per arch (gfx950's own tile included)
+        observed = {(arch, dtype, hdim, tile) for (arch, dtype, hdim, tile) in expected}
+        factory = {"gfx9": "ToyFactoryGfx9", "gfx950": "ToyFactoryGfx950"}
+        assert {(a, d, h, t) for a, f in factory.items() for d, per in read[f].items()
+                for h, tiles in per.items() for t in tiles} == observed
+        assert all(f.observed for f in model.factories if f.class_name in factory.values())
+        assert "Tile tables as generate.py's run got them:" in page
+        assert "not in its factory's table" not in page and "No tile table" not in page
+        # what the source reading could not make is answered, never a gap
+        assert all(gap.answered for gap in model.gaps), model.gaps
+        if variant == "2026":
+            assert model.gaps, "the mutant's tables are meant to defeat the source reading"
+            custom = [f for f in model.factories if f.class_name == "ToyCustomFactory"]
+            assert custom and not custom[0].observed
+            assert {g.answered for g in model.gaps if g.subject == "ToyCustomFactory"} == {"unused"}
+            assert "`ToyCustomFactory` (generate.py's run did not call it)" in page
+            gaps = guide_markdown(collect_guide(session, "toy", sections=["gaps"]), sections=["gaps"])
+            assert "The analysis left no gap." in gaps and "Self-checks: %d readings" % len(
+                model.gaps) in gaps
     else:
         # both tables are read and match; the blob function's own tile is not in them
         assert read.get("ToyFactoryGfx9") and read.get("ToyFactoryGfx950"), read
         assert "`gfx9`: `ToyFactoryGfx9`" in page and "`gfx950`: `ToyFactoryGfx950`" in page
         extra = [line for line in page.splitlines() if "`b64x128`" in line]
         assert len(extra) == 1 and "`gfx950` | `fp16` | `128`" in extra[0], extra
-        assert "`b64x128` (24 kernels) *not in the source's table*" in extra[0]
-        assert page.count("not in the source's table") == 2  # the mark and its explanation
+        assert "`b64x128` (24 kernels) *not in its factory's table*" in extra[0]
+        assert page.count("not in its factory's table") == 2  # the mark and its explanation
 
 
 _CONDITION = re.compile(r"TileSize\([^()]*?(CppConstraint\((['\"]).*?\2\))")

@@ -108,3 +108,26 @@ def test_an_arch_suffix_in_a_filter_is_named_as_one(analysis_sessions, analysis_
     assert check.count == 0
     assert any(note.startswith("'_gfx950' occurs in no kernel name") and "arch suffix" in note
                for note in check.notes), check.notes
+
+
+@pytest.mark.corpus
+def test_a_sub_type_the_filter_selects_nothing_of_is_named(sessions, tmp_path):
+    """2.7.4's bwd names omit absent features and ``-f`` reaches its dq_dk_dv kernels
+    only: ``*_nbias_*`` selects the helper kernels and none of the 7,680 main ones.
+    The check names that sub-type and the piece no name of it has (read here from
+    generate.py's own listings)."""
+    session = sessions["flash-attn-2.7.4.post1"]
+    selected = generate_listing(session.ck_root, "bwd", "*_nbias_*", tmp_path)
+    full = independent_listing(session.ck_root, "bwd", tmp_path)
+    def helper(name: str) -> bool:
+        return "_dot_do_o_" in name or "_convert_dq_" in name
+
+    main = [n for n in full if not helper(n)]
+    assert selected and all(helper(n) for n in selected)
+    assert main and not any("_nbias_" in n for n in full)
+    check = session.check("bwd", "*_nbias_*")
+    assert check.count == len(selected)
+    assert [(m.kernel_type, m.pattern, m.baseline, m.absent) for m in check.misses] == [
+        ("FmhaBwdDQDKDVKernel", "*_nbias_*", len(main), ["_nbias_"])]
+    # a filter whose sub-types are all selected misses nothing
+    assert session.check("bwd", "*_d64_*").misses == []

@@ -38,6 +38,7 @@ from ..process.runner import GenerateRequest, GenerateRunner
 from .generate_py import discover_apis, generate_options
 from .grammar import Grammar, derive_grammar, disambiguate_labels, plain_values, segment_label
 from .observe import observe
+from .observed_factories import apply_observed_factories
 from .probe_script import MARKER
 from .pyparse import parse_module
 from .receipts_observed import note_unmet_terms
@@ -163,6 +164,8 @@ def _fmha_rel(tree: Tree) -> Path:
 def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
                 facts: SourceFacts, listed_files: Sequence[str]) -> ApiModel:
     gaps: List[Gap] = list(facts.gaps)
+    apply_observed_factories(facts.factories, facts.factory_tables, gaps, observed.get("factories"),
+                             {t.class_name for t in facts.tiles}, facts.tile_hdim_field)
     records_by_class: Dict[str, List[dict]] = defaultdict(list)
     for record in observed["records"]:
         records_by_class[record["class"]].append(record)

@@ -69,9 +69,20 @@ class _ObservedEnough(BaseException):
         self.reached = False
 
 
+def _load_call_log():
+    """``probe_calls.py`` beside this file, loaded by its path (nothing is added to
+    ``sys.path``, where the codegen's own modules are looked up)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe_calls.py")
+    spec = importlib.util.spec_from_file_location("_fmha_probe_calls", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CallLog
+
+
 class Recorder:
     def __init__(self, fmha_dir):
         self.fmha_dir = os.path.realpath(fmha_dir)
+        self.calls = _load_call_log()(self.fmha_dir)  # the factories' calls (probe_calls.py)
         self.objects = []
         self.seen_ids = set()
         self.kernel_classes = {}
@@ -95,6 +106,7 @@ class Recorder:
         path = getattr(module, "__file__", None) or ""
         if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
             return
+        self.calls.wrap_module(module)
         for value in list(vars(module).values()):
             if not isinstance(value, type) or value.__module__ != module.__name__:
                 continue
@@ -413,6 +425,16 @@ def part_names(obj):
             if isinstance(text, str):
                 out[name] = [type(value).__name__, text]
     return out
+
+
+def part_types(kernels):
+    """The classes of the kernels' dataclass parts (tiles, pipelines)."""
+    found = set()
+    for obj in kernels:
+        if _is_dataclass_instance(obj):
+            found.update(type(v) for v in (getattr(obj, f, None) for f in _fields_of(type(obj)))
+                         if _is_dataclass_instance(v))
+    return found
 
 
 def uncache(obj):
@@ -743,7 +765,9 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
     initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
+    recorder.calls.watching = True  # this run only: the factories' calls
     listing, error = run_generate(fmha_dir, list(argv))
+    recorder.calls.watching = False
     save_code_store(code_store)  # the next probes and batches start while this one works
     result = {
         "listing": listing,
@@ -794,6 +818,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
             tally = tallies[cls] = collections.Counter()
         scalars.append(typed)
         tally.update(typed)
+    result["factories"] = recorder.calls.summary(part_types(obj for _, obj in kernels))
     observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
     for cls, tally in tallies.items():
         counted = observed[cls] = {}

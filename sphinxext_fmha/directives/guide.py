@@ -21,11 +21,14 @@ from ..model import NO_TOKEN, FilterCheck
 from ..options import OptionError, check_filter_text
 from ..render.guide import (
     api_list_table,
+    commands_miss_warnings,
     comparison_blocks,
     filename_blocks,
     filter_check_blocks,
     guide_sections,
     header_inlines,
+    miss_text,
+    miss_warnings,
 )
 from ..render.ir import Para
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
@@ -87,11 +90,18 @@ class KernelGuideDirective(FmhaDirective):
             data.dispatch_problem.message = "%s: %s" % (api, data.dispatch_problem.message)
             before.extend(self.report(data.dispatch_problem))
         self.warn_suspicious(data.model)
-        if data.model.gaps:
+        if data.recommendation is not None and "commands" in names:
+            for line in commands_miss_warnings(api, data.recommendation.runs):
+                self.warn(WarningType.FILTER, line)
+        # a gap is a warning when a section shown here lacks its fact; a reading that
+        # generate.py's run or the listing answers is a self-check on the page only
+        missing = [g for g in data.model.gaps
+                   if not g.answered and (not g.section or g.section in names)]
+        if missing:
             self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
-                api, len(data.model.gaps), "; ".join(
+                api, len(missing), "; ".join(
                     "%s (%s)%s" % (g.what, g.where, ": " + g.why if g.why else "")
-                    for g in data.model.gaps)))
+                    for g in missing)))
         guide = sections_to_nodes(guide_sections(data, names), api, headings, _doc_link, before)
         self.set_source_info(guide)
         return [guide]
@@ -153,10 +163,14 @@ class FilterCheckDirective(FmhaDirective):
             return self.report(problem)
         if check.count == 0:
             message = "the filter %r selects no kernel of %s" % (filter_text, api)
-            if check.notes:
+            if check.misses:
+                message += ": " + "; ".join(miss_text(m) for m in check.misses)
+            elif check.notes:
                 message += " (" + "; ".join(n for n in check.notes
                                             if n != "the filter selects no kernel") + ")"
             return self.report(Problem(WarningType.FILTER, message.replace(" ()", ""), check.command))
+        for line in miss_warnings(api, filter_text, check.misses):
+            self.warn(WarningType.FILTER, line)
         if not check.verified:
             self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
                                                  or "the model's prediction differs"))

@@ -21,7 +21,7 @@ from .sections.dispatch import dispatch_section
 from .sections.fields import fields_section
 from .sections.filename import diagram_of, filename_blocks, filename_section
 from .sections.filter import filter_section
-from .sections.filter_check import filter_check_blocks
+from .sections.filter_check import commands_miss_warnings, filter_check_blocks, miss_text, miss_warnings
 from .sections.gaps import gaps_section
 from .sections.overview import header_inlines, types_section
 from .sections.recommendation import (
@@ -38,11 +38,14 @@ __all__ = [
     "FOLD_ROWS",
     "api_list_table",
     "comparison_blocks",
+    "commands_miss_warnings",
     "diagram_of",
     "filename_blocks",
     "filter_check_blocks",
     "guide_sections",
     "header_inlines",
+    "miss_text",
+    "miss_warnings",
     "recommendation_sections",
 ]
 

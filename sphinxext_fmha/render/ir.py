@@ -211,23 +211,24 @@ def column_order(table: Table) -> List[int]:
     return lead + counts + [c for c in rest if c not in counts]
 
 
-#: Where a long literal may break: after ``::``, ``/``, ``,``, ``;`` or ``=``, and
-#: before ``<``, ``(``, ``.``, an inner ``_`` or the ``x`` of a tile shape (``128x64``).
-_BREAK = re.compile(r"(?<=::)(?=[^:])|(?<=[/,;=])(?=[^\s/,;=])|(?<=[\w>)\]])(?=[<(.])"
-                    r"|(?<=[A-Za-z0-9])(?=_[A-Za-z0-9])|(?<=\d)(?=x\d)")
-
-
-#: A source path (``codegen/ops/fmha_bwd.py:760``): it breaks after its slashes only.
-_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$")
+#: Where a long word of a literal may break: after ``::``, ``<``, ``,`` or ``.`` (not in
+#: a number, not before a file name's extension) ...
+_STRONG = re.compile(r"(?<=::)(?=[^:])|(?<=[<,])(?=\S)|(?<=\.)(?=[A-Za-z_])(?!(?:cpp|hpp|h|py)$)")
+#: ... and, in a part still longer than :data:`_WHOLE`, before an inner ``_`` that starts
+#: the next token (``fmha_fwd`` | ``_d128``).
+_TOKEN = re.compile(r"(?<=[A-Za-z0-9])(?=_[A-Za-z0-9])")
+#: Words (and parts) this long or shorter never break.
+_WHOLE = 12
+#: A kernel name's token (``_dropout_wg16_storerandval``): it breaks only where it is
+#: a tile shape, before the ``x`` between two of its numbers (``_b16x128x128x16...``).
+_TOKEN_WORD = re.compile(r"^_[A-Za-z0-9_]+$")
+_SHAPE = re.compile(r"(?<=\d)(?=x\d)")
+#: A source path or ``file.py:line`` reference: it breaks after its slashes only.
+_PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$|^[\w.-]+\.\w+:\d+$")
 _AFTER_SLASH = re.compile(r"(?<=/)")
 
 
-def break_points(text: str, shortest: int = 16) -> List[str]:
-    """``text`` cut where a line may break (C++ names, file names, paths); literals
-    shorter than ``shortest`` stay whole."""
-    if len(text) < shortest:
-        return [text]
-    pattern = _AFTER_SLASH if _PATH.match(text) else _BREAK
+def _cut(text: str, pattern: re.Pattern[str]) -> List[str]:
     pieces, start = [], 0
     for match in pattern.finditer(text):
         if match.start() > start:
@@ -235,6 +236,31 @@ def break_points(text: str, shortest: int = 16) -> List[str]:
             start = match.start()
     pieces.append(text[start:])
     return pieces
+
+
+def break_points(text: str) -> List[str]:
+    """``text`` cut where a line may break: tokens, numbers, ``file.py:line`` references
+    and words of up to 12 characters stay whole; long C++ names and field paths break
+    after ``::``, ``<``, ``,`` and ``.`` and between tokens (before an inner ``_``); paths
+    after their slashes; a long tile shape between its numbers (``b128x128x32|x128``).
+    Whitespace breaks as it does."""
+    pieces: List[str] = []
+    for word in re.split(r"(\s+)", text):
+        if len(word) <= _WHOLE or word.isspace():
+            parts = [word]
+        elif _TOKEN_WORD.match(word):
+            parts = _cut(word, _SHAPE)
+        elif _PATH.match(word):
+            parts = _cut(word, _AFTER_SLASH)
+        else:
+            parts = [piece for part in _cut(word, _STRONG)
+                     for token in (_cut(part, _TOKEN) if len(part) > _WHOLE else [part])
+                     for piece in (_cut(token, _SHAPE) if len(token) > _WHOLE else [token])]
+        if pieces and parts and (word.isspace() or pieces[-1][-1:].isspace()):
+            pieces[-1] += parts[0]  # a blank stays with its neighbours: it breaks anyway
+            parts = parts[1:]
+        pieces.extend(p for p in parts if p)
+    return pieces or [text]
 
 
 def _split_outside_quotes(line: str) -> List[str]:

@@ -75,7 +75,7 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
     out: List[nodes.Node] = []
     for part in parts:
         if isinstance(part, str):
-            out.append(nodes.Text(part))
+            out.extend(_text(part))
         elif isinstance(part, Code):
             out.append(_literal(part.text))
         elif isinstance(part, Strong):
@@ -94,6 +94,16 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
                                     fmha_local="%s\n%s" % (part.heading, part.anchor)))
         else:  # pragma: no cover - the IR has no other inline
             raise TypeError(type(part).__name__)
+    return out
+
+
+def _text(text: str) -> List[nodes.Node]:
+    """Plain text whose long words (``dropout=dropout_wg16_storerandval``) may wrap
+    where a literal's may (:func:`_literal`); other text as it is."""
+    pieces = break_points(text)
+    out: List[nodes.Node] = [nodes.Text(pieces[0])]
+    for piece in pieces[1:]:
+        out += [nodes.inline("", "", classes=["fmha-wbr"]), nodes.Text(piece)]
     return out
 
 
@@ -139,7 +149,7 @@ def _table(table: Table, link: Optional[LinkFactory]) -> nodes.table:
     row = nodes.row()
     for index in order:
         title = table.header[index]
-        row += nodes.entry("", nodes.paragraph(title, title))
+        row += nodes.entry("", nodes.paragraph(title, "", *_text(title)))
     head += row
     body = nodes.tbody()
     group += body

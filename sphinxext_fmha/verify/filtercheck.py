@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Callable, Dict, List, Optional, Set
 
 from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
-from ..model import ApiModel, FilterCheck, SegmentBreakdown, TokenCount, token_list
+from ..model import ApiModel, FilterCheck, FilterMiss, SegmentBreakdown, TokenCount, token_list
 from ..process.runner import ApiFileResult, ListingResult
 from .parsed_listing import ParsedListing
 
@@ -164,6 +164,29 @@ def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> L
     return sorted(set(notes))
 
 
+def misses(model: ApiModel, baseline: ParsedListing, filter: str,
+           selected: Dict[str, int]) -> List[FilterMiss]:
+    """The sub-types whose pattern part says something (not ``*`` alone) and selects
+    none of their kernels (``selected``: kernels per sub-type), with the literal pieces
+    of that part that occur in none of their names."""
+    patterns = api_patterns(model, filter) if filter else {}
+    names: Dict[str, List[str]] = {}
+    for filename, name in baseline.kernel_names(model).items():
+        names.setdefault(baseline.parsed[filename][0], []).append(name)
+    out = []
+    for kernel_type in model.kernel_types:
+        pattern = patterns.get(kernel_type.class_name)
+        own = names.get(kernel_type.class_name)
+        if not pattern or not pattern.strip("*") or not own or selected.get(kernel_type.class_name):
+            continue
+        text = "\n".join(own)  # a piece without a line break is in it when it is in a name
+        absent = [piece for piece in dict.fromkeys(_WILDCARDS.split(pattern)) if piece and (
+            piece not in text if "\n" not in piece else not any(piece in n for n in own))]
+        out.append(FilterMiss(kernel_type=kernel_type.class_name, pattern=pattern,
+                              baseline=len(own), absent=absent))
+    return out
+
+
 def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
                  listing: ListingResult, baseline: ParsedListing, traits: List[List[str]],
                  api_file: Optional[ApiFileResult] = None) -> FilterCheck:
@@ -181,6 +204,7 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         predicted_per_type=dict(sorted(Counter(baseline.parsed[f][0] for f in predicted).items())),
         files=sorted(listing.files),
     )
+    check.misses = misses(model, baseline, filter, check.per_type)
     check.side_effects = ["%s: %s dropped (not named by the filter)" % (
         row.segment, token_list(row.dropped))
         for row in check.breakdown if row.side_effect]

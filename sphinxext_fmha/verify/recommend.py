@@ -282,7 +282,8 @@ def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation
             result.notes.append("%r fails in write mode: %s" % (text, "; ".join(
                 n for n in check.notes if n.startswith("write mode")) or "not checked"))
         result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
-                                     verified=check.verified, written=written))
+                                     verified=check.verified, written=written,
+                                     misses=check.misses))
     return union
 
 

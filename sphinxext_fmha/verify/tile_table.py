@@ -184,7 +184,10 @@ def _static_entries(factory: Factory) -> Set[Tuple[str, str, str]]:
 
 def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arch: bool) -> None:
     """Per architecture, the factory whose table has most of the listed tiles: its
-    entries mark the rows' tiles (in the source or not) and the entries no kernel has."""
+    entries mark the rows' tiles (in its table or not) and the entries no kernel has.
+    Where generate.py's run called factories, only those are compared (what it got)."""
+    if any(f.observed for f in factories):
+        factories = [f for f in factories if f.observed]
     by_arch: Dict[str, List[TileRow]] = defaultdict(list)
     for row in table.rows:
         by_arch[row.keys.get("arch", "")].append(row)
@@ -210,7 +213,8 @@ def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arc
         table.sources.append(TileSource(
             factory=factory.class_name, arch=arch, defined_at=factory.defined_at,
             selected_by=factory.selected_by, matched=matched, listed=len(entries),
-            not_generated=[{"dtype": d, "hdim": h, "tile": t} for d, h, t in missing]))
+            not_generated=[{"dtype": d, "hdim": h, "tile": t} for d, h, t in missing],
+            observed=factory.observed))
 
 
 def _layouts(model: ApiModel) -> Dict[str, _Layout]:

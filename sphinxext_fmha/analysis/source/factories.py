@@ -88,11 +88,12 @@ def collect_factories(ctx: Context) -> None:
             factories.append(fac)
     ctx.facts.factories = factories
     ctx.facts.factory_tables = tables
+    ctx.facts.tile_hdim_field = reader.hdim_field or ""
     ctx.factory_names = [f.class_name for f in factories]
     ctx.facts.has_arch_factories = any(f.arch for f in factories)
     if not factories:
         ctx.gaps.append(Gap("factories", ctx.rel,
-                            "no factory class or tile-table function was found"))
+                            "no factory class or tile-table function was found", section="tiles"))
     elif not ctx.facts.has_arch_factories:
         ctx.facts.notes.append({
             "what": "no per-arch factories",

@@ -189,6 +189,8 @@ class SourceFacts:
     factories: List[Factory] = field(default_factory=list)
     factory_tables: List[FactoryTable] = field(default_factory=list)
     has_arch_factories: bool = False
+    #: the tile field giving the head dim where a tile table is a plain list
+    tile_hdim_field: str = ""
     enumeration: Enumeration = field(default_factory=Enumeration)
     skip_conditions: List[SkipCondition] = field(default_factory=list)
     skip_context: Dict[str, Dict[str, str]] = field(default_factory=dict)

@@ -140,7 +140,7 @@ class TileTableReader:
         table = FactoryTable(factory=owner, method=method, defined_at=pm.where(fn))
         if not params:
             self.ctx.gaps.append(Gap(f"tile table {owner}.{method}", pm.where(fn),
-                                     "method takes no dtype parameter"))
+                                     "method takes no dtype parameter", "tiles", owner))
             return table
         dtype_param = next((p for p in params if "dtype" in p.lower()), params[0])
         table.dtype_parameter = dtype_param
@@ -177,7 +177,8 @@ class TileTableReader:
                 except Unknown as exc:
                     self.ctx.gaps.append(Gap(f"tile table {owner}.{method}({dtype!r}"
                                          + "".join(f", {p}={v!r}" for p, v in zip(others, combo)) + ")",
-                                         pm.where(fn), f"cannot be evaluated statically: {exc}"))
+                                         pm.where(fn), f"cannot be evaluated statically: {exc}",
+                                         "tiles", owner))
                     failed = True
                     continue
                 tiles, calls = self._normalise(result)
@@ -192,7 +193,7 @@ class TileTableReader:
             self.ctx.gaps.append(Gap(f"tile table {owner}.{method}", pm.where(fn),
                                  "no candidate data types found (no loop feeding its data type "
                                  "argument could be evaluated, and it compares that argument "
-                                 "with no literal value)"))
+                                 "with no literal value)", "tiles", owner))
         label = owner if owner == method else f"{owner}.{method}"
         if enumerated:
             extra = [d for d in table.supported if d not in enumerated]
@@ -206,7 +207,7 @@ class TileTableReader:
         else:
             self.ctx.gaps.append(Gap(f"enumerated data types for {owner}.{method}", pm.where(fn),
                                  "the loop feeding the data type argument could not be evaluated; "
-                                 "data types come from comparisons only"))
+                                 "data types come from comparisons only", "tiles", owner))
         return table
 
     def _merge(self, others: List[str],
@@ -324,7 +325,7 @@ class TileTableReader:
                 self.warned_hdim = True  # one gap for all tables
                 self.ctx.gaps.append(Gap("head dim of list-shaped tile tables", self.ctx.rel,
                                      "no 'hdim = <tile>.<field>' assignment in the blob functions; "
-                                     "tiles are listed under '*'"))
+                                     "tiles are listed under '*'", "tiles"))
             for v in result:
                 key = "*"
                 if isinstance(v, Obj) and self.hdim_field:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ...model import (
     ApiModel,
     FilterCheck,
+    FilterMiss,
+    FilterRun,
     SegmentBreakdown,
 )
 from ..ir import (
@@ -54,10 +56,41 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
         blocks.append(Admonition("note", [Para(["Side effects (tokens dropped that the filter "
                                                 "does not name):"]),
                                           BulletList([[s] for s in check.side_effects])]))
+    if check.misses:
+        blocks.append(Admonition("warning", [BulletList([[miss_text(m)] for m in check.misses])],
+                                 classes=["fmha-miss"]))
     if check.notes:
         blocks.append(BulletList([[n] for n in check.notes]))
     blocks.extend(_expectation_blocks(list(expectations)))
     return blocks
+
+
+def miss_text(miss: FilterMiss) -> str:
+    """Why a filter selects nothing of a sub-type it addresses, naming the pieces of
+    its pattern that no name of the sub-type has."""
+    text = "none of the %d %s kernels is selected (their pattern: %r)" % (
+        miss.baseline, miss.kernel_type, miss.pattern)
+    if miss.absent:
+        return text + ": %s occur%s in no %s name of this tree" % (
+            ", ".join(repr(p) for p in miss.absent), "s" if len(miss.absent) == 1 else "",
+            miss.kernel_type)
+    return text + ": no %s name matches it" % miss.kernel_type
+
+
+def miss_warnings(api: str, filter: str, misses: Iterable[FilterMiss]) -> List[str]:
+    """The warning lines of a filter's misses (the build log and ``check`` on stderr)."""
+    return ["%s -f %r: %s" % (api, filter, miss_text(miss)) for miss in misses]
+
+
+def commands_miss_warnings(api: str, runs: Sequence[FilterRun]) -> List[str]:
+    """The warning lines of a guide's filter commands: a sub-type none of them selects a
+    kernel of (the runs of a minimal set select sub-types apart, their union counts)."""
+    if len(runs) == 1:
+        return miss_warnings(api, runs[0].filter, runs[0].misses)
+    return ["%s: the %d filter commands select none of the %d %s kernels" % (
+                api, len(runs), miss.baseline, miss.kernel_type)
+            for miss in (runs[0].misses if runs else [])
+            if all(any(m.kernel_type == miss.kernel_type for m in run.misses) for run in runs)]
 
 
 def _changed(row: SegmentBreakdown) -> bool:

@@ -221,8 +221,9 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
     if rec.driver_command:
         blocks.append(Para(["One generate.py run for the union, with one dispatch file "
                             "(%s). generate.py takes one filter per API, so this command, "
-                            "which this extension installs (" % verified_text(rec.driver_verified),
-                            Code("pip install sphinxext-fmha"), "; CK has no such command), "
+                            "which comes with this extension (the " % verified_text(rec.driver_verified),
+                            Code("sphinxext-fmha"), " command of the Python environment that "
+                            "builds these docs; CK has no such command), "
                             "runs the tree's generate.py once with its fnmatch widened to the "
                             "union of the filters:"]))
         blocks.append(CodeBlock(rec.driver_command, "bash"))

@@ -1,11 +1,12 @@
 """The tiles section: the tiles each sub-type really has per problem, from the listing;
-the factory tables read from the source add where they are, when they are used and
-their conditions, and every entry where they disagree with the listing."""
+the factories' tables (as generate.py's run got them, else as read from the source) add
+where they are, when they are used and their conditions, and every entry where they
+disagree with the listing."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 from ...guide_data import GuideData
 from ...model import Factory, TileRow, TileSource, TileTable, TileUse
@@ -28,6 +29,8 @@ from .common import FOLD_ITEMS, fold, natural, plural
 
 #: The mark of a tile the source's table does not list for its row.
 NOT_IN_SOURCE = "not in the source's table"
+#: The mark of a tile its factory's table, as generate.py's run got it, does not list.
+NOT_IN_TABLE = "not in its factory's table"
 
 
 def _merged_rows(table: TileTable) -> List[Tuple[Dict[str, str], List[TileUse]]]:
@@ -48,7 +51,7 @@ def _merged_rows(table: TileTable) -> List[Tuple[Dict[str, str], List[TileUse]]]
     return list(merged.values())
 
 
-def _tile_cell(uses: Sequence[TileUse]) -> Inlines:
+def _tile_cell(uses: Sequence[TileUse], observed: bool) -> Inlines:
     items: List[Inlines] = []
     for use in uses:
         counts = plural(use.kernels, "kernel")
@@ -61,7 +64,7 @@ def _tile_cell(uses: Sequence[TileUse]) -> Inlines:
         if use.note:
             item += [" when ", Code(use.note)]
         if use.in_source is False:
-            item += [" ", Emph(NOT_IN_SOURCE)]
+            item += [" ", Emph(NOT_IN_TABLE if observed else NOT_IN_SOURCE)]
         items.append(item)
     return join(items, "; ")
 
@@ -105,7 +108,7 @@ def _not_generated(source: TileSource, rows: Sequence[TileRow]) -> List[Inlines]
     return items
 
 
-def _table_blocks(table: TileTable) -> List[Block]:
+def _table_blocks(table: TileTable, observed: bool) -> List[Block]:
     blocks: List[Block] = []
     problems = "by " + ", ".join(table.columns)
     distinct = {u.tile for r in table.rows for u in r.tiles}
@@ -119,8 +122,8 @@ def _table_blocks(table: TileTable) -> List[Block]:
                             "; the minimal set keeps %d." % kept
                             if any(u.kept is not None for u in uses) else "."]))
     else:
-        blocks.extend(_grid(table))
-    blocks.extend(_comparison(table))
+        blocks.extend(_grid(table, observed))
+    blocks.extend(_comparison(table, observed))
     return blocks
 
 
@@ -133,11 +136,11 @@ def _segments_named(table: TileTable) -> Inlines:
             *join([[Strong(label)] for label in table.tile_segments], ", "), ")"]
 
 
-def _grid(table: TileTable) -> List[Block]:
+def _grid(table: TileTable, observed: bool) -> List[Block]:
     blocks: List[Block] = []
     merged = _merged_rows(table)
     header = list(table.columns) + ["Tiles (kernels)"]
-    rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses)]
+    rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses, observed)]
             for keys, uses in merged]
     grid = Table(header=header, rows=rows, classes=["fmha-tiles"], counts_after=None)
     blocks.extend(fold([Code(table.kernel_type), ": %s" % plural(len(rows), "tile row")],
@@ -145,24 +148,34 @@ def _grid(table: TileTable) -> List[Block]:
     return blocks
 
 
-def _comparison(table: TileTable) -> List[Block]:
-    """What the factory tables read from the source add, and where they disagree."""
+def _comparison(table: TileTable, observed: bool) -> List[Block]:
+    """What the factories' tables add (as generate.py's run got them, else as read from
+    the source), and where they disagree with the listing."""
     blocks: List[Block] = []
     archs = {r.keys.get("arch", "") for r in table.rows}
     matched = {s.arch for s in table.sources}
     facts: List[Inlines] = [_source_line(s) for s in table.sources]
+    def origin(it: str) -> str:
+        return "as generate.py's run got %s" % it if observed else "read from the source"
+
     if len(facts) == 1:
-        blocks.append(Para(["Tile table read from the source: ", *facts[0], "."]))
+        blocks.append(Para(["Tile table %s: " % origin("it"), *facts[0], "."]))
     elif facts:
-        blocks.append(Para(["Tile tables read from the source:"]))
+        blocks.append(Para(["Tile tables %s:" % origin("them")]))
         blocks.append(BulletList(facts))
     unmatched = sorted((a for a in archs - matched if a), key=natural)
     if archs - matched:
-        blocks.append(Para(["No tile table read from the source has the tiles of these kernels",
+        blocks.append(Para(["No tile table %s has the tiles of these kernels" % (
+                                "of a factory generate.py's run called" if observed else origin("")),
                             *([" (", *codes(unmatched), ")"] if unmatched else []),
                             ": the rows are the listing's alone."]))
     missing = [u for r in table.rows for u in r.tiles if u.in_source is False]
-    if missing:
+    if missing and observed:
+        blocks.append(Para([Emph(NOT_IN_TABLE), ": %s the listing has for a problem, the "
+                            "factory's table does not have for it, as generate.py's run got "
+                            "the table: the codegen adds the tile elsewhere; the rows show what "
+                            "generate.py produced." % plural(len(missing), "tile")]))
+    elif missing:
         blocks.append(Para([Emph(NOT_IN_SOURCE), ": %s the listing has for a problem, the "
                             "table read from the source does not have for it. The static "
                             "reading and generate.py disagree; the rows show what generate.py "
@@ -181,17 +194,26 @@ def _comparison(table: TileTable) -> List[Block]:
     return blocks
 
 
-def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> Inlines:
-    """The source's tables no listed kernel was compared with, and why, in one line."""
+def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable],
+                     unread: Set[str]) -> Inlines:
+    """The factories' tables no listed kernel was compared with, and why, in one line
+    (``unread``: factories generate.py's run did not call whose table the source
+    reading could not make either)."""
     used = {s.factory for t in tables for s in t.sources}
     archs = {r.keys.get("arch", "") for t in tables for r in t.rows}
     listed = {u.tile for t in tables for r in t.rows for u in r.tiles}
+    called = any(f.observed for f in factories)
+    # a base whose table a called factory inherits was compared through it
+    inherited = {base for f in factories if f.observed for base in f.bases}
     items: List[Inlines] = []
     for factory in factories:
-        if factory.class_name in used or not factory.tiles:
+        if factory.class_name in used or not (factory.tiles or factory.class_name in unread) \
+                or (called and not factory.observed and factory.class_name in inherited):
             continue
-        if factory.arch and factory.arch not in archs:
-            why: Inlines = ["no listed kernel is for ", Code(factory.arch)]
+        if called and not factory.observed:
+            why: Inlines = ["generate.py's run did not call it"]
+        elif factory.arch and factory.arch not in archs:
+            why = ["no listed kernel is for ", Code(factory.arch)]
         elif any(tile in listed for per_hdim in factory.tiles.values()
                  for tiles in per_hdim.values() for tile in tiles):
             why = ["another table matches as well or better"]
@@ -215,8 +237,9 @@ def tiles_section(data: GuideData) -> List[Block]:
             blocks.append(Para([intro]))
     for table in data.tile_tables:
         blocks.append(SubHeading([Code(table.kernel_type)]))
-        blocks.extend(_table_blocks(table))
-    others = _other_factories(model.factories, data.tile_tables)
+        blocks.extend(_table_blocks(table, any(f.observed for f in model.factories)))
+    others = _other_factories(model.factories, data.tile_tables,
+                              {g.subject for g in model.gaps if g.answered == "unused"})
     if others:
         blocks.append(Para(others))
     for tile in model.tiles:

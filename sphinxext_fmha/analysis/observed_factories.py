@@ -1,0 +1,140 @@
+"""The factories' tile tables as generate.py's own run computed them.
+
+The probe (``probe_calls.py``) keeps every call of a codegen function or factory method
+that returned tiles or nothing, with its arguments. A factory whose tile method was
+called gets its tables from those calls: per data type, head-dim key and the other
+arguments (``[tr_load=t]`` where they change the table), the tiles' own names, and the
+conditions its tiles carry where the source reading has none. The source reading keeps
+what it alone knows (where a factory is, when it is chosen). A gap of the source
+reading about the tiles is then answered: by that observation, by the run not using
+the factory, or by the listing, which the tiles section is built from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..model import Factory, Gap
+from .source.facts import FactoryTable
+
+__all__ = ["apply_observed_factories"]
+
+_Table = Dict[str, List[str]]
+
+
+def apply_observed_factories(factories: Sequence[Factory], tables: Sequence[FactoryTable],
+                             gaps: Sequence[Gap], observed: Optional[dict],
+                             tile_classes: Set[str], hdim_field: str) -> None:
+    """Fill each called factory's tables from ``observed`` (the probe's ``factories``)
+    and mark the tile gaps answered."""
+    calls = (observed or {}).get("calls", [])
+    objects = (observed or {}).get("objects", [])
+    dtype_params = {(t.factory, t.method): t.dtype_parameter for t in tables}
+    static_notes = {n: text for f in factories for n, text in f.tile_notes.items()}
+    for factory in factories:
+        own = _calls_of(factory, factories, calls, objects, tile_classes)
+        method = next((c["method"] for c in own if _tiles_of(c, objects, tile_classes)), None)
+        if method is None:
+            continue
+        per_dtype = _per_dtype([c for c in own if c["method"] == method], objects, tile_classes,
+                               hdim_field, dtype_params.get((factory.class_name, method), ""))
+        factory.tiles, factory.dtypes, factory.unsupported_dtypes = {}, [], []
+        for dtype, combos in per_dtype.items():
+            merged = _merge(combos)
+            if merged:
+                factory.tiles[dtype] = merged
+                factory.dtypes.append(dtype)
+            else:
+                factory.unsupported_dtypes.append(dtype)
+        # a tile's condition as the source writes it, where the source reading has it
+        for index in {i for c in own for i in _tiles_of(c, objects, tile_classes)}:
+            name, notes = objects[index][1], objects[index][3]
+            if name and notes:
+                factory.tile_notes[name] = static_notes.get(name) or "; ".join(notes.values())
+        factory.observed = True
+    called = {f.class_name for f in factories if f.observed}
+    for gap in gaps:
+        if gap.section == "tiles" and not gap.answered:
+            gap.answered = ("observed" if gap.subject in called
+                            else "unused" if gap.subject and called else "listing")
+
+
+def _calls_of(factory: Factory, factories: Sequence[Factory], calls: List[dict],
+              objects: List[list], tile_classes: Set[str]) -> List[dict]:
+    """The calls made through ``factory`` (a function factory: the function's own). A
+    factory generate.py used that inherits its tile method as a static method (whose
+    calls are known by the class that defines it) gets that base's calls: they do not
+    depend on the class."""
+    name = factory.class_name
+    own = [c for c in calls if c["through"] == name or (not c["through"] and c["method"] == name)]
+    if not own or any(_tiles_of(c, objects, tile_classes) for c in own):
+        return own
+    by_name = {f.class_name: f for f in factories}
+    bases, seen = list(factory.bases), {name}
+    while bases:
+        base = bases.pop(0)
+        if base in seen:
+            continue
+        seen.add(base)
+        inherited = [c for c in calls if c["through"] == base and c["kind"] == "static"
+                     and _tiles_of(c, objects, tile_classes)]
+        if inherited:
+            return own + inherited
+        bases.extend(by_name[base].bases if base in by_name else [])
+    return own
+
+
+def _tiles_of(call: dict, objects: List[list], tile_classes: Set[str]) -> List[int]:
+    result = call.get("result") or {}
+    refs = [i for _, ids in result.get("keys", []) for i in ids] + list(result.get("items", []))
+    return [i for i in refs if objects[i][0] in tile_classes]
+
+
+def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], hdim_field: str,
+               dtype_param: str) -> Dict[str, List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]]:
+    """data type -> [(the other arguments, the table {head-dim key: tile names})], in the
+    order of the calls."""
+    out: Dict[str, List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]] = {}
+    for call in calls:
+        params = call["params"]
+        param = dtype_param if dtype_param in params else next(
+            (p for p in params if "dtype" in p.lower()), next(iter(params), ""))
+        if not isinstance(params.get(param), str):
+            continue
+        others = tuple((k, v) for k, v in params.items() if k != param)
+        table: _Table = {}
+        result = call.get("result") or {}
+        for key, ids in result.get("keys", []):
+            names = _names(ids, objects, tile_classes)
+            if names:
+                table.setdefault(key, []).extend(n for n in names if n not in table.get(key, []))
+        for index in result.get("items", []):
+            if objects[index][0] in tile_classes and objects[index][1]:
+                fields = objects[index][2]
+                key = str(fields[hdim_field]) if hdim_field in fields else "*"
+                if objects[index][1] not in table.get(key, []):
+                    table.setdefault(key, []).append(objects[index][1])
+        combos = out.setdefault(params[param], [])
+        if (others, table) not in combos:
+            combos.append((others, table))
+    return out
+
+
+def _names(ids: List[int], objects: List[list], tile_classes: Set[str]) -> List[str]:
+    return [objects[i][1] for i in ids if objects[i][0] in tile_classes and objects[i][1]]
+
+
+def _merge(combos: List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]) -> _Table:
+    """One data type's tables over its other arguments: keys get ``[param=value]`` only
+    when those arguments change the table (tables differ, or some are empty), as the
+    source reading writes them."""
+    filled = [(others, table) for others, table in combos if table]
+    qualify = any(others for others, _ in combos) and (
+        len({repr(sorted(t.items())) for _, t in filled}) > 1 or len(filled) < len(combos))
+    out: _Table = {}
+    for others, table in filled:
+        suffix = " [" + ", ".join("%s=%s" % kv for kv in others) + "]" if qualify else ""
+        for key, names in table.items():
+            shown = out.setdefault(key + suffix, [])
+            shown.extend(n for n in names if n not in shown)
+    return out

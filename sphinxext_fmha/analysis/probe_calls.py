@@ -1,0 +1,235 @@
+"""What the codegen's factories return while generate.py runs.
+
+Loaded by ``probe_script.py`` into the interpreter that runs generate.py (standard
+library only, nothing of sphinxext_fmha). While the probe's unfiltered run is watched,
+every function of a codegen module and every static or class method of its plain
+classes is wrapped: a call whose result holds dataclass objects (a tile table, a list
+of pipelines), or nothing, is kept with its arguments and the class it was made
+through (a class method's class; for a static method, the class whose wrapper it
+reached: a class gets one for each static method it inherits, where that changes
+nothing its subclasses inherit). The result is copied
+when it is returned, because callers change it afterwards (a subclass adds a tile to
+its base's table). A class method reached through ``super()`` is not kept: the class it
+was made through has its own call.
+
+:func:`summary` keeps the calls whose objects are parts of the listed kernels (their
+tiles, their pipelines), each object once: its class, its own name, its scalar
+fields, and the text of each other field that differs from its default (a tile's
+``CppConstraint``).
+"""
+
+import dataclasses
+import enum
+import functools
+import itertools
+import os
+import types
+
+SCALARS = (str, int, float, bool, type(None))
+_SKIP = object()
+
+
+def _is_object(value):
+    return hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type)
+
+
+def _holds_objects(value):
+    if isinstance(value, (list, tuple)):
+        return bool(value) and _is_object(value[0])
+    return _is_object(value)
+
+
+def _kept(result):
+    """A copy of a result worth keeping (None, empty, or holding dataclass objects);
+    _SKIP for anything else."""
+    if result is None:
+        return None
+    kind = type(result)
+    if kind is dict:
+        if result and not any(_holds_objects(v) for v in itertools.islice(result.values(), 4)):
+            return _SKIP
+        return {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in result.items()}
+    if kind in (list, tuple):
+        if result and not _is_object(result[0]):
+            return _SKIP
+        return list(result)
+    return _SKIP
+
+
+class CallLog:
+    def __init__(self, fmha_dir):
+        self.fmha_dir = fmha_dir
+        self.calls = []
+        self.watching = False
+        self.modules = set()
+
+    def wrap_module(self, module):
+        """Wrap the functions and the plain classes' static and class methods of one
+        codegen module (while :attr:`watching`: the run being observed)."""
+        if not self.watching:
+            return
+        name = module.__name__
+        self.modules.add(name)
+        classes = []
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType) and value.__module__ == name \
+                    and not hasattr(value, "_fmha_original"):
+                setattr(module, attr, self._wrap(value, None, attr, "function"))
+            elif isinstance(value, type) and value.__module__ == name \
+                    and not dataclasses.is_dataclass(value) and not issubclass(value, enum.Enum):
+                self._wrap_class(value)
+                classes.append(value)
+        self._wrap_inherited_statics(classes)
+
+    def _wrap_class(self, cls):
+        # the class's own methods (inherited static methods: _wrap_inherited_statics)
+        for attr, raw in list(vars(cls).items()):
+            if attr.startswith("__"):
+                continue
+            if isinstance(raw, staticmethod):
+                kind = "static"
+            elif isinstance(raw, classmethod):
+                kind = "class"
+            else:
+                continue
+            if hasattr(raw.__func__, "_fmha_original"):
+                continue
+            wrapper = self._wrap(raw.__func__, cls, attr, kind)
+            setattr(cls, attr, staticmethod(wrapper) if kind == "static" else classmethod(wrapper))
+
+    def _wrap_inherited_statics(self, classes):
+        """A static method a class inherits is known by the class it is called through
+        only if that class has a wrapper of its own: set one where no subclass then
+        inherits anything else (a diamond's other branch keeps its own method)."""
+        for cls in classes:
+            subs = [c for c in classes if c is not cls and cls in c.__mro__]
+            for attr in dir(cls):
+                definer = _definer(cls, attr)
+                if definer is None or definer is cls or definer.__module__ not in self.modules \
+                        or not isinstance(vars(definer)[attr], staticmethod) \
+                        or any(_shadows(sub, cls, attr, definer) for sub in subs):
+                    continue
+                fn = vars(definer)[attr].__func__
+                fn = getattr(fn, "_fmha_original", fn)
+                setattr(cls, attr, staticmethod(self._wrap(fn, cls, attr, "static")))
+
+    def _wrap(self, fn, cls, attr, kind):
+        log = self
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            if log.watching:
+                kept = _kept(result)
+                if kept is not _SKIP:
+                    if kind == "class":
+                        # kept as the call of the class it was made through, unless that
+                        # class has its own method (a super() call inside it)
+                        through = args[0] if args and isinstance(args[0], type) else None
+                        if through is None or _resolved(through, attr) is not wrapped:
+                            return result
+                        args = args[1:]
+                    else:
+                        through = cls
+                    log.calls.append((through.__name__ if through is not None else "", attr,
+                                      fn, kind, args, kwargs, kept))
+            return result
+
+        wrapped._fmha_original = fn
+        return wrapped
+
+    def summary(self, part_types):
+        """{"calls": [...], "objects": [[class, name, scalar fields, notes]]} of the calls
+        whose result is empty or holds objects of ``part_types``."""
+        objects, index = [], {}
+
+        def ref(obj):
+            # an object is known by its class and own name (its fields are read once)
+            try:
+                name = obj.name
+            except Exception:  # noqa: BLE001 - an object that cannot name itself
+                name = None
+            name = name if isinstance(name, str) else None
+            key = (type(obj).__name__, name) if name is not None else id(obj)
+            found = index.get(key)
+            if found is None:
+                fields, notes = {}, {}
+                for f in dataclasses.fields(obj):
+                    value = getattr(obj, f.name, None)
+                    if isinstance(value, SCALARS):
+                        fields[f.name] = value
+                    elif _not_default(f, value):
+                        notes[f.name] = str(value)
+                found = index[key] = len(objects)
+                objects.append([type(obj).__name__, name, fields, notes])
+            return found
+
+        calls, seen = [], set()
+        for through, attr, fn, kind, args, kwargs, kept in self.calls:
+            if isinstance(kept, dict):
+                items = [(k, v if isinstance(v, list) else [v]) for k, v in kept.items()]
+            else:
+                items = [(None, kept)] if kept is not None else []
+            # the parts of the listed kernels only (a table may list pipeline names
+            # beside its tiles); a result that holds other objects only is no table
+            found = any(_is_object(o) for _, objs in items for o in objs)
+            items = [(k, [o for o in objs if type(o) in part_types]) for k, objs in items]
+            if found and not any(objs for _, objs in items):
+                continue
+            code = fn.__code__
+            names = code.co_varnames[:code.co_argcount]
+            params = dict(zip(names[1:] if kind == "class" else names, args))
+            params.update(kwargs)
+            params = {k: v for k, v in params.items() if isinstance(v, SCALARS)}
+            result = None if kept is None else (
+                {"keys": [[_key_text(k), [ref(o) for o in objs]] for k, objs in items]}
+                if isinstance(kept, dict) else {"items": [ref(o) for _, objs in items for o in objs]})
+            entry = {"through": through, "kind": kind, "method": attr, "params": params,
+                     "result": result,
+                     "where": "%s:%d" % (os.path.relpath(code.co_filename, self.fmha_dir)
+                                         .replace(os.sep, "/"), code.co_firstlineno)}
+            text = repr(sorted(entry.items()))
+            if text not in seen:
+                seen.add(text)
+                calls.append(entry)
+        return {"calls": calls, "objects": objects}
+
+
+def _definer(cls, attr):
+    """The class whose own attribute ``cls.attr`` is, or None."""
+    return next((base for base in cls.__mro__ if attr in vars(base)), None)
+
+
+def _shadows(sub, cls, attr, definer):
+    """Whether an attribute set on ``cls`` would hide from ``sub`` what it now inherits
+    from a class other than ``definer``."""
+    own = _definer(sub, attr)
+    return own is not definer and sub.__mro__.index(own) > sub.__mro__.index(cls)
+
+
+def _resolved(cls, attr):
+    """The function ``cls.attr`` calls (under its class or static method)."""
+    for base in cls.__mro__:
+        raw = vars(base).get(attr)
+        if raw is not None:
+            return getattr(raw, "__func__", raw)
+    return None
+
+
+def _not_default(field, value):
+    """Whether a field holds other than its default (a field without one: no)."""
+    try:
+        if field.default is not dataclasses.MISSING:
+            return value != field.default
+        if field.default_factory is not dataclasses.MISSING:
+            return value != field.default_factory()
+    except Exception:  # noqa: BLE001 - a value that cannot be compared is not noted
+        pass
+    return False
+
+
+def _key_text(key):
+    """A table key as the static reading writes it (tuples without quotes)."""
+    if isinstance(key, tuple):
+        return "(" + ", ".join(_key_text(k) for k in key) + ")"
+    return str(key)
