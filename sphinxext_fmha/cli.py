@@ -259,8 +259,12 @@ def _run(args) -> int:
         model = session.model(args.api, options)
         check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
         check = session.check(args.api, args.filter, options)
-        print(to_json(check) if args.format == "json" else _check_text(check))
-        return 0 if check.verified else EXIT_FAILED
+        print(to_json(check) if args.format == "json" else _check_text(check), flush=True)
+        from .render.sections.filter_write import write_warnings
+
+        for line in write_warnings(args.api, args.filter, check):
+            _say("warning: " + line)
+        return 0 if check.verified and check.write_verified else EXIT_FAILED
     if args.command == "recommend":
         recommendation = session.recommend(args.api, options)
         if args.format == "json":
@@ -279,7 +283,7 @@ def _run(args) -> int:
         data = collect_guide(session, args.api, options)
         text = guide_markdown(data)
         _warn_suspicious(data.model)
-        for problem in (data.recommendation_problem, data.dispatch_problem):
+        for problem in (data.recommendation_problem, data.dispatch_problem, data.filter_problem):
             if problem is not None:
                 _say("warning: " + problem.message)
         if args.output:
@@ -315,7 +319,8 @@ def _prepare(session, args, options: Options) -> int:
             with collector_paused():  # what a guide is made of survives until it is kept
                 data = collect_guide(session, api, options, sections)
             problems = [problem.message for problem in (data.recommendation_problem,
-                                                        data.dispatch_problem) if problem]
+                                                        data.dispatch_problem,
+                                                        data.filter_problem) if problem]
         except KeyboardInterrupt:
             raise
         except Exception as error:  # noqa: BLE001 - said below; the next API still runs
@@ -408,6 +413,9 @@ def _check_text(check) -> str:
                                                    token_list(row.dropped)))
     for effect in check.side_effects:
         lines.append("side effect: " + effect)
+    if check.untested_matches:
+        lines.append("not tested: %d kernels whose names match are generated with another "
+                     "kernel, which -f tests instead" % check.untested_matches)
     for note in check.notes:
         lines.append("note: " + note)
     return "\n".join(lines)

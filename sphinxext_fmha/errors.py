@@ -61,8 +61,9 @@ _WHEN = {
                           "`fmha_python` is not a Python",
     WarningType.SUSPICIOUS: "`generate.py` succeeded but listed no kernel, or listed other "
                             "kernels than the analysis observed",
-    WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel, or it "
-                        "uses `,` / `@` in a way this API does not split on",
+    WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel, it "
+                        "uses `,` / `@` in a way this API does not split on, or its selection "
+                        "fails in write mode (`-o`) or would not link",
     WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",
     WarningType.MODEL: "the model's prediction of a filter differs from `generate.py`",
     WarningType.RECOMMEND: "the recommended minimal set cannot be made",

@@ -16,7 +16,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
-from .model import ApiModel, PatternTrap, Recommendation, TileTable, TokenCounts, TokenDispatch
+from .model import (
+    ApiModel,
+    FilterFacts,
+    PatternTrap,
+    Recommendation,
+    TileTable,
+    TokenCounts,
+    TokenDispatch,
+)
 from .options import OptionError, Options
 
 __all__ = [
@@ -192,6 +200,10 @@ class GuideData:
     tile_tables: List[TileTable] = field(default_factory=list)
     #: tokens whose ``*TOKEN*`` selects other kernels too (field reference)
     pattern_traps: List[PatternTrap] = field(default_factory=list)
+    #: what the filter mechanism states from runs of its own (write mode without
+    #: partners, ``--targets``), and why it could not be measured, if so
+    filter_facts: Optional[FilterFacts] = None
+    filter_problem: Optional[Problem] = None
 
 
 @dataclass
@@ -208,3 +220,5 @@ class PlaygroundInputs:
     command: Tuple[str, str]
     #: how many listed names the grammar does not parse (left out of the playground)
     unparsed: int = 0
+    #: kernel file -> the kernel whose name ``-f`` tests in its stead (kept with it)
+    followers: Dict[str, str] = field(default_factory=dict)

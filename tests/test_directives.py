@@ -670,14 +670,20 @@ def test_generate_py_failures(how, synthetic_tree, tmp_path):
     assert "Text after." in html and "fmha-problem" in html
 
 
+def build_page(tmp_path: Path, ck_root: Path, page: str, cache: Path):
+    """An html build of one page ``page.rst`` on ``ck_root``: the app, its warnings and
+    those located in the page (see :func:`_located`)."""
+    src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=ck_root,
+                        conf="fmha_cache_dir = %r" % str(cache))
+    app, _status, warnings = build(src, "html")
+    return app, warnings, _located(warnings, src / "page.rst")
+
+
 def test_filter_rejected_by_generate_py(synthetic_tree, tmp_path):
     root = _broken_tree(synthetic_tree, "reject")
-    pages = {"page.rst": "Page\n====\n\n.. fmha-filter-check::\n   :api: toy\n"
-                         "   :filter: *reject*\n\n.. fmha-filename:: toy\n"}
-    src = write_project(tmp_path / "src", pages, ck_root=root,
-                        conf="fmha_cache_dir = %r" % str(tmp_path / "cache"))
-    app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "page.rst")
+    app, warnings, found = build_page(
+        tmp_path, root, "Page\n====\n\n.. fmha-filter-check::\n   :api: toy\n"
+                        "   :filter: *reject*\n\n.. fmha-filename:: toy\n", tmp_path / "cache")
     assert [(line, kind) for line, kind, _ in found] == [(4, "filter")], warnings
     assert "python generate.py -a toy -f '*reject*'" in found[0][2]
     assert "invalid filter" in found[0][2]

@@ -255,9 +255,8 @@ def test_trait_members_that_are_not_written(tmp_path):
     """A trait tests the name of a member it does not write (aiter's disabled
     convert_dq kernels): that name must match, and is never listed. Hand-made data:
     traits (a_1, b_1) and (a_2, b_9), b_9 written by no trait."""
-    sync_playwright, chromium = _browser_or_skip()
     from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
-    from sphinxext_fmha.render.playground_data import playground_data, to_script_json
+    from sphinxext_fmha.render.playground_data import playground_data
 
     def kernel_type(name, tokens):
         return KernelType(name.upper(), True, 0, len(tokens), segments=[
@@ -275,7 +274,36 @@ def test_trait_members_that_are_not_written(tmp_path):
     expected = {"*": ["a_1.cpp", "a_2.cpp", "b_1.cpp"], "*@*_1": ["a_1.cpp", "b_1.cpp"],
                 "*@*_9": ["a_2.cpp"], "*_2": ["a_2.cpp"], "*@": [], ",": ["a_1.cpp", "a_2.cpp", "b_1.cpp"],
                 "a_[!1]@b_[0-8]": []}
+    assert _selected_in_browser(data, list(expected)) == expected
+
+
+def test_kernels_that_follow_another_one(tmp_path):
+    """A twin generated after its kernel passed ``-f``, its own name never tested (newer
+    batch_prefill's ``_64bit`` kernels): the playground keeps it exactly with that
+    kernel. Hand-made data: a_1w follows a_1, a_2w follows a_2."""
+    from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
+    from sphinxext_fmha.render.playground_data import playground_data
+
+    model = ApiModel(api="x", source="", kernel_types=[KernelType("A", True, 0, 4, segments=[
+        Segment("literal", tokens={"a": ""}, literal=True),
+        Segment("index", tokens={"_1": "", "_2": ""}), Segment("wide", tokens={"": "", "w": ""})])],
+        filter=FilterSpec(cli_split=",", parts=[FilterPart(0, ["A"])]))
+    parsed = {"a_1.cpp": ("A", ["a", "_1", ""]), "a_1w.cpp": ("A", ["a", "_1", "w"]),
+              "a_2.cpp": ("A", ["a", "_2", ""]), "a_2w.cpp": ("A", ["a", "_2", "w"])}
+    data = playground_data(model, parsed, [], ("python generate.py -a x", "-l kernels.txt"),
+                           {"a_1w.cpp": "a_1.cpp", "a_2w.cpp": "a_2.cpp"})
+    expected = {"*": ["a_1.cpp", "a_1w.cpp", "a_2.cpp", "a_2w.cpp"], "*w": [],
+                "*_1": ["a_1.cpp", "a_1w.cpp"], "a_2*": ["a_2.cpp", "a_2w.cpp"]}
+    assert _selected_in_browser(data, list(expected)) == expected
+
+
+def _selected_in_browser(data, filters: List[str]) -> Dict[str, List[str]]:
+    """{filter: the files the playground's script selects} for playground ``data``."""
+    sync_playwright, chromium = _browser_or_skip()
+    from sphinxext_fmha.render.playground_data import to_script_json
+
     script = (Path(__file__).resolve().parents[1] / "sphinxext_fmha" / "static" / "fmha-playground.js")
+
     def run_browser():
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
@@ -287,9 +315,8 @@ def test_trait_members_that_are_not_written(tmp_path):
                     const model = fmhaPlayground.load(JSON.parse(data));
                     return filters.map(f => fmhaPlayground.selectedFiles(model,
                                                                          fmhaPlayground.select(model, f)));
-                }""", [to_script_json(data), list(expected)])
+                }""", [to_script_json(data), filters])
             finally:
                 browser.close()
 
-    got = _in_own_thread(run_browser)
-    assert dict(zip(expected, got)) == expected
+    return dict(zip(filters, _in_own_thread(run_browser)))
