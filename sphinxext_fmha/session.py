@@ -632,7 +632,8 @@ class Session:
         listing = self.runner.list_kernels(self.tree.request(api, options))
         baseline = self.parsed_listing(api, options, listing.files)
         facts = FilterFacts()
-        independent = model.filter.api_split and model.filter.drops == "kernel"
+        independent = model.filter.drops == "kernel" and len(
+            {c for p in model.filter.parts for c in p.applies_to}) > 1
         partner = plan.partner_plan(model, baseline, self._full_api(api, options)) \
             if independent else None
         if partner is not None:

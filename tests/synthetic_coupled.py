@@ -11,6 +11,8 @@ shape a CK generation has:
 ``convert_first``      the same with the parts swapped, ``CONVERT@MAIN``: a single
                        pattern filters only the convert kernels (2.8.0-era bwd's
                        ``-f '*_d128*'`` filters only its dot_do_o kernels)
+``one_pattern``        no ``@``: the one pattern filters main and convert kernels alike,
+                       each on its own (2.7.4's split-KV; after independent_parts)
 ``launched_together``  one dispatch call launches a main kernel and its convert kernel;
                        write mode writes whatever was selected (the dispatch file may
                        then name convert kernels that were not generated: no link)
@@ -101,6 +103,13 @@ def convert_first(text: str) -> str:
     text = _replace(text, "    filter_main = filter_list[0]\n    filter_convert = filter_list[1]",
                     "    filter_convert = filter_list[0]\n    filter_main = filter_list[1]")
     return text.replace("-f 'MAIN@CONVERT'", "-f 'CONVERT@MAIN'")
+
+
+def one_pattern(text: str) -> str:
+    """One pattern for both kinds of kernel, each matched on its own name."""
+    text = _replace(text, "        kernel_filter = '@'", "        kernel_filter = ''")
+    return _replace(text, "    filter_list = kernel_filter.split('@')",
+                    "    filter_list = [kernel_filter, kernel_filter]")
 
 
 def launched_together(text: str) -> str:

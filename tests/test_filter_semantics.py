@@ -250,6 +250,24 @@ def test_the_filter_check_directive_warns_where_it_stands(asserting, tmp_path):
     assert "Run this command in" in html and "01_fmha" in html  # where the command runs
 
 
+def test_one_pattern_for_partners_is_observed_too(tmp_path):
+    """No ``@``: the same pattern filters both kinds of kernel on their own names, so a
+    main kernel's exact name keeps none of its convert kernels."""
+    root = coupled.make_coupled(tmp_path, "at_split", coupled.independent_parts,
+                                coupled.one_pattern, coupled.launched_together)
+    session = Session(root, cache_dir=tmp_path / "cache")
+    assert not session.model("toy").filter.api_split
+    partner = session.filter_facts("toy").partner_write
+    assert partner is not None and "@" not in partner.filter
+    assert _listing(root, tmp_path, "-f", partner.filter) == {partner.filter + ".cpp"}
+    proc, files = _written(root, tmp_path / "out", "-f", partner.filter)
+    api = next(text for name, text in files.items() if name.endswith("_api.cpp"))
+    assert proc.returncode == 0 and partner.unresolved == len(_convert_traits(api)) == 1
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
+    [item] = [line for line in text.splitlines() if "launches a `ToyKernel`" in line]
+    assert item.startswith("- The pattern keeps or drops each kernel on its own, yet one")
+
+
 # --------------------------------------------------------------------------- targets, -l
 
 

@@ -36,30 +36,32 @@ class PartnerPlan:
 def partner_plan(model: ApiModel, baseline: ParsedListing,
                  full_api: Optional[ApiFileResult]) -> Optional[PartnerPlan]:
     """The filter that keeps one kernel of the main sub-type (the coupled one with the
-    most kernels) and, through the other ``@`` parts, nothing else; None unless the
-    parts filter on their own (``drops == "kernel"``) and one dispatch call of the full
-    listing launches kernels of several of the parts' sub-types together."""
+    most kernels) and no kernel of the filtered sub-types one dispatch call launches
+    with it (through the other ``@`` parts, or, unsplit, by its exact name); None unless
+    each kernel is filtered on its own (``drops == "kernel"``) and one dispatch call of
+    the full listing launches it with kernels of other filtered sub-types."""
     spec = model.filter
-    if not spec.api_split or spec.drops != "kernel" or full_api is None or not spec.parts:
+    if spec.drops != "kernel" or full_api is None or not spec.parts:
         return None
     type_of = {f: c for f, (c, _) in baseline.parsed.items()}
     coupling = coupling_of(partners(full_api.text, full_api.kernel_traits), type_of)
-    if coupling is None:
-        return None
     position = {c: p.position for p in spec.parts for c in p.applies_to}
+    if coupling is None or coupling.primary not in position:
+        return None
     main = next((f for f in sorted(coupling.partners)
-                 if any(position.get(type_of[p]) != position.get(coupling.primary)
-                        for p in coupling.partners[f])), None)
-    if main is None or coupling.primary not in position:
+                 if any(type_of[p] in position for p in coupling.partners[f])), None)
+    if main is None:
         return None
     name = baseline.kernel_name(model, main)
     exact = re.sub(r"([*?\[])", r"[\1]", name)  # fnmatch's own escape
     assert fnmatch.fnmatchcase(name, exact)
-    parts = [exact if p == position[coupling.primary] else NOTHING
-             for p in range(max(position.values()) + 1)]
-    types = sorted({type_of[p] for p in coupling.partners[main]} - {coupling.primary})
-    return PartnerPlan(filter=spec.api_split.join(parts), main=main,
-                       main_type=coupling.primary, partner_types=types)
+    text = exact
+    if spec.api_split:
+        text = spec.api_split.join(exact if p == position[coupling.primary] else NOTHING
+                                   for p in range(max(position.values()) + 1))
+    types = sorted({type_of[p] for p in coupling.partners[main] if type_of[p] in position}
+                   - {coupling.primary})
+    return PartnerPlan(filter=text, main=main, main_type=coupling.primary, partner_types=types)
 
 
 def partner_write(plan: PartnerPlan, command: str, listed: int,

@@ -57,7 +57,7 @@ def filter_section(data: GuideData) -> List[Block]:
     items.extend(_followers_items(spec, by_class))
     facts = data.filter_facts
     if facts is not None and facts.partner_write is not None:
-        items.append(_partner_item(facts.partner_write))
+        items.append(_partner_item(facts.partner_write, bool(spec.api_split)))
     if facts is not None and facts.targets:
         items.append(_targets_item(facts.targets))
     if spec.unfiltered_types:
@@ -116,15 +116,16 @@ def _followers_items(spec: FilterSpec, by_class: Dict[str, KernelType]) -> List[
     return items
 
 
-def _partner_item(write: PartnerWrite) -> Inlines:
+def _partner_item(write: PartnerWrite, split: bool) -> Inlines:
     """What a filter that keeps a kernel without its dispatch partners does, observed."""
     item: Inlines = [
-        "Each part filters its own sub-types on its own, yet one dispatch call launches a ",
-        Code(write.main_type), " kernel together with ", *codes(write.partner_types),
-        " kernels (read from the API dispatch file), so a filter must keep them together. Observed with ",
-        Code("-f '%s'" % write.filter), " (one ", Code(write.main_type), " kernel, none of its "
-        "partners): ", Code("-l"), " lists %s, and write mode (" % plural(write.listed, "kernel"),
-        Code("-o"), ") "]
+        "Each part filters its own sub-types on its own" if split else
+        "The pattern keeps or drops each kernel on its own", ", yet one dispatch call "
+        "launches a ", Code(write.main_type), " kernel together with ",
+        *codes(write.partner_types), " kernels (read from the API dispatch file), so a filter "
+        "must keep them together. Observed with ", Code("-f '%s'" % write.filter), " (one ",
+        Code(write.main_type), " kernel, none of its partners): ", Code("-l"), " lists %s, "
+        "and write mode (" % plural(write.listed, "kernel"), Code("-o"), ") "]
     if write.error:
         return item + [Strong("fails"), ": ", Code(write.error if len(write.error) <= 160
                                                    else write.error[:159] + "…"), "."]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import List
 
 from ...model import FilterCheck
-from ..ir import Admonition, Block, Code, Inlines, Para, Strong
+from ..ir import Admonition, Block, Code, Inlines, Para, Strong, join, text_of
 from .common import plural
 
 __all__ = ["write_blocks", "write_warnings"]
@@ -20,16 +20,17 @@ def _error_text(error: str) -> str:
     return error if len(error) <= _ERROR_SHOWN else error[:_ERROR_SHOWN - 1] + "…"
 
 
-def _left_out(check: FilterCheck) -> str:
-    """"36 specialisations (36 FmhaBwdOGradDotOKernel kernels of the full listing, such as
-    fmha_bwd_dot_do_o_d64_...)"."""
-    text = plural(len(check.unresolved), "kernel specialisation")
+def _left_out(check: FilterCheck) -> Inlines:
+    """"36 kernel specialisations (36 `FmhaBwdOGradDotOKernel` kernels of the full
+    listing, such as `fmha_bwd_dot_do_o_d64_...`)"."""
+    out: Inlines = [plural(len(check.unresolved), "kernel specialisation")]
     if check.unresolved_per_type:
-        text += " (%s of the full listing, such as %s)" % (
-            ", ".join("%d %s" % (n, t) for t, n in check.unresolved_per_type.items())
-            + (" kernel" if sum(check.unresolved_per_type.values()) == 1 else " kernels"),
-            check.unresolved_kernels[0])
-    return text
+        out.append(" (")
+        out += join([[str(n), " ", Code(t)] for t, n in check.unresolved_per_type.items()])
+        out += [" kernel%s of the full listing, such as " % (
+            "" if sum(check.unresolved_per_type.values()) == 1 else "s"),
+            Code(check.unresolved_kernels[0]), ")"]
+    return out
 
 
 def write_blocks(check: FilterCheck) -> List[Block]:
@@ -43,13 +44,13 @@ def write_blocks(check: FilterCheck) -> List[Block]:
                          "but not written."]
         if check.unresolved:
             body += [" The full listing's dispatch file launches the selected kernels together "
-                     "with %s that this filter leaves out." % _left_out(check)]
+                     "with ", *_left_out(check), " that this filter leaves out."]
         return [Admonition("warning", [Para(body)], classes=["fmha-write"])]
     if check.unresolved:
         return [Admonition("warning", [Para([
             Strong("The build would not link:"), " the dispatch file that ",
-            Code(check.write_command), " writes instantiates %s that this filter does not "
-            "generate." % _left_out(check)])], classes=["fmha-write"])]
+            Code(check.write_command), " writes instantiates ", *_left_out(check),
+            " that this filter does not generate."])], classes=["fmha-write"])]
     if check.write_verified:
         return [Para(["Write mode (", Code("-o"), ") writes the same %s, and its dispatch "
                       "file links: every kernel specialisation it instantiates is generated."
@@ -67,5 +68,5 @@ def write_warnings(api: str, filter: str, check: FilterCheck) -> List[str]:
     if check.unresolved:
         return ["%s -f %r would not link: the dispatch file %s writes instantiates %s that "
                 "the filter does not generate" % (api, filter, check.write_command,
-                                                  _left_out(check))]
+                                                  text_of(_left_out(check)))]
     return []
