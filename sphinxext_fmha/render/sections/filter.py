@@ -102,7 +102,8 @@ def _followers_items(spec: FilterSpec, by_class: Dict[str, KernelType]) -> List[
         item: Inlines = ["A ", Code(group.leader_type), " kernel whose name does not match is "
                          "dropped, and with it the ", *follower,
                          "kernel the codegen generates right after it without testing its own "
-                         "name: %d of the %d %skernels are generated that way (" % (
+                         "name, where there is one: %d of the %d %skernels are generated that "
+                         "way (" % (
                              group.count, total, "" if same else group.kernel_type + " "),
                          Code(group.example[1]), " comes and goes with ", Code(group.example[0]),
                          "). ", Strong("-f never sees their names"), ": a pattern keeps or "
