@@ -1,7 +1,8 @@
-"""Command line: ``sphinxext-fmha {apis,analyze,check,recommend,guide,prepare,generate}``.
+"""Command line: ``sphinxext-fmha {apis,analyze,check,recommend,guide,prepare,diff,generate}``.
 
-Exit status: 0 success; 1 a run failed (generate.py, the analysis, an unverified
-check or recommendation, a guide that ``prepare`` could not complete); 2 a usage or
+Exit status: 0 success (``diff``: it could compare, whatever the verdict); 1 a run
+failed (generate.py, the analysis, an unverified check, recommendation or ``diff``, a
+guide that ``prepare`` could not complete); 2 a usage or
 input error (bad option, path, CK root, API, interpreter, section); 130 interrupted
 (Ctrl-C).  Errors are one line on stderr (plus the tail of
 generate.py's stderr when it failed), never a traceback; a closed output pipe
@@ -106,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                          help="step lines on stderr (auto: when it is a terminal)")
 
+    diff = sub.add_parser("diff", help="what a -f filter selects in an old and a new CK tree, "
+                          "why the sets differ, and the runs that keep the old set")
+    _common(diff)
+    diff.add_argument("--from-ck-root", required=True, help="the old CK checkout (--ck-root: "
+                      "the new one)")
+    diff.add_argument("--api", required=True)
+    diff.add_argument("-f", "--filter", required=True)
+    diff.add_argument("--format", choices=["json", "text"], default="text")
+
     generate = sub.add_parser("generate", help="run generate.py once for several filters")
     _common(generate)
     generate.add_argument("--api", required=True)
@@ -122,7 +132,8 @@ class _InputError(FmhaError):
     default_kind = WarningType.OPTION
 
 
-def _session(args):
+def _session(args, ck_root: Optional[str] = None):
+    """The Session of ``--ck-root`` (``ck_root``: of that CK root instead)."""
     from .session import Session
 
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else None
@@ -130,8 +141,9 @@ def _session(args):
         problem = cache_dir_problem(cache_dir)
         if problem:
             raise _InputError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
-    root = locate_ck_root(path=Path(args.ck_root) if args.ck_root else None,
-                          start=None if args.ck_root else Path.cwd())
+    given = ck_root if ck_root is not None else args.ck_root
+    root = locate_ck_root(path=Path(given) if given else None,
+                          start=None if given else Path.cwd())
     shown = getattr(args, "progress", "auto")
     progress = ((lambda message: print(message, file=sys.stderr, flush=True))
                 if shown == "always" or (shown == "auto" and sys.stderr.isatty()) else None)
@@ -294,6 +306,8 @@ def _run(args) -> int:
         return 0
     if args.command == "generate":
         return _generate(session, args, options)
+    if args.command == "diff":
+        return _diff(session, args, options)
     if args.command == "prepare":
         return _prepare(session, args, options)
     return EXIT_USAGE
@@ -339,6 +353,29 @@ def _prepare(session, args, options: Options) -> int:
         for message in problems:
             _say("%s: %s" % (api, message))
     return EXIT_FAILED if failed else 0
+
+
+def _diff(session, args, options: Options) -> int:
+    """The filter in ``--from-ck-root`` and in ``--ck-root``: 0 when it could compare
+    (whatever the verdict), 1 when a run failed or the runs are not verified."""
+    from .bump import compare_filter
+    from .render.markdown import comparison_markdown
+    from .render.sections.bump import comparison_json
+
+    old = _session(args, args.from_ck_root)
+    old_options = _options(args, old)
+    model = old.model(args.api, old_options)
+    # the filter is written for the old tree: checked against its semantics
+    check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
+    session.tree.request(args.api, options)  # an API or option the new tree lacks, before runs
+    comparison = compare_filter(old, session, args.api, args.filter, old_options, options,
+                                old_label=args.from_ck_root,
+                                new_label=args.ck_root or str(session.ck_root))
+    if args.format == "json":
+        print(json.dumps(comparison_json(comparison), indent=2, ensure_ascii=False))
+    else:
+        sys.stdout.write(comparison_markdown(comparison))
+    return 0 if comparison.migrated.verified else EXIT_FAILED
 
 
 def _warn_suspicious(model) -> None:

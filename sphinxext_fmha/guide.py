@@ -69,6 +69,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             if reading:
                 data.dispatch_reading = reading
                 data.token_dispatch = session.token_dispatch(api, options)
+                data.head_dims = session.head_dims(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
             data.dispatch_problem = _dispatch_problem(exc)
     if conditions and data.dispatch_problem is None:

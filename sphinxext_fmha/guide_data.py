@@ -200,6 +200,10 @@ class GuideData:
     tile_tables: List[TileTable] = field(default_factory=list)
     #: tokens whose ``*TOKEN*`` selects other kernels too (field reference)
     pattern_traps: List[PatternTrap] = field(default_factory=list)
+    #: (kernel class, segment index) -> head-dim token -> the (hdim_q, hdim_v) bounds of
+    #: the dispatch buckets its kernels serve
+    head_dims: Dict[Tuple[str, int], Dict[str, List[Tuple[int, Optional[int]]]]] = \
+        field(default_factory=dict)
     #: what the filter mechanism states from runs of its own (write mode without
     #: partners, ``--targets``), and why it could not be measured, if so
     filter_facts: Optional[FilterFacts] = None

@@ -782,6 +782,12 @@ class Recommendation:
     #: kernels of the set the whole set never runs that the set's own dispatch file
     #: reaches (without the dropped kernels its branches are tried in another order)
     reached_only_in_set: List[str] = field(default_factory=list)
+    #: Dispatch functions that run kernels in the full build and none in the set ->
+    #: the functions whose kernels now take their calls (``fmha_fwd_v3`` ->
+    #: ``["fmha_fwd_v2"]``; empty: the calls find no kernel).
+    emptied: Dict[str, List[str]] = field(default_factory=dict)
+    #: How many kernels the full API never runs: no minimal set has them.
+    never_run_left_out: int = 0
     #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: The tiles per problem (architecture, data type, head dim), with the kernels the

@@ -488,12 +488,15 @@ class Session:
 
         return readable_terms(self.dispatch_reading(api, options))
 
-    def dispatch_varying(self, api: str, options: Options = Options()) -> Set[str]:
-        """The kernel files whose dispatch branches differ in their terms: the terms
-        :meth:`dispatch_conditions` gives them hold wherever they are reached, but do not
-        say where that is."""
-        kernels = self.dispatch_reading(api, options).get("kernels", {})
-        return {name for name, info in kernels.items() if info.get("varying")}
+    def head_dims(self, api: str, options: Options = Options()):
+        """The (hdim_q, hdim_v) buckets each head-dim token serves
+        (:func:`~sphinxext_fmha.verify.head_dims.head_dim_buckets`)."""
+        from .verify.head_dims import head_dim_buckets
+
+        listing = self.runner.list_kernels(self.tree.request(api, options))
+        return head_dim_buckets(self.model(api, options),
+                                self.parsed_listing(api, options, listing.files).parsed,
+                                self.dispatch_reading(api, options))
 
     def _other_mask(self, api: str, options: Options) -> Optional[Tuple[str, str]]:
         """(this mask mode, the other one), or None when generate.py has no mask option."""
@@ -661,6 +664,33 @@ class Session:
                                                      measured.files))
         return facts
 
+    def check_listed(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
+        """:meth:`check`; when write mode fails (newer CK refuses some sets in
+        write_blobs), the listing still counts: the check of the listing alone, not
+        marked as written, its last note the reason."""
+        try:
+            return self.check(api, filter, options)
+        except GenerateError as error:
+            from .verify.filtercheck import check_filter
+
+            baseline_listing = self.runner.list_kernels(self.tree.request(api, options))
+            listing = self.runner.list_kernels(self.tree.request(api, options, filter=filter))
+            check = check_filter(self.model(api, options), filter, baseline_listing, listing,
+                                 self.parsed_listing(api, options, baseline_listing.files),
+                                 self.traits(api, options))
+            check.write_error = (error.stderr_tail or str(error)).strip().splitlines()[-1]
+            check.notes.append("write mode failed: %s" % check.write_error)
+            return check
+
+    def select(self, api: str, wanted: Set[str], options: Options = Options()):
+        """The fewest ``-f`` runs that select the kernel files ``wanted``, run and verified
+        as the minimal set's (:func:`~sphinxext_fmha.verify.recommend.select_exactly`):
+        (the runs as a :class:`Recommendation`, the union of their listings)."""
+        from .verify.recommend import select_exactly
+
+        inputs, runner = self._recommend_inputs(api, options)
+        return select_exactly(inputs, runner, wanted)
+
     def recommend(self, api: str, options: Options = Options()) -> Recommendation:
         from .verify.recommend import recommend
 
@@ -688,7 +718,6 @@ class Session:
             return inputs, _RecommendRunner(self, api, options)
         # read while the recommendation's filtered runs run (both take seconds)
         inputs.read_conditions = lambda: self.dispatch_conditions(api, options)
-        inputs.read_varying = lambda: self.dispatch_varying(api, options)
         return inputs, _RecommendRunner(self, api, options)
 
 
@@ -701,10 +730,8 @@ class _RecommendRunner:
         self._prefetched: Optional[Future] = None
 
     def check(self, filter: str) -> FilterCheck:
-        self._prefetch_done()  # a failed batch fails the recommendation
-        # a set that lists but fails in write mode (newer CK refuses some in write_blobs)
-        # is a check with write_error set, not an exception
-        return self.session.check(self.api, filter, self.options)
+        self._prefetch_done()  # outside check_listed: a failed batch fails the recommendation
+        return self.session.check_listed(self.api, filter, self.options)
 
     def listing_command(self, filter: str, listing: str) -> str:
         request = self.session.tree.request(self.api, self.options, filter=filter)

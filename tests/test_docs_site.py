@@ -93,3 +93,21 @@ def test_filter_check_examples_match_generate_py(site, tmp_path):
     for (api, args), (selected, total) in zip(shown, counts):
         assert len(independent(api, args, tmp_path)) == int(selected), args
         assert len(independent(api, [], tmp_path)) == int(total), api
+
+
+def test_moving_to_a_newer_ck_counts_are_generate_pys(site, tmp_path):
+    """Each comparison of the gallery's bump page: the old tree's count and this tree's
+    are what each tree's generate.py lists; a migrated run said to keep the same set
+    lists the old count here."""
+    text = flat(site / "gallery" / "bump.txt")
+    found = re.findall(r'"-f \'([^\']+)\'" for "(\w+)": generate\.py of the old tree '
+                       r'\(([\w.-]+)\) lists \*\*(\d+)\*\* kernels, the new tree\'s \(this CK '
+                       r'tree\) \*\*(\d+)\*\*', re.sub(r"(?<=\w)- (?=\w)", "-", text))
+    assert [(f[1], f[2]) for f in found] == [("bwd", "flash-attn-2.8.1"),
+                                             ("fwd_splitkv", "flash-attn-2.8.1"),
+                                             ("fwd_splitkv", "flash-attn-2.7.4.post1")]
+    for pattern, api, tree, old, new in found:
+        older = independent_listing(fetch_tree(tree_by_name(tree)), api, tmp_path, "-f", pattern)
+        assert len(older) == int(old), (api, tree)
+        assert len(independent(api, ["-f", pattern], tmp_path)) == int(new), (api, tree)
+    assert (found[0][3], found[0][4]) == ("7776", "0")  # the issue's headline, as measured

@@ -48,6 +48,23 @@ def test_a_mask_value_set_whatever_the_mode_is_reported():
     assert modes.hard_coded == {"nmask": 1}
 
 
+def test_words_left_out_when_off_are_no_mask_values():
+    """2024 CK's fwd writes a feature word only when it is on (``_bias``, ``_lse``) and,
+    in simplified mode, ``_mask`` only when masked: a feature word then stands where
+    the generic ``_mc`` stands in another name. It also stands beside ``_mc`` in some
+    name, which a mask value never does: under ``-m generic`` only the mask words
+    change."""
+    simplified = ["k_d64_psddv.cpp", "k_d64_psddv_mask.cpp", "k_d64_psddv_bias.cpp",
+                  "k_d64_psddv_bias_mask.cpp", "k_d64_psddv_lse.cpp", "k_d64_psddv_mask_lse.cpp"]
+    generic = ["k_d64_psddv.cpp", "k_d64_psddv_mc.cpp", "k_d64_psddv_mg.cpp",
+               "k_d64_psddv_bias.cpp", "k_d64_psddv_bias_mc.cpp", "k_d64_psddv_bias_mg.cpp",
+               "k_d64_psddv_lse.cpp", "k_d64_psddv_mc_lse.cpp", "k_d64_psddv_mg_lse.cpp",
+               "k_d64_psddv_bias_lse.cpp", "k_d64_psddv_bias_mc_lse.cpp"]
+    modes = compare_mask_modes("simplified", simplified, "generic", generic)
+    assert modes.only_this == ["mask"] and modes.only_other == ["mc", "mg"]
+    assert modes.hard_coded == {}
+
+
 def test_flash_attn_283_bwd_has_no_hard_coded_mask_value(corpus_root, tmp_path: Path):
     root = corpus_root("flash-attn-2.8.3")
     simplified = sorted(independent_listing(root, "bwd", tmp_path))

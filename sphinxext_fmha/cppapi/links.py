@@ -12,8 +12,8 @@ template-argument text on both sides, see :mod:`.matching`):
   combine kernels no ``fmha_fwd_splitkv_combine_traits_<...>`` of any entry names).
 * ``unreachable``: generated kernels that are instantiated, but only in dispatch
   functions no entry point can run, only in branches whose conditions hold for no
-  call, or only in branches an earlier branch of their if-else chain always takes
-  (:mod:`.satisfiable`), with the reason.
+  call, or only in branches the earlier branches of their if-else chain always take
+  (:mod:`.routes`), with the reason.
 
 Pure: text in, data out; no process, no file system.
 """
@@ -27,6 +27,7 @@ from .entry_points import EntryPoints, read_entry_points
 from .lexing import trait_template
 from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
+from .routes import Routes, routes_of
 
 __all__ = ["LinkReport", "link_report", "link_report_from_keys", "unreachable_kernels"]
 
@@ -97,8 +98,11 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
 def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
                         entry_points: EntryPoints) -> Dict[str, str]:
     """Kernel files launched only from dispatch functions no entry point runs, or only
-    from branches no call reaches (``DispatchLeaf.never``) -> why."""
+    from leaves no call reaches (:mod:`.routes`) -> why."""
     result: Dict[str, str] = {}
+    routes = routes_of(tree)
+    view = routes.full if routes.entry_points is entry_points else \
+        Routes(tree, entry_points).full
     by_order = {leaf.order: leaf for leaf in tree.leaves}
     for filename, orders in match.kernel_leaves.items():
         leaves = [by_order[order] for order in orders if order in by_order]
@@ -110,10 +114,10 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
                 reasons.append("launched only by %s: %s"
                                % (leaf.function, entry_points.dead[leaf.function]))
                 continue
-            if not leaf.never:
+            if view.leaf_way(leaf.order) is not None:
                 break
-            reasons.append("its branch in %s %s" % (leaf.function or "the API file", leaf.never))
+            reasons.append("its branch in %s %s" % (leaf.function or "the API file",
+                                                     view.why_not(leaf.order)))
         else:
             result[filename] = "; ".join(dict.fromkeys(reasons))
     return result
-

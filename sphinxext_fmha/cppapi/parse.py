@@ -19,10 +19,9 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .allocation import collector_paused
-from .conditions import condition_terms, describe_condition
 from .lexing import (
     _IDENT_RE,
     _clean,
@@ -39,9 +38,8 @@ from .lexing import (
     trait_key,
     trait_template,
 )
-from .satisfiable import IfElseChain, never_holds
 
-__all__ = ["DispatchBlock", "DispatchLeaf", "DispatchTree", "parse_dispatch",
+__all__ = ["DispatchBlock", "DispatchLeaf", "DispatchScope", "DispatchTree", "parse_dispatch",
            "classify_args"]
 
 
@@ -180,10 +178,8 @@ class DispatchLeaf:
     #: depths (indices into :attr:`conditions`) of the branches an ``if constexpr``
     #: chooses (its ``else`` too): decided when the code is compiled, not per call
     compile_time: Tuple[int, ...] = ()
-    #: why the call is never reached at run time though it is compiled, said of its
-    #: branch ("never holds: ..." for terms no call meets together, "is never tried:
-    #: ..." when an earlier branch of an if-else chain takes its calls), or ""
-    never: str = ""
+    #: the innermost :class:`DispatchScope` around the call (a number; -1: none)
+    scope: int = -1
 
     @property
     def keys(self) -> List[str]:
@@ -198,11 +194,31 @@ class DispatchLeaf:
 
 
 @dataclass
+class DispatchScope:
+    """A function body or one branch of an if-else chain, as the calls run through them.
+
+    ``parent``: the enclosing scope (-1 for a function body); ``chain``: the number of
+    the if-else chain the branch belongs to (its earlier branches are the scopes of the
+    same chain before it); ``items``: what the scope runs in order that may launch
+    kernels, ``("chain", number)`` or ``("leaf", order)``."""
+
+    condition: str
+    parent: int
+    chain: int
+    kind: str
+    function: str
+    items: List[Tuple[str, int]] = field(default_factory=list)
+
+
+@dataclass
 class DispatchTree:
     root: DispatchBlock
     leaves: List[DispatchLeaf] = field(default_factory=list)
     functions: List[str] = field(default_factory=list)
     discarded: List[DispatchLeaf] = field(default_factory=list)
+    scopes: List[DispatchScope] = field(default_factory=list)
+    #: what readers work out from the tree once (its routes), by name
+    derived: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def leaves_in(self, function: str) -> List[DispatchLeaf]:
         return [leaf for leaf in self.leaves if leaf.function == function]
@@ -522,22 +538,15 @@ def _statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str],
     return tuple(facts for item in items for facts in scope.statement(item))
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _never_holds(conditions: Tuple[str, ...]) -> Optional[str]:
-    """Why the branch conditions around a call hold for no call (``None``: they may)."""
-    return never_holds([term for cond in conditions for term in condition_terms(cond)])
-
-
 def _collect_leaves(tree: DispatchTree) -> None:
     leaves: List[DispatchLeaf] = []
     discarded: List[DispatchLeaf] = []
     functions: List[str] = []
+    scopes: List[DispatchScope] = []
+    chain_count = [0]
 
     def add(facts: _CallFacts, block: DispatchBlock, conds: List[str], function: str,
-            kind: str, dead: bool, never: str = "", compile_time: Tuple[int, ...] = ()) -> None:
-        if not dead and not never:
-            holds_not = _never_holds(tuple(conds))
-            never = "never holds: %s" % holds_not if holds_not else ""
+            kind: str, dead: bool, compile_time: Tuple[int, ...], scope: int) -> None:
         leaf = DispatchLeaf(
             order=-1 if dead else len(leaves),
             path_conditions=list(conds[:-1]),
@@ -552,10 +561,23 @@ def _collect_leaves(tree: DispatchTree) -> None:
             line=block.line,
             branch_kind=kind,
             discarded=dead,
-            never=never,
             compile_time=compile_time,
+            scope=scope,
         )
-        (discarded if dead else leaves).append(leaf)
+        if dead:
+            discarded.append(leaf)
+            return
+        leaves.append(leaf)
+        if scope >= 0:
+            scopes[scope].items.append(("leaf", leaf.order))
+
+    def open_scope(condition: str, parent: int, chain: int, kind: str, function: str) -> int:
+        scopes.append(DispatchScope(condition, parent, chain, kind, function))
+        if parent >= 0 and chain >= 0:
+            items = scopes[parent].items
+            if not items or items[-1] != ("chain", chain):
+                items.append(("chain", chain))
+        return len(scopes) - 1
 
     def walk(
         block: DispatchBlock,
@@ -564,38 +586,37 @@ def _collect_leaves(tree: DispatchTree) -> None:
         function: str,
         kind: str,
         dead: bool,
-        never: str = "",
         compile_time: Tuple[int, ...] = (),
+        scope: int = -1,
     ) -> None:
         if not any(type(item) is DispatchBlock for item in block.items):
             for facts in _statement_block_calls(tuple(block.items), tuple(outer.items())):
-                add(facts, block, conds, function, kind, dead, never, compile_time)
+                add(facts, block, conds, function, kind, dead, compile_time, scope)
             return
-        scope = _Scope(outer)
+        visible = _Scope(outer)
         # values of the current `if constexpr` chain (None: not a constexpr chain)
         cx_chain: Optional[List[Optional[bool]]] = None
-        # the current runtime if / else-if chain (None: not in one)
-        chain: Optional[IfElseChain] = None
+        chain = -1  # the current if / else-if chain (a number; -1: not in one)
         for item in block.items:
             if isinstance(item, DispatchBlock):
                 func = function
                 sub_dead = dead
-                sub_never = never
+                sub_scope = scope
                 # a branch of an `if constexpr` chain (its `else` too) is chosen when the
                 # code is compiled, not by a call's arguments
                 constant = item.kind.endswith("constexpr") or (
                     item.kind == "else" and cx_chain is not None)
-                if item.kind in ("if", "else if"):
-                    if item.kind == "if" or chain is None:
-                        chain = IfElseChain()
-                    shadowed = chain.add(item.condition, condition_terms(item.condition),
-                                         describe_condition)
-                    sub_never = never or ("is never tried: %s" % shadowed if shadowed else "")
-                elif item.kind != "else":
-                    chain = None
+                if item.kind in _CONDITIONAL_KINDS:
+                    if item.kind.startswith("if") or chain < 0:
+                        chain = chain_count[0]
+                        chain_count[0] += 1
+                    sub_scope = open_scope(item.condition, scope, chain, item.kind, function)
+                else:
+                    chain = -1
                 if item.kind == "function":
                     func = item.name
                     functions.append(item.name)
+                    sub_scope = open_scope("", -1, -1, "function", item.name)
                 if item.kind in ("if constexpr",):
                     value = _constexpr_value(item.condition)
                     cx_chain = [value]
@@ -622,20 +643,21 @@ def _collect_leaves(tree: DispatchTree) -> None:
                     sub_conds = []
                     sub_kind = ""
                     sub_constant = ()
-                walk(item, scope.visible, sub_conds, func, sub_kind, sub_dead, sub_never,
-                     sub_constant)
+                walk(item, visible.visible, sub_conds, func, sub_kind, sub_dead, sub_constant,
+                     sub_scope)
                 if item.kind == "else":
-                    chain = None
+                    chain = -1
                 continue
             cx_chain = None
-            chain = None
-            for facts in scope.statement(item):
-                add(facts, block, conds, function, kind, dead, never, compile_time)
+            chain = -1
+            for facts in visible.statement(item):
+                add(facts, block, conds, function, kind, dead, compile_time, scope)
 
     walk(tree.root, {}, [], "", "", False)
     tree.leaves = leaves
     tree.discarded = discarded
     tree.functions = functions
+    tree.scopes = scopes
 
 
 @functools.lru_cache(maxsize=1 << 16)

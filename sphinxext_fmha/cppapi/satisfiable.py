@@ -1,222 +1,459 @@
-"""Can a dispatch branch's conditions hold together at all?
+"""Dispatch conditions as formulas over a call's variables, decided exactly.
 
-Each generated kernel is launched under the ``&&`` of the conditions of the branches
-around it.  Some of those conjunctions hold for no call: a literal ``false`` term (a
-path the generator switched off at runtime, not with ``if constexpr``), or bounds and
-divisibility on one size that exclude each other (2.8.3's ``fmha_fwd`` tries unpadded
-d96 kernels under ``hdim_q <= 96`` with ``hdim_q % 128 == 0``: no positive head size
-is both but 0).  Such a kernel is compiled and linked, and no real call runs it.
+A branch condition of an API dispatch file is a formula (``&&``, ``||``, ``!``) over
+terms of a few shapes, each a test of one variable of the call:
 
-Only what the terms say is used: comparisons of one name with an integer literal
-(``x <= 96``, ``x % 128 == 0``, ``x != 0``) and the literal ``false``; every name is a
-size (an integer from 0).  Everything else (calls, pointers, ``||``) is left alone, so
-a conjunction is called impossible only when these terms alone exclude every value
-but 0, and the reason says which of the two it is.
-Pure: text in, answer out.
+* a size compared with a number, or its remainder (``t.hdim_q <= 128``,
+  ``a.seqlen_k % 64 == 0``, ``a.seqlen_k != 0``); a size is an integer from 0;
+* a flag (``t.has_lse``, ``t.is_group_mode == true``);
+* a value that is equal or not (``t.bias_type == bias_enum::alibi``,
+  ``a.cu_seqlen_k_ptr == nullptr``, ``t.data_type.compare("fp16") == 0``) or starts
+  with a text (``device_name.compare(0, 6, "gfx950") == 0``);
+* anything else (``a.seqlen_q == a.seqlen_k``, a function call) is a flag of its own,
+  the same text being the same flag: what is decided then holds whatever it means.
+
+``t.`` / ``a.`` (and ``traits.`` / ``args.``) are the same call: ``t.hdim_q`` and
+``a.hdim_q`` are one head size.  Each variable's values fall into finitely many classes
+(the values that meet the same terms of the file): every size above the largest bound
+repeats with the moduli's period, a text is one of the literals, one of them extended,
+or none of them, and a value named by no ``==`` is another value still.  A formula is
+then a formula over those classes, and :meth:`Theory.satisfiable` decides it exactly
+by splitting on its literals (each a set of classes of one variable).  Complements,
+implications and duplicates of conditions are all questions of that one procedure
+(``A and not B`` holds for no call).
+Pure: text in, answers out.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-import operator
 import re
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from math import gcd
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["IfElseChain", "is_size_test", "never_holds", "numeric_relation"]
+from .conditions import split_top, strip_parens
+from .lexing import strip_comments
 
-_BOUND = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*(<=|<|>=|>|==|!=)\s*(\d+)\s*\)?$")
-_MODULO = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*%\s*(\d+)\s*(==|!=)\s*(\d+)\s*\)?$")
-#: the widest range searched for a value that meets every term of one name
-_SEARCH_LIMIT = 1 << 16
+__all__ = ["Node", "Theory", "TRUE", "FALSE", "conjoin", "disjoin", "narrow", "negate",
+           "parse_condition"]
 
-_Test = Tuple[str, int, int]  # (operator, number, modulus or 0)
+#: a literal: ("v", variable number, classes as bits); ("&", children); ("|", children)
+Node = Union[bool, Tuple]
+TRUE: Node = True
+FALSE: Node = False
 
+# ------------------------------------------------------------------------ reading terms
 
-_OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
-              "==": operator.eq, "!=": operator.ne}
+_NAME = r"[A-Za-z_][\w]*(?:\s*(?:\.|->|::)\s*[A-Za-z_]\w*)*"
+_COMPARE_EQ = re.compile(r'^(%s)\s*\.\s*compare\(\s*"([^"]*)"\s*\)\s*(==|!=)\s*0$' % _NAME)
+_COMPARE_PREFIX = re.compile(
+    r'^(%s)\s*\.\s*compare\(\s*0\s*,\s*(\d+)\s*,\s*"([^"]*)"\s*\)\s*(==|!=)\s*0$' % _NAME)
+_FLAG_CMP = re.compile(r"^(%s)\s*(==|!=)\s*(true|false)$" % _NAME)
+_BOUND = re.compile(r"^(%s)\s*(<=|<|>=|>|==|!=)\s*(\d+)$" % _NAME)
+_BOUND_FLIPPED = re.compile(r"^(\d+)\s*(<=|<|>=|>|==|!=)\s*(%s)$" % _NAME)
+_MODULO = re.compile(r"^(%s)\s*%%\s*(\d+)\s*(<=|<|>=|>|==|!=)\s*(\d+)$" % _NAME)
+#: an enumerator (``bias_enum::alibi``) or ``nullptr``: a value, not another variable
+_VALUE = re.compile(r"^(%s)\s*(==|!=)\s*(nullptr|[A-Za-z_][\w:]*::\w+)$" % _NAME)
+_FLAG = re.compile(r"^(%s)$" % _NAME)
+#: a bracketed condition compared with a literal bool
+_BOOL_COMPARED = re.compile(r"^(\(.*\))\s*(==|!=)\s*(true|false)$")
+_CALL_PREFIXES = re.compile(r"^(?:t|a|traits|args)\s*\.\s*")
+_TRUE_COMMENT = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
+_FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
+_WORD_OPS = re.compile(r"\b(and|or|not)\b")
 
-
-def _holds(value: int, test: _Test) -> bool:
-    comparison, number, modulus = test
-    return _OPERATORS[comparison](value % modulus if modulus else value, number)
-
-
-def _reason(name: str, tests: Sequence[_Test], zero: bool) -> str:
-    said = ["%s%s %s %d" % (name, " %% %d" % m if m else "", op, n) for op, n, m in tests]
-    return "%s %s" % (" and ".join(said), "hold for no value" if not zero else
-                      "hold only for %s = 0" % name)
-
-
-#: the parse of a literal ``false`` term: no name, a test no value meets
-_FALSE: Tuple[str, _Test] = ("", ("<", 0, 0))
-
-
-# a few hundred distinct terms recur in every branch of a large API file
-@functools.lru_cache(maxsize=1 << 14)
-def _parse(term: str) -> Optional[Tuple[str, _Test]]:
-    """(name, test) of a term this module reads; :data:`_FALSE` for a literal false."""
-    text = term.strip()
-    if text in ("false", "(false)", "0", "never"):  # "never": how a readable term says false
-        return _FALSE
-    bound = _BOUND.match(text)
-    if bound:
-        return bound.group(1), (bound.group(2), int(bound.group(3)), 0)
-    modulo = _MODULO.match(text)
-    if modulo and int(modulo.group(2)) > 0:
-        return modulo.group(1), (modulo.group(3), int(modulo.group(4)), int(modulo.group(2)))
-    return None
+# An atom: ("size", name, op, number, modulus) | ("flag", name) | ("eq", name, value) |
+# ("prefix", name, text) | ("opaque", text). A parsed formula ("af") has atoms at its
+# leaves and "!" nodes; :class:`Theory` compiles it to class literals.
+Atom = Tuple
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _never(terms: Tuple[str, ...]) -> Optional[str]:
-    tests: Dict[str, List[_Test]] = {}
-    for term in terms:
-        parsed = _parse(term)
-        if parsed is None:
-            continue
-        if parsed is _FALSE:
-            return "its condition has the literal term `false`"
-        tests.setdefault(parsed[0], []).append(parsed[1])
-    for name, own in tests.items():
-        if len(own) >= 2:
-            why = _excluded(name, tuple(dict.fromkeys(own)))  # one test per distinct term
-            if why:
-                return why
-    return None
+def _name(text: str) -> str:
+    return _CALL_PREFIXES.sub("", re.sub(r"\s+", "", text))
 
 
-# one size's tests recur in thousands of branches (every bwd kernel of a head size)
-@functools.lru_cache(maxsize=1 << 12)
-def _excluded(name: str, own: Tuple[_Test, ...]) -> Optional[str]:
-    """Why no value but 0 (or none) meets every test of ``name``, or ``None``."""
-    meeting = _values_meeting(own)
-    if meeting is None or meeting not in ((), (0,)):
-        return None
-    return _reason(name, own, zero=meeting == (0,))
+def _atom(text: str) -> Tuple[Atom, bool]:
+    """(atom, polarity) of one comparison (the text holds no ``&&``/``||``)."""
+    m = _COMPARE_PREFIX.match(text)
+    if m and int(m.group(2)) == len(m.group(3)) and m.group(3):
+        return ("prefix", _name(m.group(1)), m.group(3)), m.group(4) == "=="
+    m = _COMPARE_EQ.match(text)
+    if m:
+        return ("eq", _name(m.group(1)), '"%s"' % m.group(2)), m.group(3) == "=="
+    m = _FLAG_CMP.match(text)
+    if m:
+        return ("flag", _name(m.group(1))), (m.group(2) == "==") == (m.group(3) == "true")
+    m = _MODULO.match(text)
+    if m and int(m.group(2)) > 0:
+        return ("size", _name(m.group(1)), m.group(3), int(m.group(4)), int(m.group(2))), True
+    m = _BOUND.match(text)
+    if m:
+        return ("size", _name(m.group(1)), m.group(2), int(m.group(3)), 0), True
+    m = _BOUND_FLIPPED.match(text)
+    if m:
+        return ("size", _name(m.group(3)), _FLIP[m.group(2)], int(m.group(1)), 0), True
+    m = _VALUE.match(text)
+    if m:
+        return ("eq", _name(m.group(1)), re.sub(r"\s+", "", m.group(3))), m.group(2) == "=="
+    if _FLAG.match(text):
+        return ("flag", _name(text)), True
+    return ("opaque", re.sub(r"\s+", " ", text)), True
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def _values_meeting(own: Tuple[_Test, ...]) -> Optional[Tuple[int, ...]]:
-    """The first two values (from 0) that meet every test, fewer when there are none;
-    ``None`` when the range to search is too wide."""
-    uppers = [n if op == "<=" else n - 1 for op, n, m in own if not m and op in ("<=", "<")]
-    uppers += [n for op, n, m in own if not m and op == "=="]
-    lowers = [n if op == ">=" else n + 1 for op, n, m in own if not m and op in (">=", ">")]
-    period = math.lcm(*[m for _, _, m in own if m] or [1])
-    low = max([0, *lowers])
-    # past every bound the terms repeat with the moduli's period: one period is enough
-    high = min(uppers) if uppers else low + period + max([n for _, n, m in own if not m] or [0])
-    if high - low > _SEARCH_LIMIT:
-        return None
-    meets = (v for v in range(low, high + 1) if all(_holds(v, test) for test in own))
-    return tuple(v for _, v in zip(range(2), meets))
+@functools.lru_cache(maxsize=1 << 16)
+def parse_condition(text: str) -> Tuple:
+    """The formula of a C++ condition: ``("&", parts)``, ``("|", parts)``, ``("!", part)``,
+    ``("atom", atom)``, or a bool (``true /*...*/``: a check the generator switched off)."""
+    clean = " ".join(strip_comments(_TRUE_COMMENT.sub("true", text)).split())
+    return _parse(clean)
 
 
-def never_holds(terms: Sequence[str]) -> Optional[str]:
-    """Why the conjunction of ``terms`` (readable terms, as
-    :func:`~.conditions.describe_condition` gives them) holds for no call, or ``None``
-    when these terms do not rule every call out."""
-    return _never(tuple(terms))
+@functools.lru_cache(maxsize=1 << 16)
+def _parse(text: str) -> Any:
+    text = strip_parens(text)
+    if not text:
+        return True
+    words = " or " in text or " and " in text
+    for symbol, word, tag in (("||", "or", "|"), ("&&", "and", "&")):
+        parts = split_top(text, symbol) if symbol in text else [text]
+        if words:
+            parts = [p for part in parts for p in split_top(part, word, True)]
+        if len(parts) > 1:
+            return (tag, tuple(_parse(p) for p in parts))
+    if text in ("true", "false"):
+        return text == "true"
+    if text.startswith("!") and not text.startswith("!="):
+        return ("!", _parse(text[1:]))
+    if text.startswith("not "):
+        return ("!", _parse(text[4:]))
+    compared = _BOOL_COMPARED.match(text)
+    if compared and not _FLAG_CMP.match(text):  # ``(x != nullptr) == true``: x != nullptr
+        inner = _parse(compared.group(1))
+        same = (compared.group(2) == "==") == (compared.group(3) == "true")
+        return inner if same else ("!", inner)
+    atom, positive = _atom(text)
+    return ("atom", atom) if positive else ("!", ("atom", atom))
 
 
-_NEGATED = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!=", "!=": "=="}
+def _atoms_of(formula: Tuple, found: Dict[Atom, None]) -> None:
+    if isinstance(formula, bool):
+        return
+    if formula[0] == "atom":
+        found[formula[1]] = None
+    elif formula[0] == "!":
+        _atoms_of(formula[1], found)
+    else:
+        for part in formula[1]:
+            _atoms_of(part, found)
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def numeric_relation(mine: str, theirs: str) -> Optional[str]:
-    """How a term on a size relates to another on the same size: ``implied`` (every
-    value meeting ``mine`` meets ``theirs``), ``excludes`` (none does), ``admits``
-    (some do); ``None`` when the two are not both tests of one size this module reads,
-    or the values to search are too many. 0 counts as a value (a sequence may be empty)."""
-    a, b = _parse(mine), _parse(theirs)
-    if a is None or b is None or a is _FALSE or b is _FALSE or a[0] != b[0]:
-        return None
-    comparison, number, modulus = b[1]
-    unmet = _values_meeting((a[1], (_NEGATED[comparison], number, modulus)))
-    if unmet == ():
-        return "implied"
-    both = _values_meeting((a[1], b[1]))
-    if unmet is None or both is None:
-        return None
-    return "excludes" if both == () else "admits"
+# ------------------------------------------------------------------------ value classes
+
+#: the widest range of sizes searched for the classes of one variable; past it, its
+#: terms are taken as flags of their own (what is then decided still holds)
+_SIZE_LIMIT = 1 << 17
+
+_TESTS = {"<=": lambda v, n: v <= n, "<": lambda v, n: v < n, ">=": lambda v, n: v >= n,
+          ">": lambda v, n: v > n, "==": lambda v, n: v == n, "!=": lambda v, n: v != n}
 
 
-def is_size_test(term: str) -> bool:
-    """Whether a readable term is a test of one size this module reads (``x % 8 == 0``)."""
-    parsed = _parse(term)
-    return parsed is not None and parsed is not _FALSE
+def _holds(atom: Atom, value: object) -> bool:
+    kind = atom[0]
+    if kind == "size":
+        _, _, op, number, modulus = atom
+        return _TESTS[op](value % modulus if modulus else value, number)
+    if kind == "eq":
+        return value == atom[2]
+    if kind == "prefix":
+        return isinstance(value, str) and value.startswith(atom[2])
+    return bool(value)  # a flag, or a term of its own
 
 
-class IfElseChain:
-    """The branches of one ``if`` / ``else if`` chain, in order: a branch whose every
-    call an earlier branch of the chain takes (its terms imply the earlier branch's)
-    is never tried. Read from the terms alone (textual equality, and the numbers of
-    size tests): an earlier branch whose other terms are all among this one's."""
+def _representatives(kind: str, atoms: Sequence[Atom]) -> Optional[Iterable[object]]:
+    """Values of one variable among which every class of its terms has one."""
+    if kind == "size":
+        period = 1
+        for atom in atoms:
+            if atom[4]:
+                period = period * atom[4] // gcd(period, atom[4])
+        top = max(atom[3] for atom in atoms) + period + 1
+        # a size is at least 1 (a head dim, a length), unless a term of the file names
+        # 0 itself (``a.seqlen_k != 0``: the codegen expects empty sequences)
+        low = 0 if any(not atom[4] and atom[3] == 0 for atom in atoms) else 1
+        return range(low, top + 1) if top <= _SIZE_LIMIT else None
+    if kind == "text":
+        literals = [atom[2] for atom in atoms]
+        # each literal, each one extended (a longer text), and a text none starts with
+        return [*literals, *[lit + "\0" for lit in literals], "\1"]
+    return (False, True)
 
-    def __init__(self) -> None:
-        # the earlier branches by their terms other than size tests, then by their size
-        # tests (one condition each: the first, the one that takes the calls)
-        self._earlier: Dict[frozenset, Dict[Tuple[str, ...], Tuple[str, Tuple[str, ...]]]] = {}
 
-    def add(self, condition: str, terms: Sequence[str],
-            readable: Callable[[str], str] = str) -> Optional[str]:
-        """Record a branch (``terms``: its readable terms; ``readable`` says a condition
-        as a reader sees it, asked only for a reason); return why it is never tried,
-        or ``None``."""
-        terms = tuple(terms)
-        plain, sized = _split_terms(terms)
-        found = None
-        # an earlier branch whose other terms are among this one's (the same, fewer, or
-        # none): C-speed set tests over the chain's distinct term sets
-        for key in [k for k in self._earlier if k <= plain]:
-            for needs, (earlier, earlier_terms) in self._earlier[key].items():
-                if _implied(sized, needs):
-                    found = _shadowed_by((earlier, earlier_terms), (condition, terms), readable)
-                    break
-            if found:
-                break
-        self._earlier.setdefault(plain, {}).setdefault(sized, (condition, terms))
+class Theory:
+    """The variables of a set of conditions, each cut into the classes of values that
+    meet the same of its terms; conditions compile to formulas over those classes.
+
+    Build it once over every condition a question may involve (a dispatch file's):
+    a condition it has not seen is compiled all the same, its new terms read as flags
+    of their own (true for some calls, false for others)."""
+
+    def __init__(self, conditions: Iterable[str] = ()) -> None:
+        seen: Dict[Atom, None] = {}
+        for condition in conditions:
+            _atoms_of(parse_condition(condition), seen)
+        by_variable: Dict[Tuple[str, str], List[Atom]] = {}
+        for atom in seen:
+            by_variable.setdefault(_variable_of(atom), []).append(atom)
+        #: atom -> (variable number, classes where it holds, as bits)
+        self._literal: Dict[Atom, Tuple[int, int]] = {}
+        #: per variable number: every class, as bits
+        self.full: List[int] = []
+        #: per variable number: (its name, a value of each class)
+        self.variables: List[Tuple[str, List[object]]] = []
+        for (kind, name), atoms in by_variable.items():
+            values = _representatives(kind, atoms)
+            if values is None:  # too many sizes to search: each term a flag of its own
+                for atom in atoms:
+                    self._add(atom[1], [atom], (False, True))
+                continue
+            self._add(name, atoms, values)
+        self._compiled: Dict[Tuple, Node] = {}
+
+    def _add(self, name: str, atoms: Sequence[Atom], values: Iterable[object]) -> None:
+        number = len(self.full)
+        classes: Dict[Tuple[bool, ...], int] = {}
+        kept: List[object] = []
+        masks = [0] * len(atoms)
+        for value in values:
+            signature = tuple(_holds(atom, value) for atom in atoms)
+            if signature in classes:
+                continue
+            bit = 1 << len(classes)
+            classes[signature] = len(classes)
+            kept.append(value)
+            for i, holds in enumerate(signature):
+                if holds:
+                    masks[i] |= bit
+        for atom, mask in zip(atoms, masks):
+            self._literal[atom] = (number, mask)
+        self.full.append((1 << len(classes)) - 1)
+        self.variables.append((name, kept))
+
+    # -------------------------------------------------------------------- formulas
+
+    def formula(self, condition: str) -> Node:
+        """The compiled formula of a C++ condition."""
+        found = self._compiled.get(("c", condition))
+        if found is None:
+            found = self._compiled[("c", condition)] = self._compile(
+                parse_condition(condition), True)
+        return found
+
+    def _compile(self, formula: Tuple, positive: bool) -> Node:
+        if isinstance(formula, bool):
+            return formula == positive
+        tag = formula[0]
+        if tag == "atom":
+            literal = self._literal.get(formula[1])
+            if literal is None:  # a term the theory was not built with: a flag of its own
+                self._add("?%d" % len(self.full), [formula[1]], (False, True))
+                literal = self._literal[formula[1]]
+            number, mask = literal
+            return ("v", number, mask if positive else self.full[number] & ~mask)
+        if tag == "!":
+            return self._compile(formula[1], not positive)
+        parts = [self._compile(part, positive) for part in formula[1]]
+        return (conjoin if (tag == "&") == positive else disjoin)(parts)
+
+    def literal(self, number: int, mask: int) -> Node:
+        """The literal "variable ``number`` lies in the classes ``mask``"."""
+        mask &= self.full[number]
+        return True if mask == self.full[number] else False if not mask else ("v", number, mask)
+
+    def negate(self, node: Node) -> Node:
+        """``!node``: a literal's other classes; a compound node is negated only as far
+        as a question needs (what a domain decides first folds it away: a set's whole
+        dispatch negated, for one kernel's calls, is mostly other data types)."""
+        if isinstance(node, bool):
+            return not node
+        if node[0] == "v":
+            return self.literal(node[1], self.full[node[1]] & ~node[2])
+        if node[0] == "!":
+            return node[1]
+        return ("!", node)
+
+    # -------------------------------------------------------------------- deciding
+
+    def satisfiable(self, nodes: Sequence[Node], domain: Optional[Mapping[int, int]] = None
+                    ) -> bool:
+        """Whether some call meets every one of ``nodes`` (within ``domain``: variable
+        number -> the classes it may take)."""
+        return self.witness(nodes, domain) is not None
+
+    def witness(self, nodes: Sequence[Node], domain: Optional[Mapping[int, int]] = None
+                ) -> Optional[Dict[int, int]]:
+        """Classes (variable number -> bits) within which every call meets ``nodes``,
+        or None when no call does."""
+        return _solve(list(nodes), dict(domain or {}), self.full)
+
+    def example(self, found: Mapping[int, int]) -> Dict[str, object]:
+        """A value of each variable of a :meth:`witness` (its lowest class)."""
+        out = {}
+        for number, mask in found.items():
+            name, values = self.variables[number]
+            out[name] = values[(mask & -mask).bit_length() - 1]
+        return out
+
+    def units(self, node: Node) -> Dict[int, int]:
+        """The classes each variable may take under ``node``'s top-level literals."""
+        found: Dict[int, int] = {}
+        for part in _conjuncts(node):
+            if isinstance(part, tuple) and part[0] == "v":
+                found[part[1]] = found.get(part[1], self.full[part[1]]) & part[2]
         return found
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def _split_terms(terms: Tuple[str, ...]) -> Tuple[frozenset, Tuple[str, ...]]:
-    """(the terms other than size tests, the size tests)."""
-    return (frozenset(t for t in terms if not is_size_test(t)),
-            tuple(t for t in terms if is_size_test(t)))
+def _variable_of(atom: Atom) -> Tuple[str, str]:
+    kind = atom[0]
+    if kind in ("eq", "prefix"):
+        return ("text", atom[1])
+    if kind == "opaque":
+        return ("opaque", atom[1])
+    return (kind, atom[1])
 
 
-# the same few sets of size tests meet in every chain of an API file
-@functools.lru_cache(maxsize=1 << 14)
-def _implied(sized: Tuple[str, ...], needs: Tuple[str, ...]) -> bool:
-    """Whether every test of ``needs`` follows from one of ``sized``."""
-    return all(any(mine == need or numeric_relation(mine, need) == "implied"
-                   for mine in sized) for need in needs)
+def _conjuncts(node: Node) -> Tuple[Node, ...]:
+    return node[1] if isinstance(node, tuple) and node[0] == "&" else (node,)
 
 
-#: conditions longer than this are not quoted in a reason (a reason is said once for
-#: all the kernels that share it: quoting every feature term makes each one its own)
-_QUOTED = 80
+def conjoin(parts: Iterable[Node]) -> Node:
+    """``a && b && ...``, flattened, literals of one variable merged, constants folded."""
+    return _join(parts, "&")
 
 
-def _shadowed_by(earlier: Tuple[str, Tuple[str, ...]], later: Tuple[str, Tuple[str, ...]],
-                 readable: Callable[[str], str]) -> str:
-    """The reason a ``later`` branch is never tried, ``earlier`` being the branch that
-    takes its calls (each a condition with its readable terms)."""
-    # A condition reads at least as long as its terms joined by " and " (reading it only
-    # adds brackets and repeated terms): the conditions of a large API file, most too
-    # long to quote, are not put in words at all (2.8.3 bwd: 0.5 s of its parse).
-    if _least_length(earlier[1]) <= _QUOTED and _least_length(later[1]) <= _QUOTED:
-        earlier_text, later_text = readable(earlier[0]), readable(later[0])
-        if len(earlier_text) <= _QUOTED and len(later_text) <= _QUOTED:
-            return ("an earlier branch of its if-else chain, `%s`, takes every call its "
-                    "condition `%s` admits" % (earlier_text, later_text))
-    if set(earlier[1]) == set(later[1]):
-        return "an earlier branch of its if-else chain has the same condition"
-    return ("an earlier branch of its if-else chain takes every call its condition admits "
-            "(the earlier one tests fewer of the same terms, or weaker sizes)")
+def disjoin(parts: Iterable[Node]) -> Node:
+    return _join(parts, "|")
 
 
-def _least_length(terms: Sequence[str]) -> int:
-    return sum(len(term) for term in terms) + len(" and ") * (len(terms) - 1)
+def _join(parts: Iterable[Node], tag: str) -> Node:
+    absorbing = tag == "|"  # True absorbs a disjunction, False a conjunction
+    literals: Dict[int, int] = {}
+    others: List[Node] = []
+    for part in parts:
+        if isinstance(part, bool):
+            if part == absorbing:
+                return absorbing
+            continue
+        for piece in (part[1] if part[0] == tag else (part,)):
+            if piece[0] == "v":
+                before = literals.get(piece[1])
+                literals[piece[1]] = piece[2] if before is None else (
+                    before | piece[2] if absorbing else before & piece[2])
+            elif piece not in others:
+                others.append(piece)
+    joined = [("v", number, mask) for number, mask in literals.items()]
+    if not absorbing and any(mask == 0 for _, _, mask in joined):
+        return False
+    items = tuple(joined + others)
+    if not items:
+        return not absorbing
+    return items[0] if len(items) == 1 else (tag, items)
+
+
+def negate(node: Node, full: Sequence[int]) -> Node:
+    """``!node`` in negation normal form."""
+    if isinstance(node, bool):
+        return not node
+    if node[0] == "v":
+        mask = full[node[1]] & ~node[2]
+        return True if mask == full[node[1]] else False if not mask else ("v", node[1], mask)
+    return (disjoin if node[0] == "&" else conjoin)(negate(part, full) for part in node[1])
+
+
+def _value(node: Node, domain: Mapping[int, int], full: Sequence[int]) -> Node:
+    """``node`` with what ``domain`` decides folded in."""
+    if isinstance(node, bool):
+        return node
+    tag = node[0]
+    if tag == "v":
+        allowed = domain.get(node[1], full[node[1]])
+        inside = allowed & node[2]
+        return False if not inside else True if inside == allowed else node
+    if tag == "!":
+        inner = _value(node[1], domain, full)
+        if isinstance(inner, bool):
+            return not inner
+        if inner[0] == "v":
+            mask = full[inner[1]] & ~inner[2]
+            return ("v", inner[1], mask) if mask else False
+        return inner[1] if inner[0] == "!" else ("!", inner)
+    absorbing = tag == "|"
+    kept: List[Node] = []
+    for part in node[1]:
+        value = _value(part, domain, full)
+        if isinstance(value, bool):
+            if value == absorbing:
+                return absorbing
+            continue
+        kept.append(value)
+    if not kept:
+        return not absorbing
+    return kept[0] if len(kept) == 1 else (tag, tuple(kept))
+
+
+def _fold(nodes: List[Node], domain: Dict[int, int], full: Sequence[int]
+          ) -> Optional[List[Node]]:
+    """Fold ``nodes`` into ``domain`` (changed in place): their literals narrow it, what
+    it decides is dropped; the disjunctions left, or None when they exclude each other."""
+    while True:
+        pending: List[Node] = []
+        narrowed = False
+        stack = nodes
+        while stack:
+            value = _value(stack.pop(), domain, full)
+            if value is True:
+                continue
+            if value is False:
+                return None
+            if value[0] == "v":
+                _, number, mask = value
+                domain[number] = domain.get(number, full[number]) & mask
+                narrowed = True
+            elif value[0] == "&":
+                stack = [*stack, *value[1]]
+            elif value[0] == "!":  # one level down: !(a || b) holds a conjunction
+                inner = value[1]
+                negated = tuple(("!", part) for part in inner[1])
+                if inner[0] == "|":
+                    stack = [*stack, *negated]
+                else:
+                    pending.append(("|", negated))
+            else:
+                pending.append(value)
+        if not narrowed or not pending:
+            return pending
+        nodes = pending
+
+
+def _solve(nodes: List[Node], domain: Dict[int, int], full: Sequence[int]
+           ) -> Optional[Dict[int, int]]:
+    pending = _fold(nodes, domain, full)
+    if pending is None:
+        return None
+    if not pending:
+        return domain
+    # split on the first disjunction: some part of it holds
+    first, rest = pending[0], pending[1:]
+    for part in first[1]:  # type: ignore[index]
+        found = _solve([*rest, part], dict(domain), full)
+        if found is not None:
+            return found
+    return None
+
+
+def narrow(theory: Theory, domain: Mapping[int, int], nodes: Iterable[Node]
+           ) -> Optional[Tuple[Dict[int, int], Tuple[Node, ...]]]:
+    """(domain, the formulas left) of ``nodes`` added to ``domain``; None when what
+    their literals say excludes every call (a disjunction left may still)."""
+    found = dict(domain)
+    pending = _fold(list(nodes), found, theory.full)
+    return None if pending is None else (found, tuple(pending))

@@ -41,6 +41,7 @@ __all__ = [
     "get_session",
     "logger",
     "resolve_ck_root",
+    "session_at",
 ]
 
 #: Options every directive takes (generate.py options; they override the config).
@@ -121,12 +122,17 @@ def _progress(message: str) -> None:
 def get_session(config: Any, confdir: Path, srcdir: Path):
     """The Session for this configuration: one per (CK root, python, cache dir,
     timeout) per process, renewed when the tree's content changes."""
+    return session_at(config, confdir, resolve_ck_root(config, confdir, srcdir))
+
+
+def session_at(config: Any, confdir: Path, root: Path):
+    """The Session of the CK tree at ``root`` (:func:`get_session`'s, for another tree:
+    a filter check's ``:against:``)."""
     from ..locate import fmha_dir
     from ..process.cache import tree_digest
     from ..session import Session
 
     settings = fmha_config(config)
-    root = resolve_ck_root(config, confdir, srcdir)
     python = str(settings.python or sys.executable)
     cache_dir = _config_path(settings.cache_dir, confdir)
     timeout = settings.timeout

@@ -21,6 +21,7 @@ from ..model import NO_TOKEN, FilterCheck
 from ..options import OptionError, check_filter_text
 from ..render.guide import (
     api_list_table,
+    comparison_blocks,
     filename_blocks,
     filter_check_blocks,
     guide_sections,
@@ -29,6 +30,7 @@ from ..render.guide import (
 from ..render.ir import Para
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
 from ..render.sections.filter_write import write_warnings
+from .bump import compare_against
 from .common import OPTION_SPEC, FmhaDirective, logger
 
 __all__ = [
@@ -111,6 +113,8 @@ class FilterCheckDirective(FmhaDirective):
         "expect-count": directives.unchanged,
         "expect-keep": directives.unchanged,
         "expect-drop": directives.unchanged,
+        "against": directives.unchanged,
+        "expect-same": directives.flag,
     })
 
     def run_fmha(self) -> List[nodes.Node]:
@@ -133,6 +137,12 @@ class FilterCheckDirective(FmhaDirective):
         self.note_tree(session)
         options = self.fmha_options(session)
         model = session.model(api, options)
+        if self.options.get("against") is not None:
+            return self._against(session, api, filter_text, options, expect_count, expect_keep,
+                                 expect_drop)
+        if "expect-same" in self.options:
+            raise OptionError("expect-same: it compares with the tree of :against:, which is "
+                              "not given")
         check_filter_text(api, filter_text, model.filter.cli_split, model.filter.api_split)
         try:
             check = check_filter(session, api, filter_text, options)
@@ -162,6 +172,30 @@ class FilterCheckDirective(FmhaDirective):
         container = nodes.container(classes=["fmha-filter-check"])
         self.set_source_info(container)
         container.extend(blocks_to_nodes(filter_check_blocks(check, results, model)))
+        return [container]
+
+    def _against(self, session, api: str, filter_text: str, options, expect_count,
+                 expect_keep, expect_drop) -> List[nodes.Node]:
+        """The filter in the ``:against:`` tree and in this one (a changed set is said on
+        the page; a warning only with ``:expect-same:``)."""
+        comparison, _ = compare_against(self, session, api, filter_text, options)
+        if "expect-same" in self.options and not comparison.same:
+            self.warn(WarningType.EXPECTATION, "%s -f %r: expected the kernels it selects in %s "
+                      "(%d), generate.py selects %d here (command: %s)"
+                      % (api, filter_text, comparison.old.tree, comparison.old.count,
+                         comparison.new.count, comparison.new.command))
+        if not comparison.migrated.verified:
+            self.warn(WarningType.MODEL, "%s -f %r: the runs that keep the kernels it selects in "
+                      "%s are not verified" % (api, filter_text, comparison.old.tree))
+        results = self._expectations(check_filter(session, api, filter_text, options),
+                                     expect_count, expect_keep, expect_drop)
+        for text, ok in results:
+            if not ok:
+                self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
+                          % (api, filter_text, text, comparison.new.command))
+        container = nodes.container(classes=["fmha-filter-check", "fmha-filter-diff"])
+        self.set_source_info(container)
+        container.extend(blocks_to_nodes(comparison_blocks(comparison, results)))
         return [container]
 
     def _expect_count(self) -> Optional[int]:

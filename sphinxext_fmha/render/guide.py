@@ -15,6 +15,7 @@ from typing import List, Sequence
 from ..guide_data import SECTION_TITLES, GuideData
 from .ir import Section
 from .sections.api_list import api_list_table
+from .sections.bump import comparison_blocks
 from .sections.common import FOLD_ROWS
 from .sections.dispatch import dispatch_section
 from .sections.fields import fields_section
@@ -36,6 +37,7 @@ from .sections.tiles import tiles_section
 __all__ = [
     "FOLD_ROWS",
     "api_list_table",
+    "comparison_blocks",
     "diagram_of",
     "filename_blocks",
     "filter_check_blocks",

@@ -11,6 +11,7 @@ import html
 import re
 from typing import List, Optional, Sequence
 
+from ..bump_data import FilterComparison
 from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
 from ..model import FilterCheck, Recommendation
 from .diagram import diagram_text
@@ -40,9 +41,11 @@ from .ir import (
     text_of,
     wrap_commands,
 )
+from .sections.bump import comparison_blocks
 
 __all__ = [
     "blocks_markdown",
+    "comparison_markdown",
     "filter_check_markdown",
     "guide_markdown",
     "render_recommendation_markdown",
@@ -215,6 +218,13 @@ def filter_check_markdown(check: FilterCheck) -> str:
     """A filter check (command, counts, breakdown) as Markdown."""
     chunks = ["# Filter check: %s %s" % (_code(check.api), _code(check.filter))]
     chunks.extend(blocks_markdown(filter_check_blocks(check), 1))
+    return "\n\n".join(chunks).rstrip() + "\n"
+
+
+def comparison_markdown(comparison: FilterComparison) -> str:
+    """``sphinxext-fmha diff``: one filter in two trees, as Markdown."""
+    chunks = ["# Filter diff: %s %s" % (_code(comparison.api), _code(comparison.filter))]
+    chunks.extend(blocks_markdown(comparison_blocks(comparison), 1))
     return "\n\n".join(chunks).rstrip() + "\n"
 
 

@@ -1,22 +1,18 @@
 """What the minimal set loses, read from the verified set and the dispatch conditions.
 
-For each token with kernels outside the set (that differ from kept kernels in that
-segment only), the kernels it takes away are compared with the kept kernels of the
-same problem class that differ only there: a kept kernel serves the dropped kernel's
-inputs when the dispatcher's conditions allow, and the conditions it adds are the
-inputs that lose their kernel. One sentence per group of kernels with the same
-answer; conditions of different kernels are never joined.
+For each token with kernels outside the set, each kernel it takes away has a
+:class:`~.standins.Fate`: what the set's own dispatch runs for the calls it ran (the
+kept kernels that take them, and whether some now find none), or why the full API
+never ran it. One clause per group of kernels with the same answer.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from typing import (
     AbstractSet,
     Dict,
-    FrozenSet,
     List,
     Mapping,
     Optional,
@@ -26,8 +22,7 @@ from typing import (
 )
 
 from ..model import Decision, kept_with_text, token_list
-from .policy import PROBLEM
-from .standins import by_subject, compare, excluding
+from .standins import Fate
 from .synthesis import Kernel
 
 __all__ = ["describe_losses", "within"]
@@ -35,16 +30,16 @@ __all__ = ["describe_losses", "within"]
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
                     conditions: Mapping[str, Sequence[str]], labels: Mapping[str, List[str]],
-                    followers: Mapping[str, str], varying: AbstractSet[str] = frozenset(),
+                    followers: Mapping[str, str],
+                    fates: Mapping[str, Fate] = {},  # noqa: B006 - read only
                     never_run: Mapping[str, str] = {},  # noqa: B006 - read only
                     ) -> None:
     """Fill ``decision.losses`` (token -> sentence) for each token with lost kernels.
 
     ``labels``: sub-type -> its segment labels; ``followers``: follower sub-type ->
-    the sub-type it follows; ``varying``: kernels whose dispatch branches differ, whose
-    ``conditions`` (the terms all their branches share) hold wherever they are reached
-    but do not say where: such a stand-in is never said to serve inputs; ``never_run``:
-    kernel file -> why the full API never launches it (dropping it loses no call)."""
+    the sub-type it follows; ``fates``: dropped kernel file -> what the set runs for
+    its calls (:meth:`~.standins.SetDispatch.fates`; none without a dispatch file);
+    ``never_run``: kernel file -> why the full API never launches it."""
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
@@ -52,9 +47,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
     #: sub-type -> its kernels not kept, each with the segments whose token no kept kernel has
     dropped_per_type: Dict[str, List[Tuple[Kernel, Tuple[int, ...]]]] = {}
     only_with = _kept_only_with(decisions, labels)
-    #: sub-type -> its kept kernels by problem, with the segments that context leaves out
-    #: and its tile segments (see :func:`_kept_by_problem`)
-    problem_per_type: Dict[str, Tuple[Dict[Tuple, List[Kernel]], Tuple[int, ...], Set[int]]] = {}
+    by_file = {k.file: k for k in kernels}
     for decision in decisions:
         own = by_type.get(decision.kernel_type, [])
         seg_labels = labels[decision.kernel_type]
@@ -84,21 +77,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
             kept_own = [k.tokens for k in own if k.file in kept]
             kept_tokens = kept_per_type[decision.kernel_type] = [
                 {tokens[i] for tokens in kept_own} for i in range(len(seg_labels))]
-        # With dispatch conditions, a stand-in may differ in tiles and implementation
-        # choices (pipeline, layout, ...) as long as its conditions do not contradict;
-        # without them, only in tiles.
-        free = ("tile", "other") if conditions else ("tile",)
-        loose = tuple(i for i, label in enumerate(seg_labels)
-                      if categories.get((decision.kernel_type, label)) in free or i == index)
-        kept_by_context: Dict[Tuple, List[Kernel]] = {}
-        for kernel in own:
-            if kernel.file in kept:
-                kept_by_context.setdefault(_context(kernel, loose), []).append(kernel)
-        problem = problem_per_type.get(decision.kernel_type)
-        if problem is None:
-            problem = problem_per_type[decision.kernel_type] = _kept_by_problem(
-                own, kept, [categories.get((decision.kernel_type, label))
-                            for label in seg_labels], bool(conditions))
+        tiles = {i for i, label in enumerate(seg_labels)
+                 if categories.get((decision.kernel_type, label)) == "tile"}
         dropped = dropped_per_type.get(decision.kernel_type)
         if dropped is None:
             limits = only_with.get(decision.kernel_type, {})
@@ -141,9 +121,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                         "%d kernels, each said under a dropped value a call asks for: %s"
                         % (total, token_list(elsewhere)))
                 continue
-            decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
-                                               conditions, problem, varying, never_run,
-                                               elsewhere)
+            decision.losses[token] = _sentence(alone, total, index, tiles, by_file, fates,
+                                               conditions, never_run, elsewhere)
 
 
 #: what a call asks for (a feature, a mask, the problem): a kernel that lacks one of
@@ -153,24 +132,6 @@ _ASKED = ("subject", "problem", "optional feature", "mask", "deterministic")
 
 def _rank(category: Optional[str]) -> int:
     return 0 if category in _ASKED else 1 if category == "padding" else 2
-
-
-def _kept_by_problem(own: Sequence[Kernel], kept: Set[str], categories: Sequence[Optional[str]],
-                     with_conditions: bool
-                     ) -> Tuple[Dict[Tuple, List[Kernel]], Tuple[int, ...], Set[int]]:
-    """Beyond the kept kernels that differ from a dropped one only in its value, any kept
-    kernel of the same problem (head dims, data type, mode; arch) whose dispatch
-    conditions admit the kernel's inputs takes them (only with conditions to read):
-    (kept kernels by that problem context, the segments the context leaves out, the tile
-    segments). ``categories``: the sub-type's segment categories, in order."""
-    wide = tuple(i for i, category in enumerate(categories) if category not in PROBLEM)
-    tiles = {i for i, category in enumerate(categories) if category == "tile"}
-    kept_by_problem: Dict[Tuple, List[Kernel]] = {}
-    if with_conditions:
-        for kernel in own:
-            if kernel.file in kept:
-                kept_by_problem.setdefault(_context(kernel, wide), []).append(kernel)
-    return kept_by_problem, wide, tiles
 
 
 def _kept_only_with(decisions: Sequence[Decision], labels: Mapping[str, List[str]]
@@ -199,153 +160,68 @@ def within(kernel: Kernel, where: Optional[Mapping[int, Set[str]]]) -> bool:
     return not where or all(kernel.tokens[i] in values for i, values in where.items())
 
 
-def _context(kernel: Kernel, loose: Tuple[int, ...]) -> Tuple:
-    """What follows the kernel's tokens in its file name, then its tokens outside
-    ``loose``: made for every kept kernel once per decision (2.8.3 bwd: 7,824 kernels)."""
-    stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
-    tokens = kernel.tokens
-    return (stem[len("".join(tokens)):], *[tokens[i] for i in _outside(loose, len(tokens))])
-
-
-@functools.lru_cache(maxsize=256)
-def _outside(loose: Tuple[int, ...], count: int) -> Tuple[int, ...]:
-    return tuple(i for i in range(count) if i not in loose)
-
-
-#: The stand-in of kernels whose dispatch conditions are not read (see :func:`_sentence`).
+#: The stand-in of kernels whose fate is not read (no dispatch file).
 _UNREAD = ("?",)
-#: The condition of a stand-in whose branches differ: where it is reached is not read.
-_UNSETTLED = ("~",)
+_LOST = ("lost",)
 
 
-def _sentence(alone: Sequence[Kernel], total: int, index: int,
-              kept_by_context: Mapping[Tuple, List[Kernel]], loose: Tuple[int, ...],
+def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet[int],
+              by_file: Mapping[str, Kernel], fates: Mapping[str, Fate],
               conditions: Mapping[str, Sequence[str]],
-              problem: Tuple[Mapping[Tuple, List[Kernel]], Tuple[int, ...], Set[int]],
-              varying: AbstractSet[str] = frozenset(),
               never_run: Mapping[str, str] = {},  # noqa: B006 - read only
               elsewhere: Sequence[str] = (),
               ) -> str:
     groups: Counter = Counter()
     idle: Dict[str, int] = {}  # why the API never launches them -> how many
-    orphans: List[Kernel] = []  # no kept kernel of their problem class takes their inputs
-    # (stand-in, the kernel's own terms) -> _compare: kernels of one problem share both
-    compared: Dict[Tuple[str, FrozenSet[str]], Tuple[List[str], List[str], List[str]]] = {}
-    # Whether a stand-in further away excludes a kernel's inputs is asked for every kernel
-    # of its problem (2.8.3 bwd: 451,008 times): each problem's stand-ins are told by
-    # their terms as bits, and a kernel's excluding terms, worked out once over the terms
-    # they have among them, rule out every stand-in that has one (see ``excluding``).
-    term_bits_of: Dict[Tuple, Tuple[Dict[str, int], Dict[str, int]]] = {}
-    kept_by_problem, wide, tiles = problem
+    orphans: List[Kernel] = []  # no kept kernel takes any of their calls
     for kernel in alone:
-        if kernel.file in never_run:
-            idle[never_run[kernel.file]] = idle.get(never_run[kernel.file], 0) + 1
+        fate = fates.get(kernel.file)
+        why = fate.never if fate is not None and fate.never else never_run.get(kernel.file)
+        if why:
+            idle[why] = idle.get(why, 0) + 1
             continue
-        own = frozenset(conditions.get(kernel.file, ()))
-        if conditions and not own:
-            # no term common to every branch that reaches it (newer CK dispatches each
-            # kernel from two functions): nothing to compare a stand-in's terms with
-            groups[(_UNREAD, (), (), ())] += 1
+        if fate is None:
+            groups[(_UNREAD, (), ())] += 1
             continue
-        subjects = by_subject(own)
-        near = [k for k in kept_by_context.get(_context(kernel, loose), [])
-                if k.tokens[index] != kernel.tokens[index]]
-        near_files = {k.file for k in near}
-        problem_context = _context(kernel, wide)
-        pool = kept_by_problem.get(problem_context, [])
-        bits = term_bits_of.get(problem_context)
-        if bits is None:
-            bits = term_bits_of[problem_context] = _term_bits(pool, conditions)
-        term_bit, stand_in_bits = bits
-        shut = 0
-        for term in excluding(term_bit, own, subjects):
-            shut |= term_bit[term]
-        # a kernel further away that excludes the inputs is never an option (most of
-        # them, for a value no kept kernel has)
-        further = [k for k in pool
-                   if k.tokens[index] != kernel.tokens[index] and k.file not in near_files
-                   and not stand_in_bits[k.file] & shut]
-        options = []
-        for candidate in near + further:
-            is_near = candidate.file in near_files
-            found = compared.get((candidate.file, own))
-            if found is None:
-                theirs = conditions.get(candidate.file, ())
-                extra = [t for t in theirs if t not in own]
-                found = compared[(candidate.file, own)] = compare(extra, subjects)
-            own_side, their_side, also_needed = found
-            if their_side and not is_near:
-                continue  # a kernel further away counts only where it can take the inputs
-            # terms a stand-in reached from differing branches lacks may be on each of its
-            # branches: that it takes the inputs is not established (its shared terms that
-            # exclude them still do)
-            unsettled = not their_side and candidate.file in varying
-            if unsettled:
-                also_needed = list(_UNSETTLED)
-            # a near stand-in is named by this segment's token; one further away by
-            # every token it differs in (tiles aside)
-            named = (candidate.tokens[index],) if is_near else (
-                candidate.tokens[index], *(c for i, (c, t) in enumerate(zip(candidate.tokens,
-                                                                            kernel.tokens))
-                                           if c != t and i != index and i not in tiles))
-            options.append((len(their_side), unsettled, len(also_needed), named,
-                            tuple(also_needed), tuple(own_side), tuple(their_side)))
-        if options:
-            best = min(options)
-            groups[best[3:]] += 1
-        else:
-            groups[((), (), (), ())] += 1
+        if not fate.stand_ins:
+            groups[((), (), _LOST)] += 1
             orphans.append(kernel)
-    # a clause is said once with its kernels added up: groups that differ only in what
-    # the clause leaves unsaid (what else a stand-in that excludes the inputs needs)
-    # read alike
+            continue
+        # (a leaf launches partners too: the stand-in is the kernel of this sub-type)
+        other = next((by_file[s] for s in fate.stand_ins if s in by_file
+                      and by_file[s].kernel_type == kernel.kernel_type), None)
+        # a stand-in is named by its token here, then every other it differs in (tiles
+        # aside)
+        named: Tuple[str, ...] = (fate.stand_ins[0],) if other is None else (
+            other.tokens[index], *(c for i, (c, t) in enumerate(zip(other.tokens, kernel.tokens))
+                                   if c != t and i != index and i not in tiles))
+        groups[(named, fate.only_when if fate.lost else (), _LOST if fate.lost else ())] += 1
     clauses: Dict[str, int] = {}
-    for (stand_in, plain, mine, theirs), count in _merge_numbers(groups):
+    for (stand_in, only, lost), count in _merge_numbers(groups):
         if stand_in == _UNREAD:
-            clause = ("are reached under dispatch conditions with no term common to all "
-                      "their branches, so whether a kept kernel serves their inputs is not "
-                      "established")
+            clause = ("whether a kept kernel takes their calls is not established (the API "
+                      "dispatch file was not read)")
         elif not stand_in:
-            clause = ("served inputs (%s) that no kept kernel of their problem class takes"
+            clause = ("ran calls (%s) that no kept kernel takes"
                       % ("; ".join(_own_terms(orphans, index, conditions)) or "as named"))
-        elif plain == _UNSETTLED:
-            clause = ("may be served by the kept %s variant, which is reached from branches "
-                      "with different conditions: whether it takes their inputs is not "
-                      "established" % token_list(stand_in))
-        elif theirs:
-            clause = ("were reached when %s: those inputs now find no kernel (the kept %s "
-                      "variant is reached only when %s)"
-                      % (" and ".join(mine), token_list(stand_in), " and ".join(theirs)))
-        elif plain:
-            clause = ("are served by the kept %s variant only when %s; other inputs lose "
-                      "their kernel" % (token_list(stand_in), " and ".join(plain)))
+        elif lost and only:
+            clause = ("{are} served by the kept %s variant only when %s; their other calls "
+                      "find no kernel" % (token_list(stand_in), " and ".join(only)))
+        elif lost:
+            clause = ("{are} served by the kept %s variant for some of their calls; the others "
+                      "find no kernel" % token_list(stand_in))
         else:
-            clause = "are served by the kept %s variant" % token_list(stand_in)
+            clause = "{are} served by the kept %s variant" % token_list(stand_in)
         clauses[clause] = clauses.get(clause, 0) + count
     for why, count in idle.items():
-        clause = "are never launched by the API (%s): no call loses them" % why
+        clause = "{are} never launched by the API (%s): no call loses them" % why
         clauses[clause] = clauses.get(clause, 0) + count
-    parts = ["%d %s" % (count, clause) for clause, count in clauses.items()]
+    parts = ["%d %s" % (count, clause.format(are="is" if count == 1 else "are"))
+             for clause, count in clauses.items()]
     head = "%d kernels not generated" % len(alone)
     if total > len(alone):
         head += " (and %d more, said under %s)" % (total - len(alone), token_list(elsewhere))
     return head + ": " + "; ".join(parts) + "."
-
-
-def _term_bits(pool: Sequence[Kernel], conditions: Mapping[str, Sequence[str]]
-               ) -> Tuple[Dict[str, int], Dict[str, int]]:
-    """(term -> its bit, kernel file -> the bits of its terms) of the kernels ``pool``."""
-    term_bit: Dict[str, int] = {}
-    stand_in_bits: Dict[str, int] = {}
-    for kernel in pool:
-        mask = 0
-        for term in conditions.get(kernel.file, ()):
-            bit = term_bit.get(term)
-            if bit is None:
-                bit = term_bit[term] = 1 << len(term_bit)
-            mask |= bit
-        stand_in_bits[kernel.file] = mask
-    return term_bit, stand_in_bits
 
 
 _NUMBER = re.compile(r"\d+")

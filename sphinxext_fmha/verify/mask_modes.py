@@ -8,8 +8,12 @@ mask modes):
 
 * ``only_this`` / ``only_other``: words found in one listing only;
 * ``hard_coded``: words of the other mode's mask vocabulary (the words at the places
-  of the names where its own words occur) that the first listing also carries, in
-  fewer kernels: a pipeline that sets that mask value whatever the mode says.
+  of the names where its own words occur, and never in one name with one of them: a
+  name has one mask value) that the first listing also carries, in fewer kernels: a
+  pipeline that sets that mask value whatever the mode says.  Names that leave a
+  value out when it is off (2024 CK writes ``_bias`` and ``_lse`` only when on) put
+  feature words where a mask word stands in other names; those words stand beside a
+  mask word somewhere, and are no mask value.
 """
 
 from __future__ import annotations
@@ -76,8 +80,9 @@ def compare_mask_modes(this_mode: str, this_files: Sequence[str],
     wanted = set(only_other)
     places = {_context(words, i) for words in _holding(named, wanted)
               for i, w in enumerate(words) if w in wanted}
+    beside = set(chain.from_iterable(_holding(named, wanted)))  # in a name with one
     candidates = {w for w in other_words if w in this_words and w not in wanted
-                  and this_words[w] < other_words[w]}
+                  and this_words[w] < other_words[w] and w not in beside}
     # a place is at (words before, words in all): only those positions are joined
     shapes = {(i, i + 1 + j) for before, after in places
               for i in _word_counts(before) for j in _word_counts(after)}

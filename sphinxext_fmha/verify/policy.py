@@ -11,28 +11,29 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, List, Mapping, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, KernelType, Segment
-from .standins import by_subject, compare
+from .standins import SetDispatch
 from .synthesis import Kernel
 
-__all__ = ["POLICY", "PROBLEM", "Plan", "classify", "padding_by_coverage", "plan_keep_set",
-           "preference"]
+__all__ = ["COVERED", "POLICY", "PROBLEM", "Plan", "classify", "plan_keep_set", "preference"]
 
 OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
 ON_VALUES = {"t", "true", "yes"}
 
+#: The rule of the padding and tuning variants: the same words on every tree.
+_RUNS_EVERY_CALL = ("keep the variants that between them run every call: a variant is dropped "
+                    "only where the other kept kernels run every call it ran (read from the "
+                    "dispatch conditions)")
+
 POLICY = {
-    "padding": "keep the variants that between them serve every size: a variant is "
-               "dropped only where a kept one is reached for every input it is (read from "
-               "the dispatch conditions; usually the faster variants for aligned sizes go "
-               "and the padded fallback stays)",
+    "padding": _RUNS_EVERY_CALL,
     "optional feature": "keep the disabled variant; the feature's kernels are dropped",
     "mask": "keep no-mask plus the most common mask variant",
     "deterministic": "keep the non-deterministic variant",
-    "tuning": "keep the general variant of the tuning specialisation",
+    "tuning": _RUNS_EVERY_CALL,
     "problem": "keep every value (a property of the problem)",
     "subject": "keep every value: the API is named after it",
     "tile": "tiles are not chosen by the filter: the set keeps the tiles of its kernels",
@@ -133,35 +134,34 @@ def arch_suffix(kernel: Kernel) -> str:
 
 
 def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
-                  conditions: Mapping[str, Sequence[str]] = {},  # noqa: B006 - read only
-                  varying: AbstractSet[str] = frozenset()) -> Plan:
-    """The keep set; ``conditions`` (kernel file -> its dispatch terms) decide which
-    padding variants serve every size (without them, every padding variant is kept:
-    that one serves another's inputs is then not established); ``varying``: kernels
-    whose branches differ, never taken to serve another's inputs."""
+                  dispatch: Optional[SetDispatch] = None) -> Plan:
+    """The keep set. With the full API's ``dispatch``, the kernels it never runs are
+    left out, and the padding and tuning variants are dropped wherever the kept ones
+    run every call they ran (:func:`_drop_covered`); without it every padding variant
+    is kept (that one runs another's calls is then not established) and the general
+    tuning variant is."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
+    never = _never_run(kernels, dispatch.never_run()) if dispatch is not None else set()
     plan = Plan()
+    covered: List[Tuple[KernelType, int, List[Kernel]]] = []
     for kernel_type in model.kernel_types:
         segments = kernel_type.segments
-        own = [k for k in kernels if k.kernel_type == kernel_type.class_name]
+        own = [k for k in kernels if k.kernel_type == kernel_type.class_name
+               and k.file not in never]
         chosen: List[int] = []
         problem: List[int] = []
-        categories = [classify(s, tile_fields, model.api) if not s.literal else "literal"
-                      for s in segments]
-        # the segments a stand-in may differ in besides the one decided: tiles and the
-        # implementation choices its dispatch conditions account for (as in losses)
-        free = [i for i, c in enumerate(categories) if c in ("tile", "other")]
         for index, segment in enumerate(segments):
             if segment.literal:
                 continue
-            category = categories[index]
+            category = classify(segment, tile_fields, model.api)
             key = (kernel_type.class_name, segment.label)
             plan.categories[key] = category
             present = Counter(k.tokens[index] for k in own)
-            if category == "padding":
-                plan.ranks[key] = padding_by_coverage(
-                    own, index, free, preference(category, segment, present), conditions,
-                    varying)
+            if category in COVERED and (dispatch is not None or category == "padding"):
+                # decided below, by what the dispatch runs
+                plan.ranks[key] = {t: 0 for t in present}
+                if dispatch is not None and kernel_type.class_name in types:
+                    covered.append((kernel_type, index, own))
             else:
                 plan.ranks[key] = preference(category, segment, present)
             if category in CHOSEN:
@@ -171,52 +171,71 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
         if kernel_type.class_name not in types:
             continue
         _keep_per_class(plan, kernel_type, own, chosen, problem)
+    if dispatch is not None and covered:
+        others = {k.file for k in kernels if k.kernel_type not in types}
+        _drop_covered(plan, covered, dispatch, others)
     return plan
 
 
-def padding_by_coverage(own: Sequence[Kernel], index: int, free: Sequence[int],
-                        order: Mapping[str, int], conditions: Mapping[str, Sequence[str]],
-                        varying: AbstractSet[str]) -> Dict[str, int]:
-    """Rank 0 for the padding tokens to keep, 1 for those whose every kernel a kernel of a
-    kept token takes all the inputs of: same tokens elsewhere (``free`` segments aside),
-    and dispatch terms that add no condition to the kernel's own. Tokens are tried for
-    dropping from the least padded (``order``: the old preference, fully padded last)."""
-    tokens = sorted({k.tokens[index] for k in own})
-    if not conditions or len(tokens) < 2:
-        return {t: 0 for t in tokens}
-    loose = set(free) | {index}
-    by_context: Dict[Tuple, Dict[str, List[Kernel]]] = {}
-    for kernel in own:
-        context = (arch_suffix(kernel),) + tuple(
-            t for i, t in enumerate(kernel.tokens) if i not in loose)
-        by_context.setdefault(context, {}).setdefault(kernel.tokens[index], []).append(kernel)
-    kept = list(tokens)
-    for token in sorted(tokens, key=lambda t: (order.get(t, 0), t)):
-        others = [t for t in kept if t != token]
-        if token not in kept or not others:
-            continue
-        if all(_served(kernel, [c for t in others for c in group.get(t, ())], conditions,
-                       varying)
-               for group in by_context.values() for kernel in group.get(token, ())):
-            kept.remove(token)
-    return {t: 0 if t in kept else 1 for t in tokens}
+def _never_run(kernels: Sequence[Kernel], never: Mapping[str, str]) -> Set[str]:
+    """The kernels the full API never runs, but those whose name another kernel shares
+    that it runs: ``-f`` sees the name without its arch suffix, so the two come together
+    (newest fwd: a gfx950 kernel an earlier trload branch shadows, and its gfx9 twin)."""
+    running = {k.name for k in kernels if k.file not in never}
+    return {k.file for k in kernels if k.file in never and k.name not in running}
 
 
-def _served(kernel: Kernel, candidates: Sequence[Kernel],
-            conditions: Mapping[str, Sequence[str]], varying: AbstractSet[str]) -> bool:
-    """Whether one of ``candidates`` is reached for every input ``kernel`` is."""
-    terms = conditions.get(kernel.file)
-    if not terms:
-        return False  # never referenced, or no term shared by its branches: not established
-    own = frozenset(terms)
-    subjects = by_subject(own)
-    for candidate in candidates:
-        theirs = conditions.get(candidate.file)
-        if not theirs or candidate.file in varying:
-            continue
-        if compare([t for t in theirs if t not in own], subjects) == ([], [], []):
-            return True
-    return False
+#: Categories whose variants run the same calls in other ways (padding, tuned tiles and
+#: loads): one is dropped wherever the kept ones run every call it ran.
+COVERED = ("padding", "tuning")
+
+
+def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kernel]]],
+                  dispatch: SetDispatch, others: AbstractSet[str]) -> None:
+    """Drop each padding or tuning variant, in each problem (its head dims, data type,
+    mode: on every arch together), wherever the rest of the set runs every call it ran
+    (the set's own dispatch, as generate.py writes it); tried from the least padded and
+    the most specialised. ``others``: the kernels of the sub-types that follow (kept
+    with their main kernels later)."""
+    kept = set(plan.keep)
+    for kernel_type, index, own in covered:
+        segment = kernel_type.segments[index]
+        category = plan.categories[(kernel_type.class_name, segment.label)]
+        present = Counter(k.tokens[index] for k in own)
+        order = preference(category, segment, present)
+        sign = 1 if category == "padding" else -1  # padding: least padded first
+        problem = [i for i, s in enumerate(kernel_type.segments)
+                   if plan.categories.get((kernel_type.class_name, s.label)) in PROBLEM]
+        dropped: Set[str] = set()
+        for token in sorted(present, key=lambda t: (sign * order.get(t, 0), t)):
+            carrying = [k for k in own if k.tokens[index] == token and k.file in kept]
+            if not carrying:
+                continue
+            before = dispatch.view(kept | others)
+            candidates = {k.file for k in carrying}
+            for _ in range(3):  # classes rarely share calls: settled in one or two rounds
+                after = dispatch.view((kept - candidates) | others)
+                losing = {_class_of(k, problem) for k in carrying if k.file in candidates
+                          and dispatch.loses(k.file, before, after)}
+                if not losing:
+                    break
+                candidates = {k.file for k in carrying if _class_of(k, problem) not in losing}
+            else:
+                candidates = set()
+            kept -= candidates
+            dropped |= candidates
+        ranks = plan.ranks[(kernel_type.class_name, segment.label)]
+        for kernel in own:
+            if kernel.file in dropped:
+                ranks[kernel.tokens[index]] = 1
+    plan.keep = kept
+
+
+def _class_of(kernel: Kernel, problem: Sequence[int]) -> Tuple[str, ...]:
+    """A problem, every arch together: ``-f`` sees the name without its arch suffix, so
+    a variant dropped on one arch and kept on another would come back with its twin
+    (and the set would keep a kernel its own dispatch never runs)."""
+    return tuple(kernel.tokens[i] for i in problem)
 
 
 def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],

@@ -38,7 +38,8 @@ from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .links import link_report, partners
 from .losses import describe_losses, within
-from .policy import CHOSEN, POLICY, PROBLEM, Plan, plan_keep_set
+from .policy import CHOSEN, COVERED, POLICY, PROBLEM, Plan, plan_keep_set
+from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Synthesis, synthesize
 from .tile_table import tile_tables
 
@@ -46,8 +47,8 @@ __all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
 
 PARALLEL_RUNS = 2
 #: What a partial keep does, said after the rule's own words.
-_NEAREST = "where a problem class has no such variant, its nearest variant is kept for " \
-           "that class only"
+_NEAREST = "where a problem (its head dims, data type, mode and arch) has no such variant, " \
+           "its nearest variant is kept for that problem only"
 
 
 class ApiFile(Protocol):
@@ -89,10 +90,6 @@ class RecommendInputs:
     #: reads ``conditions`` (the API dispatch file's reading, as costly as the filtered
     #: runs): called while the runs run; when it raises, a note says what is lost
     read_conditions: Optional[Callable[[], Dict[str, List[str]]]] = None
-    #: kernel files whose dispatch branches differ (their ``conditions`` hold where they
-    #: are reached without saying where): read with ``conditions``
-    varying: Set[str] = field(default_factory=set)
-    read_varying: Optional[Callable[[], Set[str]]] = None
     notes: List[str] = field(default_factory=list)
     #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
     tile_names: Dict[str, str] = field(default_factory=dict)
@@ -122,13 +119,15 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
-    # the dispatch conditions decide which padding variants serve every size
+    # the dispatch decides which padding and tuning variants run every call
     _read_conditions(inputs, result, len(inputs.notes))
-    plan = plan_keep_set(model, kernels, deciding, inputs.conditions, inputs.varying)
-    target = set(plan.keep) - {k.file for k in kernels if k.kernel_type in followers}
-    # a kernel generated with another one whose name -f tests is kept exactly with it
-    target = {f for f in target if f not in inputs.followers} | {
-        f for f, leader in inputs.followers.items() if leader in target}
+    dispatch = set_dispatch(inputs.full_api.text, inputs.full_api.kernel_traits) \
+        if inputs.full_api is not None else None
+    plan = plan_keep_set(model, kernels, deciding, dispatch)
+    if dispatch is not None:
+        result.never_run_left_out = sum(1 for k in kernels if k.file in dispatch.never_run())
+    target = _with_leaders(set(plan.keep) - {k.file for k in kernels
+                                             if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
         kept_main = {f for f in target if type_of.get(f) == coupling.primary}
         target |= coupling.follow(kept_main)
@@ -138,6 +137,75 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
             % (", ".join(coupling.followers), coupling.primary,
                "API dispatch file" if coupling.source == "dispatch" else "observed traits",
                coupling.primary))
+    if dispatch is not None:
+        # a kernel its own set never runs (an earlier branch of the set takes its calls)
+        # is no kernel of a minimal set
+        idle = set(dispatch.runs_nothing(dispatch.view(target), target))
+        if idle:
+            target -= idle
+            if coupling is not None:
+                mains = {f for f in target if type_of.get(f) == coupling.primary}
+                target = {f for f in target if type_of.get(f) not in followers} | \
+                    coupling.follow(mains)
+            target = _with_leaders(target, inputs.followers)
+    union = _select(inputs, runner, kernels, target, coupling, result)
+    # kernels the full API never launches: dropping them loses no call
+    never_run: Dict[str, str] = {}
+    if inputs.full_api is not None:
+        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
+        result.full_unreferenced = full_links.unreferenced
+        never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
+        never_run.update(full_links.unreachable)
+        if result.write_verified:
+            result.reached_only_in_set = sorted(
+                f for f in union if f in never_run and f not in result.links_unreachable
+                and f not in result.links_unreferenced)
+    labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
+    result.decisions = _decisions(model, kernels, union, plan, coupling,
+                                  set(dispatch.never_run()) if dispatch is not None else set())
+    follows = {t: coupling.primary for t in followers} if coupling else {}
+    fates = dispatch.fates([k.file for k in kernels if k.file not in union], union) \
+        if dispatch is not None else {}
+    if dispatch is not None:
+        result.emptied = _emptied(dispatch, union)
+    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
+                    labels, follows, fates, never_run)
+    result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
+    for decision in result.decisions:
+        if decision.category == "tile":
+            result.tiles[decision.kernel_type][decision.segment] = decision.keep
+    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
+    full = inputs.baseline.per_type()
+    minimal = Counter(type_of[f] for f in union if f in type_of)
+    result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
+    result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
+    return result
+
+
+def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
+                   wanted: Set[str]) -> Tuple[Recommendation, Set[str]]:
+    """The fewest ``-f`` runs that select ``wanted`` (a set given, not the policy's),
+    run and verified as the minimal set's are: steps 2 and 3 above. Returns the runs,
+    counts, driver and link check as a :class:`Recommendation` (no decisions), and the
+    union of the runs' listings."""
+    kernels = kernels_of(inputs.baseline)
+    result = Recommendation(api=inputs.model.api)
+    coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
+    return result, _select(inputs, runner, kernels, set(wanted), coupling, result)
+
+
+def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
+    """``target`` with each kernel generated with another one (whose name ``-f`` tests in
+    its stead) kept exactly with that kernel."""
+    return {f for f in target if f not in followers} | {
+        f for f, leader in followers.items() if leader in target}
+
+
+def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[Kernel],
+            target: Set[str], coupling: Optional[Coupling], result: Recommendation) -> Set[str]:
+    """Synthesise the runs that select ``target``, run them, check their union, the
+    driver (several runs) or the one run's write mode; return the union."""
+    model = inputs.model
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
     synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling)
@@ -173,32 +241,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
         _check_driver(runner, result, union)
     elif result.runs:
         _check_written(runner, result, union)
-    # kernels the full API never launches: dropping them loses no call
-    never_run: Dict[str, str] = {}
-    if inputs.full_api is not None:
-        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
-        result.full_unreferenced = full_links.unreferenced
-        never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
-        never_run.update(full_links.unreachable)
-        if result.write_verified:
-            result.reached_only_in_set = sorted(
-                f for f in union if f in never_run and f not in result.links_unreachable
-                and f not in result.links_unreferenced)
-    labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
-    result.decisions = _decisions(model, kernels, union, plan, coupling)
-    follows = {t: coupling.primary for t in followers} if coupling else {}
-    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
-                    labels, follows, inputs.varying, never_run)
-    result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
-    for decision in result.decisions:
-        if decision.category == "tile":
-            result.tiles[decision.kernel_type][decision.segment] = decision.keep
-    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
-    full = inputs.baseline.per_type()
-    minimal = Counter(type_of[f] for f in union if f in type_of)
-    result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
-    result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
-    return result
+    return union
 
 
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
@@ -226,8 +269,6 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
         return
     try:
         inputs.conditions = inputs.read_conditions()
-        if inputs.read_varying is not None:
-            inputs.varying = inputs.read_varying()
     except Exception as error:  # noqa: BLE001 - reported; the set still stands
         result.notes.insert(position, "dispatch conditions unavailable (%s): what you lose is "
                             "told without them" % str(error).splitlines()[0])
@@ -326,7 +367,7 @@ def _tail(error: Exception) -> str:
 
 
 def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan: Plan,
-               coupling: Optional[Coupling]) -> List[Decision]:
+               coupling: Optional[Coupling], never: Set[str]) -> List[Decision]:
     """Keep/drop per segment as the union has them; partial keeps with the problem
     values they are kept with."""
     decisions: List[Decision] = []
@@ -371,7 +412,9 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                             "token": token, "kept_with": kept_with,
                             "dropped": _dropped_elsewhere(kernel_type, own, index, token,
                                                           kept_with)})
-                if decision.partial:
+                if decision.partial and category in COVERED:
+                    pass  # the rule says where a variant goes: the Keep column says where
+                elif decision.partial:
                     if decision.drop or any(p["dropped"] for p in decision.partial):
                         decision.reason += "; " + _NEAREST
                     else:
@@ -381,12 +424,13 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                             "segment, none is dropped" % (POLICY[category].split("; ")[0],
                                                           _NEAREST)
             if not follows:
-                decision.reason += _outcome(decision, own, plan.keep, index)
+                decision.reason += _outcome(decision, own, plan.keep, index, never)
             decisions.append(decision)
     return decisions
 
 
-def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int) -> str:
+def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int,
+             never: Set[str]) -> str:
     """What the rule's words do not say of the set the commands select: a value the rule
     keeps that no selected kernel carries (the filters could not select it), and, for a
     rule that keeps every value, a value none of whose kernels the other segments' rules
@@ -397,8 +441,12 @@ def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index
     if unselected:
         parts.append("the verified commands do not select %s, which this rule keeps (see What "
                      "you lose)" % token_list(unselected))
+    idle = [t for t in decision.drop if t not in meant
+            and all(k.file in never for k in own if k.tokens[index] == t)]
+    if idle:
+        parts.append("the full API never runs a kernel of %s" % token_list(idle))
     if decision.category not in CHOSEN:
-        others = [t for t in decision.drop if t not in meant]
+        others = [t for t in decision.drop if t not in meant and t not in idle]
         if others:
             parts.append("%s %s not in the set: the rules of the other segments keep none of "
                          "%s kernels (see What you lose)"
@@ -460,6 +508,24 @@ def _follower_kept_with(kernel_type, own: Sequence[Kernel], chosen: Sequence[Ker
             del narrower[p]
     return {kernel_type.segments[p].label: sorted(values, key=natural)
             for p, values in narrower.items()}
+
+
+def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:
+    """Dispatch functions that run kernels in the full API and none in the set -> the
+    functions that now take their calls (their callers' next calls)."""
+    routes = dispatch.routes
+    full = routes.full
+    running = {routes.tree.leaves[o].function for name, orders in dispatch.leaves_of.items()
+               for o in orders if full.leaf_way(o) is not None}
+    kept = {routes.tree.leaves[o].function for name in union
+            for o in dispatch.leaves_of.get(name, ())}
+    calls = routes.entry_points.calls
+    found: Dict[str, List[str]] = {}
+    for function in sorted(running - kept):
+        callers = {c.caller for c in calls if c.callee == function}
+        found[function] = sorted({c.callee for c in calls if c.caller in callers
+                                  and c.callee != function and c.callee in kept})
+    return found
 
 
 def driver_command(api: str, options: Options, filters: Sequence[str],

@@ -1,156 +1,189 @@
-"""Whether a kept kernel takes a dropped kernel's inputs, from their dispatch terms.
+"""What a set of kernels runs for the calls a dropped kernel ran: the dispatch of a set.
 
-A kernel's inputs are those that meet every term of its dispatch conditions (readable
-terms, as :func:`~sphinxext_fmha.cppapi.conditions.describe_condition` gives them). A
-stand-in's term relates to the kernel's own terms on the same subject: ``implied``
-(every input of the kernel meets it), ``admits`` (some do), ``excludes`` (none do) or
-``unknown`` (a form not read here, counted as excluding). Equalities on one subject
-(``bias_type == bias_enum::alibi``) compare their values as written; sizes compare as
-numbers (``hdim_q % 128 == 0`` implies ``hdim_q % 8 == 0``, and ``seqlen_k % 128 == 0``
-admits ``seqlen_k != 0``: 0 is a size). Used by the policy (which padding variants
-serve every size) and by *What you lose*.
+The full API dispatch file says which leaf every call runs (:mod:`..cppapi.routes`);
+generate.py writes a filtered set's dispatch from the same templates, without the
+branches of the kernels it did not generate.  So whether a kept kernel takes a dropped
+kernel's calls, whether some of those calls now find no kernel at all, and which
+kernels the set itself never runs are exact questions over the two dispatches (a
+kernel's calls are those that run it in the dispatch it was in).  Used by the policy
+(a variant is dropped only where kept ones run every call it ran) and by *What you
+lose*; the answers are facts (:class:`Fate`), said in words elsewhere.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-from typing import AbstractSet, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ..cppapi.satisfiable import numeric_relation
+from ..cppapi.conditions import describe_condition
+from ..cppapi.matching import match_leaves_to_kernels
+from ..cppapi.parse import parse_dispatch
+from ..cppapi.reach import condition_terms_cpp
+from ..cppapi.routes import DomainIndex, Routes, View, Way, routes_of
 
-__all__ = ["by_subject", "compare", "excluding", "relation", "subject_of"]
-
-_SUBJECT = re.compile(r"^(?:not\s+)?(.*?)\s*(?:==|!=|<=|>=|<|>|$)")
-#: ``x % N``: a size's remainder is a test of the size itself
-_REMAINDER = re.compile(r"\s*%\s*\d+$")
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def subject_of(term: str) -> str:
-    """What a term tests: ``bias_type`` of ``bias_type == bias_enum::alibi``, ``hdim_q``
-    of ``hdim_q % 128 == 0`` and of ``hdim_q <= 96``."""
-    match = _SUBJECT.match(term.strip())
-    return _REMAINDER.sub("", match.group(1)) if match else term
+__all__ = ["Fate", "SetDispatch", "set_dispatch"]
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def by_subject(own: FrozenSet[str]) -> Mapping[str, Tuple[str, ...]]:
-    """A kernel's terms by subject (what :func:`compare` takes). A term of several
-    conditions joined by "and" (``has_dropout and not is_store_randval``) is on each of
-    their subjects; a subject may have several, in the terms' order (the same page in
-    every process). Kernels of one problem share their terms: cached, not to be changed."""
-    on_subject: Dict[str, List[str]] = {}
-    for term in sorted(own):
-        for part in (term.split(" and ") if " or " not in term else [term]):
-            on_subject.setdefault(subject_of(part), []).append(part)
-    return {k: tuple(v) for k, v in on_subject.items()}
+@dataclass(frozen=True)
+class Fate:
+    """What becomes of the calls a dropped kernel ran.
+
+    ``never``: why the full API never runs it (no call loses it); else ``stand_ins``:
+    the kept kernels that now run some of its calls, ``lost``: some of its calls now
+    run no kernel, ``only_when``: the terms (in words) of the first stand-in that the
+    kernel's calls do not all meet (where ``lost``, the calls it still takes)."""
+
+    never: str = ""
+    stand_ins: Tuple[str, ...] = ()
+    lost: bool = False
+    only_when: Tuple[str, ...] = ()
 
 
-#: The relations of a stand-in's term to the kernel's own terms on its subject that
-#: say it is reached for other inputs (what compare and excluding both look for).
-_SHUT_OUT = frozenset({"excludes", "unknown"})
+class SetDispatch:
+    """The routing of one full API dispatch file, and of any set of its kernels."""
+
+    def __init__(self, api_text: str, kernel_traits: Mapping[str, str]) -> None:
+        tree = parse_dispatch(api_text)
+        self.match = match_leaves_to_kernels(tree, dict(kernel_traits))
+        self.routes: Routes = routes_of(tree)
+        #: kernel file -> the leaves that launch it
+        self.leaves_of = self.match.kernel_leaves
+        self._files = [(order, frozenset(self.match.files_of(order)))
+                       for order in self.match.leaf_kernels]
+        self._never: Optional[Dict[str, str]] = None
+
+    @property
+    def full(self) -> View:
+        return self.routes.full
+
+    def never_run(self) -> Dict[str, str]:
+        """Kernel files no call of the full API runs -> why."""
+        if self._never is None:
+            from ..cppapi.links import unreachable_kernels
+
+            self._never = unreachable_kernels(self.routes.tree, self.match,
+                                              self.routes.entry_points)
+        return self._never
+
+    def view(self, kept: AbstractSet[str]) -> View:
+        """The dispatch generate.py writes for the kernel files ``kept``: a leaf stays
+        when every kernel it launches is kept."""
+        kept = kept if isinstance(kept, (set, frozenset)) else set(kept)
+        return self.routes.view({order for order, files in self._files
+                                 if files and files <= kept})
+
+    def ways(self, view: View, name: str) -> List[Way]:
+        """The ways in of the leaves that launch ``name`` in ``view`` (none: never run)."""
+        found = []
+        for order in self.leaves_of.get(name, ()):
+            if view.kept is not None and order not in view.kept:
+                continue
+            way = view.leaf_way(order)
+            if way is not None:
+                found.append(way)
+        return found
+
+    def loses(self, name: str, before: View, after: View) -> bool:
+        """Whether some call that ran ``name`` in ``before`` runs no kernel in ``after``;
+        yes for a kernel no leaf names (2024 CK's split-KV combine kernels, launched
+        through a template the reading does not link): what runs its calls is not
+        established, so it is never dropped for another."""
+        if name not in self.leaves_of:
+            return True
+        theory = self.routes.theory
+        for way in self.ways(before, name):
+            missed = theory.negate(after.runs_some(way))
+            if theory.satisfiable([*way.nodes, missed], way.domain):
+                return True
+        return False
+
+    def runs_nothing(self, view: View, kept: Iterable[str]) -> List[str]:
+        """The kernels of ``kept`` that ``view`` (their own dispatch) never runs."""
+        return sorted(name for name in kept
+                      if name in self.leaves_of and not self.ways(view, name))
+
+    def fates(self, dropped: Iterable[str], kept: AbstractSet[str]) -> Dict[str, Fate]:
+        """The :class:`Fate` of each dropped kernel under the set ``kept``."""
+        never = self.never_run()
+        after = self.view(kept)
+        index = _WayIndex(self, after, kept)
+        theory = self.routes.theory
+        found: Dict[str, Fate] = {}
+        for name in dropped:
+            if name in never:
+                found[name] = Fate(never=never[name])
+                continue
+            ways = self.ways(self.full, name)
+            if not ways:
+                continue  # launched by no leaf: said with the unreferenced kernels
+            stand_ins: Dict[str, Way] = {}
+            lost = False
+            kind = self.match.kinds.get(name)
+            for way in ways:
+                candidates = index.candidates(way)
+                for other, their in candidates:
+                    # (a leaf launches partners too: a stand-in is a kernel of this kind)
+                    if other not in stand_ins and self.match.kinds.get(other) == kind and \
+                            theory.satisfiable(
+                            [*way.nodes, *their.nodes, *_domain_nodes(theory, their)],
+                            way.domain):
+                        stand_ins[other] = their
+                lost = lost or theory.satisfiable(
+                    [*way.nodes, theory.negate(after.runs_some(way))], way.domain)
+            only: Tuple[str, ...] = ()
+            if lost and stand_ins:
+                first = next(iter(stand_ins))
+                only = self._narrowing(ways, first)
+            found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=only)
+        return found
+
+    def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[str, ...]:
+        """The terms every leaf of ``stand_in`` has that some call of ``ways`` fails (a
+        term only some of its leaves test, a partner's choice, narrows nothing)."""
+        theory = self.routes.theory
+        leaves = [self.routes.tree.leaves[order] for order in self.leaves_of.get(stand_in, ())]
+        # (an ``if constexpr`` is chosen when compiling: no call's condition)
+        per_leaf = [[term for depth, condition in enumerate(leaf.conditions)
+                     if depth not in leaf.compile_time for term in condition_terms_cpp(condition)]
+                    for leaf in leaves]
+        if not per_leaf:
+            return ()
+        common = set(per_leaf[0]).intersection(*per_leaf[1:])
+        terms: Dict[str, None] = {}
+        for term in per_leaf[0]:
+            if term not in common:
+                continue
+            node = theory.formula(term)
+            if any(theory.satisfiable([*w.nodes, theory.negate(node)], w.domain) for w in ways):
+                words = describe_condition(term)
+                if words not in ("always", "never"):
+                    terms[words] = None
+        return tuple(terms)
 
 
-def compare(extra: Sequence[str], subjects: Mapping[str, Tuple[str, ...]]
-            ) -> Tuple[List[str], List[str], List[str]]:
-    """A stand-in's terms the kernel lacks (``extra``) against the kernel's own terms on
-    the same subject (``subjects``: subject -> those terms): (own terms, stand-in terms)
-    where they exclude each other (the stand-in is reached for other inputs there), and
-    the stand-in's other terms, each a condition the kernel's inputs must also meet; a
-    term the kernel's own terms imply adds nothing and is left out."""
-    mine: List[str] = []
-    theirs: List[str] = []
-    plain: List[str] = []
-    for term in extra:
-        owns = subjects.get(subject_of(term))
-        if owns is None:
-            plain.append(term)
-            continue
-        own, relation = _strongest(owns, term)
-        if relation in _SHUT_OUT:
-            mine.append(own)
-            theirs.append(term)
-        elif relation != "implied":
-            plain.append(term)
-    return mine, theirs, plain
+def _domain_nodes(theory, way: Way):
+    return [theory.literal(number, mask) for number, mask in way.domain.items()]
 
 
-def excluding(terms: Iterable[str], own: AbstractSet[str],
-              subjects: Mapping[str, Tuple[str, ...]]) -> List[str]:
-    """The terms of ``terms`` (stand-ins' terms) that exclude the kernel's inputs, as
-    :func:`compare` finds them: not the kernel's own, and on a subject of its own
-    terms, which exclude it or do not say. A stand-in with one of them is reached
-    for other inputs only: asked once over the terms a problem's stand-ins have
-    among them, not once per stand-in."""
-    found = []
-    for term in terms:
-        if term in own:
-            continue
-        owns = subjects.get(subject_of(term))
-        if owns is not None and _strongest(owns, term)[1] in _SHUT_OUT:
-            found.append(term)
-    return found
+class _WayIndex:
+    """The ways of a set's kernels, found by the classes a dropped kernel's way admits."""
+
+    def __init__(self, owner: SetDispatch, view: View, kept: Iterable[str]) -> None:
+        entries = [((name, way), way.domain) for name in sorted(kept)
+                   for way in owner.ways(view, name)]
+        self.index = DomainIndex(entries, owner.routes.theory.full)
+
+    def candidates(self, way: Way) -> List[Tuple[str, Way]]:
+        return self.index.admitting(way.domain)  # type: ignore[return-value]
 
 
-#: What the kernel's terms on one subject together say of a stand-in's term: the
-#: kernel's inputs meet every one of them, so one that implies it settles it, else one
-#: that excludes it; an unread form decides only when no other term does.
-_STRENGTH = {"implied": 0, "excludes": 1, "admits": 2, "unknown": 3}
+def set_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> SetDispatch:
+    """:class:`SetDispatch` of a file, kept for the last few (the policy, the losses and
+    the link check of one recommendation read the same one)."""
+    return _set_dispatch(api_text, tuple(sorted(kernel_traits.items())))
 
 
-# the same few (own terms, stand-in term) pairs meet again for every dropped kernel a
-# stand-in is tried for (2.8.3 bwd: 1.9 million meetings)
-@functools.lru_cache(maxsize=1 << 14)
-def _strongest(owns: Tuple[str, ...], theirs: str) -> Tuple[str, str]:
-    """(the kernel's term that decides, how it relates to ``theirs``)."""
-    return min(((own, relation(own, theirs)) for own in owns),
-               key=lambda found: _STRENGTH[found[1]])
-
-
-#: ``S == V``, ``S != V`` and ``S == V or S == W ...`` on one subject ``S``.
-_EQUALITY = re.compile(r"^\s*(.+?)\s*(==|!=)\s*(\S+)\s*$")
-
-
-def _values(term: str) -> Optional[Tuple[str, bool, FrozenSet[str]]]:
-    """(subject, equal, values): the term holds when its subject is (``equal``) or is
-    not one of ``values``; None for any other form."""
-    found = []
-    for alternative in term.split(" or "):
-        match = _EQUALITY.match(alternative)
-        if match is None:
-            return None
-        found.append((match.group(1), match.group(2) == "==", match.group(3)))
-    subjects = {f[0] for f in found}
-    if len(subjects) != 1 or (len(found) > 1 and not all(f[1] for f in found)):
-        return None
-    return found[0][0], found[0][1], frozenset(f[2] for f in found)
-
-
-# the same few terms meet again on every kernel of a sub-type (bwd: 112,384 meetings of
-# some hundred terms)
-@functools.lru_cache(maxsize=1 << 12)
-def relation(mine: str, theirs: str) -> str:
-    """How a stand-in's term on the kernel's subject relates to the kernel's own term:
-    ``implied`` (every input of the kernel's term meets it), ``admits`` (some do),
-    ``excludes`` (none do) or ``unknown`` (a form not read here: counted as excluding,
-    as a different term always was). Values are compared as written: equal texts are
-    the same value, different texts different ones."""
-    if mine == theirs:
-        return "implied"  # (the part of a term joined by "and" that a stand-in has alone)
-    numeric = numeric_relation(mine, theirs)
-    if numeric is not None:
-        return numeric
-    a, b = _values(mine), _values(theirs)
-    if a is None or b is None or a[0] != b[0]:
-        return "unknown"
-    (_, a_equal, a_values), (_, b_equal, b_values) = a, b
-    if a_equal and b_equal:
-        return "implied" if a_values <= b_values else \
-            "admits" if a_values & b_values else "excludes"
-    if a_equal:  # theirs: S != V...
-        return "implied" if not a_values & b_values else \
-            "admits" if a_values - b_values else "excludes"
-    if b_equal:  # mine: S != V...; theirs: S == W...
-        return "admits" if b_values - a_values else "excludes"
-    return "implied" if b_values <= a_values else "admits"
+@functools.lru_cache(maxsize=4)
+def _set_dispatch(api_text: str, kernel_traits: Tuple[Tuple[str, str], ...]) -> SetDispatch:
+    return SetDispatch(api_text, dict(kernel_traits))

@@ -439,8 +439,10 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         described.append(Para(["Dispatch conditions: as for ", LocalLink(
             same[0], same[1], [Code(same[0].split(" ")[0]), " ", Strong(same[1])]), "."]))
     show_cpp = one_symbol and bool(mapped)
+    buckets = data.head_dims.get((kernel_type.class_name, index), {})
     header = (["Token", "Meaning"] + (["C++ symbol"] if show_cpp else [])
-              + (["Dispatch condition"] if show_dispatch else []) + ["Kernels"])
+              + (["Dispatch condition"] if show_dispatch else [])
+              + (["Serves hdim_q x hdim_v (up to)"] if buckets else []) + ["Kernels"])
     rows: List[List[Inlines]] = []
     for token in sorted(segment.tokens, key=natural):
         row: List[Inlines] = [token_cell(token), [segment.tokens[token]]]
@@ -449,6 +451,9 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         if show_dispatch:
             row.append(shown.cell(kernel_type.class_name, heading, segment.label, token,
                                   conditions.get(token, [])))
+        if buckets:
+            row.append([", ".join("%dx%s" % (q, "any" if v is None else v)
+                                  for q, v in buckets.get(token, []))])
         row.append([str(counts.get(token, 0))])
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])

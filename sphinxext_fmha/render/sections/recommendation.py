@@ -59,14 +59,29 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
                             "commands select." % verified_text(rec.verified)]))
     if rec.coupling:
         blocks.append(Para([rec.coupling[0].upper() + rec.coupling[1:] + "."]))
+    if rec.never_run_left_out:
+        blocks.append(Para(["The %d kernels the full API never runs (listed under "
+                            "Dispatch) are left out: dropping them loses no call."
+                            % rec.never_run_left_out]))
     grouped = _decisions_by_type(rec)
     for class_name, decisions in grouped:
         if len(grouped) > 1:
             blocks.append(SubHeading([Code(class_name)]))
         blocks += _type_blocks(rec, class_name, decisions)
+    blocks += _emptied_blocks(rec)
     if rec.notes:
         blocks.append(Para(["Notes:"]))
         blocks.append(BulletList([[note] for note in rec.notes]))
+    return blocks
+
+
+def _emptied_blocks(rec: Recommendation) -> List[Block]:
+    """The dispatch functions the set leaves without a kernel, and where their calls go."""
+    blocks: List[Block] = []
+    for function, instead in sorted(rec.emptied.items()):
+        where: Inlines = ["the calls it ran now run the kernels of ", *join(
+            [[Code(f)] for f in instead])] if instead else ["the calls it ran find no kernel"]
+        blocks.append(Para(["The set keeps no kernel of ", Code(function), ": ", *where, "."]))
     return blocks
 
 
@@ -164,10 +179,10 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
     if not items:
         return [Para(["Nothing: the minimal set keeps every token."])]
     lead = Para(["Per dropped variant (read from the dispatch conditions): the kernels not "
-                 "generated, the inputs that lose their kernel, and the kept kernel that "
-                 "serves them instead:"])
-    return [lead] + fold(["What you lose (%d variants)" % len(items)], [BulletList(items)],
-                         len(items), FOLD_ITEMS)
+                 "generated, the calls that now find no kernel, and the kept kernel that "
+                 "runs them instead:"])
+    return [lead, *_emptied_blocks(rec)] + fold(
+        ["What you lose (%d variants)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
 
 
 def commands_section(data: GuideData) -> List[Block]:

@@ -1,0 +1,389 @@
+"""Which dispatch leaf a call reaches: the API file's if-else chains as formulas.
+
+A call runs the first leaf whose way in it meets: at every depth its branch's condition
+holds and no earlier branch of that chain's does (an ``else if`` is tried only when
+the branches before it are not), and nothing run before it in its scope (an earlier
+chain or call) returned.  An entry point's calls compose the same way: ``fmha_fwd``
+runs ``fmha_fwd_v3`` when ``args.max_seqlen_q > 1`` and, when no kernel of it took the
+call, ``fmha_fwd_v2``.  Each leaf's way in is a conjunction of formulas
+(:mod:`.satisfiable`), decided exactly.
+
+A :class:`View` is the file with only some kernels: generate.py writes the dispatch of a
+filtered set from the same templates, with the branches of the dropped kernels left out
+(a chain keeps its other branches in order; a block left empty goes).  The reasoning
+about a set (what a dropped kernel's calls reach instead, which kernels a set never
+runs) reads that view.
+Pure: a parsed tree in, formulas and answers out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from .conditions import describe_condition
+from .entry_points import EntryPoints, read_entry_points
+from .parse import DispatchTree
+from .reach import condition_terms_cpp
+from .satisfiable import Node, Theory, conjoin, disjoin, narrow
+
+__all__ = ["DomainIndex", "Routes", "View", "Way", "routes_of"]
+
+
+@dataclass
+class Way:
+    """The calls that reach one scope or leaf: every one of ``nodes`` holds and each
+    variable lies in its classes of ``domain`` (variable number -> bits)."""
+
+    domain: Dict[int, int]
+    nodes: Tuple[Node, ...]
+
+
+class Routes:
+    """The routing formulas of one parsed dispatch file (its :class:`Theory` built
+    over every condition the file has)."""
+
+    def __init__(self, tree: DispatchTree, entry_points: Optional[EntryPoints] = None
+                 ) -> None:
+        self.tree = tree
+        self.entry_points = entry_points or read_entry_points(tree)
+        calls = self.entry_points.calls
+        self.theory = Theory([s.condition for s in tree.scopes if s.kind != "else"]
+                             + [c for call in calls for c in call.conditions])
+        theory = self.theory
+        self.own: List[Node] = [
+            True if scope.kind in ("else", "function") or not scope.condition
+            else theory.formula(scope.condition) for scope in tree.scopes]
+        self.units = [theory.units(node) for node in self.own]
+        self.chains: Dict[int, List[int]] = {}
+        for number, scope in enumerate(tree.scopes):
+            if scope.chain >= 0:
+                self.chains.setdefault(scope.chain, []).append(number)
+        self.function_scope = {s.function: n for n, s in enumerate(tree.scopes)
+                               if s.kind == "function"}
+        self._index: Dict[int, DomainIndex] = {}
+        self._path_units: Dict[int, Dict[int, int]] = {}
+        self._full = View(self, None)
+
+    def path_units(self, scope: int) -> Dict[int, int]:
+        """The classes each variable may take under the top-level literals of every
+        branch from the function body down to ``scope`` (no question asked)."""
+        found = self._path_units.get(scope)
+        if found is None:
+            parent = self.tree.scopes[scope].parent
+            found = dict(self.path_units(parent)) if parent >= 0 else {}
+            for number, mask in self.units[scope].items():
+                found[number] = found.get(number, self.theory.full[number]) & mask
+            self._path_units[scope] = found
+        return found
+
+    def compatible(self, number: int, domain: Mapping[int, int]) -> List[int]:
+        """The branches before ``number`` in its chain whose top-level literals admit a
+        value of ``domain`` (the others take none of its calls)."""
+        chain = self.tree.scopes[number].chain
+        index = self._index.get(chain)
+        if index is None:
+            index = self._index[chain] = DomainIndex(
+                [(s, self.units[s]) for s in self.chains[chain]], self.theory.full)
+        return index.admitting(domain, self.chains[chain].index(number))  # type: ignore[return-value]
+
+    @property
+    def full(self) -> View:
+        return self._full
+
+    def view(self, kept: AbstractSet[int]) -> View:
+        """The dispatch generate.py writes for the leaves ``kept`` (leaf orders)."""
+        return View(self, kept)
+
+
+class View:
+    """The dispatch of a set of leaves (``None``: every leaf of the file)."""
+
+    def __init__(self, routes: Routes, kept: Optional[AbstractSet[int]]) -> None:
+        self.routes = routes
+        tree = routes.tree
+        self.kept = kept
+        #: scopes with a leaf of the view below them
+        self.present: List[bool] = [False] * len(tree.scopes)
+        for leaf in tree.leaves:
+            if kept is not None and leaf.order not in kept:
+                continue
+            scope = leaf.scope
+            while scope >= 0 and not self.present[scope]:
+                self.present[scope] = True
+                scope = tree.scopes[scope].parent
+        self._ways: Dict[int, Optional[Way]] = {}
+        self._why: Dict[int, str] = {}
+        self._taken: Dict[int, Node] = {}
+        self._entry: Dict[str, Node] = {}
+        self._index: Optional[DomainIndex] = None
+
+    def takers(self, way: Way) -> List[int]:
+        """The leaves of the view (orders) whose branches' literals admit a call of
+        ``way``: the only ones that may run one of its calls."""
+        if self._index is None:
+            routes = self.routes
+            self._index = DomainIndex(
+                [(leaf.order, routes.path_units(leaf.scope) if leaf.scope >= 0 else {})
+                 for leaf in routes.tree.leaves
+                 if self.kept is None or leaf.order in self.kept], routes.theory.full)
+        return self._index.admitting(way.domain)  # type: ignore[return-value]
+
+    def runs_some(self, way: Way) -> Node:
+        """The calls of ``way`` for which some leaf of the view runs (a formula)."""
+        theory = self.routes.theory
+        found = []
+        for order in self.takers(way):
+            other = self.leaf_way(order)
+            if other is not None:
+                found.append(conjoin([*other.nodes, *(theory.literal(n, m)
+                                                        for n, m in other.domain.items())]))
+        return disjoin(found)
+
+    # ---------------------------------------------------------------- the way in
+
+    def leaf_way(self, order: int) -> Optional[Way]:
+        """The calls that run leaf ``order`` (None: none does)."""
+        leaf = self.routes.tree.leaves[order]
+        if leaf.scope < 0:
+            return Way({}, ())
+        way = self.scope_way(leaf.scope)
+        if way is None:
+            return None
+        before = self._before(leaf.scope, ("leaf", order))
+        if not before:
+            return way
+        return self._extend(way, [self.routes.theory.negate(disjoin(before))])
+
+    def why_not(self, order: int) -> str:
+        """Why no call runs leaf ``order`` (after :meth:`leaf_way` said so)."""
+        scope = self.routes.tree.leaves[order].scope
+        while scope >= 0:
+            if scope in self._why:
+                return self._why[scope]
+            scope = self.routes.tree.scopes[scope].parent
+        return "earlier statements of its function return for every call that reaches it"
+
+    def scope_way(self, number: int) -> Optional[Way]:
+        if number in self._ways:
+            return self._ways[number]
+        routes = self.routes
+        scope = routes.tree.scopes[number]
+        theory = routes.theory
+        if scope.parent < 0:
+            entry = self.entry(scope.function)
+            way = _propagate(theory, Way({}, ()), [entry])
+            if way is None:
+                self._why[number] = "no entry point runs %s" % scope.function
+        else:
+            parent = self.scope_way(scope.parent)
+            way = None
+            if parent is not None:
+                way = self._branch_way(number, parent)
+        self._ways[number] = way
+        return way
+
+    def _branch_way(self, number: int, parent: Way) -> Optional[Way]:
+        routes = self.routes
+        theory = routes.theory
+        scope = routes.tree.scopes[number]
+        own = _propagate(theory, parent, [routes.own[number]])
+        if own is None or not theory.satisfiable(own.nodes, own.domain):
+            self._why[number] = "never holds: %s" % self._never_holds(number)
+            return None
+        earlier = [s for s in routes.compatible(number, own.domain) if self.present[s]]
+        before = self._before(scope.parent, ("chain", scope.chain))
+        extra = [theory.negate(routes.own[s]) for s in earlier]
+        if before:
+            extra.append(theory.negate(disjoin(before)))
+        way = _propagate(theory, own, extra) if extra else own
+        if way is None or not theory.satisfiable(way.nodes, way.domain):
+            self._why[number] = "is never tried: %s" % self._shadowed_by(number, own, earlier)
+            return None
+        return way
+
+    def _before(self, parent: int, item: Tuple[str, int]) -> List[Node]:
+        """What returns in scope ``parent`` before ``item`` runs (formulas, relative to
+        the scope)."""
+        found: List[Node] = []
+        for other in self.routes.tree.scopes[parent].items:
+            if other == item:
+                break
+            taken = self._item_taken(other)
+            if taken is not False:
+                found.append(taken)
+        return found
+
+    def _item_taken(self, item: Tuple[str, int]) -> Node:
+        kind, number = item
+        if kind == "leaf":
+            return self.kept is None or number in self.kept
+        parts = []
+        theory = self.routes.theory
+        earlier: List[Node] = []
+        for scope in self.routes.chains[number]:
+            if not self.present[scope]:
+                continue
+            own = self.routes.own[scope]
+            parts.append(conjoin([own, *[theory.negate(e) for e in earlier],
+                                  self.taken(scope)]))
+            earlier.append(own)
+        return disjoin(parts)
+
+    def taken(self, number: int) -> Node:
+        """The calls for which scope ``number``, once entered, runs a leaf."""
+        found = self._taken.get(number)
+        if found is None:
+            if not self.present[number]:
+                found = False
+            else:
+                found = disjoin(self._item_taken(item)
+                                for item in self.routes.tree.scopes[number].items)
+            self._taken[number] = found
+        return found
+
+    def entry(self, function: str) -> Node:
+        """The calls for which ``function`` runs (its callers' way to the call)."""
+        found = self._entry.get(function)
+        if found is not None:
+            return found
+        self._entry[function] = False  # (a call cycle runs nothing more)
+        points = self.routes.entry_points
+        if function in points.entries or not any(c.callee == function for c in points.calls):
+            found = True
+        else:
+            ways = []
+            for call in points.calls:
+                if call.callee != function:
+                    continue
+                ways.append(conjoin([self.entry(call.caller), *self._call_condition(call)]))
+            found = disjoin(ways)
+        self._entry[function] = found
+        return found
+
+    def _call_condition(self, call) -> List[Node]:
+        """The call's conditions, and that no call before it in its caller stopped the
+        call: returned a kernel's result (or returned at all)."""
+        theory = self.routes.theory
+        nodes = [theory.formula(c) for c in call.conditions]
+        for earlier in self.routes.entry_points.calls:
+            if earlier is call:
+                break
+            if earlier.caller != call.caller or earlier.callee == call.callee:
+                continue
+            stops = [theory.formula(c) for c in earlier.conditions]
+            if not earlier.statement.lstrip().startswith("return"):
+                callee = self.routes.function_scope.get(earlier.callee)
+                stops.append(self.taken(callee) if callee is not None else False)
+            nodes.append(theory.negate(conjoin(stops)))
+        return nodes
+
+    def _extend(self, way: Way, nodes: Sequence[Node]) -> Optional[Way]:
+        found = _propagate(self.routes.theory, way, nodes)
+        if found is None or not self.routes.theory.satisfiable(found.nodes, found.domain):
+            return None
+        return found
+
+    # ---------------------------------------------------------------- reasons
+
+    def _never_holds(self, number: int) -> str:
+        """Which terms around a branch exclude each other."""
+        tree = self.routes.tree
+        texts = []
+        scope = number
+        while scope >= 0:
+            texts.append(tree.scopes[scope].condition)
+            scope = tree.scopes[scope].parent
+        terms = [t for text in reversed(texts) if text for t in condition_terms_cpp(text)]
+        return _excluding_terms(self.routes.theory, tuple(terms)) or \
+            "its conditions exclude each other"
+
+    def _shadowed_by(self, number: int, own: Way, earlier: Sequence[int]) -> str:
+        routes = self.routes
+        theory = routes.theory
+        alone = [s for s in earlier if self._extend(own, [theory.negate(routes.own[s])]) is None]
+        scopes = routes.tree.scopes
+        if alone:
+            first = alone[0]
+            if routes.own[first] == routes.own[number]:
+                return "an earlier branch of its if-else chain has the same condition"
+            mine, theirs = (describe_condition(scopes[n].condition) for n in (number, first))
+            if len(mine) <= _QUOTED and len(theirs) <= _QUOTED:
+                return ("an earlier branch of its if-else chain, `%s`, takes every call its "
+                        "condition `%s` admits" % (theirs, mine))
+            return "an earlier branch of its if-else chain takes every call its condition admits"
+        if earlier:
+            return ("the earlier branches of its if-else chain take every call its condition "
+                    "admits between them, none alone")
+        return "the statements before its chain return for every call it admits"
+
+
+#: conditions longer than this are not quoted in a reason (one reason is said once for
+#: all the kernels that share it)
+_QUOTED = 80
+
+
+def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> str:
+    """The fewest terms (in order) that hold together for no call, in words."""
+    nodes = [theory.formula(t) for t in terms]
+    if theory.satisfiable(nodes):
+        return ""
+    needed = list(range(len(terms)))
+    for index in range(len(terms)):
+        trial = [i for i in needed if i != index]
+        if not theory.satisfiable([nodes[i] for i in trial]):
+            needed = trial
+    words = [describe_condition(terms[i]) for i in needed]
+    if len(words) == 1:
+        return "its term `%s` holds for no call" % words[0]
+    return "%s hold together for no call" % " and ".join(words)
+
+
+class DomainIndex:
+    """Items found by the classes their domains admit (a domain: variable number ->
+    classes as bits): a chain of a large fwd file has a hundred branches, each asked
+    about all those before it; a set's kernels are asked about by every dropped one."""
+
+    def __init__(self, items: Sequence[Tuple[object, Mapping[int, int]]],
+                 full: Sequence[int]) -> None:
+        self.items = [item for item, _ in items]
+        self.full = full
+        everyone = (1 << len(self.items)) - 1
+        # variable -> (the items free on it, {mask: the items with that literal})
+        self.by_variable: Dict[int, Tuple[int, Dict[int, int]]] = {}
+        for i, (_, domain) in enumerate(items):
+            for number, mask in domain.items():
+                free, masks = self.by_variable.setdefault(number, (everyone, {}))
+                masks[mask] = masks.get(mask, 0) | (1 << i)
+                self.by_variable[number] = (free & ~(1 << i), masks)
+
+    def admitting(self, domain: Mapping[int, int], among: int = -1) -> List[object]:
+        """The items (of the first ``among``, all when -1) whose domain meets ``domain``."""
+        bits = (1 << (len(self.items) if among < 0 else among)) - 1
+        for number, (free, masks) in self.by_variable.items():
+            allowed = domain.get(number, self.full[number])
+            fitting = free
+            for mask, members in masks.items():
+                if allowed & mask:
+                    fitting |= members
+            bits &= fitting
+            if not bits:
+                return []
+        return [self.items[i] for i in range(bits.bit_length()) if bits >> i & 1]
+
+
+def _propagate(theory: Theory, way: Way, nodes: Iterable[Node]) -> Optional[Way]:
+    """``way`` narrowed by ``nodes``: their literals narrow the domain and what the
+    domain decides is folded away (None: they exclude each other by that alone)."""
+    found = narrow(theory, way.domain, [*way.nodes, *nodes])
+    return None if found is None else Way(*found)
+
+
+
+def routes_of(tree: DispatchTree) -> Routes:
+    """The :class:`Routes` of a parsed tree, made once per tree (the link check, the
+    policy and the losses of one file share it, and its full view's answers)."""
+    found = tree.derived.get("routes")
+    if found is None:
+        found = tree.derived["routes"] = Routes(tree)
+    return found

@@ -1,0 +1,53 @@
+"""Which head dims each head-dim token serves, read from the dispatch file's buckets.
+
+A head-dim token names a bucket of the dispatch, not one size: ``_d192`` kernels are
+tried under ``t.hdim_q <= 192 && t.hdim_v <= 128`` and under ``t.hdim_q <= 192 &&
+t.hdim_v <= 192``, ``_d80`` under ``t.hdim_q <= 80 && t.hdim_v <= 96``.  Read from the
+terms every branch to a kernel has (the dispatch reading), per token of a segment whose
+field is a head dim: the (hdim_q, hdim_v) upper bounds of its kernels' buckets.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from ..analysis.grammar import short_name
+from ..model import ApiModel
+
+__all__ = ["Buckets", "head_dim_buckets"]
+
+#: (kernel class, segment index) -> token -> its buckets' (hdim_q, hdim_v) bounds
+Buckets = Dict[Tuple[str, int], Dict[str, List[Tuple[int, Optional[int]]]]]
+
+_BOUND = re.compile(r"^(?:t|a)\.(hdim_q|hdim_v)\s*<=\s*(\d+)$")
+
+
+def head_dim_buckets(model: ApiModel, parsed: Mapping[str, Tuple[str, List[str]]],
+                     reading: Mapping) -> Buckets:
+    """See the module docstring; empty when no kernel's terms bound a head dim."""
+    segments = {}
+    for kernel_type in model.kernel_types:
+        for index, segment in enumerate(kernel_type.segments):
+            if segment.fields and all("hdim" in short_name(f).lower() for f in segment.fields):
+                segments[kernel_type.class_name] = index
+                break
+    kernels = reading.get("kernels", {})
+    found: Dict[Tuple[str, int], Dict[str, set]] = {}
+    for name, (class_name, tokens) in parsed.items():
+        at = segments.get(class_name)
+        info = kernels.get(name)
+        if at is None or info is None:
+            continue
+        bounds: Dict[str, int] = {}
+        for _, cpp, _ in info.get("terms", ()):
+            for part in cpp.split("&&"):
+                match = _BOUND.match(part.strip(" ()"))
+                if match:
+                    bounds[match.group(1)] = min(int(match.group(2)),
+                                                 bounds.get(match.group(1), 1 << 30))
+        if "hdim_q" in bounds:
+            found.setdefault((class_name, at), {}).setdefault(tokens[at], set()).add(
+                (bounds["hdim_q"], bounds.get("hdim_v")))
+    return {key: {token: sorted(pairs, key=lambda p: (p[0], p[1] or 0))
+                  for token, pairs in by_token.items()} for key, by_token in found.items()}
