@@ -107,9 +107,9 @@ def _attempt(session: Session, side: facts.Side, api: str, options: Options,
         migration.driver_command = made.driver_command
         commands = [r.command for r in made.runs]
     migration.runs = [_run(side, check, command) for check, command in zip(checks, commands)]
-    refused = [n for c in checks for n in c.notes if n.startswith("write mode failed: ")]
+    refused = [c.write_error for c in checks if c.write_error]
     if refused:
-        migration.write_error = refused[0][len("write mode failed: "):]
+        migration.write_error = refused[0]
     return migration, {f for check in checks for f in check.files}
 
 

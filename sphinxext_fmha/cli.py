@@ -303,9 +303,13 @@ def _run(args) -> int:
 
         for line in miss_warnings(args.api, args.filter, check.misses):
             _say("warning: " + line)
+        from .render.sections.filter_write import write_warnings
+
+        for line in write_warnings(args.api, args.filter, check):
+            _say("warning: " + line)
         if not check.count:
             _say("error: %s -f %r selects no kernel" % (args.api, args.filter))
-        return 0 if check.verified and check.count else EXIT_FAILED
+        return 0 if check.verified and check.write_verified and check.count else EXIT_FAILED
     if args.command == "recommend":
         recommendation = session.recommend(args.api, options)
         if args.format == "json":
@@ -324,7 +328,7 @@ def _run(args) -> int:
         data = collect_guide(session, args.api, options)
         text = guide_markdown(data)
         _warn_suspicious(data.model)
-        for problem in (data.recommendation_problem, data.dispatch_problem):
+        for problem in (data.recommendation_problem, data.dispatch_problem, data.filter_problem):
             if problem is not None:
                 _say("warning: " + problem.message)
         from .render.guide import commands_miss_warnings
@@ -367,7 +371,8 @@ def _prepare(session, args, options: Options) -> int:
             with collector_paused():  # what a guide is made of survives until it is kept
                 data = collect_guide(session, api, options, sections)
             problems = [problem.message for problem in (data.recommendation_problem,
-                                                        data.dispatch_problem) if problem]
+                                                        data.dispatch_problem,
+                                                        data.filter_problem) if problem]
         except KeyboardInterrupt:
             raise
         except Exception as error:  # noqa: BLE001 - said below; the next API still runs
@@ -484,6 +489,9 @@ def _check_text(check) -> str:
                                                    token_list(row.dropped)))
     for effect in check.side_effects:
         lines.append("side effect: " + effect)
+    if check.untested_matches:
+        lines.append("not tested: %d kernels whose names match are generated with another "
+                     "kernel, which -f tests instead" % check.untested_matches)
     for note in check.notes:
         lines.append("note: " + note)
     return "\n".join(lines)

@@ -66,8 +66,9 @@ _WHEN = {
                             "kernels than the analysis observed, or the CK tree changed while "
                             "results were computed (they are used, not kept)",
     WarningType.FILTER: "`generate.py` rejects the filter, the filter selects no kernel (or "
-                        "none of a sub-type its pattern part addresses), or it uses `,` / `@` "
-                        "in a way this API does not split on",
+                        "none of a sub-type its pattern part addresses), it uses `,` / `@` "
+                        "in a way this API does not split on, or its selection fails in "
+                        "write mode (`-o`) or would not link",
     WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",
     WarningType.MODEL: "the model's prediction of a filter differs from `generate.py`",
     WarningType.RECOMMEND: "the recommended minimal set cannot be made",

@@ -47,7 +47,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
     listing = session.runner.list_kernels(session.tree.request(api, options))
     data = GuideData(api=api, options=options, model=model, date=build_date(),
                      token_counts=session.token_counts(api, options),
-                     api_file=listing.api_file, listing_command=listing.command)
+                     api_file=listing.api_file, listing_command=session.runner.listing_command(
+                         session.tree.request(api, options), appends=model.list_appends))
     if recommend:
         # First: it reads the dispatch file while its filtered runs run.
         try:
@@ -80,6 +81,14 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             data.dispatch_problem = _dispatch_problem(exc)
     if "fields" in names:
         data.pattern_traps = session.pattern_traps(api, options)
+    if "filter" in names:
+        try:
+            data.filter_facts = session.filter_facts(api, options)
+        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
+            problem = problem_of(exc)
+            problem.message = ("cannot measure what write mode and --targets do (the filter "
+                               "mechanism leaves them out): " + problem.message)
+            data.filter_problem = problem
     if "tiles" in names:
         # the set's tile counts when the recommendation has them, else the listing's
         if data.recommendation is not None and data.recommendation.tile_tables:
@@ -132,10 +141,12 @@ def collect_playground(session: Session, api: str, options: Options = Options())
     listing = session.runner.list_kernels(session.tree.request(api, options))
     parsed = session.parsed_listing(api, options, listing.files)
     traits = session.trait_groups(api, options) if model.filter.drops == "trait" else []
-    template = session.runner.listing_command(session.tree.request(api, options, filter=_PATTERN))
+    template = session.runner.listing_command(session.tree.request(api, options, filter=_PATTERN),
+                                              appends=model.list_appends)
     head, _, tail = template.partition(" -f %s " % _PATTERN)
     return PlaygroundInputs(model=model, parsed=dict(parsed.parsed), traits=traits,
-                            command=(head, tail), unparsed=len(parsed.unparsed))
+                            command=(head, tail), unparsed=len(parsed.unparsed),
+                            followers=session.followers(api, options))
 
 
 def _needs(names: Sequence[str]) -> Tuple[bool, bool]:
@@ -150,7 +161,8 @@ def _stored_kinds(names: Sequence[str]) -> List[str]:
     session's kinds): when all are there, the guide is computed already."""
     recommend, conditions = _needs(names)
     return (["model", "token-counts"] + (["dispatch-reading", "mask-modes"] if conditions else [])
-            + (["recommend"] if recommend else []))
+            + (["recommend"] if recommend else [])
+            + (["filter-facts"] if "filter" in names else []))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
-from .model import ApiModel, PatternTrap, Recommendation, TileTable, TokenCounts, TokenDispatch
+from .model import (
+    ApiModel,
+    FilterFacts,
+    PatternTrap,
+    Recommendation,
+    TileTable,
+    TokenCounts,
+    TokenDispatch,
+)
 from .options import OptionError, Options
 
 __all__ = [
@@ -196,6 +204,10 @@ class GuideData:
     #: the dispatch buckets its kernels serve
     head_dims: Dict[Tuple[str, int], Dict[str, List[Tuple[int, Optional[int]]]]] = \
         field(default_factory=dict)
+    #: what the filter mechanism states from runs of its own (write mode without
+    #: partners, ``--targets``), and why it could not be measured, if so
+    filter_facts: Optional[FilterFacts] = None
+    filter_problem: Optional[Problem] = None
 
 
 @dataclass
@@ -212,3 +224,5 @@ class PlaygroundInputs:
     command: Tuple[str, str]
     #: how many listed names the grammar does not parse (left out of the playground)
     unparsed: int = 0
+    #: kernel file -> the kernel whose name ``-f`` tests in its stead (kept with it)
+    followers: Dict[str, str] = field(default_factory=dict)

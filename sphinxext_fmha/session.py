@@ -25,6 +25,7 @@ from .model import (
     ApiModel,
     ConditionGroup,
     FilterCheck,
+    FilterFacts,
     PatternTrap,
     Recommendation,
     TokenCounts,
@@ -607,13 +608,86 @@ class Session:
             baseline_listing = self.runner.list_kernels(self.tree.request(api, options))
             request = self.tree.request(api, options, filter=filter)
             listing = self.runner.list_kernels(request)
-            api_file = self.runner.generate_api_file(request) if listing.count else None
-            return check_filter(model, filter, baseline_listing, listing,
-                                self.parsed_listing(api, options, baseline_listing.files),
-                                self.traits(api, options), api_file)
+            api_file, write_error = None, ""
+            write_command = self.runner.api_file_command(request) if listing.count else ""
+            if listing.count:
+                try:
+                    api_file = self.runner.generate_api_file(request)
+                except GenerateError as error:
+                    write_error = error.own_failure()  # the filter's own failure is a result
+                    if not write_error:
+                        raise
+            check = check_filter(model, filter, baseline_listing, listing,
+                                 self.parsed_listing(api, options, baseline_listing.files),
+                                 self.traits(api, options), api_file,
+                                 followers=self.followers(api, options), write_error=write_error,
+                                 full_api=lambda: self._full_api(api, options))
+            check.write_command = write_command
+            if model.list_appends:
+                check.command = self.runner.listing_command(request, appends=True)
+            return check
 
         return self._once(("check", api, filter, options), lambda: self._stored(
             "check", FilterCheck, compute, api, filter, dataclasses.asdict(options)))
+
+    def _full_api(self, api: str, options: Options):
+        """The unfiltered run's dispatch file and kernels (None when it cannot be written)."""
+        try:
+            return self.runner.generate_api_file(self.tree.request(api, options))
+        except GenerateError:
+            return None
+
+    def followers(self, api: str, options: Options = Options()) -> Dict[str, str]:
+        """Kernel file -> the kernel whose name ``-f`` tests in its stead: kernels the
+        codegen generates right after another one passed its filter, their own names never
+        tested (a ``_64bit`` twin), as the probe observed them (empty for most trees)."""
+        return self._once(("followers", api, options),
+                          lambda: dict(self.observation(api, options).get("followers") or {}))
+
+    def filter_facts(self, api: str, options: Options = Options()) -> FilterFacts:
+        """What a filter that keeps a kernel without its dispatch partners does in write
+        mode, and what ``--targets`` gives (:mod:`~sphinxext_fmha.verify.filter_facts`),
+        each from generate.py runs of its own; kept on disk."""
+        return self._once(("filter-facts", api, options), lambda: self._stored(
+            "filter-facts", FilterFacts, lambda: self._filter_facts(api, options),
+            api, dataclasses.asdict(options)))
+
+    def _filter_facts(self, api: str, options: Options) -> FilterFacts:
+        from .analysis.arch_names import arch_names
+        from .verify import filter_facts as plan
+
+        model = self.model(api, options)
+        listing = self.runner.list_kernels(self.tree.request(api, options))
+        baseline = self.parsed_listing(api, options, listing.files)
+        facts = FilterFacts()
+        independent = model.filter.drops == "kernel" and len(
+            {c for p in model.filter.parts for c in p.applies_to}) > 1
+        partner = plan.partner_plan(model, baseline, self._full_api(api, options)) \
+            if independent else None
+        if partner is not None:
+            request = self.tree.request(api, options, filter=partner.filter)
+            listed = self.runner.list_kernels(request)
+            written, error = None, ""
+            try:
+                written = self.runner.generate_api_file(request)
+            except GenerateError as failure:
+                error = failure.own_failure()
+                if not error:
+                    raise
+            facts.partner_write = plan.partner_write(
+                partner, self.runner.api_file_command(request), listed.count, written, error)
+        if self.tree.option("targets") is None or not model.checks.get("blob_function_takes_targets"):
+            return facts
+        families = arch_names(self.tree.fmha_dir)
+        facts.targets.append(plan.target_listing(
+            model, families, model.options.get("targets") or "", listing.command, listing.files,
+            default=True))
+        for family in plan.targets_to_measure(model, families, listing.files):
+            measured = self.runner.list_kernels(self.tree.request(
+                api, dataclasses.replace(options, targets=family)))
+            facts.targets.append(plan.target_listing(model, families, family, measured.command,
+                                                     measured.files))
+        return facts
 
     def check_listed(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         """:meth:`check`; when write mode fails (newer CK refuses some sets in
@@ -629,8 +703,8 @@ class Session:
             check = check_filter(self.model(api, options), filter, baseline_listing, listing,
                                  self.parsed_listing(api, options, baseline_listing.files),
                                  self.traits(api, options))
-            check.notes.append("write mode failed: %s" % (error.stderr_tail or str(error))
-                               .strip().splitlines()[-1])
+            check.write_error = (error.stderr_tail or str(error)).strip().splitlines()[-1]
+            check.notes.append("write mode failed: %s" % check.write_error)
             return check
 
     def select(self, api: str, wanted: Set[str], options: Options = Options()):
@@ -658,7 +732,8 @@ class Session:
         listing = self.runner.list_kernels(self.tree.request(api, options))
         inputs = RecommendInputs(model=model, options=options,
                                  baseline=self.parsed_listing(api, options, listing.files),
-                                 traits=self.traits(api, options) if model.filter.drops == "trait" else [])
+                                 traits=self.traits(api, options) if model.filter.drops == "trait" else [],
+                                 followers=self.followers(api, options))
         inputs.tile_names = tile_names(model, self.observation(api, options)["records"])
         try:
             inputs.full_api = self.runner.generate_api_file(self.tree.request(api, options))
@@ -685,7 +760,8 @@ class _RecommendRunner:
 
     def listing_command(self, filter: str, listing: str) -> str:
         request = self.session.tree.request(self.api, self.options, filter=filter)
-        return self.session.runner.listing_command(request, listing)
+        return self.session.runner.listing_command(
+            request, listing, self.session.model(self.api, self.options).list_appends)
 
     def _driver_run(self, filters: Sequence[str]) -> DriverRun:
         session = self.session

@@ -257,7 +257,7 @@ def test_trait_members_that_are_not_written(tmp_path):
     traits (a_1, b_1) and (a_2, b_9), b_9 written by no trait."""
     _browser_or_skip()
     from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
-    from sphinxext_fmha.render.playground_data import playground_data, to_script_json
+    from sphinxext_fmha.render.playground_data import playground_data
 
     def kernel_type(name, tokens):
         return KernelType(name.upper(), True, 0, len(tokens), segments=[
@@ -275,11 +275,39 @@ def test_trait_members_that_are_not_written(tmp_path):
     expected = {"*": ["a_1.cpp", "a_2.cpp", "b_1.cpp"], "*@*_1": ["a_1.cpp", "b_1.cpp"],
                 "*@*_9": ["a_2.cpp"], "*_2": ["a_2.cpp"], "*@": [], ",": ["a_1.cpp", "a_2.cpp", "b_1.cpp"],
                 "a_[!1]@b_[0-8]": []}
+    assert _selected_in_browser(data, list(expected)) == expected
+
+
+def test_kernels_that_follow_another_one(tmp_path):
+    """A twin generated after its kernel passed ``-f``, its own name never tested (newer
+    batch_prefill's ``_64bit`` kernels): the playground keeps it exactly with that
+    kernel. Hand-made data: a_1w follows a_1, a_2w follows a_2."""
+    _browser_or_skip()
+    from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
+    from sphinxext_fmha.render.playground_data import playground_data
+
+    model = ApiModel(api="x", source="", kernel_types=[KernelType("A", True, 0, 4, segments=[
+        Segment("literal", tokens={"a": ""}, literal=True),
+        Segment("index", tokens={"_1": "", "_2": ""}), Segment("wide", tokens={"": "", "w": ""})])],
+        filter=FilterSpec(cli_split=",", parts=[FilterPart(0, ["A"])]))
+    parsed = {"a_1.cpp": ("A", ["a", "_1", ""]), "a_1w.cpp": ("A", ["a", "_1", "w"]),
+              "a_2.cpp": ("A", ["a", "_2", ""]), "a_2w.cpp": ("A", ["a", "_2", "w"])}
+    data = playground_data(model, parsed, [], ("python generate.py -a x", "-l kernels.txt"),
+                           {"a_1w.cpp": "a_1.cpp", "a_2w.cpp": "a_2.cpp"})
+    expected = {"*": ["a_1.cpp", "a_1w.cpp", "a_2.cpp", "a_2w.cpp"], "*w": [],
+                "*_1": ["a_1.cpp", "a_1w.cpp"], "a_2*": ["a_2.cpp", "a_2w.cpp"]}
+    assert _selected_in_browser(data, list(expected)) == expected
+
+
+def _selected_in_browser(data, filters: List[str]) -> Dict[str, List[str]]:
+    """{filter: the files the playground's script selects} for playground ``data``."""
+    from sphinxext_fmha.render.playground_data import to_script_json
+
     got = _in_blank_page("""([data, filters]) => {
         const model = fmhaPlayground.load(JSON.parse(data));
         return filters.map(f => fmhaPlayground.selectedFiles(model, fmhaPlayground.select(model, f)));
-    }""", [to_script_json(data), list(expected)])
-    assert dict(zip(expected, got)) == expected
+    }""", [to_script_json(data), filters])
+    return dict(zip(filters, got))
 
 
 def _in_blank_page(function: str, arg):

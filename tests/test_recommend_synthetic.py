@@ -1,17 +1,16 @@
 """Recommendations on synthetic trees, one per filter semantics (issue 9, item 4 and 5).
 
-Each mutant is a synthetic tree (``synthetic.py``) with one more rewrite made here:
-``@`` parts filtered independently, and a dispatcher that launches the main and the
-convert kernel together while ``write_blobs`` refuses a main kernel without its convert
-kernel (as newer CK does for split-KV and combine kernels). The checks are
-independent: generate.py runs (list and write mode) and fnmatch-free name reading.
+Each mutant is a synthetic tree (``synthetic.py``) with one more rewrite
+(``synthetic_coupled.py``): ``@`` parts filtered independently, and a dispatcher that
+launches the main and the convert kernel together while ``write_blobs`` refuses a main
+kernel without its convert kernel (as newer CK does for split-KV and combine kernels).
+The checks are independent: generate.py runs (list and write mode) and fnmatch-free
+name reading.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import List, Set
 
@@ -21,92 +20,22 @@ from sphinxext_fmha.render.sections.recommendation import _links_text
 from sphinxext_fmha.session import Session
 from sphinxext_fmha.verify.policy import POLICY
 
-import synthetic
+import synthetic_coupled
 
 FMHA = "example/ck_tile/01_fmha"
 
 
-def _independent_parts(text: str) -> str:
-    """``MAIN@CONVERT`` with each part filtering its own kernels (empty part: no filter)."""
-    old_check = (
-        "                if not fnmatch.fnmatch(k.name, filter_main):\n"
-        "                    continue\n"
-        "                if not fnmatch.fnmatch(cvt.name, filter_convert):\n"
-        "                    continue")
-    new_check = (
-        "                candidates[cvt.name] = cvt\n"
-        "                if filter_main != '' and not fnmatch.fnmatch(k.name, filter_main):\n"
-        "                    continue")
-    assert old_check in text
-    text = text.replace(old_check, new_check)
-    # The convert kernels are filtered in a pass of their own, like CK's combine kernels.
-    text = text.replace("    convert = dict()  # one convert kernel may serve many traits",
-                        "    candidates = dict()  # every trait's convert kernel")
-    old_return = "                convert[cvt.name] = cvt\n    return"
-    assert old_return in text
-    text = text.replace(old_return, (
-        "    convert = {n: c for n, c in candidates.items()\n"
-        "               if filter_convert == '' or fnmatch.fnmatch(n, filter_convert)}\n"
-        "    return"))
-    text = text.replace("filter_list.extend(['*'] * (2 - len(filter_list)))",
-                        "filter_list.extend([''] * (2 - len(filter_list)))")
-    text = text.replace("        kernel_filter = '*@*'", "        kernel_filter = '@'")
-    return text
-
-
-def _coupled_in_write_mode(text: str) -> str:
-    """The dispatcher launches main and convert kernel in one call; write_blobs asserts
-    that each main kernel's convert kernel is generated (list mode does not check)."""
-    old_call = "                return fmha_toy_<trait_>(s, a);"
-    assert old_call in text
-    text = text.replace(old_call, (
-        "                using ctrait_ = toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, "
-        "{F_spad}, {F_dpad}>;\n"
-        "                return fmha_toy_<trait_, ctrait_>(s, a);"))
-    old_spec = ("void fmha_toy_convert_<toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, "
-                "{F_spad}, {F_dpad}>>(")
-    assert old_spec in text
-    text = text.replace(old_spec, "void fmha_toy_convert_<ctrait_>(")
-    text = text.replace("using toy_convert_kernel =", (
-        "using ctrait_ = toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, {F_spad}, {F_dpad}>;\n"
-        "using toy_convert_kernel ="))
-    old_write = "    for kernel in kernels + convert_kernels:\n        (output_dir"
-    assert old_write in text
-    text = text.replace(old_write, (
-        "    have = {c.name for c in convert_kernels}\n"
-        "    for k in kernels:\n"
-        "        cvt = ToyConvertKernel(F_hdim=k.F_hdim, F_dtype=k.F_dtype, F_mode=k.F_mode,\n"
-        "                               F_bm0=k.F_tile.F_bm0, F_spad=k.F_pipeline.F_spad,\n"
-        "                               F_dpad=k.F_pipeline.F_dpad)\n"
-        "        assert cvt.name in have, f'no convert kernel for {k.name}'\n"
-        + old_write))
-    return text
-
-
-def _make(tmp_path: Path, variant: str, *rewrites) -> Path:
-    root = synthetic.make_tree(tmp_path, variant)
-    module = root / FMHA / "codegen/ops/fmha_toy.py"
-    text = module.read_text()
-    for rewrite in rewrites:
-        text = rewrite(text)
-    module.write_text(text)
-    return root
+# the rewrites are shared with the filter-semantics tests (test_filter_semantics.py)
+_independent_parts = synthetic_coupled.independent_parts
+_coupled_in_write_mode = synthetic_coupled.coupled_in_write_mode
+_make = synthetic_coupled.make_coupled
 
 
 def _generate(root: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", "generate.py", "-a", "toy", *args],
-                          cwd=root / FMHA, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    return synthetic_coupled.generate(root, *args)
 
 
-def _listing(root: Path, tmp: Path, *args: str) -> Set[str]:
-    out = tmp / "list.txt"
-    if out.exists():
-        out.unlink()
-    proc = _generate(root, tmp, *args, "-l", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return {Path(line).name for line in out.read_text().splitlines()
-            if line.strip() and not line.endswith("_api.cpp")}
+_listing = synthetic_coupled.listing
 
 
 def _check(root: Path, tmp: Path) -> List[str]:
@@ -161,14 +90,14 @@ def test_independent_parts_with_coupling_only_write_mode_enforces(tmp_path):
 
 def test_a_batched_check_makes_the_checks_of_write_mode(tmp_path):
     """A filtered set that lists but fails in write mode fails in the batch as in its
-    own ``-o`` process: the batch's dispatch file comes from write mode, not the pool."""
-    from sphinxext_fmha.process.launch import GenerateError
-
+    own ``-o`` process: the batch's dispatch file comes from write mode, not the pool.
+    The check says so (``write_error``: generate.py's last line) instead of failing."""
     root = _make(tmp_path, "at_split", _independent_parts, _coupled_in_write_mode)
     failing, writing = "*_npad*@*_ps*", "*_pad*@*"
     out = tmp_path / "separate"
     out.mkdir()
-    assert _generate(root, tmp_path, "-f", failing, "-o", str(out)).returncode != 0
+    refused = _generate(root, tmp_path, "-f", failing, "-o", str(out))
+    assert refused.returncode != 0
     session = Session(root, cache_dir=tmp_path / "cache")
     session.prefetch_checks("toy", [failing, writing])
     from sphinxext_fmha.options import Options
@@ -176,9 +105,13 @@ def test_a_batched_check_makes_the_checks_of_write_mode(tmp_path):
     request = session.tree.request("toy", Options(), filter=failing)
     assert session.runner.has_result("list", request)  # the batch ran the job
     assert not session.runner.has_result("api", request)
-    with pytest.raises(GenerateError):
-        session.check("toy", failing)
-    assert session.check("toy", writing).dispatch_checked
+    check = session.check("toy", failing)
+    assert check.count == len(_listing(root, tmp_path, "-f", failing))
+    assert check.write_error == refused.stderr.strip().splitlines()[-1]
+    assert check.write_error.startswith("AssertionError: no convert kernel for")
+    assert not check.write_verified and not check.dispatch_checked
+    written = session.check("toy", writing)
+    assert written.dispatch_checked and written.write_verified and not written.write_error
 
 
 def _recommended(root: Path, tmp: Path):

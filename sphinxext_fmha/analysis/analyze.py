@@ -35,6 +35,7 @@ from ..model import (
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
 from ..process.runner import GenerateRequest, GenerateRunner
+from .followers import followers_of
 from .generate_py import discover_apis, generate_options
 from .grammar import Grammar, derive_grammar, disambiguate_labels, plain_values, segment_label
 from .observe import observe
@@ -223,6 +224,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     kernel_files = [f for f in listed_files if f in observed_files]
     other_files = sorted(f for f in listed_files if f not in observed_files)
     model.baseline = _baseline(model, grammars_of(model), kernel_files)
+    model.list_appends = bool(observed.get("listing_appends"))
+    model.filter.followers = followers_of(model, observed.get("followers") or {}, kernel_files,
+                                          functools.partial(_parsed_once, model))
     missing = observed_files.difference(listed_files)
     listing_matches = not missing and len(other_files) <= 1
     if not listing_matches:
@@ -640,6 +644,12 @@ def _baseline(model: ApiModel, grammars: Dict[str, Grammar], listed_files: Seque
         else:
             baseline.ambiguous.append(filename)
     return baseline
+
+
+def _parsed_once(model: ApiModel, filename: str) -> Optional[Tuple[str, List[str]]]:
+    """(sub-type, tokens) of a file the model's grammars parse exactly once."""
+    found = parse_filename(model, grammars_of(model), filename)
+    return (found[0][0].class_name, found[0][1]) if len(found) == 1 else None
 
 
 def _suffix_of(filename: str, kernel_type: KernelType) -> str:

@@ -98,6 +98,9 @@ class Recorder:
         self.last_named = None
         self.filename_getters = {}
         self.patching = True  # False: modules imported now keep their classes as they are
+        # None, or the run's events in order: a kernel object made (the object) or an
+        # fnmatch call (its index in fnmatch_calls): see observe_followers
+        self.events = None
 
     # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
@@ -117,6 +120,9 @@ class Recorder:
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
                 self.filename_getters[value] = prop.fget
                 value.filename = self._recording_property(prop)
+                init = value.__dict__.get("__init__")
+                if init is not None and not getattr(init, "_fmha_probe", False):
+                    value.__init__ = self._making_init(init)
                 name_prop = value.__dict__.get("name")
                 if isinstance(name_prop, property) and not getattr(name_prop.fget, "_fmha_probe", False):
                     value.name = self._naming_property(name_prop)
@@ -161,6 +167,19 @@ class Recorder:
         except Exception:  # noqa: BLE001 - no file: the call is matched by name
             return None
 
+    def _making_init(self, init):
+        """A kernel object made while :attr:`events` are recorded is one event."""
+        recorder = self
+
+        @functools.wraps(init)
+        def wrapped(obj, *args, **kwargs):
+            init(obj, *args, **kwargs)
+            if recorder.events is not None:
+                recorder.events.append(obj)
+
+        wrapped._fmha_probe = True
+        return wrapped
+
     def _recording_init(self, init):
         """Instances of classes with an ``api`` property are the API pools that write
         mode renders into the dispatch file."""
@@ -181,6 +200,8 @@ class Recorder:
             raise self.stop
         if self.max_calls is None or calls < self.max_calls:
             self.fnmatch_calls.append((str(pattern), str(name), self.file_of(name)))
+            if self.events is not None:
+                self.events.append(calls)
         if self.pass_first is None:
             return ORIGINAL_FNMATCH(name, pattern)
         # Let the first calls pass so every filter part is seen once per trait, then
@@ -328,12 +349,21 @@ def forget_codegen_modules(fmha_dir):
             del sys.modules[name]
 
 
-def run_generate(fmha_dir, argv, output_dir=None):
+#: The line the probe's unfiltered run finds in its listing file before generate.py
+#: writes it: still there afterwards, generate.py appends to the file (older trees).
+LISTING_SENTINEL = "fmha-probe-listing-sentinel"
+
+
+def run_generate(fmha_dir, argv, output_dir=None, prefill=False):
     """Run generate.py as __main__ in this process; returns the listed basenames (or,
-    with ``output_dir``, write mode into that folder and no names) and an error."""
+    with ``output_dir``, write mode into that folder and no names) and an error.
+    ``prefill``: the listing file holds LISTING_SENTINEL before the run."""
     forget_codegen_modules(fmha_dir)
     with tempfile.TemporaryDirectory(prefix="fmha-probe-") as tmp:
         listing = os.path.join(tmp, "list.txt")
+        if prefill:
+            with open(listing, "w") as handle:
+                handle.write(LISTING_SENTINEL + "\n")
         saved_argv = sys.argv
         out_args = ["-o", output_dir] if output_dir else ["-l", listing]
         sys.argv = ["generate.py"] + list(argv) + out_args
@@ -766,11 +796,14 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     # The real, unfiltered run: the kernel objects and the listing come from it.
     initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
     recorder.calls.watching = True  # this run only: the factories' calls
-    listing, error = run_generate(fmha_dir, list(argv))
+    listing, error = run_generate(fmha_dir, list(argv), prefill=True)
     recorder.calls.watching = False
     save_code_store(code_store)  # the next probes and batches start while this one works
+    appends = LISTING_SENTINEL in listing
+    listing = [name for name in listing if name != LISTING_SENTINEL]
     result = {
         "listing": listing,
+        "listing_appends": appends,
         "error": error,
         "kernel_classes": recorder.kernel_classes,
     }
@@ -856,6 +889,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
             records, [obj for _, obj in kernels], candidates, every_kernel=perturb == "all",
             typed_items=scalars)
 
+    perturb_seconds = time.time() - perturb_started
+    result["seconds"] = {}
     # How -f travels: a filter of distinct markers shows which part each kernel class
     # is matched against; a single marker shows what missing parts become.
     unfiltered_calls = recorder.fnmatch_calls
@@ -865,14 +900,22 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     recorder.pass_first = OBSERVED_CALLS
     recorder.max_calls = OBSERVED_CALLS
     ends = []
+    recorder.events = []  # kernels made in the window: does one come without its own test?
     marker_calls, marker_error = marker_run(
         recorder, fmha_dir, list(argv) + ["-f", marker_filter], ends)
+    untested = untested_made(recorder, recorder.events, set(listing))
+    recorder.events = None
     single_calls, single_error = marker_run(
         recorder, fmha_dir, list(argv) + ["-f", parts[0]], ends)
     # Empty parts ("@@@") and an empty filter: which pattern, if any, reaches fnmatch.
     empty_parts_calls, empty_parts_error = marker_run(
         recorder, fmha_dir, list(argv) + ["-f", "@" * (len(parts) - 1)], ends)
     empty_calls, empty_error = marker_run(recorder, fmha_dir, list(argv) + ["-f", ""], ends)
+    if untested:
+        followers_started = time.time()
+        result["followers"], result["followers_error"] = observe_followers(
+            recorder, fmha_dir, list(argv) + ["-f", marker_filter], listing, records)
+        result["seconds"]["followers"] = round(time.time() - followers_started, 3)
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
     result.update({
@@ -889,8 +932,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
                           if e],
         "marker_runs": ends,
         "normcase": os.path.normcase("Aa/"),
-        "seconds": {"observe": round(observe_seconds, 3),
-                    "perturb": round(time.time() - perturb_started, 3)},
+        "seconds": dict(result.get("seconds", {}), observe=round(observe_seconds, 3),
+                        perturb=round(perturb_seconds, 3)),
         "python": sys.version.split()[0],
     })
     if also_list is not None:
@@ -990,9 +1033,94 @@ def marker_run(recorder, fmha_dir, argv, ends):
         ends.append("stopped")
     else:
         recorder.fnmatch_calls, recorder.stop = [], None
+        if recorder.events is not None:
+            recorder.events = []
         _, error = run_generate(fmha_dir, argv)
         ends.append("ran again")
     return recorder.fnmatch_calls, error
+
+
+def kernel_file(recorder, obj):
+    """The file of a kernel object, read with its class's own getter (None: none)."""
+    getter = recorder.filename_getters.get(type(obj))
+    try:
+        return getter(obj) if getter is not None else None
+    except Exception:  # noqa: BLE001 - a broken object has no file
+        return None
+
+
+def kernel_name(obj):
+    try:
+        return str(obj.name)
+    except Exception:  # noqa: BLE001 - no name: the file alone identifies it
+        return None
+
+
+def untested_made(recorder, events, listed):
+    """Listed kernels made between the first and the last fnmatch call of the run whose
+    names no call of the run tested (their files): kernels generated with another one,
+    a ``_64bit`` twin after its kernel passed (``observe_followers`` says which). A
+    kernel made after the last call may still be tested by the next one: not counted."""
+    calls = recorder.fnmatch_calls
+    positions = [i for i, e in enumerate(events) if isinstance(e, int)]
+    if not positions:
+        return []
+    tested = {name for _, name, _ in calls} | {f for _, _, f in calls if f}
+    found = []
+    for event in events[positions[0]:positions[-1]]:
+        if isinstance(event, int):
+            continue
+        filename = kernel_file(recorder, event)
+        if filename in listed and filename not in tested and kernel_name(event) not in tested:
+            found.append(filename)
+    return found
+
+
+def observe_followers(recorder, fmha_dir, argv, listing, records):
+    """Listed kernels whose own names ``-f`` never tests -> the kernel they follow.
+
+    Two runs of ``generate.py argv`` to their end: one where the hook lets every call
+    pass (each kernel made and each call, in order), one where it refuses every call
+    (what is generated whatever ``-f`` says: never followers). A listed kernel of the
+    first run that no call tested and that the second does not generate follows the
+    kernel of the last call before it was made: the codegen made it right after that
+    kernel passed, so ``-f`` keeps or drops it with that kernel (and, where whole
+    traits are dropped, with that trait). ({file: leader file}, error)."""
+    listed = set(listing)
+    by_name = {}
+    for record in records:
+        by_name.setdefault(record["name"], set()).add(record["filename"])
+    saved = recorder.pass_first, recorder.max_calls
+    try:
+        recorder.pass_first, recorder.max_calls, recorder.fnmatch_calls = 1 << 62, None, []
+        recorder.events = []
+        _, error = run_generate(fmha_dir, argv)
+        events, calls = recorder.events, recorder.fnmatch_calls
+        recorder.events = None
+        recorder.pass_first, recorder.max_calls, recorder.fnmatch_calls = 0, 0, []
+        generated_anyway, refused_error = run_generate(fmha_dir, argv)
+    finally:
+        recorder.pass_first, recorder.max_calls = saved
+        recorder.events, recorder.fnmatch_calls = None, []
+    if error or refused_error:
+        return {}, error or refused_error
+    tested = {name for _, name, _ in calls} | {f for _, _, f in calls if f}
+    anyway = set(generated_anyway)
+    followers = {}
+    leader = None
+    for event in events:
+        if isinstance(event, int):
+            _, name, filename = calls[event]
+            files = {filename} if filename else by_name.get(name, set())
+            leader = next(iter(files)) if len(files) == 1 and files <= listed else None
+            continue
+        filename = kernel_file(recorder, event)
+        if leader is None or filename not in listed or filename in tested \
+                or filename in anyway or filename in followers \
+                or kernel_name(event) in tested:
+            continue
+        followers[filename] = leader
+    return followers, None
 
 
 def summarise_calls(calls, name_to_class):

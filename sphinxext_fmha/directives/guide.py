@@ -32,6 +32,7 @@ from ..render.guide import (
 )
 from ..render.ir import Para
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
+from ..render.sections.filter_write import write_warnings
 from .bump import compare_against
 from .common import OPTION_SPEC, FmhaDirective, logger
 
@@ -86,9 +87,10 @@ class KernelGuideDirective(FmhaDirective):
             problem.message = "%s: %s (sections %s are left out)" % (
                 api, problem.message, ", ".join(n for n in names if n in RECOMMENDATION_SECTIONS))
             before.extend(self.report(problem))
-        if data.dispatch_problem is not None:
-            data.dispatch_problem.message = "%s: %s" % (api, data.dispatch_problem.message)
-            before.extend(self.report(data.dispatch_problem))
+        for other in (data.dispatch_problem, data.filter_problem):
+            if other is not None:
+                other.message = "%s: %s" % (api, other.message)
+                before.extend(self.report(other))
         self.warn_suspicious(data.model)
         if data.recommendation is not None and "commands" in names:
             for line in commands_miss_warnings(api, data.recommendation.runs):
@@ -169,7 +171,8 @@ class FilterCheckDirective(FmhaDirective):
                 message += " (" + "; ".join(n for n in check.notes
                                             if n != "the filter selects no kernel") + ")"
             return self.report(Problem(WarningType.FILTER, message.replace(" ()", ""), check.command))
-        for line in miss_warnings(api, filter_text, check.misses):
+        for line in (miss_warnings(api, filter_text, check.misses)
+                     + write_warnings(api, filter_text, check)):
             self.warn(WarningType.FILTER, line)
         if not check.verified:
             self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)

@@ -49,7 +49,7 @@ class FilterPlaygroundDirective(FmhaDirective):
             self.warn(WarningType.MODEL, "%s: %d listed file names do not parse with the model's "
                       "grammar; the playground leaves them out" % (api, inputs.unparsed))
         head, tail = inputs.command
-        data = playground_data(model, inputs.parsed, inputs.traits, (head, tail))
+        data = playground_data(model, inputs.parsed, inputs.traits, (head, tail), inputs.followers)
         logger.verbose("[fmha] %s: filter playground for %s", self.env.docname, api)
         self.env.metadata[self.env.docname]["fmha-playground"] = True
         node = fmha_playground(

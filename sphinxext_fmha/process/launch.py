@@ -101,6 +101,15 @@ class GenerateError(FmhaError):
         self.returncode = returncode
         self.timed_out = timed_out
 
+    def own_failure(self) -> str:
+        """The last line of the child's standard error when the child failed of itself
+        (an exit code above 0: generate.py raised, e.g. an assertion of its write mode);
+        ``""`` when it timed out, was killed or left no standard error."""
+        if self.timed_out or not self.returncode or self.returncode < 0:
+            return ""
+        lines = [line.strip() for line in (self.stderr_tail or "").splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
 
 # --------------------------------------------------------------------------- counting
 

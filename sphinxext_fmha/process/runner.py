@@ -301,9 +301,13 @@ class GenerateRunner:
         """Whether the cache holds ``req``'s result (``kind``: "list" or "api")."""
         return self.cache is not None and self.cache.has(self._key(kind, req))
 
-    def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt") -> str:
-        """The command a reader runs for ``req``'s listing (no absolute paths)."""
-        return self._display(req, ["-l", listing])
+    def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt",
+                        appends: bool = False) -> str:
+        """The command a reader runs for ``req``'s listing (no absolute paths);
+        ``appends``: this generate.py appends to the ``-l`` file, so the command removes
+        it first (run twice, it would list every kernel twice)."""
+        command = self._display(req, ["-l", listing])
+        return "rm -f %s && %s" % (shlex.quote(listing), command) if appends else command
 
     def api_file_command(self, req: GenerateRequest) -> str:
         """The write-mode command whose dispatch file ``generate_api_file`` reads."""

@@ -106,14 +106,16 @@ def _type_table(kernel_type, files: List[Tuple[str, List[str]]]) -> Tuple[Dict[s
 
 def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
                     traits: Sequence[Sequence[Tuple[Optional[str], str]]],
-                    command: Tuple[str, str]) -> Dict[str, Any]:
+                    command: Tuple[str, str],
+                    followers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """The JSON-able payload of one playground.
 
     ``parsed``: file name -> (kernel class, segment tokens) for every listed kernel;
     ``traits``: the observed trait groups (per filter part: the member's file, or None,
     and its name; see ``Session.trait_groups``), used only when
     ``model.filter.drops == "trait"``; ``command``: the listing command's text
-    before and after ``-f PATTERN``.
+    before and after ``-f PATTERN``; ``followers``: kernel file -> the kernel whose
+    name ``-f`` tests in its stead (``Session.followers``): kept exactly with it.
     """
     spec: FilterSpec = model.filter
     types = [k for k in model.kernel_types if any(c == k.class_name for c, _ in parsed.values())]
@@ -145,9 +147,17 @@ def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
         "drops": spec.drops,
         "types": tables,
         "traits": None,
+        "followers": None,
     }
     if spec.drops == "trait" and traits:
         data["traits"] = _trait_table(traits, rows_of, tables)
+    pairs = sorted(rows_of[f] + rows_of[leader] for f, leader in (followers or {}).items()
+                   if f in rows_of and leader in rows_of)
+    if pairs:
+        # [follower type, follower row, leader type, leader row]
+        widths = [_width(max(column) + 1) for column in zip(*pairs)]
+        data["followers"] = {"widths": widths, "count": len(pairs),
+                             "rows": _pack_rows(pairs, widths)}
     return data
 
 
@@ -211,6 +221,10 @@ def parts_explained(model: ApiModel) -> List[str]:
         out.append("One pattern for %s." % named([c for p in spec.parts for c in p.applies_to]))
     if spec.unfiltered_types:
         out.append("Never filtered: %s." % ", ".join(spec.unfiltered_types))
+    for group in spec.followers:
+        out.append("%d %s kernels are generated right after a %s kernel without a test of "
+                   "their own names: each is kept exactly when that kernel is." % (
+                       group.count, group.kernel_type, group.leader_type))
     out.append("Patterns are Python fnmatch patterns (*, ?, [seq], [!seq]), matched against "
                "the whole kernel name (the file name without %s.cpp)%s." % (
                    "its arch suffix and " if any(any(k.arch_suffixes) for k in model.kernel_types)

@@ -220,6 +220,10 @@
     if (data.traits) {
       model.traits = unpackRows(data.traits.rows, data.traits.widths, data.traits.count);
     }
+    /* [follower type, row, leader type, row]: generated with the leader, never tested */
+    if (data.followers) {
+      model.followers = unpackRows(data.followers.rows, data.followers.widths, data.followers.count);
+    }
     return model;
   }
 
@@ -303,6 +307,11 @@
       });
     }
     result.selected = selected.map(function (flags, t) { return flags.slice(0, model.types[t].kernels.length); });
+    if (model.followers && !result.error) {
+      model.followers.forEach(function (row) {
+        result.selected[row[0]][row[1]] = result.selected[row[2]][row[3]];
+      });
+    }
     result.perType = selected.map(function (flags) {
       return flags.reduce(function (sum, flag) { return sum + (flag ? 1 : 0); }, 0);
     });

@@ -10,11 +10,13 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections import Counter
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, Dict, List, Mapping, Optional, Set
 
 from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 from ..model import ApiModel, FilterCheck, FilterMiss, SegmentBreakdown, TokenCount, token_list
 from ..process.runner import ApiFileResult, ListingResult
+from .coupling import coupling_of
+from .links import partners
 from .parsed_listing import ParsedListing
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
@@ -77,8 +79,11 @@ def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[st
 
 
 def predict(model: ApiModel, baseline: ParsedListing, filter: str,
-            traits: Optional[List[List[str]]] = None) -> Set[str]:
-    """The files ``-f filter`` would select, from the model alone."""
+            traits: Optional[List[List[str]]] = None,
+            followers: Optional[Mapping[str, str]] = None) -> Set[str]:
+    """The files ``-f filter`` would select, from the model alone. ``followers``: kernel
+    file -> the kernel whose name ``-f`` tests in its stead (it is generated with that
+    kernel, its own name never tested: see ``Session.followers``)."""
     if not filter:
         return set(baseline.parsed)
     patterns = api_patterns(model, filter)
@@ -101,9 +106,11 @@ def predict(model: ApiModel, baseline: ParsedListing, filter: str,
             grouped.update(trait)
             if all(_passes(f) for f in trait):
                 selected.update(trait)
+    followers = followers or {}
     for filename in baseline.parsed:
-        if filename not in grouped and _passes(filename):
+        if filename not in grouped and filename not in followers and _passes(filename):
             selected.add(filename)
+    selected.update(f for f, leader in followers.items() if leader in selected)
     return selected
 
 
@@ -189,12 +196,17 @@ def misses(model: ApiModel, baseline: ParsedListing, filter: str,
 
 def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
                  listing: ListingResult, baseline: ParsedListing, traits: List[List[str]],
-                 api_file: Optional[ApiFileResult] = None) -> FilterCheck:
+                 api_file: Optional[ApiFileResult] = None, *,
+                 followers: Optional[Mapping[str, str]] = None, write_error: str = "",
+                 full_api: Callable[[], Optional[ApiFileResult]] = lambda: None) -> FilterCheck:
     """What ``generate.py -f filter`` selected (``listing``) against the unfiltered
     ``baseline_listing`` and the model's prediction; ``api_file``: the same filtered run
-    in write mode, whose dispatch file must reach exactly the generated kernels."""
+    in write mode, whose dispatch file must reach exactly the generated kernels, or
+    ``write_error``: why that run failed; ``full_api``: reads the unfiltered run's
+    (only when something is unresolved or write mode failed: it names the kernels an
+    unresolved specialisation stands for); ``followers``: see :func:`predict`."""
     selected = ParsedListing.of(model, listing.files, known=baseline)
-    predicted = predict(model, baseline, filter, traits)
+    predicted = predict(model, baseline, filter, traits, followers)
     check = FilterCheck(
         api=model.api, filter=filter, command=listing.command, count=listing.count,
         per_type=selected.per_type(), baseline_count=baseline_listing.count,
@@ -231,7 +243,62 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         check.notes.append("the filter selects no kernel")
     elif api_file is not None:
         check_dispatch(check, api_file)
+    check_written(check, baseline, api_file, write_error, full_api)
+    if followers and filter:
+        names = baseline.kernel_names(model)
+        matchers = {c: matcher_as_generate(model, p)
+                    for c, p in api_patterns(model, filter).items() if p is not None}
+        check.untested_matches = sum(
+            1 for f in followers if f in names and baseline.parsed[f][0] in matchers
+            and matchers[baseline.parsed[f][0]](names[f]))
     return check
+
+
+def check_written(check: FilterCheck, baseline: ParsedListing, api_file: Optional[ApiFileResult],
+                  write_error: str, read_full_api: Callable[[], Optional[ApiFileResult]]) -> None:
+    """:attr:`FilterCheck.write_verified` and what the selection leaves unresolved: the
+    specialisations the written dispatch file instantiates that were not generated, or,
+    when write mode failed, the partners the full dispatch file launches with the
+    selected kernels of its main sub-type and the filter leaves out."""
+    check.write_error = write_error
+    full_api = read_full_api() if write_error else None
+    if api_file is not None:
+        match = match_leaves_to_kernels(parse_dispatch(api_file.text), api_file.kernel_traits)
+        missing = list(dict.fromkeys(key for _, key in match.unmatched))
+        check.write_verified = not missing and sorted(api_file.kernel_files) == check.files
+        full_api = read_full_api() if missing else None
+    elif full_api is not None:
+        missing = _partners_left_out(set(check.files), full_api, baseline)
+    else:
+        missing = []
+    check.unresolved = missing
+    if full_api is None:
+        return
+    defined: Dict[str, str] = {}
+    for filename, keys in full_api.kernel_traits.items():
+        for key in keys.split("\n"):
+            defined.setdefault(key, filename)
+    files = sorted({defined[key] for key in missing if key in defined})
+    check.unresolved_kernels = files
+    check.unresolved_per_type = dict(sorted(Counter(
+        baseline.parsed[f][0] for f in files if f in baseline.parsed).items()))
+
+
+def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
+                       baseline: ParsedListing) -> List[str]:
+    """The trait keys of the kernels the full dispatch file launches in one call with a
+    selected kernel of the main sub-type (the coupled one with the most kernels) that
+    the selection does not have."""
+    type_of = {f: c for f, (c, _) in baseline.parsed.items()}
+    coupling = coupling_of(partners(full_api.text, full_api.kernel_traits), type_of)
+    if coupling is None:
+        return []
+    keys: List[str] = []
+    for main in sorted(selected):
+        for partner in sorted(coupling.partners.get(main, ())):
+            if partner not in selected:
+                keys.extend(k for k in full_api.kernel_traits.get(partner, "").split("\n") if k)
+    return list(dict.fromkeys(keys))
 
 
 def check_dispatch(check: FilterCheck, api_file: ApiFileResult) -> None:
@@ -251,9 +318,6 @@ def check_dispatch(check: FilterCheck, api_file: ApiFileResult) -> None:
     if sorted(api_file.kernel_files) != check.files:
         check.notes.append("generate.py -o wrote %d kernels but -l listed %d"
                            % (len(api_file.kernel_files), check.count))
-    if match.unmatched:
-        check.notes.append("the dispatch file names %d kernel traits that were not generated "
-                           "(the build would fail to link)" % len(match.unmatched))
     if match.unreached:
         check.notes.append("%d generated kernels are reached by no dispatch branch"
                            % len(match.unreached))

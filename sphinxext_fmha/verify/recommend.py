@@ -17,6 +17,7 @@ generate.py. The order of work:
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -80,6 +81,8 @@ class RecommendInputs:
     options: Options
     baseline: ParsedListing
     traits: List[List[str]] = field(default_factory=list)
+    #: kernel file -> the kernel whose name ``-f`` tests in its stead (kept with it)
+    followers: Dict[str, str] = field(default_factory=dict)
     #: the full listing's API dispatch file (None when it could not be written)
     full_api: Optional[ApiFile] = None
     #: kernel file -> readable dispatch condition terms
@@ -123,7 +126,8 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     plan = plan_keep_set(model, kernels, deciding, dispatch)
     if dispatch is not None:
         result.never_run_left_out = sum(1 for k in kernels if k.file in dispatch.never_run())
-    target = set(plan.keep) - {k.file for k in kernels if k.kernel_type in followers}
+    target = _with_leaders(set(plan.keep) - {k.file for k in kernels
+                                             if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
         kept_main = {f for f in target if type_of.get(f) == coupling.primary}
         target |= coupling.follow(kept_main)
@@ -143,6 +147,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                 mains = {f for f in target if type_of.get(f) == coupling.primary}
                 target = {f for f in target if type_of.get(f) not in followers} | \
                     coupling.follow(mains)
+            target = _with_leaders(target, inputs.followers)
     union = _select(inputs, runner, kernels, target, coupling, result)
     # kernels the full API never launches: dropping them loses no call
     never_run: Dict[str, str] = {}
@@ -189,6 +194,13 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
     return result, _select(inputs, runner, kernels, set(wanted), coupling, result)
 
 
+def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
+    """``target`` with each kernel generated with another one (whose name ``-f`` tests in
+    its stead) kept exactly with that kernel."""
+    return {f for f in target if f not in followers} | {
+        f for f, leader in followers.items() if leader in target}
+
+
 def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[Kernel],
             target: Set[str], coupling: Optional[Coupling], result: Recommendation) -> Set[str]:
     """Synthesise the runs that select ``target``, run them, check their union, the
@@ -223,8 +235,9 @@ def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[
             % (len(union), len(claimed), len(claimed - union), len(union - claimed)))
     _merge_advice(runner, result)
     if len(result.runs) > 1:
-        result.driver_command = driver_command(model.api, inputs.options,
-                                               [r.filter for r in result.runs])
+        result.driver_command = driver_command(
+            model.api, inputs.options, [r.filter for r in result.runs],
+            posixpath.relpath(".", model.fmha_dir) if model.fmha_dir else ".")
         _check_driver(runner, result, union)
     elif result.runs:
         _check_written(runner, result, union)
@@ -241,7 +254,8 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
                                coupling.partners if coupling else None, narrow_followers=narrow)
         predicted: Set[str] = set()
         for text in synthesis.filters:
-            predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits)
+            predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits,
+                                 inputs.followers)
         if predicted == target | set(synthesis.extra):
             return synthesis, predicted
         tried.append((synthesis, predicted))
@@ -277,10 +291,9 @@ def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation
         union |= new
         if not new and len(filters) > 1:
             continue  # selects nothing the earlier runs did not: the run is redundant
-        written = check.dispatch_checked or check.count == 0
+        written = check.count == 0 or not check.write_error
         if not written:
-            result.notes.append("%r fails in write mode: %s" % (text, "; ".join(
-                n for n in check.notes if n.startswith("write mode")) or "not checked"))
+            result.notes.append("%r fails in write mode: %s" % (text, check.write_error))
         result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
                                      verified=check.verified, written=written,
                                      misses=check.misses))
@@ -516,8 +529,11 @@ def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:
     return found
 
 
-def driver_command(api: str, options: Options, filters: Sequence[str]) -> str:
-    parts = ["sphinxext-fmha", "generate", "--ck-root", ".", "--api", api]
+def driver_command(api: str, options: Options, filters: Sequence[str],
+                   ck_root: str = ".") -> str:
+    """``ck_root``: the CK root as seen from where the command runs (the folder of
+    generate.py, as the listing commands)."""
+    parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api]
     for dest, value in options.given().items():
         parts += [cli_flag(dest), str(value)]
     for text in filters:

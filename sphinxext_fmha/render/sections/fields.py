@@ -44,6 +44,7 @@ from .common import (
     token_cell,
     words_say_more,
 )
+from .filter import follower_tokens_note
 
 #: a :class:`~sphinxext_fmha.model.ConditionGroup` (renderers read it as plain data)
 ConditionGroup = Any
@@ -459,7 +460,8 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
     details = _condition_details(conditions, segment.label, pivoted) if show_dispatch else []
     undecided = _undecided_levels(data, kernel_type, index, levels, conditions, heading) \
         if show_dispatch else []
-    traps = _pattern_traps(data, kernel_type, segment)
+    traps = _pattern_traps(data, kernel_type, segment) + follower_tokens_note(
+        model.filter, kernel_type.class_name, segment.label)
     return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
                             [table], len(rows)) + undecided + traps + details
 

@@ -8,6 +8,8 @@ from ...guide_data import GuideData
 from ...model import (
     FilterSpec,
     KernelType,
+    PartnerWrite,
+    TargetListing,
 )
 from ..ir import (
     Block,
@@ -19,6 +21,7 @@ from ..ir import (
     Strong,
     Table,
     codes,
+    join,
 )
 from .common import plural
 
@@ -48,9 +51,15 @@ def filter_section(data: GuideData) -> List[Block]:
                       "sub-type) are kept or dropped together: a trait is kept only if every "
                       "part matches its kernel, so ", Strong("one failed match drops the whole "
                                                             "trait"), "."])
-    else:
+    elif not spec.followers:
         items.append(["A kernel whose name does not match is ", Strong("dropped on its own"),
                       "; no other kernel is affected."])
+    items.extend(_followers_items(spec, by_class))
+    facts = data.filter_facts
+    if facts is not None and facts.partner_write is not None:
+        items.append(_partner_item(facts.partner_write, bool(spec.api_split)))
+    if facts is not None and facts.targets:
+        items.append(_targets_item(facts.targets))
     if spec.unfiltered_types:
         items.append(["Never filtered (always generated): ", *codes(spec.unfiltered_types), "."])
     items.append(_empty_filter_item(spec))
@@ -81,6 +90,97 @@ def filter_section(data: GuideData) -> List[Block]:
     if spec.source:
         blocks.append(Para(["Read from: ", *codes(spec.source), "."]))
     return blocks
+
+
+def _followers_items(spec: FilterSpec, by_class: Dict[str, KernelType]) -> List[Inlines]:
+    """Kernels generated with another one whose name ``-f`` tests in their stead."""
+    items: List[Inlines] = []
+    for group in spec.followers:
+        total = by_class[group.kernel_type].count if group.kernel_type in by_class else 0
+        same = group.kernel_type == group.leader_type
+        follower: Inlines = [] if same else [Code(group.kernel_type), " "]
+        item: Inlines = ["A ", Code(group.leader_type), " kernel whose name does not match is "
+                         "dropped, and with it the ", *follower,
+                         "kernel the codegen generates right after it without testing its own "
+                         "name, where there is one: %d of the %d %skernels are generated that "
+                         "way (" % (
+                             group.count, total, "" if same else group.kernel_type + " "),
+                         Code(group.example[1]), " comes and goes with ", Code(group.example[0]),
+                         "). ", Strong("-f never sees their names"), ": a pattern keeps or "
+                         "drops each with the kernel it follows"]
+        if group.tokens:
+            item += ["; a token only they carry cannot be selected: a pattern that requires "]
+            item += join([[*codes(tokens, " or "), " (segment %s)" % label]
+                          for label, tokens in group.tokens.items()], " or ")
+            item += [" selects none of them"]
+        items.append(item + ["."])
+    return items
+
+
+def _partner_item(write: PartnerWrite, split: bool) -> Inlines:
+    """What a filter that keeps a kernel without its dispatch partners does, observed."""
+    item: Inlines = [
+        "Each part filters its own sub-types on its own" if split else
+        "The pattern keeps or drops each kernel on its own", ", yet one dispatch call "
+        "launches a ", Code(write.main_type), " kernel together with ",
+        *codes(write.partner_types), " kernels (read from the API dispatch file), so a filter "
+        "must keep them together. Observed with ", Code("-f '%s'" % write.filter), " (one ",
+        Code(write.main_type), " kernel, none of its partners): ", Code("-l"), " lists %s, "
+        "and write mode (" % plural(write.listed, "kernel"), Code("-o"), ") "]
+    if write.error:
+        return item + [Strong("fails"), ": ", Code(write.error if len(write.error) <= 160
+                                                   else write.error[:159] + "…"), "."]
+    if write.unresolved:
+        return item + ["writes a dispatch file that instantiates %s it does not generate: "
+                       % plural(write.unresolved, "kernel specialisation"),
+                       Strong("the build fails to link"), ", and generate.py does not say so."]
+    return item + ["writes it, and its dispatch file links."]
+
+
+def _targets_item(listings: List[TargetListing]) -> Inlines:
+    """What ``--targets`` gives, measured: ``-f`` never sees an architecture."""
+    suffixes = sorted({s for t in listings for s in t.by_suffix if s})
+    if suffixes:
+        item: Inlines = [Code("-f"), " cannot choose an architecture: the arch suffix that ends "
+                         "a file name (", *codes(suffixes), ") is not part of the kernel name "
+                         "the patterns are matched against. ", Code("--targets"), " chooses it"]
+    else:
+        item = [Code("-f"), " cannot choose an architecture (the kernel names do not say it); ",
+                Code("--targets"), " does"]
+    item.append(" (counted in generate.py's listings): ")
+    parts: List[Inlines] = []
+    for listing in listings:
+        head: Inlines = (["this guide's listing (", Code("--targets %s" % listing.targets), ")"]
+                         if listing.default else [Code("--targets %s" % listing.targets)])
+        with_suffix = [(s, n) for s, n in listing.by_suffix.items() if s]
+        if listing.count and with_suffix:
+            counted: Inlines = join([[str(n), " ", Code(s)] for s, n in with_suffix], " and ")
+            parts.append(head + [": "] + counted + [" kernels"])
+        else:
+            parts.append(head + [": "] + ([Strong("0")] if not listing.count
+                                          else [str(listing.count)]) + [" kernels"])
+    item += join(parts, "; ") + ["."]
+    empty = [t.targets for t in listings if not t.count and not t.default]
+    if empty:
+        named: Inlines = join([[Code(t)] for t in empty[:-1]])
+        if len(empty) > 1:
+            named.append(" or ")
+        item += [" With ", Code("--targets"), " ", *named, Code(empty[-1]),
+                 ", this codegen generates no kernel of this API."]
+    return item
+
+
+def follower_tokens_note(spec: FilterSpec, kernel_type: str, label: str) -> List[Block]:
+    """Under a segment of the field reference: its tokens that only kernels generated
+    with another one carry, which ``-f`` never sees."""
+    tokens = [t for group in spec.followers if group.kernel_type == kernel_type
+              for t in group.tokens.get(label, [])]
+    if not tokens:
+        return []
+    return [Para(["Not selectable: ", *codes(tokens), " is only in the names of kernels "
+                  "generated with another kernel, whose name ", Code("-f"), " tests instead "
+                  "(see the filter mechanism); a pattern that requires it selects none of "
+                  "them."])]
 
 
 def _empty_filter_item(spec: FilterSpec) -> Inlines:

@@ -26,12 +26,16 @@ from ..ir import (
     join,
 )
 from .common import FOLD_ROWS, fold, plural, token_cell
+from .filter_write import write_blocks
+from .where import where_commands_run
 
 
 def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bool]] = (),
                         model: Optional[ApiModel] = None) -> List[Block]:
     """The command, counts per sub-type and the per-segment breakdown of a filter."""
-    blocks: List[Block] = [CodeBlock(check.command, "bash")]
+    blocks: List[Block] = ([Para(where_commands_run(model, several=False))]
+                           if model is not None else [])
+    blocks.append(CodeBlock(check.command, "bash"))
     summary: Inlines = ["generate.py selects ", Strong(str(check.count)), " of %d kernels"
                         % check.baseline_count]
     if check.verified:
@@ -49,6 +53,12 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
          [str(check.predicted_per_type.get(c, 0))]] for c in classes]
     blocks.append(Table(header=["Sub-type", "All", "Selected", "Predicted"], rows=rows,
                         classes=["fmha-check-counts"]))
+    blocks.extend(write_blocks(check))
+    if check.untested_matches:
+        blocks.append(Para(["%s match the pattern by name, yet " % plural(
+            check.untested_matches, "kernel"), Code("-f"), " never tests their names: each is "
+            "generated with another kernel and kept or dropped with it (see the filter "
+            "mechanism)."]))
     by_type = sorted({row.kernel_type for row in check.breakdown},
                      key=lambda name: (classes.index(name) if name in classes else len(classes), name))
     blocks.extend(_breakdown_blocks(check, by_type))

@@ -27,6 +27,7 @@ from ..ir import (
     join,
 )
 from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
+from .where import where_commands_run
 
 
 def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
@@ -186,7 +187,12 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
 
 def commands_section(data: GuideData) -> List[Block]:
     assert data.recommendation is not None
-    return _commands_blocks(data.recommendation)
+    rec = data.recommendation
+    blocks = _commands_blocks(rec)
+    if rec.runs:
+        blocks.insert(0, Para(where_commands_run(data.model, bool(rec.driver_command),
+                                                 len(rec.runs) > 1 or bool(rec.driver_command))))
+    return blocks
 
 
 def _commands_blocks(rec: Recommendation) -> List[Block]:

@@ -1,0 +1,57 @@
+"""Kernels generated with another kernel whose name ``-f`` tests in their stead.
+
+The probe observes them (``observe_followers`` in the probe script: made right after
+another kernel's fnmatch call, never tested, not generated when every call fails);
+here they are summed up per sub-type for the model, with the tokens only they carry
+(which ``-f`` therefore never sees).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ..model import ApiModel, Followers
+
+__all__ = ["followers_of"]
+
+
+Parse = Callable[[str], Optional[Tuple[str, Sequence[str]]]]
+
+
+def followers_of(model: ApiModel, followers: Mapping[str, str], listed: List[str],
+                 parsed: Parse) -> List[Followers]:
+    """``followers``: the probe's {follower file: the file it follows}; ``listed``: the
+    unfiltered listing's kernel files; ``parsed``: a file's (sub-type, tokens), None
+    when the grammar does not parse it once."""
+    if not followers:
+        return []
+    groups: Dict[Tuple[str, str], List[str]] = defaultdict(list)
+    for follower, leader in sorted(followers.items()):
+        mine, theirs = parsed(follower), parsed(leader)
+        if mine is not None and theirs is not None:
+            groups[(mine[0], theirs[0])].append(follower)
+    # per sub-type and segment, the tokens of the kernels -f tests
+    tested: Dict[Tuple[str, int], Set[str]] = defaultdict(set)
+    for filename in listed:
+        if filename in followers:
+            continue
+        found = parsed(filename)
+        if found is not None:
+            for index, token in enumerate(found[1]):
+                tested[(found[0], index)].add(token)
+    result = []
+    for (kind, leader_kind), files in sorted(groups.items()):
+        labels = [s.label for s in model.kernel_type(kind).segments]
+        only: Dict[str, List[str]] = {}
+        for filename in files:
+            tokens = parsed(filename)[1]  # type: ignore[index]
+            for index, token in enumerate(tokens):
+                if token and token not in tested[(kind, index)] and index < len(labels):
+                    only.setdefault(labels[index], [])
+                    if token not in only[labels[index]]:
+                        only[labels[index]].append(token)
+        result.append(Followers(kernel_type=kind, leader_type=leader_kind, count=len(files),
+                                tokens={k: sorted(v) for k, v in sorted(only.items())},
+                                example=[followers[files[0]], files[0]]))
+    return result

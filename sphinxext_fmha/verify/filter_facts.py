@@ -1,0 +1,103 @@
+"""Facts about ``-f`` that take generate.py runs of their own (the guide's filter
+mechanism section): what a filter that keeps a kernel without its dispatch partners
+does in write mode, and what each ``--targets`` value gives. Pure: the runs are made
+by the caller (the session); here they are planned and read."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
+from ..model import ApiModel, PartnerWrite, TargetListing
+from ..process.runner import ApiFileResult
+from .coupling import coupling_of
+from .links import partners
+from .parsed_listing import ParsedListing
+
+__all__ = ["PartnerPlan", "partner_plan", "partner_write", "targets_to_measure",
+           "target_listing", "NOTHING"]
+
+#: A filter part that matches no kernel name (no wildcard, no ``@``, no ``,``).
+NOTHING = "fmha-selects-nothing"
+
+
+@dataclass
+class PartnerPlan:
+    filter: str
+    main: str
+    main_type: str
+    partner_types: List[str]
+
+
+def partner_plan(model: ApiModel, baseline: ParsedListing,
+                 full_api: Optional[ApiFileResult]) -> Optional[PartnerPlan]:
+    """The filter that keeps one kernel of the main sub-type (the coupled one with the
+    most kernels) and no kernel of the filtered sub-types one dispatch call launches
+    with it (through the other ``@`` parts, or, unsplit, by its exact name); None unless
+    each kernel is filtered on its own (``drops == "kernel"``) and one dispatch call of
+    the full listing launches it with kernels of other filtered sub-types."""
+    spec = model.filter
+    if spec.drops != "kernel" or full_api is None or not spec.parts:
+        return None
+    type_of = {f: c for f, (c, _) in baseline.parsed.items()}
+    coupling = coupling_of(partners(full_api.text, full_api.kernel_traits), type_of)
+    position = {c: p.position for p in spec.parts for c in p.applies_to}
+    if coupling is None or coupling.primary not in position:
+        return None
+    main = next((f for f in sorted(coupling.partners)
+                 if any(type_of[p] in position for p in coupling.partners[f])), None)
+    if main is None:
+        return None
+    name = baseline.kernel_name(model, main)
+    exact = re.sub(r"([*?\[])", r"[\1]", name)  # fnmatch's own escape
+    assert fnmatch.fnmatchcase(name, exact)
+    text = exact
+    if spec.api_split:
+        text = spec.api_split.join(exact if p == position[coupling.primary] else NOTHING
+                                   for p in range(max(position.values()) + 1))
+    types = sorted({type_of[p] for p in coupling.partners[main] if type_of[p] in position}
+                   - {coupling.primary})
+    return PartnerPlan(filter=text, main=main, main_type=coupling.primary, partner_types=types)
+
+
+def partner_write(plan: PartnerPlan, command: str, listed: int,
+                  written: Optional[ApiFileResult], error: str) -> PartnerWrite:
+    """The plan's runs, read: ``written`` (its write-mode output) or ``error``."""
+    result = PartnerWrite(filter=plan.filter, command=command, main_type=plan.main_type,
+                          partner_types=plan.partner_types, listed=listed, error=error)
+    if written is not None:
+        match = match_leaves_to_kernels(parse_dispatch(written.text), written.kernel_traits)
+        result.unresolved = len({key for _, key in match.unmatched})
+    return result
+
+
+def targets_to_measure(model: ApiModel, families: Sequence[str],
+                       listed: Sequence[str]) -> List[str]:
+    """The architecture families the codegen names whose kernels the guide's own
+    listing has none of (by file name suffix): each gets a ``--targets`` run."""
+    suffixes = _suffix_counts(model, families, listed)
+    return [f for f in families if "_" + f not in suffixes]
+
+
+def target_listing(model: ApiModel, families: Sequence[str], targets: str, command: str,
+                   listed: Sequence[str], default: bool = False) -> TargetListing:
+    return TargetListing(targets=targets, command=command, count=len(listed),
+                         by_suffix=_suffix_counts(model, families, listed), default=default)
+
+
+def _suffix_counts(model: ApiModel, families: Sequence[str],
+                   listed: Sequence[str]) -> Dict[str, int]:
+    """{arch suffix: kernel files}: the model's suffixes and ``_FAMILY`` of each family,
+    the longest that ends the name."""
+    known = {s for k in model.kernel_types for s in k.arch_suffixes if s}
+    known |= {"_" + f for f in families}
+    ordered = sorted(known, key=len, reverse=True)
+    counts: Counter = Counter()
+    for name in listed:
+        stem = name[:-len(".cpp")] if name.endswith(".cpp") else name
+        counts[next((s for s in ordered if stem.endswith(s)), "")] += 1
+    return dict(sorted(counts.items()))
