@@ -34,6 +34,7 @@ class WarningType(str, enum.Enum):
     EXPECTATION = "expectation"
     MODEL = "model"
     RECOMMEND = "recommend"
+    NEED = "need"
     GAP = "gap"
     ANALYSIS = "analysis"
 
@@ -66,6 +67,9 @@ _WHEN = {
     WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",
     WarningType.MODEL: "the model's prediction of a filter differs from `generate.py`",
     WarningType.RECOMMEND: "the recommended minimal set cannot be made",
+    WarningType.NEED: "a `:need:` names a segment or value the API does not have (an error "
+                      "that lists the valid ones), or values no kernel of the tree has "
+                      "together",
     WarningType.GAP: "the analysis could not determine something (listed in the guide)",
     WarningType.ANALYSIS: "any other analysis failure",
 }

@@ -16,12 +16,22 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
-from .model import ApiModel, PatternTrap, Recommendation, TileTable, TokenCounts, TokenDispatch
+from .model import (
+    ApiModel,
+    PatternTrap,
+    Recommendation,
+    TileTable,
+    TokenCounts,
+    TokenDispatch,
+    Workload,
+)
 from .options import OptionError, Options
 
 __all__ = [
     "DISPATCH_SECTIONS",
     "RECOMMENDATION_SECTIONS",
+    "DEFAULT_ORDER",
+    "ExampleSet",
     "SECTIONS",
     "SECTION_TITLES",
     "GuideData",
@@ -47,8 +57,13 @@ SECTIONS: Tuple[Tuple[str, str], ...] = (
     ("rules", "Skip conditions and receipts"),
     ("dispatch", "Dispatch"),
     ("gaps", "Gaps and checks"),
+    ("examples", "Example workloads"),
 )
 SECTION_TITLES = dict(SECTIONS)
+#: The order of every section when none is chosen (``:sections:`` all): the example
+#: workloads after the counts (their number, 13, keeps the others' numbers).
+DEFAULT_ORDER = ("types", "filename", "filter", "fields", "minimal", "losses", "commands",
+                 "counts", "examples", "tiles", "rules", "dispatch", "gaps")
 #: Sections that show the recommendation (``counts`` shows it when there is one).
 RECOMMENDATION_SECTIONS = ("minimal", "losses", "commands")
 #: Sections that show what the API dispatch file and the mask modes say (fields:
@@ -63,6 +78,7 @@ _ALIASES = {
     "runs": "commands", "command": "commands", "count": "counts",
     "tile": "tiles", "skips": "rules", "receipts": "rules", "skip": "rules",
     "gap": "gaps", "checks": "gaps",
+    "example": "examples", "workloads": "examples",
 }
 
 
@@ -111,7 +127,7 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
     """Section names from ``"1,2,fields,5-8"`` (numbers, ranges, names or aliases);
     None: all."""
     if spec is None:
-        return [name for name, _ in SECTIONS]
+        return list(DEFAULT_ORDER)
     items = spec if not isinstance(spec, str) else re.split(r"[,\s]+", spec)
     names: List[str] = []
     for raw in items:
@@ -119,7 +135,7 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
         if not item:
             continue
         if item == "all":
-            names.extend(n for n, _ in SECTIONS if n not in names)
+            names.extend(n for n in DEFAULT_ORDER if n not in names)
             continue
         span = re.fullmatch(r"(\d+)-(\d+)", item)
         if item.isdigit() or span:
@@ -170,6 +186,15 @@ def source_rel(model: ApiModel) -> str:
 
 
 @dataclass
+class ExampleSet:
+    """An example workload and its set (or why it could not be made)."""
+
+    workload: Workload
+    recommendation: Optional[Recommendation] = None
+    problem: str = ""
+
+
+@dataclass
 class GuideData:
     """Everything a guide renders (model, measured counts, recommendation)."""
 
@@ -192,6 +217,9 @@ class GuideData:
     tile_tables: List[TileTable] = field(default_factory=list)
     #: tokens whose ``*TOKEN*`` selects other kernels too (field reference)
     pattern_traps: List[PatternTrap] = field(default_factory=list)
+    #: the example workloads (section ``examples``), each with its set
+    examples: List[ExampleSet] = field(default_factory=list)
+
 
 
 @dataclass

@@ -25,10 +25,12 @@ from .model import (
     ApiModel,
     ConditionGroup,
     FilterCheck,
+    Need,
     PatternTrap,
     Recommendation,
     TokenCounts,
     TokenDispatch,
+    Workload,
     from_dict,
     to_dict,
 )
@@ -395,7 +397,9 @@ class Session:
         if dispatch and not dispatch.get("error"):
             self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
                                        dispatch["kernel_traits"],
-                                       float(dispatch.get("seconds", 0.0)))
+                                       float(dispatch.get("seconds", 0.0)),
+                                       kernel_bytes=dispatch.get("kernel_bytes"),
+                                       api_bytes=int(dispatch.get("api_bytes") or 0))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         """Kernel files generated together (one fnmatch decision each), as observed;
@@ -587,14 +591,41 @@ class Session:
         return self._once(("check", api, filter, options), lambda: self._stored(
             "check", FilterCheck, compute, api, filter, dataclasses.asdict(options)))
 
-    def recommend(self, api: str, options: Options = Options()) -> Recommendation:
+    def recommend(self, api: str, options: Options = Options(),
+                  needs: Sequence[Need] = ()) -> Recommendation:
+        """The minimal set of ``api``; with ``needs`` (:meth:`needs`), the set for that
+        workload."""
+        from .verify.needs import needs_key
         from .verify.recommend import recommend
 
-        return self._once(("recommend", api, options), lambda: self._stored(
-            "recommend", Recommendation, lambda: recommend(*self._recommend_inputs(api, options)),
-            api, dataclasses.asdict(options)))
+        key = needs_key(needs)
+        # the default set keeps its key; a workload's set is kept under its needs too
+        parts = (api, [list(item) for item in key]) if key else (api,)
+        return self._once(("recommend", api, options, key), lambda: self._stored(
+            "recommend", Recommendation,
+            lambda: recommend(*self._recommend_inputs(api, options, needs)),
+            *parts, dataclasses.asdict(options)))
 
-    def _recommend_inputs(self, api: str, options: Options):
+    def needs(self, api: str, items: Sequence[str], options: Options = Options()) -> List[Need]:
+        """``items`` (``dtype=fp16,bf16``, ...) as the model of ``api`` understands them;
+        raises :class:`~sphinxext_fmha.verify.needs.NeedError` for an unknown segment or
+        value, naming the valid ones."""
+        from .verify.needs import parse_needs, resolve_needs
+
+        return resolve_needs(self.model(api, options), parse_needs(items))
+
+    def examples(self, api: str, options: Options = Options()) -> List[Workload]:
+        """Example workloads derived from the tree (:mod:`~.verify.examples`)."""
+        from .verify.examples import example_workloads
+
+        def compute() -> List[Workload]:
+            listing = self.runner.list_kernels(self.tree.request(api, options))
+            return example_workloads(self.model(api, options),
+                                     self.parsed_listing(api, options, listing.files))
+
+        return self._once(("examples", api, options), compute)
+
+    def _recommend_inputs(self, api: str, options: Options, needs: Sequence[Need] = ()):
         """The data a recommendation is computed from, and the runner it uses."""
         from .verify.recommend import RecommendInputs
         from .verify.tile_table import tile_names
@@ -603,7 +634,8 @@ class Session:
         listing = self.runner.list_kernels(self.tree.request(api, options))
         inputs = RecommendInputs(model=model, options=options,
                                  baseline=self.parsed_listing(api, options, listing.files),
-                                 traits=self.traits(api, options) if model.filter.drops == "trait" else [])
+                                 traits=self.traits(api, options) if model.filter.drops == "trait" else [],
+                                 needs=list(needs))
         inputs.tile_names = tile_names(model, self.observation(api, options)["records"])
         try:
             inputs.full_api = self.runner.generate_api_file(self.tree.request(api, options))

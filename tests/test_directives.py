@@ -149,6 +149,10 @@ TWINS = {
         ".. fmha-filename:: bwd\n   :legend:\n",
         "```{fmha-filename} bwd\n:legend:\n```\n",
     ),
+    "kernel_set": (
+        ".. fmha-kernel-set:: fwd_appendkv\n   :need: hdim=128; dtype=_fp16\n",
+        "```{fmha-kernel-set} fwd_appendkv\n:need: hdim=128; dtype=_fp16\n```\n",
+    ),
 }
 
 
@@ -156,7 +160,7 @@ TWINS = {
 # (tests/independent.py) and the corpus table, names and tokens counted with regexes.
 
 GUIDE_SECTIONS = ["types", "filename", "filter", "fields", "minimal", "losses", "commands",
-                  "counts", "tiles", "rules", "dispatch", "gaps"]
+                  "counts", "examples", "tiles", "rules", "dispatch", "gaps"]
 
 
 def _listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:
@@ -173,11 +177,11 @@ def _guide_facts(section, root, tmp):
     assert column(tables(section, "fmha-types")[0], "Kernels") == [str(len(full))]
     (diagram,) = diagrams(section)
     assert _name_and_ruler(diagram)[0] in full  # a real file name
-    # the recommended commands select what the counts table says
-    commands = [line for block in section.findall(nodes.literal_block)
-                for line in re.sub(r" \\\n\s*", " ", block.astext()).splitlines()
-                if line.startswith("python generate.py")]  # wrapped commands joined
-    commands = [c for c in commands if " -f " in c]
+    # the recommended commands select what the counts table says (the example
+    # workloads' commands are in a section of their own)
+    (shown,) = [s for s in section.findall(nodes.section)
+                if s["ids"][0] == "fmha-fwd-appendkv-commands"]
+    commands = _commands(shown)
     assert commands
     union: Set[str] = set()
     for command in commands:
@@ -185,6 +189,46 @@ def _guide_facts(section, root, tmp):
     counts = tables(section, "fmha-counts")[0]
     assert column(counts, "Full")[0] == str(len(full))
     assert column(counts, "Minimal")[0] == str(len(union))
+
+
+def _commands(node) -> list:
+    """The generate.py commands with ``-f`` in the literal blocks under ``node``
+    (wrapped commands joined)."""
+    commands = [line for block in node.findall(nodes.literal_block)
+                for line in re.sub(r" \\\n\s*", " ", block.astext()).splitlines()
+                if line.startswith("python generate.py")]
+    return [c for c in commands if " -f " in c]
+
+
+#: The kernel-set twin's workload, and how the test reads those values in a name.
+SET_NEEDS = {"hdim": ("128", re.compile(r"_d(\d+)_")),
+             "dtype": ("fp16", re.compile(r"_(bf16|fp16|fp8)_"))}
+
+
+def _kernel_set_facts(section, root, tmp):
+    """Each command, run by generate.py: every name has the needed values (read with
+    the regexes above), the union is what the counts and build tables say, and each
+    command has a gloss."""
+    commands = _commands(section)
+    assert commands
+    union: Set[str] = set()
+    for command in commands:
+        union |= _listing(root, "fwd_appendkv", tmp, "-f", filter_of(command))
+    assert union
+    for segment, (value, read) in SET_NEEDS.items():
+        assert {read.search(name).group(1) for name in union} == {value}, segment
+    full = _listing(root, "fwd_appendkv", tmp)
+    assert {SET_NEEDS["hdim"][1].search(n).group(1) for n in full} != {"128"}
+    counts = tables(section, "fmha-counts")[0]
+    assert column(counts, "Full")[0] == str(len(full))
+    assert column(counts, "Set")[0] == str(len(union))
+    assert int(column(counts, "Workload")[0]) >= len(union)
+    build = tables(section, "fmha-build")[0]
+    assert column(build, "Kernel files (translation units)")[:2] == [str(len(union)),
+                                                                    str(len(full))]
+    glosses = [p.astext() for p in section.findall(nodes.paragraph)
+               if p.astext().startswith("What it keeps: ")]
+    assert len(glosses) == len(commands)
 
 
 def _rubric_facts(section, root, tmp):
@@ -260,6 +304,7 @@ TWIN_VIEWS = {
     "filter_check_at": filter_check_summary,
     "api_list": lambda section: table_summary(section, "fmha-apis", ["API", "Module", "Kernels"]),
     "filename": outline,
+    "kernel_set": outline,
 }
 
 TWIN_FACTS = {
@@ -269,6 +314,7 @@ TWIN_FACTS = {
     "filter_check_at": _filter_check_at_facts,
     "api_list": _api_list_facts,
     "filename": _filename_facts,
+    "kernel_set": _kernel_set_facts,
 }
 
 

@@ -60,6 +60,7 @@ class KernelGuideDirective(FmhaDirective):
         "sections": directives.unchanged,
         "headings": directives.unchanged,
         "no-header": directives.flag,
+        "need": directives.unchanged,
     })
 
     def run_fmha(self) -> List[nodes.Node]:
@@ -71,8 +72,9 @@ class KernelGuideDirective(FmhaDirective):
         session = self.fmha_session()
         self.note_tree(session)
         options = self.fmha_options(session)
+        needs = self.fmha_needs(session, api, options)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
-        data = collect_guide(session, api, options, names)
+        data = collect_guide(session, api, options, names, needs)
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))
@@ -85,6 +87,7 @@ class KernelGuideDirective(FmhaDirective):
             data.dispatch_problem.message = "%s: %s" % (api, data.dispatch_problem.message)
             before.extend(self.report(data.dispatch_problem))
         self.warn_suspicious(data.model)
+        self.warn_unmet(data.recommendation)
         if data.model.gaps:
             self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
                 api, len(data.model.gaps), "; ".join(

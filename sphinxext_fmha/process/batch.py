@@ -193,7 +193,8 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
             stored += 1
             if written:
                 runner.store_driver_write(run, write_result(
-                    found["api_file"], found["text"], found["kernel_traits"], seconds))
+                    found["api_file"], found["text"], found["kernel_traits"], seconds,
+                    found.get("kernel_bytes"), int(found.get("api_bytes") or 0)))
             continue
         req = by_filter.get(result.get("filter"))
         if req is None:
@@ -202,5 +203,6 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
         stored += 1
         if written:
             runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
-                                  seconds)
+                                  seconds, kernel_bytes=found.get("kernel_bytes"),
+                                  api_bytes=int(found.get("api_bytes") or 0))
     return stored, str(data.get("unsafe") or "")

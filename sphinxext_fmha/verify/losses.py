@@ -62,6 +62,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         if decision.kernel_type in followers:
             for token in decision.drop:
                 count = sum(1 for k in own if k.tokens[index] == token)
+                decision.loss_facts[token] = {"kernels": count,
+                                              "follows": followers[decision.kernel_type]}
                 decision.losses[token] = (
                     "%d kernels; none is launched with a kept %s kernel, so nothing calls them"
                     % (count, followers[decision.kernel_type]))
@@ -70,6 +72,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 carrying = [k for k in own if k.tokens[index] == token]
                 lost = sum(1 for k in carrying if k.file not in kept)
                 if lost:
+                    decision.loss_facts[token] = {"kernels": lost, "of": len(carrying),
+                                                  "follows": followers[decision.kernel_type]}
                     decision.losses[token] = (
                         "%d of its %d kernels (it is kept only with %s); none of them is "
                         "launched with a kept %s kernel, so nothing calls them"
@@ -137,13 +141,15 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
             elsewhere = list(said_under.get(token, {}))
             if not alone:
                 if token in decision.drop:
+                    decision.loss_facts[token] = {"kernels": total, "elsewhere": elsewhere}
                     decision.losses[token] = (
                         "%d kernels, each said under a dropped value a call asks for: %s"
                         % (total, token_list(elsewhere)))
                 continue
+            facts = decision.loss_facts.setdefault(token, {})
             decision.losses[token] = _sentence(alone, total, index, kept_by_context, loose,
                                                conditions, problem, varying, never_run,
-                                               elsewhere)
+                                               elsewhere, facts)
 
 
 #: what a call asks for (a feature, a mask, the problem): a kernel that lacks one of
@@ -225,7 +231,13 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
               varying: AbstractSet[str] = frozenset(),
               never_run: Mapping[str, str] = {},  # noqa: B006 - read only
               elsewhere: Sequence[str] = (),
+              facts: Optional[Dict[str, object]] = None,
               ) -> str:
+    """The sentence; ``facts`` gets how many kernels each kind of clause says (the
+    keys of :attr:`~sphinxext_fmha.model.Decision.loss_facts`) and the kept tokens that
+    take their inputs."""
+    said: Counter = Counter()
+    served_by: Dict[str, None] = {}
     groups: Counter = Counter()
     idle: Dict[str, int] = {}  # why the API never launches them -> how many
     orphans: List[Kernel] = []  # no kept kernel of their problem class takes their inputs
@@ -301,6 +313,11 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     # read alike
     clauses: Dict[str, int] = {}
     for (stand_in, plain, mine, theirs), count in _merge_numbers(groups):
+        kind = ("unread" if stand_in == _UNREAD else "no_kernel" if not stand_in or theirs
+                else "unsettled" if plain == _UNSETTLED else "partly" if plain else "served")
+        said[kind] += count
+        if kind in ("served", "partly"):
+            served_by.update(dict.fromkeys(stand_in))
         if stand_in == _UNREAD:
             clause = ("are reached under dispatch conditions with no term common to all "
                       "their branches, so whether a kept kernel serves their inputs is not "
@@ -325,6 +342,10 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int,
     for why, count in idle.items():
         clause = "are never launched by the API (%s): no call loses them" % why
         clauses[clause] = clauses.get(clause, 0) + count
+        said["never"] += count
+    if facts is not None:
+        facts.update(kernels=len(alone), more=total - len(alone), elsewhere=list(elsewhere),
+                     served_by=list(served_by), **said)
     parts = ["%d %s" % (count, clause) for clause, count in clauses.items()]
     head = "%d kernels not generated" % len(alone)
     if total > len(alone):

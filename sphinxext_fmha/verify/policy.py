@@ -41,8 +41,9 @@ POLICY = {
 
 #: Categories the policy chooses within (the others are kept whole).
 CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
-#: Categories that make the problem classes the policy keeps every one of.
-PROBLEM = ("problem", "subject")
+#: Categories that make the problem classes the policy keeps every one of (``needed``:
+#: a segment the workload names, see :mod:`.needs`).
+PROBLEM = ("problem", "subject", "needed")
 
 
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
@@ -134,11 +135,13 @@ def arch_suffix(kernel: Kernel) -> str:
 
 def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
                   conditions: Mapping[str, Sequence[str]] = {},  # noqa: B006 - read only
-                  varying: AbstractSet[str] = frozenset()) -> Plan:
+                  varying: AbstractSet[str] = frozenset(),
+                  needed: AbstractSet[Tuple[str, str]] = frozenset()) -> Plan:
     """The keep set; ``conditions`` (kernel file -> its dispatch terms) decide which
     padding variants serve every size (without them, every padding variant is kept:
     that one serves another's inputs is then not established); ``varying``: kernels
-    whose branches differ, never taken to serve another's inputs."""
+    whose branches differ, never taken to serve another's inputs; ``needed``: (sub-type,
+    segment) a workload names, every value of it kept as a problem property."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
     plan = Plan()
     for kernel_type in model.kernel_types:
@@ -146,8 +149,9 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
         own = [k for k in kernels if k.kernel_type == kernel_type.class_name]
         chosen: List[int] = []
         problem: List[int] = []
-        categories = [classify(s, tile_fields, model.api) if not s.literal else "literal"
-                      for s in segments]
+        categories = ["literal" if s.literal else "needed"
+                      if (kernel_type.class_name, s.label) in needed
+                      else classify(s, tile_fields, model.api) for s in segments]
         # the segments a stand-in may differ in besides the one decided: tiles and the
         # implementation choices its dispatch conditions account for (as in losses)
         free = [i for i, c in enumerate(categories) if c in ("tile", "other")]

@@ -4,19 +4,25 @@ Pure functions over data: the model, the parsed full listing, the observed trait
 the full API dispatch file, and a small runner (:class:`RecommendRunner`) that runs
 generate.py. The order of work:
 
-1. the policy picks a keep set per problem class (:mod:`.policy`); sub-kernels the
-   dispatch launches together follow their main kernel (:mod:`.coupling`);
+1. a workload (``needs``, :mod:`.needs`) first narrows the kernels to those its named
+   segments' values allow; the policy picks a keep set per problem class among them
+   (:mod:`.policy`); sub-kernels the dispatch launches together follow their main
+   kernel (:mod:`.coupling`);
 2. fnmatch filters are synthesised for the tree's filter semantics (:mod:`.synthesis`)
-   and checked in-process against the full listing;
+   and checked in-process against the full listing; patterns of whole tokens and ``*``
+   are preferred where they take at most one run more (a reader can read them);
 3. every command is run with generate.py; for several commands the driver lists and
    writes their union (one command is its own union: its write-mode run is the one
    the set is), and the written dispatch file is checked to link (:mod:`.links`);
 4. every statement -- keep/drop per segment, partial keeps, tiles, counts, losses --
-   is computed from the union of the runs, not from the policy's intent.
+   is computed from the union of the runs, not from the policy's intent; so is the
+   build cost (kernel files and source bytes write mode wrote) and what each run's
+   pattern keeps and excludes (:mod:`.gloss`).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +31,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, 
 
 from ..model import (
     ApiModel,
+    BuildCost,
     Decision,
     FilterCheck,
     FilterRun,
+    Need,
     Recommendation,
     natural,
     token_list,
@@ -35,10 +43,13 @@ from ..model import (
 from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
+from .gloss import run_reading
 from .links import link_report, partners
+from .loss_calls import note_call_terms
 from .losses import describe_losses, within
+from .needs import unmet_combinations, workload_scope
 from .policy import CHOSEN, POLICY, PROBLEM, Plan, plan_keep_set
-from .synthesis import Kernel, Synthesis, synthesize
+from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
 
 __all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
@@ -52,6 +63,10 @@ _NEAREST = "where a problem class has no such variant, its nearest variant is ke
 class ApiFile(Protocol):
     text: str
     kernel_traits: Dict[str, str]
+    #: bytes of each kernel file and of the dispatch file write mode wrote (empty / 0:
+    #: not measured)
+    kernel_bytes: Dict[str, int]
+    api_bytes: int
 
 
 class RecommendRunner(Protocol):
@@ -93,6 +108,8 @@ class RecommendInputs:
     notes: List[str] = field(default_factory=list)
     #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
     tile_names: Dict[str, str] = field(default_factory=dict)
+    #: the workload (:func:`~.needs.resolve_needs`); empty: the default minimal set
+    needs: List[Need] = field(default_factory=list)
 
 
 def kernels_of(baseline: ParsedListing) -> List[Kernel]:
@@ -119,9 +136,20 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
+    # a workload: the policy chooses among the kernels its values allow
+    scope = kernels
+    needed: Set[Tuple[str, str]] = set()
+    if inputs.needs:
+        result.needs = list(inputs.needs)
+        allowed = workload_scope(model, kernels, inputs.needs, deciding,
+                                 coupling.partners if coupling else None)
+        scope = [k for k in kernels if k.file in allowed]
+        result.workload_count = len(scope)
+        result.needs_unmet = unmet_combinations(model, kernels, inputs.needs, deciding)
+        needed = {(t, need.segment) for need in inputs.needs for t in need.kernel_types}
     # the dispatch conditions decide which padding variants serve every size
     _read_conditions(inputs, result, len(inputs.notes))
-    plan = plan_keep_set(model, kernels, deciding, inputs.conditions, inputs.varying)
+    plan = plan_keep_set(model, scope, deciding, inputs.conditions, inputs.varying, needed)
     target = set(plan.keep) - {k.file for k in kernels if k.kernel_type in followers}
     if coupling is not None:
         kept_main = {f for f in target if type_of.get(f) == coupling.primary}
@@ -134,7 +162,11 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                coupling.primary))
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
-    synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling)
+    if not target:  # the workload's values leave no kernel: nothing to select
+        result.counts = _counts(inputs, type_of, set(), scope)
+        return result
+    synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling,
+                                       plan.categories)
     result.notes += synthesis.notes
     claimed = target | set(synthesis.extra)
     if predicted > claimed:
@@ -153,6 +185,9 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     result.keep_count = len(claimed)
 
     union = _run(runner, synthesis.filters, result)
+    tiles = {key for key, category in plan.categories.items() if category == "tile"}
+    for run in result.runs:
+        run.reading = run_reading(model, kernels, run.filter, tiles)
     result.union_count = len(union)
     result.verified = union == claimed and all(r.verified for r in result.runs)
     if union != claimed:
@@ -178,37 +213,120 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                 f for f in union if f in never_run and f not in result.links_unreachable
                 and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
-    result.decisions = _decisions(model, kernels, union, plan, coupling)
+    result.decisions = _decisions(model, scope, union, plan, coupling)
     follows = {t: coupling.primary for t in followers} if coupling else {}
-    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
+    chosen = [d for d in result.decisions if d.category != "needed"]
+    describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
                     labels, follows, inputs.varying, never_run)
+    note_call_terms(chosen, scope, union, inputs.conditions, labels)
+    _needed_decisions(result.decisions, kernels, union, labels, follows)
     result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":
             result.tiles[decision.kernel_type][decision.segment] = decision.keep
     result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
-    full = inputs.baseline.per_type()
-    minimal = Counter(type_of[f] for f in union if f in type_of)
-    result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
-    result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
+    result.counts = _counts(inputs, type_of, union, scope)
+    if result.build is not None and inputs.full_api is not None \
+            and inputs.full_api.kernel_bytes:
+        result.build.full_kernel_files = len(inputs.full_api.kernel_traits)
+        result.build.full_source_bytes = _source_bytes(inputs.full_api)
+    else:
+        result.build = None
     return result
 
 
+def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str],
+            scope: Sequence[Kernel]) -> Dict[str, Dict[str, int]]:
+    """Per sub-type and in total: the full listing, the set and (with needs) the
+    workload's kernels."""
+    full = inputs.baseline.per_type()
+    minimal = Counter(type_of[f] for f in union if f in type_of)
+    counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
+    counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
+    if inputs.needs:
+        workload = Counter(k.kernel_type for k in scope)
+        for kernel_type, values in counts.items():
+            values["workload"] = len(scope) if kernel_type == "total" \
+                else workload.get(kernel_type, 0)
+    return counts
+
+
+def _source_bytes(written: ApiFile) -> int:
+    return sum(written.kernel_bytes.values()) + written.api_bytes
+
+
+def _needed_decisions(decisions: Sequence[Decision], kernels: Sequence[Kernel],
+                      union: Set[str], labels: Mapping[str, List[str]],
+                      follows: Mapping[str, str]) -> None:
+    """A segment the workload names keeps its needed values and drops the others of the
+    full listing; what a dropped one loses is that the workload does not call it."""
+    for decision in decisions:
+        if decision.category != "needed":
+            continue
+        index = labels[decision.kernel_type].index(decision.segment)
+        own = [k for k in kernels if k.kernel_type == decision.kernel_type]
+        present = Counter(k.tokens[index] for k in own)
+        kept = {k.tokens[index] for k in own if k.file in union}
+        order = sorted(present, key=natural)
+        decision.keep = [t for t in order if t in kept]
+        decision.drop = [t for t in order if t not in kept]
+        for token in decision.drop:
+            decision.loss_facts[token] = {"kernels": present[token], "not_needed": True}
+            if decision.kernel_type in follows:
+                decision.loss_facts[token]["follows"] = follows[decision.kernel_type]
+
+
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
-                primary: str, coupling: Optional[Coupling]) -> Tuple[Synthesis, Set[str]]:
+                primary: str, coupling: Optional[Coupling],
+                categories: Mapping[Tuple[str, str], str]) -> Tuple[Synthesis, Set[str]]:
     """The filters, and what the model predicts they select; of the variants the
-    semantics allow, the first whose prediction is the target."""
+    semantics allow, the first whose prediction is the target. Patterns of whole
+    tokens and ``*`` (a reader can check them token by token) are taken when they
+    select the target in at most one run more."""
     tried = []
+    exact = None
+    named = {n.segment for n in inputs.needs}
+    pinned = {k.class_name: {i for i, s in enumerate(k.segments) if s.label in named}
+              for k in inputs.model.kernel_types}
+    loose = {k.class_name: {i for i, s in enumerate(k.segments)
+                            if categories.get((k.class_name, s.label)) == "tile"}
+             for k in inputs.model.kernel_types} if named else {}
     for narrow in (True, False):
         synthesis = synthesize(inputs.model, kernels, target, primary,
-                               coupling.partners if coupling else None, narrow_followers=narrow)
-        predicted: Set[str] = set()
-        for text in synthesis.filters:
-            predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits)
+                               coupling.partners if coupling else None, narrow_followers=narrow,
+                               style=Style(pinned=pinned, loose=loose))
+        predicted = _predicted(inputs, synthesis)
         if predicted == target | set(synthesis.extra):
-            return synthesis, predicted
+            exact = (synthesis, predicted)
+            break
         tried.append((synthesis, predicted))
-    return min(tried, key=lambda t: len(t[1] ^ target))
+    if exact is None:
+        return min(tried, key=lambda t: len(t[1] ^ target))
+    if all(_plain(text) for text in exact[0].filters):
+        return exact
+    for narrow in (True, False):
+        literal = synthesize(inputs.model, kernels, target, primary,
+                             coupling.partners if coupling else None, narrow_followers=narrow,
+                             style=Style(literal=True, pinned=pinned, loose=loose))
+        if len(literal.filters) > len(exact[0].filters) + 1:
+            continue
+        predicted = _predicted(inputs, literal)
+        if predicted == target | set(literal.extra):
+            return literal, predicted
+    return exact
+
+
+def _predicted(inputs: RecommendInputs, synthesis: Synthesis) -> Set[str]:
+    predicted: Set[str] = set()
+    for text in synthesis.filters:
+        predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits)
+    return predicted
+
+
+def _plain(pattern: str) -> bool:
+    """Whole tokens and ``*`` only: no ``?`` and no ``[...]`` (an escaped character, a
+    one-character class, is plain text)."""
+    return "?" not in pattern and all(len(c) == 3 for c in re.findall(r"\[[^\]]*\]", pattern))
 
 
 def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: int) -> None:
@@ -299,7 +417,11 @@ def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[s
 
 def _check_links(result: Recommendation, written: ApiFile, union: Set[str],
                  count_note: str) -> None:
-    """Whether the set's written dispatch file links, and reaches every kernel."""
+    """Whether the set's written dispatch file links, and reaches every kernel; what it
+    costs to build (the full API's side is filled in by :func:`recommend`)."""
+    if written.kernel_bytes:
+        result.build = BuildCost(kernel_files=len(written.kernel_traits),
+                                 source_bytes=_source_bytes(written))
     report = link_report(written.text, written.kernel_traits)
     result.links_missing = [key for _, _, key in report.missing]
     result.links_unreferenced = report.unreferenced
