@@ -24,6 +24,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 from typing import Dict, Optional, Set, Tuple
 
@@ -583,6 +584,49 @@ def test_bad_inputs_are_located_warnings(ck_root, tmp_path):
     assert html.count('<div class="fmha-name"') == 1
     assert html.count("fmha-problem") == 6  # the expectation still renders the check
     assert str(src) not in html
+
+
+NEEDS = """\
+Needs
+=====
+
+.. fmha-kernel-set:: fwd_appendkv
+   :need: hdim=48
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :need: head=128
+   :sections: minimal
+
+.. fmha-kernel-set:: fwd_appendkv
+   :need: dtype=fp8; hdim=32
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :need: dtype=fp8; hdim=32,128
+   :sections: minimal, counts
+"""
+
+
+def test_needs_the_api_lacks_are_located_errors_and_warnings(ck_root, tmp_path):
+    """An unknown segment or value is an error at the directive's line naming the valid
+    ones; values no kernel has together are said in the page and are a warning (issue
+    43, item 1)."""
+    src = write_project(tmp_path / "src", {"needs.rst": NEEDS}, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    path = re.escape(str(src / "needs.rst"))
+    errors = re.findall(r"^%s:(\d+): ERROR: (.*?)\[fmha\.need\]$" % path, warnings,
+                        re.M | re.S)
+    assert [int(line) for line, _ in errors] == [4, 7], warnings
+    assert "no value of segment hdim is '48' (its values: _d32, _d64, _d128, _d256)" \
+        in errors[0][1]
+    assert "no segment 'head'" in errors[1][1] and "hdim, dtype, tile b" in errors[1][1]
+    found = [(line, kind) for line, kind, _ in _located(warnings, src / "needs.rst")]
+    assert found == [(11, "need"), (14, "need")], warnings
+    html = unescape(re.sub(r"<[^>]+>", "", (Path(app.outdir) / "needs.html").read_text(
+        encoding="utf-8"))).replace("\u2019", "'")  # (smart quotes)
+    assert "No kernel of fwd_appendkv has the workload's values together" in html
+    assert "No kernel of fwd_appendkv has this combination of the workload's values: " \
+           "hdim _d32; dtype _fp8" in html
+    assert "Kernel set for the workload" in html
 
 
 def test_missing_ck_root(tmp_path):

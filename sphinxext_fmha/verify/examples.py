@@ -6,14 +6,15 @@ dispatch call), among its two problem segments with the most values (head dimens
 and data type in every tree so far):
 
 * ``common``: their most common pair of values (one of each);
-* ``pairs``: their two most common values each (a segment with two values or fewer
-  left unnamed: naming all its values restricts nothing);
 * ``receipt``: the values the first ``-r`` receipt keeps whose every condition tests a
   field a segment of that sub-type writes (``dtype in ['fp16', 'bf16']``), where they
-  restrict something.
+  restrict something;
+* where no receipt reads so, ``pairs``: their two most common values each (a segment
+  with two values or fewer left unnamed: naming all its values restricts nothing).
 
-Ties go to the segment's order (the natural order of its tokens). Workloads equal to
-an earlier one are left out.
+Two workloads: each costs its generate.py runs in a cold build. Ties go to the
+segment's order (the natural order of its tokens). A workload equal to an earlier one
+is left out.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ __all__ = ["example_workloads"]
 
 
 def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
-    """The example workloads of this API (at most three, see the module)."""
+    """The example workloads of this API (at most two, see the module)."""
     if not model.kernel_types:
         return []
     main = max(model.kernel_types, key=lambda k: (k.count, k.class_name))
@@ -40,6 +41,7 @@ def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
                and classify(s, tile_fields, model.api) == "problem"]
     problem.sort(key=lambda i: (-len({r[i] for r in rows}), i))
     found: List[Workload] = []
+    receipt = _receipt_workload(model, main)
     if len(problem) >= 2 and rows:
         first, second = sorted(problem[:2])
         pairs = Counter((r[first], r[second]) for r in rows)
@@ -53,10 +55,9 @@ def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
             if len(values) > 2:
                 top = sorted(values, key=lambda t: (-values[t], natural(t)))[:2]
                 needs.append(_need(main, index, top))
-        if needs:
+        if needs and receipt is None:
             kept = [r for r in rows if all(r[_index(main, n.segment)] in n.tokens for n in needs)]
             found.append(Workload("pairs", needs, main.class_name, len(kept)))
-    receipt = _receipt_workload(model, main)
     if receipt is not None:
         found.append(receipt)
     unique: List[Workload] = []

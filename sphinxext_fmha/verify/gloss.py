@@ -21,6 +21,8 @@ from .synthesis import Kernel
 __all__ = ["pattern_pieces", "run_reading"]
 
 _PIECE = re.compile(r"\*+|\?|\[[^\]]+\]|[^*?\[]+|\[")
+#: literal text: an escaped character (``[*]``) or any other
+_ESCAPED = re.compile(r"\[(.)\]|(.)", re.S)
 
 
 def pattern_pieces(pattern: str) -> List[Tuple[str, str]]:
@@ -28,8 +30,9 @@ def pattern_pieces(pattern: str) -> List[Tuple[str, str]]:
     (``[...]``) or ``literal`` (plain text, an unclosed ``[`` included)."""
     pieces: List[Tuple[str, str]] = []
     for text in _PIECE.findall(pattern):
+        # a class of one character is that character, escaped (``[*]``)
         kind = ("star" if text.startswith("*") else "any" if text == "?" else
-                "class" if len(text) > 2 and text.startswith("[") else "literal")
+                "class" if len(text) > 3 and text.startswith("[") else "literal")
         if kind == "literal" and pieces and pieces[-1][0] == "literal":
             pieces[-1] = ("literal", pieces[-1][1] + text)
         else:
@@ -52,9 +55,10 @@ def _regex(pieces: Sequence[Tuple[str, str]]) -> re.Pattern[str]:
     """fnmatch's meaning, each stretch between stars a group."""
     out: List[str] = []
     for stretch in _stretches(pieces):
-        body = "".join(".*" if kind == "star" else "." if kind == "any"
+        body = "".join("." if kind == "any"
                        else "[%s]" % re.escape(text[1:-1]) if kind == "class"
-                       else re.escape(text) for kind, text in stretch)
+                       else _ESCAPED.sub(lambda m: re.escape(m.group(1) or m.group(2)), text)
+                       for kind, text in stretch)
         out.append("(%s)" % body)
     return re.compile(".*".join(out), re.S)
 

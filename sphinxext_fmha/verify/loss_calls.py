@@ -9,7 +9,7 @@ reached under its terms too), none is said.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence, Set
+from typing import Dict, List, Mapping, Optional, Sequence, Set
 
 from ..model import Decision
 from .synthesis import Kernel
@@ -24,22 +24,31 @@ def note_call_terms(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
     if not conditions:
         return
     kept_terms: Dict[str, Set[str]] = {}
+    lost: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         if kernel.file in kept:
             kept_terms.setdefault(kernel.kernel_type, set()).update(
                 conditions.get(kernel.file, ()))
+        else:
+            lost.setdefault(kernel.kernel_type, []).append(kernel)
     for decision in decisions:
         if decision.kernel_type not in labels or decision.follows:
             continue
         index = labels[decision.kernel_type].index(decision.segment)
         theirs = kept_terms.get(decision.kernel_type, set())
-        for token, facts in decision.loss_facts.items():
-            if facts.get("not_needed") or facts.get("follows"):
+        # per token, the terms every lost kernel with it has (None: one has none)
+        common: Dict[str, Optional[List[str]]] = {}
+        for kernel in lost.get(decision.kernel_type, ()):
+            token = kernel.tokens[index]
+            facts = decision.loss_facts.get(token)
+            if facts is None or facts.get("not_needed") or facts.get("follows"):
                 continue
-            lost = [k for k in kernels if k.kernel_type == decision.kernel_type
-                    and k.tokens[index] == token and k.file not in kept]
-            terms = [list(conditions.get(k.file, ())) for k in lost]
-            if not terms or not all(terms):
-                continue
-            common = set(terms[0]).intersection(*terms[1:])
-            facts["calls"] = [t for t in terms[0] if t in common and t not in theirs]
+            terms = conditions.get(kernel.file, ())
+            if token not in common:
+                common[token] = list(terms) if terms else None
+            elif common[token] is not None:
+                mine = set(terms)
+                common[token] = [t for t in common[token] or () if t in mine] if mine else None
+        for token, shared in common.items():
+            if shared is not None:
+                decision.loss_facts[token]["calls"] = [t for t in shared if t not in theirs]

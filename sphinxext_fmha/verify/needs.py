@@ -100,10 +100,11 @@ def resolve_needs(model: ApiModel, parsed: Sequence[Tuple[str, Sequence[str]]]) 
             if len(tokens) != 1:
                 valid = sorted({t for c, i in where
                                 for t in model.kernel_type(c).segments[i].tokens}, key=natural)
-                raise NeedError("need %s=%s: %s %s of segment %s (its values: %s)" % (
-                    label, value, "names no token" if not tokens else "is ambiguous, it names",
-                    "" if not tokens else ", ".join(tokens), segment_label,
-                    ", ".join(t or NO_TOKEN for t in valid)))
+                said = ("no value of segment %s is %r" % (segment_label, value)
+                        if not tokens else "%r is ambiguous in segment %s: it names %s"
+                        % (value, segment_label, ", ".join(tokens)))
+                raise NeedError("need %s=%s: %s (its values: %s)" % (
+                    label, value, said, ", ".join(t or NO_TOKEN for t in valid)))
             if tokens[0] not in need.tokens:
                 need.tokens.append(tokens[0])
                 need.given.append(value)

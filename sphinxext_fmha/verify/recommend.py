@@ -27,7 +27,7 @@ import shlex
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, cast
 
 from ..model import (
     ApiModel,
@@ -52,7 +52,8 @@ from .policy import CHOSEN, POLICY, PROBLEM, Plan, plan_keep_set
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
 
-__all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
+__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "driver_command", "finish",
+           "prepare", "recommend"]
 
 PARALLEL_RUNS = 2
 #: What a partial keep does, said after the rule's own words.
@@ -110,6 +111,14 @@ class RecommendInputs:
     tile_names: Dict[str, str] = field(default_factory=dict)
     #: the workload (:func:`~.needs.resolve_needs`); empty: the default minimal set
     needs: List[Need] = field(default_factory=list)
+    #: the groups of kernel files each dispatch call of the full API launches together
+    #: (:func:`~.links.partners`, kept by the caller: every set of the API reads them)
+    read_partners: Optional[Callable[[], List[List[str]]]] = None
+    #: the set, its commands and counts only: no losses and no tile tables (an example
+    #: workload shows neither)
+    brief: bool = False
+    #: keeps the coupling (called with the function that reads it), if the caller does
+    read_coupling: Optional[Callable[[Callable[[], Optional[Coupling]]], object]] = None
 
 
 def kernels_of(baseline: ParsedListing) -> List[Kernel]:
@@ -118,9 +127,17 @@ def kernels_of(baseline: ParsedListing) -> List[Kernel]:
 
 
 def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
+    if inputs.read_coupling is not None:  # the caller keeps it: every set reads the same
+        return cast(Optional[Coupling], inputs.read_coupling(
+            lambda: _read_coupling(inputs, type_of)))
+    return _read_coupling(inputs, type_of)
+
+
+def _read_coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
     if inputs.full_api is not None:
-        found = coupling_of(partners(inputs.full_api.text, inputs.full_api.kernel_traits),
-                            type_of, "dispatch")
+        groups = inputs.read_partners() if inputs.read_partners is not None else \
+            partners(inputs.full_api.text, inputs.full_api.kernel_traits)
+        found = coupling_of(groups, type_of, "dispatch")
         if found is not None:
             return found
     if inputs.traits:
@@ -128,7 +145,29 @@ def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[C
     return None
 
 
+@dataclass
+class Prepared:
+    """A recommendation up to its runs (:func:`prepare`): the filters to run, and what
+    :func:`finish` reads the runs against."""
+
+    result: Recommendation
+    kernels: List[Kernel]
+    type_of: Dict[str, str]
+    coupling: Optional[Coupling]
+    #: the kernels the policy chose among (every kernel without needs)
+    scope: List[Kernel]
+    plan: Plan
+    #: the set the filters are meant to select
+    claimed: Set[str] = field(default_factory=set)
+    filters: List[str] = field(default_factory=list)
+
+
 def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendation:
+    return finish(inputs, prepare(inputs), runner)
+
+
+def prepare(inputs: RecommendInputs) -> Prepared:
+    """Everything before the runs: the keep set and the filters that select it."""
     model = inputs.model
     kernels = kernels_of(inputs.baseline)
     type_of = {k.file: k.kernel_type for k in kernels}
@@ -147,9 +186,12 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
         result.workload_count = len(scope)
         result.needs_unmet = unmet_combinations(model, kernels, inputs.needs, deciding)
         needed = {(t, need.segment) for need in inputs.needs for t in need.kernel_types}
+    if not scope:  # no kernel has the workload's values (said from needs_unmet)
+        return Prepared(result, kernels, type_of, coupling, scope, Plan())
     # the dispatch conditions decide which padding variants serve every size
     _read_conditions(inputs, result, len(inputs.notes))
     plan = plan_keep_set(model, scope, deciding, inputs.conditions, inputs.varying, needed)
+    prepared = Prepared(result, kernels, type_of, coupling, scope, plan)
     target = set(plan.keep) - {k.file for k in kernels if k.kernel_type in followers}
     if coupling is not None:
         kept_main = {f for f in target if type_of.get(f) == coupling.primary}
@@ -163,8 +205,7 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
     if not target:  # the workload's values leave no kernel: nothing to select
-        result.counts = _counts(inputs, type_of, set(), scope)
-        return result
+        return prepared
     synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling,
                                        plan.categories)
     result.notes += synthesis.notes
@@ -183,8 +224,20 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
             "by the model's reading of the filter semantics the commands select %d kernels, "
             "the keep set has %d" % (len(predicted), len(claimed)))
     result.keep_count = len(claimed)
+    prepared.claimed, prepared.filters = claimed, list(synthesis.filters)
+    return prepared
 
-    union = _run(runner, synthesis.filters, result)
+
+def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
+           ) -> Recommendation:
+    """The runs of the prepared filters, and everything read from them."""
+    model, result, kernels, scope = inputs.model, prepared.result, prepared.kernels, \
+        prepared.scope
+    plan, coupling, claimed = prepared.plan, prepared.coupling, prepared.claimed
+    if not prepared.filters:
+        result.counts = _counts(inputs, prepared.type_of, set(), scope)
+        return result
+    union = _run(runner, prepared.filters, result)
     tiles = {key for key, category in plan.categories.items() if category == "tile"}
     for run in result.runs:
         run.reading = run_reading(model, kernels, run.filter, tiles)
@@ -214,18 +267,21 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                 and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
     result.decisions = _decisions(model, scope, union, plan, coupling)
+    followers = coupling.followers if coupling else []
     follows = {t: coupling.primary for t in followers} if coupling else {}
     chosen = [d for d in result.decisions if d.category != "needed"]
-    describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
-                    labels, follows, inputs.varying, never_run)
-    note_call_terms(chosen, scope, union, inputs.conditions, labels)
+    if not inputs.brief:
+        describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
+                        labels, follows, inputs.varying, never_run)
+        note_call_terms(chosen, scope, union, inputs.conditions, labels)
     _needed_decisions(result.decisions, kernels, union, labels, follows)
     result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":
             result.tiles[decision.kernel_type][decision.segment] = decision.keep
-    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
-    result.counts = _counts(inputs, type_of, union, scope)
+    if not inputs.brief:
+        result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
+    result.counts = _counts(inputs, prepared.type_of, union, scope)
     if result.build is not None and inputs.full_api is not None \
             and inputs.full_api.kernel_bytes:
         result.build.full_kernel_files = len(inputs.full_api.kernel_traits)
@@ -294,7 +350,7 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
     for narrow in (True, False):
         synthesis = synthesize(inputs.model, kernels, target, primary,
                                coupling.partners if coupling else None, narrow_followers=narrow,
-                               style=Style(pinned=pinned, loose=loose))
+                               style=Style(pinned=pinned, loose=loose), bound=False)
         predicted = _predicted(inputs, synthesis)
         if predicted == target | set(synthesis.extra):
             exact = (synthesis, predicted)
@@ -307,7 +363,8 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
     for narrow in (True, False):
         literal = synthesize(inputs.model, kernels, target, primary,
                              coupling.partners if coupling else None, narrow_followers=narrow,
-                             style=Style(literal=True, pinned=pinned, loose=loose))
+                             style=Style(literal=True, pinned=pinned, loose=loose),
+                             bound=False)
         if len(literal.filters) > len(exact[0].filters) + 1:
             continue
         predicted = _predicted(inputs, literal)

@@ -30,6 +30,9 @@ from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verif
 from .loss_lead import loss_lead
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
+#: What sections 6 and 7 say of a workload whose values no kernel has together.
+NO_SET = "No set to generate: no kernel has the workload's values together."
+
 
 def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
     order: List[str] = []
@@ -156,6 +159,8 @@ def losses_section(data: GuideData) -> List[Block]:
 def _losses_blocks(rec: Recommendation) -> List[Block]:
     """Per dropped variant, one plain sentence; the loss in full (problem classes,
     kernels never launched, the kept fallback) follows, folded."""
+    if rec.needs and not rec.workload_count:
+        return [Para([NO_SET])]
     items: List[Inlines] = []
     details: List[Inlines] = []
     several = len({d.kernel_type for d in rec.decisions}) > 1
@@ -197,6 +202,8 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
     """The runs one by one, folded when there are many ("verified" is said once when
     every run is), then, for several, the one-shot driver command (it writes one
     dispatch file for their union), and whether the written set links."""
+    if rec.needs and not rec.workload_count:
+        return [Para([NO_SET])]
     if not rec.runs:
         return [Para(["No filter run is needed: the minimal set is the full set."])]
     all_verified = all(run.verified for run in rec.runs)

@@ -48,15 +48,15 @@ def needs_inlines(needs: Sequence[Need]) -> Inlines:
 
 def workload_lead(rec: Recommendation) -> List[Block]:
     """What the set is for, before its keep/drop tables."""
-    if not rec.needs:
-        return []
+    if not rec.needs or not rec.workload_count:
+        return []  # (no kernel has them: unmet_blocks says so)
     total = rec.counts.get("total", {}).get("full", 0)
     return [Para(["For the workload ", *needs_inlines(rec.needs), " (its calls use exactly "
                   "these values; every segment not named follows the policy): of the %s "
-                  "the API lists, %s carry them (with the partners their dispatch "
+                  "the API lists, %d %s them (with the partners their dispatch "
                   "launches); the set is chosen among those." % (
-                      plural(total, "kernel"), plural(rec.workload_count, "kernel")
-                      if rec.workload_count != 1 else "1 kernel")])]
+                      plural(total, "kernel"), rec.workload_count,
+                      "carries" if rec.workload_count == 1 else "carry")])]
 
 
 def _unmet_inlines(rec: Recommendation) -> Inlines:
