@@ -661,7 +661,7 @@ class Need:
 @dataclass
 class Workload:
     """An example workload a guide works out, derived from the tree (never written per
-    CK version): see :mod:`sphinxext_fmha.verify.examples`."""
+    CK version; ``sphinxext_fmha/verify/examples.py`` says how)."""
 
     #: How it was chosen: ``common`` (the most common pair of values of the two problem
     #: segments with the most values), ``pairs`` (their two most common values each),

@@ -651,7 +651,7 @@ def test_no_ck_root_found_upward(tmp_path):
 def test_recommendation_not_available(ck_root, tmp_path, monkeypatch):
     from sphinxext_fmha.session import Session
 
-    def unavailable(self, api, options=None):
+    def unavailable(self, api, options=None, needs=(), brief=False, prepared=None):
         raise NotImplementedError("recommendations are switched off in this test")
 
     monkeypatch.setattr(Session, "recommend", unavailable)

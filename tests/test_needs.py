@@ -120,3 +120,40 @@ def test_combinations_no_kernel_has_are_listed():
     assert unmet_combinations(MODEL, MAIN, resolve_needs(MODEL, [("mask", ["mask"]),
                                                                 ("pad", ["_psd"])]),
                               ["ToyKernel"]) == [{"mask": "_mask", "pad": "_psd"}]
+
+
+def test_example_workloads_are_derived_and_read_back_as_needs():
+    """The examples (issue 43, item 6) come from the listing's own counts and the first
+    receipt whose terms each test one segment; what the page shows as ``:need:`` reads
+    back as the same tokens (the empty token by its field's value)."""
+    from sphinxext_fmha.model import Receipt
+    from sphinxext_fmha.verify.examples import example_workloads
+    from sphinxext_fmha.verify.parsed_listing import ParsedListing
+
+    bias = _segment("bias", ["F_bias"], {"": ["no"], "_alibi": ["alibi"], "_bias": ["bias"]})
+    model = ApiModel(api="toy", source="x", kernel_types=[KernelType(
+        class_name="ToyKernel", frozen=True, filter_position=0, count=len(MAIN),
+        segments=[LITERAL, HDIM, DTYPE, MASK, PAD, bias])])
+    rows = {k.name + b + ".cpp": ("ToyKernel", list(k.tokens) + [b])
+            for k in MAIN for b in ("", "_alibi")}
+    # _d128 and _fp16 are the most common: 2 (masks) x 2 (pads) x 2 (biases) + fp8's one
+    rows["toy_d128_fp16_extra.cpp"] = ("ToyKernel", ["toy", "_d128", "_fp16", "_mask",
+                                                     "_npad", "_bias"])
+    parsed = ParsedListing(files=list(rows), parsed=rows, unparsed=[])
+    found = example_workloads(model, parsed)
+    assert [w.kind for w in found] == ["common", "pairs"]
+    assert [(n.segment, n.tokens) for n in found[0].needs] == [("hdim", ["_d128"]),
+                                                               ("dtype", ["_fp16"])]
+    assert found[0].kernels == 9
+    model.receipts = [Receipt(value="2", label="two", conditions=["x"],
+                              terms=[["bias in ['no', 'alibi']", "F_bias", "alibi", "no"],
+                                     ["dtype == 'fp16'", "F_dtype", "fp16"]])]
+    found = example_workloads(model, parsed)
+    assert [w.kind for w in found] == ["common", "receipt"]
+    receipt = found[1]
+    assert [(n.segment, n.tokens, n.given) for n in receipt.needs] == [
+        ("dtype", ["_fp16"], ["fp16"]), ("bias", ["", "_alibi"], ["no", "alibi"])]
+    for workload in found:
+        again = resolve_needs(model, [(n.segment, n.given) for n in workload.needs])
+        assert [(n.segment, n.tokens) for n in again] == \
+            [(n.segment, n.tokens) for n in workload.needs]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..model import ApiModel, KernelType, Need, Receipt, Segment, Workload, natural
+from ..model import NO_TOKEN, ApiModel, KernelType, Need, Receipt, Segment, Workload, natural
 from .parsed_listing import ParsedListing
 from .policy import classify
 
@@ -81,15 +81,16 @@ def _need(main: KernelType, index: int, tokens: Sequence[str]) -> Need:
 
 
 def _given(segment: Segment, token: str) -> str:
-    """How a reader writes the value: the field's value where the token spells it and
-    no other token has it (``128`` for ``_d128``, ``bf16``), else the token without
-    its ``_`` (``vr``)."""
+    """How a reader writes the value (as :func:`~.needs.resolve_needs` reads it back):
+    the field's value where no other token has it and the token spells it or is empty
+    (``128`` for ``_d128``, ``bf16``; ``no`` for a bias written as no token), else the
+    token without its ``_`` (``vr``), the empty one as ``(no token)``."""
     values = {v for combo in segment.values.get(token, []) for v in combo.values()}
     owners = [t for t, combos in segment.values.items()
               if any(v in combo.values() for combo in combos for v in values)]
-    if len(values) == 1 and owners == [token] and next(iter(values)) in token:
+    if len(values) == 1 and owners == [token] and (not token or next(iter(values)) in token):
         return next(iter(values))
-    return token.lstrip("_")
+    return token.lstrip("_") or NO_TOKEN
 
 
 def _index(main: KernelType, label: str) -> int:

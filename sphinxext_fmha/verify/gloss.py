@@ -137,4 +137,4 @@ def run_reading(model: ApiModel, kernels: Sequence[Kernel], filter_text: str,
                          "stretches": shown, "whole": len(stretches) == 1,
                          "selected": len(chosen), "of": len(own),
                          "kept": kept, "excluded": excluded})
-    return readings
+    return sorted(readings, key=lambda r: r["part"])

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import FmhaError, WarningType
-from ..model import NO_TOKEN, ApiModel, Need, natural
+from ..model import NO_TOKEN, ApiModel, Decision, Need, natural
 from .synthesis import Kernel
 
-__all__ = ["NeedError", "needs_key", "parse_needs", "resolve_needs", "split_needs",
-           "unmet_combinations", "workload_scope"]
+__all__ = ["NeedError", "needed_decisions", "needs_key", "parse_needs", "resolve_needs",
+           "split_needs", "unmet_combinations", "workload_scope"]
 
 #: Combinations checked at most (the product of the named values per sub-type).
 _MOST_COMBINATIONS = 4096
@@ -183,3 +184,24 @@ def unmet_combinations(model: ApiModel, kernels: Sequence[Kernel], needs: Sequen
                        for token in choice if not any(c[n] == token for c in carried)]
         unmet += [entry for entry in missing if entry not in unmet]
     return unmet
+
+
+def needed_decisions(decisions: Sequence[Decision], kernels: Sequence[Kernel],
+                     union: Set[str], labels: Mapping[str, List[str]],
+                     follows: Mapping[str, str]) -> None:
+    """A segment the workload names keeps its needed values and drops the others of the
+    full listing; what a dropped one loses is that the workload does not call it."""
+    for decision in decisions:
+        if decision.category != "needed":
+            continue
+        index = labels[decision.kernel_type].index(decision.segment)
+        own = [k for k in kernels if k.kernel_type == decision.kernel_type]
+        present = Counter(k.tokens[index] for k in own)
+        kept = {k.tokens[index] for k in own if k.file in union}
+        order = sorted(present, key=natural)
+        decision.keep = [t for t in order if t in kept]
+        decision.drop = [t for t in order if t not in kept]
+        for token in decision.drop:
+            decision.loss_facts[token] = {"kernels": present[token], "not_needed": True}
+            if decision.kernel_type in follows:
+                decision.loss_facts[token]["follows"] = follows[decision.kernel_type]

@@ -47,7 +47,7 @@ from .gloss import run_reading
 from .links import link_report, partners
 from .loss_calls import note_call_terms
 from .losses import describe_losses, within
-from .needs import unmet_combinations, workload_scope
+from .needs import needed_decisions, unmet_combinations, workload_scope
 from .policy import CHOSEN, POLICY, PROBLEM, Plan, plan_keep_set
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
@@ -274,7 +274,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
                         labels, follows, inputs.varying, never_run)
         note_call_terms(chosen, scope, union, inputs.conditions, labels)
-    _needed_decisions(result.decisions, kernels, union, labels, follows)
+    needed_decisions(result.decisions, kernels, union, labels, follows)
     result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":
@@ -309,27 +309,6 @@ def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str]
 
 def _source_bytes(written: ApiFile) -> int:
     return sum(written.kernel_bytes.values()) + written.api_bytes
-
-
-def _needed_decisions(decisions: Sequence[Decision], kernels: Sequence[Kernel],
-                      union: Set[str], labels: Mapping[str, List[str]],
-                      follows: Mapping[str, str]) -> None:
-    """A segment the workload names keeps its needed values and drops the others of the
-    full listing; what a dropped one loses is that the workload does not call it."""
-    for decision in decisions:
-        if decision.category != "needed":
-            continue
-        index = labels[decision.kernel_type].index(decision.segment)
-        own = [k for k in kernels if k.kernel_type == decision.kernel_type]
-        present = Counter(k.tokens[index] for k in own)
-        kept = {k.tokens[index] for k in own if k.file in union}
-        order = sorted(present, key=natural)
-        decision.keep = [t for t in order if t in kept]
-        decision.drop = [t for t in order if t not in kept]
-        for token in decision.drop:
-            decision.loss_facts[token] = {"kernels": present[token], "not_needed": True}
-            if decision.kernel_type in follows:
-                decision.loss_facts[token]["follows"] = follows[decision.kernel_type]
 
 
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],

@@ -64,8 +64,9 @@ def _tokens(tokens: Sequence[str]) -> Inlines:
 
 def _left_out(reading: Dict[str, Any]) -> Inlines:
     """What the selected names lack: of the segments the pattern writes, the other
-    values ("that leaves out"); of the others, what the names it selects have no or
-    only ("its names have no `_alibi`, `_bias` (bias)")."""
+    values ("that leaves out"); of the others, where the pattern has bracket positions,
+    what the names it selects have no or only of ("through the bracket positions, its
+    names have no `_alibi`, `_bias` (bias)")."""
     excluded: Dict[str, List[str]] = reading.get("excluded") or {}
     kept: Dict[str, List[str]] = reading.get("kept") or {}
     if not excluded:
@@ -82,11 +83,12 @@ def _left_out(reading: Dict[str, Any]) -> Inlines:
             out.append("the %d other values of %s" % (len(gone), label))
         else:
             out += _tokens(gone) + [" (%s)" % label]
-    others = [label for label in excluded if label not in spelled]
+    # what the bracket positions leave out; a pattern of whole tokens says what its
+    # tokens leave out, and what else the selected names lack is the set's table's
+    others = [label for label in excluded if label not in spelled] if brackets else []
     for number, label in enumerate(others):
         if not number:
-            out.append("; through the bracket positions, its names have " if brackets
-                       else "; the names it keeps also have ")
+            out.append("; through the bracket positions, its names have ")
         else:
             out.append("; ")
         gone, have = excluded[label], kept.get(label, [])

@@ -109,10 +109,8 @@ def build_blocks(rec: Recommendation) -> List[Block]:
     """The build cost, measured from what write mode wrote."""
     if rec.build is None:
         return []
-    return [Para(["What the set costs to build, measured from what write mode (-o) wrote: "
-                  "its kernel files (one translation unit each, the API dispatch file one "
-                  "more) and the bytes of every .cpp file, against the full API's:"]),
-            build_table(rec.build)]
+    return [Para(["Build cost, measured from what write mode (-o) wrote (the API dispatch "
+                  "file is one translation unit more):"]), build_table(rec.build)]
 
 
 def run_gloss(api: str, run_filter: str, readings: Sequence[Dict]) -> List[Block]:
@@ -141,8 +139,7 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
     workload, rec = example.workload, example.recommendation
     blocks: List[Block] = [SubHeading(_example_title(workload))]
     need = "; ".join("%s=%s" % (n.segment, ",".join(n.given)) for n in workload.needs)
-    blocks.append(Para(["As ", Code(":need: " + need), " (", Code("--need"),
-                        " on the command line)."]))
+    blocks.append(Para([Code(":need: " + need)]))
     if rec is None:
         blocks.append(Para(["Not available: %s" % example.problem]))
         return blocks
@@ -150,35 +147,37 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
     if not rec.runs:
         return blocks
     verified = rec.verified and (rec.write_verified or not rec.runs)
-    blocks.append(Para(["The set has ", Strong(str(rec.union_count)), " of the %d kernels "
-                        "(%s, in list and write mode%s)%s:" % (
-                            rec.counts.get("total", {}).get("full", 0),
-                            "verified with generate.py" if verified else "NOT verified",
-                            "; it links" if rec.write_verified else "",
-                            _build_clause(rec.build))]))
-    glosses: List[Block] = []
-    for number, run in enumerate(rec.runs, start=1):
-        if len(rec.runs) > 1:
-            blocks.append(Para(["Run %d selects " % number, Strong(str(run.count)),
-                                " kernels:"]))
-            glosses.append(Para(["Run %d:" % number]))
-        blocks.append(CodeBlock(run.command, "bash"))
-        glosses += run_gloss(api, run.filter, run.reading)
-    if rec.driver_command:
-        blocks.append(Para(["Their union, with one dispatch file:"]))
-        blocks.append(CodeBlock(rec.driver_command, "bash"))
-    if glosses:
-        blocks.append(Dropdown(["What %s keeps" % ("the command" if len(rec.runs) == 1
-                                                   else "each command")], glosses))
+    blocks.append(Para([Strong(str(rec.union_count)), " of %d kernels (%s%s)%s:" % (
+        rec.counts.get("total", {}).get("full", 0),
+        "verified with generate.py" if verified else "NOT verified",
+        ", it links" if rec.write_verified else "", _build_clause(rec.build))]))
+    if len(rec.runs) == 1:
+        blocks.append(CodeBlock(rec.runs[0].command, "bash"))
+        details = run_gloss(api, rec.runs[0].filter, rec.runs[0].reading)
+    else:
+        # one command writes the set with one dispatch file; its runs, one by one, are
+        # what generate.py itself takes
+        if rec.driver_command:
+            blocks.append(Para(["One run for their union (%d generate.py runs), with one "
+                                "dispatch file:" % len(rec.runs)]))
+            blocks.append(CodeBlock(rec.driver_command, "bash"))
+        details = []
+        for number, run in enumerate(rec.runs, start=1):
+            details += [Para(["Run %d selects " % number, Strong(str(run.count)),
+                              " kernels:"]), CodeBlock(run.command, "bash")]
+            details += run_gloss(api, run.filter, run.reading)
+    if details:
+        blocks.append(Dropdown(["What the command keeps" if len(rec.runs) == 1 else
+                                "The %d generate.py runs and what each keeps" % len(rec.runs)],
+                               details))
     return blocks
 
 
 def _build_clause(build: Optional[BuildCost]) -> str:
     if build is None:
         return ""
-    return "; %d kernel files, %s of generated source (the full API: %d, %s)" % (
-        build.kernel_files, _bytes(build.source_bytes), build.full_kernel_files,
-        _bytes(build.full_source_bytes))
+    return "; %s of generated source (the full API: %s)" % (
+        _bytes(build.source_bytes), _bytes(build.full_source_bytes))
 
 
 def examples_section(data: GuideData) -> List[Block]:
@@ -187,9 +186,9 @@ def examples_section(data: GuideData) -> List[Block]:
                       "problem segments with several values, or a receipt whose every "
                       "condition tests one segment)."])]
     blocks: List[Block] = [Para([
-        "Workloads chosen from this tree's own listing and receipts, each cut with ",
-        Code(":need:"), " (the policy deciding every segment not named), its commands "
-        "run with generate.py:"])]
+        "Workloads chosen from this tree's own listing and receipts, each as ",
+        Code(":need:"), " (", Code("--need"), " on the command line; the policy decides "
+        "every segment not named), its commands run with generate.py:"])]
     for example in data.examples:
         blocks += _example_blocks(data.api, example)
     return blocks
