@@ -672,7 +672,6 @@ class Session:
     def _recommend_inputs(self, api: str, options: Options, needs: Sequence[Need] = (),
                           brief: bool = False):
         """The data a recommendation is computed from, and the runner it uses."""
-        from .verify.links import partners
         from .verify.recommend import RecommendInputs
         from .verify.tile_table import tile_names
 
@@ -695,9 +694,6 @@ class Session:
         # read while the recommendation's filtered runs run (both take seconds)
         inputs.read_conditions = lambda: self.dispatch_conditions(api, options)
         inputs.read_varying = lambda: self.dispatch_varying(api, options)
-        full = inputs.full_api
-        inputs.read_partners = lambda: cast(List[List[str]], self._once(
-            ("partners", api, options), lambda: partners(full.text, full.kernel_traits)))
         inputs.read_coupling = lambda make: self._once(("coupling", api, options), make)
         return inputs, _RecommendRunner(self, api, options)
 

@@ -111,13 +111,11 @@ class RecommendInputs:
     tile_names: Dict[str, str] = field(default_factory=dict)
     #: the workload (:func:`~.needs.resolve_needs`); empty: the default minimal set
     needs: List[Need] = field(default_factory=list)
-    #: the groups of kernel files each dispatch call of the full API launches together
-    #: (:func:`~.links.partners`, kept by the caller: every set of the API reads them)
-    read_partners: Optional[Callable[[], List[List[str]]]] = None
     #: the set, its commands and counts only: no losses and no tile tables (an example
     #: workload shows neither)
     brief: bool = False
-    #: keeps the coupling (called with the function that reads it), if the caller does
+    #: keeps the coupling (called with the function that reads it from the full API's
+    #: dispatch file), if the caller does: every set of the API reads the same
     read_coupling: Optional[Callable[[Callable[[], Optional[Coupling]]], object]] = None
 
 
@@ -135,9 +133,8 @@ def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[C
 
 def _read_coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
     if inputs.full_api is not None:
-        groups = inputs.read_partners() if inputs.read_partners is not None else \
-            partners(inputs.full_api.text, inputs.full_api.kernel_traits)
-        found = coupling_of(groups, type_of, "dispatch")
+        found = coupling_of(partners(inputs.full_api.text, inputs.full_api.kernel_traits),
+                            type_of, "dispatch")
         if found is not None:
             return found
     if inputs.traits:
