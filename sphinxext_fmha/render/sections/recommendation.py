@@ -182,8 +182,8 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
     if not items:
         return [Para(["Nothing: the %s keeps every token." % (
             "set" if rec.needs else "minimal set")])]
-    lead = Para(["Per dropped variant (read from the dispatch conditions), the calls that "
-                 "lose their kernel:"])
+    lead = Para(["Per dropped variant, read from the dispatch conditions: the calls its "
+                 "kernels served, and what those calls find now:"])
     blocks = [lead] + fold(["What you lose (%d variants)" % len(items)], [BulletList(items)],
                            len(items), FOLD_ITEMS)
     if details:
