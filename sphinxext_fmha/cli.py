@@ -41,7 +41,11 @@ EXIT_INTERRUPTED = 130
 
 #: Error kinds that are the user's input to fix (exit 2); every other kind is a failed run.
 _INPUT_KINDS = {WarningType.CONFIG, WarningType.CK_ROOT, WarningType.CACHE, WarningType.API,
-                WarningType.OPTION, WarningType.FILTER}
+                WarningType.OPTION, WarningType.FILTER, WarningType.NEED}
+#: What ``--need`` takes (repeatable).
+_NEED_HELP = ("a workload: SEGMENT=V1,V2 (the field reference's segment; tokens with or "
+              "without their leading _, or a field's value such as 128 for _d128); "
+              "repeat it for several segments")
 
 
 def _seconds(text: str) -> float:
@@ -92,10 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     _common(recommend)
     recommend.add_argument("--api", required=True)
     recommend.add_argument("--format", choices=["json", "markdown"], default="markdown")
+    recommend.add_argument("--need", action="append", default=[], metavar="SEGMENT=VALUES",
+                           help=_NEED_HELP)
 
     guide = sub.add_parser("guide", help="write the kernel selection guide as Markdown")
     _common(guide)
     guide.add_argument("api")
+    guide.add_argument("--need", action="append", default=[], metavar="SEGMENT=VALUES",
+                       help=_NEED_HELP)
     guide.add_argument("-o", "--output", help="file to write (default: standard output)")
 
     prepare = sub.add_parser("prepare", help="compute the guides of APIs into the cache "
@@ -311,8 +319,14 @@ def _run(args) -> int:
             _say("error: %s -f %r selects no kernel" % (args.api, args.filter))
         return 0 if check.verified and check.write_verified and check.count else EXIT_FAILED
     if args.command == "recommend":
-        recommendation = session.recommend(args.api, options)
+        from .render.sections.gloss import gloss_text
+
+        needs = session.needs(args.api, args.need, options) if args.need else []
+        recommendation = session.recommend(args.api, options, needs)
+        _warn_unmet(recommendation)
         if args.format == "json":
+            for run in recommendation.runs:
+                run.gloss = gloss_text(run.reading)
             print(to_json(recommendation))
         else:
             from .render.markdown import render_recommendation_markdown
@@ -325,8 +339,11 @@ def _run(args) -> int:
 
         if args.output:
             _output_path(args.output, folder=False, flag="-o")  # fail before the long run
-        data = collect_guide(session, args.api, options)
+        needs = session.needs(args.api, args.need, options) if args.need else []
+        data = collect_guide(session, args.api, options, needs=needs)
         text = guide_markdown(data)
+        if data.recommendation is not None:
+            _warn_unmet(data.recommendation)
         _warn_suspicious(data.model)
         for problem in (data.recommendation_problem, data.dispatch_problem, data.filter_problem):
             if problem is not None:
@@ -414,6 +431,14 @@ def _diff(session, args, options: Options) -> int:
     else:
         sys.stdout.write(comparison_markdown(comparison))
     return 0 if comparison.migrated.verified else EXIT_FAILED
+
+
+def _warn_unmet(recommendation) -> None:
+    """Say plainly, on stderr, the needed values no kernel has together."""
+    from .render.sections.workload import unmet_text
+
+    if recommendation.needs_unmet:
+        _say("warning: " + unmet_text(recommendation))
 
 
 def _warn_suspicious(model) -> None:

@@ -34,6 +34,7 @@ class WarningType(str, enum.Enum):
     EXPECTATION = "expectation"
     MODEL = "model"
     RECOMMEND = "recommend"
+    NEED = "need"
     GAP = "gap"
     ANALYSIS = "analysis"
 
@@ -72,6 +73,9 @@ _WHEN = {
     WarningType.EXPECTATION: "an `expect-*` option of `fmha-filter-check` is not met",
     WarningType.MODEL: "the model's prediction of a filter differs from `generate.py`",
     WarningType.RECOMMEND: "the recommended minimal set cannot be made",
+    WarningType.NEED: "a `:need:` names a segment or value the API does not have (an error "
+                      "that lists the valid ones), or values no kernel of the tree has "
+                      "together",
     WarningType.GAP: "the analysis could not determine a fact a section shown needs (listed in "
                      "the guide; readings that generate.py's run or the listing answers are "
                      "self-checks, not warnings)",

@@ -16,6 +16,7 @@ from .errors import WarningType
 from .guide_data import (
     DISPATCH_SECTIONS,
     RECOMMENDATION_SECTIONS,
+    ExampleSet,
     GuideData,
     PlaygroundInputs,
     Problem,
@@ -23,21 +24,25 @@ from .guide_data import (
     parse_sections,
     problem_of,
 )
-from .model import ApiModel, FilterCheck
+from .model import ApiModel, FilterCheck, Need
 from .options import Options
 from .session import AheadStep, Session
 from .verify.tile_table import tile_names, tile_tables
 
-__all__ = ["DirectiveUse", "check_filter", "collect_guide", "collect_playground",
-           "steps_ahead", "suspicious_problems"]
+__all__ = ["DirectiveUse", "check_filter", "collect_examples", "collect_guide",
+           "collect_playground", "steps_ahead", "suspicious_problems"]
 
 
 def collect_guide(session: Session, api: str, options: Options = Options(),
-                  sections: Optional[Sequence[str]] = None) -> GuideData:
-    """What the guide of ``api`` shows in ``sections`` (names or numbers; None: all).
+                  sections: Optional[Sequence[str]] = None,
+                  needs: Sequence[Need] = ()) -> GuideData:
+    """What the guide of ``api`` shows in ``sections`` (names or numbers; None: all);
+    ``needs``: the workload its set is for (:meth:`Session.needs`), none: the default
+    minimal set.
 
     The one place that decides what a guide needs: the recommendation for sections
-    5-8, the API dispatch file for the field reference, rules and dispatch sections.
+    5-8, the API dispatch file for the field reference, rules and dispatch sections,
+    the example workloads' sets for section 13.
     Failures of the model raise; a recommendation or dispatch reading that cannot be
     made is recorded as ``recommendation_problem`` / ``dispatch_problem``.
     """
@@ -52,7 +57,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
     if recommend:
         # First: it reads the dispatch file while its filtered runs run.
         try:
-            data.recommendation = session.recommend(api, options)
+            data.recommendation = session.recommend(api, options, needs)
         except (ImportError, NotImplementedError) as exc:
             data.recommendation_problem = Problem(
                 WarningType.RECOMMEND, "the recommended minimal set is not available in this version "
@@ -79,6 +84,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
             data.dispatch_problem = _dispatch_problem(exc)
+    if "examples" in names:
+        data.examples = collect_examples(session, api, options)
     if "fields" in names:
         data.pattern_traps = session.pattern_traps(api, options)
     if "filter" in names:
@@ -98,6 +105,28 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
                 model, session.parsed_listing(api, options, listing.files),
                 names=tile_names(model, session.observation(api, options)["records"]))
     return data
+
+
+def collect_examples(session: Session, api: str, options: Options = Options()
+                     ) -> List[ExampleSet]:
+    """The example workloads of ``api`` with their sets (a set that cannot be made
+    says why)."""
+    workloads = session.examples(api, options)
+    try:
+        # their runs in one batch; the sets without losses (the section shows none)
+        return [ExampleSet(w, s) for w, s in zip(workloads, session.recommend_all(
+            api, options, [w.needs for w in workloads]))]
+    except Exception:  # noqa: BLE001 - one by one below, each failure said in the page
+        pass
+    examples = []
+    for workload in workloads:
+        example = ExampleSet(workload)
+        try:
+            example.recommendation = session.recommend(api, options, workload.needs, True)
+        except Exception as exc:  # noqa: BLE001 - reported in the page, never a traceback
+            example.problem = problem_of(exc).message
+        examples.append(example)
+    return examples
 
 
 def _dispatch_problem(exc: Exception) -> Problem:
@@ -168,13 +197,15 @@ def _stored_kinds(names: Sequence[str]) -> List[str]:
 @dataclass(frozen=True)
 class DirectiveUse:
     """A directive found in a page before the page is read (``sections``: the guide's
-    ``:sections:`` value, None for all; ``filter``: the filter check's)."""
+    ``:sections:`` value, None for all; ``filter``: the filter check's; ``needs``: a
+    guide's ``:need:``)."""
 
     directive: str
     api: str = ""
     options: Options = Options()
     sections: Optional[str] = None
     filter: str = ""
+    needs: str = ""
 
 
 def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
@@ -244,7 +275,8 @@ def _guides(uses: Sequence[DirectiveUse]) -> Dict[Tuple[str, Options], List[str]
     """(api, options) of the guides, in reading order -> the sections their pages show."""
     guides: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
-        if use.directive != "fmha-kernel-guide":
+        # (a guide for a workload: its page computes it; a worker prepares the default)
+        if use.directive != "fmha-kernel-guide" or use.needs:
             continue
         try:
             names = parse_sections(use.sections)

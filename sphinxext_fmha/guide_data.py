@@ -24,12 +24,15 @@ from .model import (
     TileTable,
     TokenCounts,
     TokenDispatch,
+    Workload,
 )
 from .options import OptionError, Options
 
 __all__ = [
     "DISPATCH_SECTIONS",
     "RECOMMENDATION_SECTIONS",
+    "DEFAULT_ORDER",
+    "ExampleSet",
     "SECTIONS",
     "SECTION_TITLES",
     "GuideData",
@@ -55,8 +58,13 @@ SECTIONS: Tuple[Tuple[str, str], ...] = (
     ("rules", "Skip conditions and receipts"),
     ("dispatch", "Dispatch"),
     ("gaps", "Gaps and checks"),
+    ("examples", "Example workloads"),
 )
 SECTION_TITLES = dict(SECTIONS)
+#: The order of every section when none is chosen (``:sections:`` all): the example
+#: workloads after the counts (their number, 13, keeps the others' numbers).
+DEFAULT_ORDER = ("types", "filename", "filter", "fields", "minimal", "losses", "commands",
+                 "counts", "examples", "tiles", "rules", "dispatch", "gaps")
 #: Sections that show the recommendation (``counts`` shows it when there is one).
 RECOMMENDATION_SECTIONS = ("minimal", "losses", "commands")
 #: Sections that show what the API dispatch file and the mask modes say (fields:
@@ -71,6 +79,7 @@ _ALIASES = {
     "runs": "commands", "command": "commands", "count": "counts",
     "tile": "tiles", "skips": "rules", "receipts": "rules", "skip": "rules",
     "gap": "gaps", "checks": "gaps",
+    "example": "examples", "workloads": "examples",
 }
 
 
@@ -119,7 +128,7 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
     """Section names from ``"1,2,fields,5-8"`` (numbers, ranges, names or aliases);
     None: all."""
     if spec is None:
-        return [name for name, _ in SECTIONS]
+        return list(DEFAULT_ORDER)
     items = spec if not isinstance(spec, str) else re.split(r"[,\s]+", spec)
     names: List[str] = []
     for raw in items:
@@ -127,7 +136,7 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
         if not item:
             continue
         if item == "all":
-            names.extend(n for n, _ in SECTIONS if n not in names)
+            names.extend(n for n in DEFAULT_ORDER if n not in names)
             continue
         span = re.fullmatch(r"(\d+)-(\d+)", item)
         if item.isdigit() or span:
@@ -178,6 +187,15 @@ def source_rel(model: ApiModel) -> str:
 
 
 @dataclass
+class ExampleSet:
+    """An example workload and its set (or why it could not be made)."""
+
+    workload: Workload
+    recommendation: Optional[Recommendation] = None
+    problem: str = ""
+
+
+@dataclass
 class GuideData:
     """Everything a guide renders (model, measured counts, recommendation)."""
 
@@ -208,6 +226,8 @@ class GuideData:
     #: partners, ``--targets``), and why it could not be measured, if so
     filter_facts: Optional[FilterFacts] = None
     filter_problem: Optional[Problem] = None
+    #: the example workloads (section ``examples``), each with its set
+    examples: List[ExampleSet] = field(default_factory=list)
 
 
 @dataclass

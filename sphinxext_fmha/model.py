@@ -54,6 +54,9 @@ __all__ = [
     "FilterFacts",
     "Decision",
     "FilterRun",
+    "Need",
+    "Workload",
+    "BuildCost",
     "Recommendation",
     "to_dict",
     "from_dict",
@@ -449,6 +452,10 @@ class Receipt:
     #: meets, so the rule drops none of them: each term as [condition, the field it
     #: tests, the values the listed kernels have there]; else empty (read there too).
     met: List[List[str]] = field(default_factory=list)
+    #: When every condition is a plain term on a kernel field (``dtype in ['fp16',
+    #: 'bf16']``): each as [condition, the field it tests, the values it keeps...]; else
+    #: empty (read there too).
+    terms: List[List[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -757,6 +764,17 @@ class Decision:
     #: The sub-type this one follows (kept exactly with the kernels of that sub-type the
     #: dispatcher launches it with), or ``""``.
     follows: str = ""
+    #: ``{token: facts}`` beside :attr:`losses`, what its first sentence is made from:
+    #: ``kernels`` (not generated, said under this token), ``no_kernel``, ``served``,
+    #: ``partly``, ``unsettled``, ``unread``, ``never`` (how many of them: their inputs
+    #: find no kernel; a kept variant takes them; takes some of them; may take them;
+    #: their conditions were not read; the API never launches them), ``calls`` (the
+    #: dispatch terms every one of them is reached under and no kept kernel of the
+    #: sub-type is: what a call that loses them asks for), ``served_by`` (the kept
+    #: tokens that take their inputs), ``follows`` (a follower's main sub-type),
+    #: ``elsewhere`` (the dropped values they are said under instead), ``not_needed``
+    #: (a value the workload does not name).
+    loss_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -775,6 +793,69 @@ class FilterRun:
     written: bool = False
     #: Sub-types the filter addresses and selects nothing of.
     misses: List[FilterMiss] = field(default_factory=list)
+    #: What the pattern keeps and excludes, in words (filled where the guide is rendered:
+    #: the CLI's JSON and the pages; empty in the cache).
+    gloss: str = ""
+    #: What the gloss is made from: per ``@`` part and sub-type it filters, ``{"part":
+    #: its position, "kernel_type", "pattern": the part's pattern, "stretches": [{"text":
+    #: the text between two ``*``, "segments": the labels of the segments whose whole
+    #: token it is in every selected name, "brackets": its ``[...]`` and ``?`` pieces,
+    #: "place": start, middle or end}], "whole": no ``*`` at all, "selected", "of": its
+    #: kernels the part selects, of all, "kept" / "excluded": {segment: [tokens some /
+    #: no selected kernel carries]} for the segments it leaves tokens out of (tiles only
+    #: where the pattern writes them)}``, read by matching the pattern against the
+    #: listed names and cutting them with the model's segments.
+    reading: List[Dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Need:
+    """One segment of a workload (``:need: dtype=fp16,bf16``), as understood: the
+    workload's calls use exactly these values of it."""
+
+    #: The segment, as the field reference labels it (``dtype``).
+    segment: str
+    #: The tokens the values name, in the segment's order (``_bf16``, ``_fp16``).
+    tokens: List[str] = field(default_factory=list)
+    #: The values as given (``fp16``, ``bf16``).
+    given: List[str] = field(default_factory=list)
+    #: The sub-types that have the segment (class names).
+    kernel_types: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Workload:
+    """An example workload a guide works out, derived from the tree (never written per
+    CK version; ``sphinxext_fmha/verify/examples.py`` says how)."""
+
+    #: How it was chosen: ``common`` (the most common pair of values of the two problem
+    #: segments with the most values), ``pairs`` (their two most common values each),
+    #: ``receipt`` (the values a ``-r`` receipt's rule keeps, where each of its
+    #: conditions tests one field a segment writes).
+    kind: str
+    needs: List[Need] = field(default_factory=list)
+    #: The sub-type whose kernels the values were counted in.
+    kernel_type: str = ""
+    #: Of its listed kernels, how many carry the values (kind ``common``/``pairs``).
+    kernels: int = 0
+    #: Kind ``receipt``: the receipt value and its label.
+    receipt: str = ""
+    label: str = ""
+
+
+@dataclass
+class BuildCost:
+    """What compiling a set costs, in the numbers integrators compare, measured from
+    what write mode (``generate.py -o``) wrote."""
+
+    #: Kernel ``.cpp`` files the set's write-mode run wrote (one translation unit each;
+    #: the API dispatch file is one more).
+    kernel_files: int = 0
+    #: Bytes of every ``.cpp`` file it wrote (the kernel files and the dispatch file).
+    source_bytes: int = 0
+    #: The same for the full API (no ``-f``).
+    full_kernel_files: int = 0
+    full_source_bytes: int = 0
 
 
 @dataclass
@@ -782,6 +863,19 @@ class Recommendation:
     """The minimal kernel set of one API: decisions, commands, counts, link check."""
 
     api: str
+    #: The workload the set is for (``recommend --need``, ``:need:``); empty: the
+    #: default minimal set, every value of the problem kept.
+    needs: List[Need] = field(default_factory=list)
+    #: Combinations of needed values (``{segment: token}``) no kernel of a sub-type that
+    #: decides for itself has: the workload's calls with them find no kernel in any set.
+    needs_unmet: List[Dict[str, str]] = field(default_factory=list)
+    #: Kernels of the full listing the workload's values allow (the kernels whose named
+    #: segments carry a needed value, and the partners their dispatch launches): the
+    #: universe the policy chose from; 0 without needs.
+    workload_count: int = 0
+    #: Kernel files and generated source bytes of the set and of the full API, from
+    #: their write-mode output; null when either was not written.
+    build: Optional[BuildCost] = None
     decisions: List[Decision] = field(default_factory=list)
     #: Every command the guide shows (never truncated).
     runs: List[FilterRun] = field(default_factory=list)

@@ -14,7 +14,7 @@ import threading
 from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 from .analysis.analyze import AnalysisError, Options, Tree, build_model, module_rel_of
 from .analysis.source import analyze_source
@@ -26,10 +26,12 @@ from .model import (
     ConditionGroup,
     FilterCheck,
     FilterFacts,
+    Need,
     PatternTrap,
     Recommendation,
     TokenCounts,
     TokenDispatch,
+    Workload,
     from_dict,
     to_dict,
 )
@@ -421,7 +423,9 @@ class Session:
         if dispatch and not dispatch.get("error"):
             self.runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
                                        dispatch["kernel_traits"],
-                                       float(dispatch.get("seconds", 0.0)), inputs=inputs)
+                                       float(dispatch.get("seconds", 0.0)),
+                                       kernel_bytes=dispatch.get("kernel_bytes"),
+                                       api_bytes=int(dispatch.get("api_bytes") or 0), inputs=inputs)
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         """Kernel files generated together (one fnmatch decision each), as observed;
@@ -460,15 +464,18 @@ class Session:
         return self._once(("trait-groups", api, options), compute)
 
     def prefetch_checks(self, api: str, filters: List[str], options: Options = Options(),
-                        parallel: int = WORKERS, driver: Optional[DriverRun] = None) -> None:
-        """Run the ``-f`` runs that checking ``filters`` needs (and the ``driver`` run,
+                        parallel: int = WORKERS, driver: Optional[DriverRun] = None,
+                        drivers: Sequence[DriverRun] = ()) -> None:
+        """Run the ``-f`` runs that checking ``filters`` needs (and the ``driver`` runs,
         if given) in up to ``parallel`` batches (one interpreter each, see
         process/batch.py), ahead of :meth:`check`."""
         from .process.batch import missing, prefetch
 
         requests = [self.tree.request(api, options, filter=f) for f in filters]
-        if not missing(self.runner, requests) and (driver is None or all(
-                self.runner.has_driver_result(kind, driver) for kind in ("list", "api"))):
+        runs = [*([driver] if driver is not None else []), *drivers]
+        if not missing(self.runner, requests) and all(
+                self.runner.has_driver_result(kind, run) for run in runs
+                for kind in ("list", "api")):
             return  # all cached: not even the probe's observation is needed
         observed = self.observation(api, options)
         dispatch = observed.get("dispatch") or {}
@@ -478,7 +485,7 @@ class Session:
         # The probe's unfiltered listing: what one job costs at most (batch.interpreters).
         listed = (observed.get("seconds") or {}).get("observe")
         prefetch(self.runner, requests, dispatch=True, known_keys=known, parallel=parallel,
-                 driver=driver, job_seconds=float(listed) if listed is not None else None)
+                 job_seconds=float(listed) if listed is not None else None, drivers=runs)
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         from .verify.parsed_listing import ParsedListing
@@ -511,7 +518,8 @@ class Session:
         (sub-kernel choices and terms that differ between its branches left out)."""
         from .cppapi.reading import readable_terms
 
-        return readable_terms(self.dispatch_reading(api, options))
+        return self._once(("dispatch-conditions", api, options),
+                          lambda: readable_terms(self.dispatch_reading(api, options)))
 
     def head_dims(self, api: str, options: Options = Options()):
         """The (hdim_q, hdim_v) buckets each head-dim token serves
@@ -716,14 +724,82 @@ class Session:
         inputs, runner = self._recommend_inputs(api, options)
         return select_exactly(inputs, runner, wanted)
 
-    def recommend(self, api: str, options: Options = Options()) -> Recommendation:
-        from .verify.recommend import recommend
+    def recommend(self, api: str, options: Options = Options(), needs: Sequence[Need] = (),
+                  brief: bool = False, prepared: object = None) -> Recommendation:
+        """The minimal set of ``api``; with ``needs`` (:meth:`needs`), the set for that
+        workload; ``brief``: without losses and tile tables (``prepared``: its filters
+        made already, see :meth:`recommend_all`)."""
+        from .verify.recommend import finish, prepare
 
-        return self._once(("recommend", api, options), lambda: self._stored(
-            "recommend", Recommendation, lambda: recommend(*self._recommend_inputs(api, options)),
-            api, dataclasses.asdict(options)))
+        def compute() -> Recommendation:
+            inputs, runner = self._recommend_inputs(api, options, needs, brief)
+            return finish(inputs, cast(Any, prepared) or prepare(inputs), runner)
 
-    def _recommend_inputs(self, api: str, options: Options):
+        key, parts = self._recommend_key(api, options, needs, brief)
+        return self._once(key, lambda: self._stored(
+            "recommend", Recommendation, compute, *parts, dataclasses.asdict(options)))
+
+    def _recommend_key(self, api: str, options: Options, needs: Sequence[Need], brief: bool
+                       ) -> Tuple[Tuple, Tuple]:
+        """(the memo's key, the parts of the key on disk) of a recommendation: the
+        default set keeps its key; a workload's set is kept under its needs too."""
+        from .verify.needs import needs_key
+
+        key = needs_key(needs)
+        parts: Tuple = (api,)
+        if key:
+            parts += ([list(item) for item in key],)
+        if brief:
+            parts += ("brief",)
+        return ("recommend", api, options, key, brief), parts
+
+    def recommend_all(self, api: str, options: Options, workloads: Sequence[Sequence[Need]],
+                      brief: bool = True) -> List[Recommendation]:
+        """The sets of several workloads of ``api``: the filters of each one not made yet
+        first, then all their runs (and drivers) in one batch, then each set."""
+        from .verify.recommend import prepare
+
+        prepared: Dict[int, object] = {}
+        filters: List[str] = []
+        drivers: List[DriverRun] = []
+        separator = self.model(api, options).filter.api_split or ""
+        for number, needs in enumerate(workloads):
+            key, parts = self._recommend_key(api, options, needs, brief)
+            if self._memo_value(key) is not None or \
+                    self._is_stored("recommend", *parts, dataclasses.asdict(options)):
+                continue
+            made = prepare(self._recommend_inputs(api, options, needs, brief)[0])
+            prepared[number] = made
+            filters += made.filters
+            if len(made.filters) > 1:
+                drivers.append(DriverRun(self.tree.request(api, options), separator,
+                                         tuple(made.filters)))
+        if filters:
+            self.prefetch_checks(api, list(dict.fromkeys(filters)), options, drivers=drivers)
+        return [self.recommend(api, options, needs, brief, prepared.get(number))
+                for number, needs in enumerate(workloads)]
+
+    def needs(self, api: str, items: Sequence[str], options: Options = Options()) -> List[Need]:
+        """``items`` (``dtype=fp16,bf16``, ...) as the model of ``api`` understands them;
+        raises :class:`~sphinxext_fmha.verify.needs.NeedError` for an unknown segment or
+        value, naming the valid ones."""
+        from .verify.needs import parse_needs, resolve_needs
+
+        return resolve_needs(self.model(api, options), parse_needs(items))
+
+    def examples(self, api: str, options: Options = Options()) -> List[Workload]:
+        """Example workloads derived from the tree (:mod:`~.verify.examples`)."""
+        from .verify.examples import example_workloads
+
+        def compute() -> List[Workload]:
+            listing = self.runner.list_kernels(self.tree.request(api, options))
+            return example_workloads(self.model(api, options),
+                                     self.parsed_listing(api, options, listing.files))
+
+        return self._once(("examples", api, options), compute)
+
+    def _recommend_inputs(self, api: str, options: Options, needs: Sequence[Need] = (),
+                          brief: bool = False):
         """The data a recommendation is computed from, and the runner it uses."""
         from .verify.recommend import RecommendInputs
         from .verify.tile_table import tile_names
@@ -733,8 +809,12 @@ class Session:
         inputs = RecommendInputs(model=model, options=options,
                                  baseline=self.parsed_listing(api, options, listing.files),
                                  traits=self.traits(api, options) if model.filter.drops == "trait" else [],
-                                 followers=self.followers(api, options))
-        inputs.tile_names = tile_names(model, self.observation(api, options)["records"])
+                                 followers=self.followers(api, options),
+                                 needs=list(needs), brief=brief)
+        if not brief:  # (every set of the API reads the same names: read once)
+            inputs.tile_names = cast(Dict[str, str], self._once(
+                ("tile-names", api, options),
+                lambda: tile_names(model, self.observation(api, options)["records"])))
         try:
             inputs.full_api = self.runner.generate_api_file(self.tree.request(api, options))
         except GenerateError as error:
@@ -743,6 +823,7 @@ class Session:
             return inputs, _RecommendRunner(self, api, options)
         # read while the recommendation's filtered runs run (both take seconds)
         inputs.read_conditions = lambda: self.dispatch_conditions(api, options)
+        inputs.read_coupling = lambda make: self._once(("coupling", api, options), make)
         return inputs, _RecommendRunner(self, api, options)
 
 

@@ -44,6 +44,17 @@ def written_run(root: Path, api: str, *args: str) -> Optional[Tuple[str, str, Di
         return written_folder(Path(tmp)) if ran.returncode == 0 else None
 
 
+def written_bytes(root: Path, api: str, out: Path, *args: str) -> Dict[str, int]:
+    """{file: bytes} of every ``.cpp`` file a separate ``generate.py -a API ARGS -o OUT``
+    writes (the dispatch file included)."""
+    out.mkdir(parents=True)
+    ran = run_child([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", str(out)],
+                    cwd=fmha_dir(root), timeout=1200,
+                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return {p.name: p.stat().st_size for p in out.rglob("*.cpp")}
+
+
 def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:
     """Kernel file names (the API dispatch file left out) that generate.py lists."""
     out = tmp / "independent.txt"

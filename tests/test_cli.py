@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from sphinxext_fmha.cli import main
 
-from independent import independent_listing
+from independent import independent_listing, written_bytes
 
 
 def listing(root: Path, api: str, tmp: Path, *args: str):
@@ -91,6 +92,51 @@ def test_recommend_json_is_verified_on_a_letter_encoded_tree(synthetic_tree, tmp
     assert code == 0 and rec["verified"]
     # one run is its own union: its own write-mode run links, no driver command beside it
     assert len(rec["runs"]) == 1 and rec["write_verified"] and not rec["driver_command"]
+
+
+def test_recommend_for_a_workload_is_the_json_contract(synthetic_tree, tmp_path, capsys):
+    """``recommend --need`` (issue 43, item 7): the existing fields plus ``needs``,
+    ``runs[].gloss`` and ``build``, each checked here against generate.py's own runs
+    (the names read with a regex written here, the files written counted and weighed)."""
+    root = synthetic_tree("base")
+    code, out, err = run(capsys, "recommend", "--ck-root", str(root), "--cache-dir",
+                         str(tmp_path), "--api", "toy", "--need", "dtype=fp16",
+                         "--need", "hdim=_d64,128", "--format", "json")
+    assert code == 0, err
+    rec = json.loads(out)
+    assert [(n["segment"], n["tokens"], n["given"]) for n in rec["needs"]] == [
+        ("dtype", ["_fp16"], ["fp16"]), ("hdim", ["_d64", "_d128"], ["_d64", "128"])]
+    assert rec["needs_unmet"] == [] and rec["verified"] and rec["write_verified"]
+    selected = set()
+    for number, r in enumerate(rec["runs"]):
+        (tmp_path / str(number)).mkdir()
+        mine = listing(root, "toy", tmp_path / str(number), "-f", r["filter"])
+        selected |= mine
+        assert r["gloss"] and "`_bf16` (dtype)" in r["gloss"], r["gloss"]
+    assert {re.search(r"_(bf16|fp16)_", n).group(1) for n in selected} == {"fp16"}
+    assert {re.search(r"_d(\d+)_", n).group(1) for n in selected} == {"64", "128"}
+    assert rec["union_count"] == len(selected) < rec["counts"]["total"]["workload"]
+    assert set(rec["build"]) == {"kernel_files", "source_bytes", "full_kernel_files",
+                                 "full_source_bytes"}
+    full = written_bytes(root, "toy", tmp_path / "full")
+    assert rec["build"]["full_kernel_files"] == len(full) - 1  # (the dispatch file)
+    assert rec["build"]["full_source_bytes"] == sum(full.values())
+    if len(rec["runs"]) == 1:
+        mine = written_bytes(root, "toy", tmp_path / "set", "-f", rec["runs"][0]["filter"])
+        assert rec["build"]["kernel_files"] == len(mine) - 1 == len(selected)
+        assert rec["build"]["source_bytes"] == sum(mine.values())
+
+
+def test_an_unknown_need_is_a_usage_error_naming_the_valid_values(synthetic_tree, tmp_path,
+                                                                  capsys):
+    root = synthetic_tree("base")
+    code, out, err = run(capsys, "recommend", "--ck-root", str(root), "--cache-dir",
+                         str(tmp_path), "--api", "toy", "--need", "dtype=fp32")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert "no value of segment dtype is 'fp32' (its values: _bf16, _fp16)" in err
+    code, _, err = run(capsys, "guide", "toy", "--ck-root", str(root), "--cache-dir",
+                       str(tmp_path), "--need", "dtypes=fp16")
+    assert code == 2 and "no segment 'dtypes'" in err and "hdim, dtype, mode" in err
 
 
 def test_errors_are_one_line_for_humans(tmp_path, capsys):

@@ -24,6 +24,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 from typing import Dict, Optional, Set, Tuple
 
@@ -149,6 +150,10 @@ TWINS = {
         ".. fmha-filename:: bwd\n   :legend:\n",
         "```{fmha-filename} bwd\n:legend:\n```\n",
     ),
+    "kernel_set": (
+        ".. fmha-kernel-set:: fwd_appendkv\n   :need: hdim=128; dtype=_fp16\n",
+        "```{fmha-kernel-set} fwd_appendkv\n:need: hdim=128; dtype=_fp16\n```\n",
+    ),
 }
 
 
@@ -156,7 +161,7 @@ TWINS = {
 # (tests/independent.py) and the corpus table, names and tokens counted with regexes.
 
 GUIDE_SECTIONS = ["types", "filename", "filter", "fields", "minimal", "losses", "commands",
-                  "counts", "tiles", "rules", "dispatch", "gaps"]
+                  "counts", "examples", "tiles", "rules", "dispatch", "gaps"]
 
 
 def _listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:
@@ -173,11 +178,11 @@ def _guide_facts(section, root, tmp):
     assert column(tables(section, "fmha-types")[0], "Kernels") == [str(len(full))]
     (diagram,) = diagrams(section)
     assert _name_and_ruler(diagram)[0] in full  # a real file name
-    # the recommended commands select what the counts table says
-    commands = [line for block in section.findall(nodes.literal_block)
-                for line in re.sub(r" \\\n\s*", " ", block.astext()).splitlines()
-                if line.startswith("python generate.py")]  # wrapped commands joined
-    commands = [c for c in commands if " -f " in c]
+    # the recommended commands select what the counts table says (the example
+    # workloads' commands are in a section of their own)
+    (shown,) = [s for s in section.findall(nodes.section)
+                if s["ids"][0] == "fmha-fwd-appendkv-commands"]
+    commands = _commands(shown)
     assert commands
     union: Set[str] = set()
     for command in commands:
@@ -185,6 +190,46 @@ def _guide_facts(section, root, tmp):
     counts = tables(section, "fmha-counts")[0]
     assert column(counts, "Full")[0] == str(len(full))
     assert column(counts, "Minimal")[0] == str(len(union))
+
+
+def _commands(node) -> list:
+    """The generate.py commands with ``-f`` in the literal blocks under ``node``
+    (wrapped commands joined)."""
+    commands = [line for block in node.findall(nodes.literal_block)
+                for line in re.sub(r" \\\n\s*", " ", block.astext()).splitlines()
+                if line.startswith("python generate.py")]
+    return [c for c in commands if " -f " in c]
+
+
+#: The kernel-set twin's workload, and how the test reads those values in a name.
+SET_NEEDS = {"hdim": ("128", re.compile(r"_d(\d+)_")),
+             "dtype": ("fp16", re.compile(r"_(bf16|fp16|fp8)_"))}
+
+
+def _kernel_set_facts(section, root, tmp):
+    """Each command, run by generate.py: every name has the needed values (read with
+    the regexes above), the union is what the counts and build tables say, and each
+    command has a gloss."""
+    commands = _commands(section)
+    assert commands
+    union: Set[str] = set()
+    for command in commands:
+        union |= _listing(root, "fwd_appendkv", tmp, "-f", filter_of(command))
+    assert union
+    for segment, (value, read) in SET_NEEDS.items():
+        assert {read.search(name).group(1) for name in union} == {value}, segment
+    full = _listing(root, "fwd_appendkv", tmp)
+    assert {SET_NEEDS["hdim"][1].search(n).group(1) for n in full} != {"128"}
+    counts = tables(section, "fmha-counts")[0]
+    assert column(counts, "Full")[0] == str(len(full))
+    assert column(counts, "Set")[0] == str(len(union))
+    assert int(column(counts, "Workload")[0]) >= len(union)
+    build = tables(section, "fmha-build")[0]
+    assert column(build, "Kernel files (translation units)")[:2] == [str(len(union)),
+                                                                    str(len(full))]
+    glosses = [p.astext() for p in section.findall(nodes.paragraph)
+               if p.astext().startswith("What it keeps: ")]
+    assert len(glosses) == len(commands)
 
 
 def _rubric_facts(section, root, tmp):
@@ -260,6 +305,7 @@ TWIN_VIEWS = {
     "filter_check_at": filter_check_summary,
     "api_list": lambda section: table_summary(section, "fmha-apis", ["API", "Module", "Kernels"]),
     "filename": outline,
+    "kernel_set": outline,
 }
 
 TWIN_FACTS = {
@@ -269,6 +315,7 @@ TWIN_FACTS = {
     "filter_check_at": _filter_check_at_facts,
     "api_list": _api_list_facts,
     "filename": _filename_facts,
+    "kernel_set": _kernel_set_facts,
 }
 
 
@@ -557,6 +604,49 @@ def test_a_sub_type_the_filter_misses_is_a_located_warning(ck_root, tmp_path):
     assert "fmha-miss" in html and "generate.py selects <strong>" in html
 
 
+NEEDS = """\
+Needs
+=====
+
+.. fmha-kernel-set:: fwd_appendkv
+   :need: hdim=48
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :need: head=128
+   :sections: minimal
+
+.. fmha-kernel-set:: fwd_appendkv
+   :need: dtype=fp8; hdim=32
+
+.. fmha-kernel-guide:: fwd_appendkv
+   :need: dtype=fp8; hdim=32,128
+   :sections: minimal, counts
+"""
+
+
+def test_needs_the_api_lacks_are_located_errors_and_warnings(ck_root, tmp_path):
+    """An unknown segment or value is an error at the directive's line naming the valid
+    ones; values no kernel has together are said in the page and are a warning (issue
+    43, item 1)."""
+    src = write_project(tmp_path / "src", {"needs.rst": NEEDS}, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    path = re.escape(str(src / "needs.rst"))
+    errors = re.findall(r"^%s:(\d+): ERROR: (.*?)\[fmha\.need\]$" % path, warnings,
+                        re.M | re.S)
+    assert [int(line) for line, _ in errors] == [4, 7], warnings
+    assert "no value of segment hdim is '48' (its values: _d32, _d64, _d128, _d256)" \
+        in errors[0][1]
+    assert "no segment 'head'" in errors[1][1] and "hdim, dtype, tile b" in errors[1][1]
+    found = [(line, kind) for line, kind, _ in _located(warnings, src / "needs.rst")]
+    assert found == [(11, "need"), (14, "need")], warnings
+    html = unescape(re.sub(r"<[^>]+>", "", (Path(app.outdir) / "needs.html").read_text(
+        encoding="utf-8"))).replace("\u2019", "'")  # (smart quotes)
+    assert "No kernel of fwd_appendkv has the workload's values together" in html
+    assert "No kernel of fwd_appendkv has this combination of the workload's values: " \
+           "hdim _d32; dtype _fp8" in html
+    assert "Kernel set for the workload" in html
+
+
 def test_missing_ck_root(tmp_path):
     pages = {"page.rst": "Page\n====\n\n.. fmha-api-list::\n\nText after.\n"}
     src = write_project(tmp_path / "src", pages, ck_root=tmp_path / "does-not-exist")
@@ -579,7 +669,7 @@ def test_no_ck_root_found_upward(tmp_path):
 def test_recommendation_not_available(ck_root, tmp_path, monkeypatch):
     from sphinxext_fmha.session import Session
 
-    def unavailable(self, api, options=None):
+    def unavailable(self, api, options=None, needs=(), brief=False, prepared=None):
         raise NotImplementedError("recommendations are switched off in this test")
 
     monkeypatch.setattr(Session, "recommend", unavailable)

@@ -146,3 +146,30 @@ def test_largest_api_stays_small(corpus_root, analysis_cache_dir):
     assert data["drops"] == "trait" and data["traits"]["count"] > 0
     size = len(to_script_json(data).encode("utf-8"))
     assert size < MAX_PAGE_BYTES - 20 * 1024, size  # room for the page around it
+
+
+def test_a_sets_patterns_link_to_the_pages_playground(ck_root, tmp_path):
+    """Each run's gloss links to the page's playground of its API, prefilled with the
+    pattern (issue 43, item 4); a page without one, and a text build, show no link."""
+    with_playground = (".. fmha-kernel-set:: fwd_appendkv\n   :need: hdim=128\n\n"
+                       ".. fmha-filter-playground:: fwd_appendkv\n")
+    pages = {"set.rst": "Set\n===\n\n" + with_playground,
+             "alone.rst": "Alone\n=====\n\n.. fmha-kernel-set:: fwd_appendkv\n   :need: hdim=128\n"}
+    src = write_project(tmp_path / "src", pages, ck_root=ck_root)
+    app, _status, warnings = build(src, "html")
+    assert warnings == ""
+    out = Path(app.outdir)
+    page = (out / "set.html").read_text(encoding="utf-8")
+    playground_id = re.search(r'<div class="fmha-playground" id="([^"]+)"', page).group(1)
+    commands = re.findall(r"-f\s*(?:<[^>]*>)*'([^']+)'", re.sub(r"<[^>]+>", "", page))
+    links = re.findall(r'href="\?fmha-filter=([^"#]+)#([^"]+)"', page)
+    assert links and len(links) == len(set(commands))
+    from urllib.parse import unquote
+    assert {unquote(pattern) for pattern, _ in links} == set(commands)
+    assert {target for _, target in links} == {playground_id}
+    alone = (out / "alone.html").read_text(encoding="utf-8")
+    assert "fmha-filter=" not in alone and "What it keeps:" in alone
+    assert "Try it in the filter playground" not in alone
+    app, _status, warnings = build(src, "text")
+    text = (Path(app.outdir) / "set.txt").read_text(encoding="utf-8")
+    assert "Try it in the filter playground" not in text and "What it keeps:" in text

@@ -36,6 +36,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import json
+import locale
 import marshal
 import os
 import re
@@ -674,19 +675,25 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
         texts = kernel_texts(kernels)
     if texts is not None:
         texts = dict(sorted(texts))
-        return {"how": "pool", "api_file": api_names[0], "text": own[0].api,
+        api_text = own[0].api
+        # the bytes write mode writes: write_text of these very texts
+        return {"how": "pool", "api_file": api_names[0], "text": api_text,
                 "kernel_traits": dict(zip(texts, keys_of(trait_key, list(texts.values())))),
-                "kernel_sha": {f: text_sha(t) for f, t in texts.items()}}
+                "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
+                "kernel_bytes": {f: written_size(t) for f, t in texts.items()},
+                "api_bytes": written_size(api_text)}
     with tempfile.TemporaryDirectory(prefix="fmha-probe-write-") as tmp:
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
             return {"error": error}
         found = {}
+        sizes = {}
         for dirpath, _dirnames, filenames in os.walk(tmp):
             for name in filenames:
                 if name.endswith(".cpp"):
-                    with open(os.path.join(dirpath, name), encoding="utf-8",
-                              errors="replace") as handle:
+                    path = os.path.join(dirpath, name)
+                    sizes[name] = os.path.getsize(path)
+                    with open(path, encoding="utf-8", errors="replace") as handle:
                         found[name] = handle.read()
     api_names = sorted(n for n in found if API_FILE.search(n))
     if len(api_names) != 1:
@@ -695,7 +702,15 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     found = dict(sorted(found.items()))
     return {"how": "write", "api_file": api_names[0], "text": text,
             "kernel_traits": dict(zip(found, keys_of(trait_key, list(found.values())))),
-            "kernel_sha": {f: text_sha(t) for f, t in found.items()}}
+            "kernel_sha": {f: text_sha(t) for f, t in found.items()},
+            "kernel_bytes": {f: sizes[f] for f in found}, "api_bytes": sizes[api_names[0]]}
+
+
+def written_size(text):
+    """The bytes ``Path.write_text(text)`` writes, as write mode writes its files: the
+    locale's encoding, each newline as the system writes it."""
+    encoded = text.encode(locale.getpreferredencoding(False), "replace")
+    return len(encoded) + text.count("\n") * (len(os.linesep) - 1)
 
 
 def kernel_texts(kernels):

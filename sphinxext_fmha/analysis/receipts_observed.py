@@ -42,7 +42,7 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
     # the receipts whose every condition is such a term, with those terms
     whole: List[Tuple[Receipt, List[Tuple[Receipt, str, str, Set[str]]]]] = []
     for receipt in receipts:
-        receipt.unmet, receipt.met = [], []
+        receipt.unmet, receipt.met, receipt.terms = [], [], []
         source, _, line = receipt.where.rpartition(":")
         if not source or not line.isdigit():
             continue
@@ -55,6 +55,8 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
         terms.extend(read)
         if read and len(read) == len(receipt.conditions):
             whole.append((receipt, read))
+            receipt.terms = [[condition, path, *sorted(wanted)]
+                             for _, condition, path, wanted in read]
     values: Dict[str, Set[str]] = {path: set() for _, _, path, _ in terms}
     lacking: Set[str] = set()  # paths some listed kernel has no value at
     for record in records if values else ():

@@ -43,7 +43,7 @@ from .common import directive_options, get_session, logger
 __all__ = ["scan_directives", "setup_ahead"]
 
 #: The directives that need a CK tree (the warning-types table does not).
-DIRECTIVES = ("fmha-kernel-guide", "fmha-filter-check", "fmha-filename",
+DIRECTIVES = ("fmha-kernel-guide", "fmha-kernel-set", "fmha-filter-check", "fmha-filename",
               "fmha-filter-playground", "fmha-api-list")
 
 _RST = re.compile(r"^(?P<indent>[ \t]*)\.\.[ \t]+(?P<name>fmha-[\w-]+)[ \t]*::[ \t]*(?P<arg>.*)$")
@@ -137,7 +137,7 @@ def _use(directive: str, argument: str, options: Dict[str, str], config: Any,
         return DirectiveUse(directive, options.get("api", "").strip(), effective,
                             filter=(options.get("filter") or argument).strip())
     return DirectiveUse(directive, argument.split()[0] if argument else "", effective,
-                        sections=options.get("sections"))
+                        sections=options.get("sections"), needs=options.get("need") or "")
 
 
 def _reads_in_parallel(app: Any) -> bool:

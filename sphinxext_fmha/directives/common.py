@@ -24,7 +24,7 @@ from ..cppapi.allocation import collector_paused
 from ..errors import WarningType
 from ..guide import suspicious_problems
 from ..guide_data import Problem, problem_of
-from ..options import GENERATE_OPTIONS, Options, merge_options, parse_options
+from ..options import GENERATE_OPTIONS, OptionError, Options, merge_options, parse_options
 from ..process.launch import GenerateError
 from ..render.nodes import problem_node
 from .config import fmha_config
@@ -196,25 +196,51 @@ class FmhaDirective(SphinxDirective):
         self.set_source_info(node)
         return node
 
-    def report(self, problem: Problem, *, render: bool = True) -> List[nodes.Node]:
-        """Log ``problem`` (an error line in strict mode); return the admonition to show."""
+    def report(self, problem: Problem, *, render: bool = True,
+               error: bool = False) -> List[nodes.Node]:
+        """Log ``problem`` (an error line in strict mode, or with ``error``: an input the
+        directive cannot take); return the admonition to show."""
         node = problem_node("%s not available:" % self.what, _first_line(problem.message))
         self.set_source_info(node)
-        self._log(problem.kind, "%s: %s" % (self.name, problem.details()), node)
+        self._log(problem.kind, "%s: %s" % (self.name, problem.details()), node, error)
         return [node] if render else []
 
     def warn(self, kind: WarningType, message: str) -> None:
         """A located warning that does not replace the directive's output."""
         self._log(WarningType(kind), "%s: %s" % (self.name, message), self.located())
 
+    def fmha_needs(self, session: Any, api: str, options: Options) -> List[Any]:
+        """The directive's ``:need:`` (needs separated by ``;``), as the model of ``api``
+        understands them; none without the option."""
+        from ..verify.needs import split_needs
+
+        raw = self.options.get("need")
+        if raw is None:
+            return []
+        items = split_needs(raw)
+        if not items:
+            raise OptionError("need: no need given (e.g. :need: dtype=fp16,bf16; hdim=128)")
+        return session.needs(api, items, options)
+
+    def warn_unmet(self, recommendation: Any) -> None:
+        """A located warning when the workload's values do not all exist together."""
+        from ..render.sections.workload import unmet_text
+
+        if recommendation is not None and recommendation.needs_unmet:
+            self.warn(WarningType.NEED, "%s: %s" % (recommendation.api,
+                                                    unmet_text(recommendation)))
+
     def warn_suspicious(self, model: Any) -> None:
         """Warn about a success that should not be trusted (an empty listing...)."""
         for problem in suspicious_problems(model):
             self.warn(problem.kind, problem.message)
 
-    def _log(self, kind: WarningType, message: str, node: nodes.Node) -> None:
+    def _log(self, kind: WarningType, message: str, node: nodes.Node,
+             error: bool = False) -> None:
         subtype = WarningType(kind).value
-        if fmha_config(self.config).strict:
+        if error and not fmha_config(self.config).strict:
+            logger.error(message, location=node, type="fmha", subtype=subtype)
+        elif fmha_config(self.config).strict:
             logger.error(message, location=node, type="fmha", subtype=subtype)
             if not suppressed(self.config, subtype):
                 source, line = self.get_source_info()
@@ -228,7 +254,9 @@ class FmhaDirective(SphinxDirective):
             with collector_paused():
                 return self.run_fmha()
         except Exception as exc:  # noqa: BLE001 - every failure is reported, located
-            return self.report(problem_of(exc))
+            problem = problem_of(exc)
+            # a need the API does not have is an error (it lists the valid ones)
+            return self.report(problem, error=problem.kind == WarningType.NEED)
 
     def run_fmha(self) -> List[nodes.Node]:  # pragma: no cover - abstract
         raise NotImplementedError

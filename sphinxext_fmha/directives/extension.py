@@ -30,6 +30,7 @@ from .ahead import setup_ahead
 from .common import forget_roots
 from .config import add_config_values, validate_config
 from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
+from .kernel_set import KernelSetDirective
 from .playground import JS_FILE, is_interactive, setup_playground
 from .strict import setup_strict
 from .warning_types import WarningTypesDirective
@@ -176,6 +177,7 @@ def setup(app: Any) -> Dict[str, Any]:
     for node_class in (fmha_guide, fmha_section, fmha_diagram):
         app.add_node(node_class)
     app.add_directive("fmha-kernel-guide", KernelGuideDirective)
+    app.add_directive("fmha-kernel-set", KernelSetDirective)
     app.add_directive("fmha-filter-check", FilterCheckDirective)
     app.add_directive("fmha-api-list", ApiListDirective)
     app.add_directive("fmha-filename", FilenameDirective)

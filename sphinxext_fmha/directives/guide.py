@@ -66,6 +66,7 @@ class KernelGuideDirective(FmhaDirective):
         "sections": directives.unchanged,
         "headings": directives.unchanged,
         "no-header": directives.flag,
+        "need": directives.unchanged,
     })
 
     def run_fmha(self) -> List[nodes.Node]:
@@ -77,8 +78,9 @@ class KernelGuideDirective(FmhaDirective):
         session = self.fmha_session()
         self.note_tree(session)
         options = self.fmha_options(session)
+        needs = self.fmha_needs(session, api, options)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
-        data = collect_guide(session, api, options, names)
+        data = collect_guide(session, api, options, names, needs)
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))
@@ -95,6 +97,7 @@ class KernelGuideDirective(FmhaDirective):
         if data.recommendation is not None and "commands" in names:
             for line in commands_miss_warnings(api, data.recommendation.runs):
                 self.warn(WarningType.FILTER, line)
+        self.warn_unmet(data.recommendation)
         # a gap is a warning when a section shown here lacks its fact; a reading that
         # generate.py's run or the listing answers is a self-check on the page only
         missing = [g for g in data.model.gaps

@@ -9,12 +9,14 @@ command and a link.  The script is added only to the pages that hold a playgroun
 from __future__ import annotations
 
 import html
+import urllib.parse
 from typing import Any, Dict, List, Optional
 
 from docutils import nodes
 
 from ..errors import WarningType
 from ..guide import collect_playground
+from ..render.nodes import fmha_playground_link
 from ..render.playground_data import parts_explained, playground_data, to_script_json
 from .common import OPTION_SPEC, FmhaDirective, logger
 
@@ -131,8 +133,26 @@ def is_interactive(builder: Any) -> bool:
 
 
 def _resolve(app: Any, doctree: nodes.document, docname: str) -> None:
-    """doctree-resolved: non-interactive builders get the static note."""
-    if is_interactive(app.builder):
+    """doctree-resolved: a guide's link to the page's playground of its API (prefilled
+    with a pattern) becomes a link, in interactive pages that have one, and goes away
+    elsewhere; non-interactive builders get the static note."""
+    interactive = is_interactive(app.builder)
+    targets: Dict[str, str] = {}
+    if interactive:
+        for playground in doctree.findall(fmha_playground):
+            targets.setdefault(playground["api"], playground["node_id"])
+    for link in list(doctree.findall(fmha_playground_link)):
+        target = targets.get(link["api"])
+        if target is None:
+            link.parent.remove(link)
+            continue
+        before, text = link.children[0], link.children[1]
+        reference = nodes.reference(
+            "", "", nodes.Text(text.astext()), internal=True,
+            refuri="?fmha-filter=%s#%s" % (urllib.parse.quote(link["pattern"], safe=""), target),
+            classes=["fmha-playground-link"])
+        link.replace_self([nodes.Text(before.astext()), reference])
+    if interactive:
         return
     base = (getattr(app.config, "html_baseurl", "") or "").rstrip("/")
     for node in list(doctree.findall(fmha_playground)):
@@ -155,6 +175,7 @@ def _add_script(app: Any, pagename: str, templatename: str, context: Dict[str, A
 
 def setup_playground(app: Any) -> None:
     app.add_node(fmha_playground, html=(visit_playground_html, None))
+    app.add_node(fmha_playground_link)
     app.add_directive("fmha-filter-playground", FilterPlaygroundDirective)
     app.connect("doctree-resolved", _resolve)
     app.connect("html-page-context", _add_script)

@@ -81,16 +81,17 @@ def interpreters(jobs: int, most: int, job_seconds: Optional[float],
     return most if taken * job_seconds > start_up else 1
 
 
-def _chunks(todo: List[GenerateRequest], driver: Optional[DriverRun],
+def _chunks(todo: List[GenerateRequest], drivers: Sequence[DriverRun],
             parallel: int) -> List[List[Job]]:
-    """The jobs of each interpreter. The driver enumerates the union of the filters,
-    about what all of them do together: side by side, it runs alone in one. In one
-    interpreter it runs first, so the state check after it covers the filter jobs."""
-    if driver is not None and parallel > 1:
+    """The jobs of each interpreter. A driver enumerates the union of its filters,
+    about what all of them do together: side by side, the drivers run alone in one. In
+    one interpreter they run first, so the state check after them covers the filter
+    jobs."""
+    if drivers and parallel > 1:
         rest: List[List[Job]] = [list(todo[i::parallel - 1]) for i in range(parallel - 1)]
-        chunks: List[List[Job]] = [[driver], *rest]
+        chunks: List[List[Job]] = [list(drivers), *rest]
     else:
-        jobs: List[Job] = [*([driver] if driver is not None else []), *todo]
+        jobs: List[Job] = [*drivers, *todo]
         chunks = [jobs[i::parallel] for i in range(parallel)]
     return [c for c in chunks if c]
 
@@ -98,26 +99,26 @@ def _chunks(todo: List[GenerateRequest], driver: Optional[DriverRun],
 def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
              dispatch: bool = True, known_keys: Optional[Dict[str, str]] = None,
              parallel: int = PARALLEL_BATCHES, driver: Optional[DriverRun] = None,
-             job_seconds: Optional[float] = None) -> int:
+             job_seconds: Optional[float] = None, drivers: Sequence[DriverRun] = ()) -> int:
     """Run the requests not yet cached (same API and options, different filters), and
-    the ``driver`` run (its listing and, with ``dispatch``, its write) when not cached,
-    in up to ``parallel`` batches side by side (see :func:`interpreters`;
-    ``job_seconds``: the API's unfiltered listing seconds, if known); returns how many
-    results were stored."""
+    the ``driver`` runs (``driver`` and ``drivers``: each one's listing and, with
+    ``dispatch``, its write) not cached, in up to ``parallel`` batches side by side (see
+    :func:`interpreters`; ``job_seconds``: the API's unfiltered listing seconds, if
+    known); returns how many results were stored."""
     todo = missing(runner, requests, dispatch)
-    if driver is not None and runner.has_driver_result("list", driver) and \
-            (not dispatch or runner.has_driver_result("api", driver)):
-        driver = None
-    runs = (len(todo) + (driver is not None)) * (2 if dispatch else 1)
+    runs_of_drivers = [d for d in dict.fromkeys([*([driver] if driver else []), *drivers])
+                       if not (runner.has_driver_result("list", d) and
+                               (not dispatch or runner.has_driver_result("api", d)))]
+    runs = (len(todo) + len(runs_of_drivers)) * (2 if dispatch else 1)
     if runs < MIN_JOBS or runner.cache is None:
         return 0
-    jobs = len(todo) + (driver is not None)
+    jobs = len(todo) + len(runs_of_drivers)
     if FORKS:
-        # The driver first: it enumerates about what all the filters do together.
-        chunks: List[List[Job]] = [[*([driver] if driver is not None else []), *todo]]
+        # The drivers first: each enumerates about what all its filters do together.
+        chunks: List[List[Job]] = [[*runs_of_drivers, *todo]]
         forks = max(1, parallel)
     else:
-        chunks = _chunks(todo, driver,
+        chunks = _chunks(todo, runs_of_drivers,
                          interpreters(jobs, parallel, job_seconds, runner.batch_start_up()))
         forks = 0
     started = time.monotonic()
@@ -137,7 +138,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     unsafe = sorted({reason for _, reason in results if reason})
     if unsafe:
         what += " (then stopped: %s; the rest run as separate processes)" % "; ".join(unsafe)
-    base = todo[0] if todo else driver.request if driver is not None else None
+    base = todo[0] if todo else runs_of_drivers[0].request if runs_of_drivers else None
     assert base is not None  # there were jobs
     argv = dataclasses.replace(base, filter="").argv(runner.options)
     report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
@@ -197,7 +198,8 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
             stored += 1
             if written:
                 runner.store_driver_write(run, write_result(
-                    found["api_file"], found["text"], found["kernel_traits"], seconds),
+                    found["api_file"], found["text"], found["kernel_traits"], seconds,
+                    found.get("kernel_bytes"), int(found.get("api_bytes") or 0)),
                     inputs=inputs)
             continue
         req = by_filter.get(result.get("filter"))
@@ -207,5 +209,6 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
         stored += 1
         if written:
             runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
-                                  seconds, inputs=inputs)
+                                  seconds, kernel_bytes=found.get("kernel_bytes"),
+                                  api_bytes=int(found.get("api_bytes") or 0), inputs=inputs)
     return stored, str(data.get("unsafe") or "")

@@ -68,11 +68,14 @@ def listed_kernels(lines: Iterable[str]) -> List[str]:
 
 
 def write_result(api_file: str, text: str, kernel_traits: Dict[str, str],
-                 seconds: float = 0.0) -> ApiFileResult:
-    """What :func:`driver_write` returns, from the dispatch file and the trait keys."""
+                 seconds: float = 0.0, kernel_bytes: Optional[Dict[str, int]] = None,
+                 api_bytes: int = 0) -> ApiFileResult:
+    """What :func:`driver_write` returns, from the dispatch file, the trait keys and
+    the bytes of the files written."""
     return ApiFileResult(command=WRITE_COMMAND, api_file=api_file, text=text,
                          kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
-                         seconds=seconds)
+                         seconds=seconds, kernel_bytes=dict(kernel_bytes or {}),
+                         api_bytes=api_bytes)
 
 
 def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
@@ -96,9 +99,12 @@ def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[
             raise GenerateError("the driver wrote %d API dispatch files, expected one"
                                 % len(api_files))
         text = api_files[0].read_text(encoding="utf-8", errors="replace")
+        kernels = [p for p in sorted(out.rglob("*.cpp")) if not p.name.endswith("_api.cpp")]
         traits = {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-                  for p in sorted(out.rglob("*.cpp")) if not p.name.endswith("_api.cpp")}
-    return write_result(api_files[0].name, text, traits)
+                  for p in kernels}
+        sizes = {p.name: p.stat().st_size for p in kernels}
+        api_bytes = api_files[0].stat().st_size
+    return write_result(api_files[0].name, text, traits, kernel_bytes=sizes, api_bytes=api_bytes)
 
 
 def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:

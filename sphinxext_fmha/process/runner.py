@@ -56,8 +56,9 @@ __all__ = [
     "listing_lines",
 ]
 
-#: Bump when what the runner stores (or how it runs generate.py) changes.
-RUNNER_FORMAT = 1
+#: Bump when what the runner stores (or how it runs generate.py) changes (2: write-mode
+#: results keep the bytes of the files written).
+RUNNER_FORMAT = 2
 
 #: Request fields that become generate.py flags, in argv order (see ``options.py``).
 _REQUEST_FIELDS = ("filter",) + tuple(spec.dest for spec in GENERATE_OPTIONS)
@@ -180,7 +181,9 @@ class ApiFileResult:
     """``generate.py -o``: the dispatch file's text and the kernels written.
 
     ``kernel_traits`` maps each kernel file to the normalised trait key(s) it
-    specialises (:func:`~sphinxext_fmha.cppapi.dispatch_file.kernel_trait_key`).
+    specialises (:func:`~sphinxext_fmha.cppapi.dispatch_file.kernel_trait_key`);
+    ``kernel_bytes`` each kernel file to its size and ``api_bytes`` is the dispatch
+    file's, as written (empty / 0 when not measured).
     """
 
     command: str
@@ -191,6 +194,8 @@ class ApiFileResult:
     seconds: float
     from_cache: bool = False
     request: Optional[GenerateRequest] = None
+    kernel_bytes: Dict[str, int] = dataclasses.field(default_factory=dict)
+    api_bytes: int = 0
 
     @property
     def count(self) -> int:
@@ -426,6 +431,8 @@ class GenerateRunner:
                         seconds=float(hit["seconds"]),
                         from_cache=True,
                         request=req,
+                        kernel_bytes=dict(payload["kernel_bytes"]),
+                        api_bytes=int(payload["api_bytes"]),
                     )
                     self._keep_api_result(key, result)
                     return result
@@ -454,17 +461,22 @@ class GenerateRunner:
                 p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
                 for p in sorted(kernel_paths, key=lambda p: p.name)
             }
+            kernel_bytes = {p.name: p.stat().st_size for p in kernel_paths}
+            api_bytes = api_path.stat().st_size
         result = self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
-                                     from_cache=False, inputs=inputs)
+                                     from_cache=False, kernel_bytes=kernel_bytes,
+                                     api_bytes=api_bytes, inputs=inputs)
         self._report(req, "-o", seconds, result.count)
         return result
 
     def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
                        kernel_traits: Dict[str, str], seconds: float,
-                       from_cache: bool = True, *, inputs: TreeState) -> ApiFileResult:
+                       from_cache: bool = True, kernel_bytes: Optional[Dict[str, int]] = None,
+                       api_bytes: int = 0, *, inputs: TreeState) -> ApiFileResult:
         """Keep a write-mode result for ``req``; the probe, which renders the same
-        dispatch file and kernel trait keys without writing files, stores it here too.
-        ``inputs``: the tree when the run started."""
+        dispatch file and kernel trait keys without writing files, stores it here too
+        (with the bytes of the texts write mode writes). ``inputs``: the tree when the
+        run started."""
         result = ApiFileResult(
             command=self.api_file_command(req),
             api_file=api_file,
@@ -474,6 +486,8 @@ class GenerateRunner:
             seconds=round(seconds, 3),
             from_cache=from_cache,
             request=req,
+            kernel_bytes=dict(kernel_bytes or {}),
+            api_bytes=int(api_bytes),
         )
         if self.cache is not None:
             key = self._key("api", req, inputs)
@@ -489,6 +503,8 @@ class GenerateRunner:
                             "text": text,
                             "kernel_files": result.kernel_files,
                             "kernel_traits": result.kernel_traits,
+                            "kernel_bytes": result.kernel_bytes,
+                            "api_bytes": result.api_bytes,
                         }
                     ),
                 },
@@ -512,7 +528,8 @@ class GenerateRunner:
         if kept is None or not self.cache.has(key):  # type: ignore[union-attr]
             return None  # the cache's files stay the truth: an entry removed is a miss
         return dataclasses.replace(kept, kernel_files=list(kept.kernel_files),
-                                   kernel_traits=dict(kept.kernel_traits))
+                                   kernel_traits=dict(kept.kernel_traits),
+                                   kernel_bytes=dict(kept.kernel_bytes))
 
     # ------------------------------------------------------------------ driver
 
@@ -564,7 +581,9 @@ class GenerateRunner:
                                  text=payload["text"],
                                  kernel_files=sorted(payload["kernel_traits"]),
                                  kernel_traits=dict(payload["kernel_traits"]),
-                                 seconds=float(hit["seconds"]), from_cache=True)
+                                 seconds=float(hit["seconds"]), from_cache=True,
+                                 kernel_bytes=dict(payload["kernel_bytes"]),
+                                 api_bytes=int(payload["api_bytes"]))
         except (KeyError, TypeError, ValueError, AssertionError, zlib.error):
             self.cache.delete(key)
             return None
@@ -576,7 +595,9 @@ class GenerateRunner:
                 "command": result.command, "api_file": result.api_file,
                 "seconds": round(result.seconds, 3),
                 "payload": _compress({"text": result.text,
-                                      "kernel_traits": result.kernel_traits})}, inputs)
+                                      "kernel_traits": result.kernel_traits,
+                                      "kernel_bytes": result.kernel_bytes,
+                                      "api_bytes": result.api_bytes})}, inputs)
 
     # ------------------------------------------------------------------ batches
 

@@ -33,6 +33,7 @@ from .sections.recommendation import (
 )
 from .sections.rules import rules_section
 from .sections.tiles import tiles_section
+from .sections.workload import WORKLOAD_TITLE, examples_section
 
 __all__ = [
     "FOLD_ROWS",
@@ -64,6 +65,7 @@ def guide_sections(data: GuideData, names: Sequence[str]) -> List[Section]:
         "rules": rules_section,
         "dispatch": dispatch_section,
         "gaps": gaps_section,
+        "examples": examples_section,
     }
     sections = []
     for name in names:
@@ -81,4 +83,6 @@ def _title(name: str, data: GuideData) -> str:
         row.keys.get("arch") for table in data.tile_tables for row in table.rows
     ):
         return "Tiles"
+    if name == "minimal" and data.recommendation is not None and data.recommendation.needs:
+        return WORKLOAD_TITLE
     return SECTION_TITLES[name]

@@ -49,7 +49,19 @@ class LocalLink:
     content: List[Inline] = field(default_factory=list)
 
 
-Inline = Union[str, Code, Strong, Emph, DocLink, LocalLink]
+@dataclass
+class PlaygroundLink:
+    """A link to the filter playground of ``api`` on the same page, prefilled with
+    ``pattern`` (``?fmha-filter=``): ``before`` then the link's ``text``. Renderers
+    (and pages) without such a playground leave it out, ``before`` included."""
+
+    api: str
+    pattern: str
+    text: str
+    before: str = ""
+
+
+Inline = Union[str, Code, Strong, Emph, DocLink, LocalLink, PlaygroundLink]
 Inlines = List[Inline]
 
 
@@ -159,6 +171,8 @@ def text_of(parts: Sequence[Inline]) -> str:
             out.append(part)
         elif isinstance(part, (DocLink, LocalLink)):
             out.append(text_of(part.content))
+        elif isinstance(part, PlaygroundLink):
+            continue  # shown only where the page has the playground
         else:
             out.append(part.text)
     return "".join(out)

@@ -91,6 +91,7 @@ def _inline(parts: Sequence[Inline], in_table: bool = False) -> str:
         elif isinstance(part, LocalLink):
             out.append("[%s](#%s)" % (_inline(part.content, in_table),
                                       _slug(part.heading + " " + part.anchor)))
+        # (a PlaygroundLink: a Markdown guide has no playground)
     return "".join(out)
 
 
@@ -230,7 +231,8 @@ def comparison_markdown(comparison: FilterComparison) -> str:
 
 def render_recommendation_markdown(rec: Recommendation, model=None) -> str:
     """The recommended minimal set, losses, commands and counts as Markdown."""
-    chunks = ["# Recommended minimal set: %s" % _code(rec.api)]
+    chunks = ["# %s: %s" % ("Kernel set for a workload" if rec.needs
+                            else "Recommended minimal set", _code(rec.api))]
     for section in recommendation_sections(rec, model):
         chunks.append("## " + _escape(section.title))
         chunks.extend(blocks_markdown(section.blocks, 2))

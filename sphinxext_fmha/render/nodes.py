@@ -31,6 +31,7 @@ from .ir import (
     Inline,
     LocalLink,
     Para,
+    PlaygroundLink,
     Section,
     Strong,
     SubHeading,
@@ -45,6 +46,7 @@ __all__ = [
     "fmha_diagram",
     "fmha_guide",
     "fmha_section",
+    "fmha_playground_link",
     "LinkFactory",
     "blocks_to_nodes",
     "anchor_id",
@@ -71,6 +73,12 @@ class fmha_section(nodes.General, nodes.Element):  # noqa: N801
     """One guide section: ``node['title']``, ``node['name']``; children = content."""
 
 
+class fmha_playground_link(nodes.Inline, nodes.Element):  # noqa: N801
+    """A link to the page's filter playground of ``node['api']``, prefilled with
+    ``node['pattern']``; children: the text before it and the link's text. The Sphinx
+    glue makes it a link where the page has that playground, and removes it elsewhere."""
+
+
 def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None) -> List[nodes.Node]:
     out: List[nodes.Node] = []
     for part in parts:
@@ -92,6 +100,10 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
             # resolved into a reference by sections_to_nodes, which knows the ids
             out.append(nodes.inline("", "", *inlines_to_nodes(part.content, link),
                                     fmha_local="%s\n%s" % (part.heading, part.anchor)))
+        elif isinstance(part, PlaygroundLink):
+            out.append(fmha_playground_link("", nodes.Text(part.before),
+                                            nodes.inline(part.text, part.text),
+                                            api=part.api, pattern=part.pattern))
         else:  # pragma: no cover - the IR has no other inline
             raise TypeError(type(part).__name__)
     return out

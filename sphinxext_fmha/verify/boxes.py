@@ -214,10 +214,12 @@ class TypeBoxes:
                 v for v in self.values[index] if match(v) or after and match(v + after))
         return found
 
-    def grow(self, seed: Tuple[str, ...], order: Sequence[int], strict: bool = False
-             ) -> List[Optional[str]]:
+    def grow(self, seed: Tuple[str, ...], order: Sequence[int], strict: bool = False,
+             literal: bool = False) -> List[Optional[str]]:
         """A maximal safe box around ``seed``: per segment its token glob, None = free;
-        ``strict``: no glob with a ``*`` inside (it may reach past its segment)."""
+        ``strict``: no glob with a ``*`` inside (it may reach past its segment);
+        ``literal``: a segment stays pinned to the seed's token or is freed, never
+        widened to a glob of several tokens."""
         globs: List[Optional[str]] = [escape(t) for t in seed]
         chosen: List[FrozenSet[str]] = [frozenset([t]) for t in seed]
         masks = [self.umask[i].get(t, 0) for i, t in enumerate(seed)]
@@ -227,7 +229,7 @@ class TypeBoxes:
             if not self._inside(globs, masks):
                 continue
             globs[index], masks[index] = saved
-            if "" in chosen[index]:
+            if "" in chosen[index] or literal:
                 continue  # an empty token only pins its neighbours together
             for value in self.values[index]:
                 if value in chosen[index] or not value or not self.wmask[index].get(value):

@@ -55,6 +55,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         if decision.kernel_type in followers:
             for token in decision.drop:
                 count = sum(1 for k in own if k.tokens[index] == token)
+                decision.loss_facts[token] = {"kernels": count,
+                                              "follows": followers[decision.kernel_type]}
                 decision.losses[token] = (
                     "%d kernels; none is launched with a kept %s kernel, so nothing calls them"
                     % (count, followers[decision.kernel_type]))
@@ -63,6 +65,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 carrying = [k for k in own if k.tokens[index] == token]
                 lost = sum(1 for k in carrying if k.file not in kept)
                 if lost:
+                    decision.loss_facts[token] = {"kernels": lost, "of": len(carrying),
+                                                  "follows": followers[decision.kernel_type]}
                     decision.losses[token] = (
                         "%d of its %d kernels (it is kept only with %s); none of them is "
                         "launched with a kept %s kernel, so nothing calls them"
@@ -117,12 +121,14 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
             elsewhere = list(said_under.get(token, {}))
             if not alone:
                 if token in decision.drop:
+                    decision.loss_facts[token] = {"kernels": total, "elsewhere": elsewhere}
                     decision.losses[token] = (
                         "%d kernels, each said under a dropped value a call asks for: %s"
                         % (total, token_list(elsewhere)))
                 continue
+            facts = decision.loss_facts.setdefault(token, {})
             decision.losses[token] = _sentence(alone, total, index, tiles, by_file, fates,
-                                               conditions, never_run, elsewhere)
+                                               conditions, never_run, elsewhere, facts)
 
 
 #: what a call asks for (a feature, a mask, the problem): a kernel that lacks one of
@@ -170,7 +176,13 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSe
               conditions: Mapping[str, Sequence[str]],
               never_run: Mapping[str, str] = {},  # noqa: B006 - read only
               elsewhere: Sequence[str] = (),
+              facts: Optional[Dict[str, object]] = None,
               ) -> str:
+    """The sentence; ``facts`` gets how many kernels each kind of clause says (the
+    keys of :attr:`~sphinxext_fmha.model.Decision.loss_facts`) and the kept tokens that
+    take their inputs."""
+    said: Counter = Counter()
+    served_by: Dict[str, None] = {}
     groups: Counter = Counter()
     idle: Dict[str, int] = {}  # why the API never launches them -> how many
     orphans: List[Kernel] = []  # no kept kernel takes any of their calls
@@ -198,6 +210,11 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSe
         groups[(named, fate.only_when if fate.lost else (), _LOST if fate.lost else ())] += 1
     clauses: Dict[str, int] = {}
     for (stand_in, only, lost), count in _merge_numbers(groups):
+        kind = ("unread" if stand_in == _UNREAD else "no_kernel" if not stand_in
+                else "partly" if lost else "served")
+        said[kind] += count
+        if kind in ("served", "partly"):
+            served_by.update(dict.fromkeys(stand_in))
         if stand_in == _UNREAD:
             clause = ("whether a kept kernel takes their calls is not established (the API "
                       "dispatch file was not read)")
@@ -216,6 +233,10 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSe
     for why, count in idle.items():
         clause = "{are} never launched by the API (%s): no call loses them" % why
         clauses[clause] = clauses.get(clause, 0) + count
+        said["never"] += count
+    if facts is not None:
+        facts.update(kernels=len(alone), more=total - len(alone), elsewhere=list(elsewhere),
+                     served_by=list(served_by), **said)
     parts = ["%d %s" % (count, clause.format(are="is" if count == 1 else "are"))
              for clause, count in clauses.items()]
     head = "%d kernels not generated" % len(alone)

@@ -42,8 +42,9 @@ POLICY = {
 
 #: Categories the policy chooses within (the others are kept whole).
 CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
-#: Categories that make the problem classes the policy keeps every one of.
-PROBLEM = ("problem", "subject")
+#: Categories that make the problem classes the policy keeps every one of (``needed``:
+#: a segment the workload names, see :mod:`.needs`).
+PROBLEM = ("problem", "subject", "needed")
 
 
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
@@ -134,12 +135,14 @@ def arch_suffix(kernel: Kernel) -> str:
 
 
 def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
-                  dispatch: Optional[SetDispatch] = None) -> Plan:
+                  dispatch: Optional[SetDispatch] = None,
+                  needed: AbstractSet[Tuple[str, str]] = frozenset()) -> Plan:
     """The keep set. With the full API's ``dispatch``, the kernels it never runs are
     left out, and the padding and tuning variants are dropped wherever the kept ones
     run every call they ran (:func:`_drop_covered`); without it every padding variant
     is kept (that one runs another's calls is then not established) and the general
-    tuning variant is."""
+    tuning variant is. ``needed``: (sub-type, segment) a workload names, every value of
+    it kept as a problem property."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
     never = _never_run(kernels, dispatch.never_run()) if dispatch is not None else set()
     plan = Plan()
@@ -153,8 +156,8 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
         for index, segment in enumerate(segments):
             if segment.literal:
                 continue
-            category = classify(segment, tile_fields, model.api)
             key = (kernel_type.class_name, segment.label)
+            category = "needed" if key in needed else classify(segment, tile_fields, model.api)
             plan.categories[key] = category
             present = Counter(k.tokens[index] for k in own)
             if category in COVERED and (dispatch is not None or category == "padding"):

@@ -4,31 +4,39 @@ Pure functions over data: the model, the parsed full listing, the observed trait
 the full API dispatch file, and a small runner (:class:`RecommendRunner`) that runs
 generate.py. The order of work:
 
-1. the policy picks a keep set per problem class (:mod:`.policy`); sub-kernels the
-   dispatch launches together follow their main kernel (:mod:`.coupling`);
+1. a workload (``needs``, :mod:`.needs`) first narrows the kernels to those its named
+   segments' values allow; the policy picks a keep set per problem among them
+   (:mod:`.policy`); sub-kernels the dispatch launches together follow their main
+   kernel (:mod:`.coupling`);
 2. fnmatch filters are synthesised for the tree's filter semantics (:mod:`.synthesis`)
-   and checked in-process against the full listing;
+   and checked in-process against the full listing; patterns of whole tokens and ``*``
+   are preferred where they take at most one run more (a reader can read them);
 3. every command is run with generate.py; for several commands the driver lists and
    writes their union (one command is its own union: its write-mode run is the one
    the set is), and the written dispatch file is checked to link (:mod:`.links`);
 4. every statement -- keep/drop per segment, partial keeps, tiles, counts, losses --
-   is computed from the union of the runs, not from the policy's intent.
+   is computed from the union of the runs, not from the policy's intent; so is the
+   build cost (kernel files and source bytes write mode wrote) and what each run's
+   pattern keeps and excludes (:mod:`.gloss`).
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, cast
 
 from ..model import (
     ApiModel,
+    BuildCost,
     Decision,
     FilterCheck,
     FilterRun,
+    Need,
     Recommendation,
     natural,
     token_list,
@@ -36,14 +44,18 @@ from ..model import (
 from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
+from .gloss import run_reading
 from .links import link_report, partners
+from .loss_calls import note_call_terms
 from .losses import describe_losses, within
+from .needs import needed_decisions, unmet_combinations, workload_scope
 from .policy import CHOSEN, COVERED, POLICY, PROBLEM, Plan, plan_keep_set
 from .standins import SetDispatch, set_dispatch
-from .synthesis import Kernel, Synthesis, synthesize
+from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
 
-__all__ = ["RecommendInputs", "RecommendRunner", "recommend", "driver_command"]
+__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "driver_command", "finish",
+           "prepare", "recommend", "select_exactly"]
 
 PARALLEL_RUNS = 2
 #: What a partial keep does, said after the rule's own words.
@@ -54,6 +66,10 @@ _NEAREST = "where a problem (its head dims, data type, mode and arch) has no suc
 class ApiFile(Protocol):
     text: str
     kernel_traits: Dict[str, str]
+    #: bytes of each kernel file and of the dispatch file write mode wrote (empty / 0:
+    #: not measured)
+    kernel_bytes: Dict[str, int]
+    api_bytes: int
 
 
 class RecommendRunner(Protocol):
@@ -93,6 +109,14 @@ class RecommendInputs:
     notes: List[str] = field(default_factory=list)
     #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
     tile_names: Dict[str, str] = field(default_factory=dict)
+    #: the workload (:func:`~.needs.resolve_needs`); empty: the default minimal set
+    needs: List[Need] = field(default_factory=list)
+    #: the set, its commands and counts only: no losses and no tile tables (an example
+    #: workload shows neither)
+    brief: bool = False
+    #: keeps the coupling (called with the function that reads it from the full API's
+    #: dispatch file), if the caller does: every set of the API reads the same
+    read_coupling: Optional[Callable[[Callable[[], Optional[Coupling]]], object]] = None
 
 
 def kernels_of(baseline: ParsedListing) -> List[Kernel]:
@@ -101,6 +125,13 @@ def kernels_of(baseline: ParsedListing) -> List[Kernel]:
 
 
 def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
+    if inputs.read_coupling is not None:  # the caller keeps it: every set reads the same
+        return cast(Optional[Coupling], inputs.read_coupling(
+            lambda: _read_coupling(inputs, type_of)))
+    return _read_coupling(inputs, type_of)
+
+
+def _read_coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
     if inputs.full_api is not None:
         found = coupling_of(partners(inputs.full_api.text, inputs.full_api.kernel_traits),
                             type_of, "dispatch")
@@ -111,7 +142,31 @@ def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[C
     return None
 
 
+@dataclass
+class Prepared:
+    """A recommendation up to its runs (:func:`prepare`): the filters to run, and what
+    :func:`finish` reads the runs against."""
+
+    result: Recommendation
+    kernels: List[Kernel]
+    type_of: Dict[str, str]
+    coupling: Optional[Coupling]
+    #: the kernels the policy chose among (every kernel without needs)
+    scope: List[Kernel]
+    plan: Plan
+    #: the full API's dispatch, as sets of kernels run it (None without the file)
+    dispatch: Optional[SetDispatch] = None
+    #: the set the filters are meant to select
+    claimed: Set[str] = field(default_factory=set)
+    filters: List[str] = field(default_factory=list)
+
+
 def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendation:
+    return finish(inputs, prepare(inputs), runner)
+
+
+def prepare(inputs: RecommendInputs) -> Prepared:
+    """Everything before the runs: the keep set and the filters that select it."""
     model = inputs.model
     kernels = kernels_of(inputs.baseline)
     type_of = {k.file: k.kernel_type for k in kernels}
@@ -119,13 +174,27 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
+    # a workload: the policy chooses among the kernels its values allow
+    scope = kernels
+    needed: Set[Tuple[str, str]] = set()
+    if inputs.needs:
+        result.needs = list(inputs.needs)
+        allowed = workload_scope(model, kernels, inputs.needs, deciding,
+                                 coupling.partners if coupling else None)
+        scope = [k for k in kernels if k.file in allowed]
+        result.workload_count = len(scope)
+        result.needs_unmet = unmet_combinations(model, kernels, inputs.needs, deciding)
+        needed = {(t, need.segment) for need in inputs.needs for t in need.kernel_types}
+    if not scope:  # no kernel has the workload's values (said from needs_unmet)
+        return Prepared(result, kernels, type_of, coupling, scope, Plan())
     # the dispatch decides which padding and tuning variants run every call
     _read_conditions(inputs, result, len(inputs.notes))
     dispatch = set_dispatch(inputs.full_api.text, inputs.full_api.kernel_traits) \
         if inputs.full_api is not None else None
-    plan = plan_keep_set(model, kernels, deciding, dispatch)
+    plan = plan_keep_set(model, scope, deciding, dispatch, needed)
+    prepared = Prepared(result, kernels, type_of, coupling, scope, plan, dispatch)
     if dispatch is not None:
-        result.never_run_left_out = sum(1 for k in kernels if k.file in dispatch.never_run())
+        result.never_run_left_out = sum(1 for k in scope if k.file in dispatch.never_run())
     target = _with_leaders(set(plan.keep) - {k.file for k in kernels
                                              if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
@@ -148,7 +217,26 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                 target = {f for f in target if type_of.get(f) not in followers} | \
                     coupling.follow(mains)
             target = _with_leaders(target, inputs.followers)
-    union = _select(inputs, runner, kernels, target, coupling, result)
+    if not target:  # the workload's values leave no kernel: nothing to select
+        return prepared
+    prepared.claimed, prepared.filters = _synthesised(inputs, kernels, target, coupling,
+                                                      plan.categories, result)
+    return prepared
+
+
+def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
+           ) -> Recommendation:
+    """The runs of the prepared filters, and everything read from them."""
+    model, result, kernels, scope = inputs.model, prepared.result, prepared.kernels, \
+        prepared.scope
+    plan, coupling, dispatch = prepared.plan, prepared.coupling, prepared.dispatch
+    if not prepared.filters:
+        result.counts = _counts(inputs, prepared.type_of, set(), scope)
+        return result
+    union = _verified_runs(inputs, runner, prepared.filters, prepared.claimed, result)
+    tiles = {key for key, category in plan.categories.items() if category == "tile"}
+    for run in result.runs:
+        run.reading = run_reading(model, kernels, run.filter, tiles)
     # kernels the full API never launches: dropping them loses no call
     never_run: Dict[str, str] = {}
     if inputs.full_api is not None:
@@ -161,24 +249,33 @@ def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendatio
                 f for f in union if f in never_run and f not in result.links_unreachable
                 and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
-    result.decisions = _decisions(model, kernels, union, plan, coupling,
+    result.decisions = _decisions(model, scope, union, plan, coupling,
                                   set(dispatch.never_run()) if dispatch is not None else set())
+    followers = coupling.followers if coupling else []
     follows = {t: coupling.primary for t in followers} if coupling else {}
-    fates = dispatch.fates([k.file for k in kernels if k.file not in union], union) \
-        if dispatch is not None else {}
     if dispatch is not None:
         result.emptied = _emptied(dispatch, union)
-    describe_losses(result.decisions, kernels, union, plan.categories, inputs.conditions,
-                    labels, follows, fates, never_run)
+    chosen = [d for d in result.decisions if d.category != "needed"]
+    if not inputs.brief:
+        fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \
+            if dispatch is not None else {}
+        describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
+                        labels, follows, fates, never_run)
+        note_call_terms(chosen, scope, union, inputs.conditions, labels)
+    needed_decisions(result.decisions, kernels, union, labels, follows)
     result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":
             result.tiles[decision.kernel_type][decision.segment] = decision.keep
-    result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
-    full = inputs.baseline.per_type()
-    minimal = Counter(type_of[f] for f in union if f in type_of)
-    result.counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
-    result.counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
+    if not inputs.brief:
+        result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
+    result.counts = _counts(inputs, prepared.type_of, union, scope)
+    if result.build is not None and inputs.full_api is not None \
+            and inputs.full_api.kernel_bytes:
+        result.build.full_kernel_files = len(inputs.full_api.kernel_traits)
+        result.build.full_source_bytes = _source_bytes(inputs.full_api)
+    else:
+        result.build = None
     return result
 
 
@@ -191,7 +288,8 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
     kernels = kernels_of(inputs.baseline)
     result = Recommendation(api=inputs.model.api)
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
-    return result, _select(inputs, runner, kernels, set(wanted), coupling, result)
+    claimed, filters = _synthesised(inputs, kernels, set(wanted), coupling, {}, result)
+    return result, _verified_runs(inputs, runner, filters, claimed, result)
 
 
 def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
@@ -201,14 +299,15 @@ def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
         f for f, leader in followers.items() if leader in target}
 
 
-def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[Kernel],
-            target: Set[str], coupling: Optional[Coupling], result: Recommendation) -> Set[str]:
-    """Synthesise the runs that select ``target``, run them, check their union, the
-    driver (several runs) or the one run's write mode; return the union."""
+def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
+                 coupling: Optional[Coupling], categories: Mapping[Tuple[str, str], str],
+                 result: Recommendation) -> Tuple[Set[str], List[str]]:
+    """The runs that select ``target`` (synthesised, checked against the model's
+    prediction): (the set they are meant to select, their filters)."""
     model = inputs.model
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
-    synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling)
+    synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling, categories)
     result.notes += synthesis.notes
     claimed = target | set(synthesis.extra)
     if predicted > claimed:
@@ -225,8 +324,15 @@ def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[
             "by the model's reading of the filter semantics the commands select %d kernels, "
             "the keep set has %d" % (len(predicted), len(claimed)))
     result.keep_count = len(claimed)
+    return claimed, list(synthesis.filters)
 
-    union = _run(runner, synthesis.filters, result)
+
+def _verified_runs(inputs: RecommendInputs, runner: RecommendRunner, filters: Sequence[str],
+                   claimed: Set[str], result: Recommendation) -> Set[str]:
+    """Run ``filters``, check their union, the driver (several runs) or the one run's
+    write mode; return the union."""
+    model = inputs.model
+    union = _run(runner, filters, result)
     result.union_count = len(union)
     result.verified = union == claimed and all(r.verified for r in result.runs)
     if union != claimed:
@@ -244,22 +350,79 @@ def _select(inputs: RecommendInputs, runner: RecommendRunner, kernels: Sequence[
     return union
 
 
+def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str],
+            scope: Sequence[Kernel]) -> Dict[str, Dict[str, int]]:
+    """Per sub-type and in total: the full listing, the set and (with needs) the
+    workload's kernels."""
+    full = inputs.baseline.per_type()
+    minimal = Counter(type_of[f] for f in union if f in type_of)
+    counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
+    counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
+    if inputs.needs:
+        workload = Counter(k.kernel_type for k in scope)
+        for kernel_type, values in counts.items():
+            values["workload"] = len(scope) if kernel_type == "total" \
+                else workload.get(kernel_type, 0)
+    return counts
+
+
+def _source_bytes(written: ApiFile) -> int:
+    return sum(written.kernel_bytes.values()) + written.api_bytes
+
+
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
-                primary: str, coupling: Optional[Coupling]) -> Tuple[Synthesis, Set[str]]:
+                primary: str, coupling: Optional[Coupling],
+                categories: Mapping[Tuple[str, str], str]) -> Tuple[Synthesis, Set[str]]:
     """The filters, and what the model predicts they select; of the variants the
-    semantics allow, the first whose prediction is the target."""
+    semantics allow, the first whose prediction is the target. Patterns of whole
+    tokens and ``*`` (a reader can check them token by token) are taken when they
+    select the target in at most one run more."""
     tried = []
+    exact = None
+    named = {n.segment for n in inputs.needs}
+    pinned = {k.class_name: {i for i, s in enumerate(k.segments) if s.label in named}
+              for k in inputs.model.kernel_types}
+    loose = {k.class_name: {i for i, s in enumerate(k.segments)
+                            if categories.get((k.class_name, s.label)) == "tile"}
+             for k in inputs.model.kernel_types} if named else {}
     for narrow in (True, False):
         synthesis = synthesize(inputs.model, kernels, target, primary,
-                               coupling.partners if coupling else None, narrow_followers=narrow)
-        predicted: Set[str] = set()
-        for text in synthesis.filters:
-            predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits,
-                                 inputs.followers)
+                               coupling.partners if coupling else None, narrow_followers=narrow,
+                               style=Style(pinned=pinned, loose=loose), bound=False)
+        predicted = _predicted(inputs, synthesis)
         if predicted == target | set(synthesis.extra):
-            return synthesis, predicted
+            exact = (synthesis, predicted)
+            break
         tried.append((synthesis, predicted))
-    return min(tried, key=lambda t: len(t[1] ^ target))
+    if exact is None:
+        return min(tried, key=lambda t: len(t[1] ^ target))
+    if all(_plain(text) for text in exact[0].filters):
+        return exact
+    for narrow in (True, False):
+        literal = synthesize(inputs.model, kernels, target, primary,
+                             coupling.partners if coupling else None, narrow_followers=narrow,
+                             style=Style(literal=True, pinned=pinned, loose=loose),
+                             bound=False)
+        if len(literal.filters) > len(exact[0].filters) + 1:
+            continue
+        predicted = _predicted(inputs, literal)
+        if predicted == target | set(literal.extra):
+            return literal, predicted
+    return exact
+
+
+def _predicted(inputs: RecommendInputs, synthesis: Synthesis) -> Set[str]:
+    predicted: Set[str] = set()
+    for text in synthesis.filters:
+        predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits,
+                             inputs.followers)
+    return predicted
+
+
+def _plain(pattern: str) -> bool:
+    """Whole tokens and ``*`` only: no ``?`` and no ``[...]`` (an escaped character, a
+    one-character class, is plain text)."""
+    return "?" not in pattern and all(len(c) == 3 for c in re.findall(r"\[[^\]]*\]", pattern))
 
 
 def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: int) -> None:
@@ -348,7 +511,11 @@ def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[s
 
 def _check_links(result: Recommendation, written: ApiFile, union: Set[str],
                  count_note: str) -> None:
-    """Whether the set's written dispatch file links, and reaches every kernel."""
+    """Whether the set's written dispatch file links, and reaches every kernel; what it
+    costs to build (the full API's side is filled in by :func:`finish`)."""
+    if written.kernel_bytes:
+        result.build = BuildCost(kernel_files=len(written.kernel_traits),
+                                 source_bytes=_source_bytes(written))
     report = link_report(written.text, written.kernel_traits)
     result.links_missing = [key for _, _, key in report.missing]
     result.links_unreferenced = report.unreferenced

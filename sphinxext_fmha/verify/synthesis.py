@@ -34,7 +34,7 @@ from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequenc
 from ..model import ApiModel
 from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, tail_globs, write_box
 
-__all__ = ["Kernel", "Synthesis", "cover", "synthesize"]
+__all__ = ["Kernel", "Style", "Synthesis", "cover", "synthesize"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,22 @@ class Kernel:
     kernel_type: str
     name: str
     tokens: Tuple[str, ...]
+
+
+@dataclass
+class Style:
+    """How patterns are written: ``literal``, of whole tokens and ``*`` only (a segment
+    pinned to one token or left free: a reader can check them token by token);
+    ``pinned``: per sub-type, the segments (indices) a workload names, tried both last
+    and first."""
+
+    literal: bool = False
+    pinned: Mapping[str, AbstractSet[int]] = field(default_factory=dict)
+    #: per sub-type, the segments (indices) to free first where a pattern can (tiles)
+    loose: Mapping[str, AbstractSet[int]] = field(default_factory=dict)
+
+
+PLAIN = Style()
 
 
 @dataclass
@@ -133,14 +149,15 @@ def _merge_two(a: str, b: str) -> Optional[str]:
 
 
 def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
-          allowed: AbstractSet[str] = frozenset()) -> List[str]:
+          allowed: AbstractSet[str] = frozenset(), style: Style = PLAIN) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
     (by name: kernels sharing a name must be all wanted or all unwanted), give or take
     ``allowed`` files (they may match or not).
 
     Candidates are the maximal safe boxes grown from every wanted kernel (in two
     segment orders), checked against every unwanted name; a greedy set cover picks
-    among them. ``order`` is accepted for callers; the order is derived per sub-type."""
+    among them. ``order`` is accepted for callers; the order is derived per sub-type.
+    ``style``: how the patterns are written (:class:`Style`)."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
     if not wanted_names:
         return []
@@ -169,6 +186,19 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
         first = _generalise_order(group, {k.file for k in group if k.name in own})
         pinned = [i for i in first if i not in _free_segments(boxes)]
         orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
+        # the segments a workload names: freed last (they stay written when they can),
+        # and first (one of several values each a run of its own may be worse than a
+        # pattern that leaves it free and pins another segment)
+        named = style.pinned.get(group[0].kernel_type, frozenset())
+        if named:
+            orders = [[i for i in o if (i in named) == first_named]
+                      + [i for i in o if (i in named) != first_named]
+                      for first_named in (False, True) for o in orders]
+        # tiles before every other segment: a reader keys a set by its values, not by
+        # the tile only they have
+        early = style.loose.get(group[0].kernel_type, frozenset())
+        orders = [[i for i in o if i in early] + [i for i in o if i not in early]
+                  for o in orders]
         by_name = {k.name: k for k in group}
         for segment_order in orders:
             covered = 0
@@ -177,7 +207,7 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
                     continue
                 seed = by_name[name]
                 for strict in (False, True):
-                    globs = boxes.grow(seed.tokens, segment_order, strict)
+                    globs = boxes.grow(seed.tokens, segment_order, strict, style.literal)
                     pattern = write_box(globs, seed.tokens)
                     if matcher(pattern)(name) and _safe(pattern, forbidden):
                         # Without the separator after a pinned run it may cover more.
@@ -188,10 +218,37 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
                 else:
                     pattern = _generalise(seed, segment_order, forbidden)
                 covered |= coverage(pattern)
-        for pattern in _tail_candidates([by_name[n] for n in boxes.wanted], forbidden):
-            coverage(pattern)
+        if not style.literal:
+            for pattern in _tail_candidates([by_name[n] for n in boxes.wanted], forbidden):
+                coverage(pattern)
+            if named:
+                unwanted = [by_name[n] for n in boxes.unwanted]
+                for pattern in _named_tails([by_name[n] for n in boxes.wanted], unwanted,
+                                            forbidden, sorted(named)):
+                    coverage(pattern)
     chosen = greedy_cover(candidates, sum(bits.values()))
-    return sorted(_merge_classes(chosen, forbidden))
+    return sorted(chosen if style.literal else _merge_classes(chosen, forbidden))
+
+
+def _named_tails(wanted: Sequence[Kernel], unwanted: Sequence[Kernel], forbidden: NameSet,
+                 named: Sequence[int]) -> List[str]:
+    """Patterns on how names end after the tokens of the segments a workload names
+    (``*_d32_bf16*[dkps][dksv]``), for the names of each combination of their values:
+    the ending need only tell them from the unwanted names with the same values."""
+    found: List[str] = []
+    groups: Dict[Tuple[str, ...], List[Kernel]] = {}
+    for kernel in wanted:
+        groups.setdefault(tuple(kernel.tokens[i] for i in named), []).append(kernel)
+    for combination, members in groups.items():
+        seed = members[0].tokens
+        head = write_box([escape(t) if i in named else None for i, t in enumerate(seed)], seed)
+        alike = NameSet([k.name for k in unwanted
+                         if tuple(k.tokens[i] for i in named) == combination])
+        for tail in _tail_candidates(members, alike):
+            pattern = head.rstrip("*") + "*" + tail.lstrip("*")
+            if _safe(pattern, forbidden):
+                found.append(pattern)
+    return found
 
 
 def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
@@ -234,7 +291,8 @@ def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
     return sorted(range(width), key=lambda i: (wanted_tokens[i] != all_tokens[i], i))
 
 
-def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
+def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str], style: Style = PLAIN
+                   ) -> List[str]:
     if not any(k.file in wanted for k in kernels):
         names = {k.name for k in kernels}
         nothing = "_"
@@ -245,7 +303,7 @@ def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str]) -> List[str]:
         return ["*"]
     # Sub-types sharing the part: a pattern must miss every unwanted name of the part,
     # its own sub-type's and the others' (one pattern may cover wanted kernels of several).
-    return cover(kernels, wanted)
+    return cover(kernels, wanted, style=style)
 
 
 def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
@@ -274,7 +332,8 @@ def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
 def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                primary: Optional[str] = None,
                partners: Optional[Mapping[str, Set[str]]] = None,
-               narrow_followers: bool = True) -> Synthesis:
+               narrow_followers: bool = True, style: Style = PLAIN,
+               bound: bool = True) -> Synthesis:
     """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics.
 
     ``primary``: the sub-type whose patterns decide, for APIs that drop whole traits
@@ -282,8 +341,12 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
     run then selects the partners of its own main kernels: newer CK refuses to write
     a run whose split-KV kernel lacks its combine kernel); ``partners``: main kernel
     file -> the files launched with it; ``narrow_followers``: with whole-trait
-    dropping, give the other parts a pattern of their own rather than ``*``."""
+    dropping, give the other parts a pattern of their own rather than ``*``;
+    ``style``: how the patterns are written (:class:`Style`); ``bound``: compute
+    :attr:`Synthesis.lower_bound` (a box cover's least size: a second pass over the
+    names, for the tests of the cover's size)."""
     spec = model.filter
+    lower_bound = _lower_bound if bound else (lambda kernels, wanted: 0)
     result = Synthesis()
     unfiltered = set(spec.unfiltered_types)
     result.extra = sorted(k.file for k in kernels
@@ -319,27 +382,27 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
             if narrow_followers:
                 for p, members in parts:
                     if p != position:
-                        found = _part_patterns(members, target)
+                        found = _part_patterns(members, target, style)
                         others[p] = found[0] if len(found) == 1 else "*"
-            for pattern in _part_patterns(own, target):
+            for pattern in _part_patterns(own, target, style):
                 fields = list(others)
                 fields[position] = pattern
                 result.filters.append(_join(spec.api_split, fields))
-            result.lower_bound = _lower_bound(own, target)
+            result.lower_bound = lower_bound(own, target)
             return result
     if not spec.api_split or len(parts) == 1:
         members = [k for _, m in parts for k in m]
-        result.filters = _part_patterns(members, target)
-        result.lower_bound = _lower_bound(members, target)
+        result.filters = _part_patterns(members, target, style)
+        result.lower_bound = lower_bound(members, target)
         return result
     # Every run has one pattern per part: no part's cover can be beaten.
-    result.lower_bound = max(_lower_bound(members, target) for _, members in parts)
+    result.lower_bound = max(lower_bound(members, target) for _, members in parts)
     if partners and primary:
-        coupled = _coupled_runs(spec.api_split, parts, target, primary, partners, result)
+        coupled = _coupled_runs(spec.api_split, parts, target, primary, partners, style)
         if coupled is not None:
             result.filters = coupled
             return result
-    lists = {position: _part_patterns(members, target) for position, members in parts}
+    lists = {position: _part_patterns(members, target, style) for position, members in parts}
     width = max(lists) + 1
     runs = max(len(v) for v in lists.values())
     for run in range(runs):
@@ -353,7 +416,7 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
 
 def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
                   primary: str, partners: Mapping[str, Set[str]],
-                  result: Synthesis) -> Optional[List[str]]:
+                  style: Style = PLAIN) -> Optional[List[str]]:
     """One run per pattern of the main sub-type; in the same run, each other part
     selects (at least) the partners of the main kernels that run selects, and nothing
     outside the target.
@@ -372,8 +435,8 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
     def join(columns: Mapping[int, str]) -> str:
         return _join(separator, [columns.get(p, "*") for p in range(width)])
 
-    main_patterns = _part_patterns(main, target)
-    shared = {p: _follower_patterns(m, {k.file for k in m if k.file in target}, target)
+    main_patterns = _part_patterns(main, target, style)
+    shared = {p: _follower_patterns(m, {k.file for k in m if k.file in target}, target, style)
               for p, m in followers}
     if all(len(c) == 1 for c in shared.values()):
         return [join({**{p: c[0] for p, c in shared.items()}, main_position: pattern})
@@ -383,14 +446,14 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
         match = matcher(pattern)
         selected = {k.file for k in main if match(k.name)}
         needed = {f for s in selected for f in partners.get(s, ())}
-        columns = {p: _follower_patterns(m, needed, target) for p, m in followers}
+        columns = {p: _follower_patterns(m, needed, target, style) for p, m in followers}
         if all(len(c) == 1 for c in columns.values()):
             filters.append(join({**{p: c[0] for p, c in columns.items()},
                                  main_position: pattern}))
             continue
         for chosen, mine, fitting in _split_by_partners(main, selected, followers, target,
-                                                        partners):
-            for refined in cover(main, mine, allowed=fitting - mine):
+                                                        partners, style):
+            for refined in cover(main, mine, allowed=fitting - mine, style=style):
                 filters.append(join({**chosen, main_position: refined}))
     selections = {text: _selects(separator, parts, text) for text in filters}
     # Followers in the target but launched by no selected main kernel still need a run.
@@ -417,22 +480,23 @@ def _selects(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], text: st
 
 
 def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
-                       target: Set[str]) -> List[str]:
+                       target: Set[str], style: Style = PLAIN) -> List[str]:
     own_needed = {k.file for k in members if k.file in needed}
     if not own_needed:
         return _part_patterns(members, set())
     allowed = {k.file for k in members if k.file in target} - own_needed
-    return cover(members, own_needed, _generalise_order(members, own_needed), allowed)
+    return cover(members, own_needed, _generalise_order(members, own_needed), allowed,
+                 style)
 
 
 def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
                        followers: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
-                       partners: Mapping[str, Set[str]]
+                       partners: Mapping[str, Set[str]], style: Style = PLAIN
                        ) -> List[Tuple[Dict[int, str], Set[str], Set[str]]]:
     """({part: follower pattern}, main kernels it serves, main kernels it could serve):
     each group's partners are selected by its own follower patterns."""
     needed = {f for s in selected for f in partners.get(s, ())}
-    columns = {p: _follower_patterns(m, needed, target) for p, m in followers}
+    columns = {p: _follower_patterns(m, needed, target, style) for p, m in followers}
     main_files = {k.file for k in main}
     out = []
     left = set(selected)

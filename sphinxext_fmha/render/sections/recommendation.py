@@ -27,7 +27,12 @@ from ..ir import (
     join,
 )
 from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
+from .loss_lead import loss_lead
 from .where import where_commands_run
+from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
+
+#: What sections 6 and 7 say of a workload whose values no kernel has together.
+NO_SET = "No set to generate: no kernel has the workload's values together."
 
 
 def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
@@ -47,9 +52,12 @@ def minimal_section(data: GuideData) -> List[Block]:
 
 
 def _minimal_blocks(rec: Recommendation) -> List[Block]:
-    blocks: List[Block] = []
+    blocks: List[Block] = workload_lead(rec) + unmet_blocks(rec)
+    if rec.needs and not rec.runs:
+        return blocks
+    which = "The set" if rec.needs else "The minimal set"
     if rec.keep_count == rec.union_count or not rec.runs:
-        blocks.append(Para(["The minimal set has ", Strong(str(rec.union_count or rec.keep_count)),
+        blocks.append(Para([which + " has ", Strong(str(rec.union_count or rec.keep_count)),
                             " kernels (%s); every token below is read from what the "
                             "commands generate." % verified_text(rec.verified)]))
     else:
@@ -138,7 +146,8 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
                 kept_whole.append(" (%s)" % decision.reason.split(": ", 1)[-1])
             whole.append(kept_whole)
             continue
-        why = "" if follows else decision.reason
+        why = NEEDED_REASON if decision.category == "needed" and not follows \
+            else "" if follows else decision.reason
         first = reasons.setdefault(why, decision.segment)
         rows.append([[decision.segment], _keep_cell(decision), _drop_cell(decision),
                      ["as for ", Strong(first)] if why and first != decision.segment
@@ -164,25 +173,40 @@ def losses_section(data: GuideData) -> List[Block]:
 
 
 def _losses_blocks(rec: Recommendation) -> List[Block]:
+    """Per dropped variant, one plain sentence; the loss in full (problem classes,
+    kernels never launched, the kept fallback) follows, folded."""
+    if rec.needs and not rec.workload_count:
+        return [Para([NO_SET])]
     items: List[Inlines] = []
+    details: List[Inlines] = []
+    several = len({d.kernel_type for d in rec.decisions}) > 1
     for decision in rec.decisions:
         for token in [t for t in decision.drop + [p["token"] for p in decision.partial]
                       if t in decision.losses or t in decision.drop]:
             loss = decision.losses.get(token, "")
-            item: Inlines = token_cell(token) + [" (%s" % decision.segment]
-            if len({d.kernel_type for d in rec.decisions}) > 1:
-                item += [", ", Code(decision.kernel_type)]
-            item.append(")")
-            if loss:
-                item.append(": " + loss)
-            items.append(item)
+            name: Inlines = token_cell(token) + [" (%s" % decision.segment]
+            if several:
+                name += [", ", Code(decision.kernel_type)]
+            name.append(")")
+            facts = decision.loss_facts.get(token)
+            if facts:
+                items.append(name + [": ", *loss_lead(facts)])
+                if loss:
+                    details.append(name + [": " + loss])
+            else:
+                items.append(name + ([": " + loss] if loss else []))
     if not items:
-        return [Para(["Nothing: the minimal set keeps every token."])]
-    lead = Para(["Per dropped variant (read from the dispatch conditions): the kernels not "
-                 "generated, the calls that now find no kernel, and the kept kernel that "
-                 "runs them instead:"])
-    return [lead, *_emptied_blocks(rec)] + fold(
+        return [Para(["Nothing: the %s keeps every token." % (
+            "set" if rec.needs else "minimal set")])]
+    lead = Para(["Per dropped variant, read from the dispatch conditions: the calls its "
+                 "kernels served, and what those calls find now:"])
+    blocks = [lead, *_emptied_blocks(rec)] + fold(
         ["What you lose (%d variants)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
+    if details:
+        blocks.append(Dropdown(["In full: the kernels not generated, the calls that now find "
+                                "no kernel and the kept kernel that runs them instead "
+                                "(%d variants)" % len(details)], [BulletList(details)]))
+    return blocks
 
 
 def commands_section(data: GuideData) -> List[Block]:
@@ -199,6 +223,8 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
     """The runs one by one, folded when there are many ("verified" is said once when
     every run is), then, for several, the one-shot driver command (it writes one
     dispatch file for their union), and whether the written set links."""
+    if rec.needs and not rec.workload_count:
+        return [Para([NO_SET])]
     if not rec.runs:
         return [Para(["No filter run is needed: the minimal set is the full set."])]
     all_verified = all(run.verified for run in rec.runs)
@@ -208,6 +234,7 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
                          Strong(str(run.count)), " kernels"]
         lead.append(":" if all_verified and len(rec.runs) > 1 else " (%s):" % verified_text(run.verified))
         runs += [Para(lead), CodeBlock(run.command, "bash")]
+        runs += run_gloss(rec.api, run.filter, run.reading)
     if len(rec.runs) == 1:
         blocks = runs
     else:
@@ -220,8 +247,9 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
             "dispatches to that run's kernels. Regenerate the dispatch file for the union "
             "(see the driver command) instead of keeping one run's file.")
         runs.append(Admonition("caution", [Para([caution])]))
-        blocks = [Para(["The minimal set takes %d generate.py runs%s." % (
-            len(rec.runs), " (each verified with generate.py)" if all_verified else "")])]
+        blocks = [Para(["The %s takes %d generate.py runs%s." % (
+            "set" if rec.needs else "minimal set", len(rec.runs),
+            " (each verified with generate.py)" if all_verified else "")])]
         blocks += fold(["The %d runs one by one, and merging their listings" % len(rec.runs)],
                        runs, len(rec.runs), 3)
     if rec.driver_command:
@@ -294,10 +322,15 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
         if "minimal" in values:
             minimal[class_name] = int(values["minimal"])
     with_minimal = rec is not None and bool(minimal or total)
-    header = ["Sub-type", "Full"] + (["Minimal", "Reduction"] if with_minimal else [])
+    workload = {c: int(v["workload"]) for c, v in counts.items()
+                if isinstance(v, dict) and "workload" in v}
+    header = ["Sub-type", "Full"] + (["Workload"] if workload else []) + (
+        ["Set" if workload else "Minimal", "Reduction"] if with_minimal else [])
     rows: List[List[Inlines]] = []
     for class_name in classes:
         row: List[Inlines] = [[Code(class_name)], [str(full.get(class_name, 0))]]
+        if workload:
+            row.append([str(workload.get(class_name, 0))])
         if with_minimal:
             row += [[str(minimal.get(class_name, 0))],
                     [_reduction(full.get(class_name, 0), minimal.get(class_name, 0))]]
@@ -308,6 +341,8 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
         total_full = int(total.get("full", total_full))
         total_min = int(total.get("minimal", total_min))
     total_row: List[Inlines] = [[Strong("Total")], [Strong(str(total_full))]]
+    if workload and isinstance(total, dict):
+        total_row.append([Strong(str(total.get("workload", 0)))])
     if with_minimal:
         total_row += [[Strong(str(total_min))], [Strong(_reduction(total_full, total_min))]]
     rows.append(total_row)
@@ -317,10 +352,12 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
 def recommendation_sections(rec: Recommendation, model: Optional[ApiModel] = None) -> List[Section]:
     """Sections 5-8 from a recommendation alone (the CLI's ``recommend``)."""
     return [
-        Section("minimal", SECTION_TITLES["minimal"], _minimal_blocks(rec)),
+        Section("minimal", WORKLOAD_TITLE if rec.needs else SECTION_TITLES["minimal"],
+                _minimal_blocks(rec)),
         Section("losses", SECTION_TITLES["losses"], _losses_blocks(rec)),
         Section("commands", SECTION_TITLES["commands"], _commands_blocks(rec)),
-        Section("counts", SECTION_TITLES["counts"], [_count_table(rec, model)]),
+        Section("counts", SECTION_TITLES["counts"], [_count_table(rec, model)]
+                + build_blocks(rec)),
     ]
 
 
@@ -335,7 +372,12 @@ def counts_section(data: GuideData) -> List[Block]:
     if data.recommendation is None:
         blocks.append(Para(["Kernels per sub-type in the full listing (", Code(
             data.listing_command or "generate.py -l"), "):"]))
+    elif data.recommendation.needs:
+        blocks.append(Para(["Kernels per sub-type, full listing, the kernels the workload's "
+                            "values allow and the set:"]))
     else:
         blocks.append(Para(["Kernels per sub-type, full listing and recommended minimal set:"]))
     blocks.append(_count_table(data.recommendation, data.model))
+    if data.recommendation is not None:
+        blocks += build_blocks(data.recommendation)
     return blocks

@@ -1,0 +1,128 @@
+"""A run's pattern in plain words: what it keeps and what it excludes.
+
+Made from :attr:`~sphinxext_fmha.model.FilterRun.reading` (the pattern's stretches
+between stars, the segments they spell, the tokens no selected name carries): "Names
+containing `_nlogits_nbias` (logits, bias), then `_nlse_ndropout_nskip` (lse, dropout,
+skip); that leaves out `_logits` (logits); `_alibi`, `_bias` (bias); ...".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+from ...model import NO_TOKEN
+from ..ir import Code, Inlines, text_of
+
+__all__ = ["gloss_inlines", "gloss_text"]
+
+
+def _stretch(stretch: Dict[str, Any]) -> Inlines:
+    """One stretch between stars: its text, and the segments its literal text spells."""
+    out: Inlines = [Code(stretch["text"])]
+    brackets = int(stretch.get("brackets") or 0)
+    if stretch.get("segments"):
+        out.append(" (%s)" % ", ".join(stretch["segments"]))
+    elif brackets:
+        out.append(" (%d bracket position%s)" % (brackets, "" if brackets == 1 else "s"))
+    return out
+
+
+def _names(reading: Dict[str, Any]) -> Inlines:
+    """"names containing X, then Y" from the stretches."""
+    stretches = reading.get("stretches") or []
+    if not stretches:
+        return ["every name"]
+    if not reading.get("selected"):
+        return ["no name (the pattern matches none of them)"]
+    out: Inlines = ["names "]
+    for number, stretch in enumerate(stretches):
+        place = stretch.get("place")
+        if number:
+            out.append(", and ending in " if place == "end" else ", then ")
+        elif reading.get("whole"):
+            out.append("that are ")
+        else:
+            out.append({"start": "starting with ", "end": "ending in "}.get(place,
+                                                                          "containing "))
+        out.extend(_stretch(stretch))
+    return out
+
+
+#: A segment's tokens a gloss lists at most; beyond, it counts them ("the 6 other
+#: values of hdim") or names the few its names have ("only `_pdv` (pad)").
+_MOST_LISTED = 3
+
+
+def _tokens(tokens: Sequence[str]) -> Inlines:
+    out: Inlines = []
+    for position, token in enumerate(tokens):
+        if position:
+            out.append(", ")
+        out.append(Code(token) if token else NO_TOKEN)
+    return out
+
+
+def _left_out(reading: Dict[str, Any]) -> Inlines:
+    """What the selected names lack: of the segments the pattern writes, the other
+    values ("that leaves out"); of the others, where the pattern has bracket positions,
+    what the names it selects have no or only of ("through the bracket positions, its
+    names have no `_alibi`, `_bias` (bias)")."""
+    excluded: Dict[str, List[str]] = reading.get("excluded") or {}
+    kept: Dict[str, List[str]] = reading.get("kept") or {}
+    if not excluded:
+        return []
+    stretches = reading.get("stretches") or []
+    spelled = {label for stretch in stretches for label in stretch.get("segments") or []}
+    brackets = any(stretch.get("brackets") for stretch in stretches)
+    out: Inlines = []
+    pinned = [label for label in excluded if label in spelled]
+    for number, label in enumerate(pinned):
+        out.append("; that leaves out " if not number else "; ")
+        gone = excluded[label]
+        if len(gone) > _MOST_LISTED:
+            out.append("the %d other values of %s" % (len(gone), label))
+        else:
+            out += _tokens(gone) + [" (%s)" % label]
+    # what the bracket positions leave out; a pattern of whole tokens says what its
+    # tokens leave out, and what else the selected names lack is the set's table's
+    others = [label for label in excluded if label not in spelled] if brackets else []
+    for number, label in enumerate(others):
+        if not number:
+            out.append("; through the bracket positions, its names have ")
+        else:
+            out.append("; ")
+        gone, have = excluded[label], kept.get(label, [])
+        if len(gone) > _MOST_LISTED and len(have) < len(gone):
+            out += ["only "] + _tokens(have) + [" (%s)" % label]
+        else:
+            out += ["no "] + _tokens(gone) + [" (%s)" % label]
+    return out
+
+
+def gloss_inlines(readings: Sequence[Dict[str, Any]], capital: bool = True) -> Inlines:
+    """The gloss of one run: per ``@`` part its names and what they leave out
+    (``capital``: a sentence of its own, not one that continues after a colon)."""
+    parts: Inlines = []
+    several = len({r.get("part") for r in readings}) > 1 or len(readings) > 1
+    for reading in readings:
+        if parts:
+            parts.append(" ")
+        body = _names(reading) + _left_out(reading)
+        if several:
+            parts += ["Part %d (" % int(reading.get("part", 0)),
+                      Code(str(reading.get("kernel_type", ""))), "): "]
+            parts += body
+        else:
+            first = body[0]
+            parts += ([first[0].upper() + first[1:]] if capital and isinstance(first, str)
+                      else [first])
+            parts += body[1:]
+        parts.append(".")
+    return parts
+
+
+def gloss_text(readings: Sequence[Dict[str, Any]]) -> str:
+    """:func:`gloss_inlines` as text, tokens and patterns in backticks (``runs[].gloss``
+    of the JSON)."""
+    return "".join("`%s`" % part.text if isinstance(part, Code) else text_of([part])
+                   for part in gloss_inlines(readings))

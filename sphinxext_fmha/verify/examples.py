@@ -1,0 +1,131 @@
+"""Example workloads a guide works out, chosen from the tree itself.
+
+Nothing here names a CK version, a data type or a head dimension: the values are
+counted in the listing of the sub-type with the most kernels (the main kernel of each
+dispatch call), among its two problem segments with the most values (head dimension
+and data type in every tree so far):
+
+* ``common``: their most common pair of values (one of each);
+* ``receipt``: the values the first ``-r`` receipt keeps whose every condition tests a
+  field a segment of that sub-type writes (``dtype in ['fp16', 'bf16']``), where they
+  restrict something;
+* where no receipt reads so, ``pairs``: their two most common values each (a segment
+  with two values or fewer left unnamed: naming all its values restricts nothing).
+
+Two workloads: each costs its generate.py runs in a cold build. Ties go to the
+segment's order (the natural order of its tokens). A workload equal to an earlier one
+is left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from ..model import NO_TOKEN, ApiModel, KernelType, Need, Receipt, Segment, Workload, natural
+from .parsed_listing import ParsedListing
+from .policy import classify
+
+__all__ = ["example_workloads"]
+
+
+def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
+    """The example workloads of this API (at most two, see the module)."""
+    if not model.kernel_types:
+        return []
+    main = max(model.kernel_types, key=lambda k: (k.count, k.class_name))
+    rows = [tokens for class_name, tokens in parsed.parsed.values()
+            if class_name == main.class_name]
+    tile_fields = {f.name for tile in model.tiles for f in tile.fields}
+    problem = [i for i, s in enumerate(main.segments) if not s.literal and not s.constant
+               and classify(s, tile_fields, model.api) == "problem"]
+    problem.sort(key=lambda i: (-len({r[i] for r in rows}), i))
+    found: List[Workload] = []
+    receipt = _receipt_workload(model, main)
+    if len(problem) >= 2 and rows:
+        first, second = sorted(problem[:2])
+        pairs = Counter((r[first], r[second]) for r in rows)
+        order = _order(main, first, second)
+        (a, b), count = max(pairs.items(), key=lambda kv: (kv[1], -order[kv[0]]))
+        found.append(Workload("common", [_need(main, first, [a]), _need(main, second, [b])],
+                              main.class_name, count))
+        needs = []
+        for index in (first, second):
+            values = Counter(r[index] for r in rows)
+            if len(values) > 2:
+                top = sorted(values, key=lambda t: (-values[t], natural(t)))[:2]
+                needs.append(_need(main, index, top))
+        if needs and receipt is None:
+            kept = [r for r in rows if all(r[_index(main, n.segment)] in n.tokens for n in needs)]
+            found.append(Workload("pairs", needs, main.class_name, len(kept)))
+    if receipt is not None:
+        found.append(receipt)
+    unique: List[Workload] = []
+    for workload in found:
+        if all(_key(workload) != _key(other) for other in unique):
+            unique.append(workload)
+    return unique
+
+
+def _order(main: KernelType, first: int, second: int) -> Dict[Tuple[str, str], int]:
+    ones = sorted(main.segments[first].tokens, key=natural)
+    twos = sorted(main.segments[second].tokens, key=natural)
+    return {(a, b): n for n, (a, b) in enumerate((a, b) for a in ones for b in twos)}
+
+
+def _need(main: KernelType, index: int, tokens: Sequence[str]) -> Need:
+    segment = main.segments[index]
+    ordered = sorted(tokens, key=natural)
+    return Need(segment=segment.label, tokens=ordered,
+                given=[_given(segment, t) for t in ordered], kernel_types=[main.class_name])
+
+
+def _given(segment: Segment, token: str) -> str:
+    """How a reader writes the value (as :func:`~.needs.resolve_needs` reads it back):
+    the field's value where no other token has it and the token spells it or is empty
+    (``128`` for ``_d128``, ``bf16``; ``no`` for a bias written as no token), else the
+    token without its ``_`` (``vr``), the empty one as ``(no token)``."""
+    values = {v for combo in segment.values.get(token, []) for v in combo.values()}
+    owners = [t for t, combos in segment.values.items()
+              if any(v in combo.values() for combo in combos for v in values)]
+    if len(values) == 1 and owners == [token] and (not token or next(iter(values)) in token):
+        return next(iter(values))
+    return token.lstrip("_") or NO_TOKEN
+
+
+def _index(main: KernelType, label: str) -> int:
+    return next(i for i, s in enumerate(main.segments) if s.label == label)
+
+
+def _key(workload: Workload) -> Tuple:
+    return tuple(sorted((n.segment, tuple(n.tokens)) for n in workload.needs))
+
+
+def _receipt_workload(model: ApiModel, main: KernelType) -> Optional[Workload]:
+    for receipt in model.receipts:
+        needs = _receipt_needs(receipt, main)
+        if needs:
+            return Workload("receipt", needs, main.class_name, receipt=receipt.value,
+                            label=receipt.label)
+    return None
+
+
+def _receipt_needs(receipt: Receipt, main: KernelType) -> List[Need]:
+    """The needs a receipt's rule makes (one per segment its terms test), or none when a
+    term tests no field of a segment or keeps none of its tokens."""
+    if not receipt.terms:
+        return []
+    wanted: Dict[int, Set[str]] = {}
+    for term in receipt.terms:
+        path, values = term[1], set(term[2:])
+        index = next((i for i, s in enumerate(main.segments) if path in s.fields), None)
+        if index is None:
+            return []
+        segment = main.segments[index]
+        tokens = {t for t, combos in segment.values.items()
+                  if any(combo.get(path) in values for combo in combos)}
+        wanted[index] = wanted.get(index, tokens) & tokens
+        if not wanted[index]:
+            return []
+    return [_need(main, index, sorted(tokens)) for index, tokens in sorted(wanted.items())
+            if tokens != set(main.segments[index].tokens)]

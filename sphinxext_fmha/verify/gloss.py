@@ -1,0 +1,140 @@
+"""What a ``-f`` pattern keeps and excludes, read from the pattern and the tree's names.
+
+A run's pattern is cut into its pieces (``*``, literal text, ``[...]`` classes); the
+pattern is matched, with fnmatch's meaning, against the listed names of each sub-type
+its ``@`` part filters, and each matched name is cut into its segment tokens (the
+model's grammar): a literal stretch of the pattern spells the segments whose whole
+token it covers in every matched name, and a segment's token that no matched name
+carries is one the pattern excludes. The words are made in ``render/`` from this data
+(:attr:`~sphinxext_fmha.model.FilterRun.reading`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..model import ApiModel, natural
+from .boxes import matcher
+from .synthesis import Kernel
+
+__all__ = ["pattern_pieces", "run_reading"]
+
+_PIECE = re.compile(r"\*+|\?|\[[^\]]+\]|[^*?\[]+|\[")
+#: literal text: an escaped character (``[*]``) or any other
+_ESCAPED = re.compile(r"\[(.)\]|(.)", re.S)
+
+
+def pattern_pieces(pattern: str) -> List[Tuple[str, str]]:
+    """(kind, text) of each piece: ``star`` (``*``), ``any`` (``?``), ``class``
+    (``[...]``) or ``literal`` (plain text, an unclosed ``[`` included)."""
+    pieces: List[Tuple[str, str]] = []
+    for text in _PIECE.findall(pattern):
+        # a class of one character is that character, escaped (``[*]``)
+        kind = ("star" if text.startswith("*") else "any" if text == "?" else
+                "class" if len(text) > 3 and text.startswith("[") else "literal")
+        if kind == "literal" and pieces and pieces[-1][0] == "literal":
+            pieces[-1] = ("literal", pieces[-1][1] + text)
+        else:
+            pieces.append((kind, "*" if kind == "star" else text))
+    return pieces
+
+
+def _stretches(pieces: Sequence[Tuple[str, str]]) -> List[List[Tuple[str, str]]]:
+    """The pieces between the stars, in order (a star ends a stretch)."""
+    stretches: List[List[Tuple[str, str]]] = [[]]
+    for piece in pieces:
+        if piece[0] == "star":
+            stretches.append([])
+        else:
+            stretches[-1].append(piece)
+    return stretches
+
+
+def _regex(pieces: Sequence[Tuple[str, str]]) -> re.Pattern[str]:
+    """fnmatch's meaning, each stretch between stars a group."""
+    out: List[str] = []
+    for stretch in _stretches(pieces):
+        body = "".join("." if kind == "any"
+                       else "[%s]" % re.escape(text[1:-1]) if kind == "class"
+                       else _ESCAPED.sub(lambda m: re.escape(m.group(1) or m.group(2)), text)
+                       for kind, text in stretch)
+        out.append("(%s)" % body)
+    return re.compile(".*".join(out), re.S)
+
+
+def _spelled(kernels: Sequence[Kernel], regex: re.Pattern[str], groups: int,
+             labels: Sequence[str]) -> List[List[str]]:
+    """Per stretch, the labels of the segments whose whole token it covers in every
+    name (empty tokens spell nothing)."""
+    found: List[Optional[Set[int]]] = [None] * groups
+    for kernel in kernels:
+        match = regex.fullmatch(kernel.name)
+        if match is None:
+            continue
+        bounds, start = [], 0
+        for token in kernel.tokens:
+            bounds.append((start, start + len(token)))
+            start += len(token)
+        for group in range(groups):
+            low, high = match.span(group + 1)
+            covered = {i for i, (a, b) in enumerate(bounds)
+                       if b > a and low <= a and b <= high and labels[i]}
+            before = found[group]
+            found[group] = covered if before is None else before & covered
+    return [[labels[i] for i in sorted(s)] if s else [] for s in found]
+
+
+def run_reading(model: ApiModel, kernels: Sequence[Kernel], filter_text: str,
+                quiet: AbstractSet[Tuple[str, str]] = frozenset()) -> List[Dict[str, Any]]:
+    """Per ``@`` part of ``filter_text`` and sub-type it filters: its pieces (each
+    stretch's literal text with the segments it spells), and per segment the tokens
+    the matched names carry and those none of them carries; ``quiet``: (sub-type,
+    segment) left out of that unless the pattern spells it (tiles: the filter does
+    not choose them, they come with the kernels)."""
+    spec = model.filter
+    texts = filter_text.split(spec.api_split) if spec.api_split else [filter_text]
+    unfiltered = set(spec.unfiltered_types)
+    readings: List[Dict[str, Any]] = []
+    for kernel_type in model.kernel_types:
+        position = kernel_type.filter_position
+        if position is None or kernel_type.class_name in unfiltered:
+            continue
+        part = next((p for p in spec.parts if p.position == position), None)
+        if position < len(texts):
+            pattern = texts[position]
+        elif part is not None and part.missing_becomes is not None:
+            pattern = part.missing_becomes
+        else:
+            continue
+        own = [k for k in kernels if k.kernel_type == kernel_type.class_name]
+        match = matcher(pattern)
+        chosen = [k for k in own if match(k.name)]
+        labels = ["" if s.literal else s.label for s in kernel_type.segments]
+        pieces = pattern_pieces(pattern)
+        stretches = _stretches(pieces)
+        spelled = _spelled(chosen, _regex(pieces), len(stretches), labels)
+        shown = [{"text": "".join(text for _, text in stretch), "segments": spells,
+                  "brackets": sum(1 for kind, _ in stretch if kind != "literal"),
+                  "place": "start" if number == 0 else "end" if number == len(stretches) - 1
+                  else "middle"}
+                 for number, (stretch, spells) in enumerate(zip(stretches, spelled)) if stretch]
+        kept: Dict[str, List[str]] = {}
+        excluded: Dict[str, List[str]] = {}
+        said = {label for spells in spelled for label in spells}
+        for index, segment in enumerate(kernel_type.segments):
+            if segment.literal or ((kernel_type.class_name, segment.label) in quiet
+                                   and segment.label not in said):
+                continue
+            present = {k.tokens[index] for k in own}
+            selected = {k.tokens[index] for k in chosen}
+            gone = sorted(present - selected, key=natural)
+            if gone:
+                excluded[segment.label] = gone
+                kept[segment.label] = sorted(selected, key=natural)
+        readings.append({"part": position if spec.api_split else 0,
+                         "kernel_type": kernel_type.class_name, "pattern": pattern,
+                         "stretches": shown, "whole": len(stretches) == 1,
+                         "selected": len(chosen), "of": len(own),
+                         "kept": kept, "excluded": excluded})
+    return sorted(readings, key=lambda r: r["part"])
