@@ -144,6 +144,8 @@ PAGE_PROBLEMS_JS = r"""
   // (a long tile shape, b128x128x32x128, may break between its numbers, before an x)
   const badBreak = (w, i) => {
     if (w.length <= 12) return true;
+    // (a long hyphenated word, non-deterministic, may break after its hyphen)
+    if (w[i - 1] === '-' && /^[A-Za-z]+(-[A-Za-z]+)+$/.test(w)) return false;
     if (w[i] === 'x' && /\d/.test(w[i - 1]) && /\d/.test(w[i + 1] || '')) return false;
     if (/^_[A-Za-z0-9_]+$/.test(w)) return true;
     if (/^[\w./-]*\.\w+:\d+$/.test(w)) return w[i - 1] !== '/';
