@@ -220,9 +220,6 @@ class DispatchTree:
     #: what readers work out from the tree once (its routes), by name
     derived: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def leaves_in(self, function: str) -> List[DispatchLeaf]:
-        return [leaf for leaf in self.leaves if leaf.function == function]
-
 
 # --------------------------------------------------------------------------- parsing
 
