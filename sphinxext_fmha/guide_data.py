@@ -148,8 +148,8 @@ def stored_kinds(names: Sequence[str]) -> List[str]:
     there, the guide is computed already."""
     needs = needs_of(names)
     kinds = ["model", "token-counts"]
-    for need in SectionNeed:
-        kinds.extend(k for k in _STORED_KINDS.get(need, ()) if need in needs and k not in kinds)
+    for need, stored in _STORED_KINDS.items():
+        kinds.extend(k for k in stored if need in needs and k not in kinds)
     return kinds
 
 

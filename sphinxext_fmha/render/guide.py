@@ -14,7 +14,6 @@ import importlib
 from typing import Callable, List, Sequence, cast
 
 from ..guide_data import SECTION_BY_NAME, SECTION_TITLES, GuideData, SectionNeed
-from . import sections
 from .ir import Block, Section
 from .sections.api_list import api_list_table
 from .sections.bump import comparison_blocks
@@ -57,7 +56,7 @@ def guide_sections(data: GuideData, names: Sequence[str]) -> List[Section]:
 def _builder(name: str) -> Callable[[GuideData], List[Block]]:
     module, _, function = SECTION_BY_NAME[name].builder.partition(":")
     return cast(Callable[[GuideData], List[Block]],
-                getattr(importlib.import_module("." + module, sections.__name__), function))
+                getattr(importlib.import_module(".sections." + module, __package__), function))
 
 
 def _title(name: str, data: GuideData) -> str:
