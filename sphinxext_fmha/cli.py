@@ -23,16 +23,16 @@ from typing import List, Optional
 from .cppapi.allocation import collector_paused, freeze_at_exit
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound, locate_ck_root
-from .model import to_dict, to_json, token_list
+from .model import to_dict, to_json
 from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
 from .process.cache import cache_dir_problem
 from .process.driver import DRIVER_SCRIPT
-from .process.driver import driver_listing as _driver_listing
 from .process.driver import run_driver as _run_driver
 from .process.handoffs import quick_handoffs
 from .process.launch import GenerateError, install_handlers
+from .render.cli_text import check_text, model_text
 
-__all__ = ["main", "build_parser", "run_driver", "driver_listing", "DRIVER_SCRIPT",
+__all__ = ["main", "build_parser", "run_driver", "DRIVER_SCRIPT",
            "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
 EXIT_FAILED = 1
@@ -293,13 +293,13 @@ def _run(args) -> int:
     if args.command == "analyze":
         model = session.model(args.api, options)
         _warn_suspicious(model)
-        print(to_json(model) if args.format == "json" else _model_text(model))
+        print(to_json(model) if args.format == "json" else model_text(model))
         return 0
     if args.command == "check":
         model = session.model(args.api, options)
         check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
         check = session.check(args.api, args.filter, options)
-        print(to_json(check) if args.format == "json" else _check_text(check), flush=True)
+        print(to_json(check) if args.format == "json" else check_text(check), flush=True)
         if not check.baseline_count:  # no kernel to select from: nothing was verified
             from .guide import suspicious_problems
 
@@ -460,13 +460,6 @@ def run_driver(session, api: str, options: Options, filters: List[str], out_args
                 session.progress)
 
 
-def driver_listing(session, api: str, options: Options, filters: List[str]) -> List[str]:
-    """Kernel files the driver run lists for ``filters`` (see :mod:`.process.driver`)."""
-    model = session.model(api, options)
-    return _driver_listing(session.python, session.tree.fmha_dir, model.filter.api_split or "",
-                           filters, _generate_args(session, api, options), session.timeout)
-
-
 def _generate(session, args, options: Options) -> int:
     model = session.model(args.api, options)
     for text in args.filter:
@@ -477,49 +470,6 @@ def _generate(session, args, options: Options) -> int:
         out = ["-o", str(_output_path(args.output_dir, folder=True, flag="-o"))]
     run_driver(session, args.api, options, args.filter, out)
     return 0
-
-
-def _model_text(model) -> str:
-    lines = ["API %s (%s)" % (model.api, model.source),
-             "options: " + ", ".join("%s=%s" % kv for kv in model.options.items())]
-    for kernel_type in model.kernel_types:
-        lines.append("")
-        lines.append("%s: %d kernels, filter part %s, arch suffixes %s" % (
-            kernel_type.class_name, kernel_type.count, kernel_type.filter_position,
-            ", ".join(repr(s) for s in kernel_type.arch_suffixes)))
-        lines.append("  example: %s" % kernel_type.example)
-        for segment in kernel_type.segments:
-            tokens = ", ".join(repr(t) for t in list(segment.tokens)[:6])
-            more = " ..." if len(segment.tokens) > 6 else ""
-            lines.append("  %-16s %s%s" % (segment.label, tokens, more))
-    lines.append("")
-    lines.append("baseline: %d listed, %d parsed, %d unparsed, %d ambiguous" % (
-        model.baseline.count, model.baseline.parsed, len(model.baseline.unparsed),
-        len(model.baseline.ambiguous)))
-    for gap in model.gaps:
-        lines.append("gap: %s at %s (%s)" % (gap.what, gap.where, gap.why))
-    return "\n".join(lines)
-
-
-def _check_text(check) -> str:
-    lines = ["$ " + check.command,
-             "selected %d of %d kernels (model predicts %d): %s" % (
-                 check.count, check.baseline_count, check.predicted,
-                 "verified" if check.verified else "NOT verified")]
-    for kernel_type, count in check.per_type.items():
-        lines.append("  %-32s %d of %d" % (kernel_type, count, check.baseline_per_type.get(kernel_type, 0)))
-    for row in check.breakdown:
-        if row.dropped:
-            lines.append("  %s / %s: dropped %s" % (row.kernel_type, row.segment,
-                                                   token_list(row.dropped)))
-    for effect in check.side_effects:
-        lines.append("side effect: " + effect)
-    if check.untested_matches:
-        lines.append("not tested: %d kernels whose names match are generated with another "
-                     "kernel, which -f tests instead" % check.untested_matches)
-    for note in check.notes:
-        lines.append("note: " + note)
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover

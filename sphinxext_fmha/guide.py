@@ -14,15 +14,16 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import WarningType
 from .guide_data import (
-    DISPATCH_SECTIONS,
-    RECOMMENDATION_SECTIONS,
     ExampleSet,
     GuideData,
     PlaygroundInputs,
     Problem,
+    SectionNeed,
     build_date,
+    needs_of,
     parse_sections,
     problem_of,
+    stored_kinds,
 )
 from .model import ApiModel, FilterCheck, Need
 from .options import Options
@@ -40,21 +41,20 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
     ``needs``: the workload its set is for (:meth:`Session.needs`), none: the default
     minimal set.
 
-    The one place that decides what a guide needs: the recommendation for sections
-    5-8, the API dispatch file for the field reference, rules and dispatch sections,
-    the example workloads' sets for section 13.
+    What each section needs is declared with it (:data:`~.guide_data.SECTIONS`).
     Failures of the model raise; a recommendation or dispatch reading that cannot be
     made is recorded as ``recommendation_problem`` / ``dispatch_problem``.
     """
     names = parse_sections(list(sections) if sections is not None else None)
-    recommend, conditions = _needs(names)
+    shown = needs_of(names)
+    conditions = SectionNeed.DISPATCH in shown
     model = session.model(api, options)
     listing = session.runner.list_kernels(session.tree.request(api, options))
     data = GuideData(api=api, options=options, model=model, date=build_date(),
                      token_counts=session.token_counts(api, options),
                      api_file=listing.api_file, listing_command=session.runner.listing_command(
                          session.tree.request(api, options), appends=model.list_appends))
-    if recommend:
+    if shown & {SectionNeed.SET, SectionNeed.SET_IF_MADE}:
         # First: it reads the dispatch file while its filtered runs run.
         try:
             data.recommendation = session.recommend(api, options, needs)
@@ -84,11 +84,11 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
             data.dispatch_problem = _dispatch_problem(exc)
-    if "examples" in names:
+    if SectionNeed.EXAMPLES in shown:
         data.examples = collect_examples(session, api, options)
-    if "fields" in names:
+    if SectionNeed.PATTERN_TRAPS in shown:
         data.pattern_traps = session.pattern_traps(api, options)
-    if "filter" in names:
+    if SectionNeed.FILTER_FACTS in shown:
         try:
             data.filter_facts = session.filter_facts(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
@@ -96,7 +96,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             problem.message = ("cannot measure what write mode and --targets do (the filter "
                                "mechanism leaves them out): " + problem.message)
             data.filter_problem = problem
-    if "tiles" in names:
+    if SectionNeed.TILE_TABLES in shown:
         # the set's tile counts when the recommendation has them, else the listing's
         if data.recommendation is not None and data.recommendation.tile_tables:
             data.tile_tables = data.recommendation.tile_tables
@@ -178,22 +178,6 @@ def collect_playground(session: Session, api: str, options: Options = Options())
                             followers=session.followers(api, options))
 
 
-def _needs(names: Sequence[str]) -> Tuple[bool, bool]:
-    """(the recommendation, the dispatch reading and mask modes): what these sections
-    need beyond the model and the token counts."""
-    return (any(n in names for n in RECOMMENDATION_SECTIONS + ("counts",)),
-            any(n in names for n in DISPATCH_SECTIONS))
-
-
-def _stored_kinds(names: Sequence[str]) -> List[str]:
-    """The results :func:`collect_guide` keeps on disk for these sections (the
-    session's kinds): when all are there, the guide is computed already."""
-    recommend, conditions = _needs(names)
-    return (["model", "token-counts"] + (["dispatch-reading", "mask-modes"] if conditions else [])
-            + (["recommend"] if recommend else [])
-            + (["filter-facts"] if "filter" in names else []))
-
-
 @dataclass(frozen=True)
 class DirectiveUse:
     """A directive found in a page before the page is read (``sections``: the guide's
@@ -251,10 +235,10 @@ def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
     guides = _guides(uses)
     if workers:
         for (api, options), names in reversed(list(guides.items())[1:]):
-            if _needs(names)[1]:
+            if SectionNeed.DISPATCH in needs_of(names):
                 plan("mask", session.mask_listing_ahead, api, options)
             plan("worker", session.analysis_ahead, api, options, ",".join(names),
-                 tuple(_stored_kinds(names)))
+                 tuple(stored_kinds(names)))
     for use in uses:
         if use.directive == "fmha-kernel-guide" and _shows_dispatch(use.sections):
             plan("mask", session.mask_listing_ahead, use.api, use.options)
@@ -289,6 +273,6 @@ def _guides(uses: Sequence[DirectiveUse]) -> Dict[Tuple[str, Options], List[str]
 
 def _shows_dispatch(sections: Optional[str]) -> bool:
     try:
-        return any(n in parse_sections(sections) for n in DISPATCH_SECTIONS)
+        return SectionNeed.DISPATCH in needs_of(parse_sections(sections))
     except Exception:  # noqa: BLE001 - a bad :sections: value: the page reports it
         return False

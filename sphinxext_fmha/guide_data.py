@@ -8,11 +8,12 @@ A leaf: the guide service (:mod:`sphinxext_fmha.guide`) fills it, the renderers
 from __future__ import annotations
 
 import datetime
+import enum
 import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
@@ -33,54 +34,123 @@ __all__ = [
     "RECOMMENDATION_SECTIONS",
     "DEFAULT_ORDER",
     "ExampleSet",
+    "SectionNeed",
     "SECTIONS",
+    "SECTION_BY_NAME",
     "SECTION_TITLES",
+    "SectionSpec",
     "GuideData",
     "PlaygroundInputs",
     "Problem",
     "build_date",
     "parse_sections",
     "problem_of",
+    "sections_needing",
     "source_rel",
+    "stored_kinds",
 ]
 
-#: (name, title) of every guide section, in order; numbers are 1-based positions.
-SECTIONS: Tuple[Tuple[str, str], ...] = (
-    ("types", "Kernel sub-types"),
-    ("filename", "File name structure"),
-    ("filter", "Filter mechanism"),
-    ("fields", "Field reference"),
-    ("minimal", "Recommended minimal set"),
-    ("losses", "What you lose"),
-    ("commands", "Filter commands"),
-    ("counts", "Kernel counts"),
-    ("tiles", "Tiles per architecture"),
-    ("rules", "Skip conditions and receipts"),
-    ("dispatch", "Dispatch"),
-    ("gaps", "Gaps and checks"),
-    ("examples", "Example workloads"),
-)
-SECTION_TITLES = dict(SECTIONS)
-#: The order of every section when none is chosen (``:sections:`` all): the example
-#: workloads after the counts (their number, 13, keeps the others' numbers).
-DEFAULT_ORDER = ("types", "filename", "filter", "fields", "minimal", "losses", "commands",
-                 "counts", "examples", "tiles", "rules", "dispatch", "gaps")
-#: Sections that show the recommendation (``counts`` shows it when there is one).
-RECOMMENDATION_SECTIONS = ("minimal", "losses", "commands")
-#: Sections that show what the API dispatch file and the mask modes say (fields:
-#: per-token conditions; rules: the mask-mode note; dispatch: entry points, reach).
-DISPATCH_SECTIONS = ("fields", "rules", "dispatch")
 
-_ALIASES = {
-    "sub-types": "types", "subtypes": "types", "kernel-types": "types",
-    "names": "filename", "file-names": "filename", "diagram": "filename",
-    "mechanism": "filter", "field": "fields", "reference": "fields",
-    "recommended": "minimal", "recommendation": "minimal", "loss": "losses",
-    "runs": "commands", "command": "commands", "count": "counts",
-    "tile": "tiles", "skips": "rules", "receipts": "rules", "skip": "rules",
-    "gap": "gaps", "checks": "gaps",
-    "example": "examples", "workloads": "examples",
-}
+class SectionNeed(enum.Enum):
+    """What a section needs beyond the model and the token counts."""
+
+    #: the recommended minimal set; the section is left out when it cannot be made
+    SET = "set"
+    #: the set when it can be made (the section shows the listing without it)
+    SET_IF_MADE = "set-if-made"
+    #: the API dispatch file and what ``--mask`` changes
+    DISPATCH = "dispatch"
+    #: the runs of the filter mechanism (write mode without partners, ``--targets``)
+    FILTER_FACTS = "filter-facts"
+    #: the tokens whose ``*TOKEN*`` selects other kernels too
+    PATTERN_TRAPS = "pattern-traps"
+    #: the tiles per problem of each sub-type
+    TILE_TABLES = "tile-tables"
+    #: the example workloads, each with its set
+    EXAMPLES = "examples"
+
+
+#: The results of the session a need keeps on disk (its stored kinds), besides the
+#: model and token counts every guide keeps.
+_STORED_KINDS = {SectionNeed.DISPATCH: ("dispatch-reading", "mask-modes"),
+                 SectionNeed.SET: ("recommend",), SectionNeed.SET_IF_MADE: ("recommend",),
+                 SectionNeed.FILTER_FACTS: ("filter-facts",)}
+
+
+@dataclass(frozen=True)
+class SectionSpec:
+    """One guide section, declared once: everything else about sections is derived."""
+
+    name: str
+    #: its documented number (numbers are aliases: the example workloads are 13 but
+    #: shown after the counts)
+    number: int
+    title: str
+    #: ``module:function`` in :mod:`sphinxext_fmha.render.sections` that builds it
+    builder: str
+    aliases: Tuple[str, ...] = ()
+    needs: Tuple[SectionNeed, ...] = ()
+
+
+#: Every guide section, in the order shown when none is chosen (``:sections:`` all).
+SECTIONS: Tuple[SectionSpec, ...] = (
+    SectionSpec("types", 1, "Kernel sub-types", "overview:types_section",
+                ("sub-types", "subtypes", "kernel-types")),
+    SectionSpec("filename", 2, "File name structure", "filename:filename_section",
+                ("names", "file-names", "diagram")),
+    SectionSpec("filter", 3, "Filter mechanism", "filter:filter_section", ("mechanism",),
+                (SectionNeed.FILTER_FACTS,)),
+    SectionSpec("fields", 4, "Field reference", "fields:fields_section", ("field", "reference"),
+                (SectionNeed.DISPATCH, SectionNeed.PATTERN_TRAPS)),
+    SectionSpec("minimal", 5, "Recommended minimal set", "recommendation:minimal_section",
+                ("recommended", "recommendation"), (SectionNeed.SET,)),
+    SectionSpec("losses", 6, "What you lose", "recommendation:losses_section", ("loss",),
+                (SectionNeed.SET,)),
+    SectionSpec("commands", 7, "Filter commands", "recommendation:commands_section",
+                ("runs", "command"), (SectionNeed.SET,)),
+    SectionSpec("counts", 8, "Kernel counts", "recommendation:counts_section", ("count",),
+                (SectionNeed.SET_IF_MADE,)),
+    SectionSpec("examples", 13, "Example workloads", "workload:examples_section",
+                ("example", "workloads"), (SectionNeed.EXAMPLES,)),
+    SectionSpec("tiles", 9, "Tiles per architecture", "tiles:tiles_section", ("tile",),
+                (SectionNeed.TILE_TABLES,)),
+    SectionSpec("rules", 10, "Skip conditions and receipts", "rules:rules_section",
+                ("skips", "receipts", "skip"), (SectionNeed.DISPATCH,)),
+    SectionSpec("dispatch", 11, "Dispatch", "dispatch:dispatch_section", (),
+                (SectionNeed.DISPATCH,)),
+    SectionSpec("gaps", 12, "Gaps and checks", "gaps:gaps_section", ("gap", "checks")),
+)
+SECTION_BY_NAME = {spec.name: spec for spec in SECTIONS}
+SECTION_TITLES = {spec.name: spec.title for spec in SECTIONS}
+DEFAULT_ORDER = tuple(spec.name for spec in SECTIONS)
+_BY_NUMBER = {spec.number: spec.name for spec in SECTIONS}
+_ALIASES = {alias: spec.name for spec in SECTIONS for alias in spec.aliases}
+
+
+def sections_needing(*needs: SectionNeed) -> Tuple[str, ...]:
+    """The sections that need any of ``needs``, in the default order."""
+    return tuple(spec.name for spec in SECTIONS if set(spec.needs) & set(needs))
+
+
+#: Sections that show the recommendation and are left out without it.
+RECOMMENDATION_SECTIONS = sections_needing(SectionNeed.SET)
+#: Sections that show what the API dispatch file and the mask modes say.
+DISPATCH_SECTIONS = sections_needing(SectionNeed.DISPATCH)
+
+
+def needs_of(names: Sequence[str]) -> Set[SectionNeed]:
+    """What these sections need beyond the model and the token counts."""
+    return {need for name in names for need in SECTION_BY_NAME[name].needs}
+
+
+def stored_kinds(names: Sequence[str]) -> List[str]:
+    """The session's results a guide of these sections keeps on disk: when all are
+    there, the guide is computed already."""
+    needs = needs_of(names)
+    kinds = ["model", "token-counts"]
+    for need, stored in _STORED_KINDS.items():
+        kinds.extend(k for k in stored if need in needs and k not in kinds)
+    return kinds
 
 
 @dataclass
@@ -142,19 +212,20 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
         if item.isdigit() or span:
             first, last = (int(span.group(1)), int(span.group(2))) if span else (int(item),) * 2
             for index in (first, last):
-                if not 1 <= index <= len(SECTIONS):
+                if index not in _BY_NUMBER:
                     raise OptionError("sections: %s is not a section number (1-%d)"
                                       % (index, len(SECTIONS)))
             if last < first:
                 raise OptionError("sections: %s is an empty range" % item)
-            names.extend(SECTIONS[i - 1][0] for i in range(first, last + 1)
-                         if SECTIONS[i - 1][0] not in names)
+            names.extend(_BY_NUMBER[i] for i in range(first, last + 1)
+                         if _BY_NUMBER[i] not in names)
             continue
         else:
             name = _ALIASES.get(item, item)
             if name not in SECTION_TITLES:
                 raise OptionError("sections: unknown section %r (known: %s, or 1-%d)"
-                                  % (item, ", ".join(n for n, _ in SECTIONS), len(SECTIONS)))
+                                  % (item, ", ".join(_BY_NUMBER[i] for i in sorted(_BY_NUMBER)),
+                                     len(SECTIONS)))
         if name not in names:
             names.append(name)
     if not names:

@@ -377,7 +377,7 @@ def test_constant_field_alternatives_come_from_sibling_fields_then_made_up():
     """What the probe tries on a field with one value everywhere: the other values of
     the smallest sibling field that has that value among several, then a made-up
     value of the same type (never a value of another type: 1 is not True)."""
-    from sphinxext_fmha.analysis.probe_script import constant_alternatives
+    from sphinxext_fmha.analysis.probe_perturb import constant_alternatives
 
     sets = {"F_lse": {("str", "f"): 9}, "F_spad": {("str", "t"): 4, ("str", "f"): 5},
             "F_bias": {("str", "no"): 3, ("str", "f"): 1, ("str", "alibi"): 5},

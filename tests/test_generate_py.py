@@ -9,13 +9,13 @@ from typing import List
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_py import (
-    discover_apis,
+from sphinxext_fmha.analysis.generate_options import (
     filter_split,
     generate_options,
     option_split,
     option_supported,
 )
+from sphinxext_fmha.analysis.generate_py import discover_apis
 from sphinxext_fmha.locate import FMHA_SUBDIR
 from sphinxext_fmha.model import ApiInfo
 

@@ -17,7 +17,7 @@ from typing import Dict
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_py import supported_options
+from sphinxext_fmha.analysis.generate_options import supported_options
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, share_items, tree_digest, unshare_items

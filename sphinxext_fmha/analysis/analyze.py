@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 import sys
-import weakref
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -23,10 +20,6 @@ from ..locate import fmha_dir as fmha_dir_of
 from ..model import (
     ApiInfo,
     ApiModel,
-    Baseline,
-    FieldInfo,
-    FilterPart,
-    FilterSpec,
     Gap,
     GenerateOption,
     KernelType,
@@ -35,14 +28,25 @@ from ..model import (
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
 from ..process.runner import GenerateRequest, GenerateRunner
+from .field_info import fields_of
+from .filenames import (  # noqa: F401 - parse_filename, split_filename: for verify/parsed_listing.py
+    baseline_of,
+    example_tokens,
+    grammars_of,
+    parse_filename,
+    parsed_once,
+    split_filename,
+)
+from .filter_spec import class_of_name, read_filter_spec
 from .followers import followers_of
-from .generate_py import discover_apis, generate_options
-from .grammar import Grammar, derive_grammar, disambiguate_labels, plain_values, segment_label
+from .generate_options import generate_options
+from .generate_py import discover_apis
+from .grammar import Grammar, derive_grammar
 from .observe import observe
 from .observed_factories import apply_observed_factories
-from .probe_script import MARKER
 from .pyparse import parse_module
 from .receipts_observed import note_unmet_terms
+from .segment_labels import disambiguate_labels, segment_label
 from .source import SourceFacts, analyze_source
 
 Progress = Optional[Callable[[str], None]]
@@ -195,9 +199,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
 
     _add_constant_fields(kernel_types, observed, facts)
     for kernel_type in kernel_types:
-        kernel_type.example_tokens = _example_tokens(kernel_type)
-    classify = _class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
-    filter_spec, positions = _filter_spec(observed, sorted(records_by_class), classify)
+        kernel_type.example_tokens = example_tokens(kernel_type)
+    classify = class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
+    filter_spec, positions = read_filter_spec(observed, sorted(records_by_class), classify)
     for kernel_type in kernel_types:
         kernel_type.filter_position = positions.get(kernel_type.class_name)
     model = ApiModel(
@@ -205,7 +209,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         source=info.source,
         options=tree.effective_options(options),
         kernel_types=kernel_types,
-        fields=_fields(kernel_types, records_by_class, observed, facts),
+        fields=fields_of(kernel_types, records_by_class, observed, facts),
         tiles=facts.tiles,
         factories=facts.factories,
         filter=filter_spec,
@@ -223,10 +227,10 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     observed_files = {r["filename"] for r in observed["records"]}
     kernel_files = [f for f in listed_files if f in observed_files]
     other_files = sorted(f for f in listed_files if f not in observed_files)
-    model.baseline = _baseline(model, grammars_of(model), kernel_files)
+    model.baseline = baseline_of(model, grammars_of(model), kernel_files)
     model.list_appends = bool(observed.get("listing_appends"))
     model.filter.followers = followers_of(model, observed.get("followers") or {}, kernel_files,
-                                          functools.partial(_parsed_once, model))
+                                          functools.partial(parsed_once, model))
     missing = observed_files.difference(listed_files)
     listing_matches = not missing and len(other_files) <= 1
     if not listing_matches:
@@ -375,286 +379,6 @@ def _example(records: List[dict], grammar: Grammar) -> str:
     scores = {r["filename"]: filled(r) for r in records}
     top = max(scores.values(), default=0)
     return min((f for f, score in scores.items() if score == top), default="")
-
-
-def _example_tokens(kernel_type: KernelType) -> List[str]:
-    """The example's kernel name cut into one token per (final) segment, or []."""
-    name = split_filename(kernel_type.example, kernel_type.arch_suffixes)
-    if not name:
-        return []
-    tokens = Grammar(segments=kernel_type.segments).parse(name)
-    return list(tokens) if tokens is not None and len(tokens) == len(kernel_type.segments) else []
-
-
-def _class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, str]):
-    """Which sub-type a name tested by fnmatch belongs to: a listed kernel's own
-    class, else the sub-type whose leading literal segment is the longest prefix
-    (names of kernels that a later rule drops are tested too)."""
-    prefixes = []
-    for kernel_type in kernel_types:
-        if kernel_type.segments and kernel_type.segments[0].literal:
-            for token in kernel_type.segments[0].tokens:
-                prefixes.append((len(token), token, kernel_type.class_name))
-    prefixes.sort(reverse=True)
-
-    def classify(name: str) -> str:
-        if name in name_to_class:
-            return name_to_class[name]
-        for _, token, class_name in prefixes:
-            if token and name.startswith(token):
-                return class_name
-        return ""
-
-    return classify
-
-
-def _per_class(summary: dict, classify) -> Dict[str, Dict[str, int]]:
-    if "raw" not in summary:
-        return summary["per_class"]
-    per_class: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for pattern, name in summary["raw"]:
-        per_class[classify(name)][pattern] += 1
-    return per_class
-
-
-def _filter_spec(observed: dict, classes: List[str], classify) -> Tuple[FilterSpec, Dict[str, int]]:
-    calls = _per_class(observed["fnmatch_calls"], classify)
-    marker_filter = observed["marker_filter"]
-    api_part = marker_filter.split(",")[0]
-    parts = api_part.split("@")
-    spec = FilterSpec()
-    positions: Dict[str, int] = {}
-    seen_patterns = {p for per in calls.values() for p in per}
-    spec.cli_split = None if any(MARKER.format("next-api") in p for p in seen_patterns) else ","
-    whole = api_part if spec.cli_split else marker_filter
-    applies: Dict[int, List[str]] = defaultdict(list)
-    for class_name in classes:
-        patterns = calls.get(class_name, {})
-        for pattern in patterns:
-            if pattern in (whole, marker_filter, api_part):
-                positions[class_name] = 0
-            elif pattern in parts:
-                spec.api_split = "@"
-                positions[class_name] = parts.index(pattern)
-        if class_name in positions:
-            applies[positions[class_name]].append(class_name)
-        else:
-            spec.unfiltered_types.append(class_name)
-    single = _per_class(observed.get("single_part_calls", {"per_class": {}}), classify)
-    empty_parts = _per_class(observed.get("empty_parts_calls", {"per_class": {}}), classify)
-    empty_filter = _per_class(observed.get("empty_filter_calls", {"per_class": {}}), classify)
-
-    def reaching(per_class: Dict[str, Dict[str, int]], class_names: List[str]) -> Optional[str]:
-        # The pattern fnmatch receives; no call at all: the part is not applied.
-        seen = {p for c in class_names for p in per_class.get(c, {})}
-        return sorted(seen)[0] if seen else None
-
-    for position in sorted(applies):
-        classes_here = sorted(applies[position])
-        spec.parts.append(FilterPart(
-            position=position, applies_to=classes_here,
-            missing_becomes=reaching(single, classes_here) if position > 0 else None,
-            empty_becomes=reaching(empty_parts, classes_here) if spec.api_split else None))
-    if "empty_filter_calls" in observed:
-        spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
-    normcase = observed.get("normcase", "Aa/")
-    spec.fnmatch_lowercases = normcase[:2] == "aa"
-    spec.fnmatch_backslashes = normcase[2:] == "\\"
-    # Trait-wise filtering repeats the same multi-part call pattern trait after trait;
-    # one multi-part group at the boundary of two per-class loops proves nothing.
-    groups = observed["fnmatch_calls"]["groups"]
-    shapes = Counter(tuple(p for p, _ in g) for g in groups if len(g) > 1)
-    spec.drops = "trait" if shapes and shapes.most_common(1)[0][1] >= 2 else "kernel"
-    return spec, positions
-
-
-def _fields(kernel_types: List[KernelType], records_by_class: Dict[str, List[dict]],
-            observed: dict, facts: SourceFacts) -> List[FieldInfo]:
-    fields: Dict[str, FieldInfo] = {}
-    comments = {(c.name, f.name): f for c in facts.classes for f in c.fields}
-    class_where = {c.name: c.defined_at for c in facts.classes}
-    uses = defaultdict(list)
-    for use in facts.map_uses:
-        uses[use.field].append(use)
-    # Constant segments last: a path that varies in one sub-type and is constant in
-    # another (F_tile.F_bn1 of split-KV kernels and of their combine kernels) is
-    # described where it varies; the constant sub-type only adds itself.
-    passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
-    for constant, kernel_type in passes:
-        owners = observed.get("owners", {}).get(kernel_type.class_name, {})
-        leaves = [r["leaves"] for r in records_by_class[kernel_type.class_name]]
-        for segment in kernel_type.segments:
-            if segment.constant != constant:
-                continue
-            for path in segment.fields:
-                info = fields.get(path)
-                # where this sub-type's own class declares the field
-                owner = owners.get(path, kernel_type.class_name)
-                declared = comments.get((owner, path.split(".")[-1]))
-                defined_at = _line_of(class_where.get(owner, ""), declared)
-                comment = declared.comment if declared else ""
-                described = info is not None
-                if info is None:
-                    info = FieldInfo(path=path, segment=segment.label, comment=comment,
-                                     defined_at=defined_at)
-                    info.symbol_map = owner  # resolved into the map below
-                    fields[path] = info
-                if defined_at:
-                    info.defined_at_by_type.setdefault(kernel_type.class_name, defined_at)
-                if declared is not None:  # (its own comment, even none)
-                    info.comment_by_type.setdefault(kernel_type.class_name, comment)
-                if kernel_type.class_name not in info.kernel_types:
-                    info.kernel_types.append(kernel_type.class_name)
-                if described and constant:
-                    continue  # described where it varies
-                values = _column_texts(leaves, path)
-                info.values = sorted(set(info.values) | values, key=_natural)
-    for info in fields.values():
-        _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
-        if info.cpp_symbols:
-            extra = [v for v in info.values if v not in info.cpp_symbols]
-            for value in extra:
-                info.hard_coded.append(value)
-    return [fields[p] for p in sorted(fields)]
-
-
-def _column_texts(leaves: List[dict], path: str) -> set:
-    """The distinct texts of one field over the kernels that have it."""
-    if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
-        values = list(map(dict.__getitem__, leaves, repeat(path)))
-        # equal values of these types have equal texts: the texts of the distinct ones
-        return set(map(str, set(values) if plain_values(values) else values))
-    return {str(values[path]) for values in leaves if path in values}
-
-
-def _line_of(class_where: str, declared) -> str:
-    if not class_where or declared is None or not declared.line:
-        return class_where
-    return "%s:%d" % (class_where.rsplit(":", 1)[0], declared.line)
-
-
-def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) -> None:
-    info.symbol_map = ""
-    candidates = [u for u in uses.get(leaf, []) if u.owner == owner] or uses.get(leaf, [])
-    if not candidates:
-        return
-    use = sorted(candidates, key=lambda u: (u.map != candidates[0].map, u.where))[0]
-    info.symbol_map = use.map
-    symbol_map = facts.symbol_maps.get(use.map)
-    if symbol_map is None:
-        return
-    if symbol_map.entries:
-        info.cpp_symbols = dict(symbol_map.entries)
-    elif symbol_map.branches:
-        # A map chosen by an argument (get_mask_map(mask_impl)): the branch whose keys
-        # hold the observed values; values of another branch are hard-coded ones.
-        values = set(info.values)
-        branch = max(sorted(symbol_map.branches),
-                     key=lambda b: len(values & set(symbol_map.branches[b])))
-        info.symbol_map = "%s(%s)" % (use.map, branch)
-        info.cpp_symbols = dict(symbol_map.branches[branch])
-
-
-_NUM = re.compile(r"(\d+)")
-
-
-def _natural(text: str):
-    return [int(p) if p.isdigit() else p for p in _NUM.split(text)]
-
-
-def split_filename(filename: str, suffixes: Sequence[str]) -> Optional[str]:
-    """The kernel name in ``filename`` for one of the arch ``suffixes``."""
-    if not filename.endswith(".cpp"):
-        return None
-    stem = filename[: -len(".cpp")]
-    longest_first, bare = _suffix_order(tuple(suffixes))
-    for suffix in longest_first:
-        if stem.endswith(suffix):
-            return stem[: -len(suffix)]
-    return stem if bare else None
-
-
-@functools.lru_cache(maxsize=256)
-def _suffix_order(suffixes: Tuple[str, ...]) -> Tuple[Tuple[str, ...], bool]:
-    """The non-empty suffixes longest first, and whether a bare name is allowed."""
-    return tuple(s for s in sorted(suffixes, key=len, reverse=True) if s), "" in suffixes or not suffixes
-
-
-def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str):
-    """[(kernel type, tokens)] for every sub-type whose grammar parses ``filename``."""
-    memo = grammars.parsed if isinstance(grammars, Grammars) and grammars.model_id == id(model) else None
-    if memo is not None and filename in memo:
-        return [(kernel_type, list(tokens)) for kernel_type, tokens in memo[filename]]
-    found = []
-    for kernel_type in model.kernel_types:
-        name = split_filename(filename, kernel_type.arch_suffixes)
-        if name is None:
-            continue
-        parses = grammars[kernel_type.class_name].parses(name)
-        for tokens in parses:
-            found.append((kernel_type, tokens))
-    if memo is not None:
-        memo[filename] = [(kernel_type, tuple(tokens)) for kernel_type, tokens in found]
-    return found
-
-
-class Grammars(Dict[str, Grammar]):
-    """The grammar of each kernel type of one model, and the parse of every file name
-    asked for so far: the baseline, the token counts, the token dispatch and the parsed
-    listings all parse the same names."""
-
-    def __init__(self, model: ApiModel) -> None:
-        super().__init__((k.class_name, Grammar(segments=k.segments)) for k in model.kernel_types)
-        self.model_id = id(model)
-        self.shape = _grammar_shape(model)
-        self.parsed: Dict[str, List[Tuple[KernelType, Tuple[str, ...]]]] = {}
-
-
-def _grammar_shape(model: ApiModel) -> tuple:
-    """What the grammars were built from (a model is not changed once built; this
-    only guards the cache against one that is)."""
-    return tuple((k.class_name, id(k), tuple(k.arch_suffixes), id(k.segments),
-                  tuple((id(s), len(s.tokens)) for s in k.segments)) for k in model.kernel_types)
-
-
-#: id(model) -> its grammars; an entry leaves with its model (weakref.finalize).
-_GRAMMARS: Dict[int, Grammars] = {}
-
-
-def grammars_of(model: ApiModel) -> Dict[str, Grammar]:
-    """The model's grammars, the same object (with its parses) for as long as the model lives."""
-    cached = _GRAMMARS.get(id(model))
-    if cached is not None and cached.shape == _grammar_shape(model):
-        return cached
-    grammars = Grammars(model)
-    if cached is None:
-        weakref.finalize(model, _GRAMMARS.pop, id(model), None).atexit = False
-    _GRAMMARS[id(model)] = grammars
-    return grammars
-
-
-def _baseline(model: ApiModel, grammars: Dict[str, Grammar], listed_files: Sequence[str]) -> Baseline:
-    baseline = Baseline(count=len(listed_files))
-    for filename in listed_files:
-        found = parse_filename(model, grammars, filename)
-        if len(found) == 1 and "".join(found[0][1]) + _suffix_of(filename, found[0][0]) == filename:
-            baseline.parsed += 1
-        elif not found:
-            baseline.unparsed.append(filename)
-        else:
-            baseline.ambiguous.append(filename)
-    return baseline
-
-
-def _parsed_once(model: ApiModel, filename: str) -> Optional[Tuple[str, List[str]]]:
-    """(sub-type, tokens) of a file the model's grammars parse exactly once."""
-    found = parse_filename(model, grammars_of(model), filename)
-    return (found[0][0].class_name, found[0][1]) if len(found) == 1 else None
-
-
-def _suffix_of(filename: str, kernel_type: KernelType) -> str:
-    name = split_filename(filename, kernel_type.arch_suffixes) or ""
-    return filename[len(name):]
 
 
 def _blob_functions_take_targets(module_path: Path, functions: Sequence[str]) -> bool:

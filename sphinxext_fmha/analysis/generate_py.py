@@ -1,37 +1,27 @@
-"""What ``01_fmha/generate.py`` offers, read from its source with :mod:`ast`.
+"""The APIs ``01_fmha/generate.py`` offers, read from its source with :mod:`ast`.
 
-Nothing here imports or executes CK code: the APIs, the argparse options and the way
-``-f`` is split are all derived from the syntax trees of ``generate.py`` and of the
-``codegen/ops/*.py`` modules.  Whatever cannot be read is reported as a
+Nothing here imports or executes CK code: the APIs are derived from the syntax trees
+of ``generate.py`` and of the ``codegen/ops/*.py`` modules (its options:
+:mod:`.generate_options`).  Whatever cannot be read is reported as a
 :class:`~sphinxext_fmha.model.Gap`, never guessed silently.
 """
 
 from __future__ import annotations
 
 import ast
-import copy
-import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..locate import FMHA_SUBDIR, fmha_dir
-from ..model import ApiInfo, Gap, GenerateOption
-from .pyeval import Evaluator, ModuleRef, Unknown
-from .pyparse import assigned_names, dotted
+from ..model import ApiInfo, Gap
+from .generate_options import PathLike, evaluate_in, module_constants, read_ast
+from .pyeval import ModuleRef, Unknown
+from .pyparse import dotted
 
-__all__ = [
-    "DEFAULT_REQUIRED_FUNCTIONS",
-    "discover_apis",
-    "filter_split",
-    "generate_options",
-    "option_split",
-    "option_supported",
-]
+__all__ = ["DEFAULT_REQUIRED_FUNCTIONS", "discover_apis"]
 
 #: What generate.py reads from every ops module when its table cannot be parsed.
 DEFAULT_REQUIRED_FUNCTIONS = ("list_blobs", "write_blobs")
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 _GENERATE = FMHA_SUBDIR + "/generate.py"
 _OPS = FMHA_SUBDIR + "/codegen/ops"
@@ -43,38 +33,6 @@ _OPS = FMHA_SUBDIR + "/codegen/ops"
 def _where(rel: str, node: Optional[ast.AST] = None) -> str:
     line = getattr(node, "lineno", None)
     return f"{rel}:{line}" if line else rel
-
-
-def _read_ast(path: Path) -> ast.Module:
-    source = path.read_text(encoding="utf-8", errors="replace")
-    return ast.parse(source, filename=str(path))
-
-
-def _no_global(name: str) -> Any:
-    raise Unknown(f"name {name}")
-
-
-def _evaluate(node: ast.AST, consts: Dict[str, Any], env: Optional[Dict[str, Any]] = None) -> Any:
-    """The value of ``node`` given generate.py's module constants (and loop variables).
-
-    Constants are copied in so that a method call in the expression (``.append``) cannot
-    change them; ``a.b.__name__`` of an unresolved module reads as ``"a.b"``.
-    """
-    names = copy.deepcopy(consts)
-    names.update(env or {})
-    return Evaluator(_no_global, module_names=True).eval(node, names)
-
-
-def _module_constants(module: ast.Module) -> Dict[str, Any]:
-    """Module-level ``NAME = <constant expression>`` assignments (last one wins)."""
-    consts: Dict[str, Any] = {}
-    for stmt in module.body:
-        for name, value in assigned_names(stmt):
-            try:
-                consts[name] = _evaluate(value, consts)
-            except Unknown:
-                consts.pop(name, None)
-    return consts
 
 
 # --------------------------------------------------------------------------- APIs
@@ -278,13 +236,13 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
                         why="API names fall back to the module names"))
     else:
         try:
-            module = _read_ast(generate_path)
+            module = read_ast(generate_path)
         except SyntaxError as exc:
             gaps.append(Gap(what="generate.py does not parse", where=f"{_GENERATE}:{exc.lineno}",
                             why=f"{exc.msg}; API names fall back to the module names"))
 
     table = _find_table(module) if module is not None else _Table()
-    consts = _module_constants(module) if module is not None else {}
+    consts = module_constants(module) if module is not None else {}
 
     # What __name__ does a loaded ops module get?
     name_expr: Optional[ast.expr] = None
@@ -309,7 +267,7 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
         if name_expr is None or name_var is None:
             return stem
         try:
-            value = _evaluate(name_expr, consts, {name_var: stem})
+            value = evaluate_in(name_expr, consts, {name_var: stem})
         except Unknown as exc:
             value = exc
         if isinstance(value, str):
@@ -332,7 +290,7 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
         if table.kind == "comprehension" and table.key is not None and table.loop_var:
             env = {table.loop_var: ModuleRef(loaded_name(stem))}
             try:
-                value = _evaluate(table.key, consts, env)
+                value = evaluate_in(table.key, consts, env)
             except Unknown as exc:
                 gaps.append(Gap(
                     what=f"API name of {stem}",
@@ -363,7 +321,7 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
                             why="generate.py cannot run this module; its name is used as the API name"))
         name = key if key is not None else stem
         try:
-            names, star = _defined_names(_read_ast(ops_dir / f"{stem}.py"))
+            names, star = _defined_names(read_ast(ops_dir / f"{stem}.py"))
         except SyntaxError as exc:
             gaps.append(Gap(what=f"{stem} does not parse", where=f"{source}:{exc.lineno}", why=exc.msg))
         else:
@@ -404,178 +362,3 @@ def discover_apis(ck_root: PathLike) -> Tuple[List[ApiInfo], List[Gap]]:
                                      f"but codegen/ops/{stem}.py is missing",
                                 where=_where(_GENERATE, table.node), why="the API cannot be analysed"))
     return apis, gaps
-
-
-# --------------------------------------------------------------------------- options
-
-
-def _argparse_dest(flags: Sequence[str]) -> str:
-    """argparse's rule: first long option, dashes stripped, '-' -> '_'."""
-    if not flags:
-        return ""
-    if not flags[0].startswith("-"):
-        return flags[0]  # positional
-    for flag in flags:
-        if flag.startswith("--"):
-            return flag.lstrip("-").replace("-", "_")
-    return flags[0].lstrip("-").replace("-", "_")
-
-
-def _load_generate(ck_root: PathLike) -> ast.Module:
-    path = fmha_dir(ck_root) / "generate.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"no generate.py in {fmha_dir(ck_root)}")
-    return _read_ast(path)
-
-
-def _add_argument_calls(module: ast.Module) -> List[ast.Call]:
-    calls = [
-        node for node in ast.walk(module)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "add_argument"
-    ]
-    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
-
-
-def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
-def generate_options(ck_root: PathLike) -> List[GenerateOption]:
-    """Every ``add_argument(...)`` of generate.py, in source order.
-
-    ``default`` is the evaluated default as a string (argparse's implicit defaults
-    for ``store_true``/``store_false`` included), or None when there is none;
-    ``help`` is the concatenated help text.  Raises FileNotFoundError without a
-    generate.py and SyntaxError if it does not parse.
-    """
-    return generate_options_of(_load_generate(ck_root))
-
-
-def generate_options_in(folder: PathLike) -> List[GenerateOption]:
-    """:func:`generate_options` for the folder that holds generate.py itself."""
-    path = Path(folder) / "generate.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"no generate.py in {folder}")
-    return generate_options_of(_read_ast(path))
-
-
-def generate_options_of(module: ast.Module) -> List[GenerateOption]:
-    consts = _module_constants(module)
-
-    def evaluate(node: ast.AST) -> Any:
-        return _evaluate(node, consts)
-
-    options: List[GenerateOption] = []
-    for call in _add_argument_calls(module):
-        flags: List[str] = []
-        for arg in call.args:
-            try:
-                value = evaluate(arg)
-            except Unknown:
-                continue
-            if isinstance(value, str):
-                flags.append(value)
-        keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
-        dest = _argparse_dest(flags)
-        if "dest" in keywords:
-            try:
-                dest = _as_text(evaluate(keywords["dest"]))
-            except Unknown:
-                pass
-        default: Optional[str] = None
-        if "default" in keywords:
-            try:
-                value = evaluate(keywords["default"])
-                default = None if value is None else _as_text(value)
-            except Unknown:
-                default = ast.unparse(keywords["default"]) if hasattr(ast, "unparse") else None
-        elif "action" in keywords:
-            try:
-                action = evaluate(keywords["action"])
-            except Unknown:
-                action = None
-            if action == "store_true":
-                default = "False"
-            elif action == "store_false":
-                default = "True"
-        help_text = ""
-        if "help" in keywords:
-            try:
-                value = evaluate(keywords["help"])
-                help_text = value if isinstance(value, str) else ""
-            except Unknown:
-                help_text = ""
-        options.append(GenerateOption(flags=flags, dest=dest, default=default, help=help_text))
-    return options
-
-
-def option_supported(options: Iterable[GenerateOption], dest: str) -> bool:
-    """Whether one of ``options`` stores into ``dest`` (e.g. "optdim", "targets")."""
-    wanted = dest.lstrip("-").replace("-", "_")
-    return any(option.dest == wanted for option in options)
-
-
-def option_split(ck_root: PathLike, dest: str) -> Optional[str]:
-    """The separator generate.py splits ``args.<dest>`` on, or None if it does not.
-
-    Looks for ``<namespace>.<dest>.split(SEP)`` (also through a plain alias such as
-    ``f = args.filter``).  ``.split()`` without a separator gives ``" "``.
-    """
-    module = _load_generate(ck_root)
-    consts = _module_constants(module)
-    aliases: Set[str] = set()
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == dest
-        ):
-            aliases.add(node.targets[0].id)
-    for node in sorted(
-        (n for n in ast.walk(module) if isinstance(n, ast.Call)),
-        key=lambda c: (c.lineno, c.col_offset),
-    ):
-        func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr in ("split", "rsplit")):
-            continue
-        target = func.value
-        hit = (isinstance(target, ast.Attribute) and target.attr == dest
-               and isinstance(target.value, ast.Name)) or (
-            isinstance(target, ast.Name) and target.id in aliases
-        )
-        if not hit:
-            continue
-        sep_node: Optional[ast.expr] = node.args[0] if node.args else None
-        for kw in node.keywords:
-            if kw.arg == "sep":
-                sep_node = kw.value
-        if sep_node is None:
-            return " "
-        try:
-            sep = _evaluate(sep_node, consts)
-        except Unknown:
-            continue
-        if sep is None:
-            return " "
-        if isinstance(sep, str):
-            return sep
-    return None
-
-
-def filter_split(ck_root: PathLike) -> Optional[str]:
-    """How generate.py splits ``-f`` across the APIs given to ``-a``.
-
-    Returns the separator (``","`` in flash-attn 2.8.x and aiter: one filter per API,
-    missing ones become ``''``), or None when the filter is passed whole to every API
-    (flash-attn 2.7.4, where it also defaults to None).
-    """
-    return option_split(ck_root, "filter")
-
-
-def supported_options(fmha_dir: Path) -> Set[str]:
-    """argparse dests of generate.py's options, read statically (no process)."""
-    return {option.dest for option in generate_options_in(fmha_dir)}

@@ -26,8 +26,8 @@ from ..process.progress import options_shown, report_step
 from ..process.runner import interpreter_id
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
-#: Loaded by the probe by its path: what the factories' calls returned.
-PROBE_CALLS = Path(__file__).with_name("probe_calls.py")
+#: The probe and the modules it loads by their path (``probe_*.py`` beside it).
+PROBE_FILES = sorted(Path(__file__).parent.glob("probe_*.py"))
 #: The probe loads this stdlib-only reader package by path for kernel files' trait keys.
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 #: Results kept in this process (the model and the session read the same probe).
@@ -49,8 +49,8 @@ class ProbeError(FmhaError):
 
 
 def _probe_version() -> str:
-    digest = hashlib.sha256(PROBE_SCRIPT.read_bytes() + PROBE_CALLS.read_bytes())
-    for path in sorted(TRAIT_READER.glob("*.py")):
+    digest = hashlib.sha256()
+    for path in PROBE_FILES + sorted(TRAIT_READER.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -37,32 +37,18 @@ class LinkReport:
     """What :func:`link_report` found; see the module docstring.
 
     ``missing``: (dispatch function, trait template, specialisation key), in try order;
-    ``unreferenced``: kernel files, sorted; ``unreachable``: kernel file -> reason;
-    ``instantiated``: number of distinct specialisations the dispatch file names.
+    ``unreferenced``: kernel files, sorted; ``unreachable``: kernel file -> reason.
     """
 
     missing: List[Tuple[str, str, str]] = field(default_factory=list)
     unreferenced: List[str] = field(default_factory=list)
     unreachable: Dict[str, str] = field(default_factory=dict)
-    instantiated: int = 0
     generated: int = 0
 
     @property
     def links(self) -> bool:
         """Every instantiated specialisation is generated."""
         return not self.missing
-
-    def missing_by_template(self) -> Dict[str, int]:
-        counts: Dict[str, int] = {}
-        for _, template, _ in self.missing:
-            counts[template] = counts.get(template, 0) + 1
-        return counts
-
-    def unreferenced_by_template(self, kinds: Mapping[str, str]) -> Dict[str, int]:
-        counts: Dict[str, int] = {}
-        for name in self.unreferenced:
-            counts[kinds.get(name, "")] = counts.get(kinds.get(name, ""), 0) + 1
-        return counts
 
 
 def link_report(api_text: str, kernel_texts: Mapping[str, str]) -> LinkReport:
@@ -89,7 +75,6 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
             continue
         seen.add(key)
         report.missing.append((by_order[order].function, trait_template(key), key))
-    report.instantiated = len({key for leaf in tree.leaves for key in leaf.keys})
     report.unreferenced = list(match.unreached)
     report.unreachable = unreachable_kernels(tree, match, entry_points)
     return report

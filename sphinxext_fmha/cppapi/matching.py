@@ -14,6 +14,7 @@ from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
+from .call_sites import classify_args
 from .lexing import (
     find_template_calls,
     mask_code_only,
@@ -22,7 +23,7 @@ from .lexing import (
     trait_key,
     trait_template,
 )
-from .parse import DispatchLeaf, DispatchTree, _classify_args
+from .parse import DispatchLeaf, DispatchTree
 
 __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leaves_to_kernels"]
 
@@ -63,7 +64,7 @@ def kernel_trait_keys(text: str) -> List[str]:
         if tuple(args) in seen_args:
             continue
         seen_args.add(tuple(args))
-        traits, extras, _ = _classify_args(args, aliases)
+        traits, extras, _ = classify_args(args, aliases)
         for _, trait in traits:
             key = trait_key(trait, extras)
             if key not in keys:

@@ -327,11 +327,3 @@ def _unnegated(condition: str) -> str:
     if text.startswith("!(") and text.endswith(")") and strip_parens(text[1:]) == text[2:-1].strip():
         return text[2:-1].strip()
     return text
-
-
-def slot_depth(slot: str) -> Optional[int]:
-    """The nesting depth of a :attr:`Term.slot`."""
-    try:
-        return int(slot.split("/")[-2])
-    except (IndexError, ValueError):
-        return None

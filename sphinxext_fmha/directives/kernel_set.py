@@ -15,7 +15,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 
 from ..guide import collect_guide
-from ..guide_data import RECOMMENDATION_SECTIONS
+from ..guide_data import SectionNeed, sections_needing
 from ..render.guide import guide_sections
 from ..render.nodes import sections_to_nodes
 from .common import OPTION_SPEC, FmhaDirective, logger
@@ -24,7 +24,7 @@ from .guide import HEADINGS, _doc_link
 __all__ = ["KernelSetDirective", "SET_SECTIONS"]
 
 #: The guide's sections the set shows.
-SET_SECTIONS = list(RECOMMENDATION_SECTIONS) + ["counts"]
+SET_SECTIONS = list(sections_needing(SectionNeed.SET, SectionNeed.SET_IF_MADE))
 
 
 class KernelSetDirective(FmhaDirective):

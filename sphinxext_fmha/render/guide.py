@@ -10,30 +10,19 @@ except the header's, no absolute paths, every list in a fixed order.
 
 from __future__ import annotations
 
-from typing import List, Sequence
+import importlib
+from typing import Callable, List, Sequence, cast
 
-from ..guide_data import SECTION_TITLES, GuideData
-from .ir import Section
+from ..guide_data import SECTION_BY_NAME, SECTION_TITLES, GuideData, SectionNeed
+from .ir import Block, Section
 from .sections.api_list import api_list_table
 from .sections.bump import comparison_blocks
 from .sections.common import FOLD_ROWS
-from .sections.dispatch import dispatch_section
-from .sections.fields import fields_section
-from .sections.filename import diagram_of, filename_blocks, filename_section
-from .sections.filter import filter_section
+from .sections.filename import diagram_of, filename_blocks
 from .sections.filter_check import commands_miss_warnings, filter_check_blocks, miss_text, miss_warnings
-from .sections.gaps import gaps_section
-from .sections.overview import header_inlines, types_section
-from .sections.recommendation import (
-    commands_section,
-    counts_section,
-    losses_section,
-    minimal_section,
-    recommendation_sections,
-)
-from .sections.rules import rules_section
-from .sections.tiles import tiles_section
-from .sections.workload import WORKLOAD_TITLE, examples_section
+from .sections.overview import header_inlines
+from .sections.recommendation import recommendation_sections
+from .sections.workload import WORKLOAD_TITLE
 
 __all__ = [
     "FOLD_ROWS",
@@ -52,28 +41,22 @@ __all__ = [
 
 
 def guide_sections(data: GuideData, names: Sequence[str]) -> List[Section]:
-    builders = {
-        "types": types_section,
-        "filename": filename_section,
-        "filter": filter_section,
-        "fields": fields_section,
-        "minimal": minimal_section,
-        "losses": losses_section,
-        "commands": commands_section,
-        "counts": counts_section,
-        "tiles": tiles_section,
-        "rules": rules_section,
-        "dispatch": dispatch_section,
-        "gaps": gaps_section,
-        "examples": examples_section,
-    }
+    """The sections ``names`` (see :data:`~sphinxext_fmha.guide_data.SECTIONS`), each
+    built by its declared builder; a section that shows the set is left out without
+    it (the caller reports why)."""
     sections = []
     for name in names:
-        if name in ("minimal", "losses", "commands") and data.recommendation is None:
+        if SectionNeed.SET in SECTION_BY_NAME[name].needs and data.recommendation is None:
             continue
         sections.append(Section(name=name, title=_title(name, data),
-                                blocks=builders[name](data)))
+                                blocks=_builder(name)(data)))
     return sections
+
+
+def _builder(name: str) -> Callable[[GuideData], List[Block]]:
+    module, _, function = SECTION_BY_NAME[name].builder.partition(":")
+    return cast(Callable[[GuideData], List[Block]],
+                getattr(importlib.import_module(".sections." + module, __package__), function))
 
 
 def _title(name: str, data: GuideData) -> str:

@@ -57,8 +57,6 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
                 info.properties.append(stmt.name)
                 if stmt.name == "name":
                     info.name_source = pm.source_segment(stmt) or ast.unparse(stmt)
-                if stmt.name == "filename":
-                    info.filename_source = pm.source_segment(stmt) or ast.unparse(stmt)
             else:
                 info.methods.append(stmt.name)
                 if "staticmethod" in decos:

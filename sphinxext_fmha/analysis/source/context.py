@@ -28,7 +28,7 @@ class Context:
     ``root`` is the FMHA folder and ``rel`` the module's path below it.  The fields
     after ``universe`` are filled by the collectors: ``class_infos`` (classes),
     ``tile_names`` (tiles), ``blob_functions``, ``helper_functions``, ``fnmatch_names``
-    and ``receipt_names`` (blob functions), ``factory_names`` (factories).
+    and ``receipt_names`` (blob functions).
     """
 
     root: Path
@@ -43,7 +43,6 @@ class Context:
     helper_functions: List[Tuple[FunctionNode, str]] = field(default_factory=list)  # (fn, owner)
     fnmatch_names: Set[str] = field(default_factory=set)
     receipt_names: Set[str] = field(default_factory=set)
-    factory_names: List[str] = field(default_factory=list)
 
     @property
     def gaps(self) -> List[Gap]:

@@ -89,7 +89,6 @@ def collect_factories(ctx: Context) -> None:
     ctx.facts.factories = factories
     ctx.facts.factory_tables = tables
     ctx.facts.tile_hdim_field = reader.hdim_field or ""
-    ctx.factory_names = [f.class_name for f in factories]
     ctx.facts.has_arch_factories = any(f.arch for f in factories)
     if not factories:
         ctx.gaps.append(Gap("factories", ctx.rel,

@@ -52,7 +52,6 @@ class ClassInfo:
     methods: List[str] = field(default_factory=list)
     static_methods: List[str] = field(default_factory=list)
     name_source: str = ""
-    filename_source: str = ""
     docstring: str = ""
 
 

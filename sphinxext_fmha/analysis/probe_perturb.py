@@ -1,0 +1,318 @@
+"""A kernel object's fields, and which part of its name each field writes.
+
+Loaded by ``probe_script.py`` (by its path) into the interpreter that runs generate.py:
+standard library only, nothing of sphinxext_fmha. :func:`observe_records` reads every
+listed kernel object's fields; :func:`perturb_influence` changes them one at a time
+(on few kernels) to see which name pieces each one rewrites.
+"""
+
+import collections
+import copy
+import dataclasses
+import functools
+import json
+import re
+
+PIECE_SPLIT = re.compile(r"(?=_)")
+MAX_ALTERNATIVES = 3
+SCALARS = (str, int, float, bool, type(None))
+
+
+def observe_records(kernels, domains):
+    """The record of every (file, kernel object) of ``kernels`` (class, module, file,
+    name, scalar leaves, parts), and what perturbing them needs: each record's scalar
+    leaves as (path, value type, value), per class the class that declares each leaf
+    path, the values to try on each field (``{(class, path): values}``) and the codegen
+    dict that widened them (``{"class:path": dict}``, see :func:`alternatives_for`)."""
+    records = []
+    scalars = []  # each record's scalar leaves as (path, value type, value)
+    tallies = {}  # class -> Counter of (path, value type, value)
+    owners = {}
+    for filename, obj in kernels:
+        cls = type(obj).__name__
+        is_dataclass = dataclasses.is_dataclass(obj)
+        typed = []  # (path, value type, value): 1, 1.0 and True apart
+        flat = leaves(obj, owners=owners.setdefault(cls, {}), scalars=typed) \
+            if is_dataclass else {}
+        try:
+            name = obj.name
+        except AttributeError:  # what hasattr() tells
+            name = filename
+        records.append({"class": cls, "module": type(obj).__module__,
+                        "filename": filename, "name": name, "leaves": flat,
+                        "parts": part_names(obj) if is_dataclass else {},
+                        "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
+                                       and type(obj).__dataclass_params__.frozen)})
+        tally = tallies.get(cls)
+        if tally is None:
+            tally = tallies[cls] = collections.Counter()
+        scalars.append(typed)
+        tally.update(typed)
+    observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
+    for cls, tally in tallies.items():
+        counted = observed[cls] = {}
+        for (path, value_type, value), count in tally.items():
+            typed_counts = counted.setdefault(path, {})
+            key = _typed(value, value_type)
+            typed_counts[key] = typed_counts.get(key, 0) + count
+    domain_of = {}
+    candidates = {}
+    for cls, paths in observed.items():
+        for path, typed_counts in paths.items():
+            counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
+            values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
+            cand, dom = alternatives_for(values, domains)
+            if len(cand) == 1:
+                cand = cand + constant_alternatives(path, cand[0], paths)
+            candidates[(cls, path)] = cand
+            if dom:
+                domain_of["%s:%s" % (cls, path)] = dom
+    return records, scalars, owners, candidates, domain_of
+
+
+_FIELDS: dict = {}
+
+
+def _fields_of(cls):
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = [f.name for f in dataclasses.fields(cls)]
+    return names
+
+
+_PATHS: dict = {}
+
+
+def _paths_of(cls, prefix):
+    """[(field, its attribute path)] of a dataclass under ``prefix``: the path strings
+    are made once per class and place, not once per kernel."""
+    key = (cls, prefix)
+    paths = _PATHS.get(key)
+    if paths is None:
+        paths = _PATHS[key] = [(name, prefix + name) for name in _fields_of(cls)]
+    return paths
+
+
+def _is_dataclass_instance(value):
+    cls = type(value)
+    return hasattr(cls, "__dataclass_fields__") and not isinstance(value, type)
+
+
+def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
+    """Flatten a dataclass object into {attribute path: scalar value}; ``owners``
+    collects the class that declares each path's last attribute, ``scalars`` the
+    scalar leaves as (path, value type, value), in order."""
+    if out is None:
+        out = {}
+    if depth > 4:
+        return out
+    cls = type(obj)
+    for name, path in _paths_of(cls, prefix):
+        value = getattr(obj, name, None)
+        if owners is not None and path not in owners:
+            owners[path] = cls.__name__
+        if isinstance(value, SCALARS):
+            out[path] = value
+            if scalars is not None:
+                scalars.append((path, type(value), value))
+        elif _is_dataclass_instance(value):
+            leaves(value, path + ".", depth + 1, owners, out, scalars)
+        else:
+            out[path] = {"repr": repr(value)}
+    return out
+
+
+def part_names(obj):
+    """{field: [class, name]} of the kernel's dataclass parts that name themselves (its
+    tile, its pipeline): the codegen's own text for each part, constant pieces included."""
+    out = {}
+    for name in _fields_of(type(obj)):
+        value = getattr(obj, name, None)
+        if _is_dataclass_instance(value):
+            try:
+                text = value.name
+            except Exception:  # noqa: BLE001 - a part that cannot name itself is left out
+                continue
+            if isinstance(text, str):
+                out[name] = [type(value).__name__, text]
+    return out
+
+
+def part_types(kernels):
+    """The classes of the kernels' dataclass parts (tiles, pipelines)."""
+    found = set()
+    for obj in kernels:
+        if _is_dataclass_instance(obj):
+            found.update(type(v) for v in (getattr(obj, f, None) for f in _fields_of(type(obj)))
+                         if _is_dataclass_instance(v))
+    return found
+
+
+def uncache(obj):
+    for name, attr in vars(type(obj)).items():
+        if isinstance(attr, functools.cached_property):
+            obj.__dict__.pop(name, None)
+
+
+def replaced(obj, path, value):
+    head, _, rest = path.partition(".")
+    clone = copy.copy(obj)
+    uncache(clone)
+    if rest:
+        value = replaced(getattr(obj, head), rest, value)
+    object.__setattr__(clone, head, value)
+    return clone
+
+
+def influence(pieces, other):
+    """Piece range of ``pieces`` that differs in ``other``: (start, end), end exclusive."""
+    start = 0
+    limit = min(len(pieces), len(other))
+    while start < limit and pieces[start] == other[start]:
+        start += 1
+    end_a, end_b = len(pieces), len(other)
+    while end_a > start and end_b > start and pieces[end_a - 1] == other[end_b - 1]:
+        end_a -= 1
+        end_b -= 1
+    return start, end_a
+
+
+def map_domains(modules):
+    """Key sets of the dicts that codegen defines (cpp symbol maps and the like)."""
+    domains = []
+    for module in modules:
+        for name, value in vars(module).items():
+            if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+                domains.append((name, module.__name__, sorted(value)))
+    return domains
+
+
+def alternatives_for(observed, domains):
+    """Candidate values of one field: what was observed, widened by the smallest
+    codegen dict whose keys contain every observed string value."""
+    values = list(observed)
+    if values and all(isinstance(v, str) for v in values):
+        fitting = [d for d in domains if set(values) <= set(d[2])]
+        if fitting:
+            name, module, keys = min(fitting, key=lambda d: (len(d[2]), d[0]))
+            return sorted(set(keys) | set(values)), "%s.%s" % (module, name)
+    return sorted(set(values), key=lambda v: (str(type(v)), v)), ""
+
+
+def constant_alternatives(path, value, typed_sets):
+    """Values to try on a field that has one value in every kernel of its class, so
+    that changing it still shows which name text the field writes (a tile size that
+    is always 1, a flag that is always off): the other values of the smallest other
+    field of the class that has this value among several (an always-``f`` flag takes
+    the ``t`` of the t/f flags), then a made-up value of the same type. A value the
+    name cannot render is no evidence (see :func:`field_ranges`), as for any other."""
+    key = _typed(value)
+    fitting = [values for other, values in typed_sets.items()
+               if other != path and key in values and len(values) > 1]
+    found = []
+    if fitting:
+        smallest = min(fitting, key=lambda values: (len(values), sorted(map(repr, values))))
+        found = [v for t, v in sorted(smallest, key=repr) if (t, v) != key
+                 and type(v) is type(value)][:MAX_ALTERNATIVES - 1]
+    if isinstance(value, bool):
+        made_up = not value
+    elif isinstance(value, (int, float)):
+        made_up = value + 1
+    elif isinstance(value, str):
+        made_up = value + "0"  # no "_": the name keeps its pieces where the text is
+    else:
+        return found
+    return found + [made_up] if made_up not in found else found
+
+
+def field_ranges(obj, record, paths, candidates):
+    """{path: [first, end)} of the name pieces that changing each field of ``paths``
+    rewrites in ``obj``'s name (the union over up to MAX_ALTERNATIVES values), and
+    whether some change altered the number of pieces."""
+    pieces = PIECE_SPLIT.split(record["name"])
+    ranges = {}
+    shifts = set()
+    for path in paths:
+        value = record["leaves"][path]
+        alts = [v for v in candidates.get((record["class"], path), []) if v != value
+                and type(v) is type(value)][:MAX_ALTERNATIVES]
+        spans = []
+        for alt in alts:
+            try:
+                other = replaced(obj, path, alt).name
+            except Exception:  # noqa: BLE001 - invalid combination: no evidence
+                continue
+            if other == record["name"]:
+                continue
+            other_pieces = PIECE_SPLIT.split(other)
+            if len(other_pieces) != len(pieces):
+                shifts.add(path)
+            spans.append(influence(pieces, other_pieces))
+        if spans:
+            ranges[path] = [min(s[0] for s in spans), max(s[1] for s in spans)]
+    return ranges, shifts
+
+
+def _typed(value, value_type=None):
+    """A dict key that keeps 1, 1.0 and True apart."""
+    return (value_type or type(value)).__name__, value
+
+
+def perturb_influence(records, objects, candidates, every_kernel=False, typed_items=None):
+    """Fill ``record["influence"]`` for every record, perturbing few kernels.
+
+    The pieces a field rewrites depend on its own value and on where its token stands,
+    i.e. on the tokens before it that come and go or change their number of pieces. So
+    the first pass perturbs one representative per (field, value); the fields whose
+    change altered a name's piece count there are the layout fields. Then each
+    (field, value, layout) is perturbed once, on its first record, and every record
+    of the same layout takes that result. ``every_kernel`` perturbs every field of
+    every record (the reference the tests compare with). ``typed_items``: each record's
+    scalar fields as (path, value type, value), when the caller has them already."""
+    # (path, value type, value): 1, 1.0 and True apart
+    if typed_items is None:
+        typed_items = [[(p, type(v), v) for p, v in r["leaves"].items()
+                        if isinstance(v, SCALARS)] for r in records]
+    if every_kernel:
+        for record, obj, items in zip(records, objects, typed_items):
+            record["influence"], _ = field_ranges(obj, record, [i[0] for i in items], candidates)
+        return {"perturbed fields": sum(len(items) for items in typed_items)}
+    done = []  # (record index, typed item, range or None)
+    shifting = set()
+    covered = {}  # class -> the typed items perturbed on one of its records
+    for index, (record, obj, items) in enumerate(zip(records, objects, typed_items)):
+        seen = covered.setdefault(record["class"], set())
+        todo = [item for item in items if item not in seen]
+        if todo:
+            seen.update(todo)
+            ranges, shifts = field_ranges(obj, record, [i[0] for i in todo], candidates)
+            shifting |= {(record["class"], p) for p in shifts}
+            done.extend((index, item, ranges.get(item[0])) for item in todo)
+
+    shifting_of = {}  # class -> its layout fields, sorted
+    for cls, path in sorted(shifting):
+        shifting_of.setdefault(cls, []).append(path)
+
+    def layout(record):
+        pieces = record["name"].count("_") + 1  # len(PIECE_SPLIT.split(name))
+        leaves_of = record["leaves"]
+        return record["class"], pieces, tuple(
+            _typed(leaves_of.get(p)) for p in shifting_of.get(record["class"], ()))
+
+    layout_ids = {}
+    layouts = [layout_ids.setdefault(layout(r), len(layout_ids)) for r in records]
+    known = {}  # layout -> {typed item: range or None}
+    for index, item, found in done:
+        known.setdefault(layouts[index], {})[item] = found
+    for index, (record, obj, items) in enumerate(zip(records, objects, typed_items)):
+        table = known.setdefault(layouts[index], {})
+        todo = [item for item in items if item not in table]
+        if todo:
+            ranges, _ = field_ranges(obj, record, [i[0] for i in todo], candidates)
+            for item in todo:
+                table[item] = ranges.get(item[0])
+        # records of one layout share their range lists: the result is only written out
+        record["influence"] = {item[0]: found for item, found
+                               in zip(items, map(table.__getitem__, items)) if found is not None}
+    return {"perturbed fields": sum(len(table) for table in known.values()),
+            "layout fields": sorted("%s:%s" % s for s in shifting), "layouts": len(layout_ids)}

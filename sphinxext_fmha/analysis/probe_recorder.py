@@ -1,0 +1,367 @@
+"""The probe's hooks, and the runs that watch generate.py through them.
+
+Loaded by ``probe_script.py`` (by its path) into the interpreter that runs generate.py:
+standard library only, nothing of sphinxext_fmha. A :class:`Recorder` keeps the kernel
+objects whose file name is asked for and the ``fnmatch`` calls; :func:`marker_run`
+observes how a filter travels, :func:`observe_followers` the kernels ``-f`` keeps with
+another, :func:`list_isolated` one more listing as a new process would make it.
+"""
+
+import fnmatch
+import functools
+import os
+import sys
+import time
+
+ORIGINAL_FNMATCH = fnmatch.fnmatch
+
+
+def _first_line(function):
+    code = getattr(function, "__code__", None)
+    return code.co_firstlineno if code else 0
+
+
+class ObservedEnough(BaseException):
+    """Raised by the fnmatch hook in a marker run once the calls it observes are all
+    made: nothing later in the run can change them. A BaseException, so that no
+    ``except Exception`` of the codegen takes it for its own error; whether it reached
+    ``probe_script.run_generate`` is checked (``reached``), see :func:`marker_run`."""
+
+    def __init__(self):
+        super().__init__("the observed fnmatch calls are complete")
+        self.reached = False
+
+
+class Recorder:
+    """What the hooks see while generate.py runs in this process; ``run``: runs it
+    (``probe_script.run_generate``), ``call_log``: ``probe_calls.CallLog``."""
+
+    def __init__(self, fmha_dir, run, call_log):
+        self.fmha_dir = os.path.realpath(fmha_dir)
+        self.run = run
+        self.calls = call_log(self.fmha_dir)  # the factories' calls (probe_calls.py)
+        self.objects = []
+        self.seen_ids = set()
+        self.kernel_classes = {}
+        self.pools = []
+        self.fnmatch_calls = []
+        self.pass_first = None  # None: the real fnmatch; N: True for N calls, then False
+        self.max_calls = None
+        self.stop_after = None  # N: the call after the first N ends the run (marker runs)
+        self.stop = None  # the ObservedEnough raised in this run, if any
+        # (name, object) of the last kernel object whose name was asked for, and each
+        # kernel class's own filename getter: an fnmatch call on that name is tied to
+        # that object's file (names repeat across arch suffixes, files do not).
+        self.last_named = None
+        self.filename_getters = {}
+        self.patching = True  # False: modules imported now keep their classes as they are
+        # None, or the run's events in order: a kernel object made (the object) or an
+        # fnmatch call (its index in fnmatch_calls): see observe_followers
+        self.events = None
+
+    # -- hooks -------------------------------------------------------------
+    def patch_module(self, module):
+        if not self.patching:
+            return
+        path = getattr(module, "__file__", None) or ""
+        if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
+            return
+        self.calls.wrap_module(module)
+        for value in list(vars(module).values()):
+            if not isinstance(value, type) or value.__module__ != module.__name__:
+                continue
+            if isinstance(value.__dict__.get("api"), property) and \
+                    not getattr(value.__init__, "_fmha_probe", False):
+                value.__init__ = self._recording_init(value.__init__)
+            prop = value.__dict__.get("filename")
+            if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
+                self.filename_getters[value] = prop.fget
+                value.filename = self._recording_property(prop)
+                init = value.__dict__.get("__init__")
+                if init is not None and not getattr(init, "_fmha_probe", False):
+                    value.__init__ = self._making_init(init)
+                name_prop = value.__dict__.get("name")
+                if isinstance(name_prop, property) and not getattr(name_prop.fget, "_fmha_probe", False):
+                    value.name = self._naming_property(name_prop)
+                rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
+                key = "%s.%s" % (module.__name__, value.__name__)
+                self.kernel_classes[key] = {"class": value.__name__, "file": rel,
+                                            "line": _first_line(prop.fget)}
+
+    def listed_kernels(self, listing):
+        """(file, object) of the kernel objects whose file is listed, by file."""
+        by_filename = {}
+        for obj in self.objects:
+            try:
+                filename = obj.filename
+            except Exception:  # noqa: BLE001 - a broken object is reported as missing
+                continue
+            by_filename.setdefault(filename, obj)
+        listed = set(listing)
+        return sorted(((fn, obj) for fn, obj in by_filename.items() if fn in listed),
+                      key=lambda item: item[0])
+
+    def codegen_modules(self):
+        """The modules imported from the tree's ``codegen/``."""
+        return [m for m in list(sys.modules.values())
+                if os.path.realpath(getattr(m, "__file__", "") or "").startswith(
+                    os.path.join(self.fmha_dir, "codegen"))]
+
+    def _recording_property(self, prop):
+        recorder = self
+
+        @functools.wraps(prop.fget)
+        def fget(obj):
+            if id(obj) not in recorder.seen_ids:
+                recorder.seen_ids.add(id(obj))
+                recorder.objects.append(obj)
+            return prop.fget(obj)
+
+        fget._fmha_probe = True
+        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+
+    def _naming_property(self, prop):
+        recorder = self
+
+        @functools.wraps(prop.fget)
+        def fget(obj):
+            value = prop.fget(obj)
+            recorder.last_named = (value, obj)
+            return value
+
+        fget._fmha_probe = True
+        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+
+    def file_of(self, name):
+        """The file of the kernel object whose name was just computed, if it is ``name``."""
+        last = self.last_named
+        if last is None or last[0] != name:
+            return None
+        getter = self.filename_getters.get(type(last[1]))
+        try:
+            return getter(last[1]) if getter is not None else None
+        except Exception:  # noqa: BLE001 - no file: the call is matched by name
+            return None
+
+    def _making_init(self, init):
+        """A kernel object made while :attr:`events` are recorded is one event."""
+        recorder = self
+
+        @functools.wraps(init)
+        def wrapped(obj, *args, **kwargs):
+            init(obj, *args, **kwargs)
+            if recorder.events is not None:
+                recorder.events.append(obj)
+
+        wrapped._fmha_probe = True
+        return wrapped
+
+    def _recording_init(self, init):
+        """Instances of classes with an ``api`` property are the API pools that write
+        mode renders into the dispatch file."""
+        recorder = self
+
+        @functools.wraps(init)
+        def wrapped(obj, *args, **kwargs):
+            init(obj, *args, **kwargs)
+            recorder.pools.append(obj)
+
+        wrapped._fmha_probe = True
+        return wrapped
+
+    def fnmatch_hook(self, name, pattern):
+        calls = len(self.fnmatch_calls)
+        if self.stop_after is not None and calls >= self.stop_after:
+            self.stop = ObservedEnough()
+            raise self.stop
+        if self.max_calls is None or calls < self.max_calls:
+            self.fnmatch_calls.append((str(pattern), str(name), self.file_of(name)))
+            if self.events is not None:
+                self.events.append(calls)
+        if self.pass_first is None:
+            return ORIGINAL_FNMATCH(name, pattern)
+        # Let the first calls pass so every filter part is seen once per trait, then
+        # refuse everything: nothing more is registered and slow APIs end early.
+        return calls < self.pass_first
+
+
+def process_state(fmha_dir):
+    """What one run must not change for the next to be as fresh as a new process: the
+    working folder, ``sys.path``, the environment and the modules outside the tree."""
+    root = os.path.realpath(fmha_dir) + os.sep
+    others = sorted(name for name, module in sys.modules.items()
+                    if not os.path.realpath(getattr(module, "__file__", None) or "")
+                    .startswith(root))
+    return (os.getcwd(), list(sys.path), dict(os.environ), others)
+
+
+def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
+    """``generate.py argv -l`` run here as a new process would run it (the listing
+    another option needs, e.g. the other ``--mask`` mode): the tree's modules imported
+    afresh, without the probe's hooks (its classes as they are, the real ``fnmatch``);
+    only compiling is shared, as in the batch runner (process/batch_script.py).
+
+    It counts only when the earlier runs left nothing behind that a new process would
+    not have: the working folder, ``sys.path`` and the environment the first run saw
+    (``initial_state``), the modules outside the tree that the marker runs started with
+    (``runs_state``, the probe's own imports included) and ``fnmatch`` the probe's hook.
+    Else ``unsafe`` says so, and the caller runs that listing as a separate process.
+    What this run changes itself does not matter: nothing runs after it."""
+    outcome = {"argv": argv, "how": "in-process"}
+    now = process_state(fmha_dir)
+    if now[:3] != initial_state[:3] or now != runs_state \
+            or fnmatch.fnmatch != recorder.fnmatch_hook:
+        outcome["unsafe"] = "an earlier run changed state outside the tree's modules"
+        return outcome
+    recorder.patching = False  # nothing to observe: the codegen's classes as they are
+    fnmatch.fnmatch = ORIGINAL_FNMATCH
+    started = time.time()
+    try:
+        listing, error = recorder.run(fmha_dir, argv)
+    finally:
+        fnmatch.fnmatch, recorder.patching = recorder.fnmatch_hook, True
+    outcome.update({"listing": listing, "error": error,
+                    "seconds": round(time.time() - started, 3)})
+    return outcome
+
+
+def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap):
+    """How ``-f`` travels, after the unfiltered run: ``parts`` joined by ``@`` and
+    another API's part (``next_api``) show which part each kernel class is matched
+    against, a single part what missing parts become, empty parts (``@@@``) and an empty
+    filter which pattern, if any, reaches fnmatch: the first ``cap`` fnmatch calls of
+    each run ({result key: calls}, the unfiltered run's too) and the other result
+    entries (the runs' errors and ends; the followers, when a kernel came untested)."""
+    marker_filter = "@".join(parts) + "," + next_api
+    calls = {"unfiltered_calls": recorder.fnmatch_calls}
+    recorder.pass_first = recorder.max_calls = cap
+    ends, errors, untested = [], [], []
+    recorder.events = []  # kernels made in the window: does one come without its own test?
+    for key, pattern in (("fnmatch_calls", marker_filter), ("single_part_calls", parts[0]),
+                         ("empty_parts_calls", "@" * (len(parts) - 1)),
+                         ("empty_filter_calls", "")):
+        calls[key], error = marker_run(recorder, fmha_dir, list(argv) + ["-f", pattern], ends)
+        errors.append(error)
+        if recorder.events is not None:
+            untested = untested_made(recorder, recorder.events, set(listing))
+            recorder.events = None
+    found = {"marker_filter": marker_filter, "marker_errors": [e for e in errors if e],
+             "marker_runs": ends}
+    if untested:
+        started = time.time()
+        found["followers"], found["followers_error"] = observe_followers(
+            recorder, fmha_dir, list(argv) + ["-f", marker_filter], listing, records)
+        found["seconds"] = {"followers": round(time.time() - started, 3)}
+    return calls, found
+
+
+def marker_run(recorder, fmha_dir, argv, ends):
+    """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
+    lets the first ``recorder.pass_first`` pass and refuses the rest) and the error the
+    run raised while they were made; how the run ended is appended to ``ends``.
+
+    Nothing after those calls can change them, so the run stops at the next call
+    ("stopped") instead of enumerating every other kernel (a marker run would refuse
+    them all); a run with fewer calls runs to its end ("complete"). When the stop did
+    not reach ``probe_script.run_generate`` (the codegen caught it), the run went on differently
+    from a real one: it runs again, to its end, as it would ("ran again")."""
+    recorder.fnmatch_calls, recorder.stop = [], None
+    recorder.stop_after = recorder.max_calls
+    try:
+        _, error = recorder.run(fmha_dir, argv)
+    finally:
+        recorder.stop_after = None
+    if recorder.stop is None:
+        ends.append("complete")
+    elif recorder.stop.reached:
+        ends.append("stopped")
+    else:
+        recorder.fnmatch_calls, recorder.stop = [], None
+        if recorder.events is not None:
+            recorder.events = []
+        _, error = recorder.run(fmha_dir, argv)
+        ends.append("ran again")
+    return recorder.fnmatch_calls, error
+
+
+def kernel_file(recorder, obj):
+    """The file of a kernel object, read with its class's own getter (None: none)."""
+    getter = recorder.filename_getters.get(type(obj))
+    try:
+        return getter(obj) if getter is not None else None
+    except Exception:  # noqa: BLE001 - a broken object has no file
+        return None
+
+
+def kernel_name(obj):
+    try:
+        return str(obj.name)
+    except Exception:  # noqa: BLE001 - no name: the file alone identifies it
+        return None
+
+
+def untested_made(recorder, events, listed):
+    """Listed kernels made between the first and the last fnmatch call of the run whose
+    names no call of the run tested (their files): kernels generated with another one,
+    a ``_64bit`` twin after its kernel passed (``observe_followers`` says which). A
+    kernel made after the last call may still be tested by the next one: not counted."""
+    calls = recorder.fnmatch_calls
+    positions = [i for i, e in enumerate(events) if isinstance(e, int)]
+    if not positions:
+        return []
+    tested = {name for _, name, _ in calls} | {f for _, _, f in calls if f}
+    found = []
+    for event in events[positions[0]:positions[-1]]:
+        if isinstance(event, int):
+            continue
+        filename = kernel_file(recorder, event)
+        if filename in listed and filename not in tested and kernel_name(event) not in tested:
+            found.append(filename)
+    return found
+
+
+def observe_followers(recorder, fmha_dir, argv, listing, records):
+    """Listed kernels whose own names ``-f`` never tests -> the kernel they follow.
+
+    Two runs of ``generate.py argv`` to their end: one where the hook lets every call
+    pass (each kernel made and each call, in order), one where it refuses every call
+    (what is generated whatever ``-f`` says: never followers). A listed kernel of the
+    first run that no call tested and that the second does not generate follows the
+    kernel of the last call before it was made: the codegen made it right after that
+    kernel passed, so ``-f`` keeps or drops it with that kernel (and, where whole
+    traits are dropped, with that trait). ({file: leader file}, error)."""
+    listed = set(listing)
+    by_name = {}
+    for record in records:
+        by_name.setdefault(record["name"], set()).add(record["filename"])
+    saved = recorder.pass_first, recorder.max_calls
+    try:
+        recorder.pass_first, recorder.max_calls, recorder.fnmatch_calls = 1 << 62, None, []
+        recorder.events = []
+        _, error = recorder.run(fmha_dir, argv)
+        events, calls = recorder.events, recorder.fnmatch_calls
+        recorder.events = None
+        recorder.pass_first, recorder.max_calls, recorder.fnmatch_calls = 0, 0, []
+        generated_anyway, refused_error = recorder.run(fmha_dir, argv)
+    finally:
+        recorder.pass_first, recorder.max_calls = saved
+        recorder.events, recorder.fnmatch_calls = None, []
+    if error or refused_error:
+        return {}, error or refused_error
+    tested = {name for _, name, _ in calls} | {f for _, _, f in calls if f}
+    anyway = set(generated_anyway)
+    followers = {}
+    leader = None
+    for event in events:
+        if isinstance(event, int):
+            _, name, filename = calls[event]
+            files = {filename} if filename else by_name.get(name, set())
+            leader = next(iter(files)) if len(files) == 1 and files <= listed else None
+            continue
+        filename = kernel_file(recorder, event)
+        if leader is None or filename not in listed or filename in tested \
+                or filename in anyway or filename in followers \
+                or kernel_name(event) in tested:
+            continue
+        followers[filename] = leader
+    return followers, None

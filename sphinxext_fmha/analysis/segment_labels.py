@@ -1,0 +1,103 @@
+"""The labels of a kernel name's segments, from the fields that write them
+(``F_pipeline.F_spad`` ... -> ``pad``), each naming one segment."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Dict, List, Sequence
+
+from ..model import Segment
+
+__all__ = ["disambiguate_labels", "segment_label", "short_name"]
+
+GENERIC_LEAF_NAMES = {"tag", "name", "kind", "type", "value"}
+
+
+def short_name(path: str) -> str:
+    """``F_pipeline.F_spad`` -> ``spad``; ``F_pipeline.tag`` -> ``pipeline``."""
+    parts = [p[2:] if p.startswith("F_") else p for p in path.split(".")]
+    if len(parts) > 1 and parts[-1] in GENERIC_LEAF_NAMES:
+        return parts[-2]
+    return parts[-1]
+
+
+def _owner(path: str) -> str:
+    parts = path.split(".")
+    return short_name(".".join(parts[:-1])) if len(parts) > 1 else ""
+
+
+def _common_prefix(names: Sequence[str]) -> str:
+    first, last = min(names), max(names)
+    i = 0
+    while i < len(first) and i < len(last) and first[i] == last[i]:
+        i += 1
+    return first[:i]
+
+
+def segment_label(fields: Sequence[str]) -> str:
+    names = [short_name(f) for f in fields]
+    if len(names) == 1:
+        return names[0]
+    suffix = _common_prefix([n[::-1] for n in names])[::-1]
+    prefix = _common_prefix(names)
+    if len(suffix) >= 3:
+        return suffix  # a shared word: spad, skpad, dpad, dvpad -> "pad"
+    common = prefix if prefix else suffix
+    owners = {_owner(f) for f in fields}
+    owner = owners.pop() if len(owners) == 1 else ""
+    if common and owner:
+        return "%s %s" % (owner, common)
+    if common:
+        return common
+    return "+".join(names)
+
+
+def _specific_label(fields: Sequence[str]) -> str:
+    """The label with the fields' shared ending added: ``F_rm0``, ``F_rn0``, ``F_rk0``
+    -> ``tile r0`` (``""`` when the fields share no ending)."""
+    names = [short_name(f) for f in fields]
+    if len(names) < 2:
+        return ""
+    suffix = _common_prefix([n[::-1] for n in names])[::-1]
+    prefix = _common_prefix(names)
+    if not suffix or not prefix or len(prefix) + len(suffix) >= min(len(n) for n in names):
+        return ""
+    owners = {_owner(f) for f in fields}
+    owner = owners.pop() if len(owners) == 1 else ""
+    return ("%s %s%s" % (owner, prefix, suffix)).strip()
+
+
+def disambiguate_labels(segments: List[Segment]) -> None:
+    """Make each label name one segment: labels that repeat take their fields' shared
+    ending where that tells them apart (``tile r0``, ``tile r1``), else a number
+    (``tile r 1``, ``tile r 2``)."""
+    for segment in segments:
+        if segment.literal:
+            segment.label = "literal"
+        else:
+            segment.label = re.sub(r" \d+$", "", segment.label)
+    seen: Dict[str, int] = defaultdict(int)
+    for segment in segments:
+        seen[segment.label] += 1
+    repeated: Dict[str, List[Segment]] = defaultdict(list)
+    for segment in segments:
+        if seen[segment.label] > 1 and not segment.literal:
+            repeated[segment.label].append(segment)
+    for group in repeated.values():
+        specific = [_specific_label(s.fields) for s in group]
+        if all(specific) and len(set(specific)) == len(specific) and not set(specific) & set(seen):
+            for segment, label in zip(group, specific):
+                segment.label = label
+                seen[label] = 1
+    seen = defaultdict(int)
+    for segment in segments:
+        seen[segment.label] += 1
+    counters: Dict[str, int] = defaultdict(int)
+    for segment in segments:
+        if seen[segment.label] > 1:
+            counters[segment.label] += 1
+            if segment.literal:
+                segment.label = "literal %d" % counters[segment.label]
+            else:
+                segment.label = "%s %d" % (segment.label, counters[segment.label])

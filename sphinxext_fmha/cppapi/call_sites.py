@@ -1,0 +1,190 @@
+"""What a statement of a dispatch block launches: the template arguments of each call
+classified (trait, extra argument, dropped) under the ``using`` aliases in scope."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+
+from .lexing import (
+    _IDENT_RE,
+    _clean,
+    _identifiers,
+    _match_paren,
+    _normalize_memo,
+    _reachable_aliases,
+    _squeeze,
+    _template_calls,
+    normalize_cpp,
+    trait_template,
+)
+
+__all__ = ["CallFacts", "Scope", "classify_args", "statement_block_calls"]
+
+_USING_RE = re.compile(r"^using\s+([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
+
+
+def classify_args(
+    args: Sequence[str], aliases: Mapping[str, str]
+) -> Tuple[List[Tuple[str, str]], List[str], List[str]]:
+    """Split call template arguments into traits, extra arguments, dropped.
+
+    A trait is an argument that names a ``using`` alias whose value is a
+    template-id; ``void`` (e.g. from ``std::conditional_t<false, X, void>``)
+    means "not launched"; anything else (``<arch tag>``) is extra.
+    Returns ([(alias, trait text)], extras, dropped aliases).
+    """
+    traits: List[Tuple[str, str]] = []
+    extras: List[str] = []
+    dropped: List[str] = []
+    plain = aliases if type(aliases) is dict else None
+    for arg in args:
+        kind, folded, names = (_plain_arg_class(arg, plain) if plain is not None
+                               else _arg_class(arg, aliases))
+        if kind == "dropped":
+            dropped.extend(names)
+        elif kind == "trait":
+            traits.append((names[0], folded))
+        else:
+            extras.append(folded)
+    return traits, extras, dropped
+
+
+_ArgClass = Tuple[str, str, Tuple[str, ...]]  # ("trait" | "dropped" | "extra", folded, names)
+
+
+def _arg_class(arg: str, aliases: Mapping[str, str]) -> _ArgClass:
+    """What one template argument is (see :func:`classify_args`): ``names`` holds the
+    trait's alias, or the aliases a ``void`` argument drops."""
+    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
+    return _decided(arg, aliases, names_in_arg, normalize_cpp(arg, aliases))
+
+
+def _decided(arg: str, aliases: Mapping[str, str], names_in_arg: List[str],
+             folded: str) -> _ArgClass:
+    if folded == "void":
+        return "dropped", folded, tuple(names_in_arg)
+    if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
+        alias = arg if arg in aliases else next(n for n in names_in_arg if aliases[n] == folded)
+        if "<" in folded:
+            return "trait", folded, (alias,)
+    return "extra", folded, ()
+
+
+def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
+    """:func:`_arg_class` under a plain dict of normalised aliases: it depends only on the
+    aliases the argument's names reach (its own text's, and its cleaned text's for the
+    folding), so it is kept per (argument, those aliases): every leaf of a dispatch file
+    passes the same argument names, under values that repeat from leaf to leaf."""
+    if not aliases:
+        return _arg_class_of(arg, (), ())
+    value = aliases.get(arg)
+    if value is not None and _identifiers(arg) == (arg,) and \
+            aliases.keys().isdisjoint(_identifiers(value)):
+        # the argument is an alias (one identifier: its own cleaned text) whose value
+        # names no alias: what the general way below finds, found at once
+        alone: Tuple[Tuple[str, str], ...] = ((arg, value),)
+        return _arg_class_of(arg, alone, alone)
+    clean = _clean(arg)
+    reach = _reachable_aliases(clean, aliases)
+    return _arg_class_of(arg, reach if clean == arg else _reachable_aliases(arg, aliases), reach)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _arg_class_of(arg: str, reach_raw: Tuple[Tuple[str, str], ...],
+                  reach: Tuple[Tuple[str, str], ...]) -> _ArgClass:
+    aliases = dict(reach_raw)
+    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
+    return _decided(arg, aliases, names_in_arg, _normalize_memo(_clean(arg), reach))
+
+
+
+class CallFacts(NamedTuple):
+    """What a launching call site says by itself (its place in the tree aside)."""
+
+    trait_args: Tuple[str, ...]
+    call: str
+    extra_args: Tuple[str, ...]
+    trait_names: Tuple[str, ...]
+    declared_traits: Tuple[Tuple[str, str], ...]
+    not_launched: Tuple[str, ...]
+
+
+class Scope:
+    """The ``using`` aliases visible at a statement of one block: the enclosing
+    blocks' (shared, never changed here) until the block declares its own, then a copy
+    (inner names shadow outer ones)."""
+
+    def __init__(self, outer: Dict[str, str]) -> None:
+        self.visible = outer
+        self._own = False
+        self._declared: Optional[Tuple[Tuple[str, str], ...]] = None  # trait aliases
+
+    def statement(self, item: str) -> List[CallFacts]:
+        """Take in one statement; the launching calls it makes."""
+        using = _using_parts(item)
+        if using is not None:
+            name, clean, names = using
+            visible = self.visible
+            # normalize_cpp(value, visible), its memo reached directly
+            alias_value = _normalize_memo(clean, () if visible.keys().isdisjoint(names)
+                                          else _reachable_aliases(clean, visible))
+            if not self._own:
+                self.visible = dict(visible)
+                self._own = True
+            self.visible[name] = alias_value
+            self._declared = None
+            return []
+        if "<" not in item or not self.visible:
+            return []
+        found: List[CallFacts] = []
+        for args, call in _calls_with_text(item):
+            traits, extras, dropped = classify_args(args, self.visible)
+            if not traits:
+                continue
+            if self._declared is None:
+                self._declared = tuple((k, v) for k, v in self.visible.items()
+                                       if "<" in v and _looks_like_trait(v))
+            found.append(CallFacts(tuple([t for _, t in traits]), call, tuple(extras),
+                                    tuple([a for a, _ in traits]), self._declared,
+                                    tuple(dropped)))
+        return found
+
+
+# A dispatch file repeats its `using` statements from leaf to leaf.
+@functools.lru_cache(maxsize=1 << 16)
+def _using_parts(item: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
+    """(alias, its value cleaned, the identifiers of that) of a ``using`` statement."""
+    m = _USING_RE.match(item)
+    if m is None:
+        return None
+    clean = _clean(m.group(2))
+    return m.group(1), clean, _identifiers(clean)
+
+
+# The call statement of every leaf of a dispatch file is the same text.
+@functools.lru_cache(maxsize=1 << 16)
+def _calls_with_text(item: str) -> Tuple[Tuple[Tuple[str, ...], str], ...]:
+    """(template arguments, the call's text squeezed) of each ``name<args>(...)``."""
+    found = []
+    for _name, args, start, end in _template_calls(item):
+        close = _match_paren(item, end)
+        call = item[start : close + 1] if close is not None else item[start:]
+        found.append((args, _squeeze(call)))
+    return tuple(found)
+
+
+# A block of statements only (the innermost branch that declares traits and launches)
+# gives the same calls for the same statements under the same enclosing aliases: the
+# dispatch file of a filtered run repeats the full file's branches verbatim.
+@functools.lru_cache(maxsize=1 << 16)
+def statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str], ...]
+                           ) -> Tuple[CallFacts, ...]:
+    scope = Scope(dict(outer))
+    return tuple(facts for item in items for facts in scope.statement(item))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _looks_like_trait(value: str) -> bool:
+    return "traits" in trait_template(value).rsplit("::", 1)[-1].lower()

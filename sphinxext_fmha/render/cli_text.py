@@ -1,0 +1,53 @@
+"""The command line's plain-text views of a model (``analyze``) and of a filter
+check (``check``); ``--format json`` prints the data itself."""
+
+from __future__ import annotations
+
+from ..model import ApiModel, FilterCheck, token_list
+
+__all__ = ["check_text", "model_text"]
+
+
+def model_text(model: ApiModel) -> str:
+    """``analyze``: the sub-types, their segments and the baseline listing."""
+    lines = ["API %s (%s)" % (model.api, model.source),
+             "options: " + ", ".join("%s=%s" % kv for kv in model.options.items())]
+    for kernel_type in model.kernel_types:
+        lines.append("")
+        lines.append("%s: %d kernels, filter part %s, arch suffixes %s" % (
+            kernel_type.class_name, kernel_type.count, kernel_type.filter_position,
+            ", ".join(repr(s) for s in kernel_type.arch_suffixes)))
+        lines.append("  example: %s" % kernel_type.example)
+        for segment in kernel_type.segments:
+            tokens = ", ".join(repr(t) for t in list(segment.tokens)[:6])
+            more = " ..." if len(segment.tokens) > 6 else ""
+            lines.append("  %-16s %s%s" % (segment.label, tokens, more))
+    lines.append("")
+    lines.append("baseline: %d listed, %d parsed, %d unparsed, %d ambiguous" % (
+        model.baseline.count, model.baseline.parsed, len(model.baseline.unparsed),
+        len(model.baseline.ambiguous)))
+    for gap in model.gaps:
+        lines.append("gap: %s at %s (%s)" % (gap.what, gap.where, gap.why))
+    return "\n".join(lines)
+
+
+def check_text(check: FilterCheck) -> str:
+    """``check``: what a filter selects, per sub-type and segment."""
+    lines = ["$ " + check.command,
+             "selected %d of %d kernels (model predicts %d): %s" % (
+                 check.count, check.baseline_count, check.predicted,
+                 "verified" if check.verified else "NOT verified")]
+    for kernel_type, count in check.per_type.items():
+        lines.append("  %-32s %d of %d" % (kernel_type, count, check.baseline_per_type.get(kernel_type, 0)))
+    for row in check.breakdown:
+        if row.dropped:
+            lines.append("  %s / %s: dropped %s" % (row.kernel_type, row.segment,
+                                                   token_list(row.dropped)))
+    for effect in check.side_effects:
+        lines.append("side effect: " + effect)
+    if check.untested_matches:
+        lines.append("not tested: %d kernels whose names match are generated with another "
+                     "kernel, which -f tests instead" % check.untested_matches)
+    for note in check.notes:
+        lines.append("note: " + note)
+    return "\n".join(lines)
