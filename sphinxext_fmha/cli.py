@@ -320,6 +320,7 @@ def _run(args) -> int:
         return 0 if check.verified and check.write_verified and check.count else EXIT_FAILED
     if args.command == "recommend":
         from .render.sections.gloss import gloss_text
+        from .render.sections.reasons import fill_reasons
 
         needs = session.needs(args.api, args.need, options) if args.need else []
         recommendation = session.recommend(args.api, options, needs)
@@ -327,6 +328,7 @@ def _run(args) -> int:
         if args.format == "json":
             for run in recommendation.runs:
                 run.gloss = gloss_text(run.reading)
+            fill_reasons(recommendation)
             print(to_json(recommendation))
         else:
             from .render.markdown import render_recommendation_markdown

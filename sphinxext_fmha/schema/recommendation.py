@@ -27,8 +27,20 @@ class Decision:
     keep: List[str] = field(default_factory=list)
     #: Tokens of the full listing no kernel of the set carries.
     drop: List[str] = field(default_factory=list)
-    #: The policy, as applied.
+    #: The policy, as applied, in words (filled where it is rendered: the CLI's JSON;
+    #: empty in the cache); made from :attr:`category`, :attr:`follows` and the facts below.
     reason: str = ""
+    #: Where a problem class has no preferred variant and its nearest is kept: ``""``
+    #: (nowhere), ``applied``, or ``keeps_every_kernel`` (that keeps every kernel of the
+    #: segment: none is dropped).
+    nearest: str = ""
+    #: Tokens the policy keeps that the verified commands do not select.
+    unselected: List[str] = field(default_factory=list)
+    #: Dropped tokens none of whose kernels the full API ever runs.
+    never_run: List[str] = field(default_factory=list)
+    #: Dropped tokens of a segment kept whole none of whose kernels the rules of the
+    #: other segments keep.
+    unkept: List[str] = field(default_factory=list)
     #: ``{token: sentence}``: the kernels each token's loss takes away, the inputs that
     #: lose their kernel and the kept kernel that serves them instead, if any.
     losses: Dict[str, str] = field(default_factory=dict)

@@ -39,7 +39,6 @@ from ..model import (
     Need,
     Recommendation,
     natural,
-    token_list,
 )
 from ..options import Options, cli_flag
 from .coupling import Coupling, coupling_of
@@ -49,7 +48,7 @@ from .links import link_report, partners
 from .loss_calls import note_call_terms
 from .losses import describe_losses, within
 from .needs import needed_decisions, unmet_combinations, workload_scope
-from .policy import CHOSEN, COVERED, POLICY, PROBLEM, Plan, plan_keep_set
+from .policy import CHOSEN, COVERED, PROBLEM, Plan, plan_keep_set
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
@@ -58,9 +57,6 @@ __all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "driver_command", "
            "prepare", "recommend", "select_exactly"]
 
 PARALLEL_RUNS = 2
-#: What a partial keep does, said after the rule's own words.
-_NEAREST = "where a problem (its head dims, data type, mode and arch) has no such variant, " \
-           "its nearest variant is kept for that problem only"
 
 
 class ApiFile(Protocol):
@@ -558,9 +554,8 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                                 fields=list(segment.fields), category=category,
                                 keep=[t for t in order if kept.get(t)],
                                 drop=[t for t in order if not kept.get(t)],
-                                reason=POLICY.get(category, ""), follows=follows)
+                                follows=follows)
             if follows:
-                decision.reason = "follows the %s kernels it is launched with" % follows
                 # a value only some kept kernels of the main type bring along is kept
                 # with those values only (2.8.3 fwd_splitkv: the combine kernels' _npad
                 # with dtype _fp8, 3 of 27): said as for a partial keep of the main type
@@ -583,44 +578,27 @@ def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan
                 if decision.partial and category in COVERED:
                     pass  # the rule says where a variant goes: the Keep column says where
                 elif decision.partial:
-                    if decision.drop or any(p["dropped"] for p in decision.partial):
-                        decision.reason += "; " + _NEAREST
-                    else:
-                        # (2.8.3 fwd's _squant exists with fp8 alone, where no _nsquant
-                        # does: the rule's "the feature's kernels are dropped" is not so)
-                        decision.reason = "%s; %s: here that keeps every kernel of the " \
-                            "segment, none is dropped" % (POLICY[category].split("; ")[0],
-                                                          _NEAREST)
+                    decision.nearest = "applied" if decision.drop or any(
+                        p["dropped"] for p in decision.partial) else "keeps_every_kernel"
             if not follows:
-                decision.reason += _outcome(decision, own, plan.keep, index, never)
+                _outcome(decision, own, plan.keep, index, never)
             decisions.append(decision)
     return decisions
 
 
 def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int,
-             never: Set[str]) -> str:
-    """What the rule's words do not say of the set the commands select: a value the rule
-    keeps that no selected kernel carries (the filters could not select it), and, for a
-    rule that keeps every value, a value none of whose kernels the other segments' rules
-    keep. Empty when the set is as the rule says."""
+             never: Set[str]) -> None:
+    """What the rule does not say of the set the commands select: a value the rule
+    keeps that no selected kernel carries (the filters could not select it), a value the
+    full API never runs, and, for a rule that keeps every value, a value none of whose
+    kernels the other segments' rules keep. None when the set is as the rule says."""
     meant = {k.tokens[index] for k in own if k.file in planned}
-    unselected = [t for t in decision.drop if t in meant]
-    parts = []
-    if unselected:
-        parts.append("the verified commands do not select %s, which this rule keeps (see What "
-                     "you lose)" % token_list(unselected))
-    idle = [t for t in decision.drop if t not in meant
-            and all(k.file in never for k in own if k.tokens[index] == t)]
-    if idle:
-        parts.append("the full API never runs a kernel of %s" % token_list(idle))
+    decision.unselected = [t for t in decision.drop if t in meant]
+    decision.never_run = [t for t in decision.drop if t not in meant
+                          and all(k.file in never for k in own if k.tokens[index] == t)]
     if decision.category not in CHOSEN:
-        others = [t for t in decision.drop if t not in meant and t not in idle]
-        if others:
-            parts.append("%s %s not in the set: the rules of the other segments keep none of "
-                         "%s kernels (see What you lose)"
-                         % (token_list(others), "is" if len(others) == 1 else "are",
-                            "its" if len(others) == 1 else "their"))
-    return "".join("; " + part for part in parts)
+        decision.unkept = [t for t in decision.drop
+                           if t not in meant and t not in decision.never_run]
 
 
 def _dropped_elsewhere(kernel_type, own: Sequence[Kernel], index: int, token: str,

@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ...guide_data import SECTION_TITLES, GuideData
-from ...model import (
-    ApiModel,
-    Decision,
-    Recommendation,
-    kept_with_text,
-)
+from ...model import ApiModel, Decision, Recommendation
 from ..ir import (
     Admonition,
     Block,
@@ -28,6 +23,7 @@ from ..ir import (
 )
 from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
+from .reasons import decision_reason, kept_with_text
 from .where import where_commands_run
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
@@ -143,11 +139,11 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
         if not decision.drop and not decision.partial:
             kept_whole: Inlines = [Strong(decision.segment)]
             if decision.category == "subject":
-                kept_whole.append(" (%s)" % decision.reason.split(": ", 1)[-1])
+                kept_whole.append(" (%s)" % decision_reason(decision).split(": ", 1)[-1])
             whole.append(kept_whole)
             continue
         why = NEEDED_REASON if decision.category == "needed" and not follows \
-            else "" if follows else decision.reason
+            else "" if follows else decision_reason(decision)
         first = reasons.setdefault(why, decision.segment)
         rows.append([[decision.segment], _keep_cell(decision), _drop_cell(decision),
                      ["as for ", Strong(first)] if why and first != decision.segment
