@@ -30,14 +30,13 @@ from .schema.codec import from_dict, from_json, to_dict, to_json
 from .schema.dispatch import ConditionGroup, TokenCounts, TokenDispatch
 from .schema.filters import FilterPart, FilterSpec, Followers, PatternTrap
 from .schema.kernels import FieldInfo, Gap, KernelType, Segment
-from .schema.names import NO_TOKEN, kept_with_text, natural, token_list
+from .schema.names import NO_TOKEN, natural, token_list
 from .schema.recommendation import BuildCost, Decision, FilterRun, Need, Recommendation, Workload
 from .schema.tiles import Factory, TileClass, TileField, TileRow, TileSource, TileTable, TileUse
 
 __all__ = [
     "NO_TOKEN",
     "natural",
-    "kept_with_text",
     "token_list",
     "Gap",
     "Segment",

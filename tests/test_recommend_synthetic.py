@@ -16,6 +16,7 @@ from typing import List, Set
 
 import pytest
 
+from sphinxext_fmha.render.sections.loss_words import loss_sentences
 from sphinxext_fmha.render.sections.reasons import POLICY, decision_reason
 from sphinxext_fmha.render.sections.recommendation import _links_text
 from sphinxext_fmha.session import Session
@@ -147,7 +148,7 @@ def test_a_dropped_tile_says_what_is_lost(tmp_path):
     assert with_tile and all("_bias" in n for n in with_tile)
     rec, union = _recommended(root, tmp_path)
     assert not union & with_tile
-    dropped = {(d.segment, t): d.losses.get(t) for d in rec.decisions for t in d.drop}
+    dropped = {(d.segment, t): loss_sentences(d).get(t) for d in rec.decisions for t in d.drop}
     assert all(dropped.values()), dropped
     tile_losses = [loss for (_, token), loss in dropped.items() if token == "_b64x64"]
     # a call asks for bias, never for a tile: the tile's kernels are said under the bias

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import List, Mapping, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 #: How a page names the empty token (a segment a kernel leaves out of its name).
 NO_TOKEN = "(no token)"
@@ -15,13 +15,6 @@ _DIGITS = re.compile(r"(\d+)")
 def natural(text: str) -> List[Tuple[int, int, str]]:
     """Sort key that orders numbers by value: ``_d32`` < ``_d64`` < ``_d128``."""
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in _DIGITS.split(text)]
-
-
-def kept_with_text(kept_with: Mapping[str, Sequence[str]]) -> str:
-    """The values a token is kept with, as a sentence names them ("dtype _fp8; mode
-    _group")."""
-    return "; ".join("%s %s" % (segment, ", ".join(values))
-                     for segment, values in kept_with.items())
 
 
 def token_list(tokens: Sequence[str]) -> str:

@@ -42,8 +42,17 @@ class Decision:
     #: other segments keep.
     unkept: List[str] = field(default_factory=list)
     #: ``{token: sentence}``: the kernels each token's loss takes away, the inputs that
-    #: lose their kernel and the kept kernel that serves them instead, if any.
+    #: lose their kernel and the kept kernel that serves them instead, if any (filled
+    #: where it is rendered: the CLI's JSON; empty in the cache).
     losses: Dict[str, str] = field(default_factory=dict)
+    #: ``{token: parts}``: what each sentence of :attr:`losses` says: ``kernels`` (not
+    #: generated, said under this token), ``more`` and ``elsewhere`` (the others, said
+    #: under those dropped values), ``clauses`` (``[{"kind": unread, no_kernel, partly,
+    #: served or never, "count", "stand_in": the kept tokens that take the calls,
+    #: "only": the terms under which they do, "terms": the calls no kept kernel takes,
+    #: "why": why the API never launches them}]``); a follower's: ``follows``, ``of``
+    #: and ``kept_with`` (a partial keep's values).
+    loss_parts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     #: Tokens kept only together with some values of other segments (the nearest
     #: variant where a problem class has nothing preferred):
     #: ``[{"token": ..., "kept_with": {segment: [tokens]}}]``.

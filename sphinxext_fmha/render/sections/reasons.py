@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ...model import Decision, Recommendation, token_list
+from ...model import Decision, token_list
 
 #: The rule of the padding and tuning variants: the same words on every tree.
 _RUNS_EVERY_CALL = ("keep the variants that between them run every call: a variant is dropped "
@@ -65,7 +65,3 @@ def decision_reason(decision: Decision) -> str:
     return reason + "".join("; " + part for part in parts)
 
 
-def fill_reasons(recommendation: Recommendation) -> None:
-    """``decisions[].reason`` in words, for the CLI's JSON (the cache keeps the facts)."""
-    for decision in recommendation.decisions:
-        decision.reason = decision_reason(decision)

@@ -23,6 +23,7 @@ from ..ir import (
 )
 from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
+from .loss_words import loss_sentences
 from .reasons import decision_reason, kept_with_text
 from .where import where_commands_run
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
@@ -177,9 +178,10 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
     details: List[Inlines] = []
     several = len({d.kernel_type for d in rec.decisions}) > 1
     for decision in rec.decisions:
+        losses = loss_sentences(decision)
         for token in [t for t in decision.drop + [p["token"] for p in decision.partial]
-                      if t in decision.losses or t in decision.drop]:
-            loss = decision.losses.get(token, "")
+                      if t in losses or t in decision.drop]:
+            loss = losses.get(token, "")
             name: Inlines = token_cell(token) + [" (%s" % decision.segment]
             if several:
                 name += [", ", Code(decision.kernel_type)]
