@@ -183,6 +183,8 @@ class Recommendation:
     #: The union equals the keep set and every run was predicted.
     verified: bool = False
     merge_command: str = ""
+    #: Why the runs' dispatch files do not serve their union, in words (filled where it
+    #: is rendered: the CLI's JSON, for several runs).
     merge_caution: str = ""
     #: ``sphinxext-fmha generate`` for the union (one dispatch file).
     driver_command: str = ""
@@ -216,5 +218,10 @@ class Recommendation:
     #: The tiles per problem (architecture, data type, head dim), with the kernels the
     #: set keeps of each (``TileUse.kept``).
     tile_tables: List[TileTable] = field(default_factory=list)
-    #: How the sub-types are coupled (``""`` when they are not).
+    #: How the sub-types are coupled, in words (``""`` when they are not; filled where
+    #: it is rendered: the CLI's JSON; empty in the cache).
     coupling: str = ""
+    #: The coupling it says: ``{"followers": [sub-types launched with the primary's
+    #: kernels], "primary": sub-type, "source": "dispatch" (the API dispatch file) or
+    #: "traits" (the observed traits)}``; empty when the sub-types are not coupled.
+    coupled: Dict[str, Any] = field(default_factory=dict)

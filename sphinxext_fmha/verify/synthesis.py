@@ -68,8 +68,6 @@ class Synthesis:
     """The ``-f`` values (one per run) and what they cannot express."""
 
     filters: List[str] = field(default_factory=list)
-    #: wanted kernels no pattern can separate from an unwanted one (same name)
-    inseparable: List[str] = field(default_factory=list)
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)

@@ -1,12 +1,13 @@
-"""The Why of a keep/drop decision: the policy's rule in words, and what the verified
-set does that the rule does not say (made from the facts :class:`~sphinxext_fmha.model.
-Decision` carries: its category, ``nearest``, ``unselected``, ``never_run``, ``unkept``)."""
+"""The Why of the minimal set: per segment, the policy's rule in words and what the
+verified set does that the rule does not say (made from the facts :class:`~sphinxext_fmha.
+model.Decision` carries: its category, ``nearest``, ``unselected``, ``never_run``,
+``unkept``); the coupling of its sub-types; why several runs need the driver."""
 
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ...model import Decision, token_list
+from ...model import Decision, Recommendation, token_list
 
 #: The rule of the padding and tuning variants: the same words on every tree.
 _RUNS_EVERY_CALL = ("keep the variants that between them run every call: a variant is dropped "
@@ -65,3 +66,22 @@ def decision_reason(decision: Decision) -> str:
     return reason + "".join("; " + part for part in parts)
 
 
+
+
+#: Several runs: why their dispatch files do not serve the union.
+MERGE_CAUTION = ("Each generate.py run rewrites the API dispatch file, so after several runs "
+                 "only the last run's kernels are reachable from it. Use the driver command "
+                 "to write one dispatch file for the union.")
+
+
+def coupling_sentence(rec: Recommendation) -> str:
+    """How the sub-types are coupled (:attr:`~sphinxext_fmha.model.Recommendation.
+    coupled`); ``""`` when they are not."""
+    coupled = rec.coupled
+    if not coupled:
+        return ""
+    return ("%s kernels are launched together with %s kernels by the same dispatch call "
+            "(read from the %s); they are kept exactly with the %s kernels that use them"
+            % (", ".join(coupled["followers"]), coupled["primary"],
+               "API dispatch file" if coupled["source"] == "dispatch" else "observed traits",
+               coupled["primary"]))

@@ -24,7 +24,7 @@ from ..ir import (
 from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
 from .loss_words import loss_sentences
-from .reasons import decision_reason, kept_with_text
+from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
 from .where import where_commands_run
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
@@ -62,8 +62,9 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
                             "filter commands select ", Strong(str(rec.union_count)),
                             " (%s; see the notes below). The tables describe what the "
                             "commands select." % verified_text(rec.verified)]))
-    if rec.coupling:
-        blocks.append(Para([rec.coupling[0].upper() + rec.coupling[1:] + "."]))
+    coupling = coupling_sentence(rec)
+    if coupling:
+        blocks.append(Para([coupling[0].upper() + coupling[1:] + "."]))
     if rec.never_run_left_out:
         blocks.append(Para(["The %d kernels the full API never runs (listed under "
                             "Dispatch) are left out: dropping them loses no call."
@@ -240,11 +241,7 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
                           " kernels; merge their listings with:"]))
         if rec.merge_command:
             runs.append(CodeBlock(rec.merge_command, "bash"))
-        caution = rec.merge_caution or (
-            "Each run writes the API dispatch file again: the file of the last run only "
-            "dispatches to that run's kernels. Regenerate the dispatch file for the union "
-            "(see the driver command) instead of keeping one run's file.")
-        runs.append(Admonition("caution", [Para([caution])]))
+        runs.append(Admonition("caution", [Para([rec.merge_caution or MERGE_CAUTION])]))
         blocks = [Para(["The %s takes %d generate.py runs%s." % (
             "set" if rec.needs else "minimal set", len(rec.runs),
             " (each verified with generate.py)" if all_verified else "")])]
