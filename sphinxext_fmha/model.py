@@ -31,7 +31,7 @@ from .schema.dispatch import ConditionGroup, TokenCounts, TokenDispatch
 from .schema.filters import FilterPart, FilterSpec, Followers, PatternTrap
 from .schema.kernels import FieldInfo, Gap, KernelType, Segment
 from .schema.names import NO_TOKEN, natural, token_list
-from .schema.recommendation import BuildCost, Decision, FilterRun, Need, Recommendation, Workload
+from .schema.recommendation import BuildCost, Decision, FilterRun, Need, Note, Recommendation, Workload
 from .schema.tiles import Factory, TileClass, TileField, TileRow, TileSource, TileTable, TileUse
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "Decision",
     "FilterRun",
     "Need",
+    "Note",
     "Workload",
     "BuildCost",
     "Recommendation",

@@ -70,7 +70,7 @@ def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tm
     assert recommendation.counts["total"]["minimal"] == len(union)
     if not recommendation.verified:
         # e.g. flash-attn 2.7.4 names omit absent features: no fnmatch can say "no bias"
-        assert recommendation.notes
+        assert recommendation.note_facts
         return
     assert recommendation.counts["total"]["minimal"] < recommendation.counts["total"]["full"]
     if recommendation.verified:

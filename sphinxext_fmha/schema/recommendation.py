@@ -155,6 +155,22 @@ class BuildCost:
 
 
 @dataclass
+class Note:
+    """A note on a set, as facts (the renderers say it): ``kind`` names what happened,
+    ``values`` its numbers and names. Kinds: ``said`` (``text``: a note of the caller's),
+    ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
+    ``prediction_differs`` (``predicted``, ``claimed``), ``runs_differ`` (``union``,
+    ``claimed``, ``missing``, ``extra``), ``write_fails`` (``filter``, ``error``),
+    ``driver_differs`` (``driven``, ``union``), ``driver_failed`` and ``write_unread``
+    (``error``, ``tail``: the last line of its stderr), ``unlinked`` (``missing``),
+    ``written_differs`` (``by``: driver or run, ``written``, ``listed``), ``unfiltered``
+    (``types``), ``shared_names`` (``count``)."""
+
+    kind: str
+    values: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Recommendation:
     """The minimal kernel set of one API: decisions, commands, counts, link check."""
 
@@ -192,7 +208,10 @@ class Recommendation:
     driver_verified: bool = False
     #: ``{sub-type: {"full": n, "minimal": m}}`` plus ``"total"``; minimal = the union.
     counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: :attr:`note_facts` in words (filled where they are rendered: the CLI's JSON).
     notes: List[str] = field(default_factory=list)
+    #: What did not go as the policy meant, in order.
+    note_facts: List[Note] = field(default_factory=list)
     #: The driver's write-mode run (``-o``) succeeded and its dispatch file links.
     write_verified: bool = False
     #: Specialisations the set's dispatch file instantiates that no kernel provides.

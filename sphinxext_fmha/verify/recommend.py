@@ -36,6 +36,7 @@ from ..model import (
     FilterCheck,
     FilterRun,
     Need,
+    Note,
     Recommendation,
 )
 from ..options import Options, cli_flag
@@ -165,7 +166,8 @@ def prepare(inputs: RecommendInputs) -> Prepared:
     model = inputs.model
     kernels = kernels_of(inputs.baseline)
     type_of = {k.file: k.kernel_type for k in kernels}
-    result = Recommendation(api=model.api, notes=list(inputs.notes))
+    result = Recommendation(api=model.api, note_facts=[Note("said", {"text": text})
+                                                       for text in inputs.notes])
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
@@ -299,21 +301,17 @@ def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
     synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling, categories)
-    result.notes += synthesis.notes
+    result.note_facts += synthesis.notes
     claimed = target | set(synthesis.extra)
     if predicted > claimed:
         # The semantics force more kernels than the keep set: the closest expressible
         # superset, said with its cost.
         extra = Counter(k.kernel_type for k in kernels if k.file in predicted - claimed)
-        result.notes.append(
-            "no filter of this tree's semantics selects exactly the keep set: the commands "
-            "also select %s that no kept kernel needs"
-            % ", ".join("%d %s kernels" % (n, t) for t, n in sorted(extra.items())))
+        result.note_facts.append(Note("superset", {"extra": dict(sorted(extra.items()))}))
         claimed = set(predicted)
     elif predicted != claimed:
-        result.notes.append(
-            "by the model's reading of the filter semantics the commands select %d kernels, "
-            "the keep set has %d" % (len(predicted), len(claimed)))
+        result.note_facts.append(Note("prediction_differs", {"predicted": len(predicted),
+                                                             "claimed": len(claimed)}))
     result.keep_count = len(claimed)
     return claimed, list(synthesis.filters)
 
@@ -327,9 +325,9 @@ def _verified_runs(inputs: RecommendInputs, runner: RecommendRunner, filters: Se
     result.union_count = len(union)
     result.verified = union == claimed and all(r.verified for r in result.runs)
     if union != claimed:
-        result.notes.append(
-            "the filter runs select %d kernels, the keep set has %d (%d missing, %d extra)"
-            % (len(union), len(claimed), len(claimed - union), len(union - claimed)))
+        result.note_facts.append(Note("runs_differ", {
+            "union": len(union), "claimed": len(claimed), "missing": len(claimed - union),
+            "extra": len(union - claimed)}))
     _merge_advice(runner, result)
     if len(result.runs) > 1:
         result.driver_command = driver_command(
@@ -424,8 +422,8 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
     try:
         inputs.conditions = inputs.read_conditions()
     except Exception as error:  # noqa: BLE001 - reported; the set still stands
-        result.notes.insert(position, "dispatch conditions unavailable (%s): what you lose is "
-                            "told without them" % str(error).splitlines()[0])
+        result.note_facts.insert(position, Note("conditions_unread",
+                                                {"error": str(error).splitlines()[0]}))
 
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
@@ -447,7 +445,8 @@ def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation
             continue  # selects nothing the earlier runs did not: the run is redundant
         written = check.count == 0 or not check.write_error
         if not written:
-            result.notes.append("%r fails in write mode: %s" % (text, check.write_error))
+            result.note_facts.append(Note("write_fails", {"filter": text,
+                                                          "error": check.write_error}))
         result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
                                      verified=check.verified, written=written,
                                      misses=check.misses))
@@ -471,14 +470,13 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
         driven = set(runner.driver_listing(filters))
         result.driver_verified = driven == union
         if not result.driver_verified:
-            result.notes.append("the driver run selects %d kernels, the union of the runs %d"
-                                % (len(driven), len(union)))
+            result.note_facts.append(Note("driver_differs", {"driven": len(driven),
+                                                             "union": len(union)}))
         written = runner.driver_write(filters)
     except Exception as error:  # noqa: BLE001 - reported, the runs still stand
-        result.notes.append("the driver run failed: %s" % str(error).strip().splitlines()[0]
-                            + _tail(error))
+        result.note_facts.append(Note("driver_failed", _error(error)))
         return
-    _check_links(result, written, union, "the driver wrote %d kernels, the runs list %d")
+    _check_links(result, written, union, "driver")
 
 
 def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
@@ -490,14 +488,13 @@ def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[s
     try:
         written = runner.written(run.filter)
     except Exception as error:  # noqa: BLE001 - reported, the run still stands
-        result.notes.append("its write-mode output could not be read: %s"
-                            % str(error).strip().splitlines()[0] + _tail(error))
+        result.note_facts.append(Note("write_unread", _error(error)))
         return
-    _check_links(result, written, union, "write mode wrote %d kernels, the run lists %d")
+    _check_links(result, written, union, "run")
 
 
-def _check_links(result: Recommendation, written: ApiFile, union: Set[str],
-                 count_note: str) -> None:
+def _check_links(result: Recommendation, written: ApiFile, union: Set[str], by: str
+                 ) -> None:
     """Whether the set's written dispatch file links, and reaches every kernel; what it
     costs to build (the full API's side is filled in by :func:`finish`)."""
     if written.kernel_bytes:
@@ -509,16 +506,17 @@ def _check_links(result: Recommendation, written: ApiFile, union: Set[str],
     result.links_unreachable = report.unreachable
     result.write_verified = report.links and set(written.kernel_traits) == union
     if report.missing:
-        result.notes.append(
-            "the set does not link: its dispatch file instantiates %d kernel specialisations "
-            "that are not generated" % len(report.missing))
+        result.note_facts.append(Note("unlinked", {"missing": len(report.missing)}))
     if set(written.kernel_traits) != union:
-        result.notes.append(count_note % (len(written.kernel_traits), len(union)))
+        result.note_facts.append(Note("written_differs", {
+            "by": by, "written": len(written.kernel_traits), "listed": len(union)}))
 
 
-def _tail(error: Exception) -> str:
+def _error(error: Exception) -> Dict[str, str]:
+    """The error's first line and the last line of its stderr, if any."""
     tail = getattr(error, "stderr_tail", "")
-    return (" (%s)" % tail.strip().splitlines()[-1]) if tail.strip() else ""
+    return {"error": str(error).strip().splitlines()[0],
+            "tail": tail.strip().splitlines()[-1] if tail.strip() else ""}
 
 
 def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:

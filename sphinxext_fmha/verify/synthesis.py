@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..model import ApiModel
+from ..model import ApiModel, Note
 from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, tail_globs, write_box
 
 __all__ = ["Kernel", "Style", "Synthesis", "cover", "synthesize"]
@@ -70,7 +70,7 @@ class Synthesis:
     filters: List[str] = field(default_factory=list)
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
+    notes: List[Note] = field(default_factory=list)
     #: no fewer runs can select the set with box patterns alone (one set of values per
     #: segment, see :func:`~.boxes.box_lower_bound`); patterns on how names end are not
     #: boxes and may do with fewer. 0 when not computed
@@ -350,15 +350,12 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
     result.extra = sorted(k.file for k in kernels
                           if k.kernel_type in unfiltered and k.file not in wanted)
     if result.extra:
-        result.notes.append(
-            "%s are not filtered by -f in this tree: every one of them is generated"
-            % ", ".join(sorted({k.kernel_type for k in kernels if k.file in result.extra})))
+        result.notes.append(Note("unfiltered", {"types": sorted(
+            {k.kernel_type for k in kernels if k.file in result.extra})}))
     shared = _shared_names(kernels, wanted)
     if shared:
         result.extra += sorted(shared)
-        result.notes.append(
-            "%d kernels share their name with a wanted kernel (they differ only outside the "
-            "name fnmatch sees), so the filters select them too" % len(shared))
+        result.notes.append(Note("shared_names", {"count": len(shared)}))
     target = set(wanted) | shared
     parts: List[Tuple[int, List[Kernel]]] = []
     for part in sorted(spec.parts, key=lambda p: p.position):

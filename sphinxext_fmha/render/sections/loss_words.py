@@ -10,6 +10,7 @@ from typing import Any, Dict, Mapping
 from ...model import Decision, Recommendation, token_list
 from .gloss import gloss_text
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
+from .set_notes import set_notes
 
 __all__ = ["fill_words", "loss_sentence", "loss_sentences"]
 
@@ -64,12 +65,13 @@ def _clause(clause: Mapping[str, Any]) -> str:
 
 
 def fill_words(recommendation: Recommendation) -> None:
-    """``runs[].gloss``, ``decisions[].reason`` and ``.losses``, ``coupling`` and
-    ``merge_caution`` in words, for the CLI's JSON (the cache keeps the facts they are
+    """``runs[].gloss``, ``decisions[].reason`` and ``.losses``, ``coupling``,
+    ``merge_caution`` and ``notes`` in words, for the CLI's JSON (the cache keeps the facts they are
     made from)."""
     for run in recommendation.runs:
         run.gloss = gloss_text(run.reading)
     recommendation.coupling = coupling_sentence(recommendation)
+    recommendation.notes = set_notes(recommendation)
     if len(recommendation.runs) > 1:
         recommendation.merge_caution = MERGE_CAUTION
     for decision in recommendation.decisions:

@@ -25,6 +25,7 @@ from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verif
 from .loss_lead import loss_lead
 from .loss_words import loss_sentences
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
+from .set_notes import set_notes
 from .where import where_commands_run
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
@@ -75,9 +76,10 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
             blocks.append(SubHeading([Code(class_name)]))
         blocks += _type_blocks(rec, class_name, decisions)
     blocks += _emptied_blocks(rec)
-    if rec.notes:
+    notes = set_notes(rec)
+    if notes:
         blocks.append(Para(["Notes:"]))
-        blocks.append(BulletList([[note] for note in rec.notes]))
+        blocks.append(BulletList([[note] for note in notes]))
     return blocks
 
 
