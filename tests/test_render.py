@@ -599,7 +599,7 @@ def test_condition_groups_as_a_truth_table():
     """Each row's cells, prefixed by their column's C++ name and joined with &&, give
     back the group's condition exactly (the reader's reconstruction, done here)."""
     from sphinxext_fmha.model import ConditionGroup
-    from sphinxext_fmha.render.sections.fields import _condition_details
+    from sphinxext_fmha.render.sections.field_conditions import condition_details
 
     def group(cpp, hdim, tile, kernels=4):
         return ConditionGroup(cpp=cpp, words=[], where={"hdim": [hdim], "tile": [tile]},
@@ -612,7 +612,7 @@ def test_condition_groups_as_a_truth_table():
                 group(["a.hdim_q % 32 != 0"], "_d32", "_b32")],
     }
     pivoted: list = []
-    blocks = _condition_details(by_token, "pad", pivoted)
+    blocks = condition_details(by_token, "pad", pivoted)
     assert pivoted == [True] and not isinstance(blocks[0], Dropdown)  # 4 rows: not folded
     note, table = blocks
     assert isinstance(table, Table)
