@@ -319,14 +319,13 @@ def _run(args) -> int:
             _say("error: %s -f %r selects no kernel" % (args.api, args.filter))
         return 0 if check.verified and check.write_verified and check.count else EXIT_FAILED
     if args.command == "recommend":
-        from .render.sections.gloss import gloss_text
+        from .render.sections.loss_words import fill_words
 
         needs = session.needs(args.api, args.need, options) if args.need else []
         recommendation = session.recommend(args.api, options, needs)
         _warn_unmet(recommendation)
         if args.format == "json":
-            for run in recommendation.runs:
-                run.gloss = gloss_text(run.reading)
+            fill_words(recommendation)
             print(to_json(recommendation))
         else:
             from .render.markdown import render_recommendation_markdown

@@ -52,8 +52,9 @@ def test_never_more_than_thirty_words():
 def test_the_page_opens_each_variant_with_it_and_folds_the_rest():
     decision = Decision(kernel_type="ToyKernel", segment="bias", keep=["_nbias"],
                         drop=["_alibi"], category="optional feature",
-                        losses={"_alibi": "12 kernels not generated: 12 served inputs (...) "
-                                          "that no kept kernel of their problem class takes."},
+                        loss_parts={"_alibi": {"kernels": 12, "more": 0, "elsewhere": [],
+                                               "clauses": [{"kind": "no_kernel", "count": 12,
+                                                            "terms": ["served inputs"]}]}},
                         loss_facts={"_alibi": {"kernels": 12, "no_kernel": 12,
                                                "calls": ["bias_type == alibi"]}})
     text = render_recommendation_markdown(Recommendation(api="toy", decisions=[decision]))
@@ -61,4 +62,5 @@ def test_the_page_opens_each_variant_with_it_and_folds_the_rest():
     assert lead and lead.group(1) == ("Calls with `bias_type == alibi` find no kernel "
                                       "(12 kernels not generated).")
     folded = text.split("<details>", 1)[1]
-    assert "12 served inputs" in folded and "12 served inputs" not in text.split("<details>")[0]
+    assert "12 ran calls (served inputs)" in folded
+    assert "12 ran calls" not in text.split("<details>")[0]

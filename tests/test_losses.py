@@ -6,6 +6,7 @@ simulator in ``test_routes.py``."""
 from __future__ import annotations
 
 from sphinxext_fmha.model import Decision
+from sphinxext_fmha.render.sections.loss_words import loss_sentences
 from sphinxext_fmha.verify.losses import describe_losses
 from sphinxext_fmha.verify.standins import Fate
 from sphinxext_fmha.verify.synthesis import Kernel
@@ -32,7 +33,7 @@ def _losses(dropped, fates, conditions=None, never_run=None):
                           keep=["_ntrload"], drop=["_trload"])]
     describe_losses(decisions, KEPT + dropped, {k.file for k in KEPT}, CATEGORIES,
                     conditions or {}, LABELS, {}, fates, never_run or {})
-    return decisions[0].losses.get("_mc"), decisions[1].losses.get("_trload")
+    return loss_sentences(decisions[0]).get("_mc"), loss_sentences(decisions[1]).get("_trload")
 
 
 def test_a_stand_in_is_named_by_the_tokens_it_differs_in():
@@ -108,9 +109,9 @@ def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
                           keep=["_nlse"], drop=["_lse"])]
     describe_losses(decisions, kept_kernels + dropped, {k.file for k in kept_kernels},
                     categories, {}, labels, {}, fates)
-    assert decisions[1].losses["_lse"] == (
+    assert loss_sentences(decisions[1])["_lse"] == (
         "3 kernels not generated: 3 ran calls (as named) that no kept kernel takes.")
-    assert decisions[0].losses["_ps"] == (
+    assert loss_sentences(decisions[0])["_ps"] == (
         "1 kernels not generated (and 1 more, said under _lse): 1 is served by the kept "
         "_npad variant.")
 
@@ -122,7 +123,7 @@ def test_a_value_kept_with_every_value_it_exists_with_is_dropped_nowhere():
     from types import SimpleNamespace
 
     from sphinxext_fmha.render.sections.recommendation import _drop_cell
-    from sphinxext_fmha.verify.recommend import _dropped_elsewhere
+    from sphinxext_fmha.verify.decisions import _dropped_elsewhere
 
     kernel_type = SimpleNamespace(segments=[SimpleNamespace(label=label)
                                             for label in ("lit", "dtype", "squant")])

@@ -22,6 +22,7 @@ from conftest import CORPUS
 
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.markdown import render_recommendation_markdown
+from sphinxext_fmha.render.sections.loss_words import loss_sentences
 
 from analysis_fixtures import cached_listing, with_analysis_group
 
@@ -223,8 +224,9 @@ def test_recommendation_is_true_of_its_commands(sessions, analysis_cache_dir, tr
             for token in (t for t in qualified if t):
                 carrying = [f for f in everywhere if carries(f, token)]
                 lost = len(carrying) - sum(1 for f in mine if carries(f, token))
-                assert decision.losses.get(token, "").startswith(
-                    "%d of its %d kernels" % (lost, len(carrying))), (token, decision.losses)
+                losses = loss_sentences(decision)
+                assert losses.get(token, "").startswith(
+                    "%d of its %d kernels" % (lost, len(carrying))), (token, losses)
 
     # Item 2: no head dimension, data type, mode or arch of the full listing is lost
     # by a sub-type that decides for itself.

@@ -16,9 +16,10 @@ from typing import List, Set
 
 import pytest
 
+from sphinxext_fmha.render.sections.loss_words import loss_sentences
+from sphinxext_fmha.render.sections.reasons import POLICY, decision_reason
 from sphinxext_fmha.render.sections.recommendation import _links_text
 from sphinxext_fmha.session import Session
-from sphinxext_fmha.verify.policy import POLICY
 
 import synthetic_coupled
 
@@ -147,7 +148,7 @@ def test_a_dropped_tile_says_what_is_lost(tmp_path):
     assert with_tile and all("_bias" in n for n in with_tile)
     rec, union = _recommended(root, tmp_path)
     assert not union & with_tile
-    dropped = {(d.segment, t): d.losses.get(t) for d in rec.decisions for t in d.drop}
+    dropped = {(d.segment, t): loss_sentences(d).get(t) for d in rec.decisions for t in d.drop}
     assert all(dropped.values()), dropped
     tile_losses = [loss for (_, token), loss in dropped.items() if token == "_b64x64"]
     # a call asks for bias, never for a tile: the tile's kernels are said under the bias
@@ -187,11 +188,11 @@ def test_a_rule_that_keeps_every_value_says_which_it_lost(tmp_path):
     assert not any("_bias_" in n or "_qr_async_" in n for n in union)
     pipeline = [d for d in rec.decisions if "_qr_async" in d.drop]
     assert len(pipeline) == 1 and pipeline[0].keep == ["_qr"]
-    assert pipeline[0].reason == ("keep every value; _qr_async is not in the set: the rules of "
+    assert decision_reason(pipeline[0]) == ("keep every value; _qr_async is not in the set: the rules of "
                                   "the other segments keep none of its kernels (see What you "
                                   "lose)")
     kept_whole = [d for d in rec.decisions if not d.drop and not d.partial]
-    assert kept_whole and all(d.reason == POLICY[d.category] for d in kept_whole)
+    assert kept_whole and all(decision_reason(d) == POLICY[d.category] for d in kept_whole)
 
 
 def test_kernels_only_a_dead_dispatcher_launches_are_left_out(tmp_path):

@@ -243,10 +243,9 @@ def _recommendation() -> Recommendation:
         decisions=[
             Decision(kernel_type="ToyKernel", segment="bias", keep=["_nbias"],
                      drop=["_bias", "_alibi"], category="optional feature",
-                     reason="keep the disabled variant",
-                     losses={"_bias": "elementwise bias is not served"}),
+                     loss_parts={"_bias": {"follows": "ToyMain", "kernels": 3}}),
             Decision(kernel_type="ToyKernel", segment="hdim", keep=["_d64", "_d128"],
-                     category="problem", reason="keep every value"),
+                     category="problem"),
         ],
         runs=[FilterRun("*_nbias_*", "python generate.py -a toy -f '*_nbias_*' -l kernels.txt",
                         40, True),
@@ -267,7 +266,8 @@ def test_render_recommendation_markdown():
     for title in ("## Recommended minimal set", "## What you lose", "## Filter commands",
                   "## Kernel counts"):
         assert title in text
-    assert "- `_bias` (bias): elementwise bias is not served" in text
+    assert "- `_bias` (bias): 3 kernels; none is launched with a kept ToyMain kernel, so " \
+        "nothing calls them" in text
     assert "- `_alibi` (bias)" in text
     assert "```bash\npython generate.py -a toy -f '*_nbias_*' -l kernels.txt\n```" in text
     assert "sort -u kernels_1.txt kernels_2.txt > kernels.txt" in text
@@ -599,7 +599,7 @@ def test_condition_groups_as_a_truth_table():
     """Each row's cells, prefixed by their column's C++ name and joined with &&, give
     back the group's condition exactly (the reader's reconstruction, done here)."""
     from sphinxext_fmha.model import ConditionGroup
-    from sphinxext_fmha.render.sections.fields import _condition_details
+    from sphinxext_fmha.render.sections.field_conditions import condition_details
 
     def group(cpp, hdim, tile, kernels=4):
         return ConditionGroup(cpp=cpp, words=[], where={"hdim": [hdim], "tile": [tile]},
@@ -612,7 +612,7 @@ def test_condition_groups_as_a_truth_table():
                 group(["a.hdim_q % 32 != 0"], "_d32", "_b32")],
     }
     pivoted: list = []
-    blocks = _condition_details(by_token, "pad", pivoted)
+    blocks = condition_details(by_token, "pad", pivoted)
     assert pivoted == [True] and not isinstance(blocks[0], Dropdown)  # 4 rows: not folded
     note, table = blocks
     assert isinstance(table, Table)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sphinxext_fmha.locate import fmha_dir
+from sphinxext_fmha.render.sections.loss_words import loss_sentences
 from sphinxext_fmha.session import Session
 
 from analysis_fixtures import cached_listing, with_analysis_group
@@ -69,7 +70,7 @@ def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tm
     assert recommendation.counts["total"]["minimal"] == len(union)
     if not recommendation.verified:
         # e.g. flash-attn 2.7.4 names omit absent features: no fnmatch can say "no bias"
-        assert recommendation.notes
+        assert recommendation.note_facts
         return
     assert recommendation.counts["total"]["minimal"] < recommendation.counts["total"]["full"]
     if recommendation.verified:
@@ -79,7 +80,7 @@ def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tm
             len(recommendation.runs) == 1 and not recommendation.driver_command)
     for decision in recommendation.decisions:
         for token in decision.drop:
-            assert token in decision.losses
+            assert token in loss_sentences(decision)
 
 
 @pytest.mark.corpus

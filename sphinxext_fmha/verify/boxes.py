@@ -21,8 +21,8 @@ import fnmatch
 import re
 from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple
 
-__all__ = ["Named", "NameSet", "TypeBoxes", "box_lower_bound", "greedy_cover", "tail_globs",
-           "token_globs"]
+__all__ = ["Named", "NameSet", "TypeBoxes", "box_lower_bound", "greedy_cover", "merge_classes",
+           "tail_globs", "token_globs"]
 
 _CLASS_UNSAFE = set("!^-[]\\")
 
@@ -348,3 +348,44 @@ def box_lower_bound(boxes: TypeBoxes) -> int:
         if all(not boxes.box_holds(name, other) for other in apart):
             apart.append(name)
     return len(apart)
+
+
+def merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
+    """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
+    changed = True
+    while changed:
+        changed = False
+        for i, first in enumerate(patterns):
+            for j in range(i + 1, len(patterns)):
+                merged = _merge_two(first, patterns[j])
+                if merged and not unwanted.any_match(merged):
+                    patterns = patterns[:i] + [merged] + patterns[i + 1:j] + patterns[j + 1:]
+                    changed = True
+                    break
+            if changed:
+                break
+    return patterns
+
+
+_PIECE = re.compile(r"\[[^\]]*\]|.")
+
+
+def _merge_two(a: str, b: str) -> Optional[str]:
+    pa, pb = _PIECE.findall(a), _PIECE.findall(b)
+    if len(pa) != len(pb):
+        return None
+    diff = [k for k, (x, y) in enumerate(zip(pa, pb)) if x != y]
+    if len(diff) != 1:
+        return None
+    k = diff[0]
+    chars = set()
+    for piece in (pa[k], pb[k]):
+        if piece in ("*", "?"):
+            return None
+        inner = piece[1:-1] if piece.startswith("[") else piece
+        if len(inner) > 1 and not piece.startswith("[") or any(c in "!^-]" for c in inner):
+            return None
+        if not all(c.isalnum() for c in inner):
+            return None
+        chars.update(inner)
+    return "".join(pa[:k]) + "[" + "".join(sorted(chars)) + "]" + "".join(pa[k + 1:])

@@ -49,15 +49,10 @@ def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
     return patterns
 
 
-def fnmatch_as_generate(model: ApiModel, name: str, pattern: Optional[str]) -> bool:
-    """``fnmatch.fnmatch`` as the interpreter running generate.py does it (its
-    ``os.path.normcase``); None: the kernel is not filtered."""
-    return matcher_as_generate(model, pattern)(name)
-
-
 def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[str], bool]:
-    """:func:`fnmatch_as_generate` of one pattern, compiled once for many names (what
-    ``fnmatch.fnmatchcase`` does per call: the regex of ``fnmatch.translate``)."""
+    """``fnmatch.fnmatch`` of one pattern as the interpreter running generate.py does it
+    (its ``os.path.normcase``), compiled once for many names (what ``fnmatch.fnmatchcase``
+    does per call: the regex of ``fnmatch.translate``); None: the kernel is not filtered."""
     if pattern is None:
         return lambda name: True
     spec = model.filter

@@ -21,7 +21,7 @@ from typing import (
     Tuple,
 )
 
-from ..model import Decision, kept_with_text, token_list
+from ..model import Decision
 from .standins import Fate
 from .synthesis import Kernel
 
@@ -34,7 +34,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                     fates: Mapping[str, Fate] = {},  # noqa: B006 - read only
                     never_run: Mapping[str, str] = {},  # noqa: B006 - read only
                     ) -> None:
-    """Fill ``decision.losses`` (token -> sentence) for each token with lost kernels.
+    """Fill ``decision.loss_parts`` (token -> what its sentence says) for each token
+    with lost kernels.
 
     ``labels``: sub-type -> its segment labels; ``followers``: follower sub-type ->
     the sub-type it follows; ``fates``: dropped kernel file -> what the set runs for
@@ -57,9 +58,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 count = sum(1 for k in own if k.tokens[index] == token)
                 decision.loss_facts[token] = {"kernels": count,
                                               "follows": followers[decision.kernel_type]}
-                decision.losses[token] = (
-                    "%d kernels; none is launched with a kept %s kernel, so nothing calls them"
-                    % (count, followers[decision.kernel_type]))
+                decision.loss_parts[token] = dict(decision.loss_facts[token])
             for partial in decision.partial:
                 token = partial["token"]
                 carrying = [k for k in own if k.tokens[index] == token]
@@ -67,11 +66,8 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 if lost:
                     decision.loss_facts[token] = {"kernels": lost, "of": len(carrying),
                                                   "follows": followers[decision.kernel_type]}
-                    decision.losses[token] = (
-                        "%d of its %d kernels (it is kept only with %s); none of them is "
-                        "launched with a kept %s kernel, so nothing calls them"
-                        % (lost, len(carrying), kept_with_text(partial["kept_with"]),
-                           followers[decision.kernel_type]))
+                    decision.loss_parts[token] = dict(decision.loss_facts[token],
+                                                      kept_with=partial["kept_with"])
             continue
         # A tile is no choice of the filter, but a tile none of the kept kernels has is
         # lost all the same (newer CK has tiles only some features use): said as for
@@ -122,13 +118,11 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
             if not alone:
                 if token in decision.drop:
                     decision.loss_facts[token] = {"kernels": total, "elsewhere": elsewhere}
-                    decision.losses[token] = (
-                        "%d kernels, each said under a dropped value a call asks for: %s"
-                        % (total, token_list(elsewhere)))
+                    decision.loss_parts[token] = dict(decision.loss_facts[token])
                 continue
             facts = decision.loss_facts.setdefault(token, {})
-            decision.losses[token] = _sentence(alone, total, index, tiles, by_file, fates,
-                                               conditions, never_run, elsewhere, facts)
+            decision.loss_parts[token] = _clauses(alone, total, index, tiles, by_file, fates,
+                                                  conditions, never_run, elsewhere, facts)
 
 
 #: what a call asks for (a feature, a mask, the problem): a kernel that lacks one of
@@ -171,16 +165,17 @@ _UNREAD = ("?",)
 _LOST = ("lost",)
 
 
-def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet[int],
-              by_file: Mapping[str, Kernel], fates: Mapping[str, Fate],
-              conditions: Mapping[str, Sequence[str]],
-              never_run: Mapping[str, str] = {},  # noqa: B006 - read only
-              elsewhere: Sequence[str] = (),
-              facts: Optional[Dict[str, object]] = None,
-              ) -> str:
-    """The sentence; ``facts`` gets how many kernels each kind of clause says (the
-    keys of :attr:`~sphinxext_fmha.model.Decision.loss_facts`) and the kept tokens that
-    take their inputs."""
+def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet[int],
+             by_file: Mapping[str, Kernel], fates: Mapping[str, Fate],
+             conditions: Mapping[str, Sequence[str]],
+             never_run: Mapping[str, str] = {},  # noqa: B006 - read only
+             elsewhere: Sequence[str] = (),
+             facts: Optional[Dict[str, object]] = None,
+             ) -> Dict[str, object]:
+    """What the sentence says (:attr:`~sphinxext_fmha.model.Decision.loss_parts`):
+    one clause per group of kernels with the same fate; ``facts`` gets how many kernels
+    each kind of clause says (the keys of :attr:`~sphinxext_fmha.model.Decision.
+    loss_facts`) and the kept tokens that take their inputs."""
     said: Counter = Counter()
     served_by: Dict[str, None] = {}
     groups: Counter = Counter()
@@ -208,41 +203,26 @@ def _sentence(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSe
             other.tokens[index], *(c for i, (c, t) in enumerate(zip(other.tokens, kernel.tokens))
                                    if c != t and i != index and i not in tiles))
         groups[(named, fate.only_when if fate.lost else (), _LOST if fate.lost else ())] += 1
-    clauses: Dict[str, int] = {}
+    clauses: List[Dict[str, object]] = []
     for (stand_in, only, lost), count in _merge_numbers(groups):
         kind = ("unread" if stand_in == _UNREAD else "no_kernel" if not stand_in
                 else "partly" if lost else "served")
         said[kind] += count
+        clause: Dict[str, object] = {"kind": kind, "count": count}
         if kind in ("served", "partly"):
             served_by.update(dict.fromkeys(stand_in))
-        if stand_in == _UNREAD:
-            clause = ("whether a kept kernel takes their calls is not established (the API "
-                      "dispatch file was not read)")
-        elif not stand_in:
-            clause = ("ran calls (%s) that no kept kernel takes"
-                      % ("; ".join(_own_terms(orphans, index, conditions)) or "as named"))
-        elif lost and only:
-            clause = ("{are} served by the kept %s variant only when %s; their other calls "
-                      "find no kernel" % (token_list(stand_in), " and ".join(only)))
-        elif lost:
-            clause = ("{are} served by the kept %s variant for some of their calls; the others "
-                      "find no kernel" % token_list(stand_in))
-        else:
-            clause = "{are} served by the kept %s variant" % token_list(stand_in)
-        clauses[clause] = clauses.get(clause, 0) + count
+            clause.update(stand_in=list(stand_in), only=list(only))
+        elif kind == "no_kernel":
+            clause["terms"] = _own_terms(orphans, index, conditions)
+        clauses.append(clause)
     for why, count in idle.items():
-        clause = "{are} never launched by the API (%s): no call loses them" % why
-        clauses[clause] = clauses.get(clause, 0) + count
+        clauses.append({"kind": "never", "count": count, "why": why})
         said["never"] += count
     if facts is not None:
         facts.update(kernels=len(alone), more=total - len(alone), elsewhere=list(elsewhere),
                      served_by=list(served_by), **said)
-    parts = ["%d %s" % (count, clause.format(are="is" if count == 1 else "are"))
-             for clause, count in clauses.items()]
-    head = "%d kernels not generated" % len(alone)
-    if total > len(alone):
-        head += " (and %d more, said under %s)" % (total - len(alone), token_list(elsewhere))
-    return head + ": " + "; ".join(parts) + "."
+    return {"kernels": len(alone), "more": total - len(alone), "elsewhere": list(elsewhere),
+            "clauses": clauses}
 
 
 _NUMBER = re.compile(r"\d+")

@@ -18,27 +18,9 @@ from ..model import ApiModel, KernelType, Segment
 from .standins import SetDispatch
 from .synthesis import Kernel
 
-__all__ = ["COVERED", "POLICY", "PROBLEM", "Plan", "classify", "plan_keep_set", "preference"]
+__all__ = ["CHOSEN", "COVERED", "PROBLEM", "Plan", "classify", "plan_keep_set", "preference"]
 
 OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
-ON_VALUES = {"t", "true", "yes"}
-
-#: The rule of the padding and tuning variants: the same words on every tree.
-_RUNS_EVERY_CALL = ("keep the variants that between them run every call: a variant is dropped "
-                    "only where the other kept kernels run every call it ran (read from the "
-                    "dispatch conditions)")
-
-POLICY = {
-    "padding": _RUNS_EVERY_CALL,
-    "optional feature": "keep the disabled variant; the feature's kernels are dropped",
-    "mask": "keep no-mask plus the most common mask variant",
-    "deterministic": "keep the non-deterministic variant",
-    "tuning": _RUNS_EVERY_CALL,
-    "problem": "keep every value (a property of the problem)",
-    "subject": "keep every value: the API is named after it",
-    "tile": "tiles are not chosen by the filter: the set keeps the tiles of its kernels",
-    "other": "keep every value",
-}
 
 #: Categories the policy chooses within (the others are kept whole).
 CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
@@ -48,7 +30,7 @@ PROBLEM = ("problem", "subject", "needed")
 
 
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
-    """The segment's category (a key of :data:`POLICY`), from its fields' names and
+    """The segment's category (a key of the renderers' ``POLICY``), from its fields' names and
     values; ``api``: the API's name (``pagedkv_prefill``), whose words name a feature
     the API exists for (``F_pagedkv``): never an optional one to drop."""
     names = [short_name(f).lower() for f in segment.fields]

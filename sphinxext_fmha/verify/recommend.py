@@ -11,85 +11,46 @@ generate.py. The order of work:
 2. fnmatch filters are synthesised for the tree's filter semantics (:mod:`.synthesis`)
    and checked in-process against the full listing; patterns of whole tokens and ``*``
    are preferred where they take at most one run more (a reader can read them);
-3. every command is run with generate.py; for several commands the driver lists and
-   writes their union (one command is its own union: its write-mode run is the one
-   the set is), and the written dispatch file is checked to link (:mod:`.links`);
-4. every statement -- keep/drop per segment, partial keeps, tiles, counts, losses --
-   is computed from the union of the runs, not from the policy's intent; so is the
-   build cost (kernel files and source bytes write mode wrote) and what each run's
-   pattern keeps and excludes (:mod:`.gloss`).
+3. every command is run with generate.py (:mod:`.set_runs`); for several commands the
+   driver lists and writes their union (one command is its own union: its write-mode
+   run is the one the set is), and the written dispatch file is checked to link
+   (:mod:`.links`);
+4. every statement -- keep/drop per segment (:mod:`.decisions`), partial keeps, tiles,
+   counts, losses -- is computed from the union of the runs, not from the policy's
+   intent; so is the build cost (kernel files and source bytes write mode wrote) and
+   what each run's pattern keeps and excludes (:mod:`.gloss`). The renderers say it.
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
-import shlex
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, cast
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from ..model import (
     ApiModel,
-    BuildCost,
-    Decision,
-    FilterCheck,
-    FilterRun,
     Need,
+    Note,
     Recommendation,
-    natural,
-    token_list,
 )
-from ..options import Options, cli_flag
+from ..options import Options
 from .coupling import Coupling, coupling_of
+from .decisions import segment_decisions
 from .filtercheck import ParsedListing, predict
 from .gloss import run_reading
 from .links import link_report, partners
 from .loss_calls import note_call_terms
-from .losses import describe_losses, within
+from .losses import describe_losses
 from .needs import needed_decisions, unmet_combinations, workload_scope
-from .policy import CHOSEN, COVERED, POLICY, PROBLEM, Plan, plan_keep_set
+from .policy import Plan, plan_keep_set
+from .set_runs import ApiFile, RecommendRunner, source_bytes, verified_runs
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
 
-__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "driver_command", "finish",
-           "prepare", "recommend", "select_exactly"]
-
-PARALLEL_RUNS = 2
-#: What a partial keep does, said after the rule's own words.
-_NEAREST = "where a problem (its head dims, data type, mode and arch) has no such variant, " \
-           "its nearest variant is kept for that problem only"
-
-
-class ApiFile(Protocol):
-    text: str
-    kernel_traits: Dict[str, str]
-    #: bytes of each kernel file and of the dispatch file write mode wrote (empty / 0:
-    #: not measured)
-    kernel_bytes: Dict[str, int]
-    api_bytes: int
-
-
-class RecommendRunner(Protocol):
-    """What the recommendation needs run: generate.py per filter, and the driver."""
-
-    def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
-        """Start the runs of ``filters`` (and the driver's); :meth:`check` and the
-        driver methods wait for them."""
-
-    def check(self, filter: str) -> FilterCheck: ...
-
-    def listing_command(self, filter: str, listing: str) -> str: ...
-
-    def driver_listing(self, filters: Sequence[str]) -> List[str]: ...
-
-    def driver_write(self, filters: Sequence[str]) -> ApiFile: ...
-
-    def written(self, filter: str) -> ApiFile:
-        """What ``generate.py -f filter -o`` wrote (the run :meth:`check` made)."""
-
+__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "finish", "prepare", "recommend",
+           "select_exactly"]
 
 @dataclass
 class RecommendInputs:
@@ -170,7 +131,8 @@ def prepare(inputs: RecommendInputs) -> Prepared:
     model = inputs.model
     kernels = kernels_of(inputs.baseline)
     type_of = {k.file: k.kernel_type for k in kernels}
-    result = Recommendation(api=model.api, notes=list(inputs.notes))
+    result = Recommendation(api=model.api, note_facts=[Note("said", {"text": text})
+                                                       for text in inputs.notes])
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]
@@ -200,12 +162,8 @@ def prepare(inputs: RecommendInputs) -> Prepared:
     if coupling is not None:
         kept_main = {f for f in target if type_of.get(f) == coupling.primary}
         target |= coupling.follow(kept_main)
-        result.coupling = (
-            "%s kernels are launched together with %s kernels by the same dispatch call "
-            "(read from the %s); they are kept exactly with the %s kernels that use them"
-            % (", ".join(coupling.followers), coupling.primary,
-               "API dispatch file" if coupling.source == "dispatch" else "observed traits",
-               coupling.primary))
+        result.coupled = {"followers": list(coupling.followers),
+                          "primary": coupling.primary, "source": coupling.source}
     if dispatch is not None:
         # a kernel its own set never runs (an earlier branch of the set takes its calls)
         # is no kernel of a minimal set
@@ -233,7 +191,8 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     if not prepared.filters:
         result.counts = _counts(inputs, prepared.type_of, set(), scope)
         return result
-    union = _verified_runs(inputs, runner, prepared.filters, prepared.claimed, result)
+    union = verified_runs(inputs.model, inputs.options, runner, prepared.filters,
+                          prepared.claimed, result)
     tiles = {key for key, category in plan.categories.items() if category == "tile"}
     for run in result.runs:
         run.reading = run_reading(model, kernels, run.filter, tiles)
@@ -249,7 +208,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
                 f for f in union if f in never_run and f not in result.links_unreachable
                 and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
-    result.decisions = _decisions(model, scope, union, plan, coupling,
+    result.decisions = segment_decisions(model, scope, union, plan, coupling,
                                   set(dispatch.never_run()) if dispatch is not None else set())
     followers = coupling.followers if coupling else []
     follows = {t: coupling.primary for t in followers} if coupling else {}
@@ -273,7 +232,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     if result.build is not None and inputs.full_api is not None \
             and inputs.full_api.kernel_bytes:
         result.build.full_kernel_files = len(inputs.full_api.kernel_traits)
-        result.build.full_source_bytes = _source_bytes(inputs.full_api)
+        result.build.full_source_bytes = source_bytes(inputs.full_api)
     else:
         result.build = None
     return result
@@ -289,7 +248,7 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
     result = Recommendation(api=inputs.model.api)
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
     claimed, filters = _synthesised(inputs, kernels, set(wanted), coupling, {}, result)
-    return result, _verified_runs(inputs, runner, filters, claimed, result)
+    return result, verified_runs(inputs.model, inputs.options, runner, filters, claimed, result)
 
 
 def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
@@ -308,46 +267,19 @@ def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
     synthesis, predicted = _synthesise(inputs, kernels, target, primary, coupling, categories)
-    result.notes += synthesis.notes
+    result.note_facts += synthesis.notes
     claimed = target | set(synthesis.extra)
     if predicted > claimed:
         # The semantics force more kernels than the keep set: the closest expressible
         # superset, said with its cost.
         extra = Counter(k.kernel_type for k in kernels if k.file in predicted - claimed)
-        result.notes.append(
-            "no filter of this tree's semantics selects exactly the keep set: the commands "
-            "also select %s that no kept kernel needs"
-            % ", ".join("%d %s kernels" % (n, t) for t, n in sorted(extra.items())))
+        result.note_facts.append(Note("superset", {"extra": dict(sorted(extra.items()))}))
         claimed = set(predicted)
     elif predicted != claimed:
-        result.notes.append(
-            "by the model's reading of the filter semantics the commands select %d kernels, "
-            "the keep set has %d" % (len(predicted), len(claimed)))
+        result.note_facts.append(Note("prediction_differs", {"predicted": len(predicted),
+                                                             "claimed": len(claimed)}))
     result.keep_count = len(claimed)
     return claimed, list(synthesis.filters)
-
-
-def _verified_runs(inputs: RecommendInputs, runner: RecommendRunner, filters: Sequence[str],
-                   claimed: Set[str], result: Recommendation) -> Set[str]:
-    """Run ``filters``, check their union, the driver (several runs) or the one run's
-    write mode; return the union."""
-    model = inputs.model
-    union = _run(runner, filters, result)
-    result.union_count = len(union)
-    result.verified = union == claimed and all(r.verified for r in result.runs)
-    if union != claimed:
-        result.notes.append(
-            "the filter runs select %d kernels, the keep set has %d (%d missing, %d extra)"
-            % (len(union), len(claimed), len(claimed - union), len(union - claimed)))
-    _merge_advice(runner, result)
-    if len(result.runs) > 1:
-        result.driver_command = driver_command(
-            model.api, inputs.options, [r.filter for r in result.runs],
-            posixpath.relpath(".", model.fmha_dir) if model.fmha_dir else ".")
-        _check_driver(runner, result, union)
-    elif result.runs:
-        _check_written(runner, result, union)
-    return union
 
 
 def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str],
@@ -364,10 +296,6 @@ def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str]
             values["workload"] = len(scope) if kernel_type == "total" \
                 else workload.get(kernel_type, 0)
     return counts
-
-
-def _source_bytes(written: ApiFile) -> int:
-    return sum(written.kernel_bytes.values()) + written.api_bytes
 
 
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
@@ -433,249 +361,8 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
     try:
         inputs.conditions = inputs.read_conditions()
     except Exception as error:  # noqa: BLE001 - reported; the set still stands
-        result.notes.insert(position, "dispatch conditions unavailable (%s): what you lose is "
-                            "told without them" % str(error).splitlines()[0])
-
-
-def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
-    union: Set[str] = set()
-    # Their generate.py runs and, for several, the driver run for their union, batched:
-    # the driver's results are read back by driver_listing / driver_write
-    # (_check_driver) when its filters are these; when a run below is left out as
-    # redundant, the driver runs for the remaining filters as its own process (none
-    # when one remains: that run is the union, and its own write-mode run says whether
-    # the set links).
-    runner.prefetch(filters, driver=len(filters) > 1)
-    # The runs are independent generate.py processes: run them side by side.
-    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
-        checks = list(pool.map(runner.check, filters))
-    for text, check in zip(filters, checks):
-        new = set(check.files) - union
-        union |= new
-        if not new and len(filters) > 1:
-            continue  # selects nothing the earlier runs did not: the run is redundant
-        written = check.count == 0 or not check.write_error
-        if not written:
-            result.notes.append("%r fails in write mode: %s" % (text, check.write_error))
-        result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
-                                     verified=check.verified, written=written,
-                                     misses=check.misses))
-    return union
-
-
-def _merge_advice(runner: RecommendRunner, result: Recommendation) -> None:
-    if len(result.runs) < 2:
-        return
-    for number, run in enumerate(result.runs, 1):
-        run.command = runner.listing_command(run.filter, "kernels_%d.txt" % number)
-    listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
-    result.merge_command = "sort -u %s > kernels.txt" % listings
-    result.merge_caution = (
-        "Each generate.py run rewrites the API dispatch file, so after several runs only "
-        "the last run's kernels are reachable from it. Use the driver command to write "
-        "one dispatch file for the union.")
-
-
-def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
-    filters = [r.filter for r in result.runs]
-    if not filters:
-        return
-    try:
-        driven = set(runner.driver_listing(filters))
-        result.driver_verified = driven == union
-        if not result.driver_verified:
-            result.notes.append("the driver run selects %d kernels, the union of the runs %d"
-                                % (len(driven), len(union)))
-        written = runner.driver_write(filters)
-    except Exception as error:  # noqa: BLE001 - reported, the runs still stand
-        result.notes.append("the driver run failed: %s" % str(error).strip().splitlines()[0]
-                            + _tail(error))
-        return
-    _check_links(result, written, union, "the driver wrote %d kernels, the runs list %d")
-
-
-def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
-    """The one command's own write-mode run: the set's dispatch file (a driver run for
-    one filter would select and write the same set again)."""
-    run = result.runs[0]
-    if not run.written or not run.count:
-        return  # _run noted why a write failed; nothing selected writes nothing
-    try:
-        written = runner.written(run.filter)
-    except Exception as error:  # noqa: BLE001 - reported, the run still stands
-        result.notes.append("its write-mode output could not be read: %s"
-                            % str(error).strip().splitlines()[0] + _tail(error))
-        return
-    _check_links(result, written, union, "write mode wrote %d kernels, the run lists %d")
-
-
-def _check_links(result: Recommendation, written: ApiFile, union: Set[str],
-                 count_note: str) -> None:
-    """Whether the set's written dispatch file links, and reaches every kernel; what it
-    costs to build (the full API's side is filled in by :func:`finish`)."""
-    if written.kernel_bytes:
-        result.build = BuildCost(kernel_files=len(written.kernel_traits),
-                                 source_bytes=_source_bytes(written))
-    report = link_report(written.text, written.kernel_traits)
-    result.links_missing = [key for _, _, key in report.missing]
-    result.links_unreferenced = report.unreferenced
-    result.links_unreachable = report.unreachable
-    result.write_verified = report.links and set(written.kernel_traits) == union
-    if report.missing:
-        result.notes.append(
-            "the set does not link: its dispatch file instantiates %d kernel specialisations "
-            "that are not generated" % len(report.missing))
-    if set(written.kernel_traits) != union:
-        result.notes.append(count_note % (len(written.kernel_traits), len(union)))
-
-
-def _tail(error: Exception) -> str:
-    tail = getattr(error, "stderr_tail", "")
-    return (" (%s)" % tail.strip().splitlines()[-1]) if tail.strip() else ""
-
-
-def _decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str], plan: Plan,
-               coupling: Optional[Coupling], never: Set[str]) -> List[Decision]:
-    """Keep/drop per segment as the union has them; partial keeps with the problem
-    values they are kept with."""
-    decisions: List[Decision] = []
-    for kernel_type in model.kernel_types:
-        name = kernel_type.class_name
-        own = [k for k in kernels if k.kernel_type == name]
-        chosen = [k for k in own if k.file in union]
-        follows = coupling.primary if coupling and name in coupling.followers else ""
-        problem = [i for i, s in enumerate(kernel_type.segments)
-                   if plan.categories.get((name, s.label)) in PROBLEM]
-        for index, segment in enumerate(kernel_type.segments):
-            if segment.literal or segment.constant:  # one token: nothing to decide
-                continue
-            key = (name, segment.label)
-            category = plan.categories.get(key, "other")
-            full = Counter(k.tokens[index] for k in own)
-            kept = Counter(k.tokens[index] for k in chosen)
-            order = [t for t in segment.tokens if full.get(t)]
-            decision = Decision(kernel_type=name, segment=segment.label,
-                                fields=list(segment.fields), category=category,
-                                keep=[t for t in order if kept.get(t)],
-                                drop=[t for t in order if not kept.get(t)],
-                                reason=POLICY.get(category, ""), follows=follows)
-            if follows:
-                decision.reason = "follows the %s kernels it is launched with" % follows
-                # a value only some kept kernels of the main type bring along is kept
-                # with those values only (2.8.3 fwd_splitkv: the combine kernels' _npad
-                # with dtype _fp8, 3 of 27): said as for a partial keep of the main type
-                for token in decision.keep:
-                    if kept[token] < full[token]:
-                        kept_with = _follower_kept_with(kernel_type, own, chosen, index,
-                                                        token, problem)
-                        if kept_with:
-                            decision.partial.append({"token": token, "kept_with": kept_with,
-                                                     "dropped": True})
-            elif category in CHOSEN:
-                ranks = plan.ranks.get(key, {})
-                for token in decision.keep:
-                    if ranks.get(token, 0) > 0:
-                        kept_with = _kept_with(kernel_type, chosen, index, token, problem)
-                        decision.partial.append({
-                            "token": token, "kept_with": kept_with,
-                            "dropped": _dropped_elsewhere(kernel_type, own, index, token,
-                                                          kept_with)})
-                if decision.partial and category in COVERED:
-                    pass  # the rule says where a variant goes: the Keep column says where
-                elif decision.partial:
-                    if decision.drop or any(p["dropped"] for p in decision.partial):
-                        decision.reason += "; " + _NEAREST
-                    else:
-                        # (2.8.3 fwd's _squant exists with fp8 alone, where no _nsquant
-                        # does: the rule's "the feature's kernels are dropped" is not so)
-                        decision.reason = "%s; %s: here that keeps every kernel of the " \
-                            "segment, none is dropped" % (POLICY[category].split("; ")[0],
-                                                          _NEAREST)
-            if not follows:
-                decision.reason += _outcome(decision, own, plan.keep, index, never)
-            decisions.append(decision)
-    return decisions
-
-
-def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int,
-             never: Set[str]) -> str:
-    """What the rule's words do not say of the set the commands select: a value the rule
-    keeps that no selected kernel carries (the filters could not select it), and, for a
-    rule that keeps every value, a value none of whose kernels the other segments' rules
-    keep. Empty when the set is as the rule says."""
-    meant = {k.tokens[index] for k in own if k.file in planned}
-    unselected = [t for t in decision.drop if t in meant]
-    parts = []
-    if unselected:
-        parts.append("the verified commands do not select %s, which this rule keeps (see What "
-                     "you lose)" % token_list(unselected))
-    idle = [t for t in decision.drop if t not in meant
-            and all(k.file in never for k in own if k.tokens[index] == t)]
-    if idle:
-        parts.append("the full API never runs a kernel of %s" % token_list(idle))
-    if decision.category not in CHOSEN:
-        others = [t for t in decision.drop if t not in meant and t not in idle]
-        if others:
-            parts.append("%s %s not in the set: the rules of the other segments keep none of "
-                         "%s kernels (see What you lose)"
-                         % (token_list(others), "is" if len(others) == 1 else "are",
-                            "its" if len(others) == 1 else "their"))
-    return "".join("; " + part for part in parts)
-
-
-def _dropped_elsewhere(kernel_type, own: Sequence[Kernel], index: int, token: str,
-                       kept_with: Dict[str, List[str]]) -> bool:
-    """Whether a kernel of the sub-type carries ``token`` outside the values it is kept
-    with (2.8.3 fwd_splitkv's ``_squant`` exists with dtype ``_fp8`` only: kept with fp8,
-    it is dropped nowhere). Without such values ("where nothing else exists"), yes."""
-    if not kept_with:
-        return True
-    labels = [s.label for s in kernel_type.segments]
-    where = {labels.index(label): set(values) for label, values in kept_with.items()}
-    return any(k.tokens[index] == token and not within(k, where) for k in own)
-
-
-def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
-               problem: Sequence[int]) -> Dict[str, List[str]]:
-    """The problem values the token is kept with: one segment whose values explain it
-    (every kept kernel with those values carries the token) when there is one."""
-    carrying = [k for k in chosen if k.tokens[index] == token]
-    differing: Dict[str, List[str]] = {}
-    for p in problem:
-        values = {k.tokens[p] for k in carrying}
-        if values == {k.tokens[p] for k in chosen}:
-            continue
-        label = kernel_type.segments[p].label
-        differing[label] = [t for t in kernel_type.segments[p].tokens if t in values]
-        if all(k.tokens[index] == token for k in chosen if k.tokens[p] in values):
-            return {label: differing[label]}
-    return differing
-
-
-def _follower_kept_with(kernel_type, own: Sequence[Kernel], chosen: Sequence[Kernel],
-                        index: int, token: str, problem: Sequence[int]
-                        ) -> Dict[str, List[str]]:
-    """The values of the other problem segments a follower's token is kept with, where
-    they are fewer than those it exists with (2.7.4 fwd_splitkv: the combine _squant
-    exists with hdim _d64, _d128 and _d256, and is kept with the first two); empty when
-    it is kept with every value it exists with."""
-    carrying = [k for k in own if k.tokens[index] == token]
-    narrower: Dict[int, Set[str]] = {}  # segment -> the values it is kept with
-    for p in problem:
-        if p == index:
-            continue
-        kept_values = {k.tokens[p] for k in chosen if k.tokens[index] == token}
-        if kept_values != {k.tokens[p] for k in carrying}:
-            narrower[p] = kept_values
-    # a segment the others imply is not said (the combine _npad kept with dtype _fp8:
-    # every fp8 combine kernel has one of the head dimensions it is kept with)
-    for p in list(narrower):
-        rest = {q: values for q, values in narrower.items() if q != p}
-        if all(k.tokens[p] in narrower[p] for k in carrying
-               if all(k.tokens[q] in values for q, values in rest.items())):
-            del narrower[p]
-    return {kernel_type.segments[p].label: sorted(values, key=natural)
-            for p, values in narrower.items()}
+        result.note_facts.insert(position, Note("conditions_unread",
+                                                {"error": str(error).splitlines()[0]}))
 
 
 def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:
@@ -696,14 +383,3 @@ def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:
     return found
 
 
-def driver_command(api: str, options: Options, filters: Sequence[str],
-                   ck_root: str = ".") -> str:
-    """``ck_root``: the CK root as seen from where the command runs (the folder of
-    generate.py, as the listing commands)."""
-    parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api]
-    for dest, value in options.given().items():
-        parts += [cli_flag(dest), str(value)]
-    for text in filters:
-        parts += ["-f", text]
-    parts += ["-o", "generated"]
-    return " ".join(shlex.quote(p) for p in parts)

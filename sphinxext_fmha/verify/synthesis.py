@@ -27,12 +27,21 @@ its own main kernels.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..model import ApiModel
-from .boxes import NameSet, TypeBoxes, box_lower_bound, escape, greedy_cover, matcher, tail_globs, write_box
+from ..model import ApiModel, Note
+from .boxes import (
+    NameSet,
+    TypeBoxes,
+    box_lower_bound,
+    escape,
+    greedy_cover,
+    matcher,
+    merge_classes,
+    tail_globs,
+    write_box,
+)
 
 __all__ = ["Kernel", "Style", "Synthesis", "cover", "synthesize"]
 
@@ -68,11 +77,9 @@ class Synthesis:
     """The ``-f`` values (one per run) and what they cannot express."""
 
     filters: List[str] = field(default_factory=list)
-    #: wanted kernels no pattern can separate from an unwanted one (same name)
-    inseparable: List[str] = field(default_factory=list)
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
+    notes: List[Note] = field(default_factory=list)
     #: no fewer runs can select the set with box patterns alone (one set of values per
     #: segment, see :func:`~.boxes.box_lower_bound`); patterns on how names end are not
     #: boxes and may do with fewer. 0 when not computed
@@ -105,47 +112,6 @@ def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
     ``boundary`` adds the first character of the token after each pinned run."""
     return write_box([escape(t) if i in pinned else None for i, t in enumerate(tokens)],
                      tokens, boundary)
-
-
-def _merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
-    """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
-    changed = True
-    while changed:
-        changed = False
-        for i, first in enumerate(patterns):
-            for j in range(i + 1, len(patterns)):
-                merged = _merge_two(first, patterns[j])
-                if merged and _safe(merged, unwanted):
-                    patterns = patterns[:i] + [merged] + patterns[i + 1:j] + patterns[j + 1:]
-                    changed = True
-                    break
-            if changed:
-                break
-    return patterns
-
-
-_PIECE = re.compile(r"\[[^\]]*\]|.")
-
-
-def _merge_two(a: str, b: str) -> Optional[str]:
-    pa, pb = _PIECE.findall(a), _PIECE.findall(b)
-    if len(pa) != len(pb):
-        return None
-    diff = [k for k, (x, y) in enumerate(zip(pa, pb)) if x != y]
-    if len(diff) != 1:
-        return None
-    k = diff[0]
-    chars = set()
-    for piece in (pa[k], pb[k]):
-        if piece in ("*", "?"):
-            return None
-        inner = piece[1:-1] if piece.startswith("[") else piece
-        if len(inner) > 1 and not piece.startswith("[") or any(c in "!^-]" for c in inner):
-            return None
-        if not all(c.isalnum() for c in inner):
-            return None
-        chars.update(inner)
-    return "".join(pa[:k]) + "[" + "".join(sorted(chars)) + "]" + "".join(pa[k + 1:])
 
 
 def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
@@ -227,7 +193,7 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
                                             forbidden, sorted(named)):
                     coverage(pattern)
     chosen = greedy_cover(candidates, sum(bits.values()))
-    return sorted(chosen if style.literal else _merge_classes(chosen, forbidden))
+    return sorted(chosen if style.literal else merge_classes(chosen, forbidden))
 
 
 def _named_tails(wanted: Sequence[Kernel], unwanted: Sequence[Kernel], forbidden: NameSet,
@@ -352,15 +318,12 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
     result.extra = sorted(k.file for k in kernels
                           if k.kernel_type in unfiltered and k.file not in wanted)
     if result.extra:
-        result.notes.append(
-            "%s are not filtered by -f in this tree: every one of them is generated"
-            % ", ".join(sorted({k.kernel_type for k in kernels if k.file in result.extra})))
+        result.notes.append(Note("unfiltered", {"types": sorted(
+            {k.kernel_type for k in kernels if k.file in result.extra})}))
     shared = _shared_names(kernels, wanted)
     if shared:
         result.extra += sorted(shared)
-        result.notes.append(
-            "%d kernels share their name with a wanted kernel (they differ only outside the "
-            "name fnmatch sees), so the filters select them too" % len(shared))
+        result.notes.append(Note("shared_names", {"count": len(shared)}))
     target = set(wanted) | shared
     parts: List[Tuple[int, List[Kernel]]] = []
     for part in sorted(spec.parts, key=lambda p: p.position):

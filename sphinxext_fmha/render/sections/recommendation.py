@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ...guide_data import SECTION_TITLES, GuideData
-from ...model import (
-    ApiModel,
-    Decision,
-    Recommendation,
-    kept_with_text,
-)
+from ...model import ApiModel, Decision, Recommendation
 from ..ir import (
     Admonition,
     Block,
@@ -28,6 +23,9 @@ from ..ir import (
 )
 from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
+from .loss_words import loss_sentences
+from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
+from .set_notes import set_notes
 from .where import where_commands_run
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
@@ -65,8 +63,9 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
                             "filter commands select ", Strong(str(rec.union_count)),
                             " (%s; see the notes below). The tables describe what the "
                             "commands select." % verified_text(rec.verified)]))
-    if rec.coupling:
-        blocks.append(Para([rec.coupling[0].upper() + rec.coupling[1:] + "."]))
+    coupling = coupling_sentence(rec)
+    if coupling:
+        blocks.append(Para([coupling[0].upper() + coupling[1:] + "."]))
     if rec.never_run_left_out:
         blocks.append(Para(["The %d kernels the full API never runs (listed under "
                             "Dispatch) are left out: dropping them loses no call."
@@ -77,9 +76,10 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
             blocks.append(SubHeading([Code(class_name)]))
         blocks += _type_blocks(rec, class_name, decisions)
     blocks += _emptied_blocks(rec)
-    if rec.notes:
+    notes = set_notes(rec)
+    if notes:
         blocks.append(Para(["Notes:"]))
-        blocks.append(BulletList([[note] for note in rec.notes]))
+        blocks.append(BulletList([[note] for note in notes]))
     return blocks
 
 
@@ -143,11 +143,11 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
         if not decision.drop and not decision.partial:
             kept_whole: Inlines = [Strong(decision.segment)]
             if decision.category == "subject":
-                kept_whole.append(" (%s)" % decision.reason.split(": ", 1)[-1])
+                kept_whole.append(" (%s)" % decision_reason(decision).split(": ", 1)[-1])
             whole.append(kept_whole)
             continue
         why = NEEDED_REASON if decision.category == "needed" and not follows \
-            else "" if follows else decision.reason
+            else "" if follows else decision_reason(decision)
         first = reasons.setdefault(why, decision.segment)
         rows.append([[decision.segment], _keep_cell(decision), _drop_cell(decision),
                      ["as for ", Strong(first)] if why and first != decision.segment
@@ -181,9 +181,10 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
     details: List[Inlines] = []
     several = len({d.kernel_type for d in rec.decisions}) > 1
     for decision in rec.decisions:
+        losses = loss_sentences(decision)
         for token in [t for t in decision.drop + [p["token"] for p in decision.partial]
-                      if t in decision.losses or t in decision.drop]:
-            loss = decision.losses.get(token, "")
+                      if t in losses or t in decision.drop]:
+            loss = losses.get(token, "")
             name: Inlines = token_cell(token) + [" (%s" % decision.segment]
             if several:
                 name += [", ", Code(decision.kernel_type)]
@@ -242,11 +243,7 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
                           " kernels; merge their listings with:"]))
         if rec.merge_command:
             runs.append(CodeBlock(rec.merge_command, "bash"))
-        caution = rec.merge_caution or (
-            "Each run writes the API dispatch file again: the file of the last run only "
-            "dispatches to that run's kernels. Regenerate the dispatch file for the union "
-            "(see the driver command) instead of keeping one run's file.")
-        runs.append(Admonition("caution", [Para([caution])]))
+        runs.append(Admonition("caution", [Para([rec.merge_caution or MERGE_CAUTION])]))
         blocks = [Para(["The %s takes %d generate.py runs%s." % (
             "set" if rec.needs else "minimal set", len(rec.runs),
             " (each verified with generate.py)" if all_verified else "")])]

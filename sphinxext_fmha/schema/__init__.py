@@ -1,0 +1,1 @@
+"""The dataclasses of :mod:`sphinxext_fmha.model`, one module per stage's artifact."""

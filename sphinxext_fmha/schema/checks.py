@@ -1,0 +1,159 @@
+"""What a filter selects, as generate.py listed and wrote it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+
+@dataclass
+class TokenCount:
+    """How many kernels carry one token of one segment, before and after a filter."""
+
+    token: str
+    meaning: str = ""
+    baseline: int = 0
+    selected: int = 0
+
+
+@dataclass
+class SegmentBreakdown:
+    """One segment of one sub-type: its tokens' kernels before and after a filter, the
+    tokens some selected kernel carries (``kept``) and those none does (``dropped``);
+    ``side_effect``: the filter drops tokens it does not name."""
+
+    kernel_type: str
+    segment: str
+    counts: List[TokenCount] = field(default_factory=list)
+    kept: List[str] = field(default_factory=list)
+    dropped: List[str] = field(default_factory=list)
+    side_effect: bool = False
+
+
+@dataclass
+class FilterMiss:
+    """A sub-type that a filter's pattern part addresses and selects no kernel of."""
+
+    kernel_type: str
+    #: The fnmatch pattern its kernel names meet.
+    pattern: str
+    #: Its kernels in the unfiltered listing.
+    baseline: int = 0
+    #: Literal pieces of the pattern that occur in none of its kernel names.
+    absent: List[str] = field(default_factory=list)
+
+
+@dataclass
+class FilterCheck:
+    """What one ``generate.py -f`` selects, measured and predicted, and what the same
+    filter does in write mode."""
+
+    #: The API and the ``-f`` value.
+    api: str
+    filter: str
+    #: The listing command (run in the folder of generate.py).
+    command: str
+    #: Kernels the filtered listing has, in all and per sub-type.
+    count: int = 0
+    per_type: Dict[str, int] = field(default_factory=dict)
+    #: The same for the unfiltered listing.
+    baseline_count: int = 0
+    baseline_per_type: Dict[str, int] = field(default_factory=dict)
+    #: Per sub-type and segment, each token's kernels before and after the filter.
+    breakdown: List[SegmentBreakdown] = field(default_factory=list)
+    #: Segments whose tokens the filter drops without naming them.
+    side_effects: List[str] = field(default_factory=list)
+    #: What the model predicts the filter selects, in all and per sub-type.
+    predicted: int = 0
+    predicted_per_type: Dict[str, int] = field(default_factory=dict)
+    #: The prediction is exactly the listing (and every listed name parses).
+    verified: bool = False
+    notes: List[str] = field(default_factory=list)
+    #: The listed kernel files, sorted.
+    files: List[str] = field(default_factory=list)
+    #: The written dispatch file was read: how many of its launches name a kernel that
+    #: was not generated, the generated kernels no launch reaches, and the kernels in
+    #: the order its branches try them.
+    dispatch_checked: bool = False
+    dispatch_unmatched: int = 0
+    dispatch_unreached: List[str] = field(default_factory=list)
+    dispatch_order: List[str] = field(default_factory=list)
+    #: Sub-types the filter addresses and selects nothing of.
+    misses: List[FilterMiss] = field(default_factory=list)
+    #: The same ``-f`` wrote its kernels in write mode (``-o`` into a temporary folder):
+    #: exactly the listed ones, and its dispatch file links (every kernel specialisation
+    #: it instantiates is among them). False when write mode fails, when it names
+    #: kernels that were not generated, or when nothing was selected.
+    write_verified: bool = False
+    #: The write-mode command (``python generate.py ... -o generated``).
+    write_command: str = ""
+    #: Why write mode failed: the last line of generate.py's error (``AssertionError: 0
+    #: matching FmhaFwdSplitKVCombineKernel ...``); ``""`` when it wrote.
+    write_error: str = ""
+    #: The kernel specialisations (trait keys) the dispatch file instantiates that the
+    #: filter does not generate: the build would fail to link. Read from the written
+    #: dispatch file; when write mode fails, the partners that the full listing's
+    #: dispatch file launches with the selected kernels (of the sub-type with the most
+    #: kernels) and that the filter leaves out.
+    unresolved: List[str] = field(default_factory=list)
+    #: The kernel files of the full listing that define :attr:`unresolved` (the
+    #: partners the filter leaves out), and how many per sub-type.
+    unresolved_kernels: List[str] = field(default_factory=list)
+    unresolved_per_type: Dict[str, int] = field(default_factory=dict)
+    #: Kernels whose own names match the pattern but that ``-f`` never tests: they are
+    #: generated with another kernel and kept or dropped with it (see
+    #: :class:`Followers`).
+    untested_matches: int = 0
+
+
+@dataclass
+class PartnerWrite:
+    """What generate.py does with a filter that keeps one kernel of the main sub-type
+    and none of the kernels one dispatch call launches with it (its partners), where
+    each ``@`` part filters its own sub-types on its own: a real filter, listed and
+    written (newer CK asserts in ``write_blobs``; older CK writes a dispatch file that
+    names the missing kernels)."""
+
+    #: The ``-f`` value, and the write-mode command.
+    filter: str
+    command: str = ""
+    #: The sub-type of the kept kernel, and the sub-types of its partners.
+    main_type: str = ""
+    partner_types: List[str] = field(default_factory=list)
+    #: Kernels the listing (``-l``) selects.
+    listed: int = 0
+    #: Why write mode failed (its last line), ``""`` when it wrote.
+    error: str = ""
+    #: Kernel specialisations the written dispatch file instantiates that were not
+    #: generated (the build would not link).
+    unresolved: int = 0
+
+
+@dataclass
+class TargetListing:
+    """The kernels ``generate.py -l`` lists for one ``--targets`` value, by the arch
+    suffix of their file names (measured)."""
+
+    #: The ``--targets`` value.
+    targets: str
+    #: The listing command.
+    command: str = ""
+    count: int = 0
+    #: ``{arch suffix: kernels}`` (``""``: names without one).
+    by_suffix: Dict[str, int] = field(default_factory=dict)
+    #: The guide's own listing (generate.py's default targets, or the configured ones).
+    default: bool = False
+
+
+@dataclass
+class FilterFacts:
+    """What the filter mechanism section states beyond the probe, each measured with
+    generate.py runs of its own."""
+
+    #: What a filter that keeps a kernel without its partners does (``null``: not
+    #: applicable: the parts are not independent, or nothing is launched together).
+    partner_write: Optional[PartnerWrite] = None
+    #: What ``--targets`` gives, for the guide's targets and for each architecture
+    #: family the codegen names that they do not generate (when generate.py has
+    #: ``--targets`` and this API's codegen takes them).
+    targets: List[TargetListing] = field(default_factory=list)

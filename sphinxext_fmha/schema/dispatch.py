@@ -1,0 +1,44 @@
+"""What the dispatcher tests before it calls each token's kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
+
+#: (kernel class, segment index) -> token -> number of listed kernels carrying it.
+TokenCounts = Dict[Tuple[str, int], Dict[str, int]]
+
+
+@dataclass
+class ConditionGroup:
+    """Kernels of one token that the dispatcher reaches under the same condition.
+
+    ``cpp``/``words``: the condition's terms (empty: no condition of this segment);
+    ``where``: for the other segments that shape the condition, the tokens the group
+    covers; ``kernels``: how many kernels; ``unreached``: the group is the token's
+    kernels that no dispatch branch launches; ``varying``: some of its kernels are
+    reached by several branches whose extra conditions differ (those are left out).
+    """
+
+    cpp: List[str] = field(default_factory=list)
+    words: List[str] = field(default_factory=list)
+    where: Dict[str, List[str]] = field(default_factory=dict)
+    kernels: int = 0
+    unreached: bool = False
+    varying: bool = False
+    files: List[str] = field(default_factory=list)
+
+
+@dataclass
+class TokenDispatch:
+    """``groups``: (kernel class, segment index) -> token -> groups, most kernels first;
+    ``shared``: kernel class -> terms (cpp, words) every kernel of the class has;
+    ``undetermined``: kernel class -> terms whose text no segment of the name decides;
+    ``orders``: (kernel class, segment label) -> the order in which the dispatcher tries
+    the segment's tokens among kernels equal in every other segment -> how many such
+    sets of kernels follow that order (trait order, padding order, as the file has it)."""
+
+    groups: Dict[Tuple[str, int], Dict[str, List[ConditionGroup]]] = field(default_factory=dict)
+    shared: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
+    undetermined: Dict[str, List[str]] = field(default_factory=dict)
+    orders: Dict[Tuple[str, str], Dict[Tuple[str, ...], int]] = field(default_factory=dict)

@@ -1,0 +1,246 @@
+"""The minimal set: decisions per segment, commands, workloads and build cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .checks import FilterMiss
+from .tiles import TileTable
+
+
+@dataclass
+class Decision:
+    """What the minimal set keeps of one segment of one kernel sub-type, read from the
+    kernels its commands select (``recommend --format json``: ``decisions[]``)."""
+
+    #: The sub-type (codegen class name).
+    kernel_type: str
+    #: The segment label (see :class:`Segment`).
+    segment: str
+    #: The fields that choose the segment's token.
+    fields: List[str] = field(default_factory=list)
+    #: How the policy treats the segment: ``problem``, ``tile``, ``padding``,
+    #: ``optional feature``, ``mask``, ``deterministic``, ``tuning`` or ``other``.
+    category: str = "other"
+    #: Tokens some kernel of the set carries.
+    keep: List[str] = field(default_factory=list)
+    #: Tokens of the full listing no kernel of the set carries.
+    drop: List[str] = field(default_factory=list)
+    #: The policy, as applied, in words (filled where it is rendered: the CLI's JSON;
+    #: empty in the cache); made from :attr:`category`, :attr:`follows` and the facts below.
+    reason: str = ""
+    #: Where a problem class has no preferred variant and its nearest is kept: ``""``
+    #: (nowhere), ``applied``, or ``keeps_every_kernel`` (that keeps every kernel of the
+    #: segment: none is dropped).
+    nearest: str = ""
+    #: Tokens the policy keeps that the verified commands do not select.
+    unselected: List[str] = field(default_factory=list)
+    #: Dropped tokens none of whose kernels the full API ever runs.
+    never_run: List[str] = field(default_factory=list)
+    #: Dropped tokens of a segment kept whole none of whose kernels the rules of the
+    #: other segments keep.
+    unkept: List[str] = field(default_factory=list)
+    #: ``{token: sentence}``: the kernels each token's loss takes away, the inputs that
+    #: lose their kernel and the kept kernel that serves them instead, if any (filled
+    #: where it is rendered: the CLI's JSON; empty in the cache).
+    losses: Dict[str, str] = field(default_factory=dict)
+    #: ``{token: parts}``: what each sentence of :attr:`losses` says: ``kernels`` (not
+    #: generated, said under this token), ``more`` and ``elsewhere`` (the others, said
+    #: under those dropped values), ``clauses`` (``[{"kind": unread, no_kernel, partly,
+    #: served or never, "count", "stand_in": the kept tokens that take the calls,
+    #: "only": the terms under which they do, "terms": the calls no kept kernel takes,
+    #: "why": why the API never launches them}]``); a follower's: ``follows``, ``of``
+    #: and ``kept_with`` (a partial keep's values).
+    loss_parts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    #: Tokens kept only together with some values of other segments (the nearest
+    #: variant where a problem class has nothing preferred):
+    #: ``[{"token": ..., "kept_with": {segment: [tokens]}}]``.
+    partial: List[Dict[str, Any]] = field(default_factory=list)
+    #: The sub-type this one follows (kept exactly with the kernels of that sub-type the
+    #: dispatcher launches it with), or ``""``.
+    follows: str = ""
+    #: ``{token: facts}`` beside :attr:`losses`, what its first sentence is made from:
+    #: ``kernels`` (not generated, said under this token), ``no_kernel``, ``served``,
+    #: ``partly``, ``unsettled``, ``unread``, ``never`` (how many of them: their inputs
+    #: find no kernel; a kept variant takes them; takes some of them; may take them;
+    #: their conditions were not read; the API never launches them), ``calls`` (the
+    #: dispatch terms every one of them is reached under and no kept kernel of the
+    #: sub-type is: what a call that loses them asks for), ``served_by`` (the kept
+    #: tokens that take their inputs), ``follows`` (a follower's main sub-type),
+    #: ``elsewhere`` (the dropped values they are said under instead), ``not_needed``
+    #: (a value the workload does not name).
+    loss_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class FilterRun:
+    """One shown ``generate.py -f`` command."""
+
+    #: The ``-f`` value.
+    filter: str
+    #: The command as the guide shows it.
+    command: str
+    #: Kernels generate.py lists for it.
+    count: int = 0
+    #: The model predicted exactly that selection.
+    verified: bool = False
+    #: The command also succeeded in write mode (``-o`` into a temporary folder).
+    written: bool = False
+    #: Sub-types the filter addresses and selects nothing of.
+    misses: List[FilterMiss] = field(default_factory=list)
+    #: What the pattern keeps and excludes, in words (filled where the guide is rendered:
+    #: the CLI's JSON and the pages; empty in the cache).
+    gloss: str = ""
+    #: What the gloss is made from: per ``@`` part and sub-type it filters, ``{"part":
+    #: its position, "kernel_type", "pattern": the part's pattern, "stretches": [{"text":
+    #: the text between two ``*``, "segments": the labels of the segments whose whole
+    #: token it is in every selected name, "brackets": its ``[...]`` and ``?`` pieces,
+    #: "place": start, middle or end}], "whole": no ``*`` at all, "selected", "of": its
+    #: kernels the part selects, of all, "kept" / "excluded": {segment: [tokens some /
+    #: no selected kernel carries]} for the segments it leaves tokens out of (tiles only
+    #: where the pattern writes them)}``, read by matching the pattern against the
+    #: listed names and cutting them with the model's segments.
+    reading: List[Dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Need:
+    """One segment of a workload (``:need: dtype=fp16,bf16``), as understood: the
+    workload's calls use exactly these values of it."""
+
+    #: The segment, as the field reference labels it (``dtype``).
+    segment: str
+    #: The tokens the values name, in the segment's order (``_bf16``, ``_fp16``).
+    tokens: List[str] = field(default_factory=list)
+    #: The values as given (``fp16``, ``bf16``).
+    given: List[str] = field(default_factory=list)
+    #: The sub-types that have the segment (class names).
+    kernel_types: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Workload:
+    """An example workload a guide works out, derived from the tree (never written per
+    CK version; ``sphinxext_fmha/verify/examples.py`` says how)."""
+
+    #: How it was chosen: ``common`` (the most common pair of values of the two problem
+    #: segments with the most values), ``pairs`` (their two most common values each),
+    #: ``receipt`` (the values a ``-r`` receipt's rule keeps, where each of its
+    #: conditions tests one field a segment writes).
+    kind: str
+    needs: List[Need] = field(default_factory=list)
+    #: The sub-type whose kernels the values were counted in.
+    kernel_type: str = ""
+    #: Of its listed kernels, how many carry the values (kind ``common``/``pairs``).
+    kernels: int = 0
+    #: Kind ``receipt``: the receipt value and its label.
+    receipt: str = ""
+    label: str = ""
+
+
+@dataclass
+class BuildCost:
+    """What compiling a set costs, in the numbers integrators compare, measured from
+    what write mode (``generate.py -o``) wrote."""
+
+    #: Kernel ``.cpp`` files the set's write-mode run wrote (one translation unit each;
+    #: the API dispatch file is one more).
+    kernel_files: int = 0
+    #: Bytes of every ``.cpp`` file it wrote (the kernel files and the dispatch file).
+    source_bytes: int = 0
+    #: The same for the full API (no ``-f``).
+    full_kernel_files: int = 0
+    full_source_bytes: int = 0
+
+
+@dataclass
+class Note:
+    """A note on a set, as facts (the renderers say it): ``kind`` names what happened,
+    ``values`` its numbers and names. Kinds: ``said`` (``text``: a note of the caller's),
+    ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
+    ``prediction_differs`` (``predicted``, ``claimed``), ``runs_differ`` (``union``,
+    ``claimed``, ``missing``, ``extra``), ``write_fails`` (``filter``, ``error``),
+    ``driver_differs`` (``driven``, ``union``), ``driver_failed`` and ``write_unread``
+    (``error``, ``tail``: the last line of its stderr), ``unlinked`` (``missing``),
+    ``written_differs`` (``by``: driver or run, ``written``, ``listed``), ``unfiltered``
+    (``types``), ``shared_names`` (``count``)."""
+
+    kind: str
+    values: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Recommendation:
+    """The minimal kernel set of one API: decisions, commands, counts, link check."""
+
+    api: str
+    #: The workload the set is for (``recommend --need``, ``:need:``); empty: the
+    #: default minimal set, every value of the problem kept.
+    needs: List[Need] = field(default_factory=list)
+    #: Combinations of needed values (``{segment: token}``) no kernel of a sub-type that
+    #: decides for itself has: the workload's calls with them find no kernel in any set.
+    needs_unmet: List[Dict[str, str]] = field(default_factory=list)
+    #: Kernels of the full listing the workload's values allow (the kernels whose named
+    #: segments carry a needed value, and the partners their dispatch launches): the
+    #: universe the policy chose from; 0 without needs.
+    workload_count: int = 0
+    #: Kernel files and generated source bytes of the set and of the full API, from
+    #: their write-mode output; null when either was not written.
+    build: Optional[BuildCost] = None
+    decisions: List[Decision] = field(default_factory=list)
+    #: Every command the guide shows (never truncated).
+    runs: List[FilterRun] = field(default_factory=list)
+    #: The set the commands are meant to select (the keep set, or the closest
+    #: expressible superset when the notes say so).
+    keep_count: int = 0
+    #: Size of the union of the runs' listings.
+    union_count: int = 0
+    #: The union equals the keep set and every run was predicted.
+    verified: bool = False
+    merge_command: str = ""
+    #: Why the runs' dispatch files do not serve their union, in words (filled where it
+    #: is rendered: the CLI's JSON, for several runs).
+    merge_caution: str = ""
+    #: ``sphinxext-fmha generate`` for the union (one dispatch file).
+    driver_command: str = ""
+    #: The driver lists exactly the union.
+    driver_verified: bool = False
+    #: ``{sub-type: {"full": n, "minimal": m}}`` plus ``"total"``; minimal = the union.
+    counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    #: :attr:`note_facts` in words (filled where they are rendered: the CLI's JSON).
+    notes: List[str] = field(default_factory=list)
+    #: What did not go as the policy meant, in order.
+    note_facts: List[Note] = field(default_factory=list)
+    #: The driver's write-mode run (``-o``) succeeded and its dispatch file links.
+    write_verified: bool = False
+    #: Specialisations the set's dispatch file instantiates that no kernel provides.
+    links_missing: List[str] = field(default_factory=list)
+    #: Kernels of the set no dispatch call reaches.
+    links_unreferenced: List[str] = field(default_factory=list)
+    #: Kernels of the set launched only by dispatch functions no entry point runs (a
+    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run.
+    links_unreachable: Dict[str, str] = field(default_factory=dict)
+    #: Kernels of the full listing no dispatch call reaches.
+    full_unreferenced: List[str] = field(default_factory=list)
+    #: kernels of the set the whole set never runs that the set's own dispatch file
+    #: reaches (without the dropped kernels its branches are tried in another order)
+    reached_only_in_set: List[str] = field(default_factory=list)
+    #: Dispatch functions that run kernels in the full build and none in the set ->
+    #: the functions whose kernels now take their calls (``fmha_fwd_v3`` ->
+    #: ``["fmha_fwd_v2"]``; empty: the calls find no kernel).
+    emptied: Dict[str, List[str]] = field(default_factory=dict)
+    #: How many kernels the full API never runs: no minimal set has them.
+    never_run_left_out: int = 0
+    #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
+    tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
+    #: The tiles per problem (architecture, data type, head dim), with the kernels the
+    #: set keeps of each (``TileUse.kept``).
+    tile_tables: List[TileTable] = field(default_factory=list)
+    #: How the sub-types are coupled, in words (``""`` when they are not; filled where
+    #: it is rendered: the CLI's JSON; empty in the cache).
+    coupling: str = ""
+    #: The coupling it says: ``{"followers": [sub-types launched with the primary's
+    #: kernels], "primary": sub-type, "source": "dispatch" (the API dispatch file) or
+    #: "traits" (the observed traits)}``; empty when the sub-types are not coupled.
+    coupled: Dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,178 @@
+"""The runs of a set's filters: each run with generate.py (side by side), their union,
+the driver run for several, and whether the written set links and what it costs."""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Protocol, Sequence, Set
+
+from ..model import ApiModel, BuildCost, FilterCheck, FilterRun, Note, Recommendation
+from ..options import Options, cli_flag
+from .links import link_report
+
+__all__ = ["ApiFile", "RecommendRunner", "driver_command", "source_bytes", "verified_runs"]
+
+PARALLEL_RUNS = 2
+
+
+class ApiFile(Protocol):
+    text: str
+    kernel_traits: Dict[str, str]
+    #: bytes of each kernel file and of the dispatch file write mode wrote (empty / 0:
+    #: not measured)
+    kernel_bytes: Dict[str, int]
+    api_bytes: int
+
+
+class RecommendRunner(Protocol):
+    """What the recommendation needs run: generate.py per filter, and the driver."""
+
+    def prefetch(self, filters: Sequence[str], driver: bool = False) -> None:
+        """Start the runs of ``filters`` (and the driver's); :meth:`check` and the
+        driver methods wait for them."""
+
+    def check(self, filter: str) -> FilterCheck: ...
+
+    def listing_command(self, filter: str, listing: str) -> str: ...
+
+    def driver_listing(self, filters: Sequence[str]) -> List[str]: ...
+
+    def driver_write(self, filters: Sequence[str]) -> ApiFile: ...
+
+    def written(self, filter: str) -> ApiFile:
+        """What ``generate.py -f filter -o`` wrote (the run :meth:`check` made)."""
+
+
+def verified_runs(model: ApiModel, options: Options, runner: RecommendRunner,
+                  filters: Sequence[str], claimed: Set[str], result: Recommendation
+                  ) -> Set[str]:
+    """Run ``filters``, check their union, the driver (several runs) or the one run's
+    write mode; return the union."""
+    union = _run(runner, filters, result)
+    result.union_count = len(union)
+    result.verified = union == claimed and all(r.verified for r in result.runs)
+    if union != claimed:
+        result.note_facts.append(Note("runs_differ", {
+            "union": len(union), "claimed": len(claimed), "missing": len(claimed - union),
+            "extra": len(union - claimed)}))
+    _merge_advice(runner, result)
+    if len(result.runs) > 1:
+        result.driver_command = driver_command(
+            model.api, options, [r.filter for r in result.runs],
+            posixpath.relpath(".", model.fmha_dir) if model.fmha_dir else ".")
+        _check_driver(runner, result, union)
+    elif result.runs:
+        _check_written(runner, result, union)
+    return union
+
+
+def source_bytes(written: ApiFile) -> int:
+    return sum(written.kernel_bytes.values()) + written.api_bytes
+
+
+def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
+    union: Set[str] = set()
+    # Their generate.py runs and, for several, the driver run for their union, batched:
+    # the driver's results are read back by driver_listing / driver_write
+    # (_check_driver) when its filters are these; when a run below is left out as
+    # redundant, the driver runs for the remaining filters as its own process (none
+    # when one remains: that run is the union, and its own write-mode run says whether
+    # the set links).
+    runner.prefetch(filters, driver=len(filters) > 1)
+    # The runs are independent generate.py processes: run them side by side.
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        checks = list(pool.map(runner.check, filters))
+    for text, check in zip(filters, checks):
+        new = set(check.files) - union
+        union |= new
+        if not new and len(filters) > 1:
+            continue  # selects nothing the earlier runs did not: the run is redundant
+        written = check.count == 0 or not check.write_error
+        if not written:
+            result.note_facts.append(Note("write_fails", {"filter": text,
+                                                          "error": check.write_error}))
+        result.runs.append(FilterRun(filter=text, command=check.command, count=check.count,
+                                     verified=check.verified, written=written,
+                                     misses=check.misses))
+    return union
+
+
+def _merge_advice(runner: RecommendRunner, result: Recommendation) -> None:
+    if len(result.runs) < 2:
+        return
+    for number, run in enumerate(result.runs, 1):
+        run.command = runner.listing_command(run.filter, "kernels_%d.txt" % number)
+    listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
+    result.merge_command = "sort -u %s > kernels.txt" % listings
+
+
+def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+    filters = [r.filter for r in result.runs]
+    if not filters:
+        return
+    try:
+        driven = set(runner.driver_listing(filters))
+        result.driver_verified = driven == union
+        if not result.driver_verified:
+            result.note_facts.append(Note("driver_differs", {"driven": len(driven),
+                                                             "union": len(union)}))
+        written = runner.driver_write(filters)
+    except Exception as error:  # noqa: BLE001 - reported, the runs still stand
+        result.note_facts.append(Note("driver_failed", _error(error)))
+        return
+    _check_links(result, written, union, "driver")
+
+
+def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+    """The one command's own write-mode run: the set's dispatch file (a driver run for
+    one filter would select and write the same set again)."""
+    run = result.runs[0]
+    if not run.written or not run.count:
+        return  # _run noted why a write failed; nothing selected writes nothing
+    try:
+        written = runner.written(run.filter)
+    except Exception as error:  # noqa: BLE001 - reported, the run still stands
+        result.note_facts.append(Note("write_unread", _error(error)))
+        return
+    _check_links(result, written, union, "run")
+
+
+def _check_links(result: Recommendation, written: ApiFile, union: Set[str], by: str
+                 ) -> None:
+    """Whether the set's written dispatch file links, and reaches every kernel; what it
+    costs to build (the full API's side is filled in by :func:`finish`)."""
+    if written.kernel_bytes:
+        result.build = BuildCost(kernel_files=len(written.kernel_traits),
+                                 source_bytes=source_bytes(written))
+    report = link_report(written.text, written.kernel_traits)
+    result.links_missing = [key for _, _, key in report.missing]
+    result.links_unreferenced = report.unreferenced
+    result.links_unreachable = report.unreachable
+    result.write_verified = report.links and set(written.kernel_traits) == union
+    if report.missing:
+        result.note_facts.append(Note("unlinked", {"missing": len(report.missing)}))
+    if set(written.kernel_traits) != union:
+        result.note_facts.append(Note("written_differs", {
+            "by": by, "written": len(written.kernel_traits), "listed": len(union)}))
+
+
+def _error(error: Exception) -> Dict[str, str]:
+    """The error's first line and the last line of its stderr, if any."""
+    tail = getattr(error, "stderr_tail", "")
+    return {"error": str(error).strip().splitlines()[0],
+            "tail": tail.strip().splitlines()[-1] if tail.strip() else ""}
+
+
+def driver_command(api: str, options: Options, filters: Sequence[str],
+                   ck_root: str = ".") -> str:
+    """``ck_root``: the CK root as seen from where the command runs (the folder of
+    generate.py, as the listing commands)."""
+    parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api]
+    for dest, value in options.given().items():
+        parts += [cli_flag(dest), str(value)]
+    for text in filters:
+        parts += ["-f", text]
+    parts += ["-o", "generated"]
+    return " ".join(shlex.quote(p) for p in parts)
