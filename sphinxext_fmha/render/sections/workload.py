@@ -123,21 +123,23 @@ def run_gloss(api: str, run_filter: str, readings: Sequence[Dict]) -> List[Block
 
 
 def _example_title(workload: Workload) -> Inlines:
+    # a sub-heading stays on one line (the browser check holds it at 820 px): the values
+    # themselves follow in the `:need:` line under it
     segments = " and ".join(n.segment for n in workload.needs)
     if workload.kind == "receipt":
-        lead: Inlines = ["The values receipt ", Code("-r %s" % workload.receipt), " keeps",
-                         (" (%s)" % workload.label) if workload.label else ""]
-    elif workload.kind == "common":
-        lead = ["The most common pair of %s (%s)" % (segments, plural(workload.kernels,
+        return ["What receipt ", Code("-r %s" % workload.receipt), " keeps"]
+    if workload.kind == "common":
+        return ["The most common pair of %s (%s)" % (segments, plural(workload.kernels,
                                                                        "kernel"))]
-    else:
-        lead = ["The two most common values of %s" % segments]
-    return lead + [": ", *needs_inlines(workload.needs)]
+    return ["The two most common values of %s" % segments]
 
 
 def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
     workload, rec = example.workload, example.recommendation
     blocks: List[Block] = [SubHeading(_example_title(workload))]
+    if workload.kind == "receipt" and workload.label:
+        blocks.append(Para(["generate.py's ", Code("--receipt"), " help says: %s"
+                            % workload.label]))
     need = "; ".join("%s=%s" % (n.segment, ",".join(n.given)) for n in workload.needs)
     blocks.append(Para([Code(":need: " + need)]))
     if rec is None:
