@@ -2,7 +2,7 @@
 
 What ``sphinxext-fmha diff`` prints and ``fmha-filter-check :against:`` shows, as data
 (:mod:`sphinxext_fmha.bump_data`): each tree's own generate.py lists (and writes) what
-the filter selects; :mod:`sphinxext_fmha.verify.bump` says why the two differ; the old
+the filter selects; :mod:`sphinxext_fmha.verify.bump_facts` says why the two differ; the old
 selection's counterparts in the new tree are selected by the fewest ``-f`` runs the
 minimal set's synthesis finds, each run listed and written by the new tree's
 generate.py (:meth:`Session.select <sphinxext_fmha.session.Session.select>`). No
@@ -18,7 +18,7 @@ from .bump_data import FilterComparison, MigratedRun, Migration
 from .model import FilterCheck
 from .options import Options
 from .session import Session
-from .verify import bump as facts
+from .verify import bump_facts as facts
 from .verify.filtercheck import api_patterns
 
 __all__ = ["compare_filter"]

@@ -2,7 +2,7 @@
 
 A leaf, as :mod:`sphinxext_fmha.guide_data`: the comparison service
 (:mod:`sphinxext_fmha.bump`) fills it from verified generate.py runs, the renderers
-(:mod:`sphinxext_fmha.render.sections.bump`) say it. Every count is a count of kernel
+(:mod:`sphinxext_fmha.render.sections.filter_diff`) say it. Every count is a count of kernel
 files generate.py listed; a change is a reason code with its facts, never a sentence
 (the JSON's ``text`` of a change and ``gloss`` of a run are filled by the renderer).
 """

@@ -307,7 +307,7 @@ def _run(args) -> int:
             _say("%s; nothing was verified" % (why[0] if why else "%s: generate.py listed no "
                                                "kernel" % args.api))
             return EXIT_FAILED
-        from .render.guide import miss_warnings
+        from .render.guide_blocks import miss_warnings
 
         for line in miss_warnings(args.api, args.filter, check.misses):
             _say("warning: " + line)
@@ -347,7 +347,7 @@ def _run(args) -> int:
         for problem in (data.recommendation_problem, data.dispatch_problem, data.filter_problem):
             if problem is not None:
                 _say("warning: " + problem.message)
-        from .render.guide import commands_miss_warnings
+        from .render.guide_blocks import commands_miss_warnings
 
         for line in commands_miss_warnings(args.api, data.recommendation.runs
                                            if data.recommendation else []):
@@ -414,7 +414,7 @@ def _diff(session, args, options: Options) -> int:
     (whatever the verdict), 1 when a run failed or the runs are not verified."""
     from .bump import compare_filter
     from .render.markdown import comparison_markdown
-    from .render.sections.bump import comparison_json
+    from .render.sections.filter_diff import comparison_json
 
     old = _session(args, args.from_ck_root)
     old_options = _options(args, old)

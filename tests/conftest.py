@@ -141,7 +141,7 @@ EPOCH = "1700000000"
 def reproducible_build(monkeypatch):
     """A fixed build date, no run tracing, and fresh sessions before and after (a
     session lives as long as its process: the Sphinx builds of a test share it)."""
-    from sphinxext_fmha.directives.common import clear_sessions
+    from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
     monkeypatch.delenv("FMHA_TRACE_RUNS", raising=False)

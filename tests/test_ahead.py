@@ -19,7 +19,7 @@ from test_faults import FAULTS, alive
 
 from sphinxext_fmha.directives import ahead
 from sphinxext_fmha.directives.ahead import scan_directives
-from sphinxext_fmha.directives.common import clear_sessions
+from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 from sphinxext_fmha.guide import steps_ahead
 
 from launch_twin import interrupt_once_started

@@ -34,7 +34,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace, patch_docutils
 
 from sphinxext_fmha.corpus import tree_by_name
-from sphinxext_fmha.directives.common import clear_sessions
+from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 
 from independent import independent_listing
 from outline import (
@@ -902,7 +902,7 @@ def test_incremental_build(ck_root, tmp_path, monkeypatch):
 def test_one_session_per_build(ck_root, tmp_path, monkeypatch):
     """Many directives on many pages: the expensive work is done once per (tree, API,
     options), not once per directive."""
-    from sphinxext_fmha.directives import common
+    from sphinxext_fmha.directives import sphinx_glue as common
 
     trace = tmp_path / "runs.txt"
     monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))

@@ -20,7 +20,7 @@ from typing import Dict, List
 import pytest
 
 from sphinxext_fmha.cppapi.entry_points import read_entry_points
-from sphinxext_fmha.cppapi.links import link_report
+from sphinxext_fmha.cppapi.link_check import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.session import Options, Session

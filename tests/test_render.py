@@ -29,7 +29,7 @@ from sphinxext_fmha.model import (
 from sphinxext_fmha.options import OptionError, parse_options
 from sphinxext_fmha.process.runner import GenerateError
 from sphinxext_fmha.render.diagram import diagram_html, diagram_text
-from sphinxext_fmha.render.guide import (
+from sphinxext_fmha.render.guide_blocks import (
     filter_check_blocks,
     guide_sections,
     header_inlines,
@@ -586,7 +586,7 @@ def test_local_link_resolves_in_markdown_and_docutils():
 
 
 def test_words_said_only_where_they_say_more():
-    from sphinxext_fmha.render.sections.common import words_say_more
+    from sphinxext_fmha.render.sections.cells import words_say_more
 
     assert not words_say_more("t.hdim_q <= 32 && t.hdim_v <= 32", "hdim_q <= 32; hdim_v <= 32")
     assert not words_say_more("t.is_group_mode == false", "not is_group_mode")

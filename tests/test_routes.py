@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Dict, List, Optional, Tuple
 
-from sphinxext_fmha.cppapi.links import link_report_from_keys
+from sphinxext_fmha.cppapi.link_check import link_report_from_keys
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.verify.standins import SetDispatch
 

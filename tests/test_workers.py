@@ -20,7 +20,7 @@ from test_faults import FAULTS, alive
 
 from sphinxext_fmha.cli import main
 from sphinxext_fmha.directives import ahead
-from sphinxext_fmha.directives.common import clear_sessions
+from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 from sphinxext_fmha.guide import DirectiveUse, steps_ahead
 from sphinxext_fmha.process import worker
 from sphinxext_fmha.session import Session

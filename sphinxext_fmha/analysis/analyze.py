@@ -110,7 +110,7 @@ class Tree:
         """Receipts the codegen compares with, as inclusive ranges (read once)."""
         cached = self.__dict__.get("_receipt_values")
         if cached is None:
-            from .receipts import receipts_in_source
+            from .receipt_numbers import receipts_in_source
 
             cached = self.__dict__["_receipt_values"] = receipts_in_source(self.fmha_dir)
         return cached

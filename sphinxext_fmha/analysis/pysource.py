@@ -8,7 +8,6 @@ interpreter of small pure functions).  Nothing here knows about Composable Kerne
 
 from __future__ import annotations
 
-from .conditions import read_condition
 from .pyeval import Obj, Unknown
 from .pyinterp import Interpreter
 from .pyparse import (
@@ -24,6 +23,7 @@ from .pyparse import (
     segment,
     walk_no_nested,
 )
+from .python_conditions import read_condition
 
 __all__ = [
     "ParsedModule",

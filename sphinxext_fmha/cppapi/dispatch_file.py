@@ -4,7 +4,7 @@ and :mod:`.links`."""
 
 from __future__ import annotations
 
-from .conditions import condition_terms, describe_condition
+from .condition_words import condition_terms, describe_condition
 from .lexing import (
     find_template_calls,
     normalize_cpp,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import DefaultDict, Dict, List, Optional, Set, Tuple
 
 from .allocation import collector_paused
-from .conditions import describe_condition, split_top, strip_parens
+from .condition_words import describe_condition, split_top, strip_parens
 from .lexing import strip_comments, trait_template
 from .matching import DispatchMatch
 from .parse import DispatchLeaf, DispatchTree

@@ -27,11 +27,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from .allocation import collector_paused
-from .conditions import describe_condition
+from .condition_words import describe_condition
 from .constants import constant_value
 from .entry_points import read_entry_points
 from .lexing import trait_template
-from .links import unreachable_kernels
+from .link_check import unreachable_kernels
 from .matching import match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
 from .reach import Term, kernel_reach

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from .conditions import describe_condition
+from .condition_words import describe_condition
 from .entry_points import EntryPoints, read_entry_points
 from .parse import DispatchTree
 from .reach import condition_terms_cpp

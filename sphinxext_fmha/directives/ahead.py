@@ -38,7 +38,7 @@ from sphinx.util.parallel import parallel_available
 
 from ..guide import DirectiveUse, steps_ahead
 from ..process.handoffs import lower_switch_interval
-from .common import directive_options, get_session, logger
+from .sphinx_glue import directive_options, get_session, logger
 
 __all__ = ["scan_directives", "setup_ahead"]
 

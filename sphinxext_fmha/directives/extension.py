@@ -27,11 +27,11 @@ from .. import __version__
 from ..cppapi.allocation import freeze_at_exit
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .ahead import setup_ahead
-from .common import forget_roots
 from .config import add_config_values, validate_config
-from .guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
+from .kernel_guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
 from .kernel_set import KernelSetDirective
 from .playground import JS_FILE, is_interactive, setup_playground
+from .sphinx_glue import forget_roots
 from .strict import setup_strict
 from .warning_types import WarningTypesDirective
 

@@ -16,10 +16,10 @@ from docutils.parsers.rst import directives
 
 from ..guide import collect_guide
 from ..guide_data import SectionNeed, sections_needing
-from ..render.guide import guide_sections
+from ..render.guide_blocks import guide_sections
 from ..render.nodes import sections_to_nodes
-from .common import OPTION_SPEC, FmhaDirective, logger
-from .guide import HEADINGS, _doc_link
+from .kernel_guide import HEADINGS, _doc_link
+from .sphinx_glue import OPTION_SPEC, FmhaDirective, logger
 
 __all__ = ["KernelSetDirective", "SET_SECTIONS"]
 

@@ -18,7 +18,7 @@ from ..errors import WarningType
 from ..guide import collect_playground
 from ..render.nodes import fmha_playground_link
 from ..render.playground_data import parts_explained, playground_data, to_script_json
-from .common import OPTION_SPEC, FmhaDirective, logger
+from .sphinx_glue import OPTION_SPEC, FmhaDirective, logger
 
 __all__ = ["FilterPlaygroundDirective", "fmha_playground", "setup_playground", "JS_FILE", "is_interactive"]
 

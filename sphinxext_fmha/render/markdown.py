@@ -15,7 +15,7 @@ from ..bump_data import FilterComparison
 from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
 from ..model import FilterCheck, Recommendation
 from .diagram import diagram_text
-from .guide import (
+from .guide_blocks import (
     filter_check_blocks,
     guide_sections,
     header_inlines,
@@ -41,7 +41,7 @@ from .ir import (
     text_of,
     wrap_commands,
 )
-from .sections.bump import comparison_blocks
+from .sections.filter_diff import comparison_blocks
 
 __all__ = [
     "blocks_markdown",

@@ -15,8 +15,8 @@ from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 from ..model import ApiModel, PartnerWrite, TargetListing
 from ..process.runner import ApiFileResult
 from .coupling import coupling_of
-from .links import partners
 from .parsed_listing import ParsedListing
+from .set_links import partners
 
 __all__ = ["PartnerPlan", "partner_plan", "partner_write", "targets_to_measure",
            "target_listing", "NOTHING"]

@@ -16,8 +16,8 @@ from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
 from ..model import ApiModel, FilterCheck, FilterMiss, SegmentBreakdown, TokenCount, token_list
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
-from .links import partners
 from .parsed_listing import ParsedListing
+from .set_links import partners
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 

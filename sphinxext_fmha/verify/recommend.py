@@ -38,12 +38,12 @@ from ..options import Options
 from .coupling import Coupling, coupling_of
 from .decisions import segment_decisions
 from .filtercheck import ParsedListing, predict
-from .gloss import run_reading
-from .links import link_report, partners
 from .loss_calls import note_call_terms
 from .losses import describe_losses
 from .needs import needed_decisions, unmet_combinations, workload_scope
+from .pattern_reading import run_reading
 from .policy import Plan, plan_keep_set
+from .set_links import link_report, partners
 from .set_runs import ApiFile, RecommendRunner, source_bytes, verified_runs
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize

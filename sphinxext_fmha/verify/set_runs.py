@@ -10,7 +10,7 @@ from typing import Dict, List, Protocol, Sequence, Set
 
 from ..model import ApiModel, BuildCost, FilterCheck, FilterRun, Note, Recommendation
 from ..options import Options, cli_flag
-from .links import link_report
+from .set_links import link_report
 
 __all__ = ["ApiFile", "RecommendRunner", "driver_command", "source_bytes", "verified_runs"]
 

@@ -16,7 +16,7 @@ import functools
 from dataclasses import dataclass
 from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ..cppapi.conditions import describe_condition
+from ..cppapi.condition_words import describe_condition
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 from ..cppapi.reach import condition_terms_cpp
@@ -60,7 +60,7 @@ class SetDispatch:
     def never_run(self) -> Dict[str, str]:
         """Kernel files no call of the full API runs -> why."""
         if self._never is None:
-            from ..cppapi.links import unreachable_kernels
+            from ..cppapi.link_check import unreachable_kernels
 
             self._never = unreachable_kernels(self.routes.tree, self.match,
                                               self.routes.entry_points)

@@ -22,7 +22,7 @@ from .blob_functions import find_blob_functions
 from .classes import collect_classes
 from .context import Context
 from .dedup import collect_dedup
-from .dispatch import collect_dispatch
+from .dispatcher import collect_dispatch
 from .enumeration import collect_enumeration
 from .factories import collect_factories
 from .facts import (
@@ -43,10 +43,10 @@ from .facts import (
 from .kernel_filter import collect_filter
 from .map_uses import collect_map_uses
 from .notes import note_dead_rules, note_suspicious_literals
-from .receipts import collect_receipts
+from .receipt_collector import collect_receipts
 from .skips import collect_skip_conditions
 from .symbol_maps import collect_symbol_maps
-from .tiles import collect_tiles
+from .tile_classes import collect_tiles
 from .universe import Universe
 
 __all__ = [

@@ -8,8 +8,8 @@ import ast
 from typing import List, Optional, Sequence, Set, Tuple
 
 from ...model import SkipCondition
-from ..conditions import read_condition
 from ..pyparse import fold_str, segment, walk_no_nested
+from ..python_conditions import read_condition
 from .astutil import (
     FUNC,
     calls_named,

@@ -16,7 +16,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
+from .cells import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
 
 
 def dispatch_section(data: GuideData) -> List[Block]:

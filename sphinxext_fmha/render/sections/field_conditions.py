@@ -27,7 +27,7 @@ from ..ir import (
     join,
     text_of,
 )
-from .common import (
+from .cells import (
     FOLD_ROWS,
     condition_inlines,
     fold,

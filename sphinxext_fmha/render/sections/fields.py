@@ -33,7 +33,7 @@ from ..ir import (
     join,
     text_of,
 )
-from .common import (
+from .cells import (
     filterable,
     fold,
     natural,

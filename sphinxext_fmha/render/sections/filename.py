@@ -23,7 +23,7 @@ from ..ir import (
     codes,
     join,
 )
-from .common import natural, token_cell
+from .cells import natural, token_cell
 
 
 def diagram_of(kernel_type: KernelType) -> Optional[Diagram]:

@@ -23,7 +23,7 @@ from ..ir import (
     codes,
     join,
 )
-from .common import plural
+from .cells import plural
 
 
 def filter_section(data: GuideData) -> List[Block]:

@@ -25,7 +25,7 @@ from ..ir import (
     inlines,
     join,
 )
-from .common import FOLD_ROWS, fold, plural, token_cell
+from .cells import FOLD_ROWS, fold, plural, token_cell
 from .filter_write import write_blocks
 from .where import where_commands_run
 

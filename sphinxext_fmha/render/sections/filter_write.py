@@ -8,7 +8,7 @@ from typing import List
 
 from ...model import FilterCheck
 from ..ir import Admonition, Block, Code, Inlines, Para, Strong, join, text_of
-from .common import plural
+from .cells import plural
 
 __all__ = ["write_blocks", "write_warnings"]
 

@@ -16,7 +16,7 @@ from ..ir import (
     Strong,
     Table,
 )
-from .common import FOLD_ITEMS, fold
+from .cells import FOLD_ITEMS, fold
 
 
 def gaps_section(data: GuideData) -> List[Block]:

@@ -13,7 +13,7 @@ from ..ir import (
     Para,
     Table,
 )
-from .common import arch_suffixes, part_label, plural
+from .cells import arch_suffixes, part_label, plural
 
 
 def header_inlines(data: GuideData) -> Inlines:

@@ -21,7 +21,7 @@ from ..ir import (
     Table,
     join,
 )
-from .common import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
+from .cells import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
 from .loss_words import loss_sentences
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text

@@ -18,7 +18,7 @@ from ..ir import (
     codes,
     join,
 )
-from .common import fold, plural
+from .cells import fold, plural
 
 #: Reference tables of this section (the codegen's own rules) fold above this many rows.
 FOLD_SHORT = 4

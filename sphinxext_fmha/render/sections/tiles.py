@@ -25,7 +25,7 @@ from ..ir import (
     codes,
     join,
 )
-from .common import FOLD_ITEMS, fold, natural, plural
+from .cells import FOLD_ITEMS, fold, natural, plural
 
 #: The mark of a tile the source's table does not list for its row.
 NOT_IN_SOURCE = "not in the source's table"

@@ -20,7 +20,7 @@ from ..ir import (
     Table,
     text_of,
 )
-from .common import plural, token_cell
+from .cells import plural, token_cell
 from .gloss import gloss_inlines
 
 __all__ = ["build_blocks", "build_table", "examples_section", "needs_inlines", "run_gloss",

@@ -8,8 +8,8 @@ import re
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap, Receipt
-from ..conditions import read_condition
 from ..pyparse import fold_str, parse_module, walk_no_nested
+from ..python_conditions import read_condition
 from ..rule_receipts import rule_object_receipts
 from .astutil import (
     function_params,

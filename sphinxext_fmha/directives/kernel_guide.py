@@ -19,7 +19,7 @@ from ..guide import check_filter, collect_guide
 from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
 from ..model import NO_TOKEN, FilterCheck
 from ..options import OptionError, check_filter_text
-from ..render.guide import (
+from ..render.guide_blocks import (
     api_list_table,
     commands_miss_warnings,
     comparison_blocks,
@@ -33,8 +33,8 @@ from ..render.guide import (
 from ..render.ir import Para
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
 from ..render.sections.filter_write import write_warnings
-from .bump import compare_against
-from .common import OPTION_SPEC, FmhaDirective, logger
+from .filter_against import compare_against
+from .sphinx_glue import OPTION_SPEC, FmhaDirective, logger
 
 __all__ = [
     "ApiListDirective",

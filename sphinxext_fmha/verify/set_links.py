@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping
 
-from ..cppapi.links import LinkReport, link_report_from_keys
+from ..cppapi.link_check import LinkReport, link_report_from_keys
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 

@@ -13,7 +13,7 @@ from ..corpus import CorpusError, fetch_tree, load_corpus, tree_by_name
 from ..errors import WarningType
 from ..locate import locate_ck_root
 from ..options import OptionError, Options, check_filter_text
-from .common import directive_options, session_at
+from .sphinx_glue import directive_options, session_at
 
 __all__ = ["compare_against", "THIS_TREE"]
 

@@ -16,10 +16,10 @@ from typing import Callable, List, Sequence, cast
 from ..guide_data import SECTION_BY_NAME, SECTION_TITLES, GuideData, SectionNeed
 from .ir import Block, Section
 from .sections.api_list import api_list_table
-from .sections.bump import comparison_blocks
-from .sections.common import FOLD_ROWS
+from .sections.cells import FOLD_ROWS
 from .sections.filename import diagram_of, filename_blocks
 from .sections.filter_check import commands_miss_warnings, filter_check_blocks, miss_text, miss_warnings
+from .sections.filter_diff import comparison_blocks
 from .sections.overview import header_inlines
 from .sections.recommendation import recommendation_sections
 from .sections.workload import WORKLOAD_TITLE

@@ -9,7 +9,7 @@ from ...bump_data import Change, FilterComparison, MigratedRun, TreeSelection
 from ...model import to_dict
 from ..ir import Block, BulletList, Code, CodeBlock, Inlines, Para, Strong, SubHeading, Table, codes, join
 from ..ir import text_of as plain_text
-from .common import FOLD_ITEMS, fold, plural, token_cell
+from .cells import FOLD_ITEMS, fold, plural, token_cell
 from .filter_check import _expectation_blocks as expectation_blocks
 
 __all__ = ["comparison_blocks", "comparison_json", "change_inlines", "run_gloss"]
