@@ -221,6 +221,10 @@ class Recommendation:
     #: Kernels of the set launched only by dispatch functions no entry point runs (a
     #: disabled ``fmha_fwd_v3``) -> why: generated, and never run.
     links_unreachable: Dict[str, str] = field(default_factory=dict)
+    #: Kernels of :attr:`links_unreachable` that come with a kernel the set runs: their
+    #: file names differ from its name only in the arch suffix (the value), which ``-f``
+    #: is not matched against.
+    arch_namesakes: Dict[str, str] = field(default_factory=dict)
     #: Kernels of the full listing no dispatch call reaches.
     full_unreferenced: List[str] = field(default_factory=list)
     #: kernels of the set the whole set never runs that the set's own dispatch file

@@ -214,6 +214,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     follows = {t: coupling.primary for t in followers} if coupling else {}
     if dispatch is not None:
         result.emptied = _emptied(dispatch, union)
+    result.arch_namesakes = arch_namesakes(model, union, result.links_unreachable)
     chosen = [d for d in result.decisions if d.category != "needed"]
     if not inputs.brief:
         fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \
@@ -249,6 +250,24 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
     claimed, filters = _synthesised(inputs, kernels, set(wanted), coupling, {}, result)
     return result, verified_runs(inputs.model, inputs.options, runner, filters, claimed, result)
+
+
+def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, str]
+                   ) -> Dict[str, str]:
+    """Never-run kernels of a set whose file name, but for its arch suffix, is that of a
+    kernel the set runs -> that suffix: ``-f`` is not matched against the suffix, so no
+    pattern keeps the one without the other."""
+    suffixes = sorted({s for t in model.kernel_types for s in t.arch_suffixes if s},
+                      key=len, reverse=True)
+
+    def split(name: str) -> Tuple[str, str]:
+        stem = name[:-len(".cpp")] if name.endswith(".cpp") else name
+        suffix = next((s for s in suffixes if stem.endswith(s)), "")
+        return stem[:len(stem) - len(suffix)], suffix
+
+    run_stems = {split(f)[0] for f in union if f not in never_run}
+    return {f: split(f)[1] for f in sorted(never_run) if f in union
+            and split(f)[1] and split(f)[0] in run_stems}
 
 
 def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:

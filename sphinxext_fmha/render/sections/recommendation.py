@@ -286,6 +286,15 @@ def _links_text(rec: Recommendation) -> str:
             "; and %d other reasons" % (len(reasons) - 3) if len(reasons) > 3 else "")
         parts.append("%d generated kernels are never run: %s." % (
             len(rec.links_unreachable), shown))
+        if rec.arch_namesakes:
+            suffixes = sorted(set(rec.arch_namesakes.values()))
+            parts.append("%s come with kernels the set runs: their names differ only in "
+                         "the arch suffix (%s), which -f patterns are not matched against, so "
+                         "only --targets can leave them out (with the rest of that "
+                         "architecture)." % (
+                             "All of them" if len(rec.arch_namesakes) ==
+                             len(rec.links_unreachable) else "%d of them"
+                             % len(rec.arch_namesakes), ", ".join(suffixes)))
     if rec.reached_only_in_set:
         parts.append("%d kernels of the set that the whole set never runs are reached from "
                      "the set's dispatch file (without the dropped kernels its branches are "
