@@ -14,16 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from test_directives import _broken_tree, _located, build, write_project
-from test_faults import FAULTS, alive
 
 from sphinxext_fmha.directives import ahead
 from sphinxext_fmha.directives.ahead import scan_directives
 from sphinxext_fmha.directives.common import clear_sessions
 from sphinxext_fmha.guide import steps_ahead
 
-from launch_twin import interrupt_once_started
-from synthetic import make_tree
+from helpers.faults import FAULTS, alive
+from helpers.launch_twin import interrupt_once_started
+from helpers.project import broken_tree, build, located, write_project
+from helpers.synthetic import make_tree
 
 PAGES = {
     "guide.rst": "Guide\n=====\n\n.. fmha-kernel-guide:: toy\n",
@@ -155,7 +155,7 @@ def test_pages_are_the_same_with_and_without_steps_started_ahead(tmp_path, monke
 
 def test_a_probe_failing_ahead_is_a_located_warning_on_each_page(synthetic_tree, tmp_path,
                                                                   monkeypatch):
-    root = _broken_tree(synthetic_tree, "crash")
+    root = broken_tree(synthetic_tree, "crash")
     trace = tmp_path / "runs.txt"
     monkeypatch.setenv("FMHA_TRACE_RUNS", str(trace))
     pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: toy\n\n"
@@ -167,7 +167,7 @@ def test_a_probe_failing_ahead_is_a_located_warning_on_each_page(synthetic_tree,
     app, status, warnings = build(src, "html")
     assert "started ahead of the pages" in status
     for page, lines in (("page.rst", [4, 6]), ("other.rst", [6])):
-        found = _located(warnings, src / page)
+        found = located(warnings, src / page)
         assert [line for line, _, _ in found] == lines, warnings
         assert all(kind == "generate" for _, kind, _ in found), warnings
         assert all("synthetic generate.py crash for the tests" in body for _, _, body in found)

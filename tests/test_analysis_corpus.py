@@ -30,7 +30,7 @@ from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.model import ApiModel, KernelType, from_json, to_dict, to_json
 from sphinxext_fmha.process.cache import DiskCache
 
-from analysis_fixtures import (
+from helpers.analysis_fixtures import (
     BASELINE_KEYS,
     KERNEL_TYPE_KEYS,
     MODEL_KEYS,
@@ -44,9 +44,9 @@ from analysis_fixtures import (
     snapshot,
     snapshot_diff,
 )
-from independent import independent_listing
+from helpers.independent import independent_listing
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 pytestmark = pytest.mark.corpus
 
 CORPUS = load_corpus()

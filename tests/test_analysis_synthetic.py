@@ -23,8 +23,8 @@ from sphinxext_fmha.model import ApiModel, from_json, to_dict, to_json
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import total_processes_started
 
-import synthetic
-from analysis_fixtures import (
+from helpers import synthetic
+from helpers.analysis_fixtures import (
     BASELINE_KEYS,
     KERNEL_TYPE_KEYS,
     MODEL_KEYS,
@@ -41,7 +41,7 @@ from analysis_fixtures import (
     token_parses,
 )
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 FMHA = "example/ck_tile/01_fmha"
 CASES = [(v, a) for v in synthetic.VARIANTS for a in synthetic.VARIANT_APIS[v]]

@@ -20,10 +20,10 @@ from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
 
-from analysis_fixtures import cached_listing
-from independent import independent_listing, written_run
+from helpers.analysis_fixtures import cached_listing
+from helpers.independent import independent_listing, written_run
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 pytestmark = pytest.mark.corpus
 

@@ -31,7 +31,7 @@ from sphinxext_fmha.process.launch import total_processes_started
 from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
 from sphinxext_fmha.session import Session, _RecommendRunner
 
-from independent import independent_listing, written_folder
+from helpers.independent import independent_listing, written_folder
 
 CORPUS = load_corpus()
 API = "fwd"  # every corpus tree has it, and its runs are among the cheapest

@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Set, Tuple
 
 import pytest
-from test_directives import build, write_project
 
 from sphinxext_fmha.bump_data import CHANGE_KINDS, Change, FilterComparison, TreeSelection
 from sphinxext_fmha.cli import main
 from sphinxext_fmha.render.ir import text_of
 from sphinxext_fmha.render.sections.bump import change_inlines
 
-from analysis_fixtures import with_analysis_group
-from independent import independent_listing, independent_listings, written_run
+from helpers.analysis_fixtures import with_analysis_group
+from helpers.independent import independent_listing, independent_listings, written_run
+from helpers.project import build, write_project
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 _ARCH = re.compile(r"_gfx[0-9a-z]+$")
 #: what 2.8 trees write for a feature that is off, where 2.7.4 writes nothing; and the

@@ -9,12 +9,8 @@ substitution), and splits the condition on top-level ``&&``.  Nothing of
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Dict, List
 
 import pytest
@@ -22,101 +18,16 @@ import pytest
 from sphinxext_fmha.cppapi.entry_points import read_entry_points
 from sphinxext_fmha.cppapi.links import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
-from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.session import Options, Session
 
-# --------------------------------------------------------------------------- the oracle
-
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_LEAF = re.compile(r"if\s*\(((?:[^{}])*?)\)\s*\{\s*using\s+(\w+)\s*=\s*([^;]+);", re.S)
-_USING = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", "", _COMMENT.sub("", text))
-
-
-def _top_split(text: str, sep: str) -> List[str]:
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    return parts + [text[start:]]
-
-
-def _unwrap(text: str) -> str:
-    while text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, c in enumerate(text):
-            depth += (c == "(") - (c == ")")
-            if depth == 0 and i < len(text) - 1:
-                return text
-        text = text[1:-1]
-    return text
-
-
-def oracle_terms(condition: str) -> List[str]:
-    """Top-level ``&&`` terms; comments, blanks and always-true terms dropped."""
-    out = []
-    for part in _top_split(_unwrap(_norm(condition)), "&&"):
-        part = _unwrap(part)
-        if part and re.sub(r"[()&|\s]|true", "", part):
-            out.append(part)
-    return out
-
-
-def nested_branch_terms(folder: Path) -> set:
-    """Conditions of simple ``if (X)`` branches (and their ``else``: ``!(X)``) anywhere in
-    the API file: levels nested inside a trait's block (``if (t.has_lse)``)."""
-    api = next(folder.glob("*_api.cpp")).read_text()
-    found = {_norm(m.group(1)) for m in re.finditer(r"\bif\s*\(([\w.!]+)\)\s*\{", api)}
-    return found | {"!(%s)" % c for c in found}
-
-
-def oracle_conditions(folder: Path) -> Dict[str, List[str]]:
-    """kernel file -> terms of the innermost ``if`` that declares its trait."""
-    api = next(folder.glob("*_api.cpp"))
-    leaves: Dict[str, List[str]] = {}
-    for m in _LEAF.finditer(api.read_text()):
-        leaves.setdefault(_norm(m.group(3)), oracle_terms(m.group(1)))
-    out = {}
-    for path in folder.glob("*.cpp"):
-        if path == api:
-            continue
-        text = _COMMENT.sub("", path.read_text())
-        aliases = {m.group(1): _norm(m.group(2)) for m in _USING.finditer(text)}
-        m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
-        if not m or m.group(1) not in aliases:
-            continue
-        trait = _expand(aliases[m.group(1)], aliases, m.group(1))
-        if trait in leaves:
-            out[path.name] = leaves[trait]
-    return out
-
-
-def _expand(text: str, aliases: Dict[str, str], own: str) -> str:
-    """Replace alias names by their values (a few rounds: aliases of aliases)."""
-    for _ in range(5):
-        text = re.sub(r"\b\w+\b", lambda w: w.group(0) if w.group(0) == own
-                      else aliases.get(w.group(0), w.group(0)), text)
-    return text
-
-
-def generate(root: Path, api: str, out: Path, *args: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", str(out)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    return out
-
+from helpers.dispatch_oracle import COMMENT as _COMMENT
+from helpers.dispatch_oracle import LEAF as _LEAF
+from helpers.dispatch_oracle import USING as _USING
+from helpers.dispatch_oracle import expand as _expand
+from helpers.dispatch_oracle import nested_branch_terms, oracle_conditions, oracle_terms
+from helpers.dispatch_oracle import norm as _norm
+from helpers.dispatch_oracle import unwrap as _unwrap
+from helpers.independent import written_to as generate
 
 # --------------------------------------------------------------------------- corpus
 
@@ -460,7 +371,7 @@ def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_
 
 
 def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
-    from independent import independent_listing
+    from helpers.independent import independent_listing
 
     root = synthetic_tree("rule_receipts")
     session = Session(root, cache_dir=tmp_path / "cache")

@@ -28,7 +28,7 @@ from sphinxext_fmha.guide import collect_guide
 from sphinxext_fmha.render.markdown import guide_markdown
 from sphinxext_fmha.session import Session
 
-import synthetic_coupled as coupled
+from helpers import synthetic_coupled as coupled
 
 FMHA = coupled.FMHA
 

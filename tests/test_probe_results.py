@@ -28,11 +28,11 @@ from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe,
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
-from analysis_fixtures import cached_listing, with_analysis_group
-from independent import written_run
+from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.independent import written_run
 
 pytestmark = pytest.mark.corpus
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 CORPUS = load_corpus()
 AITER = "amd-aiter-0.1.7.post2.dev18"

@@ -26,9 +26,9 @@ from sphinxext_fmha.analysis.probe_script import OBSERVED_CALLS
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
-import synthetic
-from independent import FRESH_RUNS_HEAD, independent_listing
-from launch_twin import run_child
+from helpers import synthetic
+from helpers.independent import FRESH_RUNS_HEAD, independent_listing
+from helpers.launch_twin import run_child
 
 CORPUS = load_corpus()
 AITER = "amd-aiter-0.1.7.post2.dev18"

@@ -8,58 +8,24 @@ model or dispatch reader. It then checks the JSON and the rendered text against 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from collections import defaultdict
-from pathlib import Path
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Set
 
 import pytest
-from conftest import CORPUS
 
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.markdown import render_recommendation_markdown
 
-from analysis_fixtures import cached_listing, with_analysis_group
+from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.independent import run_generate
+from helpers.names import carries, prefix, problem
+from helpers.trees import CORPUS
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
-
-# -- a small, independent reading of kernel file names --------------------------------
-
-_HDIM = re.compile(r"_d(\d+)(?=_)")
-_DTYPE = re.compile(r"_(fp16|bf16|fp8\w*?|bf8|fp32)(?=_)")
-_MODE = re.compile(r"_(batch|group)(?=_)")
-_ARCH = re.compile(r"_(gfx\w+)\.cpp$")
-_PREFIX = re.compile(r"^(.*?)_d\d+_")
-
-
-def prefix(filename: str) -> str:
-    """The sub-type part of a name: everything before the head dimension."""
-    match = _PREFIX.match(filename)
-    return match.group(1) if match else filename
-
-
-def problem(filename: str) -> Tuple[str, ...]:
-    """Head dimension, data type, mode and arch suffix of a kernel file name."""
-    found = []
-    for pattern in (_HDIM, _DTYPE, _MODE, _ARCH):
-        match = pattern.search(filename)
-        found.append(match.group(1) if match else "")
-    return tuple(found)
-
-
-def carries(filename: str, token: str) -> bool:
-    """``token`` is a whole segment of the name after its sub-type prefix: followed by
-    '_' or the end (``_ps`` is not carried by ``_psddv``)."""
-    stem = filename[:-len(".cpp")] if filename.endswith(".cpp") else filename
-    stem = stem[len(prefix(filename)):]
-    return re.search(re.escape(token) + r"(?=_|$)", stem) is not None
-
 
 # -- a small, independent reading of the written C++ -----------------------------------
 
@@ -125,12 +91,6 @@ def trait_instances(text: str) -> Set[str]:
     return found
 
 
-def run_generate(root: Path, api: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args],
-                          cwd=fmha_dir(root), capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-
-
 @pytest.fixture(scope="module")
 def sessions(corpus_roots, analysis_sessions):
     """The trees' sessions on the analysis tests' shared cache (see plugins_analysis)."""
@@ -167,7 +127,7 @@ def test_recommendation_is_true_of_its_commands(sessions, analysis_cache_dir, tr
     for number, run in enumerate(rec.runs):
         out = tmp_path / ("out%d" % number)
         out.mkdir()
-        proc = run_generate(root, api, tmp_path, "-f", run.filter, "-o", str(out))
+        proc = run_generate(root, "-a", api, "-f", run.filter, "-o", str(out))
         assert proc.returncode == 0, (run.filter, proc.stderr[-2000:])
         written = {p.name for p in out.rglob("*.cpp") if not p.name.endswith("_api.cpp")}
         assert len(written) == run.count, run.filter

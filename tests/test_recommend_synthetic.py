@@ -20,7 +20,7 @@ from sphinxext_fmha.render.sections.recommendation import _links_text
 from sphinxext_fmha.session import Session
 from sphinxext_fmha.verify.policy import POLICY
 
-import synthetic_coupled
+from helpers import synthetic_coupled
 
 FMHA = "example/ck_tile/01_fmha"
 

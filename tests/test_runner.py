@@ -30,7 +30,7 @@ from sphinxext_fmha.process.runner import (
     total_processes_started,
 )
 
-from independent import independent_listing
+from helpers.independent import independent_listing
 
 OLD = "flash-attn-2.7.4.post1"
 NEW = "amd-aiter-0.1.7.post2.dev18"
@@ -320,7 +320,7 @@ def test_a_result_is_kept_only_if_the_tree_is_as_it_was(tmp_path):
     from sphinxext_fmha.process.cache import tree_state
     from sphinxext_fmha.process.notices import said
 
-    from synthetic import make_tree
+    from helpers.synthetic import make_tree
 
     folder = fmha_dir(make_tree(tmp_path, "base"))
     cache = DiskCache(tmp_path / "cache")

@@ -9,10 +9,10 @@ import pytest
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.session import Session
 
-from analysis_fixtures import cached_listing, with_analysis_group
-from independent import independent_listing
+from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.independent import independent_listing
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 FILTERS = [
     ("flash-attn-2.8.3", "fwd", "*_nbias_*"),

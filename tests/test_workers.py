@@ -14,9 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EPOCH
-from test_directives import build, write_project
-from test_faults import FAULTS, alive
 
 from sphinxext_fmha.cli import main
 from sphinxext_fmha.directives import ahead
@@ -25,8 +22,10 @@ from sphinxext_fmha.guide import DirectiveUse, steps_ahead
 from sphinxext_fmha.process import worker
 from sphinxext_fmha.session import Session
 
-from launch_twin import interrupt_once_started
-from synthetic import make_tree
+from helpers.faults import FAULTS, alive
+from helpers.launch_twin import interrupt_once_started
+from helpers.project import EPOCH, build, write_project
+from helpers.synthetic import make_tree
 
 #: two guides, each on its own page; read in this order (the toctree sorts them)
 GALLERY = {"a_first.rst": "First\n=====\n\n.. fmha-kernel-guide:: toy\n",

@@ -1,6 +1,7 @@
-"""An independent `generate.py -l` run, the yardstick the tests measure against: a plain
-child process (the tests' launcher twin), no cache and nothing of sphinxext_fmha in
-between."""
+"""The tests' one independent generate.py runner, the yardstick they measure against: a
+plain child process (the tests' launcher twin, ``launch_twin``), no cache and nothing of
+sphinxext_fmha in between. Every test that runs a tree's generate.py itself runs it
+through :func:`run_generate` (or the one-interpreter batch driver below)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,71 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from sphinxext_fmha.locate import fmha_dir
+from helpers.launch_twin import Ran, run_child
 
-from launch_twin import run_child
+#: Where generate.py lives in a CK tree (written here, not read from the package).
+FMHA = "example/ck_tile/01_fmha"
+
+
+def fmha_dir(root: Path) -> Path:
+    return Path(root) / FMHA
+
+
+def run_generate(root: Path, *argv: str, cwd: Optional[Path] = None, timeout: float = 1200,
+                 python: str = sys.executable) -> Ran:
+    """``python -B generate.py ARGV`` of the CK tree at ``root`` in a plain child (cwd:
+    the tree's FMHA folder unless given); never raises on a failed run."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("FMHA_TRACE_RUNS", None)  # this process is ours, not the library's
+    return run_child([python, "-B", str(fmha_dir(root) / "generate.py"), *argv],
+                     cwd=cwd or fmha_dir(root), timeout=timeout, env=env)
+
+
+def generated(root: Path, *argv: str, **kwargs) -> Ran:
+    """:func:`run_generate`, which must succeed."""
+    ran = run_generate(root, *argv, **kwargs)
+    if ran.returncode != 0:
+        raise AssertionError("generate.py %s failed (%s):\n%s" % (
+            " ".join(argv), "timed out" if ran.timed_out else ran.returncode, ran.stderr[-3000:]))
+    return ran
+
+
+def listed_lines(root: Path, *argv: str, **kwargs) -> List[str]:
+    """The non-empty lines ``generate.py ARGV -l FILE`` writes (which must succeed)."""
+    with tempfile.TemporaryDirectory(prefix="fmha-test-list-") as tmp:
+        out = Path(tmp) / "kernels.txt"
+        generated(root, *argv, "-l", str(out), **kwargs)
+        return [line.strip() for line in out.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+
+
+#: generate.py in one run for the union of several patterns (a name passes when any
+#: pattern matches it): the oracle's own stand-in for the page's driver command
+_UNION_RUN = """
+import fnmatch, runpy, sys
+api, patterns, out = sys.argv[1], sys.argv[2].split("\\n"), sys.argv[3]
+one = fnmatch.fnmatch
+fnmatch.fnmatch = lambda name, _pattern: any(one(name, p) for p in patterns)
+sys.argv = ["generate.py", "-a", api, "-o", out, "-f", patterns[0]]
+runpy.run_path("generate.py", run_name="__main__")
+"""
+
+
+def written_union(root: Path, api: str, out: Path, patterns: Sequence[str]) -> Ran:
+    """One write-mode run of generate.py (which must succeed) keeping what any of
+    ``patterns`` matches, into ``out``."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    ran = run_child([sys.executable, "-B", "-c", _UNION_RUN, api, "\n".join(patterns), str(out)],
+                    cwd=fmha_dir(root), timeout=1200, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return ran
+
+
+def written_to(root: Path, api: str, out: Path, *args: str) -> Path:
+    """``out``, after ``generate.py -a API ARGS -o OUT`` (which must succeed) wrote it."""
+    out.mkdir(parents=True, exist_ok=True)
+    generated(root, "-a", api, *args, "-o", str(out))
+    return out
 
 
 def written_folder(out: Path) -> Tuple[str, str, Dict[str, str]]:
@@ -38,9 +101,7 @@ def written_run(root: Path, api: str, *args: str) -> Optional[Tuple[str, str, Di
     from sphinxext_fmha.process.scratch_place import scratch_parent
 
     with tempfile.TemporaryDirectory(prefix="fmha-test-write-", dir=scratch_parent()) as tmp:
-        ran = run_child([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", tmp],
-                        cwd=fmha_dir(root), timeout=1200,
-                        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        ran = run_generate(root, "-a", api, *args, "-o", tmp)
         return written_folder(Path(tmp)) if ran.returncode == 0 else None
 
 
@@ -48,23 +109,13 @@ def written_bytes(root: Path, api: str, out: Path, *args: str) -> Dict[str, int]
     """{file: bytes} of every ``.cpp`` file a separate ``generate.py -a API ARGS -o OUT``
     writes (the dispatch file included)."""
     out.mkdir(parents=True)
-    ran = run_child([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", str(out)],
-                    cwd=fmha_dir(root), timeout=1200,
-                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    assert ran.returncode == 0, ran.stderr[-3000:]
+    written_to(root, api, out, *args)
     return {p.name: p.stat().st_size for p in out.rglob("*.cpp")}
 
 
 def independent_listing(root: Path, api: str, tmp: Path, *args: str) -> Set[str]:
     """Kernel file names (the API dispatch file left out) that generate.py lists."""
-    out = tmp / "independent.txt"
-    ran = run_child([sys.executable, "-B", "generate.py", "-a", api, *args, "-l", str(out)],
-                    cwd=fmha_dir(root), timeout=1200,
-                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    if ran.returncode != 0:
-        raise AssertionError("independent listing failed (%s):\n%s" % (ran.returncode,
-                                                                       ran.stderr[-3000:]))
-    names = {Path(line.strip()).name for line in out.read_text().splitlines() if line.strip()}
+    names = {Path(line).name for line in listed_lines(root, "-a", api, *args)}
     return {n for n in names if not n.endswith("_api.cpp")}
 
 

@@ -1,6 +1,6 @@
 """Session-scoped fixtures of the analysis tests (a pytest plugin).
 
-Registered by ``pytest_plugins = ["plugins_analysis"]`` in the analysis test modules.
+Registered by ``pytest_plugins = ["helpers.plugins_analysis"]`` in the analysis test modules.
 
 ``analysis_cache_dir``: the DiskCache folder every analysis of the session shares.
   ``FMHA_ANALYSIS_TEST_CACHE=<dir>`` makes it persistent (warm runs); by default it is
@@ -43,7 +43,7 @@ from sphinxext_fmha.model import ApiModel
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.session import Session
 
-from analysis_fixtures import Listing, cached_listing, snapshot
+from helpers.analysis_fixtures import Listing, cached_listing, snapshot
 
 CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
 
