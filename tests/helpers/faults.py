@@ -4,9 +4,12 @@ and the checks of what a fault leaves behind (children alive, the tree changed).
 from __future__ import annotations
 
 import hashlib
+import os
+import select
 import textwrap
+import time
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List, Sequence
 
 from helpers.synthetic import make_tree
 
@@ -130,3 +133,25 @@ def alive(pid: int) -> bool:
             return stat.read().split(") ")[-1][:1] not in ("Z", "X")
     except OSError:
         return False
+
+
+def left_running(pids: Sequence[int], timeout: float = 60.0) -> List[int]:
+    """The processes of ``pids`` still running after each was waited for: a process
+    that ends is seen when it ends (a pidfd, or a poll of /proc where there is none);
+    ``timeout`` only bounds a leak, it is no claim about speed."""
+    deadline = time.monotonic() + timeout
+    for pid in pids:
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue  # already gone
+        except (AttributeError, OSError):  # no pidfd (old kernel or Python)
+            while alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            continue
+        try:
+            while alive(pid) and time.monotonic() < deadline:
+                select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        finally:
+            os.close(fd)
+    return [pid for pid in pids if alive(pid)]
