@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from helpers.launch_twin import Ran, run_child
 
@@ -79,17 +80,70 @@ def written_to(root: Path, api: str, out: Path, *args: str) -> Path:
     return out
 
 
-def written_folder(out: Path) -> Tuple[str, str, Dict[str, str]]:
-    """(API file name, its text, {kernel file: trait key}) of what a write-mode run
-    wrote into ``out``; exactly one API file is expected."""
-    from sphinxext_fmha.cppapi.dispatch_file import kernel_trait_key
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_USING = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
 
+
+def _angle_args(code: str, start: int) -> str:
+    """The text between the ``<`` at ``start`` and its matching ``>``."""
+    depth = 0
+    for end in range(start, len(code)):
+        depth += {"<": 1, ">": -1}.get(code[end], 0)
+        if depth == 0:
+            return code[start + 1:end]
+    return code[start + 1:]
+
+
+def specialisations(text: str) -> FrozenSet[str]:
+    """The template arguments of every explicit specialisation ``template<> R f<ARGS>(...)``
+    of a kernel file, the file's ``using`` aliases expanded, blanks removed: this
+    reading's key of the kernel (written here, not the package's reader)."""
+    code = _COMMENT.sub("", text)
+    aliases = {m.group(1): m.group(2) for m in _USING.finditer(code)}
+    found = set()
+    for m in re.finditer(r"template\s*<\s*>", code):
+        stop = min([i for i in (code.find("{", m.end()), code.find(";", m.end())) if i >= 0]
+                   or [len(code)])
+        call = re.search(r"\w\s*<", code[m.end():stop])
+        if call is None:
+            continue
+        args = _angle_args(code, m.end() + call.end() - 1)
+        for _ in range(6):
+            args = re.sub(r"\b\w+\b", lambda w: aliases.get(w.group(0), w.group(0)), args)
+        found.add(re.sub(r"\s+", "", args))
+    return frozenset(found)
+
+
+def written_folder(out: Path) -> Tuple[str, str, Dict[str, FrozenSet[str]]]:
+    """(API file name, its text, {kernel file: :func:`specialisations`}) of what a
+    write-mode run wrote into ``out``; exactly one API file is expected."""
     files = {p.name: p for p in out.rglob("*.cpp")}
     api_files = [n for n in files if n.endswith("_api.cpp")]
     assert len(api_files) == 1, api_files
-    traits = {n: kernel_trait_key(p.read_text(encoding="utf-8")) for n, p in files.items()
+    traits = {n: specialisations(p.read_text(encoding="utf-8")) for n, p in files.items()
               if n != api_files[0]}
     return api_files[0], files[api_files[0]].read_text(encoding="utf-8"), traits
+
+
+def same_pairing(keys: Mapping[str, str], mine: Mapping[str, FrozenSet[str]]) -> bool:
+    """Whether the package's trait key per kernel file (``keys``) tells the kernels apart
+    as this reading does: the same files, two files share a key there exactly when they
+    share their specialisations here, and a key names the traits types read here."""
+    if set(keys) != set(mine):
+        return False
+
+    def groups(by: Mapping[str, object]) -> Set[FrozenSet[str]]:
+        grouped: Dict[object, Set[str]] = {}
+        for name, key in by.items():
+            grouped.setdefault(key, set()).add(name)
+        return {frozenset(names) for names in grouped.values()}
+
+    if groups(keys) != groups(mine):
+        return False
+    blank = re.compile(r"\s+")
+    return all(all(t in blank.sub("", keys[name])
+                   for spec in specs for t in re.findall(r"\w+_traits_\w*", spec))
+               for name, specs in mine.items())
 
 
 def written_run(root: Path, api: str, *args: str) -> Optional[Tuple[str, str, Dict[str, str]]]:
