@@ -29,6 +29,8 @@ from helpers.dispatch_oracle import norm as _norm
 from helpers.dispatch_oracle import unwrap as _unwrap
 from helpers.independent import written_to as generate
 
+pytest_plugins = ["helpers.plugins_analysis"]
+
 # --------------------------------------------------------------------------- corpus
 
 #: (tree, api, "[kernel class:]token" of the segment under test, filter for the oracle run)
@@ -43,14 +45,18 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def sessions():
-    return {}
+def sessions(analysis_sessions):
+    """The trees' sessions on the analysis tests' shared cache (see plugins_analysis):
+    each test is in its API's analysis group, so it reads the model that group computed."""
+    return analysis_sessions
 
 
 def _session(sessions, corpus_root, name: str) -> Session:
-    if name not in sessions:
-        sessions[name] = Session(corpus_root(name))
-    return sessions[name]
+    return sessions(name)
+
+
+def _group(tree: str, api: str):
+    return pytest.mark.xdist_group("analysis-%s-%s-default" % (tree, api))
 
 
 def _segment_of(model, token: str):
@@ -64,7 +70,8 @@ def _segment_of(model, token: str):
     raise AssertionError("no segment has token %r" % token)
 
 
-@pytest.mark.parametrize("name,api,token,pattern", CASES, ids=["%s-%s-%s" % c[:3] for c in CASES])
+@pytest.mark.parametrize("name,api,token,pattern", [
+    pytest.param(*case, id="%s-%s-%s" % case[:3], marks=_group(*case[:2])) for case in CASES])
 def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path,
                                                   name, api, token, pattern):
     from sphinxext_fmha.verify.token_facts import token_dispatch
@@ -104,6 +111,7 @@ def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path
         assert checked, "no pair of kernels differing only in %s was found" % segment.label
 
 
+@_group("flash-attn-2.8.3", "fwd_splitkv")
 def test_splitkv_has_lse_is_a_sub_kernel_choice_not_a_main_condition(corpus_root, sessions):
     from sphinxext_fmha.verify.token_facts import token_dispatch
 
@@ -138,6 +146,7 @@ def test_splitkv_has_lse_is_a_sub_kernel_choice_not_a_main_condition(corpus_root
                 assert all("_fp8_" in f for f in group.files)
 
 
+@_group("flash-attn-2.8.3", "fwd_splitkv")
 def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
     """48 of the 147 combine kernels of flash-attn 2.8.3 are never referenced; the
     independent count: combine trait texts in the API file vs generated combine files."""
@@ -149,6 +158,7 @@ def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
     assert not reading["missing"] and not reading["unreachable"]
 
 
+@_group("flash-attn-2.8.3", "fwd")
 def test_branches_that_hold_for_no_call(corpus_root, sessions, tmp_path):
     """2.8.3's fmha_fwd tries its unpadded d96 kernels inside the ``hdim_q <= 96``
     branch under ``a.hdim_q % 128 == 0``: no head size but 0 meets both, so those
@@ -385,6 +395,7 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     assert kept and not any(re.search(r"_lse(_|\.cpp|$)", name) for name in kept)
 
 
+@_group("flash-attn-2.8.3", "batch_prefill")
 def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
     """The try order the guide reports for the pad segment is the source order of the
     kernels' `if` blocks in the API file (read here with the regex reader)."""
@@ -417,6 +428,7 @@ def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
     assert orders.get(("_psddv", "_psskddv"), 0) == first == len(pairs)
 
 
+@_group("flash-attn-2.8.3", "bwd")
 def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions):
     """2.8.3 bwd launches three traits per call; the branches that keep the first one
     choose the other two, and the choices name both (not only the last)."""
@@ -439,6 +451,7 @@ def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions)
         assert choice["partner_kind"].split(", ") == kinds[1:], choice
 
 
+@_group("flash-attn-2.8.3", "fwd")
 def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
         corpus_root, sessions, tmp_path):
     """2.8.3 fwd's hdim segment is dispatched at level ``(hdim, hdim_v)``, but its
@@ -490,6 +503,7 @@ def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
     assert len(expected["_d192"]) == 2
 
 
+@_group("flash-attn-2.8.3", "bwd")
 def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_choice(
         corpus_root, sessions, tmp_path):
     """2.8.3 bwd launches each dot_do_o kernel from many branches, which part on the

@@ -90,12 +90,13 @@ def content_key(fmha_dir: Path, *parts: object) -> str:
     return digest.hexdigest()
 
 
-def with_analysis_group(cases: List[Tuple[str, str]]) -> list:
-    """(tree, api) cases as parameters in the xdist group of that API's default-mask
-    analysis (``--dist loadgroup`` runs a group on one worker, in collection order)."""
-    return [pytest.param(tree, api, id="%s-%s" % (tree, api),
-                         marks=pytest.mark.xdist_group("analysis-%s-%s-default" % (tree, api)))
-            for tree, api in cases]
+def with_analysis_group(cases: List[Tuple]) -> list:
+    """(tree, api, ...) cases as parameters in the xdist group of that API's default-mask
+    analysis (``--dist loadgroup`` runs a group on one worker, in collection order): a
+    case that needs the API's model reads the one its group computed."""
+    return [pytest.param(*case, id="-".join(str(part) for part in case),
+                         marks=pytest.mark.xdist_group("analysis-%s-%s-default" % case[:2]))
+            for case in cases]
 
 
 def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],
