@@ -153,7 +153,7 @@ def reproducible_build(monkeypatch):
 
 @pytest.fixture(scope="session")
 def built_dists(tmp_path_factory):
-    """This checkout's sdist and wheel (``tests/release.py``), built once per worker: the
+    """This checkout's sdist and wheel (``tests/helpers/release.py``), built once per worker: the
     tests that use them share the xdist group ``release``."""
     if offline():
         pytest.skip("FMHA_OFFLINE=1: building and installing the package needs the package index")

@@ -1,6 +1,6 @@
 """The analysis on synthetic CK-like trees and their mutants (fast, no network).
 
-Each mutant (tests/synthetic.py) changes the codegen the way a new CK version could:
+Each mutant (tests/helpers/synthetic.py) changes the codegen the way a new CK version could:
 a renamed field, a new boolean feature, a new pad encoding, a new API module,
 absent-when-off tokens, a bwd-like '@' filter split.  The same, unchanged analysis
 code must model every one of them, with every listed name parsing exactly once.

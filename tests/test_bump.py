@@ -2,7 +2,7 @@
 ``fmha-filter-check :against:``.
 
 Independent oracle: the test runs the old filter in the old tree and every migrated run
-in the new tree with each tree's own generate.py (``tests/independent.py``: a plain
+in the new tree with each tree's own generate.py (``tests/helpers/independent.py``: a plain
 interpreter, nothing of sphinxext_fmha in between), and compares the sets by kernel name
 with its own code: a name is the file name without ``.cpp`` and without an arch suffix
 (``_gfx950``); where names changed between the trees, the test's own reading of them

@@ -10,7 +10,7 @@
   with nothing changed starts no generate.py process.
 
 The real tree is flash-attn 2.8.3 (fast APIs: fwd_appendkv, bwd for the '@' filter);
-the broken ones are synthetic trees (``tests/synthetic.py``) with a generate.py that
+the broken ones are synthetic trees (``tests/helpers/synthetic.py``) with a generate.py that
 crashes, hangs, or rejects a filter.
 """
 
@@ -115,7 +115,7 @@ TWINS = {
 
 
 # What each twin page must say, measured here: counts from independent generate.py runs
-# (tests/independent.py) and the corpus table, names and tokens counted with regexes.
+# (tests/helpers/independent.py) and the corpus table, names and tokens counted with regexes.
 
 GUIDE_SECTIONS = ["types", "filename", "filter", "fields", "minimal", "losses", "commands",
                   "counts", "examples", "tiles", "rules", "dispatch", "gaps"]

@@ -1,6 +1,6 @@
 """The fault matrix: broken trees and bad inputs, tried as a user and a hostile author would.
 
-Every broken tree is a synthetic tree (``tests/synthetic.py``) written in tmp, with a
+Every broken tree is a synthetic tree (``tests/helpers/synthetic.py``) written in tmp, with a
 fault prepended to its generate.py.  Each case runs the real command line (or
 sphinx-build) in its own process and checks: the message, the exit status, the time it
 took, that no child of ours is left running, and that the CK tree is unchanged.

@@ -43,7 +43,7 @@ pytestmark = [pytest.mark.corpus, pytest.mark.usefixtures("reproducible_build")]
 
 
 def _browser_or_skip():
-    """Playwright's sync API and the system Chromium (``tests/browser.py``'s
+    """Playwright's sync API and the system Chromium (``tests/helpers/browser.py``'s
     conventions: ``FMHA_CHROMIUM``, ``FMHA_NO_BROWSER=1``); a clear skip without them."""
     chromium = require_browser()
     from playwright.sync_api import sync_playwright

@@ -1,7 +1,7 @@
 """The minimal set and what it loses, on a synthetic tree of the newest fwd's shapes,
 against a brute-force simulation of the dispatch files generate.py writes.
 
-The mutant of the toy tree (``tests/synthetic.py``): seqlen_q pad checks that are exact
+The mutant of the toy tree (``tests/helpers/synthetic.py``): seqlen_q pad checks that are exact
 complements (``(a.cu_seqlen_q_ptr == nullptr) && (a.seqlen_q != 0 && a.seqlen_q % 128
 == 0)`` and its negation), an ``_npad`` variant every call of which ``_pd`` also takes,
 and transposed-load (``_trload``) kernels that only ``fmha_toy_v3`` launches, tried
