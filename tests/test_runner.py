@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Dict
 
@@ -30,6 +29,7 @@ from sphinxext_fmha.process.runner import (
     total_processes_started,
 )
 
+from helpers.faults import left_running
 from helpers.independent import independent_listing
 
 OLD = "flash-attn-2.7.4.post1"
@@ -546,15 +546,7 @@ def test_timeout_raises_and_kills(tmp_path):
     assert "python generate.py -a fwd -l kernels.txt" in str(err)
     assert err.timed_out and err.returncode is None
     assert messages and all(m.startswith("generate.py -a fwd: still running (") for m in messages)
-    pid = int(pid_file.read_text())
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the timed-out generate.py is still running")
+    assert not left_running([int(pid_file.read_text())]), "the timed-out generate.py runs on"
 
 
 def test_failing_progress_callback_kills_the_process(tmp_path):
@@ -574,15 +566,7 @@ def test_failing_progress_callback_kills_the_process(tmp_path):
     runner.progress_interval = 0.5
     with pytest.raises(RuntimeError, match="progress sink broke"):
         runner.list_kernels(GenerateRequest("fwd"))
-    pid = int(pid_file.read_text())
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("generate.py is still running")
+    assert not left_running([int(pid_file.read_text())]), "generate.py is still running"
 
 
 def test_crash_reports_exit_code_and_stderr_tail(tmp_path):
