@@ -54,6 +54,10 @@ def pytest_configure(config):
         (results / name).symlink_to(shared / name, target_is_directory=True)
     config.stash[_RESULTS] = (results, os.environ.get("FMHA_CACHE_DIR"))
     os.environ["FMHA_CACHE_DIR"] = str(results)
+    if getattr(config.option, "dist", "") == "loadgroup":
+        # the workers' collection order (costliest group first, see _costliest_first),
+        # not pytest-xdist's (the group with most tests first)
+        config.option.loadscopereorder = False
 
 
 def pytest_unconfigure(config):
@@ -85,6 +89,7 @@ def pytest_collection_modifyitems(config, items):
 def _apply_xdist_groups(config, items) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
         return
+    items[:] = sorted(items, key=_group_kernels, reverse=True)  # stable: groups stay in order
     for item in items:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})
@@ -100,6 +105,25 @@ def _apply_xdist_groups(config, items) -> None:
             item._id = NodeId.parse(grouped)
         else:  # pragma: no cover - older pytest, where xdist's own suffix works
             item._nodeid = grouped
+
+
+#: {(corpus tree, API): kernels} of ck-corpus.toml: what a group's generate.py runs cost
+_KERNELS = {(tree.name, api): count for tree in CORPUS for api, count in tree.apis.items()}
+
+
+def _group_kernels(item) -> int:
+    """The kernels of the corpus API an item's xdist group works on (``analysis-``,
+    ``batch-``, ``probe-<tree>-<api>[-<mask>]``), 0 for any other item: a group's cost
+    grows with them (aiter's bwd, 15k kernels, is minutes of a 2-core machine), and a
+    costly group started last would end the session alone on one worker."""
+    found = 0
+    for mark in item.iter_markers("xdist_group"):
+        name = str(mark.args[0] if mark.args else mark.kwargs.get("name", ""))
+        rest = name.partition("-")[2]
+        for (tree, api), count in _KERNELS.items():
+            if rest == "%s-%s" % (tree, api) or rest.startswith("%s-%s-" % (tree, api)):
+                found = max(found, count)
+    return found
 
 
 class CorpusCase(NamedTuple):
