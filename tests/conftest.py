@@ -113,16 +113,21 @@ _KERNELS = {(tree.name, api): count for tree in CORPUS for api, count in tree.ap
 
 def _group_kernels(item) -> int:
     """The kernels of the corpus API an item's xdist group works on (``analysis-``,
-    ``batch-``, ``probe-<tree>-<api>[-<mask>]``), 0 for any other item: a group's cost
-    grows with them (aiter's bwd, 15k kernels, is minutes of a 2-core machine), and a
-    costly group started last would end the session alone on one worker."""
+    ``batch-``, ``probe-<tree>-<api>[-<mask>]``); for a group that builds whole sites
+    (``docs-site``, ``release``: every API of a tree) those of the largest API; 0 for an
+    item in no group. A group's cost grows with them (aiter's bwd, 15k kernels, is
+    minutes of a 2-core machine), and a costly group started last would end the session
+    alone on one worker."""
     found = 0
     for mark in item.iter_markers("xdist_group"):
         name = str(mark.args[0] if mark.args else mark.kwargs.get("name", ""))
-        rest = name.partition("-")[2]
-        for (tree, api), count in _KERNELS.items():
-            if rest == "%s-%s" % (tree, api) or rest.startswith("%s-%s-" % (tree, api)):
-                found = max(found, count)
+        kind, _, rest = name.partition("-")
+        if kind not in ("analysis", "batch", "probe"):
+            found = max(found, *_KERNELS.values())
+            continue
+        found = max([found] + [count for (tree, api), count in _KERNELS.items()
+                               if rest == "%s-%s" % (tree, api)
+                               or rest.startswith("%s-%s-" % (tree, api))])
     return found
 
 
