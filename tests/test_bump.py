@@ -349,7 +349,7 @@ PAGE = """Page
 
 @pytest.mark.usefixtures("reproducible_build")
 def test_against_shows_the_comparison_and_warns_only_when_asked(corpus_root, tmp_path):
-    from test_directives import _located
+    from helpers.project import located
 
     root = corpus_root("flash-attn-2.8.3")
     old = independent_listing(corpus_root("flash-attn-2.8.1"), "fwd_splitkv", tmp_path,
@@ -358,7 +358,7 @@ def test_against_shows_the_comparison_and_warns_only_when_asked(corpus_root, tmp
     page = PAGE.format(old=corpus_root("flash-attn-2.8.1"))  # a path: the same set there
     src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=root)
     app, _status, warnings = build(src, "text")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     # a changed set is a warning only with :expect-same:; that option needs :against:
     assert [(line, kind) for line, kind, _ in found] == [(4, "expectation"), (15, "option")], warnings
     assert "(%d), generate.py selects %d here" % (len(old), len(new)) in found[0][2]

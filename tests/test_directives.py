@@ -46,7 +46,7 @@ from helpers.outline import (
     table_summary,
     tables,
 )
-from helpers.project import broken_tree, build, located, write_project
+from helpers.project import broken_tree, build, build_page, located, write_project
 
 TREE = "flash-attn-2.8.3"
 CORPUS_FACTS = tree_by_name(TREE)  # kernels per API, measured by hand (ck-corpus.toml)
@@ -711,15 +711,6 @@ def test_generate_py_failures(how, synthetic_tree, tmp_path):
     assert "Traceback (most recent call last)" not in warnings.split("stderr")[0]
     html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
     assert "Text after." in html and "fmha-problem" in html
-
-
-def build_page(tmp_path: Path, ck_root: Path, page: str, cache: Path):
-    """An html build of one page ``page.rst`` on ``ck_root``: the app, its warnings and
-    those located in the page (see :func:`_located`)."""
-    src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=ck_root,
-                        conf="fmha_cache_dir = %r" % str(cache))
-    app, _status, warnings = build(src, "html")
-    return app, warnings, located(warnings, src / "page.rst")
 
 
 def test_filter_rejected_by_generate_py(synthetic_tree, tmp_path):

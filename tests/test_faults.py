@@ -242,7 +242,7 @@ def test_an_edit_undone_between_builds_of_one_process(tmp_path, monkeypatch):
     edited while a build's probe runs and put back before the next build: that build
     shows what a fresh build shows, not what the first one computed meanwhile (the
     first one says that the tree changed)."""
-    from test_directives import build, write_project
+    from helpers.project import build, write_project
 
     case = Case(tmp_path, broken_tree(tmp_path, "waits_for_an_edit_in_the_probe"))
     gate = tmp_path / "gate"

@@ -78,6 +78,15 @@ def located(warnings: str, path: Path) -> List[Tuple[int, Optional[str], str]]:
     return found
 
 
+def build_page(tmp_path: Path, ck_root: Path, page: str, cache: Path):
+    """An html build of one page ``page.rst`` on ``ck_root``: the app, its warnings and
+    those located in the page (see :func:`located`)."""
+    src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=ck_root,
+                        conf="fmha_cache_dir = %r" % str(cache))
+    app, _status, warnings = build(src, "html")
+    return app, warnings, located(warnings, src / "page.rst")
+
+
 def broken_tree(synthetic_tree, how: str) -> Path:
     """A synthetic tree whose generate.py crashes, hangs, or rejects a filter with
     'reject' in it (after parsing its arguments)."""
