@@ -17,28 +17,65 @@ expensive session fixture is computed once.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
-from typing import Callable, Dict, NamedTuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
-if str(TESTS_DIR) not in sys.path:  # make `import synthetic` work in every import mode
+if str(TESTS_DIR) not in sys.path:  # make `import helpers` work in every import mode
     sys.path.insert(0, str(TESTS_DIR))
 
-from sphinxext_fmha.corpus import CorpusError, CorpusTree, fetch_tree, load_corpus  # noqa: E402
+from sphinxext_fmha.cachedir import cache_root  # noqa: E402
+from sphinxext_fmha.corpus import CorpusTree  # noqa: E402
 
-import synthetic  # noqa: E402
+from helpers import synthetic  # noqa: E402
+from helpers.project import EPOCH  # noqa: E402
+from helpers.trees import CORPUS, CORPUS_NAMES, DOWNLOADS, fetch, offline  # noqa: E402
 
-CORPUS = load_corpus()
-CORPUS_NAMES = [tree.name for tree in CORPUS]
 CORPUS_FIXTURES = frozenset({"corpus_roots", "corpus_root", "corpus_tree"})
 
 
-def offline() -> bool:
-    """Whether ``FMHA_OFFLINE`` asks to skip the corpus tests."""
-    return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+def pytest_configure(config):
+    """A fresh cache folder for the results of this test session (``FMHA_CACHE_DIR``,
+    inherited by the pytest-xdist workers, which share it, and by every child process);
+    its download folders are links to the user's, so a corpus tree is downloaded once
+    per machine. A warm ``runs/`` cache of the user's would let a test pass on results
+    an older version of the code computed."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller made it
+        return
+    shared = cache_root()
+    results = Path(tempfile.mkdtemp(prefix="fmha-test-cache-"))
+    for name in DOWNLOADS:
+        try:
+            (shared / name).mkdir(parents=True, exist_ok=True)
+        except OSError:  # no user cache to share: the tests that need a download say so
+            continue
+        (results / name).symlink_to(shared / name, target_is_directory=True)
+    config.stash[_RESULTS] = (results, os.environ.get("FMHA_CACHE_DIR"))
+    os.environ["FMHA_CACHE_DIR"] = str(results)
+    if getattr(config.option, "dist", "") == "loadgroup":
+        # the workers' collection order (costliest group first, see _costliest_first),
+        # not pytest-xdist's (the group with most tests first)
+        config.option.loadscopereorder = False
+
+
+def pytest_unconfigure(config):
+    made = config.stash.get(_RESULTS, None)
+    if made is None:
+        return
+    results, before = made
+    if before is None:
+        os.environ.pop("FMHA_CACHE_DIR", None)
+    else:
+        os.environ["FMHA_CACHE_DIR"] = before
+    shutil.rmtree(results, ignore_errors=True)  # the links go, not what they point to
+
+
+_RESULTS = pytest.StashKey[Tuple[Path, Optional[str]]]()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -55,6 +92,7 @@ def pytest_collection_modifyitems(config, items):
 def _apply_xdist_groups(config, items) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "loadgroup", False):
         return
+    items[:] = sorted(items, key=_group_kernels, reverse=True)  # stable: groups stay in order
     for item in items:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})
@@ -72,6 +110,30 @@ def _apply_xdist_groups(config, items) -> None:
             item._nodeid = grouped
 
 
+#: {(corpus tree, API): kernels} of ck-corpus.toml: what a group's generate.py runs cost
+_KERNELS = {(tree.name, api): count for tree in CORPUS for api, count in tree.apis.items()}
+
+
+def _group_kernels(item) -> int:
+    """The kernels of the corpus API an item's xdist group works on (``analysis-``,
+    ``batch-``, ``probe-<tree>-<api>[-<mask>]``); for a group that builds whole sites
+    (``docs-site``, ``release``: every API of a tree) those of the largest API; 0 for an
+    item in no group. A group's cost grows with them (aiter's bwd, 15k kernels, is
+    minutes of a 2-core machine), and a costly group started last would end the session
+    alone on one worker."""
+    found = 0
+    for mark in item.iter_markers("xdist_group"):
+        name = str(mark.args[0] if mark.args else mark.kwargs.get("name", ""))
+        kind, _, rest = name.partition("-")
+        if kind not in ("analysis", "batch", "probe"):
+            found = max(found, *_KERNELS.values())
+            continue
+        found = max([found] + [count for (tree, api), count in _KERNELS.items()
+                               if rest == "%s-%s" % (tree, api)
+                               or rest.startswith("%s-%s-" % (tree, api))])
+    return found
+
+
 class CorpusCase(NamedTuple):
     """One corpus tree and its local CK root."""
 
@@ -79,48 +141,23 @@ class CorpusCase(NamedTuple):
     root: Path
 
 
-_ROOTS: Dict[str, Path] = {}
-
-
-def _corpus_tree(name: str) -> CorpusTree:
-    for tree in CORPUS:
-        if tree.name == name:
-            return tree
-    raise LookupError(f"no corpus tree {name!r}; known: {', '.join(CORPUS_NAMES)}")
-
-
-def _fetch(name: str) -> Path:
-    """The CK root of corpus tree ``name``; fails the test when it cannot be fetched."""
-    if name not in _ROOTS:
-        tree = _corpus_tree(name)
-        try:
-            _ROOTS[name] = fetch_tree(tree)
-        except CorpusError as exc:
-            pytest.fail(
-                f"corpus tree {name} is not available: {exc}\n"
-                "(set FMHA_OFFLINE=1 to skip the corpus tests on a machine without network)",
-                pytrace=False,
-            )
-    return _ROOTS[name]
-
-
 @pytest.fixture(scope="session")
 def corpus_roots() -> Dict[str, Path]:
     """{corpus tree name: CK root} for every tree of the packaged ck-corpus.toml."""
-    return {name: _fetch(name) for name in CORPUS_NAMES}
+    return {name: fetch(name) for name in CORPUS_NAMES}
 
 
 @pytest.fixture(scope="session")
 def corpus_root() -> Callable[[str], Path]:
     """Factory: ``corpus_root("flash-attn-2.8.3")`` -> that tree's CK root."""
-    return _fetch
+    return fetch
 
 
 @pytest.fixture(params=CORPUS, ids=CORPUS_NAMES)
 def corpus_tree(request) -> CorpusCase:
     """Parametrised over the corpus: ``CorpusCase(tree, root)`` for each tree."""
     tree: CorpusTree = request.param
-    return CorpusCase(tree, _fetch(tree.name))
+    return CorpusCase(tree, fetch(tree.name))
 
 
 @pytest.fixture
@@ -131,10 +168,6 @@ def synthetic_tree(tmp_path_factory) -> Callable[..., Path]:
         return synthetic.make_tree(tmp_path_factory.mktemp(f"synthetic_{variant}"), variant)
 
     return make
-
-
-#: the build date of the pages the tests build (``SOURCE_DATE_EPOCH``): 2023-11-14
-EPOCH = "1700000000"
 
 
 @pytest.fixture
@@ -152,10 +185,10 @@ def reproducible_build(monkeypatch):
 
 @pytest.fixture(scope="session")
 def built_dists(tmp_path_factory):
-    """This checkout's sdist and wheel (``tests/release.py``), built once per worker: the
+    """This checkout's sdist and wheel (``tests/helpers/release.py``), built once per worker: the
     tests that use them share the xdist group ``release``."""
     if offline():
         pytest.skip("FMHA_OFFLINE=1: building and installing the package needs the package index")
-    from release import build_dists
+    from helpers.release import build_dists
 
     return build_dists(tmp_path_factory.mktemp("release"))

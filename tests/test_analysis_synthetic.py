@@ -1,6 +1,6 @@
 """The analysis on synthetic CK-like trees and their mutants (fast, no network).
 
-Each mutant (tests/synthetic.py) changes the codegen the way a new CK version could:
+Each mutant (tests/helpers/synthetic.py) changes the codegen the way a new CK version could:
 a renamed field, a new boolean feature, a new pad encoding, a new API module,
 absent-when-off tokens, a bwd-like '@' filter split.  The same, unchanged analysis
 code must model every one of them, with every listed name parsing exactly once.
@@ -23,8 +23,8 @@ from sphinxext_fmha.model import ApiModel, from_json, to_dict, to_json
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import total_processes_started
 
-import synthetic
-from analysis_fixtures import (
+from helpers import synthetic
+from helpers.analysis_fixtures import (
     BASELINE_KEYS,
     KERNEL_TYPE_KEYS,
     MODEL_KEYS,
@@ -41,7 +41,7 @@ from analysis_fixtures import (
     token_parses,
 )
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 FMHA = "example/ck_tile/01_fmha"
 CASES = [(v, a) for v in synthetic.VARIANTS for a in synthetic.VARIANT_APIS[v]]

@@ -2,7 +2,7 @@
 ``fmha-filter-check :against:``.
 
 Independent oracle: the test runs the old filter in the old tree and every migrated run
-in the new tree with each tree's own generate.py (``tests/independent.py``: a plain
+in the new tree with each tree's own generate.py (``tests/helpers/independent.py``: a plain
 interpreter, nothing of sphinxext_fmha in between), and compares the sets by kernel name
 with its own code: a name is the file name without ``.cpp`` and without an arch suffix
 (``_gfx950``); where names changed between the trees, the test's own reading of them
@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Set, Tuple
 
 import pytest
-from test_directives import build, write_project
 
 from sphinxext_fmha.bump_data import CHANGE_KINDS, Change, FilterComparison, TreeSelection
 from sphinxext_fmha.cli import main
 from sphinxext_fmha.render.ir import text_of
 from sphinxext_fmha.render.sections.filter_diff import change_inlines
 
-from analysis_fixtures import with_analysis_group
-from independent import independent_listing, independent_listings, written_run
+from helpers.analysis_fixtures import with_analysis_group
+from helpers.independent import independent_listing, independent_listings, written_run
+from helpers.project import build, write_project
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 _ARCH = re.compile(r"_gfx[0-9a-z]+$")
 #: what 2.8 trees write for a feature that is off, where 2.7.4 writes nothing; and the
@@ -349,7 +349,7 @@ PAGE = """Page
 
 @pytest.mark.usefixtures("reproducible_build")
 def test_against_shows_the_comparison_and_warns_only_when_asked(corpus_root, tmp_path):
-    from test_directives import _located
+    from helpers.project import located
 
     root = corpus_root("flash-attn-2.8.3")
     old = independent_listing(corpus_root("flash-attn-2.8.1"), "fwd_splitkv", tmp_path,
@@ -358,7 +358,7 @@ def test_against_shows_the_comparison_and_warns_only_when_asked(corpus_root, tmp
     page = PAGE.format(old=corpus_root("flash-attn-2.8.1"))  # a path: the same set there
     src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=root)
     app, _status, warnings = build(src, "text")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     # a changed set is a warning only with :expect-same:; that option needs :against:
     assert [(line, kind) for line, kind, _ in found] == [(4, "expectation"), (15, "option")], warnings
     assert "(%d), generate.py selects %d here" % (len(old), len(new)) in found[0][2]

@@ -28,12 +28,12 @@ from hashlib import sha256
 from pathlib import Path
 
 import pytest
-from browser import browser_check, reading_problems  # noqa: F401 - the fixture
 
 from sphinxext_fmha.cachedir import cache_root, file_lock
 from sphinxext_fmha.corpus import tree_by_name
 
-from independent import independent_listing
+from helpers.browser import browser_check, reading_problems  # noqa: F401 - the fixture
+from helpers.independent import independent_listing
 
 RECIPE = Path(__file__).resolve().parent / "ck_docs"
 TREE = "amd-aiter-0.1.7.post2.dev18"

@@ -10,7 +10,7 @@ import pytest
 
 from sphinxext_fmha.cli import main
 
-from independent import independent_listing, written_bytes
+from helpers.independent import independent_listing, written_bytes
 
 
 def listing(root: Path, api: str, tmp: Path, *args: str):

@@ -10,13 +10,12 @@
   with nothing changed starts no generate.py process.
 
 The real tree is flash-attn 2.8.3 (fast APIs: fwd_appendkv, bwd for the '@' filter);
-the broken ones are synthetic trees (``tests/synthetic.py``) with a generate.py that
+the broken ones are synthetic trees (``tests/helpers/synthetic.py``) with a generate.py that
 crashes, hangs, or rejects a filter.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import re
@@ -26,18 +25,17 @@ import subprocess
 import sys
 from html import unescape
 from pathlib import Path
-from typing import Dict, Optional, Set, Tuple
+from typing import Set
 
 import pytest
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.util.docutils import docutils_namespace, patch_docutils
 
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 
-from independent import independent_listing
-from outline import (
+from helpers.independent import independent_listing
+from helpers.outline import (
     carrying,
     column,
     diagrams,
@@ -48,6 +46,7 @@ from outline import (
     table_summary,
     tables,
 )
+from helpers.project import broken_tree, build, build_page, located, write_project
 
 TREE = "flash-attn-2.8.3"
 CORPUS_FACTS = tree_by_name(TREE)  # kernels per API, measured by hand (ck-corpus.toml)
@@ -63,48 +62,6 @@ pytestmark = pytest.mark.usefixtures("reproducible_build")
 @pytest.fixture(scope="module")
 def ck_root(corpus_root) -> Path:
     return corpus_root(TREE)
-
-
-def write_project(src: Path, pages: Dict[str, str], conf: str = "", ck_root: Optional[Path] = None,
-                  extra_conf: str = "") -> Path:
-    src.mkdir(parents=True, exist_ok=True)
-    lines = [
-        'extensions = ["myst_parser", "sphinx_design", "sphinxext_fmha"]',
-        'project = "fmha-test"',
-        'copyright = "the sphinxext-fmha authors"',
-        'version = release = "1.0"',
-        'exclude_patterns = ["_build"]',
-        "suppress_warnings = []",
-        "show_warning_types = True",  # the default from Sphinx 8 on; shows [fmha.<kind>]
-    ]
-    if ck_root is not None:
-        lines.append("fmha_ck_root = %r" % str(ck_root))
-    lines.append(conf)
-    lines.append(extra_conf)
-    (src / "conf.py").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    names = [n.rsplit(".", 1)[0] for n in pages if n.rsplit(".", 1)[0] != "index"]
-    if "index.rst" not in pages and "index.md" not in pages:
-        pages = dict(pages)
-        pages["index.rst"] = "Index\n=====\n\n.. toctree::\n\n" + "".join(
-            "   %s\n" % n for n in sorted(names))
-    for name, text in pages.items():
-        (src / name).write_text(text, encoding="utf-8")
-    return src
-
-
-def build(src: Path, builder: str = "html", out: Optional[Path] = None, parallel: int = 0,
-          confoverrides: Optional[dict] = None) -> Tuple[Sphinx, str, str]:
-    out = out or (src / "_build")
-    status, warning = io.StringIO(), io.StringIO()
-    with patch_docutils(src), docutils_namespace():
-        app = Sphinx(str(src), str(src), str(out / builder), str(out / "doctrees"), builder,
-                     confoverrides=confoverrides or {}, status=status, warning=warning,
-                     freshenv=False, parallel=parallel)
-        app.build()
-    # Sphinx ends a colored progress line ("reading sources... [ 40%] page") with a carriage
-    # return, so that the next line overwrites it; a line of ours may follow it directly
-    return (app, _ANSI.sub("", status.getvalue()).replace("\r", "\n"),
-            _ANSI.sub("", warning.getvalue()))
 
 
 def section_pformat(app: Sphinx, docname: str) -> str:
@@ -158,7 +115,7 @@ TWINS = {
 
 
 # What each twin page must say, measured here: counts from independent generate.py runs
-# (tests/independent.py) and the corpus table, names and tokens counted with regexes.
+# (tests/helpers/independent.py) and the corpus table, names and tokens counted with regexes.
 
 GUIDE_SECTIONS = ["types", "filename", "filter", "fields", "minimal", "losses", "commands",
                   "counts", "examples", "tiles", "rules", "dispatch", "gaps"]
@@ -555,23 +512,10 @@ EXPECTED_BAD = [
 ]
 
 
-def _located(warnings: str, path: Path):
-    found = []
-    # warnings can span lines (command, stderr): split on the location prefix
-    pattern = re.compile(r"^%s:(\d+): WARNING: " % re.escape(str(path)), re.M)
-    starts = list(pattern.finditer(warnings))
-    for index, match in enumerate(starts):
-        end = starts[index + 1].start() if index + 1 < len(starts) else len(warnings)
-        body = warnings[match.end():end].strip()
-        kind = re.search(r"\[fmha\.([a-z-]+)\]\s*$", body)
-        found.append((int(match.group(1)), kind.group(1) if kind else None, body))
-    return found
-
-
 def test_bad_inputs_are_located_warnings(ck_root, tmp_path):
     src = write_project(tmp_path / "src", {"bad.rst": BAD}, ck_root=ck_root)
     app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "bad.rst")
+    found = located(warnings, src / "bad.rst")
     assert len(found) == len(EXPECTED_BAD), warnings
     for (line, kind, text), (got_line, got_kind, body) in zip(EXPECTED_BAD, found):
         assert (got_line, got_kind) == (line, kind), body
@@ -594,7 +538,7 @@ def test_a_sub_type_the_filter_misses_is_a_located_warning(ck_root, tmp_path):
                          "   :filter: *_nbias_*@*_d64_*\n"}
     src = write_project(tmp_path / "src", pages, ck_root=ck_root)
     app, _status, warnings = build(src, "html")
-    found = [(line, kind, body) for line, kind, body in _located(warnings, src / "page.rst")
+    found = [(line, kind, body) for line, kind, body in located(warnings, src / "page.rst")
              if "FmhaFwdSplitKVCombineKernel" in body]
     # the miss, and the write mode's unresolved combine kernels it causes
     assert [(line, kind) for line, kind, _ in found] == [(4, "filter")] * 2, warnings
@@ -637,7 +581,7 @@ def test_needs_the_api_lacks_are_located_errors_and_warnings(ck_root, tmp_path):
     assert "no value of segment hdim is '48' (its values: _d32, _d64, _d128, _d256)" \
         in errors[0][1]
     assert "no segment 'head'" in errors[1][1] and "hdim, dtype, tile b" in errors[1][1]
-    found = [(line, kind) for line, kind, _ in _located(warnings, src / "needs.rst")]
+    found = [(line, kind) for line, kind, _ in located(warnings, src / "needs.rst")]
     assert found == [(11, "need"), (14, "need")], warnings
     html = unescape(re.sub(r"<[^>]+>", "", (Path(app.outdir) / "needs.html").read_text(
         encoding="utf-8"))).replace("\u2019", "'")  # (smart quotes)
@@ -651,7 +595,7 @@ def test_missing_ck_root(tmp_path):
     pages = {"page.rst": "Page\n====\n\n.. fmha-api-list::\n\nText after.\n"}
     src = write_project(tmp_path / "src", pages, ck_root=tmp_path / "does-not-exist")
     app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     assert [(line, kind) for line, kind, _ in found] == [(4, "ck-root")]
     assert "does not exist" in found[0][2]
     assert "Text after." in (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
@@ -661,7 +605,7 @@ def test_no_ck_root_found_upward(tmp_path):
     pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: fwd\n"}
     src = write_project(tmp_path / "src", pages)
     _app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     assert [(line, kind) for line, kind, _ in found] == [(4, "ck-root")]
     assert "no Composable Kernel tree found" in found[0][2]
 
@@ -677,7 +621,7 @@ def test_recommendation_not_available(ck_root, tmp_path, monkeypatch):
                          "   :sections: 1, 5-8\n"}
     src = write_project(tmp_path / "src", pages, ck_root=ck_root)
     app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     assert [(line, kind) for line, kind, _ in found] == [(4, "recommend")], warnings
     assert "recommendations are switched off in this test" in found[0][2]
     sections, _ = _titles(app, "page")
@@ -712,7 +656,7 @@ def test_gaps_are_warnings(ck_root, tmp_path, monkeypatch):
                          "   :sections: gaps\n"}
     src = write_project(tmp_path / "src", pages, ck_root=ck_root)
     app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     assert [(line, kind) for line, kind, _ in found] == [(4, "gap")], warnings
     assert "left 1 gap(s): a test gap (codegen/ops/x.py:1): made up" in found[0][2]
     assert "self-check" not in warnings and "tiles gap" not in warnings
@@ -743,32 +687,16 @@ def test_strict_mode_fails_the_build_without_a_crash_report(ck_root, tmp_path):
 # --------------------------------------------------------------------------- fake trees
 
 
-def _broken_tree(synthetic_tree, how: str) -> Path:
-    root = synthetic_tree("base")
-    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
-    text = generate.read_text(encoding="utf-8")
-    anchor = "    args = parser.parse_args()\n"
-    assert anchor in text
-    inserts = {
-        "crash": "    raise RuntimeError('synthetic generate.py crash for the tests')\n",
-        "hang": "    import time\n    time.sleep(120)\n",
-        "reject": "    if 'reject' in args.filter:\n"
-                  "        parser.error('invalid filter %r (synthetic)' % args.filter)\n",
-    }
-    generate.write_text(text.replace(anchor, anchor + inserts[how]), encoding="utf-8")
-    return root
-
-
 @pytest.mark.parametrize("how", ["crash", "hang"])
 def test_generate_py_failures(how, synthetic_tree, tmp_path):
-    root = _broken_tree(synthetic_tree, how)
+    root = broken_tree(synthetic_tree, how)
     page = "Page\n====\n\n.. fmha-kernel-guide:: toy\n\nText after.\n"
     if how == "crash":
         page += "\n.. fmha-api-list::\n"
     src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=root,
                         conf="fmha_timeout = 3\nfmha_cache_dir = %r" % str(tmp_path / "cache"))
     app, _status, warnings = build(src, "html")
-    found = _located(warnings, src / "page.rst")
+    found = located(warnings, src / "page.rst")
     expected = [(4, "generate")] + ([(8, "generate")] if how == "crash" else [])
     assert [(line, kind) for line, kind, _ in found] == expected, warnings
     body = found[0][2]
@@ -785,17 +713,8 @@ def test_generate_py_failures(how, synthetic_tree, tmp_path):
     assert "Text after." in html and "fmha-problem" in html
 
 
-def build_page(tmp_path: Path, ck_root: Path, page: str, cache: Path):
-    """An html build of one page ``page.rst`` on ``ck_root``: the app, its warnings and
-    those located in the page (see :func:`_located`)."""
-    src = write_project(tmp_path / "src", {"page.rst": page}, ck_root=ck_root,
-                        conf="fmha_cache_dir = %r" % str(cache))
-    app, _status, warnings = build(src, "html")
-    return app, warnings, _located(warnings, src / "page.rst")
-
-
 def test_filter_rejected_by_generate_py(synthetic_tree, tmp_path):
-    root = _broken_tree(synthetic_tree, "reject")
+    root = broken_tree(synthetic_tree, "reject")
     app, warnings, found = build_page(
         tmp_path, root, "Page\n====\n\n.. fmha-filter-check::\n   :api: toy\n"
                         "   :filter: *reject*\n\n.. fmha-filename:: toy\n", tmp_path / "cache")

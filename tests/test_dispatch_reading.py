@@ -9,12 +9,8 @@ substitution), and splits the condition on top-level ``&&``.  Nothing of
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Dict, List
 
 import pytest
@@ -22,101 +18,18 @@ import pytest
 from sphinxext_fmha.cppapi.entry_points import read_entry_points
 from sphinxext_fmha.cppapi.link_check import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
-from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.session import Options, Session
 
-# --------------------------------------------------------------------------- the oracle
+from helpers.dispatch_oracle import COMMENT as _COMMENT
+from helpers.dispatch_oracle import LEAF as _LEAF
+from helpers.dispatch_oracle import USING as _USING
+from helpers.dispatch_oracle import expand as _expand
+from helpers.dispatch_oracle import nested_branch_terms, oracle_conditions, oracle_terms
+from helpers.dispatch_oracle import norm as _norm
+from helpers.dispatch_oracle import unwrap as _unwrap
+from helpers.independent import written_to as generate
 
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-_LEAF = re.compile(r"if\s*\(((?:[^{}])*?)\)\s*\{\s*using\s+(\w+)\s*=\s*([^;]+);", re.S)
-_USING = re.compile(r"\busing\s+(\w+)\s*=\s*([^;]+);")
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", "", _COMMENT.sub("", text))
-
-
-def _top_split(text: str, sep: str) -> List[str]:
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-        elif depth == 0 and text.startswith(sep, i):
-            parts.append(text[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    return parts + [text[start:]]
-
-
-def _unwrap(text: str) -> str:
-    while text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, c in enumerate(text):
-            depth += (c == "(") - (c == ")")
-            if depth == 0 and i < len(text) - 1:
-                return text
-        text = text[1:-1]
-    return text
-
-
-def oracle_terms(condition: str) -> List[str]:
-    """Top-level ``&&`` terms; comments, blanks and always-true terms dropped."""
-    out = []
-    for part in _top_split(_unwrap(_norm(condition)), "&&"):
-        part = _unwrap(part)
-        if part and re.sub(r"[()&|\s]|true", "", part):
-            out.append(part)
-    return out
-
-
-def nested_branch_terms(folder: Path) -> set:
-    """Conditions of simple ``if (X)`` branches (and their ``else``: ``!(X)``) anywhere in
-    the API file: levels nested inside a trait's block (``if (t.has_lse)``)."""
-    api = next(folder.glob("*_api.cpp")).read_text()
-    found = {_norm(m.group(1)) for m in re.finditer(r"\bif\s*\(([\w.!]+)\)\s*\{", api)}
-    return found | {"!(%s)" % c for c in found}
-
-
-def oracle_conditions(folder: Path) -> Dict[str, List[str]]:
-    """kernel file -> terms of the innermost ``if`` that declares its trait."""
-    api = next(folder.glob("*_api.cpp"))
-    leaves: Dict[str, List[str]] = {}
-    for m in _LEAF.finditer(api.read_text()):
-        leaves.setdefault(_norm(m.group(3)), oracle_terms(m.group(1)))
-    out = {}
-    for path in folder.glob("*.cpp"):
-        if path == api:
-            continue
-        text = _COMMENT.sub("", path.read_text())
-        aliases = {m.group(1): _norm(m.group(2)) for m in _USING.finditer(text)}
-        m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
-        if not m or m.group(1) not in aliases:
-            continue
-        trait = _expand(aliases[m.group(1)], aliases, m.group(1))
-        if trait in leaves:
-            out[path.name] = leaves[trait]
-    return out
-
-
-def _expand(text: str, aliases: Dict[str, str], own: str) -> str:
-    """Replace alias names by their values (a few rounds: aliases of aliases)."""
-    for _ in range(5):
-        text = re.sub(r"\b\w+\b", lambda w: w.group(0) if w.group(0) == own
-                      else aliases.get(w.group(0), w.group(0)), text)
-    return text
-
-
-def generate(root: Path, api: str, out: Path, *args: str) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-B", "generate.py", "-a", api, *args, "-o", str(out)],
-                   cwd=fmha_dir(root), check=True, capture_output=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
-    return out
-
+pytest_plugins = ["helpers.plugins_analysis"]
 
 # --------------------------------------------------------------------------- corpus
 
@@ -132,14 +45,18 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def sessions():
-    return {}
+def sessions(analysis_sessions):
+    """The trees' sessions on the analysis tests' shared cache (see plugins_analysis):
+    each test is in its API's analysis group, so it reads the model that group computed."""
+    return analysis_sessions
 
 
 def _session(sessions, corpus_root, name: str) -> Session:
-    if name not in sessions:
-        sessions[name] = Session(corpus_root(name))
-    return sessions[name]
+    return sessions(name)
+
+
+def _group(tree: str, api: str):
+    return pytest.mark.xdist_group("analysis-%s-%s-default" % (tree, api))
 
 
 def _segment_of(model, token: str):
@@ -153,7 +70,8 @@ def _segment_of(model, token: str):
     raise AssertionError("no segment has token %r" % token)
 
 
-@pytest.mark.parametrize("name,api,token,pattern", CASES, ids=["%s-%s-%s" % c[:3] for c in CASES])
+@pytest.mark.parametrize("name,api,token,pattern", [
+    pytest.param(*case, id="%s-%s-%s" % case[:3], marks=_group(*case[:2])) for case in CASES])
 def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path,
                                                   name, api, token, pattern):
     from sphinxext_fmha.verify.token_facts import token_dispatch
@@ -193,6 +111,7 @@ def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path
         assert checked, "no pair of kernels differing only in %s was found" % segment.label
 
 
+@_group("flash-attn-2.8.3", "fwd_splitkv")
 def test_splitkv_has_lse_is_a_sub_kernel_choice_not_a_main_condition(corpus_root, sessions):
     from sphinxext_fmha.verify.token_facts import token_dispatch
 
@@ -227,6 +146,7 @@ def test_splitkv_has_lse_is_a_sub_kernel_choice_not_a_main_condition(corpus_root
                 assert all("_fp8_" in f for f in group.files)
 
 
+@_group("flash-attn-2.8.3", "fwd_splitkv")
 def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
     """48 of the 147 combine kernels of flash-attn 2.8.3 are never referenced; the
     independent count: combine trait texts in the API file vs generated combine files."""
@@ -238,6 +158,7 @@ def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
     assert not reading["missing"] and not reading["unreachable"]
 
 
+@_group("flash-attn-2.8.3", "fwd")
 def test_branches_that_hold_for_no_call(corpus_root, sessions, tmp_path):
     """2.8.3's fmha_fwd tries its unpadded d96 kernels inside the ``hdim_q <= 96``
     branch under ``a.hdim_q % 128 == 0``: no head size but 0 meets both, so those
@@ -460,7 +381,7 @@ def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_
 
 
 def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
-    from independent import independent_listing
+    from helpers.independent import independent_listing
 
     root = synthetic_tree("rule_receipts")
     session = Session(root, cache_dir=tmp_path / "cache")
@@ -474,6 +395,7 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     assert kept and not any(re.search(r"_lse(_|\.cpp|$)", name) for name in kept)
 
 
+@_group("flash-attn-2.8.3", "batch_prefill")
 def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
     """The try order the guide reports for the pad segment is the source order of the
     kernels' `if` blocks in the API file (read here with the regex reader)."""
@@ -506,6 +428,7 @@ def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
     assert orders.get(("_psddv", "_psskddv"), 0) == first == len(pairs)
 
 
+@_group("flash-attn-2.8.3", "bwd")
 def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions):
     """2.8.3 bwd launches three traits per call; the branches that keep the first one
     choose the other two, and the choices name both (not only the last)."""
@@ -528,6 +451,7 @@ def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions)
         assert choice["partner_kind"].split(", ") == kinds[1:], choice
 
 
+@_group("flash-attn-2.8.3", "fwd")
 def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
         corpus_root, sessions, tmp_path):
     """2.8.3 fwd's hdim segment is dispatched at level ``(hdim, hdim_v)``, but its
@@ -579,6 +503,7 @@ def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
     assert len(expected["_d192"]) == 2
 
 
+@_group("flash-attn-2.8.3", "bwd")
 def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_choice(
         corpus_root, sessions, tmp_path):
     """2.8.3 bwd launches each dot_do_o kernel from many branches, which part on the

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser import browser_check, reading_problems  # noqa: F401 - the fixture
+
+from helpers.browser import browser_check, reading_problems  # noqa: F401 - the fixture
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["index.html", "examples.html", "ck-docs.html", "gallery/api/fwd.html", "gallery/api/bwd.html",

@@ -14,7 +14,7 @@ import pytest
 from sphinxext_fmha.corpus import fetch_tree, tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 
-from independent import independent_listing
+from helpers.independent import independent_listing
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PINNED = "flash-attn-2.8.3"  # docs/conf.py's tree

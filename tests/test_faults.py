@@ -1,6 +1,6 @@
 """The fault matrix: broken trees and bad inputs, tried as a user and a hostile author would.
 
-Every broken tree is a synthetic tree (``tests/synthetic.py``) written in tmp, with a
+Every broken tree is a synthetic tree (``tests/helpers/synthetic.py``) written in tmp, with a
 fault prepended to its generate.py.  Each case runs the real command line (or
 sphinx-build) in its own process and checks: the message, the exit status, the time it
 took, that no child of ours is left running, and that the CK tree is unchanged.
@@ -8,145 +8,23 @@ took, that no child of ours is left running, and that the CK tree is unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import pytest
 
-from launch_twin import interrupt_once_started, run_child
-from launched import run_reporting
-from synthetic import make_tree
-
-#: Appended to by the fault code: the pids of the children generate.py starts.
-PIDS_VAR = "FMHA_FAULT_PIDS"
-
-GATE = """
-    import os, sys, time
-    if %s and not os.path.exists(os.environ["FMHA_FAULT_GATE"]):
-        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
-            pids.write("%%d\\n" %% os.getpid())
-        while not os.path.exists(os.environ["FMHA_FAULT_GATE"]):
-            time.sleep(0.02)
-"""
-
-FAULTS: Dict[str, str] = {
-    # a child that keeps stdout/stderr open and outlives generate.py's own timeout
-    "hang_with_grandchild": """
-        import os, subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
-            pids.write("%d\\n%d\\n" % (os.getpid(), child.pid))
-        time.sleep(600)
-    """,
-    # the same, with a grandchild that leaves our process group (setsid)
-    "hang_with_detached_grandchild": """
-        import os, subprocess, sys, time
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                                 start_new_session=True)
-        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
-            pids.write("%d\\n%d\\n" % (os.getpid(), child.pid))
-        time.sleep(600)
-    """,
-    # a daemon that leaves our process group and outlives generate.py, which goes on
-    "leaves_a_detached_daemon": """
-        import os, subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
-                                 start_new_session=True)
-        with open(os.environ["FMHA_FAULT_PIDS"], "a") as pids:
-            pids.write("%d\\n" % child.pid)
-    """,
-    # waits for the test to edit the tree (FMHA_FAULT_GATE), in the probe's first run of
-    # generate.py (the probe's other runs and the filtered runs do not wait)
-    "waits_for_an_edit_in_the_probe": GATE % "'*_d64_*' not in sys.argv",
-    # the same in the filtered run of `check --filter *_d64_*`
-    "waits_for_an_edit_in_a_filtered_run": GATE % "'*_d64_*' in sys.argv",
-    # exits 0 having written an empty listing, or none at all
-    "lists_nothing": """
-        import sys
-        if "-l" in sys.argv:
-            open(sys.argv[sys.argv.index("-l") + 1], "w").close()
-            sys.exit(0)
-    """,
-    "writes_no_listing": """
-        import sys
-        if "-l" in sys.argv:
-            sys.exit(0)
-    """,
-    # the run of `-f *_d64_*` sleeps a little first (it outlasts a progress interval)
-    "sleeps_when_filtered": """
-        import sys, time
-        if "*_d64_*" in sys.argv:
-            time.sleep(6)
-    """,
-    # blocks forever unless stdin is /dev/null
-    "reads_stdin": """
-        import sys
-        sys.stdin.read()
-    """,
-    "fails_with_message": """
-        import sys
-        sys.stderr.write("noise line\\n" * 50)
-        sys.stderr.write("codegen: F_bogus is not a known field\\n")
-        sys.exit(3)
-    """,
-    "syntax_error": """
-        def (:
-    """,
-    "huge_stderr": """
-        import sys
-        sys.stderr.write(("x" * 1023 + "\\n") * 14 * 1024)
-        sys.stderr.write("the real reason is at the end\\n")
-        sys.exit(1)
-    """,
-}
-
-
-#: Faults appended to generate.py: they run after its own work.
-LAST_FAULTS: Dict[str, str] = {
-    # a listing line that is not UTF-8
-    "lists_a_name_that_is_not_utf8": """
-        import sys as _sys
-        if "-l" in _sys.argv:
-            with open(_sys.argv[_sys.argv.index("-l") + 1], "ab") as _listing:
-                _listing.write(b"fmha_toy_d64_\\xff\\xfe.cpp\\n")
-    """,
-}
-
-
-def broken_tree(tmp_path: Path, fault: str) -> Path:
-    root = make_tree(tmp_path, "base")
-    generate = root / "example" / "ck_tile" / "01_fmha" / "generate.py"
-    text = generate.read_text(encoding="utf-8")
-    if fault in LAST_FAULTS:
-        text += "\n" + textwrap.dedent(LAST_FAULTS[fault])
-    else:
-        text = textwrap.dedent(FAULTS[fault]) + "\n" + text
-    generate.write_text(text, encoding="utf-8")
-    return root
-
-
-def snapshot(root: Path) -> Dict[str, str]:
-    """Every file of the tree and its hash (the tree must never change)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open("/proc/%d/stat" % pid) as stat:
-            return stat.read().split(") ")[-1][:1] not in ("Z", "X")
-    except OSError:
-        return False
+from helpers.faults import PIDS_VAR, broken_tree, left_running, snapshot
+from helpers.launch_twin import interrupt_once_started, run_child
+from helpers.launched import run_reporting
+from helpers.synthetic import make_tree
 
 
 class Case:
@@ -179,25 +57,25 @@ class Case:
         (src / "index.rst").write_text("Index\n=====\n\n" + page)
         return [sys.executable, "-m", "sphinx", "-q", "-b", "text", str(src), str(self.tmp / "out")]
 
-    def assert_clean(self, wait: float = 2) -> None:
-        """No child of the run left (after ``wait`` seconds at most), the tree as it was,
-        no scratch folder left."""
+    def assert_clean(self) -> None:
+        """No child of the run left (each awaited: a leak, not a slow machine, fails), the
+        tree as it was, no scratch folder left."""
         started = [int(p) for p in self.pids.read_text().split()]
-        deadline = time.monotonic() + wait
-        while (any(alive(p) for p in started) or list(self.tmpdir.glob("fmha-*"))) \
-                and time.monotonic() < deadline:
+        assert not left_running(started), "children left running"
+        deadline = time.monotonic() + 60  # a killed parent's watchdog may still be at it
+        while list(self.tmpdir.glob("fmha-*")) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not [p for p in started if alive(p)], "children left running"
         if self.root is not None:
             assert snapshot(self.root) == self.before, "the CK tree changed"
         assert not list(self.tmpdir.glob("fmha-*")), "temporary folders left behind"
 
 
-def one_error(ran, code: int, *needles: str, seconds: float = 30) -> str:
+def one_error(ran, code: int, *needles: str) -> str:
     """An error as the matrix wants it: its exit status, one line (plus generate.py's
-    stderr tail), no traceback, in bounded time (the synthetic trees run in ~1 s)."""
+    stderr tail), no traceback; the command ended by itself (the run's own timeout only
+    bounds a hang: no claim about a busy machine's speed)."""
+    assert not ran.timed_out, ran.stderr[-2000:]
     assert ran.returncode == code, (ran.returncode, ran.stderr[-2000:])
-    assert ran.seconds < seconds, ran.seconds
     assert "Traceback" not in ran.stderr, ran.stderr[-3000:]
     assert ran.stderr.startswith("sphinxext-fmha: "), ran.stderr[:500]
     for needle in needles:
@@ -212,16 +90,14 @@ def one_error(ran, code: int, *needles: str, seconds: float = 30) -> str:
 def test_timeout_holds_when_a_grandchild_keeps_the_pipes(tmp_path, fault):
     case = Case(tmp_path, broken_tree(tmp_path, fault))
     ran = case.cli("analyze", "--api", "toy", "--timeout", "3", timeout=60)
-    one_error(ran, 1, "timed out after 3 s")
-    assert ran.seconds < 3 + 6  # interpreter start-up + the timeout + a little
+    one_error(ran, 1, "timed out after 3 s")  # ended by the 3 s timeout, not by ours
     case.assert_clean()
 
 
 def test_a_generate_py_that_reads_stdin_does_not_block(tmp_path):
     case = Case(tmp_path, broken_tree(tmp_path, "reads_stdin"))
     ran = case.cli("check", "--api", "toy", "--filter", "*_nlse*", "--timeout", "60")
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    assert ran.seconds < 30
+    assert not ran.timed_out and ran.returncode == 0, ran.stderr[-2000:]
     case.assert_clean()
 
 
@@ -257,11 +133,10 @@ def test_signals_end_the_command_and_its_children(tmp_path, signum, code):
     case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
     argv = [sys.executable, "-m", "sphinxext_fmha", "analyze", "--ck-root", str(case.root),
             "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "--timeout", "300"]
-    returncode, seconds = interrupt_once_started(
+    returncode, _ = interrupt_once_started(
         argv, cwd=tmp_path, env=case.env, pids=case.pids, started=1, signum=signum,
-        stderr=tmp_path / "err", wait=10)
-    assert seconds < 3
-    assert returncode == code
+        stderr=tmp_path / "err", wait=60)
+    assert returncode == code  # it ended on the signal (the wait only bounds a hang)
     stderr = (tmp_path / "err").read_text()
     assert "Traceback" not in stderr, stderr
     if signum == signal.SIGINT:
@@ -296,10 +171,10 @@ def test_a_killed_parent_leaves_no_child(tmp_path, program):
         argv = case.sphinx_argv()
     returncode, _ = interrupt_once_started(
         argv, cwd=tmp_path, env=case.env, pids=case.pids, started=2, signum=signal.SIGKILL,
-        stderr=tmp_path / "err", wait=10)
+        stderr=tmp_path / "err", wait=60)
     assert returncode == -signal.SIGKILL
     # generous: the point is "not left running", and the machine may be loaded
-    case.assert_clean(wait=30)
+    case.assert_clean()
 
 
 # --------------------------------------------------------------------------- edits during a run
@@ -367,7 +242,7 @@ def test_an_edit_undone_between_builds_of_one_process(tmp_path, monkeypatch):
     edited while a build's probe runs and put back before the next build: that build
     shows what a fresh build shows, not what the first one computed meanwhile (the
     first one says that the tree changed)."""
-    from test_directives import build, write_project
+    from helpers.project import build, write_project
 
     case = Case(tmp_path, broken_tree(tmp_path, "waits_for_an_edit_in_the_probe"))
     gate = tmp_path / "gate"
@@ -652,6 +527,15 @@ def _glob(rng) -> str:
     return "".join(parts)
 
 
+def _counting(function, calls: list):
+    def counted(*args):
+        calls.append(args)
+        return function(*args)
+
+    counted.__wrapped__ = function  # type: ignore[attr-defined]
+    return counted
+
+
 def test_many_filters_match_as_fnmatch_does_in_linear_time():
     """``generate`` with tens of thousands of filters: the driver's union of them gives
     fnmatch's answers (exact names, ``PREFIX*`` and any other glob), each name asked
@@ -674,13 +558,18 @@ def test_many_filters_match_as_fnmatch_does_in_linear_time():
     filters += [n[: len(n) - rng.randint(1, 3)] + "*" for n in rng.sample(names, 1000)]
     filters += [_glob(rng) + rng.choice(["_1", "_2", "_77"]) for _ in range(300)]
     rng.shuffle(filters)
-    started = time.monotonic()
+    # Not once per filter: while the names are asked about, fnmatch compiles no pattern
+    # (filter by filter it would, 31,800 times, and take minutes); counted, not timed.
+    compiled = []
+    counting = _counting(fnmatch._compile_pattern, compiled)
     union = driver_script.any_of(filters, fnmatch.fnmatch)
-    answers = [union(name) for name in names]
-    seconds = time.monotonic() - started
+    fnmatch._compile_pattern = counting
+    try:
+        answers = [union(name) for name in names]
+    finally:
+        fnmatch._compile_pattern = counting.__wrapped__
+    assert compiled == []
     assert 0 < sum(answers) < len(names)
-    # generous: filter by filter, fnmatch takes minutes here (5,000 x 31,800 calls)
-    assert seconds < 15, seconds
     # the answers, against fnmatch filter by filter (a tenth of them: each is compiled)
     some = filters[::10]
     union = driver_script.any_of(some, fnmatch.fnmatch)
@@ -747,7 +636,6 @@ def test_timeout_must_be_positive(tmp_path, good_root):
     case = Case(tmp_path, good_root)
     ran = case.cli("analyze", "--api", "toy", "--timeout", "0")
     assert ran.returncode == 2 and "greater than 0" in ran.stderr and "Traceback" not in ran.stderr
-    assert ran.seconds < 30
     case.assert_clean()
 
 
@@ -824,7 +712,7 @@ def test_strict_build_fails_with_located_errors_and_generate_py_words(tmp_path):
 def test_sphinx_build_timeout_holds(tmp_path):
     case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
     ran = sphinx_build(tmp_path, case, "fmha_timeout = 3", ".. fmha-kernel-guide:: toy\n")
-    assert ran.returncode == 0 and ran.seconds < 30, ran.stderr
+    assert ran.returncode == 0, ran.stderr  # ended by itself: the timeout held
     assert re.search(r"index\.rst:4: WARNING: .*timed out after 3 s.*\[fmha\.generate\]",
                      ran.stderr, re.S), ran.stderr
     case.assert_clean()
@@ -872,7 +760,7 @@ def test_sphinx_build_interrupted_leaves_no_child(tmp_path):
     case = Case(tmp_path, broken_tree(tmp_path, "hang_with_grandchild"))
     returncode, _ = interrupt_once_started(
         case.sphinx_argv(), cwd=tmp_path, env=case.env, pids=case.pids, started=1, signum=signal.SIGINT,
-        stderr=tmp_path / "err", wait=10)
+        stderr=tmp_path / "err", wait=60)
     assert returncode != 0
     case.assert_clean()
 
@@ -889,18 +777,13 @@ def test_launcher_kills_the_whole_group_on_timeout(tmp_path):
             "open(sys.argv[1], 'w').write('%d' % c.pid)\n"
             "sys.stdin.read()\n"  # EOF at once: stdin is /dev/null
             "time.sleep(600)\n")
-    start = time.monotonic()
     with scratch("fmha-test-") as workdir:
         outcome = run([sys.executable, "-c", code, str(pids)], cwd=tmp_path, workdir=workdir,
                       timeout=1.5)
         kept = workdir
-    assert outcome.timed_out and time.monotonic() - start < 1.5 + 2
+    assert outcome.timed_out  # ended by its timeout (the child sleeps 600 s)
     assert not kept.exists() and not live_children()
-    grandchild = int(pids.read_text())
-    deadline = time.monotonic() + 2
-    while alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(grandchild)
+    assert not left_running([int(pids.read_text())])
 
 
 def test_children_run_below_the_reader_s_cpu_priority(tmp_path):
@@ -962,14 +845,14 @@ def test_an_interpreter_that_hangs_honours_the_timeout(tmp_path, good_root):
     case = Case(tmp_path, good_root)
     python = a_hanging_interpreter(tmp_path, case)
     ran = case.cli("analyze", "--api", "toy", "--python", str(python), "--timeout", "2")
-    one_error(ran, 2, "--python: cannot run interpreter", "timed out after 2 s", seconds=40)
+    one_error(ran, 2, "--python: cannot run interpreter", "timed out after 2 s")
     pages = "".join(".. fmha-kernel-guide:: toy\n   :sections: types\n\n" for _ in range(3))
     ran = sphinx_build(tmp_path, case, "fmha_python = %r\nfmha_timeout = 2" % str(python), pages)
     assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
     warnings = ran.stderr.split(" WARNING: ")[1:]
     assert len(warnings) == 3 and all("timed out after 2 s" in w and "[fmha.config]" in w
                                       for w in warnings), ran.stderr
-    assert ran.seconds < 60  # (generous: the point is not 3 x 60 s)
+    # each ask ended by fmha_timeout (the warnings say 2 s), not by a minute of its own
     case.assert_clean()
 
 

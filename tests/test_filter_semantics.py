@@ -28,7 +28,7 @@ from sphinxext_fmha.guide import collect_guide
 from sphinxext_fmha.render.markdown import guide_markdown
 from sphinxext_fmha.session import Session
 
-import synthetic_coupled as coupled
+from helpers import synthetic_coupled as coupled
 
 FMHA = coupled.FMHA
 
@@ -237,7 +237,7 @@ def test_the_filter_section_says_the_parts_must_keep_partners(unlinked, tmp_path
 def test_the_filter_check_directive_warns_where_it_stands(asserting, tmp_path):
     """A filter that fails in write mode is a located ``fmha.filter`` warning, and the
     page says why; the page still builds."""
-    from test_directives import build_page
+    from helpers.project import build_page
 
     root, _, base = asserting
     app, warnings, found = build_page(tmp_path, root, "Page\n====\n\n.. fmha-filter-check::\n"

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import List
 
@@ -19,7 +16,9 @@ from sphinxext_fmha.analysis.generate_py import discover_apis
 from sphinxext_fmha.locate import FMHA_SUBDIR
 from sphinxext_fmha.model import ApiInfo
 
-from synthetic import make_tree
+from helpers.independent import run_generate
+from helpers.launch_twin import Ran
+from helpers.synthetic import make_tree
 
 OPS = FMHA_SUBDIR + "/codegen/ops"
 
@@ -34,13 +33,9 @@ def _generate(root: Path) -> Path:
     return root / FMHA_SUBDIR / "generate.py"
 
 
-def _list(root: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _list(root: Path, tmp_path: Path, *args: str) -> Ran:
     out = tmp_path / "listing.txt"
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(
-        [sys.executable, "-B", str(_generate(root)), "-l", str(out), *args],
-        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120,
-    )
+    proc = run_generate(root, "-l", str(out), *args, cwd=tmp_path, timeout=120)
     proc.lines = out.read_text().splitlines() if out.exists() else []  # type: ignore[attr-defined]
     return proc
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from gloss_oracle import check_claims, fnmatch_regex, gloss_claims, gloss_parts
-
 from sphinxext_fmha.model import ApiModel, FilterPart, FilterSpec, KernelType, Segment
 from sphinxext_fmha.render.sections.gloss import gloss_text
 from sphinxext_fmha.verify.pattern_reading import pattern_pieces, run_reading
 from sphinxext_fmha.verify.synthesis import Kernel
+
+from helpers.gloss_oracle import check_claims, fnmatch_regex, gloss_claims, gloss_parts
 
 SEGMENTS = [("hdim", ["_d32", "_d64", "_d96", "_d128", "_d256"]),
             ("dtype", ["_fp16", "_bf16"]),

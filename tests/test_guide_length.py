@@ -34,14 +34,14 @@ import re
 from typing import Tuple
 
 import pytest
-from conftest import CORPUS
 
 from sphinxext_fmha.guide import collect_guide
 from sphinxext_fmha.render.markdown import guide_markdown
 
-from analysis_fixtures import with_analysis_group
+from helpers.analysis_fixtures import with_analysis_group
+from helpers.trees import CORPUS
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 CASES = [(tree.name, api) for tree in CORPUS for api in sorted(tree.apis)]
 

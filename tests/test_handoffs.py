@@ -8,11 +8,11 @@ import sys
 import threading
 
 import pytest
-from test_directives import build, write_project
 
 from sphinxext_fmha.process.handoffs import lower_switch_interval, quick_handoffs
 
-from synthetic import make_tree
+from helpers.project import build, write_project
+from helpers.synthetic import make_tree
 
 DEFAULT = 0.005  # CPython's
 

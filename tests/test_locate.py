@@ -13,7 +13,7 @@ from sphinxext_fmha.locate import (
     locate_ck_root,
 )
 
-from synthetic import make_tree
+from helpers.synthetic import make_tree
 
 
 def _ck_at(path: Path) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sphinxext_fmha.verify.mask_modes import compare_mask_modes
 
-from independent import independent_listing
+from helpers.independent import independent_listing
 
 # Same length names: the mask word of one kernel stands where a feature word of another
 # stands. Only the words between the same neighbours are the mask vocabulary.

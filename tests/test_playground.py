@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-# the same reproducible set-up as the directive tests
-from test_directives import build, write_project
-
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.directives.playground import fmha_playground
 from sphinxext_fmha.render.playground_data import ALPHABET, _pack_rows, playground_data, to_script_json
 from sphinxext_fmha.session import Session
 
-pytest_plugins = ["plugins_analysis"]
+# the same reproducible set-up as the directive tests
+from helpers.project import build, write_project
+
+pytest_plugins = ["helpers.plugins_analysis"]
 
 AITER = "amd-aiter-0.1.7.post2.dev18"
 #: The bound the issue sets for the largest API of the corpus (aiter bwd).

@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
-from browser import CHROMIUM_ARGS, require_browser
-from test_directives import build, write_project
 
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.corpus import load_corpus
 
-from independent import independent_listings
+from helpers.browser import CHROMIUM_ARGS, require_browser
+from helpers.independent import independent_listings
+from helpers.project import build, write_project
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 TREES = [t for t in os.environ.get("FMHA_PLAYGROUND_TREES", "").split(",") if t] or [
     "flash-attn-2.8.1", "flash-attn-2.8.3"]
@@ -43,7 +43,7 @@ pytestmark = [pytest.mark.corpus, pytest.mark.usefixtures("reproducible_build")]
 
 
 def _browser_or_skip():
-    """Playwright's sync API and the system Chromium (``tests/browser.py``'s
+    """Playwright's sync API and the system Chromium (``tests/helpers/browser.py``'s
     conventions: ``FMHA_CHROMIUM``, ``FMHA_NO_BROWSER=1``); a clear skip without them."""
     chromium = require_browser()
     from playwright.sync_api import sync_playwright
@@ -392,7 +392,7 @@ def test_the_matcher_answers_as_fnmatch(tmp_path):
 def _long_names_tree(tmp_path: Path) -> Path:
     """The synthetic tree with 20 more '_x' parts in every kernel name: names with 30
     underscores, the kind of names a backtracking matcher drowns in."""
-    from synthetic import make_tree
+    from helpers.synthetic import make_tree
 
     root = make_tree(tmp_path, "base")
     ops = root / "example" / "ck_tile" / "01_fmha" / "codegen" / "ops" / "fmha_toy.py"

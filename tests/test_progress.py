@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sphinxext_fmha.cli import main
 
-from synthetic import EXPECTED_COUNTS
+from helpers.synthetic import EXPECTED_COUNTS
 
 STEP = re.compile(r"^fmha: toy of (?P<tree>\S+): (?P<what>.+?)(?: \((?P<n>[\d,]+) kernels\))?"
                   r"\.\.\. \d+\.\d s$")

@@ -1,7 +1,7 @@
 """The minimal set and what it loses, on a synthetic tree of the newest fwd's shapes,
 against a brute-force simulation of the dispatch files generate.py writes.
 
-The mutant of the toy tree (``tests/synthetic.py``): seqlen_q pad checks that are exact
+The mutant of the toy tree (``tests/helpers/synthetic.py``): seqlen_q pad checks that are exact
 complements (``(a.cu_seqlen_q_ptr == nullptr) && (a.seqlen_q != 0 && a.seqlen_q % 128
 == 0)`` and its negation), an ``_npad`` variant every call of which ``_pd`` also takes,
 and transposed-load (``_trload``) kernels that only ``fmha_toy_v3`` launches, tried
@@ -14,18 +14,17 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
-from test_satisfiable import python_of
 
 from sphinxext_fmha.render.sections.loss_words import loss_sentences
 from sphinxext_fmha.session import Session
 
-import synthetic
+from helpers import synthetic
+from helpers.dispatch_oracle import python_of
+from helpers.independent import generated, written_union
 
 _TRLOAD_SLOTS = {
     "SINK_TPL": ", {F_trload}",
@@ -87,27 +86,13 @@ def tree(tmp_path_factory) -> Path:
     return root
 
 
-#: generate.py in one run for the union of several patterns (a name passes when any
-#: pattern matches it): the oracle's own stand-in for the page's driver command
-UNION_RUN = """
-import fnmatch, runpy, sys
-patterns, out = sys.argv[1].split("\\n"), sys.argv[2]
-one = fnmatch.fnmatch
-fnmatch.fnmatch = lambda name, _pattern: any(one(name, p) for p in patterns)
-sys.argv = ["generate.py", "-a", "toy", "-o", out, "-f", patterns[0]]
-runpy.run_path("generate.py", run_name="__main__")
-"""
-
-
 def written(root: Path, out: Path, *patterns: str) -> Tuple[str, Dict[str, str]]:
     """(the API file, trait text -> kernel file) of ``generate.py -f pattern -o out``;
     for several patterns, of one run that keeps what any of them matches."""
-    fmha = root / "example/ck_tile/01_fmha"
-    command = [sys.executable, "-B", str(fmha / "generate.py"), "-a", "toy", "-o", str(out)] \
-        + (["-f", patterns[0]] if patterns else [])
     if len(patterns) > 1:
-        command = [sys.executable, "-B", "-c", UNION_RUN, "\n".join(patterns), str(out)]
-    subprocess.run(command, cwd=fmha, check=True, capture_output=True, stdin=subprocess.DEVNULL)
+        written_union(root, "toy", out, patterns)
+    else:
+        generated(root, "-a", "toy", "-o", str(out), *(["-f", patterns[0]] if patterns else []))
     traits = {}
     for path in out.glob("*.cpp"):
         if path.name == "fmha_toy_api.cpp":

@@ -17,11 +17,12 @@ import re
 from typing import Dict, List, Mapping, Set
 
 import pytest
-from test_dispatch_reading import generate, oracle_conditions
 
-from analysis_fixtures import with_analysis_group
+from helpers.analysis_fixtures import with_analysis_group
+from helpers.dispatch_oracle import oracle_conditions
+from helpers.independent import written_to as generate
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 CASES = [("flash-attn-2.8.3", api)
          for api in ("fwd_appendkv", "pagedkv_prefill", "batch_prefill", "fwd_splitkv")]

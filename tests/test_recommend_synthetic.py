@@ -21,7 +21,7 @@ from sphinxext_fmha.render.sections.reasons import POLICY, decision_reason
 from sphinxext_fmha.render.sections.recommendation import _links_text
 from sphinxext_fmha.session import Session
 
-import synthetic_coupled
+from helpers import synthetic_coupled
 
 FMHA = "example/ck_tile/01_fmha"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from release import REPO
+from helpers.release import REPO
 
 pytestmark = pytest.mark.xdist_group("release")
 

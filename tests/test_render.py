@@ -58,8 +58,8 @@ from sphinxext_fmha.render.markdown import (
 )
 from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
 
-from independent import independent_listing
-from outline import carrying
+from helpers.independent import independent_listing
+from helpers.outline import carrying
 
 TREE = "flash-attn-2.8.3"
 FWD_APPENDKV_KERNELS = tree_by_name(TREE).apis["fwd_appendkv"]  # measured (ck-corpus.toml)

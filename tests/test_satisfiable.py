@@ -15,6 +15,8 @@ import pytest
 
 from sphinxext_fmha.cppapi.satisfiable import Theory
 
+from helpers.dispatch_oracle import python_of
+
 #: (C++ term, variables it reads)
 TERMS = [
     ("t.hdim_q <= 64", "hdim_q"), ("t.hdim_q <= 96", "hdim_q"), ("a.hdim_q % 32 == 0", "hdim_q"),
@@ -44,18 +46,6 @@ GRID = {
     "is_group_mode": [False, True],
     "opaque": [False, True],
 }
-
-
-def python_of(cpp: str) -> str:
-    """The oracle's reading of a C++ condition: a Python expression over ``v``."""
-    text = re.sub(r'(\w+)\.compare\(0, \d+, ("[^"]*")\) == 0', r'v["\1"].startswith(\2)', cpp)
-    text = re.sub(r'(?:t|a)\.(\w+)\.compare\(("[^"]*")\) == 0', r'(v["\1"] == \2)', text)
-    text = text.replace("a.seqlen_q == a.seqlen_k", 'v["opaque"]')
-    text = re.sub(r"\b(?:t|a)\.(\w+)", r'v["\1"]', text)
-    text = re.sub(r"\b(\w+_enum::\w+)", r'"\1"', text)
-    text = text.replace("nullptr", "None").replace("true", "True").replace("false", "False")
-    text = text.replace("&&", " and ").replace("||", " or ").replace("!(", " not (")
-    return text.strip()
 
 
 def brute_force(condition: str) -> bool:

@@ -16,7 +16,7 @@ import pytest
 from sphinxext_fmha.process import scratch_place
 from sphinxext_fmha.process.launch import scratch
 
-from launched import run_reporting
+from helpers.launched import run_reporting
 
 CHOSEN = ("TMPDIR", "TEMP", "TMP")
 

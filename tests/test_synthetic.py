@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import List
 
@@ -14,17 +11,15 @@ import pytest
 from sphinxext_fmha.analysis.generate_py import discover_apis
 from sphinxext_fmha.locate import FMHA_SUBDIR, is_ck_root
 
-from synthetic import EXPECTED_COUNTS, VARIANT_APIS, VARIANTS, make_tree, tree_files
+from helpers import independent
+from helpers.launch_twin import Ran
+from helpers.synthetic import EXPECTED_COUNTS, VARIANT_APIS, VARIANTS, make_tree, tree_files
 
 CASES = [(variant, api) for variant in VARIANTS for api in VARIANT_APIS[variant]]
 
 
-def run_generate(root: Path, workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run(
-        [sys.executable, "-B", str(root / FMHA_SUBDIR / "generate.py"), *args],
-        capture_output=True, text=True, env=env, cwd=str(workdir), timeout=120,
-    )
+def run_generate(root: Path, workdir: Path, *args: str) -> Ran:
+    return independent.run_generate(root, *args, cwd=workdir, timeout=120)
 
 
 def listing(root: Path, workdir: Path, *args: str) -> List[str]:

@@ -17,26 +17,26 @@ from typing import Counter as CounterType
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import CORPUS
 
 from sphinxext_fmha.guide import collect_guide
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.markdown import guide_markdown
 from sphinxext_fmha.session import Session
 
-import synthetic
-from analysis_fixtures import cached_listing, with_analysis_group
-from independent import independent_listing
+from helpers import synthetic
+from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.independent import independent_listing
+from helpers.names import ARCH as _ARCH
+from helpers.names import DTYPE as _DTYPE
+from helpers.names import HDIM as _HDIM
+from helpers.trees import CORPUS
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 FMHA = "example/ck_tile/01_fmha"
 
 # -- a small, independent reading of kernel file names --------------------------------
 
-_HDIM = re.compile(r"_d(\d+)(?=_)")
-_DTYPE = re.compile(r"_(fp16|bf16|fp8\w*?|bf8|fp32)(?=_)")
-_ARCH = re.compile(r"_(gfx\w+)\.cpp$")
 #: A block tile with its warp layout: ``_b128x64x32_r4x1x1_r4x1x1_w32x32x16_w32x32x16``;
 #: the toy's tiles are a bare ``_b128x64`` with an optional occupancy.
 _WARP_TILE = re.compile(r"_(b\d+(?:x\d+)+(?:_r\d+x\d+x\d+)+(?:_w\d+x\d+x\d+)+)")

@@ -10,10 +10,10 @@ from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.sections.loss_words import loss_sentences
 from sphinxext_fmha.session import Session
 
-from analysis_fixtures import cached_listing, with_analysis_group
-from independent import independent_listing
+from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.independent import independent_listing
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 FILTERS = [
     ("flash-attn-2.8.3", "fwd", "*_nbias_*"),
@@ -30,13 +30,14 @@ def generate_listing(root: Path, api: str, filter: str, tmp: Path):
 
 
 @pytest.fixture(scope="module")
-def sessions(corpus_roots):
-    # The shared default cache: other test modules warm the same generate.py runs.
-    return {name: Session(root) for name, root in corpus_roots.items()}
+def sessions(corpus_roots, analysis_sessions):
+    """The trees' sessions on the analysis tests' shared cache (see plugins_analysis): each
+    case is in its API's analysis group, so it reads the model that group computed."""
+    return {name: analysis_sessions(name) for name in corpus_roots}
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("tree,api,filter", FILTERS)
+@pytest.mark.parametrize("tree,api,filter", with_analysis_group(FILTERS))
 def test_filter_check_matches_generate_py(sessions, tree, api, filter, tmp_path):
     session = sessions[tree]
     check = session.check(api, filter)
@@ -49,6 +50,7 @@ def test_filter_check_matches_generate_py(sessions, tree, api, filter, tmp_path)
 
 
 @pytest.mark.corpus
+@pytest.mark.xdist_group("analysis-flash-attn-2.7.4.post1-fwd-default")
 def test_absent_token_is_reported(sessions):
     check = sessions["flash-attn-2.7.4.post1"].check("fwd", "*_nbias_*")
     assert check.count == 0
@@ -56,9 +58,9 @@ def test_absent_token_is_reported(sessions):
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("tree,api", [("flash-attn-2.8.3", "fwd"), ("flash-attn-2.8.3", "bwd"),
-                                      ("flash-attn-2.8.3", "fwd_splitkv"),
-                                      ("flash-attn-2.7.4.post1", "fwd")])
+@pytest.mark.parametrize("tree,api", with_analysis_group([
+    ("flash-attn-2.8.3", "fwd"), ("flash-attn-2.8.3", "bwd"), ("flash-attn-2.8.3", "fwd_splitkv"),
+    ("flash-attn-2.7.4.post1", "fwd")]))
 def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tmp_path):
     session = sessions[tree]
     recommendation = session.recommend(api)
@@ -112,6 +114,7 @@ def test_an_arch_suffix_in_a_filter_is_named_as_one(analysis_sessions, analysis_
 
 
 @pytest.mark.corpus
+@pytest.mark.xdist_group("analysis-flash-attn-2.7.4.post1-bwd-default")
 def test_a_sub_type_the_filter_selects_nothing_of_is_named(sessions, tmp_path):
     """2.7.4's bwd names omit absent features and ``-f`` reaches its dq_dk_dv kernels
     only: ``*_nbias_*`` selects the helper kernels and none of the 7,680 main ones.

@@ -14,9 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EPOCH
-from test_directives import build, write_project
-from test_faults import FAULTS, alive
 
 from sphinxext_fmha.cli import main
 from sphinxext_fmha.directives import ahead
@@ -25,8 +22,10 @@ from sphinxext_fmha.guide import DirectiveUse, steps_ahead
 from sphinxext_fmha.process import worker
 from sphinxext_fmha.session import Session
 
-from launch_twin import interrupt_once_started
-from synthetic import make_tree
+from helpers.faults import FAULTS, left_running
+from helpers.launch_twin import interrupt_once_started
+from helpers.project import EPOCH, build, write_project
+from helpers.synthetic import make_tree
 
 #: two guides, each on its own page; read in this order (the toctree sorts them)
 GALLERY = {"a_first.rst": "First\n=====\n\n.. fmha-kernel-guide:: toy\n",
@@ -209,16 +208,12 @@ def test_an_interrupted_worker_ends_its_own_children(tmp_path):
         run_worker(sys.executable, args, timeout=300)
         """)
     argv = [sys.executable, "-c", code, str(root), str(tmp_path / "cache")]
-    returncode, seconds = interrupt_once_started(
+    returncode, _ = interrupt_once_started(
         argv, cwd=tmp_path, env=env, pids=pids, started=2, signum=signal.SIGINT,
-        stderr=tmp_path / "err", wait=15)
-    assert returncode != 0
-    assert seconds < 5
+        stderr=tmp_path / "err", wait=60)
+    assert returncode != 0  # it ended on the interrupt (the wait only bounds a hang)
     started = [int(p) for p in pids.read_text().split()]
-    deadline = time.monotonic() + 3
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [p for p in started if alive(p)], "children left running"
+    assert not left_running(started), "children left running"
     assert not list(tmpdir.glob("fmha-*")), "temporary folders left behind"
 
 
@@ -239,10 +234,7 @@ def test_a_worker_past_its_timeout_ends_its_own_children(tmp_path, monkeypatch):
     # Each generate.py run that started wrote its pid and its grandchild's: the probe's
     # own run, and the other --mask listing in the child the probe forks beside it.
     assert len(started) in (2, 4) and len(set(started)) == len(started), started
-    deadline = time.monotonic() + 3
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [p for p in started if alive(p)], "children left running"
+    assert not left_running(started), "children left running"
 
 
 def test_the_pool_runs_one_worker_at_a_time_and_the_other_steps_beside_it():
@@ -251,31 +243,58 @@ def test_the_pool_runs_one_worker_at_a_time_and_the_other_steps_beside_it():
     from sphinxext_fmha.process.ahead import AheadPool
 
     lock, running, most, order = threading.Lock(), [0], [0], []
+    probes_ran = threading.Event()
+    w1_saw_the_probes = []
 
-    def step(kind, name, seconds):
+    def step(kind, name):
         def run():
             with lock:
                 order.append(name)
                 if kind == "worker":
                     running[0] += 1
                     most[0] = max(most[0], running[0])
-            time.sleep(seconds)
+            if name == "w1":  # the first worker ends only once both probes ran beside it
+                w1_saw_the_probes.append(probes_ran.wait(60))  # (60 s: a hang guard only)
             with lock:
                 if kind == "worker":
                     running[0] -= 1
+                if kind == "probe" and sum(n.startswith("p") for n in order) == 2:
+                    probes_ran.set()
             return False if name == "skipped" else None  # False: it did nothing
         return kind, run
 
-    items = [step("worker", "w1", 0.2), step("worker", "w2", 0.05), step("probe", "p1", 0.01),
-             step("worker", "skipped", 0.0), step("probe", "p2", 0.01)]
+    items = [step("worker", "w1"), step("worker", "w2"), step("probe", "p1"),
+             step("worker", "skipped"), step("probe", "p2")]
     done = []
     pool = AheadPool(items, on_done=lambda seconds, ran: done.append(dict(ran)),
                      limits={"worker": 1}).start()
     pool.wait()
-    assert most[0] == 1  # never two workers at once
+    assert most[0] == 1  # never two workers at once (w1 runs until the probes are done)
     assert sorted(order) == ["p1", "p2", "skipped", "w1", "w2"]
-    assert order.index("p2") < order.index("w2")  # the probes did not wait for the workers
+    assert w1_saw_the_probes == [True]  # the probes did not wait for the workers
+    assert order.index("p2") < order.index("w2")
     assert done == [{"worker": 2, "probe": 2}]  # a step that did nothing is not counted
+
+
+def blocked_in_a_wait(thread, timeout: float = 60.0) -> bool:
+    """Whether ``thread`` gets to block (a lock's acquire, a ``with`` on a lock, an
+    Event's or a Future's wait) while it is still running: its innermost Python frame
+    is read, at the same instruction in three readings in a row; False if it ends
+    first. Nothing is slept on but the polling interval."""
+    import linecache
+
+    blocking = re.compile(r"\bwith\b.*lock|\.(?:wait|acquire|result|join)\(")
+    deadline, same, last = time.monotonic() + timeout, 0, None
+    while thread.is_alive() and time.monotonic() < deadline:
+        frame = sys._current_frames().get(thread.ident)
+        here = (frame.f_code, frame.f_lasti) if frame is not None else None
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno) if frame else ""
+        same = same + 1 if here == last and blocking.search(line) else 0
+        if same >= 2:
+            return thread.is_alive()
+        last = here
+        time.sleep(0.02)
+    return False
 
 
 class _FakeSession:
@@ -345,10 +364,9 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
             if api == "mid":  # its page, reached meanwhile, waits for the worker
                 reader = threading.Thread(target=lambda: waited.update(mid=page("mid")))
                 reader.start()
-                time.sleep(0.3)
-                assert reader.is_alive()
+                assert blocked_in_a_wait(reader)  # not returned: waiting for the worker
                 on_api(api, True, 1.0)
-                reader.join(5)
+                reader.join(60)
             else:
                 on_api(api, api != "tiny", 1.0)  # tiny: the worker met a problem
         return worker.WorkerOutcome(ok=False, seconds=5.5,
@@ -389,6 +407,7 @@ def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_pat
     kernels = {"own": 300, "done": 200, "making": 100}
     events = []
     lock = threading.Lock()
+    worker_started, rider_listed = threading.Event(), threading.Event()
 
     class FakeSession(_FakeSession):
         tree = types.SimpleNamespace(fmha_dir=tmp_path,
@@ -400,10 +419,14 @@ def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_pat
                 "seconds": {"observe": 5.0}})
 
         def listing(self, request):
-            # keeping a listing takes a while when the page holds the lock
-            time.sleep(0.5 if request[0] == "done" else 0.1)
+            # the rider's listing is kept once the worker has started (if the worker
+            # waited for it, it would start 60 s later, after it: the order tells)
+            if request[0] == "done":
+                worker_started.wait(60)
             with lock:
                 events.append(("listing",) + request)
+            if request[0] == "done":
+                rider_listed.set()
 
         def _other_mask(self, api, options):
             return ("simplified", "generic")
@@ -416,7 +439,8 @@ def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_pat
         apis = args[args.index("--") + 1:]
         with lock:
             events.append(("worker", tuple(apis)))
-        time.sleep(0.8)  # the riders' listings are kept meanwhile
+        worker_started.set()
+        rider_listed.wait(60)  # the riders' listings are kept meanwhile
         for api in apis:
             on_api(api, True, 1.0)
         return worker.WorkerOutcome(ok=True, seconds=1.0, api_seconds={a: 0.3 for a in apis})
@@ -440,27 +464,37 @@ def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_pat
 def test_the_worker_says_each_api_and_step_as_soon_as_it_is_done(tmp_path):
     """run_worker passes on each API's line, and each step line, while the worker
     still runs."""
+    # The fake worker says its second API only once the test has received the first
+    # API's line and the step line (gate files the callbacks write); had run_worker kept
+    # them until the end, the worker gives up waiting and says 9.9 s instead.
+    api_gate, step_gate = tmp_path / "api-received", tmp_path / "step-received"
     fake = tmp_path / "fake-interpreter"
     fake.write_text(textwrap.dedent("""\
         #!/bin/sh
         echo 'fmha: first of tree: 2 filtered runs... 0.1 s' >&2
         echo 'not a step line' >&2
         echo '{"api": "first", "seconds": 0.1, "problems": []}'
-        sleep 1
-        echo '{"api": "second", "seconds": 0.2, "problems": ["it failed"]}'
-        """))
+        seconds=9.9
+        for _ in $(seq 600); do
+            if [ -e '%s' ] && [ -e '%s' ]; then seconds=0.2; break; fi
+            sleep 0.1
+        done
+        echo '{"api": "second", "seconds": '$seconds', "problems": ["it failed"]}'
+        """ % (api_gate, step_gate)))
     fake.chmod(0o755)
     said, steps = [], []
-    start = time.monotonic()
-    outcome = worker.run_worker(
-        str(fake), ["prepare"], timeout=30,
-        on_api=lambda api, kept, seconds: said.append((api, kept, seconds,
-                                                       time.monotonic() - start)),
-        on_step=lambda line: steps.append((line, time.monotonic() - start)))
-    ended = time.monotonic() - start
-    assert [s[:3] for s in said] == [("first", True, 0.1), ("second", False, 0.2)]
-    assert said[0][3] < ended - 0.5  # before the worker ended
-    assert [line for line, _ in steps] == ["fmha: first of tree: 2 filtered runs... 0.1 s"]
-    assert steps[0][1] < ended - 0.5
+
+    def on_api(api, kept, seconds):
+        said.append((api, kept, seconds))
+        api_gate.touch()
+
+    def on_step(line):
+        steps.append(line)
+        step_gate.touch()
+
+    outcome = worker.run_worker(str(fake), ["prepare"], timeout=120, on_api=on_api,
+                                on_step=on_step)
+    assert said == [("first", True, 0.1), ("second", False, 0.2)]  # both before the end
+    assert steps == ["fmha: first of tree: 2 filtered runs... 0.1 s"]
     assert outcome.api_seconds == {"first": 0.1, "second": 0.2}
     assert outcome.step_lines == ["fmha: first of tree: 2 filtered runs... 0.1 s"]

@@ -17,19 +17,20 @@ from collections import Counter
 from typing import List, Set
 
 import pytest
-from conftest import CORPUS
-from gloss_oracle import check_claims, gloss_claims, gloss_parts
-from test_recommend_oracle import _DTYPE, _HDIM
-from test_recommend_oracle import carries as _carries  # its reading of a name
-from test_recommend_oracle import prefix as _prefix
 
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.sections.gloss import gloss_text
 
-from analysis_fixtures import cached_listing, with_analysis_group
-from independent import independent_listings
+from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.gloss_oracle import check_claims, gloss_claims, gloss_parts
+from helpers.independent import independent_listings
+from helpers.names import DTYPE as _DTYPE
+from helpers.names import HDIM as _HDIM
+from helpers.names import carries as _carries
+from helpers.names import prefix as _prefix
+from helpers.trees import CORPUS
 
-pytest_plugins = ["plugins_analysis"]
+pytest_plugins = ["helpers.plugins_analysis"]
 
 #: Every tree's fwd; and the trees' other filter semantics: whole traits dropped
 #: (2.7.4's bwd), ``@`` parts whose kernels a dispatch call launches together (2.8.3's

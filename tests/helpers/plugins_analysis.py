@@ -1,10 +1,12 @@
 """Session-scoped fixtures of the analysis tests (a pytest plugin).
 
-Registered by ``pytest_plugins = ["plugins_analysis"]`` in the analysis test modules.
+Registered by ``pytest_plugins = ["helpers.plugins_analysis"]`` in the analysis test modules.
 
-``analysis_cache_dir``: the DiskCache folder every analysis of the session shares.
-  ``FMHA_ANALYSIS_TEST_CACHE=<dir>`` makes it persistent (warm runs); by default it is
-  a fresh folder per test session, shared by all pytest-xdist workers of the session.
+``analysis_cache_dir``: the cache folder every analysis of the session shares: by
+  default the session's own results folder (``FMHA_CACHE_DIR``, a fresh folder per test
+  session made by ``conftest.py``, shared by all pytest-xdist workers), so the sessions a
+  test opens with the default cache read what the analysis groups computed, and the
+  reverse; ``FMHA_ANALYSIS_TEST_CACHE=<dir>`` makes it persistent (warm runs).
 
 ``analysis_sessions``: ``analysis_sessions(tree)`` is a :class:`Session` of that corpus tree
   on the same shared cache, for the tests that read whole guides; with
@@ -37,34 +39,23 @@ from typing import Callable, Dict, List, Optional, Tuple
 import pytest
 
 from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api
-from sphinxext_fmha.cachedir import file_lock
+from sphinxext_fmha.cachedir import cache_root, file_lock
 from sphinxext_fmha.corpus import CorpusTree, load_corpus
 from sphinxext_fmha.model import ApiModel
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.session import Session
 
-from analysis_fixtures import Listing, cached_listing, snapshot
+from helpers.analysis_fixtures import Listing, cached_listing, snapshot
 
 CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
 
 
-def _session_dir(tmp_path_factory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # pytest-N/popen-gwK -> pytest-N: shared by the workers
-    path = base / "fmha-analysis-cache"
+@pytest.fixture(scope="session")
+def analysis_cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV, "").strip()
+    path = Path(env).expanduser() if env else cache_root()
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-@pytest.fixture(scope="session")
-def analysis_cache_dir(tmp_path_factory) -> Path:
-    env = os.environ.get(CACHE_ENV, "").strip()
-    if env:
-        path = Path(env).expanduser()
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    return _session_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +106,7 @@ class CorpusModels:
 
     def _compute(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:
         name = hashlib.sha256(repr((tree_name, api, mask)).encode()).hexdigest()[:24]
-        with file_lock(self.store / "locks" / (name + ".lock")):
+        with file_lock(self.store / "analysis-locks" / (name + ".lock")):
             return self._computefile_lock(tree_name, api, mask)
 
     def _computefile_lock(self, tree_name: str, api: str, mask: Optional[str]) -> CorpusModel:

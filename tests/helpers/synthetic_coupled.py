@@ -30,13 +30,11 @@ shape a CK generation has:
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable, Sequence, Set
 
-import synthetic
+from helpers import synthetic
+from helpers.independent import Ran, run_generate
 
 FMHA = "example/ck_tile/01_fmha"
 
@@ -205,11 +203,9 @@ def make_coupled(tmp_path: Path, variant: str, *rewrites: Rewrite,
     return root
 
 
-def generate(root: Path, *args: str) -> subprocess.CompletedProcess:
+def generate(root: Path, *args: str) -> Ran:
     """``python generate.py -a toy ARGS`` in the tree, as a reader runs it."""
-    return subprocess.run([sys.executable, "-B", "generate.py", "-a", "toy", *args],
-                          cwd=root / FMHA, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    return run_generate(root, "-a", "toy", *args)
 
 
 def listing(root: Path, tmp: Path, *args: str) -> Set[str]:

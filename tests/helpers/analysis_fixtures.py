@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -23,7 +22,7 @@ import pytest
 from sphinxext_fmha.cachedir import file_lock
 from sphinxext_fmha.model import ApiModel, KernelType, Segment
 
-from launch_twin import run_child
+from helpers.independent import listed_lines
 
 FMHA_SUBDIR = "example/ck_tile/01_fmha"
 
@@ -62,28 +61,20 @@ def _listing_argv(api: str, mask: Optional[str], extra: Sequence[str] = ()) -> L
 def run_listing(fmha_dir: Path, api: str, mask: Optional[str] = None, *,
                 python: str = sys.executable, timeout: float = 1200,
                 extra: Sequence[str] = ()) -> Listing:
-    """``python -B generate.py -a API [-m MASK] -l TMP`` with cwd = ``fmha_dir``."""
+    """``python -B generate.py -a API [-m MASK] -l TMP`` with cwd = ``fmha_dir`` (the
+    independent runner, :func:`helpers.independent.run_generate`)."""
     import time
 
-    fmha_dir = Path(fmha_dir)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env.pop("FMHA_TRACE_RUNS", None)  # this process is ours, not the library's
-    with tempfile.TemporaryDirectory(prefix="fmha-test-list-") as tmp:
-        out = Path(tmp) / "kernels.txt"
-        command = [python, "-B", str(fmha_dir / "generate.py"),
-                   *_listing_argv(api, mask, extra), "-l", str(out)]
-        started = time.monotonic()
-        proc = run_child(command, cwd=fmha_dir, env=env, timeout=timeout)
-        seconds = time.monotonic() - started
-        if proc.returncode != 0:
-            raise AssertionError("independent listing failed (%s): %s\n%s" % (
-                proc.returncode, " ".join(command), proc.stderr[-3000:]))
-        lines = [line.strip() for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
+    root = Path(fmha_dir).parents[2]  # <root>/example/ck_tile/01_fmha
+    argv = _listing_argv(api, mask, extra)
+    started = time.monotonic()
+    lines = listed_lines(root, *argv, python=python, timeout=timeout)
+    seconds = time.monotonic() - started
     names = [os.path.basename(line) for line in lines]
     api_files = [n for n in names if n.endswith("_api.cpp")]
     kernels = [n for n in names if not n.endswith("_api.cpp")]
     return Listing(kernels=kernels, api_files=api_files, lines=len(lines),
-                   seconds=round(seconds, 3), command=command)
+                   seconds=round(seconds, 3), command=[python, "-B", "generate.py", *argv])
 
 
 def content_key(fmha_dir: Path, *parts: object) -> str:
@@ -99,12 +90,13 @@ def content_key(fmha_dir: Path, *parts: object) -> str:
     return digest.hexdigest()
 
 
-def with_analysis_group(cases: List[Tuple[str, str]]) -> list:
-    """(tree, api) cases as parameters in the xdist group of that API's default-mask
-    analysis (``--dist loadgroup`` runs a group on one worker, in collection order)."""
-    return [pytest.param(tree, api, id="%s-%s" % (tree, api),
-                         marks=pytest.mark.xdist_group("analysis-%s-%s-default" % (tree, api)))
-            for tree, api in cases]
+def with_analysis_group(cases: List[Tuple]) -> list:
+    """(tree, api, ...) cases as parameters in the xdist group of that API's default-mask
+    analysis (``--dist loadgroup`` runs a group on one worker, in collection order): a
+    case that needs the API's model reads the one its group computed."""
+    return [pytest.param(*case, id="-".join(str(part) for part in case),
+                         marks=pytest.mark.xdist_group("analysis-%s-%s-default" % case[:2]))
+            for case in cases]
 
 
 def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],

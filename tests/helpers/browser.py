@@ -34,7 +34,7 @@ from typing import Dict, Iterator, Optional, Sequence
 
 import pytest
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 CHROMIUM_ARGS = [
     "--headless",
