@@ -29,7 +29,6 @@ from .process.cache import cache_dir_problem
 from .process.driver import DRIVER_SCRIPT
 from .process.driver import driver_listing as _driver_listing
 from .process.driver import run_driver as _run_driver
-from .process.handoffs import quick_handoffs
 from .process.launch import GenerateError, install_handlers
 
 __all__ = ["main", "build_parser", "run_driver", "driver_listing", "DRIVER_SCRIPT",
@@ -214,8 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     freeze_at_exit()  # a worker interpreter ends holding a guide's whole analysis
     try:
         args = build_parser().parse_args(argv)
-        with quick_handoffs():  # its background threads wait for children
-            return _run(args)
+        return _run(args)
     except KeyboardInterrupt:
         _say("interrupted")
         return EXIT_INTERRUPTED
