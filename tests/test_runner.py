@@ -252,10 +252,10 @@ def test_targets_option_on_new_tree(fmha, shared_cache):
     assert all(f.endswith("_gfx9.cpp") for f in appendkv.files)
 
 
-def test_run_many_parallel(fmha, corpus_root, tmp_path):
+def test_filtered_listings_and_writes(fmha, corpus_root, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
     reqs = [GenerateRequest("fwd_appendkv", filter=f) for f in ("*d32*", "*d64*", "*d128*")]
-    results = runner.run_many(reqs, jobs=2)
+    results = [runner.list_kernels(req) for req in reqs]
     assert [r.request for r in results] == reqs
     for index, (result, request) in enumerate(zip(results, reqs)):
         folder = tmp_path / ("independent-%d" % index)
@@ -263,9 +263,9 @@ def test_run_many_parallel(fmha, corpus_root, tmp_path):
         expected = independent_listing(corpus_root(OLD), "fwd_appendkv", folder, "-f", request.filter)
         assert result.files == sorted(expected) and result.count == len(expected) > 0
     assert runner.processes_started == 3
-    again = runner.run_many(reqs, jobs=3)
+    again = [runner.list_kernels(req) for req in reqs]
     assert all(r.from_cache for r in again) and runner.processes_started == 3
-    apis = runner.run_many(reqs[:2], jobs=2, kind="api")
+    apis = [runner.generate_api_file(req) for req in reqs[:2]]
     assert [a.kernel_files for a in apis] == [r.files for r in results[:2]]
 
 

@@ -27,15 +27,13 @@ import stat
 import sys
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
-from .ahead import WORKERS
 from .cache import DiskCache, TreeState, tree_state
 from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
@@ -291,8 +289,6 @@ class GenerateRunner:
         ``python`` is a Python (raises :class:`GenerateError`)."""
         return interpreter_id(self.python, self.fmha_dir, self.timeout)
 
-    _python_id = python_id  # the old private name
-
     def _key(self, kind: str, req: GenerateRequest, inputs: Optional[TreeState] = None) -> str:
         return DiskCache.key_for("generate-run", RUNNER_FORMAT, kind,
                                  (inputs or self.state()).digest, req.as_dict(), self.python_id())
@@ -535,29 +531,3 @@ class GenerateRunner:
     def _start_up_key(self) -> str:
         return DiskCache.key_for("batch-start-up", RUNNER_FORMAT, self.digest(),
                                  self.python_id())
-
-    # ------------------------------------------------------------------ parallel
-
-    def run_many(
-        self,
-        reqs: Iterable[GenerateRequest],
-        jobs: int = WORKERS,
-        kind: str = "list",
-    ) -> List[Union[ListingResult, ApiFileResult]]:
-        """Run independent requests in parallel (``kind``: "list" or "api").
-
-        Results come back in request order; the first failure is raised after
-        the other runs have finished.
-        """
-        if kind == "list":
-            func: Callable[[GenerateRequest], Union[ListingResult, ApiFileResult]] = self.list_kernels
-        elif kind == "api":
-            func = self.generate_api_file
-        else:
-            raise ValueError(f"kind must be 'list' or 'api', not {kind!r}")
-        reqs = list(reqs)
-        if not reqs:
-            return []
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(reqs)))) as pool:
-            futures = [pool.submit(func, req) for req in reqs]
-        return [f.result() for f in futures]
