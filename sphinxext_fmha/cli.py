@@ -28,7 +28,6 @@ from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
 from .process.cache import cache_dir_problem
 from .process.driver import DRIVER_SCRIPT
 from .process.driver import run_driver as _run_driver
-from .process.handoffs import quick_handoffs
 from .process.launch import GenerateError, install_handlers
 from .render.cli_text import check_text, model_text
 
@@ -214,8 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     freeze_at_exit()  # a worker interpreter ends holding a guide's whole analysis
     try:
         args = build_parser().parse_args(argv)
-        with quick_handoffs():  # its background threads wait for children
-            return _run(args)
+        return _run(args)
     except KeyboardInterrupt:
         _say("interrupted")
         return EXIT_INTERRUPTED

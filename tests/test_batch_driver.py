@@ -29,7 +29,7 @@ from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
 from sphinxext_fmha.process.launch import total_processes_started
 from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
-from sphinxext_fmha.session import Session, _RecommendRunner
+from sphinxext_fmha.session import Session
 
 from helpers.independent import independent_listing, same_pairing, written_folder
 
@@ -160,7 +160,7 @@ def test_a_recommendation_reads_its_driver_from_the_batch(synthetic_tree, tmp_pa
     filters (a run left out as redundant) runs as its -l and -o processes."""
     root = synthetic_tree("base")
     session = Session(root, cache_dir=tmp_path / "cache")
-    runner = _RecommendRunner(session, "toy", Options())
+    _, runner = session._recommending("toy", Options())  # (its inputs and its runs)
     separator = session.model("toy", Options()).filter.api_split or ""
     filters = ["*_d64_*", "*_lse"]
     started = total_processes_started()

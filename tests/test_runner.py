@@ -19,7 +19,7 @@ import pytest
 from sphinxext_fmha.analysis.generate_options import supported_options
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, share_items, tree_digest, unshare_items
+from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
 from sphinxext_fmha.process.runner import (
     ApiFileResult,
     GenerateError,
@@ -232,11 +232,11 @@ def test_api_file_matches_listing_and_is_stored_compressed(fmha, tmp_path):
     assert all(v.startswith("fmha_fwd_appendkv_traits_<") for v in api.kernel_traits.values())
     assert "fmha_fwd_appendkv(" in api.text
     # the cache keeps the text compressed: the entry is much smaller than the text
-    entries = list(cache.root.rglob("*.json"))
+    entries = list(cache.root.rglob("*.pickle"))
     sizes = sorted(p.stat().st_size for p in entries)
     assert len(entries) == 2
     assert sizes[-1] < len(api.text) / 3
-    assert '"text"' not in max(entries, key=lambda p: p.stat().st_size).read_text()
+    assert b"fmha_fwd_appendkv(" not in max(entries, key=lambda p: p.stat().st_size).read_bytes()
 
 
 def test_targets_option_on_new_tree(fmha, shared_cache):
@@ -252,10 +252,10 @@ def test_targets_option_on_new_tree(fmha, shared_cache):
     assert all(f.endswith("_gfx9.cpp") for f in appendkv.files)
 
 
-def test_run_many_parallel(fmha, corpus_root, tmp_path):
+def test_filtered_listings_and_writes(fmha, corpus_root, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"))
     reqs = [GenerateRequest("fwd_appendkv", filter=f) for f in ("*d32*", "*d64*", "*d128*")]
-    results = runner.run_many(reqs, jobs=2)
+    results = [runner.list_kernels(req) for req in reqs]
     assert [r.request for r in results] == reqs
     for index, (result, request) in enumerate(zip(results, reqs)):
         folder = tmp_path / ("independent-%d" % index)
@@ -263,9 +263,9 @@ def test_run_many_parallel(fmha, corpus_root, tmp_path):
         expected = independent_listing(corpus_root(OLD), "fwd_appendkv", folder, "-f", request.filter)
         assert result.files == sorted(expected) and result.count == len(expected) > 0
     assert runner.processes_started == 3
-    again = runner.run_many(reqs, jobs=3)
+    again = [runner.list_kernels(req) for req in reqs]
     assert all(r.from_cache for r in again) and runner.processes_started == 3
-    apis = runner.run_many(reqs[:2], jobs=2, kind="api")
+    apis = [runner.generate_api_file(req) for req in reqs[:2]]
     assert [a.kernel_files for a in apis] == [r.files for r in results[:2]]
 
 
@@ -364,41 +364,51 @@ def test_disk_cache_roundtrip_and_corruption(tmp_path):
     cache.put(key, {"x": "ünïcode", "n": [1, 2]})
     assert cache.get(key) == {"x": "ünïcode", "n": [1, 2]}
     path = cache.path_for(key)
-    for garbage in (b"{not json", b"\xff\xfe", b"[1, 2]", b'{"format": 1, "key": "other", "value": {}}'):
+    other = DiskCache(tmp_path / "other")
+    other.put(other.key_for("b"), {"x": 1})
+    entry = other.path_for(other.key_for("b")).read_bytes()
+    for garbage in (b"{not json", b"\xff\xfe", b"[1, 2]", b'{"format": 1, "key": "other", "value": {}}',
+                    entry[:20], entry[:-3], entry):  # cut short, or another key's entry
         path.write_bytes(garbage)
         assert cache.get(key) is None
         assert not path.exists()  # discarded
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
-    with pytest.raises(TypeError):
-        cache.put(key, [1, 2])  # type: ignore[arg-type]
+    cache.put(key, [1, 2])  # any picklable value
+    assert cache.get(key) == [1, 2]
 
 
-def test_an_entry_is_the_json_the_standard_library_writes(tmp_path):
-    """Entries are encoded by orjson for speed: byte for byte what ``json.dumps`` makes
-    of the same value (non-string keys made strings, tuples made lists), read back as
-    ``json.loads`` reads it; a value orjson refuses (an integer beyond 64 bits, a lone
-    surrogate) is still stored, by ``json`` behind a blank, and comes back exactly (not
-    as the float orjson would read a big integer as)."""
+def test_an_entry_gives_back_exactly_what_was_kept(tmp_path):
+    """Tuples, non-string keys, big integers, lone surrogates and dataclasses come back
+    as they were kept (JSON would turn the first two into lists and strings)."""
+    from sphinxext_fmha.process.runner import ListingResult
+
     cache = DiskCache(tmp_path)
     values = [
         {"text": "line\n\t\"quoted\" \\ ünïcode €\u2028", "n": [1, 2.5, -3, None, True]},
         {"ints": {1: "a", 2: ("b", "c")}, "nested": [[], {}, [{"x": 0.1}]]},
-        {"edges": [2 ** 64 - 1, -(2 ** 63), 1e300, 5e-324]},
+        {"big": 2 ** 70, "negative": [-(2 ** 64) - 1], "surrogate": "a\ud800b"},
+        ListingResult("python generate.py -l x", ["a.cpp"], 1, 0.5),
     ]
-    refused = [{"big": 2 ** 70, "float": 1e300}, {"negative": [-(2 ** 64) - 1]},
-               {"surrogate": "a\ud800b"}]
-    for number, value in enumerate(values + refused):
+    for number, value in enumerate(values):
         key = cache.key_for("entry", number)
         cache.put(key, value)
-        entry = {"format": 2, "key": key, "value": value}
-        if value in refused:
-            expected = b" " + json.dumps(entry, separators=(",", ":")).encode("ascii")
-        else:
-            expected = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
-        assert cache.path_for(key).read_bytes() == expected
         got = cache.get(key)
-        assert got == json.loads(expected)["value"]
-        assert repr(got) == repr(json.loads(expected)["value"])  # 2 ** 70 stays an int
+        assert got == value and repr(got) == repr(value) and got is not value
+
+
+def test_an_entry_naming_a_foreign_class_is_a_miss(tmp_path):
+    """The store reads back this package's classes and plain builtins only."""
+    import pickle
+    import zlib
+
+    from sphinxext_fmha.process.cache import MAGIC
+
+    cache = DiskCache(tmp_path)
+    key = cache.key_for("foreign")
+    path = cache.path_for(key)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(MAGIC + zlib.compress(pickle.dumps((key, {"x": subprocess.Popen}))))
+    assert cache.get(key) is None and not path.exists()
 
 
 def test_an_entry_of_the_first_format_is_a_miss(tmp_path):
@@ -413,38 +423,20 @@ def test_an_entry_of_the_first_format_is_a_miss(tmp_path):
     assert not path.exists()
 
 
-def test_shared_items_come_back_whole_and_shared_as_tuples(tmp_path):
-    terms = [["f/0/0", "t.a == 1", "a == 1"], ["f/0/1", "t.b", "b"], ["f/1/0", "!t.c", "not c"]]
-    rows = {"k%d.cpp" % n: {"terms": [terms[n % 3], terms[(n + 1) % 3]],
-                             "chosen_by": [terms[n % 2][1:]], "leaves": n}
+def test_objects_a_value_shares_come_back_shared(tmp_path):
+    """A dispatch reading holds a few dozen condition terms shared by thousands of
+    kernels: kept and read back, each term is one object again, not a copy per kernel."""
+    terms = [("f/0/0", "t.a == 1", "a == 1"), ("f/0/1", "t.b", "b"), ("f/1/0", "!t.c", "not c")]
+    rows = {"k%d.cpp" % n: {"terms": [terms[n % 3], terms[(n + 1) % 3]], "leaves": n}
             for n in range(400)}
-    expected = json.loads(json.dumps(rows))
-    shared = share_items(rows, ("terms", "chosen_by"))
     cache = DiskCache(tmp_path)
     key = cache.key_for("shared")
-    cache.put(key, shared)
-    back = unshare_items(cache.get(key), ("terms", "chosen_by"))
-    assert rows == expected  # the rows given are left as they were
-    assert {name: {f: [list(t) for t in r[f]] if f != "leaves" else r[f] for f in r}
-            for name, r in back.items()} == expected
-    distinct = {tuple(t) for r in expected.values() for f in ("terms", "chosen_by") for t in r[f]}
-    assert len(shared["items"]) == len(distinct) == 5
-    assert len(json.dumps(shared)) < len(json.dumps(expected)) / 2
-    # one immutable tuple per distinct term, whichever kernel holds it
-    assert back["k0.cpp"]["terms"][0] is back["k3.cpp"]["terms"][0] == tuple(terms[0])
-    assert len({id(t) for r in back.values() for f in ("terms", "chosen_by") for t in r[f]}) == 5
-
-
-def test_shared_items_keep_values_that_compare_equal_apart():
-    rows = {"a.cpp": {"terms": [["s", 1], ["s", {"n": [1.0]}]]},
-            "b.cpp": {"terms": [["s", True], ["s", {"n": [1]}], ["s", 1]]}}
-    shared = share_items(rows, ("terms",))
-    assert len(shared["items"]) == 4  # 1 and True, 1.0 and 1 are told apart; ["s", 1] once
-    back = unshare_items(json.loads(json.dumps(shared)), ("terms",))
-    assert [type(t[1]) for t in back["b.cpp"]["terms"]] == [bool, dict, int]
-    assert type(back["a.cpp"]["terms"][1][1]["n"][0]) is float
-    back["a.cpp"]["terms"][1][1]["n"].append(2)  # a nested item is a copy of its own
-    assert rows["a.cpp"]["terms"][1][1] == {"n": [1.0]}
+    cache.put(key, rows)
+    back = cache.get(key)
+    assert back == rows
+    assert back["k0.cpp"]["terms"][0] is back["k3.cpp"]["terms"][0] == terms[0]
+    assert len({id(t) for r in back.values() for t in r["terms"]}) == 3
+    assert cache.path_for(key).stat().st_size < len(repr(rows)) / 10
 
 
 def test_a_write_mode_result_is_kept_in_memory_while_its_entry_stands(fmha, tmp_path):
@@ -452,7 +444,7 @@ def test_a_write_mode_result_is_kept_in_memory_while_its_entry_stands(fmha, tmp_
     req = GenerateRequest("fwd_appendkv", filter="*d64*")
     runner = GenerateRunner(fmha(OLD), cache=cache)
     first = runner.generate_api_file(req)
-    entry = next(p for p in cache.root.rglob("*.json"))
+    entry = next(p for p in cache.root.rglob("*.pickle"))
     entry.write_text('{"format": 1, "key": "trunc')  # what is kept does not read it
     kept = runner.generate_api_file(req)
     assert kept.from_cache and runner.processes_started == 1
@@ -508,7 +500,7 @@ def test_corrupt_entry_is_recomputed(fmha, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=cache)
     good = runner.list_kernels(req)
     api = runner.generate_api_file(req)
-    entries = list(cache.root.rglob("*.json"))
+    entries = list(cache.root.rglob("*.pickle"))
     assert len(entries) == 2
     for entry in entries:
         entry.write_text('{"format": 1, "key": "trunc')
@@ -589,7 +581,7 @@ def test_crash_reports_exit_code_and_stderr_tail(tmp_path):
     assert "noise line 10" not in text  # only the tail
     assert len(err.stderr_tail.splitlines()) == 20
     # failures are not cached
-    assert not list((tmp_path / "c").rglob("*.json"))
+    assert not list((tmp_path / "c").rglob("*.pickle"))
 
 
 def test_missing_api_file_is_an_error(tmp_path):

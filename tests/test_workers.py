@@ -329,7 +329,7 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
 
     from sphinxext_fmha.analysis_workers import AnalysisWorkers
     from sphinxext_fmha.options import Options
-    from sphinxext_fmha.session import _Memo
+    from sphinxext_fmha.process.memo import Memo as _Memo
 
     memo = _Memo()
     reading_order = ["small", "big", "late", "tiny", "mid"]  # the first page is a sixth
@@ -401,7 +401,7 @@ def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_pat
 
     from sphinxext_fmha.analysis_workers import AnalysisWorkers
     from sphinxext_fmha.options import Options
-    from sphinxext_fmha.session import _Memo
+    from sphinxext_fmha.process.memo import Memo as _Memo
 
     memo = _Memo()
     kernels = {"own": 300, "done": 200, "making": 100}

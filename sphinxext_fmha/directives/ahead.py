@@ -20,10 +20,6 @@ inherit the results; no worker interpreter is started then (the readers analyse 
 pages side by side already). The steps stop at the end of the reading (``env-updated``)
 or of the build; an interrupt stops them with the build (see
 :mod:`~sphinxext_fmha.process.ahead`).
-
-While pages with these directives are read, the interpreter's switch interval is 1 ms
-rather than 5 (see :mod:`~sphinxext_fmha.process.handoffs`): the threads that start and
-wait for the children get the GIL back quickly from the page being analysed.
 """
 
 from __future__ import annotations
@@ -32,12 +28,11 @@ import json
 import re
 import threading
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from sphinx.util.parallel import parallel_available
 
 from ..guide import DirectiveUse, steps_ahead
-from ..process.handoffs import lower_switch_interval
 from .sphinx_glue import directive_options, get_session, logger
 
 __all__ = ["scan_directives", "setup_ahead"]
@@ -58,8 +53,6 @@ _OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):(?:[ \t]+(?P<value>.*))?$")
 _LOCK = threading.Lock()
 #: Sessions with steps started ahead in this process (stopped at the end of the reading).
 _STARTED: List[Any] = []
-#: Ends the lowered switch interval of this build's reading (see _start_ahead).
-_HANDOFFS: List[Callable[[], None]] = []
 
 
 def _text_of(path: Path) -> str:
@@ -164,11 +157,6 @@ def _start_ahead(app: Any, env: Any, docnames: List[str]) -> None:
             continue
     if not found:
         return
-    # While the pages are read, threads of ours (the steps below, a page's own runs)
-    # mostly wait for children and need the GIL back quickly between two waits.
-    with _LOCK:
-        if not _HANDOFFS:
-            _HANDOFFS.append(lower_switch_interval())
     srcdir = Path(env.srcdir)
     try:
         session = get_session(app.config, srcdir, srcdir)
@@ -188,18 +176,12 @@ def _start_ahead(app: Any, env: Any, docnames: List[str]) -> None:
 
 
 def stop_ahead(*_args: Any) -> None:
-    """Stop what was started ahead, forget its failures and give the interpreter its
-    switch interval back (the reading is over)."""
+    """Stop what was started ahead and forget its failures (the reading is over)."""
     with _LOCK:
         sessions = list(_STARTED)
         _STARTED.clear()
     for session in sessions:
         session.stop_ahead()
-    with _LOCK:
-        ends = list(_HANDOFFS)
-        _HANDOFFS.clear()
-    for end in ends:
-        end()
 
 
 def setup_ahead(app: Any) -> None:

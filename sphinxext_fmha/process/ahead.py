@@ -1,5 +1,7 @@
-"""Work started ahead of the pages that need it: a few items at a time, in background
-threads, while the pages are read.
+"""Work started ahead of the pages that need it: a few items at a time, in a thread pool
+(:mod:`concurrent.futures`), while the pages are read. The one seam of the package's
+scheduling: :data:`WORKERS`, from the cores this process may run on, sizes it and the
+batch interpreters run side by side.
 
 Each item is a callable that does one expensive step through the launcher (a probe, a
 listing, a batch of filtered runs) and keeps its result (or its failure) where the page
@@ -17,17 +19,29 @@ No Sphinx imports here.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Counter, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .launch import install_handlers, interrupts
 
 __all__ = ["AheadPool", "Item", "WORKERS"]
 
-#: Items running at once: the machine's two cores (the page being read uses one too,
-#: but mostly waits for the same children).
-WORKERS = 2
+def _cores() -> int:
+    """The cores this process may run on (its affinity, as a container or ``taskset``
+    limits it), not the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on macOS or Windows
+        return max(1, os.cpu_count() or 1)
+
+
+#: The one size of this package's parallel work: items running at once ahead of the
+#: pages, batch interpreters side by side (the page being read uses a core too, but
+#: mostly waits for the same children).
+WORKERS = _cores()
 
 
 #: (what it is, for the progress line; the work)
@@ -35,8 +49,8 @@ Item = Tuple[str, Callable[[], object]]
 
 
 class AheadPool:
-    """Runs items in ``workers`` background threads; ``on_done(seconds, ran)`` is called
-    once, by the last thread to end, with how many items of each kind ran."""
+    """Runs items in ``workers`` pool threads; ``on_done(seconds, ran)`` is called once,
+    by the last thread to end, with how many items of each kind ran."""
 
     def __init__(self, items: Sequence[Item], workers: int = WORKERS,
                  on_done: Optional[Callable[[float, Counter[str]], None]] = None,
@@ -46,7 +60,7 @@ class AheadPool:
         self._limits: Dict[str, int] = dict(limits or {})
         self._running_kinds: Counter[str] = collections.Counter()
         self._lock = threading.Lock()
-        self._threads: List[threading.Thread] = []
+        self._runs: List[Future] = []
         self._cancelled = False
         self._on_done = on_done
         self._ran: Counter[str] = collections.Counter()
@@ -61,10 +75,9 @@ class AheadPool:
         install_handlers()  # from the main thread: an interrupt kills the children
         self._started = time.monotonic()
         self._running = self._workers
-        for number in range(self._workers):
-            thread = threading.Thread(target=self._work, name="fmha-ahead-%d" % number)
-            self._threads.append(thread)
-            thread.start()
+        pool = ThreadPoolExecutor(self._workers, thread_name_prefix="fmha-ahead")
+        self._runs = [pool.submit(self._work) for _ in range(self._workers)]
+        pool.shutdown(wait=False)
         return self
 
     def _next(self) -> Optional[Item]:
@@ -106,9 +119,5 @@ class AheadPool:
             self._queue.clear()
 
     def wait(self) -> None:
-        for thread in self._threads:
-            thread.join()
-
-    @property
-    def alive(self) -> bool:
-        return any(thread.is_alive() for thread in self._threads)
+        for run in self._runs:
+            run.exception()  # (the items keep their own failures)

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from .ahead import WORKERS
 from .cache import TreeState
 from .driver import DRIVER_SCRIPT, listed_kernels, write_result
 from .launch import scratch
@@ -36,10 +37,10 @@ __all__ = ["missing", "prefetch", "interpreters", "BATCH_SCRIPT"]
 BATCH_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
-#: Batches (or forked runs of one batch) at once at most: the machine's two cores.
+#: Batches (or forked runs of one batch) at once at most: the cores we may use.
 #: Below this many missing runs (a listing and a write-mode run each, with
 #: ``dispatch``) separate processes are as cheap.
-PARALLEL_BATCHES = 2
+PARALLEL_BATCHES = WORKERS
 MIN_JOBS = 2
 #: Whether the batch interpreter forks its runs (batch_script.py forks where the
 #: system can: the interpreter that runs generate.py runs on this same system).

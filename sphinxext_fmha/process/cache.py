@@ -1,6 +1,14 @@
-"""A small on-disk JSON cache, and the content hash of a CK FMHA codegen tree.
+"""The one store: content-hash keys, one codec (pickle), and the tree's content hash.
 
-Entries are JSON files named by a sha256 key (see :meth:`DiskCache.key_for`).
+Entries are files named by a sha256 key (:meth:`DiskCache.key_for`: canonical JSON of
+the key's parts: the tree's content digest, our code's digest, the inputs). A value is
+any picklable object (a model, a run's result, a dispatch reading), kept as
+``zlib(pickle((key, value)))``: pickle, as Sphinx keeps its environment, keeps
+dataclasses, tuples and the objects a value shares (a dispatch reading's few dozen
+condition terms shared by thousands of kernels) with no encoder of our own; zlib level 1
+keeps a heavy dispatch file (17.5 MB of text) a few MB on disk for a fraction of a
+second. See ``docs/store.md``.
+
 Writes are atomic (temporary file in the same folder + :func:`os.replace`), so
 several processes may share one cache folder: a reader sees either the old
 entry, the new entry or no entry, never a partial one.  An entry that cannot be
@@ -28,10 +36,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import os
+import pickle
 import tempfile
 import threading
+import zlib
 from pathlib import Path, PurePath
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -44,39 +55,29 @@ from .scratch_place import free_space
 
 __all__ = [
     "DiskCache",
-    "dump_json",
     "load_json",
-    "default_cache_root",
     "default_runs_dir",
     "tree_digest",
     "tree_files",
     "tree_state",
     "TreeState",
-    "canonical_json",
     "cache_dir_problem",
-    "pack",
-    "unpack",
-    "share_items",
-    "unshare_items",
 ]
 
-#: Version of the on-disk entry envelope; bump to orphan every old entry.
-#: 2: entries are read by :func:`load_json` (an entry ``json`` wrote starts with a blank).
-ENTRY_FORMAT = 2
+#: The first bytes of every entry; change it to orphan every old entry.
+MAGIC = b"fmha-store-3\n"
 
-#: The first byte of JSON that ``json`` wrote because orjson refused the value: such text
-#: is read back by ``json`` (see :func:`load_json`).
+#: The first byte of JSON that the probe script's ``json`` wrote because its fast
+#: encoder refused the value: such text is read back by ``json`` (see :func:`load_json`).
 JSON_WROTE_IT = b" "
 
-
-def default_cache_root() -> Path:
-    """``$FMHA_CACHE_DIR`` or ``~/.cache/sphinxext-fmha``."""
-    return cache_root()
+#: What an entry may hold besides this package's own classes.
+_SAFE_MODULES = frozenset({"builtins", "collections", "pathlib", "datetime"})
 
 
 def default_runs_dir() -> Path:
     """Where generate.py runs are cached by default: ``<cache root>/runs``."""
-    return default_cache_root() / "runs"
+    return cache_root() / "runs"
 
 
 def _canon(obj: Any) -> Any:
@@ -98,130 +99,43 @@ def _canon(obj: Any) -> Any:
     return str(obj)
 
 
-def dump_json(value: Any) -> bytes:
-    """``value`` as compact UTF-8 JSON that :func:`load_json` reads back, made by orjson
-    (a heavy entry, such as 2.8.3 bwd's dispatch file of 17.5 MB, in a tenth of the time
-    ``json`` takes). Non-string keys become strings as ``json`` makes them; NaN and the
-    infinities become ``null`` (JSON has no word for them). A value orjson refuses (an
-    integer beyond 64 bits, a lone surrogate) is encoded by ``json`` itself, behind
-    :data:`JSON_WROTE_IT`."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-    except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
-        return JSON_WROTE_IT + json.dumps(value, separators=(",", ":")).encode("ascii")
-
-
 def load_json(data: bytes) -> Any:
-    """The value of JSON bytes that :func:`dump_json` (or the probe script) wrote: by
-    orjson (2.8.3 bwd's probe result, 34 MB, in 0.10 s instead of json's 0.15 s, with no
-    decoding to text first), or by ``json`` when the text starts with
-    :data:`JSON_WROTE_IT`. orjson would read an integer beyond 64 bits as a float; only
-    ``json`` writes one, and it marks its text. Raises ``ValueError`` on text that is
-    not JSON."""
+    """The value of the JSON bytes a child (the probe script) wrote: by orjson (2.8.3
+    bwd's probe result, 34 MB, in 0.10 s instead of json's 0.15 s), or by ``json`` when
+    the text starts with :data:`JSON_WROTE_IT` (an integer beyond 64 bits, which orjson
+    would read as a float). Raises ``ValueError`` on text that is not JSON."""
     if data[:1] == JSON_WROTE_IT:
         return json.loads(data)
     return orjson.loads(data)  # orjson.JSONDecodeError is a ValueError
 
 
-def canonical_json(obj: Any) -> str:
-    """Compact, key-sorted JSON of ``obj`` (dataclasses, paths and sets allowed)."""
-    return json.dumps(_canon(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+class _Unpickler(pickle.Unpickler):
+    """Reads back only this package's classes and plain builtins: an entry that names
+    anything else is not ours (a miss)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.partition(".")[0] not in _SAFE_MODULES | {"sphinxext_fmha"}:
+            raise pickle.UnpicklingError("%s.%s is not kept in this store" % (module, name))
+        return super().find_class(module, name)
 
 
-def pack(obj: Any) -> Any:
-    """JSON data that :func:`unpack` turns back into an object equal to ``obj``:
-    unlike plain JSON, tuples, dicts with non-string keys (in their order) and
-    dataclasses survive the round trip."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {"dataclass": type(obj).__name__,
-                "fields": {f.name: pack(getattr(obj, f.name)) for f in dataclasses.fields(obj)}}
-    if isinstance(obj, dict):
-        return {"dict": [[pack(k), pack(v)] for k, v in obj.items()]}
-    if isinstance(obj, tuple):
-        return {"tuple": [pack(v) for v in obj]}
-    if isinstance(obj, list):
-        return [pack(v) for v in obj]
-    if obj is None or isinstance(obj, (str, int, float, bool)):
-        return obj
-    raise TypeError("cannot pack a %s" % type(obj).__name__)
+def encode(key: str, value: Any) -> bytes:
+    """An entry's bytes: :data:`MAGIC`, then ``(key, value)`` pickled and compressed."""
+    return MAGIC + zlib.compress(pickle.dumps((key, value), pickle.HIGHEST_PROTOCOL), 1)
 
 
-def unpack(data: Any, classes: Dict[str, type]) -> Any:
-    """The object :func:`pack` made ``data`` of; ``classes``: the dataclasses by name
-    (an unknown one raises KeyError: the entry is not ours)."""
-    if isinstance(data, list):
-        return [unpack(v, classes) for v in data]
-    if isinstance(data, dict):
-        if "dataclass" in data:
-            return classes[data["dataclass"]](**{k: unpack(v, classes)
-                                                 for k, v in data["fields"].items()})
-        if "dict" in data:
-            return {unpack(k, classes): unpack(v, classes) for k, v in data["dict"]}
-        return tuple(unpack(v, classes) for v in data["tuple"])
-    return data
-
-
-def share_items(rows: Dict[str, Dict[str, Any]], fields: Tuple[str, ...]) -> Dict[str, Any]:
-    """``rows`` (name -> record) as JSON data in which each list item of the records'
-    ``fields`` is an index into one table of the distinct items: a dispatch reading
-    repeats a few dozen condition terms across thousands of kernels, and JSON written
-    and read whole costs what it spells out. :func:`unshare_items` turns it back."""
-    table: List[Any] = []
-    index: Dict[str, int] = {}
-    # id of an item already numbered -> its number: a reading shares one object among
-    # the records that hold an item (the items stay alive in ``rows`` meanwhile)
-    numbered: Dict[int, int] = {}
-
-    def number(item: Any) -> int:
-        found = numbered.get(id(item))
-        if found is not None:
-            return found
-        # repr, not a hashable copy: made in C, and for JSON data (str, int, float,
-        # bool, None, lists and dicts of them) equal only for equal values (True and
-        # 1 apart, as JSON keeps them)
-        key = repr(item)
-        found = index.get(key)
-        if found is None:
-            found = index[key] = len(table)
-            table.append(item)
-        numbered[id(item)] = found
-        return found
-
-    shared = {}
-    for name, record in rows.items():
-        record = dict(record)
-        for field in fields:
-            if field in record:
-                record[field] = [number(item) for item in record[field]]
-        shared[name] = record
-    return {"items": table, "rows": shared}
-
-
-def unshare_items(data: Dict[str, Any], fields: Tuple[str, ...]) -> Dict[str, Dict[str, Any]]:
-    """The ``rows`` :func:`share_items` made ``data`` of. An item that is a list of plain
-    values (a condition term) comes back as one tuple that every record holding it
-    shares: nothing to copy, nothing a reader could change for the others, and nothing
-    for the garbage collector to walk again and again (a dispatch reading of 2.8.3's
-    bwd holds 170,000 of them). Any other item comes back as a copy of its own."""
-    items = data["items"]
-    # per item: its one shared tuple, or None where each record needs a copy of its own
-    tuples = [tuple(item) if isinstance(item, list)
-              and not any(isinstance(v, (list, dict)) for v in item) else None
-              for item in items]
-    rows = {}
-    for name, record in data["rows"].items():
-        for field in fields:
-            if field in record:
-                record[field] = [tuples[number] if tuples[number] is not None
-                                 else _copy_item(items[number]) for number in record[field]]
-        rows[name] = record
-    return rows
-
-
-def _copy_item(item: Any) -> Any:
-    if isinstance(item, dict):
-        return {key: _copy_item(value) for key, value in item.items()}
-    return [_copy_item(value) for value in item] if isinstance(item, list) else item
+def decode(data: bytes, key: str) -> Any:
+    """The value of an entry :func:`encode` made for ``key``; raises ``ValueError``
+    for anything else."""
+    if not data.startswith(MAGIC):
+        raise ValueError("not an entry of this store")
+    try:
+        kept_key, value = _Unpickler(io.BytesIO(zlib.decompress(data[len(MAGIC):]))).load()
+    except Exception as error:  # noqa: BLE001 - any undecodable entry is a miss
+        raise ValueError("an undecodable entry (%s)" % error) from None
+    if kept_key != key:
+        raise ValueError("not the entry of this key")
+    return value
 
 
 def cache_dir_problem(path: Path) -> Optional[str]:
@@ -242,12 +156,12 @@ def cache_dir_problem(path: Path) -> Optional[str]:
 
 
 class DiskCache:
-    """JSON values (dicts) stored as ``<root>/<key[:2]>/<key>.json``; in this process's
-    memory once a write failed (see the module docstring)."""
+    """Values stored as ``<root>/<key[:2]>/<key>.pickle``; in this process's memory
+    once a write failed (see the module docstring)."""
 
     def __init__(self, root: Optional[Path] = None) -> None:
         #: entries kept in memory because the folder cannot take them (None: it can),
-        #: as JSON: each reader gets objects of its own, as from a file
+        #: encoded: each reader gets objects of its own, as from a file
         self._memory: Optional[Dict[str, bytes]] = None
         self._lock = threading.Lock()
         if root is not None:
@@ -265,17 +179,20 @@ class DiskCache:
     @staticmethod
     def key_for(*parts: Any) -> str:
         """sha256 hex digest of a canonical JSON of ``parts``."""
-        return hashlib.sha256(canonical_json(list(parts)).encode("utf-8")).hexdigest()
+        text = json.dumps(_canon(list(parts)), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def path_for(self, key: str) -> Path:
         if not key or any(c not in "0123456789abcdef" for c in key):
             raise ValueError(f"cache keys are lowercase hex digests, not {key!r}")
-        return self.root / key[:2] / f"{key}.json"
+        return self.root / key[:2] / f"{key}.pickle"
 
     def code_store_path(self, fmha_dir: Union[str, Path], python: str) -> Path:
         """Where the interpreters that run one tree's generate.py keep the code they
-        compiled (``load_code_store`` in the probe script), one file per tree (however
-        its path is spelled) and Python: beside the JSON entries, in a folder of its own."""
+        compiled (``load_code_store`` in the probe script: ``marshal``, the one format
+        of code objects), one file per tree (however its path is spelled) and Python:
+        beside the entries, in a folder of its own."""
         key = self.key_for("code-store", os.path.realpath(fmha_dir), python)
         return self.root / "compiled" / (key + ".marshal")
 
@@ -287,42 +204,27 @@ class DiskCache:
                     return True
         return self.path_for(key).is_file()
 
-    def get(self, key: str) -> Optional[Dict[str, Any]]:
+    def get(self, key: str) -> Any:
+        """The value kept for ``key``, or None."""
         if self._memory is not None:
             with self._lock:
                 kept = self._memory.get(key)
             if kept is not None:
-                return load_json(kept)
+                return decode(kept, key)
         path = self.path_for(key)
         try:
-            raw = path.read_bytes()
+            return decode(path.read_bytes(), key)
         except FileNotFoundError:
             return None
-        except OSError:
+        except (OSError, ValueError):
             self._discard(path)
             return None
-        try:
-            entry = load_json(raw)
-            if (
-                not isinstance(entry, dict)
-                or entry.get("format") != ENTRY_FORMAT
-                or entry.get("key") != key
-                or not isinstance(entry.get("value"), dict)
-            ):
-                raise ValueError("not a cache entry for this key")
-        except ValueError:  # UnicodeDecodeError is one
-            self._discard(path)
-            return None
-        return entry["value"]
 
-    def put(self, key: str, value: Dict[str, Any],
-            inputs: Optional[TreeState] = None) -> Optional[Path]:
+    def put(self, key: str, value: Any, inputs: Optional[TreeState] = None) -> Optional[Path]:
         """Keep ``value`` under ``key``; its path, or None when it was not written to
         the folder. ``inputs``: the tree as it was when the work that computed
         ``value`` started (the key was made from its digest): when its files changed
         since, nothing is kept (and a warning names them)."""
-        if not isinstance(value, dict):
-            raise TypeError("DiskCache values are dicts")
         path = self.path_for(key)
         if inputs is not None:
             changed = inputs.changed()
@@ -334,10 +236,10 @@ class DiskCache:
                        "not kept in the cache" % (shown, inputs.root),
                        subject="%s\0%s" % (inputs.root, changed))
                 return None
+        data = encode(key, value)
         if self._memory is None:
             try:
-                self._write(path, dump_json({"format": ENTRY_FORMAT, "key": key,
-                                             "value": value}))
+                self._write(path, data)
                 return path
             except OSError as error:
                 room = free_space(str(self.root)) if self.root.exists() else None
@@ -346,7 +248,7 @@ class DiskCache:
                     " (%d bytes free there)" % room if room is not None and room < 1 << 20
                     else ""))
         with self._lock:
-            self._memory[key] = dump_json(value)  # type: ignore[index]
+            self._memory[key] = data  # type: ignore[index]
         return None
 
     def _write(self, path: Path, data: bytes) -> None:
@@ -384,8 +286,6 @@ class DiskCache:
     def _discard(path: Path) -> None:
         try:
             path.unlink()
-        except FileNotFoundError:
-            pass
         except OSError:
             pass
 

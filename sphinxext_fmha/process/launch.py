@@ -231,8 +231,8 @@ if _register is not None:
 
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
-    """A temporary folder that is removed in every case (exception, SIGTERM, exit); in
-    memory where the machine has room (:func:`~.scratch_place.scratch_parent`). An
+    """A temporary folder that is removed in every case (exception, SIGTERM, exit), where
+    :func:`~.scratch_place.scratch_parent` says. An
     ``OSError`` of the work done in it (a full disk, most often) comes out as a
     :class:`GenerateError` that names the file, the folder and the room left there."""
     parent = scratch_parent()

@@ -18,7 +18,6 @@ No Sphinx imports here.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import errno
 import os
@@ -27,17 +26,15 @@ import shlex
 import stat
 import sys
 import threading
-import zlib
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..cppapi.dispatch_file import kernel_trait_key
 from ..errors import WarningType
 from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
-from .cache import DiskCache, TreeState, dump_json, load_json, tree_state
+from .cache import DiskCache, TreeState, tree_state
 from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
@@ -56,9 +53,9 @@ __all__ = [
     "listing_lines",
 ]
 
-#: Bump when what the runner stores (or how it runs generate.py) changes (2: write-mode
-#: results keep the bytes of the files written).
-RUNNER_FORMAT = 2
+#: Bump when what the runner stores (or how it runs generate.py) changes (3: the
+#: results themselves, pickled by the store).
+RUNNER_FORMAT = 3
 
 #: Request fields that become generate.py flags, in argv order (see ``options.py``).
 _REQUEST_FIELDS = ("filter",) + tuple(spec.dest for spec in GENERATE_OPTIONS)
@@ -233,18 +230,14 @@ def listing_lines(path: Path) -> List[str]:
                             % (path, error.strerror or error)) from None
 
 
-def _compress(obj: object) -> str:
-    raw = dump_json(obj)
-    # Level 1: a cold build compresses every dispatch file it meets (22 MB of JSON for
-    # one large bwd) while the reader waits; level 6 takes twice as long to save a
-    # few hundred kilobytes of disk.
-    return base64.b64encode(zlib.compress(raw, 1)).decode("ascii")
-
-
-def _decompress(text: str) -> object:
-    return load_json(zlib.decompress(base64.b64decode(text.encode("ascii"))))
-
-
+def _kept(cache: DiskCache, key: str, cls: type):
+    """The result of type ``cls`` the cache keeps under ``key``, or None (an entry of
+    another shape is dropped)."""
+    hit = cache.get(key)
+    if hit is not None and not isinstance(hit, cls):
+        cache.delete(key)
+        return None
+    return hit
 
 
 class GenerateRunner:
@@ -296,8 +289,6 @@ class GenerateRunner:
         ``python`` is a Python (raises :class:`GenerateError`)."""
         return interpreter_id(self.python, self.fmha_dir, self.timeout)
 
-    _python_id = python_id  # the old private name
-
     def _key(self, kind: str, req: GenerateRequest, inputs: Optional[TreeState] = None) -> str:
         return DiskCache.key_for("generate-run", RUNNER_FORMAT, kind,
                                  (inputs or self.state()).digest, req.as_dict(), self.python_id())
@@ -345,20 +336,9 @@ class GenerateRunner:
         inputs = self.state()
         key = self._key("list", req, inputs) if self.cache is not None else ""
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = _kept(self.cache, key, ListingResult)
             if hit is not None:
-                try:
-                    return ListingResult(
-                        command=display,
-                        files=list(hit["files"]),
-                        count=int(hit["count"]),
-                        seconds=float(hit["seconds"]),
-                        from_cache=True,
-                        api_file=hit.get("api_file"),
-                        request=req,
-                    )
-                except (KeyError, TypeError, ValueError):
-                    self.cache.delete(key)
+                return dataclasses.replace(hit, command=display, from_cache=True, request=req)
         with scratch("fmha-list-") as workdir:
             listing = workdir / "kernels.txt"
             seconds = self._run(req, ["-l", str(listing)], display, workdir)
@@ -390,17 +370,8 @@ class GenerateRunner:
             request=req,
         )
         if self.cache is not None:
-            self.cache.put(
-                self._key("list", req, inputs),
-                {
-                    "command": result.command,
-                    "files": files,
-                    "count": result.count,
-                    "seconds": result.seconds,
-                    "api_file": result.api_file,
-                },
-                inputs,
-            )
+            self.cache.put(self._key("list", req, inputs),
+                           dataclasses.replace(result, from_cache=True), inputs)
         return result
 
     # ------------------------------------------------------------------ api file
@@ -417,27 +388,11 @@ class GenerateRunner:
             kept = self._kept_api_result(key)
             if kept is not None:
                 return kept
-            hit = self.cache.get(key)
+            hit = _kept(self.cache, key, ApiFileResult)
             if hit is not None:
-                try:
-                    payload = _decompress(hit["payload"])
-                    assert isinstance(payload, dict)
-                    result = ApiFileResult(
-                        command=display,
-                        api_file=hit["api_file"],
-                        text=payload["text"],
-                        kernel_files=list(payload["kernel_files"]),
-                        kernel_traits=dict(payload["kernel_traits"]),
-                        seconds=float(hit["seconds"]),
-                        from_cache=True,
-                        request=req,
-                        kernel_bytes=dict(payload["kernel_bytes"]),
-                        api_bytes=int(payload["api_bytes"]),
-                    )
-                    self._keep_api_result(key, result)
-                    return result
-                except (KeyError, TypeError, ValueError, AssertionError, zlib.error):
-                    self.cache.delete(key)
+                result = dataclasses.replace(hit, command=display, from_cache=True, request=req)
+                self._keep_api_result(key, result)
+                return result
         with scratch("fmha-gen-") as workdir:
             outdir = workdir / "generated"
             outdir.mkdir()
@@ -491,25 +446,7 @@ class GenerateRunner:
         )
         if self.cache is not None:
             key = self._key("api", req, inputs)
-            self.cache.put(
-                key,
-                {
-                    "command": result.command,
-                    "api_file": result.api_file,
-                    "seconds": result.seconds,
-                    "count": result.count,
-                    "payload": _compress(
-                        {
-                            "text": text,
-                            "kernel_files": result.kernel_files,
-                            "kernel_traits": result.kernel_traits,
-                            "kernel_bytes": result.kernel_bytes,
-                            "api_bytes": result.api_bytes,
-                        }
-                    ),
-                },
-                inputs,
-            )
+            self.cache.put(key, dataclasses.replace(result, from_cache=True), inputs)
             if self.cache.has(key):  # not kept when the tree changed meanwhile
                 self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
         return result
@@ -549,20 +486,13 @@ class GenerateRunner:
         if self.cache is None:
             return None
         key = self._driver_key("list", run, inputs)
-        hit = self.cache.get(key)
-        if hit is None:
-            return None
-        files = hit.get("files")
-        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-            self.cache.delete(key)
-            return None
-        return list(files)
+        hit = _kept(self.cache, key, list)
+        return None if hit is None else list(hit)
 
     def store_driver_listing(self, run: DriverRun, files: Sequence[str],
                              seconds: float, *, inputs: TreeState) -> None:
         if self.cache is not None:
-            self.cache.put(self._driver_key("list", run, inputs),
-                           {"files": list(files), "seconds": round(seconds, 3)}, inputs)
+            self.cache.put(self._driver_key("list", run, inputs), list(files), inputs)
 
     def stored_driver_write(self, run: DriverRun,
                             inputs: Optional[TreeState] = None) -> Optional[ApiFileResult]:
@@ -571,33 +501,15 @@ class GenerateRunner:
         if self.cache is None:
             return None
         key = self._driver_key("api", run, inputs)
-        hit = self.cache.get(key)
-        if hit is None:
-            return None
-        try:
-            payload = _decompress(hit["payload"])
-            assert isinstance(payload, dict)
-            return ApiFileResult(command=str(hit["command"]), api_file=hit["api_file"],
-                                 text=payload["text"],
-                                 kernel_files=sorted(payload["kernel_traits"]),
-                                 kernel_traits=dict(payload["kernel_traits"]),
-                                 seconds=float(hit["seconds"]), from_cache=True,
-                                 kernel_bytes=dict(payload["kernel_bytes"]),
-                                 api_bytes=int(payload["api_bytes"]))
-        except (KeyError, TypeError, ValueError, AssertionError, zlib.error):
-            self.cache.delete(key)
-            return None
+        hit = _kept(self.cache, key, ApiFileResult)
+        return None if hit is None else dataclasses.replace(hit, from_cache=True)
 
     def store_driver_write(self, run: DriverRun, result: ApiFileResult, *,
                            inputs: TreeState) -> None:
         if self.cache is not None:
-            self.cache.put(self._driver_key("api", run, inputs), {
-                "command": result.command, "api_file": result.api_file,
-                "seconds": round(result.seconds, 3),
-                "payload": _compress({"text": result.text,
-                                      "kernel_traits": result.kernel_traits,
-                                      "kernel_bytes": result.kernel_bytes,
-                                      "api_bytes": result.api_bytes})}, inputs)
+            self.cache.put(self._driver_key("api", run, inputs), dataclasses.replace(
+                result, seconds=round(result.seconds, 3), request=None,
+                kernel_files=sorted(result.kernel_traits)), inputs)
 
     # ------------------------------------------------------------------ batches
 
@@ -605,43 +517,17 @@ class GenerateRunner:
         """Seconds a batch interpreter of this tree took before its first job (the
         last one measured, by this process or another sharing the cache), or None."""
         if self._start_up is None and self.cache is not None:
-            hit = self.cache.get(self._start_up_key())
-            if hit is not None and isinstance(hit.get("seconds"), (int, float)):
-                self._start_up = float(hit["seconds"])
+            hit = _kept(self.cache, self._start_up_key(), float)
+            if hit is not None:
+                self._start_up = hit
         return self._start_up
 
     def note_batch_start_up(self, seconds: float) -> None:
         """Keep a batch interpreter's measured start-up (see :meth:`batch_start_up`)."""
         self._start_up = max(0.0, seconds)
         if self.cache is not None:
-            self.cache.put(self._start_up_key(), {"seconds": round(self._start_up, 3)})
+            self.cache.put(self._start_up_key(), round(self._start_up, 3))
 
     def _start_up_key(self) -> str:
         return DiskCache.key_for("batch-start-up", RUNNER_FORMAT, self.digest(),
                                  self.python_id())
-
-    # ------------------------------------------------------------------ parallel
-
-    def run_many(
-        self,
-        reqs: Iterable[GenerateRequest],
-        jobs: int = 2,
-        kind: str = "list",
-    ) -> List[Union[ListingResult, ApiFileResult]]:
-        """Run independent requests in parallel (``kind``: "list" or "api").
-
-        Results come back in request order; the first failure is raised after
-        the other runs have finished.
-        """
-        if kind == "list":
-            func: Callable[[GenerateRequest], Union[ListingResult, ApiFileResult]] = self.list_kernels
-        elif kind == "api":
-            func = self.generate_api_file
-        else:
-            raise ValueError(f"kind must be 'list' or 'api', not {kind!r}")
-        reqs = list(reqs)
-        if not reqs:
-            return []
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(reqs)))) as pool:
-            futures = [pool.submit(func, req) for req in reqs]
-        return [f.result() for f in futures]

@@ -1,0 +1,133 @@
+"""Verification: a filter's runs checked against the unfiltered listing and the model
+(:mod:`~sphinxext_fmha.verify.filtercheck`), and the write-mode facts of a filter that
+keeps a kernel without its partners (:mod:`~sphinxext_fmha.verify.filter_facts`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, List, Optional, Sequence
+
+from ..analysis.analyze import Options, Tree
+from ..model import ApiModel, FilterCheck, FilterFacts
+from ..process.runner import ApiFileResult, DriverRun, GenerateError, GenerateRunner, ListingResult
+from ..verify.filtercheck import check_filter
+from ..verify.parsed_listing import ParsedListing
+
+
+@dataclasses.dataclass
+class Baseline:
+    """What every check and set of one (API, options) starts from: the model, the
+    unfiltered listing, that listing parsed, the observed traits and followers."""
+
+    tree: Tree
+    api: str
+    options: Options
+    model: ApiModel
+    listing: ListingResult
+    parsed: ParsedListing
+    traits: List[List[str]]
+    followers: Dict[str, str]
+
+    def request(self, filter: str = "", **changes):
+        options = dataclasses.replace(self.options, **changes) if changes else self.options
+        return self.tree.request(self.api, options, filter=filter)
+
+
+def full_api(runner: GenerateRunner, base: Baseline) -> Optional[ApiFileResult]:
+    """The unfiltered run's dispatch file and kernels (None when it cannot be written)."""
+    try:
+        return runner.generate_api_file(base.request())
+    except GenerateError:
+        return None
+
+
+def check(runner: GenerateRunner, base: Baseline, filter: str) -> FilterCheck:
+    """What ``generate.py -f filter`` selects: the filtered listing and write-mode run,
+    checked against the unfiltered listing and the model's prediction."""
+    request = base.request(filter)
+    listing = runner.list_kernels(request)
+    api_file, write_error = None, ""
+    write_command = runner.api_file_command(request) if listing.count else ""
+    if listing.count:
+        try:
+            api_file = runner.generate_api_file(request)
+        except GenerateError as error:
+            write_error = error.own_failure()  # the filter's own failure is a result
+            if not write_error:
+                raise
+    result = check_filter(base.model, filter, base.listing, listing, base.parsed, base.traits,
+                          api_file, followers=base.followers, write_error=write_error,
+                          full_api=lambda: full_api(runner, base))
+    result.write_command = write_command
+    if base.model.list_appends:
+        result.command = runner.listing_command(request, appends=True)
+    return result
+
+
+def listed_only(runner: GenerateRunner, base: Baseline, filter: str,
+                error: GenerateError) -> FilterCheck:
+    """The check of the listing alone, when write mode failed (newer CK refuses some
+    sets in write_blobs): not marked as written, its last note the reason."""
+    listing = runner.list_kernels(base.request(filter))
+    result = check_filter(base.model, filter, base.listing, listing, base.parsed, base.traits)
+    result.write_error = (error.stderr_tail or str(error)).strip().splitlines()[-1]
+    result.notes.append("write mode failed: %s" % result.write_error)
+    return result
+
+
+def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
+    """What a filter that keeps a kernel without its dispatch partners does in write
+    mode, and what ``--targets`` gives, each from generate.py runs of its own."""
+    from ..analysis.arch_names import arch_names
+    from ..verify import filter_facts as plan
+
+    model, facts = base.model, FilterFacts()
+    independent = model.filter.drops == "kernel" and len(
+        {c for p in model.filter.parts for c in p.applies_to}) > 1
+    partner = plan.partner_plan(model, base.parsed, full_api(runner, base)) \
+        if independent else None
+    if partner is not None:
+        request = base.request(partner.filter)
+        listed = runner.list_kernels(request)
+        written, error = None, ""
+        try:
+            written = runner.generate_api_file(request)
+        except GenerateError as failure:
+            error = failure.own_failure()
+            if not error:
+                raise
+        facts.partner_write = plan.partner_write(
+            partner, runner.api_file_command(request), listed.count, written, error)
+    if base.tree.option("targets") is None or not model.checks.get("blob_function_takes_targets"):
+        return facts
+    families = arch_names(base.tree.fmha_dir)
+    facts.targets.append(plan.target_listing(
+        model, families, model.options.get("targets") or "", base.listing.command,
+        base.listing.files, default=True))
+    for family in plan.targets_to_measure(model, families, base.listing.files):
+        measured = runner.list_kernels(base.request(targets=family))
+        facts.targets.append(plan.target_listing(model, families, family, measured.command,
+                                                 measured.files))
+    return facts
+
+
+def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], dict],
+             parallel: int, drivers: Sequence[DriverRun]) -> None:
+    """Run ``requests`` (filtered) and ``drivers`` not cached yet in up to ``parallel``
+    batch interpreters (:mod:`~sphinxext_fmha.process.batch`), with what the probe
+    observed (``observe``, not called when all are cached): its kernels' trait keys and
+    what its unfiltered listing cost (one job at most)."""
+    from ..process.batch import missing
+    from ..process.batch import prefetch as run_batches
+
+    if not missing(runner, list(requests)) and all(
+            runner.has_driver_result(kind, run) for run in drivers for kind in ("list", "api")):
+        return
+    observed = observe()
+    dispatch = observed.get("dispatch") or {}
+    traits = dispatch.get("kernel_traits", {})
+    known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
+             if name in traits}
+    listed = (observed.get("seconds") or {}).get("observe")
+    run_batches(runner, list(requests), dispatch=True, known_keys=known, parallel=parallel,
+                job_seconds=float(listed) if listed is not None else None, drivers=drivers)
