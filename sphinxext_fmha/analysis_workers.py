@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from .analysis.analyze import Tree
 from .options import GENERATE_OPTIONS, Options
-from .process.ahead import Item
+from .process.ahead_pool import Item
 from .process.cache import DiskCache
 from .process.progress import StepLine, report_step
 from .process.runner import ListingResult

@@ -27,12 +27,12 @@ from .schema.checks import (
     TokenCount,
 )
 from .schema.codec import from_dict, from_json, to_dict, to_json
-from .schema.dispatch import ConditionGroup, TokenCounts, TokenDispatch
 from .schema.filters import FilterPart, FilterSpec, Followers, PatternTrap
 from .schema.kernels import FieldInfo, Gap, KernelType, Segment
+from .schema.minimal_set import BuildCost, Decision, FilterRun, Need, Note, Recommendation, Workload
 from .schema.names import NO_TOKEN, natural, token_list
-from .schema.recommendation import BuildCost, Decision, FilterRun, Need, Note, Recommendation, Workload
-from .schema.tiles import Factory, TileClass, TileField, TileRow, TileSource, TileTable, TileUse
+from .schema.tile_model import Factory, TileClass, TileField, TileRow, TileSource, TileTable, TileUse
+from .schema.token_dispatch import ConditionGroup, TokenCounts, TokenDispatch
 
 __all__ = [
     "NO_TOKEN",

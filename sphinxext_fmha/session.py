@@ -20,7 +20,7 @@ from .analysis_workers import AnalysisWorkers
 from .cppapi.reading import read_dispatch, readable_terms
 from .locate import fmha_dir as fmha_dir_of
 from .model import ApiInfo, ApiModel, FilterCheck, FilterFacts, Need, Recommendation, Workload
-from .process.ahead import WORKERS, Item
+from .process.ahead_pool import WORKERS, Item
 from .process.cache import DiskCache, tree_files, tree_state
 from .process.memo import Memo
 from .process.runner import (

@@ -1,4 +1,4 @@
-"""Steps started ahead of the pages (``directives/ahead.py``): the pages are the same
+"""Steps started ahead of the pages (``directives/page_scan.py``): the pages are the same
 with and without them, a failure met ahead is still a located warning on each page
 that needs it, nothing runs twice, and an interrupt ends them with the build (synthetic
 trees: fast)."""
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinxext_fmha.directives import ahead
-from sphinxext_fmha.directives.ahead import scan_directives
+from sphinxext_fmha.directives import page_scan as ahead
+from sphinxext_fmha.directives.page_scan import scan_directives
 from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 from sphinxext_fmha.guide import steps_ahead
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sphinxext_fmha.cli import main
-from sphinxext_fmha.directives import ahead
+from sphinxext_fmha.directives import page_scan as ahead
 from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 from sphinxext_fmha.guide import DirectiveUse, steps_ahead
 from sphinxext_fmha.process import worker
@@ -240,7 +240,7 @@ def test_a_worker_past_its_timeout_ends_its_own_children(tmp_path, monkeypatch):
 def test_the_pool_runs_one_worker_at_a_time_and_the_other_steps_beside_it():
     import threading
 
-    from sphinxext_fmha.process.ahead import AheadPool
+    from sphinxext_fmha.process.ahead_pool import AheadPool
 
     lock, running, most, order = threading.Lock(), [0], [0], []
     probes_ran = threading.Event()

@@ -111,9 +111,8 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
 class _TermRows:
     """One row (list) per distinct term of a reading, shared by every kernel the term
     reaches; the reading's readers never change a row. 2.8.3's bwd has 168,384 term
-    rows of 86 terms: made once each, and numbered once each where the session keeps
-    the reading (:func:`~sphinxext_fmha.process.cache.share_items` knows an item it
-    has numbered by its identity)."""
+    rows of 86 terms: made once each, and stored once each where the session keeps the
+    reading (pickle, the store's codec, writes a shared object once)."""
 
     def __init__(self) -> None:
         # id of a Term -> its row (the terms are the reach's own: alive meanwhile)

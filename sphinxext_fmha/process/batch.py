@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
-from .ahead import WORKERS
+from .ahead_pool import WORKERS
 from .cache import TreeState
 from .driver import DRIVER_SCRIPT, listed_kernels, write_result
 from .launch import scratch

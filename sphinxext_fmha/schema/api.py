@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from .filters import FilterSpec
 from .kernels import FieldInfo, Gap, KernelType
-from .tiles import Factory, TileClass
+from .tile_model import Factory, TileClass
 
 
 @dataclass

@@ -2,7 +2,7 @@
 method returns the step a page will need, or None when its result is kept already (a
 warm rebuild starts nothing). The step runs through the same memo as the page's own
 call: the page waits for it, or gets its failure. The steps run in the one pool of
-:mod:`~sphinxext_fmha.process.ahead`. No Sphinx imports here."""
+:mod:`~sphinxext_fmha.process.ahead_pool`. No Sphinx imports here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from ..analysis.analyze import Options
 from ..analysis_workers import WORKER
-from ..process.ahead import WORKERS, AheadPool, Item
+from ..process.ahead_pool import WORKERS, AheadPool, Item
 from ..process.progress import report_ahead
 from ..process.runner import GenerateRequest, ListingResult
 from . import observing

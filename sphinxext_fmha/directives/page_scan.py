@@ -19,7 +19,7 @@ no thread: the steps then run, two at a time, before the reading starts, and the
 inherit the results; no worker interpreter is started then (the readers analyse their
 pages side by side already). The steps stop at the end of the reading (``env-updated``)
 or of the build; an interrupt stops them with the build (see
-:mod:`~sphinxext_fmha.process.ahead`).
+:mod:`~sphinxext_fmha.process.ahead_pool`).
 """
 
 from __future__ import annotations

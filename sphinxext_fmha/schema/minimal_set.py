@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from .checks import FilterMiss
-from .tiles import TileTable
+from .tile_model import TileTable
 
 
 @dataclass
