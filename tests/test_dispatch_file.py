@@ -8,18 +8,15 @@ import textwrap
 import pytest
 
 from sphinxext_fmha.corpus import tree_by_name
-from sphinxext_fmha.cppapi.dispatch_file import (
-    DispatchTree,
-    describe_condition,
+from sphinxext_fmha.cppapi.condition_words import describe_condition
+from sphinxext_fmha.cppapi.lexing import (
     find_template_calls,
-    kernel_trait_key,
-    kernel_trait_keys,
-    match_leaves_to_kernels,
     normalize_cpp,
-    parse_dispatch,
     split_template_args,
     trait_template,
 )
+from sphinxext_fmha.cppapi.matching import kernel_trait_key, kernel_trait_keys, match_leaves_to_kernels
+from sphinxext_fmha.cppapi.parse import DispatchTree, parse_dispatch
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner

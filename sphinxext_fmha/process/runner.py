@@ -30,7 +30,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
-from ..cppapi.dispatch_file import kernel_trait_key
+from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
 from .cache import DiskCache, TreeState, tree_state
 from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, ListingResult
