@@ -14,7 +14,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from sphinxext_fmha.analysis.pysource import read_condition
+from sphinxext_fmha.analysis.python_conditions import read_condition
 from sphinxext_fmha.analysis.source import SourceFacts, analyze_source
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import FMHA_SUBDIR
