@@ -34,7 +34,7 @@ from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
 from .cache import DiskCache, TreeState, tree_state
 from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, ListingResult
-from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
+from .launch import GenerateError, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "DriverRun",
     "GenerateRunner",
     "total_processes_started",
-    "note_process_started",
     "interpreter_id",
     "check_generate_py",
     "listing_lines",
