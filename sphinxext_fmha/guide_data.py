@@ -30,7 +30,6 @@ from .model import (
 from .options import OptionError, Options
 
 __all__ = [
-    "DISPATCH_SECTIONS",
     "RECOMMENDATION_SECTIONS",
     "DEFAULT_ORDER",
     "ExampleSet",
@@ -134,8 +133,6 @@ def sections_needing(*needs: SectionNeed) -> Tuple[str, ...]:
 
 #: Sections that show the recommendation and are left out without it.
 RECOMMENDATION_SECTIONS = sections_needing(SectionNeed.SET)
-#: Sections that show what the API dispatch file and the mask modes say.
-DISPATCH_SECTIONS = sections_needing(SectionNeed.DISPATCH)
 
 
 def needs_of(names: Sequence[str]) -> Set[SectionNeed]:

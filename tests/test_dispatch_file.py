@@ -8,18 +8,15 @@ import textwrap
 import pytest
 
 from sphinxext_fmha.corpus import tree_by_name
-from sphinxext_fmha.cppapi.dispatch_file import (
-    DispatchTree,
-    describe_condition,
+from sphinxext_fmha.cppapi.condition_words import describe_condition
+from sphinxext_fmha.cppapi.lexing import (
     find_template_calls,
-    kernel_trait_key,
-    kernel_trait_keys,
-    match_leaves_to_kernels,
     normalize_cpp,
-    parse_dispatch,
     split_template_args,
     trait_template,
 )
+from sphinxext_fmha.cppapi.matching import kernel_trait_key, kernel_trait_keys, match_leaves_to_kernels
+from sphinxext_fmha.cppapi.parse import DispatchTree, parse_dispatch
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
@@ -122,15 +119,14 @@ def test_synthetic_structure_and_order():
     assert first.condition == (
         "(t.is_group_mode == false) && (true /*a.seqlen_q % 64 != 0*/) && (a.seqlen_k % 128 == 0)"
     )
-    assert first.branch_kind == "if"
     assert first.trait_args == ["fmha_fwd_traits_<64,FmhaFwdFp16,false,tile::Mask<false>,true>"]
     assert first.call == "fmha_fwd_<trait_>(s,a)"
     assert first.extra_args == [] and first.trait_names == ["trait_"]
-    assert second.branch_kind == "else if" and second.condition == "(t.is_group_mode == true)"
+    assert second.condition == "(t.is_group_mode == true)"
     assert second.trait_args == ["fmha_fwd_traits_<64,FmhaFwdFp16,true,tile::Mask<true>,false>"]
     # the `if constexpr (is_same_v<X, X>)` else-branch is compiled away
     assert len(tree.discarded) == 1 and tree.discarded[0].discarded and tree.discarded[0].order == -1
-    assert third.condition == "!(t.has_lse)" and third.branch_kind == "else"
+    assert third.condition == "!(t.has_lse)"
     assert third.path_conditions == ['t.data_type.compare("bf16") == 0']
     assert third.trait_args == ["fmha_fwd_traits_<128,FmhaFwdBf16,false,tile::Mask<false>,true>"]
 
@@ -155,7 +151,7 @@ def test_synthetic_kernel_key_matches_leaf():
     match = match_leaves_to_kernels(tree, {"k0.cpp": key, "orphan.cpp": "fmha_fwd_traits_<1>"})
     assert match.files_of(0) == ["k0.cpp"]
     assert match.leaf_kernels[1] == [None] and match.leaf_kernels[2] == [None]
-    assert match.unmatched_leaves == [1, 2]
+    assert sorted({order for order, _ in match.unmatched}) == [1, 2]
     assert match.unreached == ["orphan.cpp"]
     assert match.kernel_leaves == {"k0.cpp": [0]}
     assert match.kinds["k0.cpp"] == "fmha_fwd_traits_"

@@ -6,12 +6,7 @@ from typing import List
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_options import (
-    filter_split,
-    generate_options,
-    option_split,
-    option_supported,
-)
+from sphinxext_fmha.analysis.generate_options import generate_options
 from sphinxext_fmha.analysis.generate_py import discover_apis
 from sphinxext_fmha.locate import FMHA_SUBDIR
 from sphinxext_fmha.model import ApiInfo
@@ -50,22 +45,18 @@ REAL_OPTIONS = {
     "flash-attn-2.7.4.post1": {
         "dests": ["direction", "output_dir", "list_blobs", "filter", "mask", "receipt"],
         "filter_default": None,
-        "split": None,
     },
     "flash-attn-2.8.1": {
         "dests": ["direction", "output_dir", "list_blobs", "filter", "mask", "receipt", "optdim"],
         "filter_default": "",
-        "split": ",",
     },
     "flash-attn-2.8.3": {
         "dests": ["direction", "output_dir", "list_blobs", "filter", "mask", "receipt", "optdim"],
         "filter_default": "",
-        "split": ",",
     },
     "amd-aiter-0.1.7.post2.dev18": {
         "dests": ["targets", "direction", "output_dir", "list_blobs", "filter", "mask", "receipt", "optdim"],
         "filter_default": "",
-        "split": ",",
     },
 }
 
@@ -98,8 +89,6 @@ def test_real_options(corpus_tree):
     assert by_dest["filter"].default == expected["filter_default"]
     assert "fnmatch" in by_dest["filter"].help
     assert by_dest["receipt"].help.startswith("codegen receipt. 0: generate only 8xhdim coverage\n")
-    assert filter_split(root) == expected["split"]
-    assert option_split(root, "direction") == ","
     # our dest rule agrees with argparse itself
     parser = argparse.ArgumentParser()
     for option in options:
@@ -109,13 +98,11 @@ def test_real_options(corpus_tree):
 @pytest.mark.corpus
 def test_real_version_differences(corpus_root):
     old = generate_options(corpus_root("flash-attn-2.7.4.post1"))
-    assert not option_supported(old, "optdim")
-    assert not option_supported(old, "targets")
-    assert option_supported(old, "filter")
+    assert {"filter"} == {o.dest for o in old} & {"filter", "optdim", "targets"}
     assert "600-699" not in {o.dest: o for o in old}["receipt"].help
 
     new = generate_options(corpus_root("flash-attn-2.8.1"))
-    assert option_supported(new, "optdim") and not option_supported(new, "targets")
+    assert {"optdim"} == {o.dest for o in new} & {"optdim", "targets"}
     optdim = {o.dest: o for o in new}["optdim"]
     assert optdim.default == "-1"
     assert optdim.help.endswith("-1 is the default choiceeg. --optdim=32,64,128,256")  # sic
@@ -126,7 +113,6 @@ def test_real_version_differences(corpus_root):
     assert targets.flags == ["--targets"]
     assert targets.default == "gfx9,gfx950"
     assert targets.help == "list of GPU targets, separated by comma."
-    assert option_supported(aiter, "--targets")
 
 
 # --------------------------------------------------------------------------- synthetic
@@ -161,9 +147,6 @@ def test_synthetic_options(tmp_path):
     assert by_dest["receipt"].default == "0"
     assert by_dest["receipt"].help.count("\n") == 2
     assert by_dest["output_dir"].default is None
-    assert filter_split(root) == ","
-    assert option_split(root, "optdim") == ","
-    assert option_split(root, "mask") is None
 
 
 def test_different_prefix_is_read_from_generate_py(tmp_path):
@@ -304,7 +287,6 @@ def test_filter_passed_whole(tmp_path):
     _edit(generate, "        default='',\n        required=False,\n        help='fnmatch",
           "        required=False,\n        help='fnmatch")
     _edit(generate, "    filter_list = args.filter.split(',')\n", "    filter_list = [args.filter] * 99\n")
-    assert filter_split(root) is None
     assert {o.dest: o for o in generate_options(root)}["filter"].default is None
     proc = _list(root, tmp_path, "-a", "toy", "-f", "*_psd_*,*")
     assert proc.returncode == 0 and proc.lines == [proc.lines[-1]]  # the comma is part of the pattern
@@ -325,8 +307,7 @@ def test_dest_and_action_defaults(tmp_path):
     assert by_dest["jobs"].flags == ["-j"] and by_dest["jobs"].default == "8"
     assert by_dest["jobs"].help == "2"
     assert by_dest["extra_pattern"].default is None
-    assert option_supported(by_dest.values(), "extra-pattern")
-    assert not option_supported(by_dest.values(), "targets")
+    assert "targets" not in by_dest
     parser = argparse.ArgumentParser()
     assert parser.add_argument("-x", "--extra-pattern").dest == "extra_pattern"
 

@@ -16,7 +16,7 @@ from typing import Dict
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_options import supported_options
+from sphinxext_fmha.analysis.generate_options import generate_options
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
@@ -118,19 +118,9 @@ def test_unsupported_option_raises():
         GenerateRequest("fwd,bwd").argv(old)
 
 
-def test_supported_options_per_tree(fmha):
-    old = supported_options(fmha(OLD))
-    assert {"filter", "mask", "receipt"} <= old
-    assert "targets" not in old and "optdim" not in old
-    mid = supported_options(fmha("flash-attn-2.8.1"))
-    assert "optdim" in mid and "targets" not in mid
-    new = supported_options(fmha(NEW))
-    assert {"filter", "mask", "receipt", "optdim", "targets"} <= new
-
-
-def test_runner_refuses_unsupported_option_without_running(fmha, tmp_path):
+def test_runner_refuses_unsupported_option_without_running(fmha, corpus_root, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"),
-                            options=supported_options(fmha(OLD)))
+                            options={o.dest for o in generate_options(corpus_root(OLD))})
     with pytest.raises(GenerateError, match="no option --optdim"):
         runner.list_kernels(GenerateRequest("fwd_appendkv", optdim="64"))
     with pytest.raises(GenerateError, match="--targets"):

@@ -7,16 +7,14 @@ import ast
 import copy
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ..locate import fmha_dir
 from ..model import GenerateOption
 from .pyeval import Evaluator, Unknown
 from .pyparse import assigned_names
 
-__all__ = ["PathLike", "evaluate_in", "filter_split", "generate_options", "generate_options_in",
-           "module_constants", "option_split", "option_supported", "read_ast",
-           "supported_options"]
+__all__ = ["PathLike", "evaluate_in", "generate_options", "module_constants", "read_ast"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -97,14 +95,6 @@ def generate_options(ck_root: PathLike) -> List[GenerateOption]:
     return generate_options_of(_load_generate(ck_root))
 
 
-def generate_options_in(folder: PathLike) -> List[GenerateOption]:
-    """:func:`generate_options` for the folder that holds generate.py itself."""
-    path = Path(folder) / "generate.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"no generate.py in {folder}")
-    return generate_options_of(read_ast(path))
-
-
 def generate_options_of(module: ast.Module) -> List[GenerateOption]:
     consts = module_constants(module)
 
@@ -153,73 +143,3 @@ def generate_options_of(module: ast.Module) -> List[GenerateOption]:
                 help_text = ""
         options.append(GenerateOption(flags=flags, dest=dest, default=default, help=help_text))
     return options
-
-
-def option_supported(options: Iterable[GenerateOption], dest: str) -> bool:
-    """Whether one of ``options`` stores into ``dest`` (e.g. "optdim", "targets")."""
-    wanted = dest.lstrip("-").replace("-", "_")
-    return any(option.dest == wanted for option in options)
-
-
-def option_split(ck_root: PathLike, dest: str) -> Optional[str]:
-    """The separator generate.py splits ``args.<dest>`` on, or None if it does not.
-
-    Looks for ``<namespace>.<dest>.split(SEP)`` (also through a plain alias such as
-    ``f = args.filter``).  ``.split()`` without a separator gives ``" "``.
-    """
-    module = _load_generate(ck_root)
-    consts = module_constants(module)
-    aliases: Set[str] = set()
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == dest
-        ):
-            aliases.add(node.targets[0].id)
-    for node in sorted(
-        (n for n in ast.walk(module) if isinstance(n, ast.Call)),
-        key=lambda c: (c.lineno, c.col_offset),
-    ):
-        func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr in ("split", "rsplit")):
-            continue
-        target = func.value
-        hit = (isinstance(target, ast.Attribute) and target.attr == dest
-               and isinstance(target.value, ast.Name)) or (
-            isinstance(target, ast.Name) and target.id in aliases
-        )
-        if not hit:
-            continue
-        sep_node: Optional[ast.expr] = node.args[0] if node.args else None
-        for kw in node.keywords:
-            if kw.arg == "sep":
-                sep_node = kw.value
-        if sep_node is None:
-            return " "
-        try:
-            sep = evaluate_in(sep_node, consts)
-        except Unknown:
-            continue
-        if sep is None:
-            return " "
-        if isinstance(sep, str):
-            return sep
-    return None
-
-
-def filter_split(ck_root: PathLike) -> Optional[str]:
-    """How generate.py splits ``-f`` across the APIs given to ``-a``.
-
-    Returns the separator (``","`` in flash-attn 2.8.x and aiter: one filter per API,
-    missing ones become ``''``), or None when the filter is passed whole to every API
-    (flash-attn 2.7.4, where it also defaults to None).
-    """
-    return option_split(ck_root, "filter")
-
-
-def supported_options(fmha_dir: Path) -> Set[str]:
-    """argparse dests of generate.py's options, read statically (no process)."""
-    return {option.dest for option in generate_options_in(fmha_dir)}

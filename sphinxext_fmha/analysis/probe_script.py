@@ -261,7 +261,7 @@ def load_trait_reader(package_dir):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses and relative imports look it up there
         spec.loader.exec_module(module)
-    return importlib.import_module(name + ".dispatch_file").kernel_trait_key
+    return importlib.import_module(name + ".matching").kernel_trait_key
 
 
 def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=False):

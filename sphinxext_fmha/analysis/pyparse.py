@@ -20,7 +20,6 @@ __all__ = [
     "ParsedModule",
     "parse_module",
     "parse_text",
-    "clear_cache",
     "segment",
     "flat",
     "dotted",
@@ -135,11 +134,6 @@ def _split_lines_keepends(text: str) -> List[str]:
     if start < len(text):
         out.append(text[start:])
     return out
-
-
-def clear_cache() -> None:
-    """Forget every parsed file (tests that rewrite files in place call this)."""
-    _CACHE.clear()
 
 
 def _comments(text: str) -> Dict[int, str]:

@@ -27,7 +27,7 @@ import ast
 from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from ..model import Receipt
-from .pysource import read_condition
+from .python_conditions import read_condition
 
 __all__ = ["rule_object_receipts"]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Tuple
+from typing import List
 
 from .lexing import _WS_RE, strip_comments
 from .lexing import match_paren as _match_paren
 
-__all__ = ["describe_condition", "condition_terms", "split_top", "strip_parens"]
+__all__ = ["describe_condition", "split_top", "strip_parens"]
 
 
 # --------------------------------------------------------------------------- conditions
@@ -164,23 +164,6 @@ def _describe_atom(expr: str) -> str:
     if len(_split_top(expr, "||")) > 1 or len(_split_top(expr, "&&")) > 1:
         return _describe(expr)
     return expr
-
-
-@functools.lru_cache(maxsize=65536)
-def _condition_terms(cond: str) -> Tuple[str, ...]:
-    text = _WS_RE.sub(" ", strip_comments(_TRUE_COMMENT_RE.sub("true", cond))).strip()
-    terms: List[str] = []
-    for term in _split_top(_strip_parens(text), "&&"):
-        described = describe_condition(term)
-        if described != "always" and described not in terms:
-            terms.append(described)
-    return tuple(terms)
-
-
-def condition_terms(cond: str) -> List[str]:
-    """The readable terms of a condition's top-level conjunction (``a && (b || c)``
-    -> ``["a", "b or c"]``), without the terms that always hold."""
-    return list(_condition_terms(cond))
 
 
 # Pure and called for every term of every dispatch branch (hundreds of thousands of

@@ -9,7 +9,7 @@ import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 __all__ = ["strip_comments", "normalize_cpp", "split_template_args", "find_template_calls",
-           "trait_template", "trait_key", "match_paren", "squeeze", "mask_code", "mask_code_only",
+           "trait_template", "trait_key", "match_paren", "squeeze", "mask_code_only",
            "matches_not_after"]
 
 # --------------------------------------------------------------------------- lexing
@@ -458,4 +458,3 @@ def _match_paren(text: str, open_at: int) -> Optional[int]:
 
 match_paren = _match_paren
 squeeze = _squeeze
-mask_code = _mask

@@ -134,10 +134,6 @@ class DispatchMatch:
     ambiguous: Dict[str, List[str]] = field(default_factory=dict)
     kinds: Dict[str, str] = field(default_factory=dict)
 
-    @property
-    def unmatched_leaves(self) -> List[int]:
-        return sorted({order for order, _ in self.unmatched})
-
     def files_of(self, order: int) -> List[str]:
         return [f for f in self.leaf_kernels.get(order, []) if f]
 

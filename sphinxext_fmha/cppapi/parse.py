@@ -90,7 +90,6 @@ class DispatchLeaf:
     not_launched: List[str] = field(default_factory=list)
     function: str = ""
     line: int = 0
-    branch_kind: str = ""
     discarded: bool = False
     #: depths (indices into :attr:`conditions`) of the branches an ``if constexpr``
     #: chooses (its ``else`` too): decided when the code is compiled, not per call
@@ -374,7 +373,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
     chain_count = [0]
 
     def add(facts: CallFacts, block: DispatchBlock, conds: List[str], function: str,
-            kind: str, dead: bool, compile_time: Tuple[int, ...], scope: int) -> None:
+            dead: bool, compile_time: Tuple[int, ...], scope: int) -> None:
         leaf = DispatchLeaf(
             order=-1 if dead else len(leaves),
             path_conditions=list(conds[:-1]),
@@ -387,7 +386,6 @@ def _collect_leaves(tree: DispatchTree) -> None:
             not_launched=list(facts.not_launched),
             function=function,
             line=block.line,
-            branch_kind=kind,
             discarded=dead,
             compile_time=compile_time,
             scope=scope,
@@ -412,14 +410,13 @@ def _collect_leaves(tree: DispatchTree) -> None:
         outer: Dict[str, str],
         conds: List[str],
         function: str,
-        kind: str,
         dead: bool,
         compile_time: Tuple[int, ...] = (),
         scope: int = -1,
     ) -> None:
         if not any(type(item) is DispatchBlock for item in block.items):
             for facts in statement_block_calls(tuple(block.items), tuple(outer.items())):
-                add(facts, block, conds, function, kind, dead, compile_time, scope)
+                add(facts, block, conds, function, dead, compile_time, scope)
             return
         visible = Scope(outer)
         # values of the current `if constexpr` chain (None: not a constexpr chain)
@@ -460,18 +457,15 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 elif item.kind.startswith("if") or item.kind not in _CONDITIONAL_KINDS:
                     cx_chain = None
                 sub_conds = conds
-                sub_kind = kind
                 sub_constant = compile_time
                 if item.kind in _CONDITIONAL_KINDS:
                     sub_conds = [*conds, item.condition]
-                    sub_kind = item.kind
                     if constant:
                         sub_constant = (*compile_time, len(conds))
                 elif item.kind == "function":
                     sub_conds = []
-                    sub_kind = ""
                     sub_constant = ()
-                walk(item, visible.visible, sub_conds, func, sub_kind, sub_dead, sub_constant,
+                walk(item, visible.visible, sub_conds, func, sub_dead, sub_constant,
                      sub_scope)
                 if item.kind == "else":
                     chain = -1
@@ -479,9 +473,9 @@ def _collect_leaves(tree: DispatchTree) -> None:
             cx_chain = None
             chain = -1
             for facts in visible.statement(item):
-                add(facts, block, conds, function, kind, dead, compile_time, scope)
+                add(facts, block, conds, function, dead, compile_time, scope)
 
-    walk(tree.root, {}, [], "", "", False)
+    walk(tree.root, {}, [], "", False)
     tree.leaves = leaves
     tree.discarded = discarded
     tree.functions = functions

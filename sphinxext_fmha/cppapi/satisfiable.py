@@ -60,7 +60,6 @@ _BOOL_COMPARED = re.compile(r"^(\(.*\))\s*(==|!=)\s*(true|false)$")
 _CALL_PREFIXES = re.compile(r"^(?:t|a|traits|args)\s*\.\s*")
 _TRUE_COMMENT = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
 _FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
-_WORD_OPS = re.compile(r"\b(and|or|not)\b")
 
 # An atom: ("size", name, op, number, modulus) | ("flag", name) | ("eq", name, value) |
 # ("prefix", name, text) | ("opaque", text). A parsed formula ("af") has atoms at its

@@ -87,7 +87,7 @@ def driver_write(python: str, fmha_dir: Path, separator: str, filters: Sequence[
     every split-KV kernel has its combine kernel), so a set that lists can still fail
     here; the failure is raised with generate.py's stderr.
     """
-    from ..cppapi.dispatch_file import kernel_trait_key
+    from ..cppapi.matching import kernel_trait_key
 
     with scratch("fmha-driver-write-") as tmp:
         out = tmp / "generated"

@@ -42,7 +42,7 @@ class GenerateRequest:
         """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``.
 
         ``options_supported``: the tree's argparse dests (see
-        :func:`sphinxext_fmha.analysis.generate_py.supported_options`); a requested
+        :meth:`sphinxext_fmha.analysis.analyze.Tree.supported_dests`); a requested
         option missing there raises :class:`GenerateError` instead of being dropped.
         None: no check.
         """
@@ -98,7 +98,7 @@ class ApiFileResult:
     """``generate.py -o``: the dispatch file's text and the kernels written.
 
     ``kernel_traits`` maps each kernel file to the normalised trait key(s) it
-    specialises (:func:`~sphinxext_fmha.cppapi.dispatch_file.kernel_trait_key`);
+    specialises (:func:`~sphinxext_fmha.cppapi.matching.kernel_trait_key`);
     ``kernel_bytes`` each kernel file to its size and ``api_bytes`` is the dispatch
     file's, as written (empty / 0 when not measured).
     """

@@ -36,7 +36,7 @@ from . import watchdog_script
 from .watchdog_script import MARKS, kill, processes, start_time
 
 __all__ = ["MARKS", "folder_made", "folder_removed", "group_ended", "group_started", "kill",
-           "leftovers", "marked_environment", "new_mark", "start_time", "watchdog_pid"]
+           "leftovers", "marked_environment", "new_mark", "start_time"]
 
 WATCHDOG_SCRIPT = Path(watchdog_script.__file__)
 
@@ -101,11 +101,6 @@ def folder_made(path: str) -> None:
 
 def folder_removed(path: str) -> None:
     _send(["removed", path])
-
-
-def watchdog_pid() -> Optional[int]:
-    """The watchdog's pid, once started (tests)."""
-    return _STATE.get("pid")
 
 
 def _watchdog() -> Tuple[str, Optional[int]]:

@@ -30,11 +30,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Set, Union
 
-from ..cppapi.dispatch_file import kernel_trait_key
+from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
 from .cache import DiskCache, TreeState, tree_state
 from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, ListingResult
-from .launch import GenerateError, note_process_started, python_version, run, scratch, total_processes_started
+from .launch import GenerateError, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "DriverRun",
     "GenerateRunner",
     "total_processes_started",
-    "note_process_started",
     "interpreter_id",
     "check_generate_py",
     "listing_lines",

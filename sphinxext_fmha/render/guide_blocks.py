@@ -16,8 +16,7 @@ from typing import Callable, List, Sequence, cast
 from ..guide_data import SECTION_BY_NAME, SECTION_TITLES, GuideData, SectionNeed
 from .ir import Block, Section
 from .sections.api_list import api_list_table
-from .sections.cells import FOLD_ROWS
-from .sections.filename import diagram_of, filename_blocks
+from .sections.filename import filename_blocks
 from .sections.filter_check import commands_miss_warnings, filter_check_blocks, miss_text, miss_warnings
 from .sections.filter_diff import comparison_blocks
 from .sections.overview import header_inlines
@@ -25,11 +24,9 @@ from .sections.recommendation import recommendation_sections
 from .sections.workload import WORKLOAD_TITLE
 
 __all__ = [
-    "FOLD_ROWS",
     "api_list_table",
     "comparison_blocks",
     "commands_miss_warnings",
-    "diagram_of",
     "filename_blocks",
     "filter_check_blocks",
     "guide_sections",

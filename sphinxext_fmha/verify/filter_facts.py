@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
+from ..cppapi.matching import match_leaves_to_kernels
+from ..cppapi.parse import parse_dispatch
 from ..model import ApiModel, PartnerWrite, TargetListing
 from ..process.runner import ApiFileResult
 from .coupling import coupling_of

@@ -12,7 +12,8 @@ import re
 from collections import Counter
 from typing import Callable, Dict, List, Mapping, Optional, Set
 
-from ..cppapi.dispatch_file import match_leaves_to_kernels, parse_dispatch
+from ..cppapi.matching import match_leaves_to_kernels
+from ..cppapi.parse import parse_dispatch
 from ..model import ApiModel, FilterCheck, FilterMiss, SegmentBreakdown, TokenCount, token_list
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of

@@ -26,9 +26,6 @@ _NUM = re.compile(r"(\d+)")
 _QUALIFIERS = re.compile(r"\[(.*)\]\s*$")
 _LEADING_NUMBER = re.compile(r"^\(?\s*(\d+)")
 
-#: (problem keys, tile) of one kernel.
-_Entry = Tuple[Tuple[str, ...], str]
-
 
 def _natural(text: str) -> List[object]:
     return [int(p) if p.isdigit() else p for p in _NUM.split(text)]

@@ -25,21 +25,7 @@ from .dedup import collect_dedup
 from .dispatcher import collect_dispatch
 from .enumeration import collect_enumeration
 from .factories import collect_factories
-from .facts import (
-    ClassField,
-    ClassInfo,
-    DedupInfo,
-    DispatchLevel,
-    Enumeration,
-    FactoryTable,
-    FilterLine,
-    FilterMatch,
-    FilterSource,
-    LoopInfo,
-    MapUse,
-    SourceFacts,
-    SymbolMap,
-)
+from .facts import SourceFacts
 from .kernel_filter import collect_filter
 from .map_uses import collect_map_uses
 from .notes import note_dead_rules, note_suspicious_literals
@@ -49,22 +35,7 @@ from .symbol_maps import collect_symbol_maps
 from .tile_classes import collect_tiles
 from .universe import Universe
 
-__all__ = [
-    "ClassField",
-    "ClassInfo",
-    "SymbolMap",
-    "MapUse",
-    "LoopInfo",
-    "Enumeration",
-    "FilterLine",
-    "FilterMatch",
-    "FilterSource",
-    "DedupInfo",
-    "DispatchLevel",
-    "FactoryTable",
-    "SourceFacts",
-    "analyze_source",
-]
+__all__ = ["SourceFacts", "analyze_source"]
 
 #: (label shown in a gap, collector), in the order they run.
 COLLECTORS: List[Tuple[str, Callable[[Context], None]]] = [

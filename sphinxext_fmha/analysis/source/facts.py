@@ -18,7 +18,6 @@ __all__ = [
     "MapUse",
     "LoopInfo",
     "Enumeration",
-    "FilterLine",
     "FilterMatch",
     "FilterSource",
     "DedupInfo",
@@ -63,7 +62,6 @@ class SymbolMap:
     defined_at: str = ""
     kind: str = "dict"  # "dict" | "function"
     entries: Dict[str, str] = field(default_factory=dict)
-    parameter: str = ""
     branches: Dict[str, Dict[str, str]] = field(default_factory=dict)
     branch_maps: Dict[str, str] = field(default_factory=dict)
 
@@ -98,33 +96,17 @@ class Enumeration:
 
 
 @dataclass
-class FilterLine:
-    kind: str  # split | pad | default | guard | match
-    source: str
-    where: str = ""
-    function: str = ""
-
-
-@dataclass
 class FilterMatch:
-    function: str
-    kernel_expr: str
-    pattern: str
+    """An ``fnmatch`` call: the kernel class it matches, against which ``-f`` part
+    (None: the whole filter, or not read)."""
+
     kernel_class: str = ""
     index: Optional[int] = None
-    split_var: str = ""
-    via: str = ""
-    guard: str = ""
     where: str = ""
 
 
 @dataclass
 class FilterSource:
-    separator: Optional[str] = None
-    parts: Optional[int] = None
-    missing_becomes: Optional[str] = None
-    empty_default: Optional[str] = None
-    lines: List[FilterLine] = field(default_factory=list)
     matches: List[FilterMatch] = field(default_factory=list)
 
 

@@ -1,10 +1,12 @@
-"""Collector: how the ``-f`` filter is split, padded and matched with ``fnmatch``.
+"""Collector: which ``-f`` part each ``fnmatch`` call of the codegen matches a kernel class
+against (the self-check ``source_and_observation_agree.filter_positions`` holds it against
+the part the running code used).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 from ...model import Gap
 from ..pyparse import dotted, walk_no_nested
@@ -15,114 +17,50 @@ from .astutil import (
     member,
 )
 from .context import Context
-from .facts import (
-    FilterLine,
-    FilterMatch,
-)
+from .facts import FilterMatch
 
 __all__ = ["collect_filter"]
 
 
 def collect_filter(ctx: Context) -> None:
-    """Read how ``-f`` is split, padded, defaulted and matched (``facts.filter_source``)."""
-    fs = ctx.facts.filter_source
-    tree = ctx.tree
-    functions = [n for n in ast.walk(tree) if isinstance(n, FUNC)]
-    split_vars: Dict[Tuple[str, str], str] = {}  # (function, var) -> separator
+    """Each ``fnmatch(kernel, pattern)`` call: the kernel class and the filter part
+    (``facts.filter_source.matches``)."""
+    functions = [n for n in ast.walk(ctx.tree) if isinstance(n, FUNC)]
+    matches = ctx.facts.filter_source.matches
     for fn in functions:
         for n in walk_no_nested(fn):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "split" \
-                    and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str):
-                fs.lines.append(FilterLine("split", ctx.seg(_stmt_of(ctx, n)), ctx.where(n), fn.name))
-                if fs.separator is None:
-                    fs.separator = n.args[0].value
-                stmt = _stmt_of(ctx, n)
-                if isinstance(stmt, ast.Assign):
-                    for t in stmt.targets:
-                        if isinstance(t, ast.Name):
-                            split_vars[(fn.name, t.id)] = n.args[0].value
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "extend" \
-                    and n.args and isinstance(n.args[0], ast.BinOp) and isinstance(n.args[0].op, ast.Mult):
-                lst = n.args[0].left
-                fs.lines.append(FilterLine("pad", ctx.seg(n), ctx.where(n), fn.name))
-                if isinstance(lst, ast.List) and len(lst.elts) == 1 and isinstance(lst.elts[0], ast.Constant):
-                    fs.missing_becomes = lst.elts[0].value  # type: ignore[assignment]  # a str in every codegen
-                cnt = n.args[0].right
-                if isinstance(cnt, ast.BinOp) and isinstance(cnt.left, ast.Constant):
-                    fs.parts = cnt.left.value  # type: ignore[assignment]  # an int in every codegen
-            elif isinstance(n, ast.If) and isinstance(n.test, ast.Compare) and len(n.test.ops) == 1 \
-                    and isinstance(n.test.ops[0], ast.Eq) \
-                    and isinstance(n.test.comparators[0], ast.Constant) \
-                    and n.test.comparators[0].value in ("", None) and len(n.body) == 1 \
-                    and isinstance(n.body[0], ast.Assign) and isinstance(n.body[0].value, ast.Constant):
-                fs.lines.append(FilterLine("default", ctx.seg(n.test) + ": " + ctx.seg(n.body[0]),
-                                           ctx.where(n), fn.name))
-                fs.empty_default = n.body[0].value.value  # type: ignore[assignment]  # a str or None
-            elif isinstance(n, ast.Call) and is_fnmatch_call(n, ctx.fnmatch_names):
-                _filter_match(ctx, fn, n, split_vars, functions)
-    if not fs.matches:
+            if isinstance(n, ast.Call) and is_fnmatch_call(n, ctx.fnmatch_names) and len(n.args) >= 2:
+                kexpr = n.args[0]
+                matches.append(FilterMatch(
+                    kernel_class=_expr_class(ctx, kexpr.value if isinstance(kexpr, ast.Attribute)
+                                             else kexpr, fn),
+                    index=_pattern_index(ctx, fn, n.args[1], functions), where=ctx.where(n)))
+    if not matches:
         ctx.gaps.append(Gap("kernel filter", ctx.rel, "no fnmatch call found"))
 
 
-def _stmt_of(ctx: Context, node: ast.AST) -> ast.AST:
-    parents = ctx.pm.parents
-    cur = node
-    while cur in parents and not isinstance(cur, ast.stmt):
-        cur = parents[cur]
-    return cur
-
-
-def _filter_match(ctx: Context, fn: FunctionNode, call: ast.Call, split_vars: Dict[Tuple[str, str], str],
-                  functions: Sequence[FunctionNode]) -> None:
-    fs = ctx.facts.filter_source
-    if len(call.args) < 2:
-        return
-    kexpr, pat = call.args[0], call.args[1]
-    m = FilterMatch(function=fn.name, kernel_expr=ctx.seg(kexpr), pattern=ctx.seg(pat),
-                    where=ctx.where(call))
-    m.kernel_class = _expr_class(ctx, kexpr.value if isinstance(kexpr, ast.Attribute) else kexpr, fn)
-    parents = ctx.pm.parents
-    cur = parents.get(call)
-    guards = []
-    while cur is not None and cur is not fn:
-        if isinstance(cur, ast.If) and not any(isinstance(x, ast.Call)
-                                               and is_fnmatch_call(x, ctx.fnmatch_names)
-                                               for x in ast.walk(cur.test)):
-            guards.append(ctx.seg(cur.test))
-        cur = parents.get(cur)
-    m.guard = " and ".join(reversed(guards))
-    if m.guard:
-        fs.lines.append(FilterLine("guard", m.guard, ctx.where(call), fn.name))
-    fs.lines.append(FilterLine("match", ctx.seg(_stmt_of(ctx, call)), ctx.where(call), fn.name))
-    idx, var, via = _pattern_index(ctx, fn, pat, split_vars, functions)
-    m.index, m.split_var, m.via = idx, var, via
-    fs.matches.append(m)
-
-
-def _pattern_index(ctx: Context, fn: FunctionNode, pat: ast.AST, split_vars: Dict[Tuple[str, str], str],
-                   functions: Sequence[FunctionNode]) -> Tuple[Optional[int], str, str]:
-    def from_subscript(node: ast.AST, owner: str) -> Optional[Tuple[int, str]]:
+def _pattern_index(ctx: Context, fn: FunctionNode, pat: ast.AST,
+                   functions: Sequence[FunctionNode]) -> Optional[int]:
+    def from_subscript(node: ast.AST) -> Optional[int]:
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
                 and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
-            return node.slice.value, node.value.id
+            return node.slice.value
         return None
 
-    got = from_subscript(pat, fn.name)
-    if got:
-        return got[0], got[1], "direct"
-    if not isinstance(pat, ast.Name):
-        return None, "", ""
+    got = from_subscript(pat)
+    if got is not None or not isinstance(pat, ast.Name):
+        return got
     # local assignment  pattern = parts[i]
     for n in walk_no_nested(fn):
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == pat.id for t in n.targets):
-            got = from_subscript(n.value, fn.name)
-            if got:
-                return got[0], got[1], f"{pat.id} = {ctx.seg(n.value)}"
+            got = from_subscript(n.value)
+            if got is not None:
+                return got
     # a parameter fed by callers with parts[i]
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     if pat.id in params:
         pos = params.index(pat.id)
-        found: List[Tuple[int, str, str]] = []
+        found: List[int] = []
         for other in functions:
             for n in walk_no_nested(other):
                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fn.name:
@@ -134,16 +72,16 @@ def _pattern_index(ctx: Context, fn: FunctionNode, pat: ast.AST, split_vars: Dic
                             arg = kw.value
                     if arg is None:
                         continue
-                    sub = from_subscript(arg, other.name)
-                    if sub:
-                        found.append((sub[0], sub[1], f"{other.name}() passes {ctx.seg(arg)}"))
-        idxs = {f[0] for f in found}
+                    sub = from_subscript(arg)
+                    if sub is not None:
+                        found.append(sub)
+        idxs = set(found)
         if len(idxs) == 1:
-            return found[0][0], found[0][1], "; ".join(dict.fromkeys(f[2] for f in found))
+            return found[0]
         if len(idxs) > 1:
             ctx.gaps.append(Gap(f"filter index of {fn.name}", ctx.where(fn),
                                 "callers pass different filter parts"))
-    return None, "", ""
+    return None
 
 
 def _expr_class(ctx: Context, expr: ast.AST, fn: FunctionNode) -> str:

@@ -99,4 +99,4 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
             branches["*"] = _dict_entries(val, pm)
     if not returns_dict:
         return None
-    return SymbolMap(fn.name, pm.where(fn), "function", {}, param, branches, branch_maps)
+    return SymbolMap(fn.name, pm.where(fn), "function", {}, branches, branch_maps)
