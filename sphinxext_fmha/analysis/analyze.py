@@ -13,7 +13,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
@@ -105,6 +105,15 @@ class Tree:
             value = getattr(options, dest)
             result[dest] = str(value) if value is not None else option.default
         return result
+
+    def receipt_values(self) -> List[Tuple[int, int]]:
+        """Receipts the codegen compares with, as inclusive ranges (read once)."""
+        cached = self.__dict__.get("_receipt_values")
+        if cached is None:
+            from .receipt_numbers import receipts_in_source
+
+            cached = self.__dict__["_receipt_values"] = receipts_in_source(self.fmha_dir)
+        return cached
 
     def supported_dests(self) -> set:
         return {o.dest for o in self.options}
