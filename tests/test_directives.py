@@ -23,6 +23,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from html import unescape
 from pathlib import Path
 from typing import Set
@@ -601,10 +602,16 @@ def test_missing_ck_root(tmp_path):
     assert "Text after." in (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
 
 
-def test_no_ck_root_found_upward(tmp_path):
-    pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: fwd\n"}
-    src = write_project(tmp_path / "src", pages)
-    _app, _status, warnings = build(src, "html")
+def test_no_ck_root_found_upward():
+    # not under pytest's shared temporary folder: the upward search also looks at each
+    # ancestor's grandchildren, and other tests leave composable_kernel folders there
+    base = Path(tempfile.mkdtemp(prefix="fmha-no-ck-"))
+    try:
+        pages = {"page.rst": "Page\n====\n\n.. fmha-kernel-guide:: fwd\n"}
+        src = write_project(base / "project" / "src", pages)
+        _app, _status, warnings = build(src, "html")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     found = located(warnings, src / "page.rst")
     assert [(line, kind) for line, kind, _ in found] == [(4, "ck-root")]
     assert "no Composable Kernel tree found" in found[0][2]
