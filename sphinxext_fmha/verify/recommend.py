@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
+from ..analysis.filenames import split_filename
 from ..model import (
     ApiModel,
     Need,
@@ -257,17 +258,12 @@ def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, str
     """Never-run kernels of a set whose file name, but for its arch suffix, is that of a
     kernel the set runs -> that suffix: ``-f`` is not matched against the suffix, so no
     pattern keeps the one without the other."""
-    suffixes = sorted({s for t in model.kernel_types for s in t.arch_suffixes if s},
-                      key=len, reverse=True)
-
-    def split(name: str) -> Tuple[str, str]:
-        stem = name[:-len(".cpp")] if name.endswith(".cpp") else name
-        suffix = next((s for s in suffixes if stem.endswith(s)), "")
-        return stem[:len(stem) - len(suffix)], suffix
-
-    run_stems = {split(f)[0] for f in union if f not in never_run}
-    return {f: split(f)[1] for f in sorted(never_run) if f in union
-            and split(f)[1] and split(f)[0] in run_stems}
+    suffixes = {s for t in model.kernel_types for s in t.arch_suffixes} | {""}
+    names = {f: split_filename(f, tuple(sorted(suffixes))) for f in union}
+    run_names = {names[f] for f in union if f not in never_run}
+    return {f: f[len(name):-len(".cpp")] for f, name in sorted(names.items())
+            if f in never_run and name is not None and name in run_names
+            and len(f) > len(name) + len(".cpp")}
 
 
 def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
