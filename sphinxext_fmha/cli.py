@@ -22,17 +22,15 @@ from typing import List, Optional
 
 from .cppapi.allocation import collector_paused, freeze_at_exit
 from .errors import FmhaError, WarningType, tail_shown
-from .locate import CKRootNotFound, locate_ck_root
+from .locate import find_ck_root
 from .model import to_dict, to_json
 from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
 from .process.cache import cache_dir_problem
-from .process.driver import DRIVER_SCRIPT
-from .process.driver import run_driver as _run_driver
-from .process.launch import GenerateError, install_handlers
+from .process.driver import run_driver
+from .process.launch import install_handlers
 from .render.cli_text import check_text, model_text
 
-__all__ = ["main", "build_parser", "run_driver", "DRIVER_SCRIPT",
-           "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+__all__ = ["main", "build_parser", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -144,27 +142,18 @@ class _InputError(FmhaError):
 
 def _session(args, ck_root: Optional[str] = None):
     """The Session of ``--ck-root`` (``ck_root``: of that CK root instead)."""
-    from .session import Session
+    from .guide import open_session
 
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else None
-    if cache_dir is not None:
-        problem = cache_dir_problem(cache_dir)
-        if problem:
-            raise _InputError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
-    given = ck_root if ck_root is not None else args.ck_root
-    root = locate_ck_root(path=Path(given) if given else None,
-                          start=None if given else Path.cwd())
+    problem = cache_dir_problem(cache_dir) if cache_dir is not None else None
+    if problem:
+        raise _InputError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
+    root = find_ck_root(ck_root if ck_root is not None else args.ck_root, Path.cwd())
     shown = getattr(args, "progress", "auto")
     progress = (_to_stderr if shown == "always" or (shown == "auto" and _stderr_is_a_terminal())
                 else None)
-    session = Session(root, python=args.python, cache_dir=cache_dir, timeout=args.timeout,
-                      progress=progress)
-    try:
-        session.runner.python_id()  # an interpreter that is not a Python fails here, once
-    except GenerateError as error:
-        raise _InputError("--python: %s" % error, kind=WarningType.CONFIG,
-                          command=error.command, stderr_tail=error.stderr_tail) from None
-    return session
+    return open_session(root, "--python", python=args.python, cache_dir=cache_dir,
+                        timeout=args.timeout, progress=progress)
 
 
 def _options(args, session=None) -> Options:
@@ -220,13 +209,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return 0
-    except (FmhaError, CKRootNotFound) as error:
-        kind = getattr(error, "kind", WarningType.CK_ROOT)
+    except FmhaError as error:
         _say(str(error))
-        tail = getattr(error, "stderr_tail", "")
-        if tail and not tail_shown(str(error), tail):
-            _say("last lines of its stderr:\n" + tail)
-        return EXIT_USAGE if kind in _INPUT_KINDS else EXIT_FAILED
+        if error.stderr_tail and not tail_shown(str(error), error.stderr_tail):
+            _say("last lines of its stderr:\n" + error.stderr_tail)
+        return EXIT_USAGE if error.kind in _INPUT_KINDS else EXIT_FAILED
     except (SyntaxError, UnicodeDecodeError) as error:
         _say("cannot read the CK tree's Python source: %s: %s" % (type(error).__name__, error))
         return EXIT_FAILED
@@ -445,18 +432,6 @@ def _warn_suspicious(model) -> None:
         _say("warning: " + problem.message)
 
 
-def _generate_args(session, api: str, options: Options) -> List[str]:
-    return list(session.tree.request(api, options).argv(session.tree.supported_dests()))
-
-
-def run_driver(session, api: str, options: Options, filters: List[str], out_args: List[str]) -> None:
-    """Run the driver (one generate.py run for the union of ``filters``)."""
-    model = session.model(api, options)
-    _run_driver(session.python, session.tree.fmha_dir, model.filter.api_split or "", filters,
-                _generate_args(session, api, options), out_args, session.timeout,
-                session.progress)
-
-
 def _generate(session, args, options: Options) -> int:
     model = session.model(args.api, options)
     for text in args.filter:
@@ -465,7 +440,9 @@ def _generate(session, args, options: Options) -> int:
         out = ["-l", str(_output_path(args.list_blobs, folder=False, flag="-l"))]
     else:
         out = ["-o", str(_output_path(args.output_dir, folder=True, flag="-o"))]
-    run_driver(session, args.api, options, args.filter, out)
+    run_driver(session.python, session.tree.fmha_dir, model.filter.api_split or "", args.filter,
+               list(session.tree.request(args.api, options).argv(session.tree.supported_dests())),
+               out, session.timeout, session.progress)
     return 0
 
 

@@ -10,7 +10,8 @@ No Sphinx, no rendering.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import WarningType
 from .guide_data import (
@@ -27,11 +28,25 @@ from .guide_data import (
 )
 from .model import ApiModel, FilterCheck, Need
 from .options import Options
+from .process.launch import GenerateError
 from .session import AheadStep, Session
 from .verify.tile_table import tile_names, tile_tables
 
 __all__ = ["DirectiveUse", "check_filter", "collect_examples", "collect_guide",
-           "collect_playground", "steps_ahead", "suspicious_problems"]
+           "collect_playground", "open_session", "steps_ahead", "suspicious_problems"]
+
+
+def open_session(root: Path, python_origin: str, **settings: Any) -> Session:
+    """The Session of the CK tree at ``root`` (``settings``: :class:`Session`'s), its
+    interpreter checked once: one that is not a Python is a configuration error naming
+    where it was given (``--python``, ``fmha_python``)."""
+    session = Session(root, **settings)
+    try:
+        session.runner.python_id()
+    except GenerateError as error:
+        raise GenerateError("%s: %s" % (python_origin, error), command=error.command,
+                            stderr_tail=error.stderr_tail, kind=WarningType.CONFIG) from None
+    return session
 
 
 def collect_guide(session: Session, api: str, options: Options = Options(),

@@ -176,10 +176,10 @@ class Problem:
 def problem_of(exc: BaseException) -> Problem:
     """The :class:`Problem` of an exception raised while building a guide: our errors
     carry their kind; anything else is an analysis failure (a bug, named as such)."""
+    if isinstance(exc, CKRootNotFound):  # (the folders searched: the CLI lists them)
+        return Problem(exc.kind, str(exc).splitlines()[0])
     if isinstance(exc, FmhaError):
         return Problem(exc.kind, str(exc), exc.command, exc.stderr_tail)
-    if isinstance(exc, CKRootNotFound):
-        return Problem(WarningType.CK_ROOT, str(exc).splitlines()[0])
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return Problem(WarningType.CK_ROOT, "%s: %s" % (type(exc).__name__, exc))
     if isinstance(exc, SyntaxError):

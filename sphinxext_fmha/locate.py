@@ -5,25 +5,22 @@ is often vendored by another project (flash-attention keeps it at
 ``csrc/composable_kernel``, aiter at ``3rdparty/composable_kernel`` ...), so a path
 that is not itself a CK root is searched for such sub-roots too.
 
-Nothing here imports Sphinx.
+:func:`find_ck_root` is the one lookup the CLI and the directives make (a given path,
+else upward); its failure is a :class:`CKRootNotFound` (``fmha.ck-root``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-__all__ = [
-    "CANDIDATE_SUBROOTS",
-    "CKRootNotFound",
-    "FMHA_SUBDIR",
-    "MARKER_FILE",
-    "fmha_dir",
-    "is_ck_root",
-    "locate_ck_root",
-]
+from .errors import FmhaError, WarningType
+
+__all__ = ["CKRootNotFound", "FMHA_SUBDIR", "MARKER_FILE", "find_ck_root", "fmha_dir",
+           "forget_roots", "is_ck_root", "locate_ck_root"]
 
 FMHA_SUBDIR = "example/ck_tile/01_fmha"
 MARKER_FILE = ".ck-project-root"
@@ -45,8 +42,10 @@ _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".tox", ".ve
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class CKRootNotFound(Exception):
+class CKRootNotFound(FmhaError):
     """No CK root was found; ``searched`` lists every folder that was checked."""
+
+    default_kind = WarningType.CK_ROOT
 
     def __init__(self, message: str, searched: Optional[List[str]] = None) -> None:
         self.searched: List[str] = list(searched or [])
@@ -61,12 +60,7 @@ def fmha_dir(ck_root: PathLike) -> Path:
 
 
 def is_ck_root(path: PathLike) -> bool:
-    """Whether ``path`` contains ``example/ck_tile/01_fmha/codegen/ops/``."""
     return (Path(path) / _OPS_SUBDIR).is_dir()
-
-
-def _named_like_ck(name: str) -> bool:
-    return bool(_CK_NAME.match(name))
 
 
 def _subdirs(path: Path) -> List[Path]:
@@ -76,10 +70,8 @@ def _subdirs(path: Path) -> List[Path]:
         return []
     result = []
     for entry in entries:
-        if entry.name in _SKIP_DIRS:
-            continue
         try:
-            if entry.is_dir():
+            if entry.name not in _SKIP_DIRS and entry.is_dir():
                 result.append(Path(entry.path))
         except OSError:
             continue
@@ -91,44 +83,27 @@ def _candidates(base: Path) -> Iterator[Path]:
     yield base
     for sub in CANDIDATE_SUBROOTS:
         yield base / sub
-    for child in _subdirs(base):
-        if _named_like_ck(child.name):
-            yield child
-    for child in _subdirs(base):
-        for grandchild in _subdirs(child):
-            if _named_like_ck(grandchild.name):
-                yield grandchild
+    children = _subdirs(base)
+    yield from (child for child in children if _CK_NAME.match(child.name))
+    for child in children:
+        yield from (grand for grand in _subdirs(child) if _CK_NAME.match(grand.name))
 
 
 def _search(bases: Iterable[Path], searched: List[str]) -> Optional[Path]:
     seen = set()
     for base in bases:
         for candidate in _candidates(base):
-            key = str(candidate)
-            if key in seen:
+            if str(candidate) in seen:
                 continue
-            seen.add(key)
-            searched.append(key)
+            seen.add(str(candidate))
+            searched.append(str(candidate))
             if is_ck_root(candidate):
                 return candidate
     return None
 
 
-def _ancestors(start: Path, stop: Optional[Path] = None) -> List[Path]:
-    result = []
-    for folder in (start, *start.parents):
-        result.append(folder)
-        if stop is not None and folder == stop:
-            break
-    return result
-
-
-def locate_ck_root(
-    path: Optional[PathLike] = None,
-    start: Optional[PathLike] = None,
-    *,
-    stop: Optional[PathLike] = None,
-) -> Path:
+def locate_ck_root(path: Optional[PathLike] = None, start: Optional[PathLike] = None, *,
+                   stop: Optional[PathLike] = None) -> Path:
     """Return the CK root (the folder containing ``example/ck_tile/01_fmha``).
 
     With ``path``: accept the CK root itself, its ``01_fmha`` folder, or a parent
@@ -138,8 +113,7 @@ def locate_ck_root(
     Without ``path``: walk up from ``start`` (default: the current directory) looking
     for a ``.ck-project-root`` marker file; the marked folder is the CK root or holds
     it as a sub-root.  Without a marker, each ancestor and its candidate sub-roots are
-    checked, nearest first.  ``stop`` (keyword only) is the last folder the upward
-    search looks at (default: the file system root).
+    checked, nearest first, up to ``stop`` (default: the file system root).
 
     Raises :class:`CKRootNotFound` listing every folder it checked.
     """
@@ -162,14 +136,14 @@ def locate_ck_root(
         found = _search([given], searched)
         if found is not None:
             return found
-        raise CKRootNotFound(
-            f"{given} is not a Composable Kernel tree and holds none "
-            f"(looked for {_OPS_SUBDIR}/)",
-            searched,
-        )
+        raise CKRootNotFound(f"{given} is not a Composable Kernel tree and holds none "
+                             f"(looked for {_OPS_SUBDIR}/)", searched)
 
     origin = Path(start if start is not None else os.getcwd()).expanduser().resolve()
-    ancestors = _ancestors(origin, Path(stop).expanduser().resolve() if stop is not None else None)
+    last = Path(stop).expanduser().resolve() if stop is not None else None
+    ancestors = [origin, *origin.parents]
+    if last in ancestors:
+        ancestors = ancestors[:ancestors.index(last) + 1]
     for ancestor in ancestors:
         marker = ancestor / MARKER_FILE
         searched.append(str(marker))
@@ -177,16 +151,37 @@ def locate_ck_root(
             found = _search([ancestor], searched)
             if found is not None:
                 return found
-            raise CKRootNotFound(
-                f"found the marker {marker} but no Composable Kernel tree "
-                f"(looked for {_OPS_SUBDIR}/) there",
-                searched,
-            )
+            raise CKRootNotFound(f"found the marker {marker} but no Composable Kernel tree "
+                                 f"(looked for {_OPS_SUBDIR}/) there", searched)
     found = _search(ancestors, searched)
     if found is not None:
         return found
-    raise CKRootNotFound(
-        f"no Composable Kernel tree found from {origin} upwards "
-        f"(no {MARKER_FILE} marker and no {_OPS_SUBDIR}/)",
-        searched,
-    )
+    raise CKRootNotFound(f"no Composable Kernel tree found from {origin} upwards "
+                         f"(no {MARKER_FILE} marker and no {_OPS_SUBDIR}/)", searched)
+
+
+_LOCK = threading.Lock()
+_FOUND: Dict[Tuple[str, str], Union[Path, CKRootNotFound]] = {}
+
+
+def find_ck_root(given: Optional[PathLike], start: PathLike) -> Path:
+    """The CK root ``given`` names (the CLI's ``--ck-root``, ``fmha_ck_root``), else the
+    one found upward from ``start``.  Remembered, failures too (a page's every
+    directive asks), until :func:`forget_roots`."""
+    key = (str(given or ""), str(start))
+    with _LOCK:
+        if key not in _FOUND:
+            try:
+                _FOUND[key] = locate_ck_root(given) if given else locate_ck_root(start=start)
+            except CKRootNotFound as error:
+                _FOUND[key] = error
+        known = _FOUND[key]
+    if isinstance(known, CKRootNotFound):
+        raise known
+    return known
+
+
+def forget_roots(*_args: object) -> None:
+    """Look for the CK roots again (each Sphinx build: a tree may have appeared)."""
+    with _LOCK:
+        _FOUND.clear()

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -22,27 +22,18 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..cppapi.allocation import collector_paused
 from ..errors import WarningType
-from ..guide import suspicious_problems
+from ..guide import open_session, suspicious_problems
 from ..guide_data import Problem, problem_of
+from ..locate import find_ck_root, forget_roots
 from ..options import GENERATE_OPTIONS, OptionError, Options, merge_options, parse_options
-from ..process.launch import GenerateError
 from ..render.nodes import problem_node
 from .config import fmha_config
 from .strict import record_problem, suppressed
 
 logger = logging.getLogger("sphinxext_fmha")
 
-__all__ = [
-    "FmhaDirective",
-    "OPTION_SPEC",
-    "clear_sessions",
-    "directive_options",
-    "forget_roots",
-    "get_session",
-    "logger",
-    "resolve_ck_root",
-    "session_at",
-]
+__all__ = ["FmhaDirective", "OPTION_SPEC", "clear_sessions", "directive_options", "get_session",
+           "logger", "session_at"]
 
 #: Options every directive takes (generate.py options; they override the config).
 OPTION_SPEC = {spec.dest: directives.unchanged for spec in GENERATE_OPTIONS}
@@ -50,7 +41,6 @@ OPTION_SPEC = {spec.dest: directives.unchanged for spec in GENERATE_OPTIONS}
 _LOCK = threading.Lock()
 #: (ck_root, python, cache_dir, timeout) -> Session
 _SESSIONS: Dict[Tuple[str, str, str, float], Any] = {}
-_ROOTS: Dict[Tuple[str, str], Any] = {}
 
 
 def clear_sessions() -> None:
@@ -58,46 +48,9 @@ def clear_sessions() -> None:
     with _LOCK:
         sessions = list(_SESSIONS.values())
         _SESSIONS.clear()
-        _ROOTS.clear()
+    forget_roots()
     for session in sessions:
         session.stop_ahead()
-
-
-def forget_roots(*_args: Any) -> None:
-    """Look for the CK root again (each build: the tree may have appeared)."""
-    with _LOCK:
-        _ROOTS.clear()
-
-
-def _config_path(value: Any, confdir: Path) -> Optional[Path]:
-    if value is None or value == "":
-        return None
-    path = Path(os.path.expanduser(str(value)))
-    return path if path.is_absolute() else (confdir / path)
-
-
-def resolve_ck_root(config: Any, confdir: Path, srcdir: Path) -> Path:
-    """``fmha_ck_root`` (relative to the conf.py folder), else found upward from the
-    source folder; raises :class:`~sphinxext_fmha.locate.CKRootNotFound`."""
-    from ..locate import locate_ck_root
-
-    given = _config_path(fmha_config(config).ck_root, confdir)
-    key = (str(given) if given is not None else "", str(srcdir))
-    with _LOCK:
-        if key in _ROOTS:
-            cached = _ROOTS[key]
-            if isinstance(cached, Exception):
-                raise cached
-            return cached
-    try:
-        root = locate_ck_root(given) if given is not None else locate_ck_root(start=srcdir)
-    except Exception as exc:
-        with _LOCK:
-            _ROOTS[key] = exc
-        raise
-    with _LOCK:
-        _ROOTS[key] = root
-    return root
 
 
 def directive_options(config: Any, session: Any, given: Dict[str, Any]) -> Options:
@@ -129,32 +82,25 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
     timeout) per process, renewed when a file of the tree's codegen was written since
     it was made (its results are those of the tree it read: an edit undone must not
     bring back what was computed meanwhile)."""
-    return session_at(config, confdir, resolve_ck_root(config, confdir, srcdir))
+    return session_at(config, confdir, find_ck_root(fmha_config(config).ck_root, srcdir))
 
 
 def session_at(config: Any, confdir: Path, root: Path):
     """The Session of the CK tree at ``root`` (:func:`get_session`'s, for another tree:
     a filter check's ``:against:``)."""
     from ..process.notices import set_handler
-    from ..session import Session
 
     set_handler(_notice)
     settings = fmha_config(config)
     python = str(settings.python or sys.executable)
-    cache_dir = _config_path(settings.cache_dir, confdir)
-    timeout = settings.timeout
-    key = (str(root), python, str(cache_dir or ""), timeout)
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    key = (str(root), python, str(cache_dir or ""), settings.timeout)
     with _LOCK:
         cached = _SESSIONS.get(key)
     if cached is not None and not cached.inputs.changed():
         return cached
-    session = Session(root, python=python, cache_dir=cache_dir, timeout=timeout,
-                      progress=_progress)
-    try:
-        session.runner.python_id()  # an interpreter that is not a Python fails here, once
-    except GenerateError as error:
-        raise GenerateError("fmha_python: %s" % error, command=error.command,
-                            stderr_tail=error.stderr_tail, kind=WarningType.CONFIG) from None
+    session = open_session(root, "fmha_python", python=python, cache_dir=cache_dir,
+                           timeout=settings.timeout, progress=_progress)
     with _LOCK:
         cached = _SESSIONS.get(key)
         if cached is not None and cached.inputs.stamp == session.inputs.stamp:
