@@ -56,81 +56,72 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _common(parser: argparse.ArgumentParser, api: bool = True) -> None:
-    parser.add_argument("--ck-root", help="CK checkout (default: search upward from here)")
-    parser.add_argument("--python", help="interpreter that runs generate.py")
-    parser.add_argument("--cache-dir", help="on-disk cache (default ~/.cache/sphinxext-fmha)")
-    parser.add_argument("--timeout", type=_seconds, default=900,
-                        help="seconds per generate.py run (> 0)")
-    if api:
-        for spec in GENERATE_OPTIONS:
-            parser.add_argument(spec.long_flag, dest=spec.dest,
-                                help="generate.py %s (checked against the tree's own help)"
-                                % spec.flag)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sphinxext-fmha",
                                      description="Kernel selection guides for CK's FMHA codegen")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    apis = sub.add_parser("apis", help="the APIs and generate.py's options")
-    _common(apis, api=False)
-    apis.add_argument("--format", choices=["json", "text"], default="text")
+    def command(name: str, help: str, *, api: bool = True) -> argparse.ArgumentParser:
+        one = sub.add_parser(name, help=help)
+        one.add_argument("--ck-root", help="CK checkout (default: search upward from here)")
+        one.add_argument("--python", help="interpreter that runs generate.py")
+        one.add_argument("--cache-dir", help="on-disk cache (default ~/.cache/sphinxext-fmha)")
+        one.add_argument("--timeout", type=_seconds, default=900,
+                         help="seconds per generate.py run (> 0)")
+        for spec in GENERATE_OPTIONS if api else ():
+            one.add_argument(spec.long_flag, dest=spec.dest,
+                             help="generate.py %s (checked against the tree's own help)"
+                             % spec.flag)
+        return one
 
-    analyze = sub.add_parser("analyze", help="the kernel model of one API")
-    _common(analyze)
+    def formats(one: argparse.ArgumentParser, other: str = "text") -> None:
+        one.add_argument("--format", choices=["json", other], default=other)
+
+    def need(one: argparse.ArgumentParser) -> None:
+        one.add_argument("--need", action="append", default=[], metavar="SEGMENT=VALUES",
+                         help=_NEED_HELP)
+
+    def progress(one: argparse.ArgumentParser, what: str) -> None:
+        one.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                         help="%s on stderr (auto: when it is a terminal)" % what)
+
+    formats(command("apis", "the APIs and generate.py's options", api=False))
+    analyze = command("analyze", "the kernel model of one API")
     analyze.add_argument("--api", required=True)
-    analyze.add_argument("--format", choices=["json", "text"], default="text")
-
-    check = sub.add_parser("check", help="what a -f filter selects, measured and predicted")
-    _common(check)
+    formats(analyze)
+    check = command("check", "what a -f filter selects, measured and predicted")
     check.add_argument("--api", required=True)
     check.add_argument("--filter", required=True)
-    check.add_argument("--format", choices=["json", "text"], default="text")
-
-    recommend = sub.add_parser("recommend", help="the minimal kernel set and its filters")
-    _common(recommend)
+    formats(check)
+    recommend = command("recommend", "the minimal kernel set and its filters")
     recommend.add_argument("--api", required=True)
-    recommend.add_argument("--format", choices=["json", "markdown"], default="markdown")
-    recommend.add_argument("--need", action="append", default=[], metavar="SEGMENT=VALUES",
-                           help=_NEED_HELP)
-
-    guide = sub.add_parser("guide", help="write the kernel selection guide as Markdown")
-    _common(guide)
+    formats(recommend, "markdown")
+    need(recommend)
+    guide = command("guide", "write the kernel selection guide as Markdown")
     guide.add_argument("api")
-    guide.add_argument("--need", action="append", default=[], metavar="SEGMENT=VALUES",
-                       help=_NEED_HELP)
+    need(guide)
     guide.add_argument("-o", "--output", help="file to write (default: standard output)")
-
-    prepare = sub.add_parser("prepare", help="compute the guides of APIs into the cache "
-                             "(pre-warm it, e.g. in CI, or ahead of a docs build's pages)")
-    _common(prepare)
+    prepare = command("prepare", "compute the guides of APIs into the cache (pre-warm it, "
+                      "e.g. in CI, or ahead of a docs build's pages)")
     prepare.add_argument("apis", nargs="+", metavar="API")
     prepare.add_argument("--sections", help="the guide sections to prepare, as the "
                          "directive's :sections: (default: all)")
-    prepare.add_argument("--format", choices=["json", "text"], default="text")
-    prepare.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                         help="step lines on stderr (auto: when it is a terminal)")
-
-    diff = sub.add_parser("diff", help="what a -f filter selects in an old and a new CK tree, "
-                          "why the sets differ, and the runs that keep the old set")
-    _common(diff)
+    formats(prepare)
+    progress(prepare, "step lines")
+    diff = command("diff", "what a -f filter selects in an old and a new CK tree, why the "
+                   "sets differ, and the runs that keep the old set")
     diff.add_argument("--from-ck-root", required=True, help="the old CK checkout (--ck-root: "
                       "the new one)")
     diff.add_argument("--api", required=True)
     diff.add_argument("-f", "--filter", required=True)
-    diff.add_argument("--format", choices=["json", "text"], default="text")
-
-    generate = sub.add_parser("generate", help="run generate.py once for several filters")
-    _common(generate)
+    formats(diff)
+    generate = command("generate", "run generate.py once for several filters")
     generate.add_argument("--api", required=True)
     generate.add_argument("-f", "--filter", action="append", required=True)
     out = generate.add_mutually_exclusive_group(required=True)
     out.add_argument("-o", "--output-dir")
     out.add_argument("-l", "--list-blobs")
-    generate.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                          help="'still running' lines on stderr (auto: when it is a terminal)")
+    progress(generate, "'still running' lines")
     return parser
 
 
@@ -156,11 +147,9 @@ def _session(args, ck_root: Optional[str] = None):
                         timeout=args.timeout, progress=progress)
 
 
-def _options(args, session=None) -> Options:
-    origins = {spec.dest: spec.long_flag for spec in GENERATE_OPTIONS}
-    return parse_options(session.tree if session is not None else None,
-                         **{spec.dest: getattr(args, spec.dest) for spec in GENERATE_OPTIONS},
-                         origins=origins)
+def _options(args, session) -> Options:
+    return parse_options(session.tree, origins={s.dest: s.long_flag for s in GENERATE_OPTIONS},
+                         **{spec.dest: getattr(args, spec.dest) for spec in GENERATE_OPTIONS})
 
 
 def _to_stderr(text: str) -> None:
@@ -293,13 +282,10 @@ def _run(args) -> int:
                                                "kernel" % args.api))
             return EXIT_FAILED
         from .render.guide_blocks import miss_warnings
-
-        for line in miss_warnings(args.api, args.filter, check.misses):
-            _say("warning: " + line)
         from .render.sections.filter_write import write_warnings
 
-        for line in write_warnings(args.api, args.filter, check):
-            _say("warning: " + line)
+        _warn(miss_warnings(args.api, args.filter, check.misses)
+              + write_warnings(args.api, args.filter, check))
         if not check.count:
             _say("error: %s -f %r selects no kernel" % (args.api, args.filter))
         return 0 if check.verified and check.write_verified and check.count else EXIT_FAILED
@@ -326,17 +312,16 @@ def _run(args) -> int:
         needs = session.needs(args.api, args.need, options) if args.need else []
         data = collect_guide(session, args.api, options, needs=needs)
         text = guide_markdown(data)
+        from .render.guide_blocks import commands_miss_warnings
+
         if data.recommendation is not None:
             _warn_unmet(data.recommendation)
         _warn_suspicious(data.model)
-        for problem in (data.recommendation_problem, data.dispatch_problem, data.filter_problem):
-            if problem is not None:
-                _say("warning: " + problem.message)
-        from .render.guide_blocks import commands_miss_warnings
-
-        for line in commands_miss_warnings(args.api, data.recommendation.runs
-                                           if data.recommendation else []):
-            _say("warning: " + line)
+        _warn([problem.message for problem in (data.recommendation_problem,
+                                               data.dispatch_problem, data.filter_problem)
+               if problem is not None])
+        _warn(commands_miss_warnings(args.api, data.recommendation.runs
+                                     if data.recommendation else []))
         if args.output:
             _write_text(args.output, text, "the guide")
         elif sys.stdout is not None:  # (closed: ``>&-``)
@@ -417,19 +402,22 @@ def _diff(session, args, options: Options) -> int:
     return 0 if comparison.migrated.verified else EXIT_FAILED
 
 
+def _warn(lines: List[str]) -> None:
+    for line in lines:
+        _say("warning: " + line)
+
+
 def _warn_unmet(recommendation) -> None:
     """Say plainly, on stderr, the needed values no kernel has together."""
     from .render.sections.workload import unmet_text
 
-    if recommendation.needs_unmet:
-        _say("warning: " + unmet_text(recommendation))
+    _warn([unmet_text(recommendation)] if recommendation.needs_unmet else [])
 
 
 def _warn_suspicious(model) -> None:
     from .guide import suspicious_problems
 
-    for problem in suspicious_problems(model):
-        _say("warning: " + problem.message)
+    _warn([problem.message for problem in suspicious_problems(model)])
 
 
 def _generate(session, args, options: Options) -> int:

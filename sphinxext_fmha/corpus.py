@@ -178,9 +178,6 @@ def _offline() -> bool:
     return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-# --------------------------------------------------------------------------- locking
-
-
 # --------------------------------------------------------------------------- download
 
 
@@ -288,11 +285,8 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
 def _member_parts(raw: str) -> Tuple[bool, List[str]]:
     """(unsafe, normalised path parts) of an archive member name."""
     name = raw.replace("\\", "/")
-    unsafe = name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name))
     parts = [p for p in name.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        unsafe = True
-    return unsafe, parts
+    return name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name)) or ".." in parts, parts
 
 
 def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[[], object]]]:
@@ -301,10 +295,8 @@ def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
                 mode = (info.external_attr >> 16) & 0o777 or 0o644
-                if stat.S_ISLNK(info.external_attr >> 16):
-                    kind = "link"
-                else:
-                    kind = "dir" if info.is_dir() else "file"
+                kind = ("link" if stat.S_ISLNK(info.external_attr >> 16)
+                        else "dir" if info.is_dir() else "file")
                 yield info.filename, kind, info.file_size, mode, functools.partial(zf.open, info)
         return
     try:
@@ -313,14 +305,8 @@ def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[
         raise CorpusError(f"cannot open {archive}: {exc}") from exc
     with tf:
         for member in tf:
-            if member.isdir():
-                kind = "dir"
-            elif member.isfile():
-                kind = "file"
-            elif member.issym() or member.islnk():
-                kind = "link"
-            else:
-                kind = "other"
+            kind = ("dir" if member.isdir() else "file" if member.isfile()
+                    else "link" if member.issym() or member.islnk() else "other")
             yield member.name, kind, member.size, member.mode, functools.partial(tf.extractfile, member)
 
 
@@ -386,27 +372,15 @@ def _disk_listing(tree_dir: Path, tree: CorpusTree) -> Dict[str, int]:
     return listing
 
 
-def _set_read_only(top: Path) -> None:
-    """chmod a-w for every file and folder below (and including) ``top``."""
-    for dirpath, _dirnames, filenames in os.walk(top, topdown=False):
-        for filename in filenames:
-            full = os.path.join(dirpath, filename)
-            if not os.path.islink(full):
-                mode = os.stat(full).st_mode
-                os.chmod(full, stat.S_IMODE(mode) & ~0o222)
-        mode = os.stat(dirpath).st_mode
-        os.chmod(dirpath, stat.S_IMODE(mode) & ~0o222)
-
-
-def _make_writable(top: Path) -> None:
-    if not top.exists():
-        return
+def _chmod_tree(top: Path, writable: bool) -> None:
+    """Every file and folder below (and including) ``top``: read-only (a-w), or
+    writable again (files u+w, folders u+rwx)."""
     for dirpath, _dirnames, filenames in os.walk(top):
-        os.chmod(dirpath, stat.S_IMODE(os.stat(dirpath).st_mode) | stat.S_IWUSR | stat.S_IXUSR | stat.S_IRUSR)
-        for filename in filenames:
-            full = os.path.join(dirpath, filename)
-            if not os.path.islink(full):
-                os.chmod(full, stat.S_IMODE(os.stat(full).st_mode) | stat.S_IWUSR)
+        for path, grant in [(dirpath, 0o700), *((os.path.join(dirpath, f), 0o200)
+                                                 for f in filenames)]:
+            if not os.path.islink(path):
+                mode = stat.S_IMODE(os.stat(path).st_mode)
+                os.chmod(path, mode | grant if writable else mode & ~0o222)
 
 
 def _remove_tree(path: Path) -> None:
@@ -415,7 +389,7 @@ def _remove_tree(path: Path) -> None:
     if path.is_symlink() or path.is_file():
         path.unlink()
         return
-    _make_writable(path)
+    _chmod_tree(path, writable=True)
     shutil.rmtree(path)
 
 
@@ -471,9 +445,9 @@ def fetch_tree(
             if expected and _disk_listing(tree_dir, tree) == expected:
                 if progress:
                     progress(f"verified the existing extraction {tree_dir}; stamping it")
-                _make_writable(tree_dir)
+                _chmod_tree(tree_dir, writable=True)
                 (tree_dir / STAMP_NAME).write_text(_stamp_text(tree, len(expected)), encoding="utf-8")
-                _set_read_only(tree_dir)
+                _chmod_tree(tree_dir, writable=False)
                 return ck_root
             if progress:
                 progress(f"{tree_dir} does not match {archive.name}; extracting it again")
@@ -486,7 +460,7 @@ def fetch_tree(
                                f"({files:,} files)", started))
             (staging / STAMP_NAME).write_text(_stamp_text(tree, files), encoding="utf-8")
             os.chmod(staging, 0o755)
-            _set_read_only(staging)
+            _chmod_tree(staging, writable=False)
             if tree_dir.exists() or tree_dir.is_symlink():
                 trash = trees / f".trash-{tree.sdist_stem}-{uuid.uuid4().hex[:8]}"
                 os.rename(tree_dir, trash)

@@ -1,7 +1,6 @@
 """The guide service: the one place that turns a CK tree into what a guide shows.
 
-The CLI and the Sphinx directives call it identically: :func:`collect_guide` for a
-kernel selection guide, :func:`check_filter` for a filter check.  It asks the
+The CLI and the Sphinx directives call it identically.  It asks the
 :class:`~sphinxext_fmha.session.Session` (models, runs, verification, all cached) and
 returns data (:mod:`sphinxext_fmha.guide_data`) that the renderers turn into pages.
 No Sphinx, no rendering.
@@ -26,13 +25,13 @@ from .guide_data import (
     problem_of,
     stored_kinds,
 )
-from .model import ApiModel, FilterCheck, Need
+from .model import ApiModel, Need
 from .options import Options
 from .process.launch import GenerateError
 from .session import AheadStep, Session
 from .verify.tile_table import tile_names, tile_tables
 
-__all__ = ["DirectiveUse", "check_filter", "collect_examples", "collect_guide",
+__all__ = ["DirectiveUse", "collect_examples", "collect_guide",
            "collect_playground", "open_session", "steps_ahead", "suspicious_problems"]
 
 
@@ -149,12 +148,6 @@ def _dispatch_problem(exc: Exception) -> Problem:
     problem.message = ("cannot read the API dispatch file or the mask modes "
                        "(dispatch conditions are left out): " + problem.message)
     return problem
-
-
-def check_filter(session: Session, api: str, filter: str,
-                 options: Options = Options()) -> FilterCheck:
-    """What ``generate.py -f filter`` selects, measured and predicted."""
-    return session.check(api, filter, options)
 
 
 def suspicious_problems(model: ApiModel) -> List[Problem]:

@@ -7,7 +7,6 @@ A leaf: the guide service (:mod:`sphinxext_fmha.guide`) fills it, the renderers
 
 from __future__ import annotations
 
-import datetime
 import enum
 import os
 import re
@@ -217,12 +216,11 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
             names.extend(_BY_NUMBER[i] for i in range(first, last + 1)
                          if _BY_NUMBER[i] not in names)
             continue
-        else:
-            name = _ALIASES.get(item, item)
-            if name not in SECTION_TITLES:
-                raise OptionError("sections: unknown section %r (known: %s, or 1-%d)"
-                                  % (item, ", ".join(_BY_NUMBER[i] for i in sorted(_BY_NUMBER)),
-                                     len(SECTIONS)))
+        name = _ALIASES.get(item, item)
+        if name not in SECTION_TITLES:
+            raise OptionError("sections: unknown section %r (known: %s, or 1-%d)"
+                              % (item, ", ".join(_BY_NUMBER[i] for i in sorted(_BY_NUMBER)),
+                                 len(SECTIONS)))
         if name not in names:
             names.append(name)
     if not names:
@@ -235,15 +233,11 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
 
 def build_date() -> str:
     """``YYYY-MM-DD``: from ``SOURCE_DATE_EPOCH`` when set (reproducible builds)."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        try:
-            stamp = float(epoch)
-        except ValueError:
-            stamp = time.time()
-    else:
+    try:
+        stamp = float(os.environ.get("SOURCE_DATE_EPOCH") or time.time())
+    except ValueError:
         stamp = time.time()
-    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d")
+    return time.strftime("%Y-%m-%d", time.gmtime(stamp))
 
 
 def source_rel(model: ApiModel) -> str:

@@ -1,10 +1,10 @@
 """The generate.py options the guides can set, in one table, and their validation.
 
 One row per option (:data:`GENERATE_OPTIONS`): the argparse ``dest`` (also the field of
-:class:`Options`, the directive option and the CLI option), the flag generate.py is
-called with, the long flag the ``sphinxext-fmha`` CLI takes, and the ``fmha_*``
-configuration value.  Everything that turns options into flags, or checks that a tree's
-generate.py has an option, reads this table.
+:class:`Options`, the directive option, the CLI option and ``fmha_<dest>``), the flag
+generate.py is called with and the long flag the ``sphinxext-fmha`` CLI takes.
+Everything that turns options into flags, or checks that a tree's generate.py has an
+option, reads this table.
 
 Values are checked before any process runs (:func:`parse_options`); checks that need the
 tree (the option exists, ``-m`` is one of the alternatives its help lists, the receipt
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import FmhaError, WarningType
 
@@ -44,14 +44,13 @@ class OptionSpec:
     dest: str
     flag: str
     long_flag: str
-    config: str
 
 
 GENERATE_OPTIONS: Tuple[OptionSpec, ...] = (
-    OptionSpec("targets", "--targets", "--targets", "fmha_targets"),
-    OptionSpec("mask", "-m", "--mask", "fmha_mask"),
-    OptionSpec("receipt", "-r", "--receipt", "fmha_receipt"),
-    OptionSpec("optdim", "--optdim", "--optdim", "fmha_optdim"),
+    OptionSpec("targets", "--targets", "--targets"),
+    OptionSpec("mask", "-m", "--mask"),
+    OptionSpec("receipt", "-r", "--receipt"),
+    OptionSpec("optdim", "--optdim", "--optdim"),
 )
 #: The ``-f`` option (a request's filter, not a guide option).
 FILTER_FLAG = "-f"
@@ -88,18 +87,6 @@ class OptionError(FmhaError):
     """An option or configuration value that cannot be used (checked before running)."""
 
     default_kind = WarningType.OPTION
-
-
-class _HelpedOption(Protocol):
-    dest: str
-    help: str
-
-
-class _TreeOptions(Protocol):
-    """What the tree-dependent checks need: the options read from generate.py (and,
-    when the tree offers it, ``receipt_values()``: the receipts its codegen tests)."""
-
-    options: Sequence[_HelpedOption]
 
 
 def check_supported(requested: Iterable[str], supported: Iterable[str],
@@ -153,14 +140,15 @@ def _text(value: object) -> Optional[str]:
 _WORD_RE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
-def parse_options(tree: Optional[_TreeOptions] = None, *, targets: object = None,
+def parse_options(tree: Any = None, *, targets: object = None,
                   mask: object = None, receipt: object = None, optdim: object = None,
                   origins: Optional[Mapping[str, str]] = None) -> Options:
     """Check option values and build :class:`Options` (raises :class:`OptionError`).
 
     ``origins`` names where each value came from (``fmha_receipt``, ``:receipt:``,
-    ``--receipt``); messages start with it (default: the dest).  ``tree`` adds the checks
-    that need the tree's generate.py options.
+    ``--receipt``); messages start with it (default: the dest).  ``tree`` (its
+    ``options`` read from generate.py, and ``receipt_values()``: the receipts its codegen
+    tests) adds the checks that need the tree.
     """
     def name(dest: str) -> str:
         return (origins or {}).get(dest, dest)
@@ -195,7 +183,7 @@ def parse_options(tree: Optional[_TreeOptions] = None, *, targets: object = None
     return options
 
 
-def _check_against_tree(tree: _TreeOptions, options: Options, name) -> None:
+def _check_against_tree(tree: Any, options: Options, name) -> None:
     helps = {option.dest: option.help or "" for option in tree.options}
     given = options.given()
     check_supported(given, helps, {dest: name(dest) for dest in given})

@@ -1,18 +1,7 @@
-"""``extensions = ["sphinxext_fmha"]``: configuration values, directives, transforms.
-
-* Config values (all ``fmha_*``): the fields of
-  :class:`~sphinxext_fmha.directives.config.FmhaConfig`, validated once at
-  ``config-inited``; ``fmha_strict`` makes problems fail the build (:mod:`.strict`).
-* A read-time transform resolves each guide's sections into real sections (when the
-  directive sits directly in a section and only sections follow it), rubrics, or bare
-  content, and gives them stable ids ``fmha-<api>-<section>``.
-* A post-transform keeps the file-name diagram's HTML for HTML builders and its
-  literal-block fallback (the name with a numbered ruler) for every other builder.
-* ``static/fmha.css`` is added for HTML builders.
-* What is alive at exit is frozen out of the garbage collector's sight
-  (:func:`~sphinxext_fmha.cppapi.allocation.freeze_at_exit`): ``sphinx-build`` exits
-  without walking it once more.
-"""
+"""``extensions = ["sphinxext_fmha"]``: the ``fmha_*`` configuration values
+(:mod:`.config`), the directives, the transforms that resolve a guide's sections
+(with stable ids ``fmha-<api>-<section>``) and the file-name diagram per builder, and
+``static/fmha.css`` for HTML builders."""
 
 from __future__ import annotations
 
@@ -189,7 +178,7 @@ def setup(app: Any) -> Dict[str, Any]:
     app.connect("config-inited", validate_config)
     setup_strict(app)
     setup_ahead(app)
-    freeze_at_exit()
+    freeze_at_exit()  # sphinx-build exits without the collector walking what is alive
     app.connect("builder-inited", _add_static)
     app.connect("builder-inited", forget_roots)
     return {

@@ -45,7 +45,7 @@ def compare_against(directive: Any, session: Any, api: str, filter: str,
     if not given:
         raise OptionError("against: give a CK root path or a corpus tree name (%s)"
                           % ", ".join(tree.name for tree in load_corpus()))
-    other = session_at(directive.config, Path(directive.env.srcdir), _other_root(directive, given))
+    other = session_at(directive.config, _other_root(directive, given))
     directive.note_tree(other)
     other_options = directive_options(directive.config, other, directive.options)
     model = other.model(api, other_options)

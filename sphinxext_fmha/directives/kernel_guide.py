@@ -15,7 +15,7 @@ from docutils.parsers.rst import directives
 from sphinx import addnodes
 
 from ..errors import WarningType
-from ..guide import check_filter, collect_guide
+from ..guide import collect_guide
 from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
 from ..model import NO_TOKEN, FilterCheck
 from ..options import OptionError, check_filter_text
@@ -46,6 +46,8 @@ __all__ = [
 
 #: Values of ``:headings:``.
 HEADINGS = ("auto", "section", "rubric", "none")
+#: A filter check's ``:expect-count:``, ``:expect-keep:`` and ``:expect-drop:``.
+_Expected = Tuple[Optional[int], List[Tuple[str, str]], List[Tuple[str, str]]]
 
 
 def _doc_link(target: str, content: List[nodes.Node]) -> nodes.Node:
@@ -60,8 +62,6 @@ class KernelGuideDirective(FmhaDirective):
 
     what = "FMHA kernel guide"
     required_arguments = 1
-    optional_arguments = 0
-    has_content = False
     option_spec = dict(OPTION_SPEC, **{
         "sections": directives.unchanged,
         "headings": directives.unchanged,
@@ -75,9 +75,7 @@ class KernelGuideDirective(FmhaDirective):
         if headings not in HEADINGS:
             raise OptionError("headings: %r is not one of %s" % (headings, ", ".join(HEADINGS)))
         names = parse_sections(self.options.get("sections"))
-        session = self.fmha_session()
-        self.note_tree(session)
-        options = self.fmha_options(session)
+        session, options = self.session_and_options()
         needs = self.fmha_needs(session, api, options)
         logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
         data = collect_guide(session, api, options, names, needs)
@@ -116,10 +114,7 @@ class FilterCheckDirective(FmhaDirective):
     """``.. fmha-filter-check::`` -- what one ``generate.py -f`` selects, proven."""
 
     what = "FMHA filter check"
-    required_arguments = 0
     optional_arguments = 1
-    final_argument_whitespace = False
-    has_content = False
     option_spec = dict(OPTION_SPEC, **{
         "api": directives.unchanged,
         "filter": directives.unchanged,
@@ -143,22 +138,18 @@ class FilterCheckDirective(FmhaDirective):
         filter_text = (filter_text or "").strip()
         if not filter_text:
             raise OptionError("filter: a -f pattern is required (e.g. :filter: *_d128_*)")
-        expect_count = self._expect_count()
-        expect_keep = _tokens(self.options.get("expect-keep"))
-        expect_drop = _tokens(self.options.get("expect-drop"))
-        session = self.fmha_session()
-        self.note_tree(session)
-        options = self.fmha_options(session)
+        expect = (self._expect_count(), _tokens(self.options.get("expect-keep")),
+                  _tokens(self.options.get("expect-drop")))
+        session, options = self.session_and_options()
         model = session.model(api, options)
         if self.options.get("against") is not None:
-            return self._against(session, api, filter_text, options, expect_count, expect_keep,
-                                 expect_drop)
+            return self._against(session, api, filter_text, options, expect)
         if "expect-same" in self.options:
             raise OptionError("expect-same: it compares with the tree of :against:, which is "
                               "not given")
         check_filter_text(api, filter_text, model.filter.cli_split, model.filter.api_split)
         try:
-            check = check_filter(session, api, filter_text, options)
+            check = session.check(api, filter_text, options)
         except Exception as exc:  # noqa: BLE001
             problem = problem_of(exc)
             if problem.kind == WarningType.GENERATE:
@@ -180,18 +171,14 @@ class FilterCheckDirective(FmhaDirective):
         if not check.verified:
             self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
                                                  or "the model's prediction differs"))
-        results = self._expectations(check, expect_count, expect_keep, expect_drop)
-        for text, ok in results:
-            if not ok:
-                self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
-                          % (api, filter_text, text, check.command))
+        results = self._expectations(check, expect, check.command)
         container = nodes.container(classes=["fmha-filter-check"])
         self.set_source_info(container)
         container.extend(blocks_to_nodes(filter_check_blocks(check, results, model)))
         return [container]
 
-    def _against(self, session, api: str, filter_text: str, options, expect_count,
-                 expect_keep, expect_drop) -> List[nodes.Node]:
+    def _against(self, session, api: str, filter_text: str, options,
+                 expect: _Expected) -> List[nodes.Node]:
         """The filter in the ``:against:`` tree and in this one (a changed set is said on
         the page; a warning only with ``:expect-same:``)."""
         comparison, _ = compare_against(self, session, api, filter_text, options)
@@ -203,12 +190,8 @@ class FilterCheckDirective(FmhaDirective):
         if not comparison.migrated.verified:
             self.warn(WarningType.MODEL, "%s -f %r: the runs that keep the kernels it selects in "
                       "%s are not verified" % (api, filter_text, comparison.old.tree))
-        results = self._expectations(check_filter(session, api, filter_text, options),
-                                     expect_count, expect_keep, expect_drop)
-        for text, ok in results:
-            if not ok:
-                self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
-                          % (api, filter_text, text, comparison.new.command))
+        results = self._expectations(session.check(api, filter_text, options), expect,
+                                     comparison.new.command)
         container = nodes.container(classes=["fmha-filter-check", "fmha-filter-diff"])
         self.set_source_info(container)
         container.extend(blocks_to_nodes(comparison_blocks(comparison, results)))
@@ -223,32 +206,26 @@ class FilterCheckDirective(FmhaDirective):
         except ValueError:
             raise OptionError("expect-count: %r is not an integer" % raw) from None
 
-    @staticmethod
-    def _expectations(check: FilterCheck, count: Optional[int], keep: List[Tuple[str, str]],
-                      drop: List[Tuple[str, str]]) -> List[Tuple[str, bool]]:
+    def _expectations(self, check: FilterCheck, expect: _Expected,
+                      command: str) -> List[Tuple[str, bool]]:
+        """Each expectation and whether it is met (a located warning when not)."""
+        count, keep, drop = expect
         results: List[Tuple[str, bool]] = []
         if count is not None:
             results.append(("%d kernels (generate.py selects %d)" % (count, check.count),
                             check.count == count))
 
-        def rows_for(segment: str, token: str):
-            for row in check.breakdown:
-                if segment and row.segment != segment:
-                    continue
-                for item in row.counts:
-                    if item.token == token and item.baseline:
-                        yield item
-
-        for segment, token in keep:
-            found = list(rows_for(segment, token))
-            shown = "%s:%s" % (segment, token) if segment else token
-            results.append(("%s kept" % (shown or NO_TOKEN),
-                            bool(found) and all(i.selected > 0 for i in found)))
-        for segment, token in drop:
-            found = list(rows_for(segment, token))
-            shown = "%s:%s" % (segment, token) if segment else token
-            results.append(("%s dropped" % (shown or NO_TOKEN),
-                            bool(found) and all(i.selected == 0 for i in found)))
+        for wanted, kept in ((keep, True), (drop, False)):
+            for segment, token in wanted:
+                found = [item for row in check.breakdown if not segment or row.segment == segment
+                         for item in row.counts if item.token == token and item.baseline]
+                shown = ("%s:%s" % (segment, token) if segment else token) or NO_TOKEN
+                results.append(("%s %s" % (shown, "kept" if kept else "dropped"), bool(found)
+                                and all((i.selected > 0) is kept for i in found)))
+        for text, ok in results:
+            if not ok:
+                self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
+                          % (check.api, check.filter, text, command))
         return results
 
 
@@ -275,17 +252,13 @@ class ApiListDirective(FmhaDirective):
     """``.. fmha-api-list::`` -- the tree's APIs with their kernel counts."""
 
     what = "FMHA API list"
-    required_arguments = 0
-    has_content = False
     option_spec = dict(OPTION_SPEC, link=directives.unchanged)
 
     def run_fmha(self) -> List[nodes.Node]:
         link = self.options.get("link")
         if link is not None and "{api}" not in link:
             raise OptionError("link: %r must contain {api} (e.g. gallery/{api})" % link)
-        session = self.fmha_session()
-        self.note_tree(session)
-        options = self.fmha_options(session)
+        session, options = self.session_and_options()
         rows = []
         problems: List[Problem] = []
         for info in session.apis():
@@ -319,14 +292,11 @@ class FilenameDirective(FmhaDirective):
 
     what = "FMHA file name diagram"
     required_arguments = 1
-    has_content = False
     option_spec = dict(OPTION_SPEC, **{"type": directives.unchanged, "legend": directives.flag})
 
     def run_fmha(self) -> List[nodes.Node]:
         api = self.arguments[0].strip()
-        session = self.fmha_session()
-        self.note_tree(session)
-        options = self.fmha_options(session)
+        session, options = self.session_and_options()
         model = session.model(api, options)
         kernel_types = model.kernel_types
         wanted = (self.options.get("type") or "").strip()

@@ -38,8 +38,6 @@ class FilterPlaygroundDirective(FmhaDirective):
 
     what = "FMHA filter playground"
     required_arguments = 1
-    optional_arguments = 0
-    has_content = False
     option_spec = dict(OPTION_SPEC)
 
     def run_fmha(self) -> List[nodes.Node]:

@@ -55,7 +55,7 @@ def clear_sessions() -> None:
 
 def directive_options(config: Any, session: Any, given: Dict[str, Any]) -> Options:
     """The options in effect for a directive whose options are ``given``: see
-    :meth:`FmhaDirective.fmha_options`."""
+    :meth:`FmhaDirective.session_and_options`."""
     own = {k: given.get(k) for k in OPTION_SPEC}
     values = merge_options(fmha_config(config).options(), **own)
     origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
@@ -82,10 +82,10 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
     timeout) per process, renewed when a file of the tree's codegen was written since
     it was made (its results are those of the tree it read: an edit undone must not
     bring back what was computed meanwhile)."""
-    return session_at(config, confdir, find_ck_root(fmha_config(config).ck_root, srcdir))
+    return session_at(config, find_ck_root(fmha_config(config).ck_root, srcdir))
 
 
-def session_at(config: Any, confdir: Path, root: Path):
+def session_at(config: Any, root: Path):
     """The Session of the CK tree at ``root`` (:func:`get_session`'s, for another tree:
     a filter check's ``:against:``)."""
     from ..process.notices import set_handler
@@ -115,32 +115,19 @@ class FmhaDirective(SphinxDirective):
     #: What the admonition says failed ("FMHA kernel guide", ...).
     what = "FMHA"
 
-    def fmha_session(self):
-        return get_session(self.config, Path(self.env.srcdir), Path(self.env.srcdir))
-
-    def fmha_options(self, session) -> Options:
-        """The configuration's options, overridden by the directive's own, checked against
-        the tree; a message names where a bad value came from (the option ``receipt``
-        or the configuration value ``fmha_receipt``)."""
-        return directive_options(self.config, session, self.options)
-
     def session_and_options(self):
-        """The Session (this page now depends on its tree) and the options in effect."""
-        session = self.fmha_session()
+        """The Session (this page now depends on its tree) and the options in effect: the
+        configuration's, overridden by the directive's own, checked against the tree (a
+        message names where a bad value came from: ``receipt`` or ``fmha_receipt``)."""
+        srcdir = Path(self.env.srcdir)
+        session = get_session(self.config, srcdir, srcdir)
         self.note_tree(session)
-        return session, self.fmha_options(session)
+        return session, directive_options(self.config, session, self.options)
 
     def note_tree(self, session) -> None:
         """Rebuild this page when generate.py or any codegen file changes."""
         for path in session.dependencies():
             self.env.note_dependency(str(path))
-
-    # -- reporting --------------------------------------------------------------
-    def located(self) -> nodes.Element:
-        """A node carrying the directive's source and line (a warning's location)."""
-        node = nodes.paragraph()
-        self.set_source_info(node)
-        return node
 
     def report(self, problem: Problem, *, render: bool = True,
                error: bool = False) -> List[nodes.Node]:
@@ -153,7 +140,9 @@ class FmhaDirective(SphinxDirective):
 
     def warn(self, kind: WarningType, message: str) -> None:
         """A located warning that does not replace the directive's output."""
-        self._log(WarningType(kind), "%s: %s" % (self.name, message), self.located())
+        node = nodes.paragraph()
+        self.set_source_info(node)
+        self._log(WarningType(kind), "%s: %s" % (self.name, message), node)
 
     def fmha_needs(self, session: Any, api: str, options: Options) -> List[Any]:
         """The directive's ``:need:`` (needs separated by ``;``), as the model of ``api``
@@ -184,15 +173,12 @@ class FmhaDirective(SphinxDirective):
     def _log(self, kind: WarningType, message: str, node: nodes.Node,
              error: bool = False) -> None:
         subtype = WarningType(kind).value
-        if error and not fmha_config(self.config).strict:
-            logger.error(message, location=node, type="fmha", subtype=subtype)
-        elif fmha_config(self.config).strict:
-            logger.error(message, location=node, type="fmha", subtype=subtype)
-            if not suppressed(self.config, subtype):
-                source, line = self.get_source_info()
-                record_problem(self.env, self.env.docname, "%s:%s: %s" % (source, line, message))
-        else:
-            logger.warning(message, location=node, type="fmha", subtype=subtype)
+        strict = fmha_config(self.config).strict
+        log = logger.error if strict or error else logger.warning
+        log(message, location=node, type="fmha", subtype=subtype)
+        if strict and not suppressed(self.config, subtype):
+            source, line = self.get_source_info()
+            record_problem(self.env, self.env.docname, "%s:%s: %s" % (source, line, message))
 
     def run(self) -> List[nodes.Node]:
         try:

@@ -45,8 +45,6 @@ def warning_types_table() -> nodes.table:
 class WarningTypesDirective(SphinxDirective):
     """Render :func:`warning_types_table`."""
 
-    has_content = False
-    required_arguments = 0
 
     def run(self) -> List[nodes.Node]:
         table = warning_types_table()
