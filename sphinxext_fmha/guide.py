@@ -77,9 +77,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
                 WarningType.RECOMMEND, "the recommended minimal set is not available in this version "
                 "of sphinxext-fmha (%s: %s)" % (type(exc).__name__, exc))
         except Exception as exc:  # noqa: BLE001 - reported, never a traceback
-            problem = problem_of(exc)
-            problem.message = "cannot make the recommended minimal set: " + problem.message
-            data.recommendation_problem = problem
+            data.recommendation_problem = _problem(exc, "cannot make the recommended minimal "
+                                                   "set: ")
     if conditions:
         # Optional facts: when they cannot be read, the guide leaves them out and the
         # caller reports why (never silently).
@@ -106,10 +105,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
         try:
             data.filter_facts = session.filter_facts(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            problem = problem_of(exc)
-            problem.message = ("cannot measure what write mode and --targets do (the filter "
-                               "mechanism leaves them out): " + problem.message)
-            data.filter_problem = problem
+            data.filter_problem = _problem(exc, "cannot measure what write mode and --targets "
+                                           "do (the filter mechanism leaves them out): ")
     if SectionNeed.TILE_TABLES in shown:
         # the set's tile counts when the recommendation has them, else the listing's
         if data.recommendation is not None and data.recommendation.tile_tables:
@@ -144,9 +141,13 @@ def collect_examples(session: Session, api: str, options: Options = Options()
 
 
 def _dispatch_problem(exc: Exception) -> Problem:
+    return _problem(exc, "cannot read the API dispatch file or the mask modes (dispatch "
+                    "conditions are left out): ")
+
+
+def _problem(exc: Exception, what: str) -> Problem:
     problem = problem_of(exc)
-    problem.message = ("cannot read the API dispatch file or the mask modes "
-                       "(dispatch conditions are left out): " + problem.message)
+    problem.message = what + problem.message
     return problem
 
 

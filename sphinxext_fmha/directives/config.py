@@ -98,21 +98,6 @@ def _strict(value: Any, confdir: Path) -> bool:
     return value
 
 
-def _python(value: Any, confdir: Path) -> Optional[str]:
-    if value is None or str(value).strip() == "":
-        return None
-    return str(value)
-
-
-_VALIDATORS: Dict[str, Callable[[Any, Path], Any]] = {
-    "ck_root": _path,
-    "cache_dir": _cache_dir,
-    "timeout": _timeout,
-    "strict": _strict,
-    "python": _python,
-}
-
-
 def _generate_option(name: str) -> Callable[[Any, Path], Any]:
     def validate(value: Any, confdir: Path) -> Any:
         try:
@@ -124,8 +109,12 @@ def _generate_option(name: str) -> Callable[[Any, Path], Any]:
     return validate
 
 
-for _option in GENERATE_OPTIONS:
-    _VALIDATORS[_option.dest] = _generate_option(_option.dest)
+_VALIDATORS: Dict[str, Callable[[Any, Path], Any]] = {
+    "ck_root": _path, "cache_dir": _cache_dir, "timeout": _timeout, "strict": _strict,
+    # (an interpreter's name is looked up on PATH: never made absolute)
+    "python": lambda value, _confdir: str(value) if str(value or "").strip() else None,
+    **{spec.dest: _generate_option(spec.dest) for spec in GENERATE_OPTIONS},
+}
 
 
 def add_config_values(app: Any) -> None:

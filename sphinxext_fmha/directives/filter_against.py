@@ -11,7 +11,7 @@ from ..bump import compare_filter
 from ..bump_data import FilterComparison
 from ..corpus import CorpusError, fetch_tree, load_corpus, tree_by_name
 from ..errors import WarningType
-from ..locate import locate_ck_root
+from ..locate import find_ck_root
 from ..options import OptionError, Options, check_filter_text
 from .sphinx_glue import directive_options, session_at
 
@@ -34,7 +34,7 @@ def _other_root(directive: Any, given: str) -> Path:
     path = Path(given).expanduser()
     if not (path.is_absolute() and path.exists()):
         path = Path(directive.env.relfn2path(given)[1])
-    return locate_ck_root(path)
+    return find_ck_root(path, directive.env.srcdir)
 
 
 def compare_against(directive: Any, session: Any, api: str, filter: str,
