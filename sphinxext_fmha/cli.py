@@ -24,7 +24,7 @@ from .cppapi.allocation import collector_paused, freeze_at_exit
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import find_ck_root
 from .model import to_dict, to_json
-from .options import GENERATE_OPTIONS, Options, check_filter_text, parse_options
+from .options import GENERATE_OPTIONS, OptionError, Options, check_filter_text, parse_options
 from .process.cache import cache_dir_problem
 from .process.driver import run_driver
 from .process.launch import install_handlers
@@ -125,12 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _InputError(FmhaError):
-    """A path or value given on the command line that cannot be used."""
-
-    default_kind = WarningType.OPTION
-
-
 def _session(args, ck_root: Optional[str] = None):
     """The Session of ``--ck-root`` (``ck_root``: of that CK root instead)."""
     from .guide import open_session
@@ -138,7 +132,7 @@ def _session(args, ck_root: Optional[str] = None):
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else None
     problem = cache_dir_problem(cache_dir) if cache_dir is not None else None
     if problem:
-        raise _InputError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
+        raise OptionError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
     root = find_ck_root(ck_root if ck_root is not None else args.ck_root, Path.cwd())
     shown = getattr(args, "progress", "auto")
     progress = (_to_stderr if shown == "always" or (shown == "auto" and _stderr_is_a_terminal())
@@ -223,7 +217,7 @@ def _write_text(path_text: str, text: str, what: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise _InputError("cannot write %s to %s: %s (give a file path in a folder you can "
+        raise OptionError("cannot write %s to %s: %s (give a file path in a folder you can "
                           "write)" % (what, path, error.strerror or error)) from None
 
 
@@ -234,15 +228,15 @@ def _output_path(path_text: str, folder: bool, flag: str) -> Path:
     target = path if folder else path.parent
     blocking = next((p for p in [target, *target.parents] if p.exists()), None)
     if blocking is not None and not blocking.is_dir():
-        raise _InputError("%s: %s is a file, not a folder" % (flag, blocking))
+        raise OptionError("%s: %s is a file, not a folder" % (flag, blocking))
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise _InputError("%s: cannot create %s: %s" % (flag, target, error.strerror or error)) from None
+        raise OptionError("%s: cannot create %s: %s" % (flag, target, error.strerror or error)) from None
     if not folder and path.is_dir():
-        raise _InputError("%s: %s is a folder; give a file path" % (flag, path))
+        raise OptionError("%s: %s is a folder; give a file path" % (flag, path))
     if not os.access(target, os.W_OK):
-        raise _InputError("%s: %s is not writable" % (flag, target))
+        raise OptionError("%s: %s is not writable" % (flag, target))
     return path
 
 

@@ -45,7 +45,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
 
 from .cachedir import cache_root, file_lock
 from .locate import FMHA_SUBDIR
-from .package_index import ListedFile, PackageIndexError, project_files
+from .package_index import PackageIndexError, project_files
 
 __all__ = [
     "CorpusError",
@@ -201,8 +201,12 @@ def _user_agent() -> str:
     return f"sphinxext-fmha/{release} (+urllib)"
 
 
-def _pick_file(files: List[ListedFile], tree: CorpusTree, page: str) -> str:
-    """The download URL of ``tree.sdist`` among the files a project page lists."""
+def _resolve_url(tree: CorpusTree) -> str:
+    """Ask the package index pip would use for the URL of ``tree.sdist``."""
+    try:
+        page, files = project_files(tree.package, _user_agent())
+    except PackageIndexError as exc:
+        raise CorpusError(str(exc)) from exc
     for listed in files:
         if listed.filename != tree.sdist:
             continue
@@ -215,32 +219,18 @@ def _pick_file(files: List[ListedFile], tree: CorpusTree, page: str) -> str:
     raise CorpusError(f"{page} does not list {tree.sdist} (was it removed from the index?)")
 
 
-def _resolve_url(tree: CorpusTree) -> str:
-    """Ask the package index pip would use for the URL of ``tree.sdist``."""
-    try:
-        page, files = project_files(tree.package, _user_agent())
-    except PackageIndexError as exc:
-        raise CorpusError(str(exc)) from exc
-    return _pick_file(files, tree, page)
-
-
 def _download(url: str, dest: Path) -> Tuple[str, int]:
     """Stream ``url`` into ``dest``; return the sha256 and size of what was written."""
     request = urllib.request.Request(url, headers={"User-Agent": _user_agent()})
-    digest = hashlib.sha256()
-    total = 0
     try:
         with urllib.request.urlopen(request, timeout=120) as response, open(dest, "wb") as out:
-            for chunk in iter(lambda: response.read(_CHUNK), b""):
-                out.write(chunk)
-                digest.update(chunk)
-                total += len(chunk)
+            shutil.copyfileobj(response, out, _CHUNK)
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         with contextlib.suppress(OSError):
             dest.unlink()
         raise CorpusError(f"cannot download {url}: {reason}") from exc
-    return digest.hexdigest(), total
+    return _sha256_file(dest), dest.stat().st_size
 
 
 def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
@@ -421,14 +411,10 @@ def fetch_tree(
     cache_dir: Union[str, Path, None] = None,
     progress: Progress = None,
 ) -> Path:
-    """Make ``tree`` available locally; return its CK root.
-
-    The CK root is ``<cache>/trees/<sdist stem>/<ck_prefix>``.  A stamped extraction is
-    reused as is; an unstamped one (older cache) is checked file by file against the
-    verified archive and stamped, or re-extracted if it differs.  ``progress``, if
-    given, receives short human-readable messages.  Safe to call from several
-    processes at once (an fcntl lock serialises the work).
-    """
+    """Make ``tree`` available locally; return its CK root,
+    ``<cache>/trees/<sdist stem>/<ck_prefix>`` (see the module's docstring).
+    ``progress``, if given, receives short messages.  Safe to call from several
+    processes at once (an fcntl lock serialises the work)."""
     cache = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()
     trees = cache / "trees"
     tree_dir = trees / tree.sdist_stem

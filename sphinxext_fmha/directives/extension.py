@@ -118,26 +118,17 @@ def _rename_anchors(content: List[nodes.Node], renamed: Dict[str, str]) -> None:
                 element["refid"] = new_id(element["refid"])
 
 
-class ResolveDiagramsHtml(SphinxPostTransform):
-    """HTML builders: the diagram becomes its raw HTML."""
-
-    default_priority = 300
-    formats = ("html",)
-
-    def run(self, **kwargs: Any) -> None:
-        for node in list(self.document.findall(fmha_diagram)):
-            node.replace_self(nodes.raw("", node["html"], format="html"))
-
-
 class ResolveDiagrams(SphinxPostTransform):
-    """Every other builder (runs after :class:`ResolveDiagramsHtml`): the fallback,
+    """The diagram's raw HTML for HTML builders; for every other builder its fallback,
     a literal block with the name and a numbered ruler."""
 
-    default_priority = 301
+    default_priority = 300
 
     def run(self, **kwargs: Any) -> None:
+        html = self.app.builder.format == "html"
         for node in list(self.document.findall(fmha_diagram)):
-            node.replace_self(list(node.children))
+            node.replace_self(nodes.raw("", node["html"], format="html") if html
+                              else list(node.children))
 
 
 def _add_static_file(app: Any, name: str) -> None:
@@ -173,7 +164,6 @@ def setup(app: Any) -> Dict[str, Any]:
     app.add_directive("fmha-warning-types", WarningTypesDirective)
     setup_playground(app)
     app.add_transform(ResolveGuideSections)
-    app.add_post_transform(ResolveDiagramsHtml)
     app.add_post_transform(ResolveDiagrams)
     app.connect("config-inited", validate_config)
     setup_strict(app)
@@ -189,5 +179,4 @@ def setup(app: Any) -> Dict[str, Any]:
     }
 
 
-__all__ = ["setup", "STATIC_DIR", "ResolveGuideSections", "ResolveDiagrams",
-           "ResolveDiagramsHtml"]
+__all__ = ["setup", "STATIC_DIR", "ResolveGuideSections", "ResolveDiagrams"]

@@ -36,13 +36,8 @@ from ..render.sections.filter_write import write_warnings
 from .filter_against import compare_against
 from .sphinx_glue import OPTION_SPEC, FmhaDirective, logger
 
-__all__ = [
-    "ApiListDirective",
-    "FilenameDirective",
-    "FilterCheckDirective",
-    "KernelGuideDirective",
-    "HEADINGS",
-]
+__all__ = ["ApiListDirective", "FilenameDirective", "FilterCheckDirective",
+           "KernelGuideDirective", "HEADINGS"]
 
 #: Values of ``:headings:``.
 HEADINGS = ("auto", "section", "rubric", "none")
@@ -260,31 +255,26 @@ class ApiListDirective(FmhaDirective):
             raise OptionError("link: %r must contain {api} (e.g. gallery/{api})" % link)
         session, options = self.session_and_options()
         rows = []
-        problems: List[Problem] = []
         for info in session.apis():
             count = None
             note = ""
             if info.in_generate:
                 try:
-                    listing = session.listing(session.tree.request(info.name, options))
-                    count = listing.count
+                    count = session.listing(session.tree.request(info.name, options)).count
                 except Exception as exc:  # noqa: BLE001 - one failed API, reported
                     problem = problem_of(exc)
                     problem.message = "%s: %s" % (info.name, problem.message)
-                    problems.append(problem)
+                    self.report(problem, render=False)
                     note = "listing failed (see the build log)"
             else:
                 note = "in codegen/ops but not in generate.py's API table"
             module = info.source.split("/codegen/", 1)[-1]
             module = "codegen/" + module if "/codegen/" in info.source else info.source
             rows.append((info.name, module, count, note))
-        out: List[nodes.Node] = []
-        for problem in problems:
-            out.extend(self.report(problem, render=False))
         table_nodes = blocks_to_nodes([api_list_table(rows, link)], _doc_link)
         for node in table_nodes:
             self.set_source_info(node)
-        return out + table_nodes
+        return table_nodes
 
 
 class FilenameDirective(FmhaDirective):

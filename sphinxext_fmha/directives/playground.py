@@ -25,7 +25,6 @@ __all__ = ["FilterPlaygroundDirective", "fmha_playground", "setup_playground", "
 JS_FILE = "fmha-playground.js"
 #: Where the static note of non-HTML builders points to for the pattern syntax.
 FNMATCH_DOCS = "https://docs.python.org/3/library/fnmatch.html"
-#: The filter text the command template is built with (shell-safe, so never quoted).
 
 
 class fmha_playground(nodes.General, nodes.Element):  # noqa: N801 - docutils naming
