@@ -47,17 +47,8 @@ from .cachedir import cache_root, file_lock
 from .locate import FMHA_SUBDIR
 from .package_index import PackageIndexError, project_files
 
-__all__ = [
-    "CorpusError",
-    "CorpusTree",
-    "DEFAULT_CORPUS",
-    "STAMP_NAME",
-    "Step",
-    "cache_root",
-    "fetch_tree",
-    "load_corpus",
-    "tree_by_name",
-]
+__all__ = ["CorpusError", "CorpusTree", "DEFAULT_CORPUS", "STAMP_NAME", "Step", "cache_root",
+           "fetch_tree", "load_corpus", "tree_by_name"]
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "data" / "ck-corpus.toml"
 STAMP_NAME = ".sphinxext-fmha-stamp"
@@ -128,29 +119,20 @@ def load_corpus(path: Union[str, Path, None] = None) -> List[CorpusTree]:
     for index, table in enumerate(tables):
         missing = [key for key in _REQUIRED if not table.get(key)]
         if missing:
-            raise CorpusError(
-                f"{toml_path}: tree #{index + 1} lacks {', '.join(missing)}"
-            )
+            raise CorpusError(f"{toml_path}: tree #{index + 1} lacks {', '.join(missing)}")
         sha = str(table["sha256"]).lower()
         if not re.fullmatch(r"[0-9a-f]{64}", sha):
             raise CorpusError(f"{toml_path}: tree {table['name']!r} has a malformed sha256")
         if table["name"] in seen:
             raise CorpusError(f"{toml_path}: tree name {table['name']!r} appears twice")
         seen.add(table["name"])
-        trees.append(
-            CorpusTree(
-                name=str(table["name"]),
-                package=str(table["package"]),
-                version=str(table["version"]),
-                sdist=str(table["sdist"]),
-                sha256=sha,
-                ck_prefix=str(table["ck_prefix"]).strip("/"),
-                uploaded=str(table.get("uploaded", "")),
-                apis={str(k): int(v) for k, v in dict(table.get("apis", {})).items()},
-                seconds={str(k): float(v) for k, v in dict(table.get("seconds", {})).items()},
-                notes=str(table.get("notes", "")),
-            )
-        )
+        trees.append(CorpusTree(
+            name=str(table["name"]), package=str(table["package"]),
+            version=str(table["version"]), sdist=str(table["sdist"]), sha256=sha,
+            ck_prefix=str(table["ck_prefix"]).strip("/"), uploaded=str(table.get("uploaded", "")),
+            apis={str(k): int(v) for k, v in dict(table.get("apis", {})).items()},
+            seconds={str(k): float(v) for k, v in dict(table.get("seconds", {})).items()},
+            notes=str(table.get("notes", ""))))
     return trees
 
 
@@ -211,10 +193,8 @@ def _resolve_url(tree: CorpusTree) -> str:
         if listed.filename != tree.sdist:
             continue
         if listed.sha256 and listed.sha256 != tree.sha256:
-            raise CorpusError(
-                f"{page} lists sha256 {listed.sha256} for {tree.sdist}, but the corpus pins "
-                f"{tree.sha256}; refusing to download"
-            )
+            raise CorpusError(f"{page} lists sha256 {listed.sha256} for {tree.sdist}, but the "
+                              f"corpus pins {tree.sha256}; refusing to download")
         return listed.url
     raise CorpusError(f"{page} does not list {tree.sdist} (was it removed from the index?)")
 
@@ -246,9 +226,8 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
             progress(f"cached {archive} has sha256 {actual}, expected {tree.sha256}; re-downloading")
         archive.unlink()
     if _offline():
-        raise CorpusError(
-            f"{tree.sdist} is not in the cache ({sdists}) and FMHA_OFFLINE=1 forbids downloading it"
-        )
+        raise CorpusError(f"{tree.sdist} is not in the cache ({sdists}) and FMHA_OFFLINE=1 "
+                          "forbids downloading it")
     started = time.monotonic()
     url = _resolve_url(tree)
     if progress:
@@ -261,10 +240,8 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
     if actual != tree.sha256:
         with contextlib.suppress(OSError):
             partial.unlink()
-        raise CorpusError(
-            f"sha256 mismatch for {tree.sdist} downloaded from {url}: expected {tree.sha256}, "
-            f"got {actual}; the downloaded file was deleted"
-        )
+        raise CorpusError(f"sha256 mismatch for {tree.sdist} downloaded from {url}: expected "
+                          f"{tree.sha256}, got {actual}; the downloaded file was deleted")
     os.replace(partial, archive)
     return archive
 
@@ -306,9 +283,8 @@ def _wanted(tree: CorpusTree, raw: str) -> Tuple[bool, List[str]]:
     prefix = tree.fmha_member_prefix.rstrip("/").split("/")
     inside = parts[: len(prefix)] == prefix and len(parts) > len(prefix)
     if unsafe and (inside or tree.fmha_member_prefix.rstrip("/") in raw.replace("\\", "/")):
-        raise CorpusError(
-            f"refusing to extract unsafe archive member {raw!r} (absolute path or '..')"
-        )
+        raise CorpusError(f"refusing to extract unsafe archive member {raw!r} (absolute path "
+                          "or '..')")
     return inside, parts
 
 
@@ -342,10 +318,8 @@ def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
             raise CorpusError(f"refusing to extract link member {raw!r} of {archive.name}")
         # devices, fifos: never part of a source tree; ignored
     if count == 0:
-        raise CorpusError(
-            f"{archive.name} holds no files under {tree.fmha_member_prefix}; "
-            "check the tree's ck_prefix"
-        )
+        raise CorpusError(f"{archive.name} holds no files under {tree.fmha_member_prefix}; "
+                          "check the tree's ck_prefix")
     return count
 
 
@@ -384,10 +358,8 @@ def _remove_tree(path: Path) -> None:
 
 
 def _stamp_text(tree: CorpusTree, files: int) -> str:
-    return json.dumps(
-        {"format": _STAMP_FORMAT, "sha256": tree.sha256, "ck_prefix": tree.ck_prefix, "files": files},
-        sort_keys=True,
-    ) + "\n"
+    return json.dumps({"format": _STAMP_FORMAT, "sha256": tree.sha256,
+                       "ck_prefix": tree.ck_prefix, "files": files}, sort_keys=True) + "\n"
 
 
 def _stamp_ok(tree_dir: Path, tree: CorpusTree) -> bool:
@@ -395,22 +367,16 @@ def _stamp_ok(tree_dir: Path, tree: CorpusTree) -> bool:
         data = json.loads((tree_dir / STAMP_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(data, dict)
-        and data.get("sha256") == tree.sha256
-        and data.get("ck_prefix") == tree.ck_prefix
-    )
+    return (isinstance(data, dict) and data.get("sha256") == tree.sha256
+            and data.get("ck_prefix") == tree.ck_prefix)
 
 
 def _ready(tree_dir: Path, ck_root: Path, tree: CorpusTree) -> bool:
     return _stamp_ok(tree_dir, tree) and (ck_root / FMHA_SUBDIR / "generate.py").is_file()
 
 
-def fetch_tree(
-    tree: CorpusTree,
-    cache_dir: Union[str, Path, None] = None,
-    progress: Progress = None,
-) -> Path:
+def fetch_tree(tree: CorpusTree, cache_dir: Union[str, Path, None] = None,
+               progress: Progress = None) -> Path:
     """Make ``tree`` available locally; return its CK root,
     ``<cache>/trees/<sdist stem>/<ck_prefix>`` (see the module's docstring).
     ``progress``, if given, receives short messages.  Safe to call from several

@@ -28,25 +28,10 @@ from .model import (
 )
 from .options import OptionError, Options
 
-__all__ = [
-    "RECOMMENDATION_SECTIONS",
-    "DEFAULT_ORDER",
-    "ExampleSet",
-    "SectionNeed",
-    "SECTIONS",
-    "SECTION_BY_NAME",
-    "SECTION_TITLES",
-    "SectionSpec",
-    "GuideData",
-    "PlaygroundInputs",
-    "Problem",
-    "build_date",
-    "parse_sections",
-    "problem_of",
-    "sections_needing",
-    "source_rel",
-    "stored_kinds",
-]
+__all__ = ["RECOMMENDATION_SECTIONS", "DEFAULT_ORDER", "ExampleSet", "SectionNeed", "SECTIONS",
+           "SECTION_BY_NAME", "SECTION_TITLES", "SectionSpec", "GuideData", "PlaygroundInputs",
+           "Problem", "build_date", "parse_sections", "problem_of", "sections_needing",
+           "source_rel", "stored_kinds"]
 
 
 class SectionNeed(enum.Enum):

@@ -20,21 +20,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import FmhaError, WarningType
 
-__all__ = [
-    "FILTER_FLAG",
-    "GENERATE_OPTIONS",
-    "OptionSpec",
-    "Options",
-    "OptionError",
-    "check_filter_text",
-    "check_supported",
-    "cli_flag",
-    "flag_of",
-    "known_receipts",
-    "mask_choices",
-    "merge_options",
-    "parse_options",
-]
+__all__ = ["FILTER_FLAG", "GENERATE_OPTIONS", "OptionSpec", "Options", "OptionError",
+           "check_filter_text", "check_supported", "cli_flag", "flag_of", "known_receipts",
+           "mask_choices", "merge_options", "parse_options"]
 
 
 @dataclass(frozen=True)

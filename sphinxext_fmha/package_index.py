@@ -28,10 +28,8 @@ from typing import Dict, List, Optional, Tuple
 __all__ = ["PackageIndexError", "ListedFile", "index_url", "project_files", "project_url"]
 
 # the order pip itself prefers; an index that knows neither answers plain HTML
-_ACCEPT = (
-    "application/vnd.pypi.simple.v1+json, "
-    "application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
-)
+_ACCEPT = ("application/vnd.pypi.simple.v1+json, "
+           "application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01")
 # a later section wins: pip reads 'global', then the command's own section, then PIP_*
 _CONFIG_KEYS = ("global.index-url", "download.index-url", "install.index-url", ":env:.index-url")
 _PIP_DEFAULT = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
@@ -52,21 +50,14 @@ class ListedFile:
 
 def _pip(*args: str) -> str:
     try:
-        done = subprocess.run(
-            [sys.executable, *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-        )
+        done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PackageIndexError(f"cannot ask pip for its package index: {exc}") from exc
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise PackageIndexError(
-            f"cannot ask pip for its package index ({' '.join(args[:3])} failed: {tail}); "
-            "set PIP_INDEX_URL"
-        )
+        raise PackageIndexError(f"cannot ask pip for its package index ({' '.join(args[:3])} "
+                                f"failed: {tail}); set PIP_INDEX_URL")
     return done.stdout
 
 
@@ -140,15 +131,10 @@ def _from_json(payload: dict, page: str) -> List[ListedFile]:
     entries = payload.get("files")
     if not isinstance(entries, list):
         raise PackageIndexError(f"{page} is not a PEP 691 project page (no 'files' list)")
-    return [
-        ListedFile(
-            str(entry.get("filename", "")),
-            urllib.parse.urljoin(page, str(entry.get("url", ""))),
-            str((entry.get("hashes") or {}).get("sha256", "")).lower(),
-        )
-        for entry in entries
-        if entry.get("url")
-    ]
+    return [ListedFile(str(entry.get("filename", "")),
+                       urllib.parse.urljoin(page, str(entry.get("url", ""))),
+                       str((entry.get("hashes") or {}).get("sha256", "")).lower())
+            for entry in entries if entry.get("url")]
 
 
 def project_files(package: str, user_agent: str) -> Tuple[str, List[ListedFile]]:
