@@ -28,7 +28,7 @@ from .options import GENERATE_OPTIONS, OptionError, Options, check_filter_text, 
 from .process.cache import cache_dir_problem
 from .process.driver import run_driver
 from .process.launch import install_handlers
-from .render.cli_text import check_text, model_text
+from .render.cli_text import apis_text, check_text, model_text
 
 __all__ = ["main", "build_parser", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
@@ -249,13 +249,7 @@ def _run(args) -> int:
             print(json.dumps({"apis": to_dict(apis), "options": to_dict(options),
                               "gaps": to_dict(session.tree.gaps)}, indent=2))
         else:
-            for info in apis:
-                print("%-18s %s" % (info.name, info.source))
-            print("\ngenerate.py options:")
-            for option in options:
-                print("  %-28s default %s" % (", ".join(option.flags), option.default))
-            for gap in session.tree.gaps:
-                print("gap: %s (%s)" % (gap.what, gap.why))
+            print(apis_text(apis, options, session.tree.gaps))
         return 0
     options = _options(args, session)
     if args.command == "analyze":

@@ -1,11 +1,23 @@
-"""The command line's plain-text views of a model (``analyze``) and of a filter
-check (``check``); ``--format json`` prints the data itself."""
+"""The command line's plain-text views of a tree's APIs (``apis``), a model
+(``analyze``) and a filter check (``check``); ``--format json`` prints the data itself."""
 
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 from ..model import ApiModel, FilterCheck, token_list
 
-__all__ = ["check_text", "model_text"]
+__all__ = ["apis_text", "check_text", "model_text"]
+
+
+def apis_text(apis: Sequence[Any], options: Sequence[Any], gaps: Sequence[Any]) -> str:
+    """``apis``: each API and its module, generate.py's options, what was not read."""
+    lines = ["%-18s %s" % (info.name, info.source) for info in apis]
+    lines.append("\ngenerate.py options:")
+    lines += ["  %-28s default %s" % (", ".join(option.flags), option.default)
+              for option in options]
+    lines += ["gap: %s (%s)" % (gap.what, gap.why) for gap in gaps]
+    return "\n".join(lines)
 
 
 def model_text(model: ApiModel) -> str:
