@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .checks import FilterMiss
+from .checks import FilterMiss, Note
 from .tile_model import TileTable
 
 
@@ -152,22 +152,6 @@ class BuildCost:
     #: The same for the full API (no ``-f``).
     full_kernel_files: int = 0
     full_source_bytes: int = 0
-
-
-@dataclass
-class Note:
-    """A note on a set, as facts (the renderers say it): ``kind`` names what happened,
-    ``values`` its numbers and names. Kinds: ``said`` (``text``: a note of the caller's),
-    ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
-    ``prediction_differs`` (``predicted``, ``claimed``), ``runs_differ`` (``union``,
-    ``claimed``, ``missing``, ``extra``), ``write_fails`` (``filter``, ``error``),
-    ``driver_differs`` (``driven``, ``union``), ``driver_failed`` and ``write_unread``
-    (``error``, ``tail``: the last line of its stderr), ``unlinked`` (``missing``),
-    ``written_differs`` (``by``: driver or run, ``written``, ``listed``), ``unfiltered``
-    (``types``), ``shared_names`` (``count``)."""
-
-    kind: str
-    values: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Set
 
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
-from ..model import ApiModel, FilterCheck, FilterMiss, SegmentBreakdown, TokenCount, token_list
+from ..model import ApiModel, FilterCheck, FilterMiss, Note, SegmentBreakdown, TokenCount
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
@@ -213,30 +213,21 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         files=sorted(listing.files),
     )
     check.misses = misses(model, baseline, filter, check.per_type)
-    check.side_effects = ["%s: %s dropped (not named by the filter)" % (
-        row.segment, token_list(row.dropped))
-        for row in check.breakdown if row.side_effect]
     actual = set(listing.files)
     check.verified = predicted == actual and not selected.unparsed
     if predicted != actual:
-        check.notes.append(
-            "the model predicts %d kernels but generate.py selected %d (%d only predicted, "
-            "%d only selected): the model is wrong for this filter"
-            % (len(predicted), len(actual), len(predicted - actual), len(actual - predicted)))
+        check.note_facts.append(Note("mispredicted", {
+            "predicted": len(predicted), "selected": len(actual),
+            "only_predicted": len(predicted - actual), "only_selected": len(actual - predicted)}))
     if selected.unparsed:
-        check.notes.append("%d selected file names do not parse with the model's grammar"
-                           % len(selected.unparsed))
+        check.note_facts.append(Note("unparsed", {"count": len(selected.unparsed)}))
     suffixes = {s for t in model.kernel_types for s in t.arch_suffixes if s}
     for piece in absent_fragments(model, baseline, filter):
-        where = ""
-        if any(piece in suffix for suffix in suffixes):
-            # newer CK's file names end in an arch suffix that fnmatch never sees
-            where = " (it is in the file names' arch suffix, which -f patterns are not " \
-                    "matched against)"
-        check.notes.append("%r occurs in no kernel name of this tree%s, so a pattern that "
-                           "requires it cannot match" % (piece, where))
+        # newer CK's file names end in an arch suffix that fnmatch never sees
+        check.note_facts.append(Note("absent", {
+            "piece": piece, "in_suffix": any(piece in suffix for suffix in suffixes)}))
     if listing.count == 0:
-        check.notes.append("the filter selects no kernel")
+        check.note_facts.append(Note("selects_none"))
     elif api_file is not None:
         check_dispatch(check, api_file)
     check_written(check, baseline, api_file, write_error, full_api)
@@ -312,8 +303,7 @@ def check_dispatch(check: FilterCheck, api_file: ApiFileResult) -> None:
     check.dispatch_unmatched = len(match.unmatched)
     check.dispatch_unreached = sorted(match.unreached)
     if sorted(api_file.kernel_files) != check.files:
-        check.notes.append("generate.py -o wrote %d kernels but -l listed %d"
-                           % (len(api_file.kernel_files), check.count))
+        check.note_facts.append(Note("listing_differs", {
+            "written": len(api_file.kernel_files), "listed": check.count}))
     if match.unreached:
-        check.notes.append("%d generated kernels are reached by no dispatch branch"
-                           % len(match.unreached))
+        check.note_facts.append(Note("unreached", {"count": len(match.unreached)}))
