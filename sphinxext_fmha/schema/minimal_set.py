@@ -203,9 +203,13 @@ class Recommendation:
     #: Kernels of the set no dispatch call reaches.
     links_unreferenced: List[str] = field(default_factory=list)
     #: Kernels of the set launched only by dispatch functions no entry point runs (a
-    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run.
+    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run. The reasons are
+    #: facts (one per leaf that launches the kernel, see
+    #: :func:`~sphinxext_fmha.cppapi.link_check.unreachable_kernels`), said in
+    #: :attr:`links_unreachable` where they are rendered (the CLI's JSON).
+    unreachable_facts: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     links_unreachable: Dict[str, str] = field(default_factory=dict)
-    #: Kernels of :attr:`links_unreachable` that come with a kernel the set runs: their
+    #: Kernels of :attr:`unreachable_facts` that come with a kernel the set runs: their
     #: file names differ from its name only in the arch suffix (the value), which ``-f``
     #: is not matched against.
     arch_namesakes: Dict[str, str] = field(default_factory=dict)

@@ -149,7 +149,7 @@ def _check_links(result: Recommendation, written: ApiFile, union: Set[str], by: 
     report = link_report(written.text, written.kernel_traits)
     result.links_missing = [key for _, _, key in report.missing]
     result.links_unreferenced = report.unreferenced
-    result.links_unreachable = report.unreachable
+    result.unreachable_facts = report.unreachable
     result.write_verified = report.links and set(written.kernel_traits) == union
     if report.missing:
         result.note_facts.append(Note("unlinked", {"missing": len(report.missing)}))
