@@ -29,7 +29,7 @@ from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
 from .routes import Routes, routes_of
 
-__all__ = ["LinkReport", "link_report", "link_report_from_keys", "unreachable_kernels"]
+__all__ = ["LinkReport", "link_report", "link_report_from_keys", "partners", "unreachable_kernels"]
 
 
 @dataclass
@@ -110,3 +110,16 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
         else:
             result[filename] = reasons
     return result
+
+
+def partners(dispatch_text: str, kernel_traits: Mapping[str, str]) -> List[List[str]]:
+    """The kernel files each dispatch call launches together (one list per call,
+    duplicates removed): the coupling the dispatcher imposes."""
+    tree = parse_dispatch(dispatch_text)
+    match = match_leaves_to_kernels(tree, dict(kernel_traits))
+    groups: Dict[tuple, None] = {}
+    for leaf in tree.leaves:
+        files = tuple(sorted(set(match.files_of(leaf.order))))
+        if len(files) > 1:
+            groups.setdefault(files, None)
+    return [list(group) for group in groups]

@@ -12,13 +12,13 @@ import re
 from collections import Counter
 from typing import Callable, Dict, List, Mapping, Optional, Set
 
+from ..cppapi.link_check import partners
 from ..cppapi.matching import DispatchMatch, match_leaves_to_kernels
 from ..cppapi.parse import DispatchTree, parse_dispatch
 from ..model import ApiModel, FilterCheck, FilterMiss, Note, SegmentBreakdown, TokenCount
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
-from .set_links import partners
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from ..analysis.filenames import split_filename
+from ..cppapi.link_check import link_report_from_keys, partners
 from ..model import (
     ApiModel,
     Need,
@@ -44,7 +45,6 @@ from .losses import describe_losses
 from .needs import needed_decisions, unmet_combinations, workload_scope
 from .pattern_reading import run_reading
 from .policy import Plan, plan_keep_set
-from .set_links import link_report, partners
 from .set_runs import ApiFile, RecommendRunner, source_bytes, verified_runs
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
@@ -200,7 +200,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     # kernels the full API never launches: dropping them loses no call
     never_run: Dict[str, List[Dict[str, Any]]] = {}
     if inputs.full_api is not None:
-        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
+        full_links = link_report_from_keys(inputs.full_api.text, inputs.full_api.kernel_traits)
         result.full_unreferenced = full_links.unreferenced
         never_run = {name: [{"unreferenced": True}] for name in full_links.unreferenced}
         never_run.update(full_links.unreachable)
