@@ -14,7 +14,7 @@ generate.py. The order of work:
 3. every command is run with generate.py (:mod:`.set_runs`); for several commands the
    driver lists and writes their union (one command is its own union: its write-mode
    run is the one the set is), and the written dispatch file is checked to link
-   (:mod:`.links`);
+   (:mod:`..cppapi.link_check`);
 4. every statement -- keep/drop per segment (:mod:`.decisions`), partial keeps, tiles,
    counts, losses -- is computed from the union of the runs, not from the policy's
    intent; so is the build cost (kernel files and source bytes write mode wrote) and
