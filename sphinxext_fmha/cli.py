@@ -29,6 +29,7 @@ from .process.cache import cache_dir_problem
 from .process.driver import run_driver
 from .process.launch import install_handlers
 from .render.cli_text import apis_text, check_text, model_text
+from .render.guide_blocks import fill_check_words
 
 __all__ = ["main", "build_parser", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
@@ -260,7 +261,7 @@ def _run(args) -> int:
     if args.command == "check":
         model = session.model(args.api, options)
         check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
-        check = session.check(args.api, args.filter, options)
+        check = fill_check_words(session.check(args.api, args.filter, options))
         print(to_json(check) if args.format == "json" else check_text(check), flush=True)
         if not check.baseline_count:  # no kernel to select from: nothing was verified
             from .guide import suspicious_problems

@@ -64,8 +64,10 @@ def test_a_kernel_the_api_never_launches_is_no_loss():
     """The trload kernels behind two complementary branches: dropping them loses no
     call, and the sentence says why."""
     lost = _kernel("_d64", "_nmask", "_npad", "_trload")
-    why = "its branch in fmha_fwd_v2 is never tried: the earlier branches take its calls"
-    _, trload = _losses([lost], {lost.file: Fate(never=why)})
+    why = ("its branch in fmha_fwd_v2 is never tried: the earlier branches of its if-else "
+           "chain take every call its condition admits between them, none alone")
+    fact = {"branch": "fmha_fwd_v2", "why": {"kind": "taken_together"}}
+    _, trload = _losses([lost], {lost.file: Fate(never=(fact,))})
     assert trload == ("1 kernels not generated: 1 is never launched by the API (%s): no "
                       "call loses them." % why)
 

@@ -205,5 +205,5 @@ def test_kernels_only_a_dead_dispatcher_launches_are_left_out(tmp_path):
     rec, union = _recommended(root, tmp_path)
     assert v3_only and not union & v3_only
     assert rec.never_run_left_out == len(v3_only)
-    assert rec.links_unreachable == {}
+    assert rec.unreachable_facts == {}
     assert "every generated kernel is reached" in _links_text(rec)

@@ -52,7 +52,6 @@ from sphinxext_fmha.render.ir import (
 )
 from sphinxext_fmha.render.markdown import (
     blocks_markdown,
-    filter_check_markdown,
     guide_markdown,
     render_recommendation_markdown,
 )
@@ -347,7 +346,7 @@ def _check() -> FilterCheck:
 def test_filter_check_blocks_and_markdown():
     blocks = filter_check_blocks(_check(), [("40 kernels", True), ("_d64 dropped", False)])
     assert isinstance(blocks[0], CodeBlock) and blocks[0].text.startswith("python generate.py")
-    text = filter_check_markdown(_check())
+    text = "\n\n".join(blocks_markdown(filter_check_blocks(_check()), 1))
     assert "generate.py selects **40** of 120 kernels; the model predicts the same set." in text
     assert "| `ToyKernel` | 120 | 40 | 40 |" in text
     assert "| bias | `_bias` | 40 | 0 | bias=bias |" in text

@@ -6,13 +6,9 @@ import functools
 import re
 from typing import List
 
-from .lexing import _WS_RE, strip_comments
-from .lexing import match_paren as _match_paren
+from .lexing import _WS_RE, match_paren, strip_comments
 
 __all__ = ["describe_condition", "split_top", "strip_parens"]
-
-
-# --------------------------------------------------------------------------- conditions
 
 
 def _word_at(text: str, i: int, word: str) -> bool:
@@ -23,11 +19,11 @@ def _word_at(text: str, i: int, word: str) -> bool:
     return before_ok and after_ok
 
 
-def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
+def split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     """``text`` split on ``op`` outside brackets, parts stripped; ``whole_word``: only
     where ``op`` stands alone (the word operators ``and``/``or``)."""
     if not whole_word:
-        return _split_top_symbol(text, op)
+        return _split_symbol(text, op)
     parts: List[str] = []
     depth = 0
     start = 0
@@ -53,8 +49,8 @@ def _split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     return [p.strip() for p in parts]
 
 
-def _split_top_symbol(text: str, op: str) -> List[str]:
-    """:func:`_split_top` for a symbol operator (``&&``, ``||``, ``==``): the text between
+def _split_symbol(text: str, op: str) -> List[str]:
+    """:func:`split_top` for a symbol operator (``&&``, ``||``, ``==``): the text between
     occurrences of ``op`` (found left to right without overlap, as ``str.split`` does)
     is joined to the next part while the brackets before the occurrence do not balance.
 
@@ -91,9 +87,9 @@ def _scanner(op: str) -> re.Pattern:
 
 # Pure; the terms of a dispatch file's conditions repeat thousands of times.
 @functools.lru_cache(maxsize=1 << 16)
-def _strip_parens(text: str) -> str:
+def strip_parens(text: str) -> str:
     text = text.strip()
-    while text.startswith("(") and _match_paren(text, 0) == len(text) - 1:
+    while text.startswith("(") and match_paren(text, 0) == len(text) - 1:
         text = text[1:-1].strip()
     return text
 
@@ -104,26 +100,25 @@ _COMPARE_PREFIX_RE = re.compile(r'^([\w.]+)\.compare\(\s*0\s*,\s*\d+\s*,\s*("[^"
 _BOOL_CMP_RE = re.compile(r"^(.+?)\s*==\s*(true|false)$")
 
 
+#: ``||`` and ``&&``: the C++ operator, its word, the part that decides the whole
+#: (absorbing) and the part that drops out (identity), tried outermost first
+_JUNCTIONS = (("||", "or", "always", "never"), ("&&", "and", "never", "always"))
+
+
 def _describe(expr: str) -> str:
-    expr = _strip_parens(expr)
-    ors = _split_top(expr, "||")
-    if len(ors) > 1:
-        parts = [_describe(p) for p in ors]
-        if "always" in parts:
-            return "always"
-        parts = [p for p in parts if p != "never"]
+    expr = strip_parens(expr)
+    for op, word, absorbing, identity in _JUNCTIONS:
+        pieces = split_top(expr, op)
+        if len(pieces) == 1:
+            continue
+        parts = [_describe(p) for p in pieces]
+        if absorbing in parts:
+            return absorbing
+        parts = [p for p in parts if p != identity]
         if not parts:
-            return "never"
-        return " or ".join(f"({p})" if " and " in p else p for p in parts)
-    ands = _split_top(expr, "&&")
-    if len(ands) > 1:
-        parts = [_describe(p) for p in ands]
-        if "never" in parts:
-            return "never"
-        parts = [p for p in parts if p != "always"]
-        if not parts:
-            return "always"
-        return " and ".join(f"({p})" if " or " in p else p for p in parts)
+            return identity
+        other = " and " if word == "or" else " or "  # the other junction is bracketed
+        return (" %s " % word).join(f"({p})" if other in p else p for p in parts)
     return _describe_atom(expr)
 
 
@@ -142,7 +137,7 @@ def _negate(text: str) -> str:
 
 
 def _describe_atom(expr: str) -> str:
-    expr = _strip_parens(expr)
+    expr = strip_parens(expr)
     if expr == "true":
         return "always"
     if expr == "false":
@@ -156,12 +151,12 @@ def _describe_atom(expr: str) -> str:
     if m:
         return f"{m.group(1)} starts with {m.group(2)}"
     m = _BOOL_CMP_RE.match(expr)
-    if m and _split_top(m.group(1), "==") == [m.group(1).strip()]:
+    if m and split_top(m.group(1), "==") == [m.group(1).strip()]:
         subject = _describe_atom(m.group(1))
         if m.group(2) == "true":
             return subject
         return _negate(subject)
-    if len(_split_top(expr, "||")) > 1 or len(_split_top(expr, "&&")) > 1:
+    if len(split_top(expr, "||")) > 1 or len(split_top(expr, "&&")) > 1:
         return _describe(expr)
     return expr
 
@@ -187,5 +182,3 @@ def describe_condition(cond: str) -> str:
     text = re.sub(r"(?<![\w.])[ta]\.(?=[A-Za-z_])", "", text)
     return _describe(text)
 
-split_top = _split_top
-strip_parens = _strip_parens

@@ -45,13 +45,14 @@ class FunctionCall:
 class EntryPoints:
     """``dispatchers``: functions that launch kernels or call a function that does, in
     file order; ``entries``: the dispatchers no other dispatcher calls; ``calls`` in
-    source order; ``dead``: dispatcher -> why no entry point can run it;
+    source order; ``dead``: dispatcher -> why no entry point can run it (see
+    :func:`_dead_reason`);
     ``served_by``: dispatcher -> the entry points that can run it."""
 
     dispatchers: List[str] = field(default_factory=list)
     entries: List[str] = field(default_factory=list)
     calls: List[FunctionCall] = field(default_factory=list)
-    dead: Dict[str, str] = field(default_factory=dict)
+    dead: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
     served_by: Dict[str, List[str]] = field(default_factory=dict)
 
 
@@ -154,12 +155,12 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     for entry in entries:
         for name in _reachable(entry, calls):
             served_by.setdefault(name, []).append(entry)
-    dead: Dict[str, str] = {}
+    dead: Dict[str, List[Dict[str, str]]] = {}
     for name in ordered:
         if name in served_by:
             continue
         reasons = [c for c in calls if c.callee == name]
-        dead[name] = _dead_reason(name, reasons)
+        dead[name] = _dead_reason(reasons)
     return EntryPoints(ordered, entries, calls, dead, served_by)
 
 
@@ -175,15 +176,16 @@ def _reachable(entry: str, calls: List[FunctionCall]) -> List[str]:
     return seen
 
 
-def _dead_reason(name: str, calls: List[FunctionCall]) -> str:
-    if not calls:
-        return "no entry point calls %s" % name
-    parts = []
+def _dead_reason(calls: List[FunctionCall]) -> List[Dict[str, str]]:
+    """Per call of a dead dispatcher: its ``caller`` and, when a condition of the call is
+    constantly false, that condition (``false_when``); no call: no entry point calls it."""
+    reasons: List[Dict[str, str]] = []
     for call in calls:
         never = next((c for c in call.conditions if constant_value(c) is False), None)
         cond: Optional[str] = never or (call.conditions[-1] if call.conditions else None)
+        reason = {"caller": call.caller}
         if call.never and cond:
-            parts.append("%s calls it only when `%s`, which is always false" % (call.caller, cond))
-        else:
-            parts.append("its caller %s is not reachable" % call.caller)
-    return "; ".join(dict.fromkeys(parts))
+            reason["false_when"] = cond
+        if reason not in reasons:
+            reasons.append(reason)
+    return reasons

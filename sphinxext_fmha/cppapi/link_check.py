@@ -21,7 +21,7 @@ Pure: text in, data out; no process, no file system.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 from .entry_points import EntryPoints, read_entry_points
 from .lexing import trait_template
@@ -29,7 +29,7 @@ from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
 from .routes import Routes, routes_of
 
-__all__ = ["LinkReport", "link_report", "link_report_from_keys", "unreachable_kernels"]
+__all__ = ["LinkReport", "link_report", "link_report_from_keys", "partners", "unreachable_kernels"]
 
 
 @dataclass
@@ -37,12 +37,13 @@ class LinkReport:
     """What :func:`link_report` found; see the module docstring.
 
     ``missing``: (dispatch function, trait template, specialisation key), in try order;
-    ``unreferenced``: kernel files, sorted; ``unreachable``: kernel file -> reason.
+    ``unreferenced``: kernel files, sorted; ``unreachable``: kernel file -> reasons
+    (see :func:`unreachable_kernels`).
     """
 
     missing: List[Tuple[str, str, str]] = field(default_factory=list)
     unreferenced: List[str] = field(default_factory=list)
-    unreachable: Dict[str, str] = field(default_factory=dict)
+    unreachable: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     generated: int = 0
 
     @property
@@ -81,10 +82,12 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
 
 
 def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
-                        entry_points: EntryPoints) -> Dict[str, str]:
+                        entry_points: EntryPoints) -> Dict[str, List[Dict[str, Any]]]:
     """Kernel files launched only from dispatch functions no entry point runs, or only
-    from leaves no call reaches (:mod:`.routes`) -> why."""
-    result: Dict[str, str] = {}
+    from leaves no call reaches (:mod:`.routes`) -> why, one fact per such leaf (the
+    same ones once): ``{"dead": function, "calls": EntryPoints.dead[function]}`` or
+    ``{"branch": function, "why": View.why_not(leaf)}``."""
+    result: Dict[str, List[Dict[str, Any]]] = {}
     routes = routes_of(tree)
     view = routes.full if routes.entry_points is entry_points else \
         Routes(tree, entry_points).full
@@ -93,16 +96,30 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
         leaves = [by_order[order] for order in orders if order in by_order]
         if not leaves:
             continue
-        reasons = []
+        reasons: List[Dict[str, Any]] = []
         for leaf in leaves:
+            reason: Dict[str, Any]
             if leaf.function in entry_points.dead:
-                reasons.append("launched only by %s: %s"
-                               % (leaf.function, entry_points.dead[leaf.function]))
-                continue
-            if view.leaf_way(leaf.order) is not None:
+                reason = {"dead": leaf.function, "calls": entry_points.dead[leaf.function]}
+            elif view.leaf_way(leaf.order) is not None:
                 break
-            reasons.append("its branch in %s %s" % (leaf.function or "the API file",
-                                                     view.why_not(leaf.order)))
+            else:
+                reason = {"branch": leaf.function, "why": view.why_not(leaf.order)}
+            if reason not in reasons:
+                reasons.append(reason)
         else:
-            result[filename] = "; ".join(dict.fromkeys(reasons))
+            result[filename] = reasons
     return result
+
+
+def partners(dispatch_text: str, kernel_traits: Mapping[str, str]) -> List[List[str]]:
+    """The kernel files each dispatch call launches together (one list per call,
+    duplicates removed): the coupling the dispatcher imposes."""
+    tree = parse_dispatch(dispatch_text)
+    match = match_leaves_to_kernels(tree, dict(kernel_traits))
+    groups: Dict[tuple, None] = {}
+    for leaf in tree.leaves:
+        files = tuple(sorted(set(match.files_of(leaf.order))))
+        if len(files) > 1:
+            groups.setdefault(files, None)
+    return [list(group) for group in groups]

@@ -19,7 +19,7 @@ sections):
 ``order``
     kernel files in the order the dispatcher tries them (first leaf);
 ``unreferenced``, ``unreachable``, ``missing``, ``kinds``
-    the link check (:mod:`.links`) and each kernel file's trait template.
+    the link check (:mod:`.link_check`) and each kernel file's trait template.
 """
 
 from __future__ import annotations

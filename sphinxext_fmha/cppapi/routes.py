@@ -19,7 +19,7 @@ Pure: a parsed tree in, formulas and answers out.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .condition_words import describe_condition
 from .entry_points import EntryPoints, read_entry_points
@@ -113,7 +113,7 @@ class View:
                 self.present[scope] = True
                 scope = tree.scopes[scope].parent
         self._ways: Dict[int, Optional[Way]] = {}
-        self._why: Dict[int, str] = {}
+        self._why: Dict[int, Dict[str, Any]] = {}
         self._taken: Dict[int, Node] = {}
         self._entry: Dict[str, Node] = {}
         self._index: Optional[DomainIndex] = None
@@ -155,14 +155,18 @@ class View:
             return way
         return self._extend(way, [self.routes.theory.negate(disjoin(before))])
 
-    def why_not(self, order: int) -> str:
-        """Why no call runs leaf ``order`` (after :meth:`leaf_way` said so)."""
+    def why_not(self, order: int) -> Dict[str, Any]:
+        """Why no call runs leaf ``order`` (after :meth:`leaf_way` said so), as a fact:
+        ``kind`` ``no_entry`` (``function``), ``never_holds`` (``terms``: the fewest
+        that exclude each other, in words; empty: not found), ``same_condition``,
+        ``taken_by`` (``earlier``, ``own``: the conditions in words, when short),
+        ``taken_together``, ``returns_before_chain`` or ``returns_before``."""
         scope = self.routes.tree.leaves[order].scope
         while scope >= 0:
             if scope in self._why:
                 return self._why[scope]
             scope = self.routes.tree.scopes[scope].parent
-        return "earlier statements of its function return for every call that reaches it"
+        return {"kind": "returns_before"}
 
     def scope_way(self, number: int) -> Optional[Way]:
         if number in self._ways:
@@ -174,7 +178,7 @@ class View:
             entry = self.entry(scope.function)
             way = _propagate(theory, Way({}, ()), [entry])
             if way is None:
-                self._why[number] = "no entry point runs %s" % scope.function
+                self._why[number] = {"kind": "no_entry", "function": scope.function}
         else:
             parent = self.scope_way(scope.parent)
             way = None
@@ -189,7 +193,7 @@ class View:
         scope = routes.tree.scopes[number]
         own = _propagate(theory, parent, [routes.own[number]])
         if own is None or not theory.satisfiable(own.nodes, own.domain):
-            self._why[number] = "never holds: %s" % self._never_holds(number)
+            self._why[number] = {"kind": "never_holds", "terms": self._never_holds(number)}
             return None
         earlier = [s for s in routes.compatible(number, own.domain) if self.present[s]]
         before = self._before(scope.parent, ("chain", scope.chain))
@@ -198,7 +202,7 @@ class View:
             extra.append(theory.negate(disjoin(before)))
         way = _propagate(theory, own, extra) if extra else own
         if way is None or not theory.satisfiable(way.nodes, way.domain):
-            self._why[number] = "is never tried: %s" % self._shadowed_by(number, own, earlier)
+            self._why[number] = self._shadowed_by(number, own, earlier)
             return None
         return way
 
@@ -286,7 +290,7 @@ class View:
 
     # ---------------------------------------------------------------- reasons
 
-    def _never_holds(self, number: int) -> str:
+    def _never_holds(self, number: int) -> List[str]:
         """Which terms around a branch exclude each other."""
         tree = self.routes.tree
         texts = []
@@ -295,10 +299,9 @@ class View:
             texts.append(tree.scopes[scope].condition)
             scope = tree.scopes[scope].parent
         terms = [t for text in reversed(texts) if text for t in condition_terms_cpp(text)]
-        return _excluding_terms(self.routes.theory, tuple(terms)) or \
-            "its conditions exclude each other"
+        return _excluding_terms(self.routes.theory, tuple(terms))
 
-    def _shadowed_by(self, number: int, own: Way, earlier: Sequence[int]) -> str:
+    def _shadowed_by(self, number: int, own: Way, earlier: Sequence[int]) -> Dict[str, Any]:
         routes = self.routes
         theory = routes.theory
         alone = [s for s in earlier if self._extend(own, [theory.negate(routes.own[s])]) is None]
@@ -306,37 +309,30 @@ class View:
         if alone:
             first = alone[0]
             if routes.own[first] == routes.own[number]:
-                return "an earlier branch of its if-else chain has the same condition"
+                return {"kind": "same_condition"}
             mine, theirs = (describe_condition(scopes[n].condition) for n in (number, first))
             if len(mine) <= _QUOTED and len(theirs) <= _QUOTED:
-                return ("an earlier branch of its if-else chain, `%s`, takes every call its "
-                        "condition `%s` admits" % (theirs, mine))
-            return "an earlier branch of its if-else chain takes every call its condition admits"
-        if earlier:
-            return ("the earlier branches of its if-else chain take every call its condition "
-                    "admits between them, none alone")
-        return "the statements before its chain return for every call it admits"
+                return {"kind": "taken_by", "earlier": theirs, "own": mine}
+            return {"kind": "taken_by"}
+        return {"kind": "taken_together" if earlier else "returns_before_chain"}
 
 
-#: conditions longer than this are not quoted in a reason (one reason is said once for
-#: all the kernels that share it)
+#: conditions longer than this are not named in a reason (one reason is said once for
+#: all the kernels that share it, and kernels are grouped by their reasons)
 _QUOTED = 80
 
 
-def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> str:
+def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> List[str]:
     """The fewest terms (in order) that hold together for no call, in words."""
     nodes = [theory.formula(t) for t in terms]
     if theory.satisfiable(nodes):
-        return ""
+        return []
     needed = list(range(len(terms)))
     for index in range(len(terms)):
         trial = [i for i in needed if i != index]
         if not theory.satisfiable([nodes[i] for i in trial]):
             needed = trial
-    words = [describe_condition(terms[i]) for i in needed]
-    if len(words) == 1:
-        return "its term `%s` holds for no call" % words[0]
-    return "%s hold together for no call" % " and ".join(words)
+    return [describe_condition(terms[i]) for i in needed]
 
 
 class DomainIndex:

@@ -24,6 +24,7 @@ from ..render.guide_blocks import (
     commands_miss_warnings,
     comparison_blocks,
     filename_blocks,
+    fill_check_words,
     filter_check_blocks,
     guide_sections,
     header_inlines,
@@ -144,7 +145,7 @@ class FilterCheckDirective(FmhaDirective):
                               "not given")
         check_filter_text(api, filter_text, model.filter.cli_split, model.filter.api_split)
         try:
-            check = session.check(api, filter_text, options)
+            check = fill_check_words(session.check(api, filter_text, options))
         except Exception as exc:  # noqa: BLE001
             problem = problem_of(exc)
             if problem.kind == WarningType.GENERATE:

@@ -17,7 +17,13 @@ from ..guide_data import SECTION_BY_NAME, SECTION_TITLES, GuideData, SectionNeed
 from .ir import Block, Section
 from .sections.api_list import api_list_table
 from .sections.filename import filename_blocks
-from .sections.filter_check import commands_miss_warnings, filter_check_blocks, miss_text, miss_warnings
+from .sections.filter_check import (
+    commands_miss_warnings,
+    fill_check_words,
+    filter_check_blocks,
+    miss_text,
+    miss_warnings,
+)
 from .sections.filter_diff import comparison_blocks
 from .sections.overview import header_inlines
 from .sections.recommendation import recommendation_sections
@@ -28,6 +34,7 @@ __all__ = [
     "comparison_blocks",
     "commands_miss_warnings",
     "filename_blocks",
+    "fill_check_words",
     "filter_check_blocks",
     "guide_sections",
     "header_inlines",

@@ -13,10 +13,9 @@ from typing import List, Optional, Sequence
 
 from ..bump_data import FilterComparison
 from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
-from ..model import FilterCheck, Recommendation
+from ..model import Recommendation
 from .diagram import diagram_text
 from .guide_blocks import (
-    filter_check_blocks,
     guide_sections,
     header_inlines,
     recommendation_sections,
@@ -46,7 +45,6 @@ from .sections.filter_diff import comparison_blocks
 __all__ = [
     "blocks_markdown",
     "comparison_markdown",
-    "filter_check_markdown",
     "guide_markdown",
     "render_recommendation_markdown",
 ]
@@ -212,13 +210,6 @@ def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
     for section in guide_sections(data, names):
         chunks.append("## " + _escape(section.title))
         chunks.extend(_section_markdown(section.blocks, 2))
-    return "\n\n".join(chunks).rstrip() + "\n"
-
-
-def filter_check_markdown(check: FilterCheck) -> str:
-    """A filter check (command, counts, breakdown) as Markdown."""
-    chunks = ["# Filter check: %s %s" % (_code(check.api), _code(check.filter))]
-    chunks.extend(blocks_markdown(filter_check_blocks(check), 1))
     return "\n\n".join(chunks).rstrip() + "\n"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 
 @dataclass
@@ -44,6 +44,26 @@ class FilterMiss:
 
 
 @dataclass
+class Note:
+    """A note on a set or a check, as facts (the renderers say it): ``kind`` names what
+    happened, ``values`` its numbers and names. A set's kinds: ``said`` (``text``: a
+    note of the caller's), ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
+    ``prediction_differs`` (``predicted``, ``claimed``), ``runs_differ`` (``union``,
+    ``claimed``, ``missing``, ``extra``), ``write_fails`` (``filter``, ``error``),
+    ``driver_differs`` (``driven``, ``union``), ``driver_failed`` and ``write_unread``
+    (``error``, ``tail``: the last line of its stderr), ``unlinked`` (``missing``),
+    ``written_differs`` (``by``: driver or run, ``written``, ``listed``), ``unfiltered``
+    (``types``), ``shared_names`` (``count``). A check's kinds: ``mispredicted``
+    (``predicted``, ``selected``, ``only_predicted``, ``only_selected``), ``unparsed``
+    (``count``), ``absent`` (``piece``, ``in_suffix``), ``selects_none``,
+    ``listing_differs`` (``written``, ``listed``), ``unreached`` (``count``),
+    ``write_failed`` (``error``)."""
+
+    kind: str
+    values: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class FilterCheck:
     """What one ``generate.py -f`` selects, measured and predicted, and what the same
     filter does in write mode."""
@@ -61,14 +81,17 @@ class FilterCheck:
     baseline_per_type: Dict[str, int] = field(default_factory=dict)
     #: Per sub-type and segment, each token's kernels before and after the filter.
     breakdown: List[SegmentBreakdown] = field(default_factory=list)
-    #: Segments whose tokens the filter drops without naming them.
+    #: The breakdown's side effects in words (filled where they are rendered: the CLI).
     side_effects: List[str] = field(default_factory=list)
     #: What the model predicts the filter selects, in all and per sub-type.
     predicted: int = 0
     predicted_per_type: Dict[str, int] = field(default_factory=dict)
     #: The prediction is exactly the listing (and every listed name parses).
     verified: bool = False
+    #: :attr:`note_facts` in words (filled where they are rendered: the CLI).
     notes: List[str] = field(default_factory=list)
+    #: What did not go as the model predicts, in order.
+    note_facts: List[Note] = field(default_factory=list)
     #: The listed kernel files, sorted.
     files: List[str] = field(default_factory=list)
     #: The written dispatch file was read: how many of its launches name a kernel that

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .checks import FilterMiss
+from .checks import FilterMiss, Note
 from .tile_model import TileTable
 
 
@@ -155,22 +155,6 @@ class BuildCost:
 
 
 @dataclass
-class Note:
-    """A note on a set, as facts (the renderers say it): ``kind`` names what happened,
-    ``values`` its numbers and names. Kinds: ``said`` (``text``: a note of the caller's),
-    ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
-    ``prediction_differs`` (``predicted``, ``claimed``), ``runs_differ`` (``union``,
-    ``claimed``, ``missing``, ``extra``), ``write_fails`` (``filter``, ``error``),
-    ``driver_differs`` (``driven``, ``union``), ``driver_failed`` and ``write_unread``
-    (``error``, ``tail``: the last line of its stderr), ``unlinked`` (``missing``),
-    ``written_differs`` (``by``: driver or run, ``written``, ``listed``), ``unfiltered``
-    (``types``), ``shared_names`` (``count``)."""
-
-    kind: str
-    values: Dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
 class Recommendation:
     """The minimal kernel set of one API: decisions, commands, counts, link check."""
 
@@ -219,9 +203,13 @@ class Recommendation:
     #: Kernels of the set no dispatch call reaches.
     links_unreferenced: List[str] = field(default_factory=list)
     #: Kernels of the set launched only by dispatch functions no entry point runs (a
-    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run.
+    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run. The reasons are
+    #: facts (one per leaf that launches the kernel, see
+    #: :func:`~sphinxext_fmha.cppapi.link_check.unreachable_kernels`), said in
+    #: :attr:`links_unreachable` where they are rendered (the CLI's JSON).
+    unreachable_facts: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     links_unreachable: Dict[str, str] = field(default_factory=dict)
-    #: Kernels of :attr:`links_unreachable` that come with a kernel the set runs: their
+    #: Kernels of :attr:`unreachable_facts` that come with a kernel the set runs: their
     #: file names differ from its name only in the arch suffix (the value), which ``-f``
     #: is not matched against.
     arch_namesakes: Dict[str, str] = field(default_factory=dict)

@@ -8,7 +8,7 @@ import dataclasses
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..analysis.analyze import Options, Tree
-from ..model import ApiModel, FilterCheck, FilterFacts
+from ..model import ApiModel, FilterCheck, FilterFacts, Note
 from ..process.runner import ApiFileResult, DriverRun, GenerateError, GenerateRunner, ListingResult
 from ..verify.filtercheck import check_filter
 from ..verify.parsed_listing import ParsedListing
@@ -71,7 +71,7 @@ def listed_only(runner: GenerateRunner, base: Baseline, filter: str,
     listing = runner.list_kernels(base.request(filter))
     result = check_filter(base.model, filter, base.listing, listing, base.parsed, base.traits)
     result.write_error = (error.stderr_tail or str(error)).strip().splitlines()[-1]
-    result.notes.append("write mode failed: %s" % result.write_error)
+    result.note_facts.append(Note("write_failed", {"error": result.write_error}))
     return result
 
 

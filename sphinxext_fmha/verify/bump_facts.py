@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..bump_data import CHANGE_KINDS, Change, TreeSelection
+from ..cppapi.link_check import partners
 from ..model import ApiModel, FilterCheck, FilterSpec, natural
 from .coupling import coupling_of
 from .filtercheck import api_patterns, matcher_as_generate
 from .parsed_listing import ParsedListing
-from .set_links import partners
 
 __all__ = ["Side", "Matches", "selection", "counterparts", "semantics_changes",
            "kernel_changes", "naming_changes", "forced_by_traits", "launched_with",

@@ -11,13 +11,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
+from ..cppapi.link_check import partners
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 from ..model import ApiModel, PartnerWrite, TargetListing
 from ..process.runner import ApiFileResult
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
-from .set_links import partners
 
 __all__ = ["PartnerPlan", "partner_plan", "partner_write", "targets_to_measure",
            "target_listing", "NOTHING"]

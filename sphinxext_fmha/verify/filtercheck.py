@@ -12,13 +12,13 @@ import re
 from collections import Counter
 from typing import Callable, Dict, List, Mapping, Optional, Set
 
-from ..cppapi.matching import match_leaves_to_kernels
-from ..cppapi.parse import parse_dispatch
-from ..model import ApiModel, FilterCheck, FilterMiss, SegmentBreakdown, TokenCount, token_list
+from ..cppapi.link_check import partners
+from ..cppapi.matching import DispatchMatch, match_leaves_to_kernels
+from ..cppapi.parse import DispatchTree, parse_dispatch
+from ..model import ApiModel, FilterCheck, FilterMiss, Note, SegmentBreakdown, TokenCount
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
-from .set_links import partners
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 
@@ -153,18 +153,11 @@ def _numeric(value: str) -> bool:
     return True
 
 
-def absent_fragments(model: ApiModel, baseline: ParsedListing, filter: str) -> List[str]:
-    """Literal pieces of the filter that occur in no kernel name of this tree."""
-    names = list(baseline.kernel_names(model).values())
-    # One text of every name: a piece without a line break is in it exactly when it is
-    # in one of the names.
-    text = "\n".join(names)
-    notes = []
-    for piece in _WILDCARDS.split(filter.replace("@", "*").replace(",", "*")):
-        if piece and not (piece in text if "\n" not in piece
-                          else any(piece in name for name in names)):
-            notes.append(piece)
-    return sorted(set(notes))
+def _absent(pattern: str, names: List[str]) -> List[str]:
+    """The literal pieces of ``pattern`` that occur in none of ``names``, in order."""
+    text = "\n".join(names)  # a piece without a line break is in it when it is in a name
+    return [piece for piece in dict.fromkeys(_WILDCARDS.split(pattern)) if piece and (
+        piece not in text if "\n" not in piece else not any(piece in n for n in names))]
 
 
 def misses(model: ApiModel, baseline: ParsedListing, filter: str,
@@ -182,11 +175,8 @@ def misses(model: ApiModel, baseline: ParsedListing, filter: str,
         own = names.get(kernel_type.class_name)
         if not pattern or not pattern.strip("*") or not own or selected.get(kernel_type.class_name):
             continue
-        text = "\n".join(own)  # a piece without a line break is in it when it is in a name
-        absent = [piece for piece in dict.fromkeys(_WILDCARDS.split(pattern)) if piece and (
-            piece not in text if "\n" not in piece else not any(piece in n for n in own))]
         out.append(FilterMiss(kernel_type=kernel_type.class_name, pattern=pattern,
-                              baseline=len(own), absent=absent))
+                              baseline=len(own), absent=_absent(pattern, own)))
     return out
 
 
@@ -213,33 +203,29 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         files=sorted(listing.files),
     )
     check.misses = misses(model, baseline, filter, check.per_type)
-    check.side_effects = ["%s: %s dropped (not named by the filter)" % (
-        row.segment, token_list(row.dropped))
-        for row in check.breakdown if row.side_effect]
     actual = set(listing.files)
     check.verified = predicted == actual and not selected.unparsed
     if predicted != actual:
-        check.notes.append(
-            "the model predicts %d kernels but generate.py selected %d (%d only predicted, "
-            "%d only selected): the model is wrong for this filter"
-            % (len(predicted), len(actual), len(predicted - actual), len(actual - predicted)))
+        check.note_facts.append(Note("mispredicted", {
+            "predicted": len(predicted), "selected": len(actual),
+            "only_predicted": len(predicted - actual), "only_selected": len(actual - predicted)}))
     if selected.unparsed:
-        check.notes.append("%d selected file names do not parse with the model's grammar"
-                           % len(selected.unparsed))
+        check.note_facts.append(Note("unparsed", {"count": len(selected.unparsed)}))
     suffixes = {s for t in model.kernel_types for s in t.arch_suffixes if s}
-    for piece in absent_fragments(model, baseline, filter):
-        where = ""
-        if any(piece in suffix for suffix in suffixes):
-            # newer CK's file names end in an arch suffix that fnmatch never sees
-            where = " (it is in the file names' arch suffix, which -f patterns are not " \
-                    "matched against)"
-        check.notes.append("%r occurs in no kernel name of this tree%s, so a pattern that "
-                           "requires it cannot match" % (piece, where))
+    every_name = list(baseline.kernel_names(model).values())
+    for piece in sorted(_absent(filter.replace("@", "*").replace(",", "*"), every_name)):
+        # newer CK's file names end in an arch suffix that fnmatch never sees
+        check.note_facts.append(Note("absent", {
+            "piece": piece, "in_suffix": any(piece in suffix for suffix in suffixes)}))
+    match = None
+    if api_file is not None:
+        tree = parse_dispatch(api_file.text)
+        match = match_leaves_to_kernels(tree, api_file.kernel_traits)
     if listing.count == 0:
-        check.notes.append("the filter selects no kernel")
-    elif api_file is not None:
-        check_dispatch(check, api_file)
-    check_written(check, baseline, api_file, write_error, full_api)
+        check.note_facts.append(Note("selects_none"))
+    elif api_file is not None and match is not None:
+        _check_dispatch(check, api_file, tree, match)
+    _check_written(check, baseline, api_file, match, write_error, full_api)
     if followers and filter:
         names = baseline.kernel_names(model)
         matchers = {c: matcher_as_generate(model, p)
@@ -250,16 +236,16 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
     return check
 
 
-def check_written(check: FilterCheck, baseline: ParsedListing, api_file: Optional[ApiFileResult],
-                  write_error: str, read_full_api: Callable[[], Optional[ApiFileResult]]) -> None:
+def _check_written(check: FilterCheck, baseline: ParsedListing, api_file: Optional[ApiFileResult],
+                   match: Optional[DispatchMatch], write_error: str,
+                   read_full_api: Callable[[], Optional[ApiFileResult]]) -> None:
     """:attr:`FilterCheck.write_verified` and what the selection leaves unresolved: the
     specialisations the written dispatch file instantiates that were not generated, or,
     when write mode failed, the partners the full dispatch file launches with the
     selected kernels of its main sub-type and the filter leaves out."""
     check.write_error = write_error
     full_api = read_full_api() if write_error else None
-    if api_file is not None:
-        match = match_leaves_to_kernels(parse_dispatch(api_file.text), api_file.kernel_traits)
+    if api_file is not None and match is not None:
         missing = list(dict.fromkeys(key for _, key in match.unmatched))
         check.write_verified = not missing and sorted(api_file.kernel_files) == check.files
         full_api = read_full_api() if missing else None
@@ -297,11 +283,10 @@ def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
     return list(dict.fromkeys(keys))
 
 
-def check_dispatch(check: FilterCheck, api_file: ApiFileResult) -> None:
+def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, tree: DispatchTree,
+                    match: DispatchMatch) -> None:
     """Confirm that the API dispatch file of the filtered write-mode run reaches
     exactly the generated kernels; record the try order."""
-    tree = parse_dispatch(api_file.text)
-    match = match_leaves_to_kernels(tree, api_file.kernel_traits)
     order: List[str] = []
     for leaf in tree.leaves:
         for filename in match.files_of(leaf.order):
@@ -312,8 +297,7 @@ def check_dispatch(check: FilterCheck, api_file: ApiFileResult) -> None:
     check.dispatch_unmatched = len(match.unmatched)
     check.dispatch_unreached = sorted(match.unreached)
     if sorted(api_file.kernel_files) != check.files:
-        check.notes.append("generate.py -o wrote %d kernels but -l listed %d"
-                           % (len(api_file.kernel_files), check.count))
+        check.note_facts.append(Note("listing_differs", {
+            "written": len(api_file.kernel_files), "listed": check.count}))
     if match.unreached:
-        check.notes.append("%d generated kernels are reached by no dispatch branch"
-                           % len(match.unreached))
+        check.note_facts.append(Note("unreached", {"count": len(match.unreached)}))

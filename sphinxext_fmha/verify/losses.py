@@ -8,10 +8,12 @@ never ran it. One clause per group of kernels with the same answer.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from typing import (
     AbstractSet,
+    Any,
     Dict,
     List,
     Mapping,
@@ -32,7 +34,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                     conditions: Mapping[str, Sequence[str]], labels: Mapping[str, List[str]],
                     followers: Mapping[str, str],
                     fates: Mapping[str, Fate] = {},  # noqa: B006 - read only
-                    never_run: Mapping[str, str] = {},  # noqa: B006 - read only
+                    never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
                     ) -> None:
     """Fill ``decision.loss_parts`` (token -> what its sentence says) for each token
     with lost kernels.
@@ -168,7 +170,7 @@ _LOST = ("lost",)
 def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet[int],
              by_file: Mapping[str, Kernel], fates: Mapping[str, Fate],
              conditions: Mapping[str, Sequence[str]],
-             never_run: Mapping[str, str] = {},  # noqa: B006 - read only
+             never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
              elsewhere: Sequence[str] = (),
              facts: Optional[Dict[str, object]] = None,
              ) -> Dict[str, object]:
@@ -179,13 +181,15 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
     said: Counter = Counter()
     served_by: Dict[str, None] = {}
     groups: Counter = Counter()
-    idle: Dict[str, int] = {}  # why the API never launches them -> how many
+    # why the API never launches them (facts, keyed by their JSON) -> how many
+    idle: Dict[str, Tuple[Any, int]] = {}
     orphans: List[Kernel] = []  # no kept kernel takes any of their calls
     for kernel in alone:
         fate = fates.get(kernel.file)
-        why = fate.never if fate is not None and fate.never else never_run.get(kernel.file)
+        why = list(fate.never) if fate is not None and fate.never else never_run.get(kernel.file)
         if why:
-            idle[why] = idle.get(why, 0) + 1
+            key = json.dumps(why, sort_keys=True)
+            idle[key] = (why, idle[key][1] + 1 if key in idle else 1)
             continue
         if fate is None:
             groups[(_UNREAD, (), ())] += 1
@@ -215,7 +219,7 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
         elif kind == "no_kernel":
             clause["terms"] = _own_terms(orphans, index, conditions)
         clauses.append(clause)
-    for why, count in idle.items():
+    for why, count in idle.values():
         clauses.append({"kind": "never", "count": count, "why": why})
         said["never"] += count
     if facts is not None:

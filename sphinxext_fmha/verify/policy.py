@@ -162,7 +162,7 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
     return plan
 
 
-def _never_run(kernels: Sequence[Kernel], never: Mapping[str, str]) -> Set[str]:
+def _never_run(kernels: Sequence[Kernel], never: Mapping[str, object]) -> Set[str]:
     """The kernels the full API never runs, but those whose name another kernel shares
     that it runs: ``-f`` sees the name without its arch suffix, so the two come together
     (newest fwd: a gfx950 kernel an earlier trload branch shadows, and its gfx9 twin)."""

@@ -14,7 +14,7 @@ generate.py. The order of work:
 3. every command is run with generate.py (:mod:`.set_runs`); for several commands the
    driver lists and writes their union (one command is its own union: its write-mode
    run is the one the set is), and the written dispatch file is checked to link
-   (:mod:`.links`);
+   (:mod:`..cppapi.link_check`);
 4. every statement -- keep/drop per segment (:mod:`.decisions`), partial keeps, tiles,
    counts, losses -- is computed from the union of the runs, not from the policy's
    intent; so is the build cost (kernel files and source bytes write mode wrote) and
@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from ..analysis.filenames import split_filename
+from ..cppapi.link_check import link_report_from_keys, partners
 from ..model import (
     ApiModel,
     Need,
@@ -44,7 +45,6 @@ from .losses import describe_losses
 from .needs import needed_decisions, unmet_combinations, workload_scope
 from .pattern_reading import run_reading
 from .policy import Plan, plan_keep_set
-from .set_links import link_report, partners
 from .set_runs import ApiFile, RecommendRunner, source_bytes, verified_runs
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
@@ -198,15 +198,15 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     for run in result.runs:
         run.reading = run_reading(model, kernels, run.filter, tiles)
     # kernels the full API never launches: dropping them loses no call
-    never_run: Dict[str, str] = {}
+    never_run: Dict[str, List[Dict[str, Any]]] = {}
     if inputs.full_api is not None:
-        full_links = link_report(inputs.full_api.text, inputs.full_api.kernel_traits)
+        full_links = link_report_from_keys(inputs.full_api.text, inputs.full_api.kernel_traits)
         result.full_unreferenced = full_links.unreferenced
-        never_run = {name: "no dispatch branch names it" for name in full_links.unreferenced}
+        never_run = {name: [{"unreferenced": True}] for name in full_links.unreferenced}
         never_run.update(full_links.unreachable)
         if result.write_verified:
             result.reached_only_in_set = sorted(
-                f for f in union if f in never_run and f not in result.links_unreachable
+                f for f in union if f in never_run and f not in result.unreachable_facts
                 and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
     result.decisions = segment_decisions(model, scope, union, plan, coupling,
@@ -215,7 +215,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     follows = {t: coupling.primary for t in followers} if coupling else {}
     if dispatch is not None:
         result.emptied = _emptied(dispatch, union)
-    result.arch_namesakes = arch_namesakes(model, union, result.links_unreachable)
+    result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
     chosen = [d for d in result.decisions if d.category != "needed"]
     if not inputs.brief:
         fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \
@@ -253,7 +253,7 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
     return result, verified_runs(inputs.model, inputs.options, runner, filters, claimed, result)
 
 
-def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, str]
+def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, object]
                    ) -> Dict[str, str]:
     """Never-run kernels of a set whose file name, but for its arch suffix, is that of a
     kernel the set runs -> that suffix: ``-f`` is not matched against the suffix, so no

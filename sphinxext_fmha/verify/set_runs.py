@@ -8,9 +8,9 @@ import shlex
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Protocol, Sequence, Set
 
+from ..cppapi.link_check import link_report_from_keys
 from ..model import ApiModel, BuildCost, FilterCheck, FilterRun, Note, Recommendation
 from ..options import Options, cli_flag
-from .set_links import link_report
 
 __all__ = ["ApiFile", "RecommendRunner", "driver_command", "source_bytes", "verified_runs"]
 
@@ -146,10 +146,10 @@ def _check_links(result: Recommendation, written: ApiFile, union: Set[str], by: 
     if written.kernel_bytes:
         result.build = BuildCost(kernel_files=len(written.kernel_traits),
                                  source_bytes=source_bytes(written))
-    report = link_report(written.text, written.kernel_traits)
+    report = link_report_from_keys(written.text, written.kernel_traits)
     result.links_missing = [key for _, _, key in report.missing]
     result.links_unreferenced = report.unreferenced
-    result.links_unreachable = report.unreachable
+    result.unreachable_facts = report.unreachable
     result.write_verified = report.links and set(written.kernel_traits) == union
     if report.missing:
         result.note_facts.append(Note("unlinked", {"missing": len(report.missing)}))

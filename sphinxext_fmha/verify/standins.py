@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..cppapi.condition_words import describe_condition
 from ..cppapi.matching import match_leaves_to_kernels
@@ -34,7 +34,7 @@ class Fate:
     run no kernel, ``only_when``: the terms (in words) of the first stand-in that the
     kernel's calls do not all meet (where ``lost``, the calls it still takes)."""
 
-    never: str = ""
+    never: Tuple[Dict[str, Any], ...] = ()
     stand_ins: Tuple[str, ...] = ()
     lost: bool = False
     only_when: Tuple[str, ...] = ()
@@ -51,14 +51,15 @@ class SetDispatch:
         self.leaves_of = self.match.kernel_leaves
         self._files = [(order, frozenset(self.match.files_of(order)))
                        for order in self.match.leaf_kernels]
-        self._never: Optional[Dict[str, str]] = None
+        self._never: Optional[Dict[str, List[Dict[str, Any]]]] = None
 
     @property
     def full(self) -> View:
         return self.routes.full
 
-    def never_run(self) -> Dict[str, str]:
-        """Kernel files no call of the full API runs -> why."""
+    def never_run(self) -> Dict[str, List[Dict[str, Any]]]:
+        """Kernel files no call of the full API runs -> why (facts, see
+        :func:`~sphinxext_fmha.cppapi.link_check.unreachable_kernels`)."""
         if self._never is None:
             from ..cppapi.link_check import unreachable_kernels
 
@@ -112,7 +113,7 @@ class SetDispatch:
         found: Dict[str, Fate] = {}
         for name in dropped:
             if name in never:
-                found[name] = Fate(never=never[name])
+                found[name] = Fate(never=tuple(never[name]))
                 continue
             ways = self.ways(self.full, name)
             if not ways:

@@ -17,6 +17,7 @@ from ..ir import (
     join,
 )
 from .cells import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
+from .never_run import dead_text, never_run_texts
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
@@ -73,8 +74,9 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
             items.append(item + [" — ", Code(call["statement"])])
         blocks.append(Para(["Which dispatch function serves which inputs, in source order:"]))
         blocks.append(BulletList(items))
-    for name, reason in sorted((reading.get("dead") or {}).items()):
-        blocks.append(Para([Strong("Not reachable:"), " ", Code(name), ": %s." % reason]))
+    for name, calls in sorted((reading.get("dead") or {}).items()):
+        blocks.append(Para([Strong("Not reachable:"), " ", Code(name),
+                            ": %s." % dead_text(calls, name)]))
     return blocks
 
 
@@ -167,7 +169,7 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
         blocks.extend(fold(["Never referenced: %s" % plural(len(unreferenced), "kernel")],
                             [BulletList([[Code(n)] for n in unreferenced])],
                             len(unreferenced), FOLD_ITEMS))
-    unreachable: Mapping[str, str] = reading.get("unreachable") or {}
+    unreachable = never_run_texts(reading.get("unreachable") or {})
     if unreachable:
         blocks.append(Para([Strong("Referenced but unreachable:"), " ",
                             plural(len(unreachable), "kernel"), " instantiated only where no "

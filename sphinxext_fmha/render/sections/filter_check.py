@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ...model import (
     ApiModel,
@@ -10,6 +10,7 @@ from ...model import (
     FilterMiss,
     FilterRun,
     SegmentBreakdown,
+    token_list,
 )
 from ..ir import (
     Admonition,
@@ -62,17 +63,57 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
     by_type = sorted({row.kernel_type for row in check.breakdown},
                      key=lambda name: (classes.index(name) if name in classes else len(classes), name))
     blocks.extend(_breakdown_blocks(check, by_type))
-    if check.side_effects:
+    effects = side_effect_texts(check)
+    if effects:
         blocks.append(Admonition("note", [Para(["Side effects (tokens dropped that the filter "
                                                 "does not name):"]),
-                                          BulletList([[s] for s in check.side_effects])]))
+                                          BulletList([[s] for s in effects])]))
     if check.misses:
         blocks.append(Admonition("warning", [BulletList([[miss_text(m)] for m in check.misses])],
                                  classes=["fmha-miss"]))
-    if check.notes:
-        blocks.append(BulletList([[n] for n in check.notes]))
+    notes = check_notes(check)
+    if notes:
+        blocks.append(BulletList([[n] for n in notes]))
     blocks.extend(_expectation_blocks(list(expectations)))
     return blocks
+
+
+_SAY: Dict[str, Callable[[Dict[str, Any]], str]] = {
+    "mispredicted": lambda v: "the model predicts %d kernels but generate.py selected %d (%d "
+                              "only predicted, %d only selected): the model is wrong for this "
+                              "filter" % (v["predicted"], v["selected"], v["only_predicted"],
+                                          v["only_selected"]),
+    "unparsed": lambda v: "%d selected file names do not parse with the model's grammar"
+                          % v["count"],
+    "absent": lambda v: "%r occurs in no kernel name of this tree%s, so a pattern that requires "
+                        "it cannot match" % (v["piece"], " (it is in the file names' arch "
+                                             "suffix, which -f patterns are not matched against)"
+                                             if v["in_suffix"] else ""),
+    "selects_none": lambda v: "the filter selects no kernel",
+    "listing_differs": lambda v: "generate.py -o wrote %d kernels but -l listed %d"
+                                 % (v["written"], v["listed"]),
+    "unreached": lambda v: "%d generated kernels are reached by no dispatch branch" % v["count"],
+    "write_failed": lambda v: "write mode failed: %s" % v["error"],
+}
+
+
+def check_notes(check: FilterCheck) -> List[str]:
+    """What did not go as the model predicts, in words."""
+    return [_SAY[note.kind](note.values) for note in check.note_facts]
+
+
+def side_effect_texts(check: FilterCheck) -> List[str]:
+    """The segments whose tokens the filter drops without naming them, in words."""
+    return ["%s: %s dropped (not named by the filter)" % (row.segment, token_list(row.dropped))
+            for row in check.breakdown if row.side_effect]
+
+
+def fill_check_words(check: FilterCheck) -> FilterCheck:
+    """``notes`` and ``side_effects`` in words, for the CLI and the build log (the cache
+    keeps the facts they are made from)."""
+    check.notes = check_notes(check)
+    check.side_effects = side_effect_texts(check)
+    return check
 
 
 def miss_text(miss: FilterMiss) -> str:

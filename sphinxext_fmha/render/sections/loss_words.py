@@ -9,6 +9,7 @@ from typing import Any, Dict, Mapping
 
 from ...model import Decision, Recommendation, token_list
 from .gloss import gloss_text
+from .never_run import never_run_text, never_run_texts
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
 from .set_notes import set_notes
 
@@ -53,7 +54,8 @@ def _clause(clause: Mapping[str, Any]) -> str:
         return "ran calls (%s) that no kept kernel takes" % ("; ".join(clause["terms"])
                                                             or "as named")
     if kind == "never":
-        return "{are} never launched by the API (%s): no call loses them" % clause["why"]
+        return "{are} never launched by the API (%s): no call loses them" % never_run_text(
+            clause["why"])
     kept = token_list(clause["stand_in"])
     if kind == "partly" and clause["only"]:
         return ("{are} served by the kept %s variant only when %s; their other calls find no "
@@ -66,12 +68,13 @@ def _clause(clause: Mapping[str, Any]) -> str:
 
 def fill_words(recommendation: Recommendation) -> None:
     """``runs[].gloss``, ``decisions[].reason`` and ``.losses``, ``coupling``,
-    ``merge_caution`` and ``notes`` in words, for the CLI's JSON (the cache keeps the facts they are
-    made from)."""
+    ``merge_caution``, ``notes`` and ``links_unreachable`` in words, for the CLI's JSON
+    (the cache keeps the facts they are made from)."""
     for run in recommendation.runs:
         run.gloss = gloss_text(run.reading)
     recommendation.coupling = coupling_sentence(recommendation)
     recommendation.notes = set_notes(recommendation)
+    recommendation.links_unreachable = never_run_texts(recommendation.unreachable_facts)
     if len(recommendation.runs) > 1:
         recommendation.merge_caution = MERGE_CAUTION
     for decision in recommendation.decisions:

@@ -24,6 +24,7 @@ from ..ir import (
 from .cells import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
 from .loss_words import loss_sentences
+from .never_run import never_run_texts
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
 from .set_notes import set_notes
 from .where import where_commands_run
@@ -273,19 +274,19 @@ def _links_text(rec: Recommendation) -> str:
     elif rec.write_verified:
         parts.append("The set links: every kernel specialisation the written dispatch file "
                      "instantiates is generated%s." % (
-                         "" if rec.links_unreferenced or rec.links_unreachable else
+                         "" if rec.links_unreferenced or rec.unreachable_facts else
                          ", and every generated kernel is reached from it"))
     else:
         parts.append("Write mode (-o) was not verified (see the notes).")
     if rec.links_unreferenced:
         parts.append("%d generated kernels are reached by no dispatch call."
                      % len(rec.links_unreferenced))
-    if rec.links_unreachable:
-        reasons = sorted(set(rec.links_unreachable.values()))
+    if rec.unreachable_facts:
+        reasons = sorted(set(never_run_texts(rec.unreachable_facts).values()))
         shown = "; ".join(reasons[:3]) + (
             "; and %d other reasons" % (len(reasons) - 3) if len(reasons) > 3 else "")
         parts.append("%d generated kernels are never run: %s." % (
-            len(rec.links_unreachable), shown))
+            len(rec.unreachable_facts), shown))
         if rec.arch_namesakes:
             suffixes = sorted(set(rec.arch_namesakes.values()))
             parts.append("%s come with kernels the set runs: their names differ only in "
@@ -293,7 +294,7 @@ def _links_text(rec: Recommendation) -> str:
                          "only --targets can leave them out (with the rest of that "
                          "architecture)." % (
                              "All of them" if len(rec.arch_namesakes) ==
-                             len(rec.links_unreachable) else "%d of them"
+                             len(rec.unreachable_facts) else "%d of them"
                              % len(rec.arch_namesakes), ", ".join(suffixes)))
     if rec.reached_only_in_set:
         parts.append("%d kernels of the set that the whole set never runs are reached from "
