@@ -55,6 +55,7 @@ from .scratch_place import free_space
 
 __all__ = [
     "DiskCache",
+    "code_digest",
     "load_json",
     "default_runs_dir",
     "tree_digest",
@@ -291,6 +292,21 @@ class DiskCache:
 
 
 # --------------------------------------------------------------------------- digest
+
+_CODE_DIGEST: List[str] = []
+
+
+def code_digest() -> str:
+    """This package's analysis code: a new version must not reuse old results."""
+    if not _CODE_DIGEST:
+        digest = hashlib.sha256()
+        package = Path(__file__).parents[1]
+        layers = ("analysis", "verify", "process", "cppapi", "stages")
+        paths = [path for layer in layers for path in sorted(package.glob(layer + "/**/*.py"))]
+        for path in paths + [package / "model.py", package / "session.py"]:
+            digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
+        _CODE_DIGEST.append(digest.hexdigest())
+    return _CODE_DIGEST[0]
 
 
 def tree_files(fmha_dir: Path) -> List[Path]:
