@@ -26,7 +26,7 @@ from .memo import Memo
 from .progress import Progress, report_ahead
 from .runner import GenerateRequest, GenerateRunner
 
-__all__ = ["Ahead", "AheadPool", "Item", "WORKERS"]
+__all__ = ["Ahead", "AheadPool", "Item", "WORKERS", "in_background"]
 
 
 def _cores() -> int:
@@ -39,6 +39,14 @@ def _cores() -> int:
 
 #: The one size of this package's parallel work.
 WORKERS = _cores()
+
+def in_background(work: Callable[..., object], *args: object, name: str) -> Future:
+    """``work(*args)`` in a thread of its own (a page's runs while it reads on)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    started = pool.submit(work, *args)
+    pool.shutdown(wait=False)
+    return started
+
 
 #: (what it is, for the progress line; the work)
 Item = Tuple[str, Callable[[], object]]
