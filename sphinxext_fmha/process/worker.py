@@ -1,5 +1,5 @@
-"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guides of one API
-or a few computed in another process, on the other core, into the same on-disk cache.
+"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guide of an API
+computed in another process, on the other core, into the same store.
 
 The worker is this package run by name (``python -m sphinxext_fmha prepare``, the
 package's own folder first on its path, so it is the same code and its results land
