@@ -1,36 +1,33 @@
-"""One CK tree's stages, run once and kept: the memo of this process and the store.
-
-The CLI and the Sphinx glue ask the session; it runs each stage (:mod:`.stages`,
-:mod:`.verify`, :mod:`.cppapi`) on the artifacts of the stages before it, once per
-process (:class:`~.process.memo.Memo`), and keeps what is worth keeping in the store
-(:class:`~.process.cache.DiskCache`), keyed by the tree's content, our code and the
-interpreter: a new process (``sphinx-build -E``) reads it back. No Sphinx imports here.
-"""
+"""One CK tree's stages (:mod:`.stages`, :mod:`.verify`, :mod:`.cppapi`), each run once
+per process (:class:`~.process.memo.Memo`) and kept in the store
+(:class:`~.process.cache.DiskCache`); the steps a page will need go to the one
+scheduling seam (:class:`~.process.ahead_pool.Ahead`). No Sphinx imports here."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from .analysis.analyze import AnalysisError, Options, Tree
-from .analysis_workers import AnalysisWorkers
+from .analysis_workers import WORKER, AnalysisWorkers, WorkerPlace
 from .cppapi.reading import read_dispatch, readable_terms
 from .locate import fmha_dir as fmha_dir_of
 from .model import ApiInfo, ApiModel, FilterCheck, FilterFacts, Need, Recommendation, Workload
-from .process.ahead_pool import WORKERS, Item
-from .process.cache import DiskCache, tree_files, tree_state
+from .process.ahead_pool import WORKERS, Ahead, Item
+from .process.batch import missing
+from .process.cache import DiskCache, code_digest, tree_files, tree_state
 from .process.memo import Memo
 from .process.runner import (
     DriverRun,
     GenerateError,
+    GenerateRequest,
     GenerateRunner,
+    ListingResult,
     check_generate_py,
 )
 from .stages import observing, recommending, verification
-from .stages.ahead_steps import AheadSteps
 from .stages.verification import Baseline
 from .verify.examples import example_workloads
 from .verify.head_dims import head_dim_buckets
@@ -47,25 +44,9 @@ AheadStep = Item  # one step started ahead of the pages: (what it is, the work)
 
 __all__ = ["Session", "Options", "AnalysisError", "GenerateError"]
 
-_CODE_DIGEST: List[str] = []
 
-
-def _code_digest() -> str:
-    """Our own analysis code: a new version must not reuse old cached models."""
-    if not _CODE_DIGEST:
-        digest = hashlib.sha256()
-        package = Path(__file__).parent
-        layers = ("analysis", "verify", "process", "cppapi", "stages")
-        paths = [path for layer in layers for path in sorted(package.glob(layer + "/**/*.py"))]
-        for path in paths + [package / "model.py", package / "session.py"]:
-            digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
-        _CODE_DIGEST.append(digest.hexdigest())
-    return _CODE_DIGEST[0]
-
-
-class Session(AheadSteps):
-    """Models, filter checks and recommendations for one CK tree (work started ahead of
-    the pages: :class:`~.stages.ahead_steps.AheadSteps`)."""
+class Session:
+    """Models, filter checks and recommendations for one CK tree."""
 
     def __init__(self, ck_root: Path, *, python: Optional[str] = None,
                  cache_dir: Optional[Path] = None, timeout: float = 900,
@@ -83,17 +64,22 @@ class Session(AheadSteps):
                                      options=self.tree.supported_dests(),
                                      timeout=timeout, progress=progress)
         self._memo = Memo()
-        self._workers = AnalysisWorkers(self)
-        AheadSteps.__init__(self)
+        self.ahead = Ahead(self._memo)
+        #: other --mask request -> keeps the listing its probe made (see _observe)
+        self._probe_listings: Dict[GenerateRequest, Callable[[], None]] = {}
+        self._workers = AnalysisWorkers(
+            self._memo, WorkerPlace(self.ck_root, self.tree.fmha_dir, self.cache.root,
+                                    self.python, timeout, progress,
+                                    self.tree.option("mask") is not None),
+            observe=self.observation, keep_other=self._other_listing,
+            stored=lambda kind, api, options: self._is_stored(kind, api,
+                                                              dataclasses.asdict(options)))
 
-    def _once(self, key: Tuple, compute: Callable[[], Any], ahead: bool = False) -> Any:
-        return self._memo.once(key, compute, ahead)
-
-    def _memo_value(self, key: Tuple) -> object:
-        return self._memo.value(key)
+    def _once(self, key: Tuple, compute: Callable[[], Any]) -> Any:
+        return self._memo.once(key, compute)
 
     def _stored_key(self, kind: str, *parts) -> str:
-        return self.cache.key_for(kind, self.inputs.digest, _code_digest(),
+        return self.cache.key_for(kind, self.inputs.digest, code_digest(),
                                   self.runner.python_id(), *parts)
 
     def _is_stored(self, kind: str, *parts) -> bool:
@@ -116,14 +102,78 @@ class Session(AheadSteps):
         return self._once((kind, api, *parts, options), lambda: self._stored(
             kind, compute, api, *parts, dataclasses.asdict(options)))
 
-    @property
-    def fmha_dir(self) -> Path:
-        return fmha_dir_of(self.ck_root)
+    # -- the probe and the listings, and the steps started ahead of the pages --------
+    def observation(self, api: str, options: Options = Options()) -> dict:
+        """The probe's raw observation (kept in the store by the analysis)."""
+        return self._once(*self._observing(api, options))
+
+    def _observing(self, api: str, options: Options) -> Tuple[Tuple, Callable[[], dict]]:
+        return ("observation", api, options), lambda: self._observe(api, options)
+
+    def _observe(self, api: str, options: Options) -> dict:
+        runs = observing.probe_runs(self.tree, api, options)
+        observed, keep_other = observing.observe_runs(
+            self.runner, runs, cache=self.cache, timeout=self.timeout, progress=self.progress)
+        if keep_other is not None and runs[2] is not None:
+            self._probe_listings[runs[2]] = keep_other
+        return observed
+
+    def listing(self, request: GenerateRequest) -> ListingResult:
+        """``generate.py -l``, once per process (a probe started ahead may list it)."""
+        def compute() -> ListingResult:
+            self.ahead.wait_for(("list", request))
+            made = self._probe_listings.get(request)
+            if made is not None:
+                made()  # the probe's other listing, kept when it ran cleanly
+            return self.runner.list_kernels(request)
+
+        return self._once(("listing", request), compute)
+
+    def _other_listing(self, api: str, options: Options) -> Optional[ListingResult]:
+        """The listing of the other ``--mask`` mode (None without a mask option)."""
+        modes = observing.other_mask(self.tree, options)
+        return None if modes is None else self.listing(
+            self.tree.request(api, dataclasses.replace(options, mask=modes[1])))
+
+    def probe_ahead(self, api: str, options: Options = Options()) -> Optional[Item]:
+        return self.ahead.probe(self.runner, self.tree.request(api, options),
+                                *self._observing(api, options))
+
+    def mask_listing_ahead(self, api: str, options: Options = Options()) -> Optional[Item]:
+        modes = observing.other_mask(self.tree, options)
+        if modes is None or self._is_stored("mask-modes", api, dataclasses.asdict(options)):
+            return None
+        request = self.tree.request(api, dataclasses.replace(options, mask=modes[1]))
+        return self.ahead.listing(self.runner, request, self.tree.request(api, options))
+
+    def listing_ahead(self, request: GenerateRequest) -> Optional[Item]:
+        return self.ahead.listing(self.runner, request)
+
+    def checks_ahead(self, api: str, filters: Sequence[str],
+                     options: Options = Options()) -> Optional[Item]:
+        """The filtered runs of these filter checks, in one batch interpreter."""
+        todo = missing(self.runner, [self.tree.request(api, options, filter=f) for f in filters
+                                     if not self._is_stored("check", api, f,
+                                                            dataclasses.asdict(options))])
+        return self.ahead.batch(("checks-ahead", api, options), todo, lambda todo: (
+            self.prefetch_checks(api, [r.filter for r in todo], options, parallel=1)))
+
+    def analysis_ahead(self, api: str, options: Options = Options(),
+                       sections: Optional[str] = None, kinds: Sequence[str] = ()) -> Optional[Item]:
+        """The guide of ``api`` computed ahead in a worker interpreter."""
+        return self._workers.step(api, options, sections, kinds)
+
+    def start_ahead(self, steps: Sequence[Item], *, wait: bool = False) -> None:
+        self.ahead.start(steps, self.progress, self.tree.fmha_dir, {WORKER: 1}, wait=wait)
+
+    def stop_ahead(self) -> None:
+        self.ahead.stop()
+        self._workers.end_build()
 
     def apis(self) -> List[ApiInfo]:
         return list(self.tree.apis)
 
-    def dependencies(self) -> List[Path]:  # generate.py and codegen/: what decides a result
+    def dependencies(self) -> List[Path]:  # what decides a result
         return tree_files(self.tree.fmha_dir)
 
     def model(self, api: str, options: Options = Options()) -> ApiModel:
@@ -139,8 +189,7 @@ class Session(AheadSteps):
                           lambda: observing.traits(self.trait_groups(api, options)))
 
     def followers(self, api: str, options: Options = Options()) -> Dict[str, str]:
-        """Kernel file -> the kernel whose name ``-f`` tests in its stead (a ``_64bit``
-        twin), as the probe observed them (empty for most trees)."""
+        """Kernel file -> the kernel ``-f`` tests in its stead (a ``_64bit`` twin)."""
         return self._once(("followers", api, options),
                           lambda: dict(self.observation(api, options).get("followers") or {}))
 
@@ -160,14 +209,11 @@ class Session(AheadSteps):
         return self._once(("baseline", api, options), compute)
 
     def prefetch_checks(self, api: str, filters: List[str], options: Options = Options(),
-                        parallel: int = WORKERS, driver: Optional[DriverRun] = None,
-                        drivers: Sequence[DriverRun] = ()) -> None:
-        """Run the ``-f`` runs that checking ``filters`` needs (and the driver runs) in
-        up to ``parallel`` batch interpreters, ahead of :meth:`check`."""
+                        parallel: int = WORKERS, drivers: Sequence[DriverRun] = ()) -> None:
+        """The ``-f`` runs of ``filters`` (and the drivers) in batch interpreters."""
         verification.prefetch(self.runner, [self.tree.request(api, options, filter=f)
                                              for f in filters],
-                              lambda: self.observation(api, options), parallel,
-                              [*([driver] if driver is not None else []), *drivers])
+                              lambda: self.observation(api, options), parallel, list(drivers))
 
     def dispatch_reading(self, api: str, options: Options = Options()) -> dict:
         """The generated API dispatch file read as data (:mod:`~.cppapi.reading`)."""
@@ -188,15 +234,14 @@ class Session(AheadSteps):
 
     def mask_modes(self, api: str, options: Options = Options()):
         """What ``--mask`` changes in this API's listing; None without a mask option."""
-        modes = self._other_mask(api, options)
+        modes = observing.other_mask(self.tree, options)
         if modes is None:
             return None
-        this, other = modes
 
         def compute():
             mine = self.runner.list_kernels(self.tree.request(api, options))
-            theirs = self.listing(self.tree.request(api, dataclasses.replace(options, mask=other)))
-            return compare_mask_modes(this, mine.files, other, theirs.files)
+            theirs = self._other_listing(api, options)
+            return compare_mask_modes(modes[0], mine.files, modes[1], theirs.files)
 
         return self._kept("mask-modes", api, options, compute)
 
@@ -214,8 +259,7 @@ class Session(AheadSteps):
         return files, self.parsed_listing(api, options, files)
 
     def token_dispatch(self, api: str, options: Options = Options()):
-        """:func:`~.verify.token_facts.token_dispatch` over the dispatch reading; None
-        when the reading is empty."""
+        """:func:`~.verify.token_facts.token_dispatch`; None without a dispatch reading."""
         def compute() -> Optional[dict]:
             reading = self.dispatch_reading(api, options)
             files, parsed = self._listed(api, options)
@@ -228,7 +272,7 @@ class Session(AheadSteps):
         """What ``generate.py -f filter`` selects, checked (:mod:`.stages.verification`)."""
         def compute() -> FilterCheck:
             self.model(api, options)
-            self._wait_for_batch(api, options, filter)
+            self.ahead.wait_for(("run", self.tree.request(api, options, filter=filter)))
             return verification.check(self.runner, self.baseline(api, options), filter)
 
         return self._kept("check", api, options, compute, filter)
@@ -246,8 +290,7 @@ class Session(AheadSteps):
             self.runner, self.baseline(api, options)))
 
     def needs(self, api: str, items: Sequence[str], options: Options = Options()) -> List[Need]:
-        """``items`` (``dtype=fp16,bf16``, ...) as the model of ``api`` understands them;
-        raises :class:`~.verify.needs.NeedError` for an unknown segment or value."""
+        """``items`` (``dtype=fp16,bf16``, ...) read by the model (or ``NeedError``)."""
         return resolve_needs(self.model(api, options), parse_needs(items))
 
     def examples(self, api: str, options: Options = Options()) -> List[Workload]:
@@ -274,8 +317,8 @@ class Session(AheadSteps):
 
     def recommend(self, api: str, options: Options = Options(), needs: Sequence[Need] = (),
                   brief: bool = False, prepared: object = None) -> Recommendation:
-        """The minimal set of ``api``; with ``needs``, the set for that workload;
-        ``brief``: without losses and tile tables (``prepared``: its filters made)."""
+        """The minimal set of ``api`` (of a workload: ``needs``; ``brief``: without losses
+        and tile tables; ``prepared``: its filters made)."""
         def compute() -> Recommendation:
             inputs, runs = self._recommending(api, options, needs, brief)
             return finish(inputs, prepared or prepare(inputs), runs)  # type: ignore[arg-type]
@@ -289,7 +332,7 @@ class Session(AheadSteps):
         """The sets of several workloads of ``api``, their runs in one batch first."""
         def kept(needs: Sequence[Need]) -> bool:
             key, parts = recommending.recommend_key(api, options, needs, brief)
-            return self._memo_value(key) is not None or \
+            return self._memo.value(key) is not None or \
                 self._is_stored("recommend", *parts, dataclasses.asdict(options))
 
         prepared = recommending.prepare_all(

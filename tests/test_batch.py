@@ -15,7 +15,6 @@ import pytest
 
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
-from sphinxext_fmha.process import batch
 from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
@@ -86,8 +85,6 @@ def _leaking(root: Path) -> None:
 def test_forked_runs_leave_nothing_to_the_next(synthetic_tree, tmp_path):
     """Each forked run starts from the batch interpreter as it was before any run: what
     one run changes (here the environment) no other run sees, as with processes."""
-    if not batch.FORKS:
-        pytest.skip("this system cannot fork")
     root = synthetic_tree("base")
     _leaking(root)
     runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
@@ -106,20 +103,3 @@ def test_forked_runs_leave_nothing_to_the_next(synthetic_tree, tmp_path):
     assert runner.processes_started == 1  # every result came from the batch
 
 
-def test_a_run_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path, monkeypatch):
-    """Where the runs take turns in one interpreter (the system cannot fork), a
-    generate.py that changes the environment could change the next run: the batch stops
-    after it, and the remaining filters run as separate processes."""
-    monkeypatch.setattr(batch, "FORKS", False)
-    root = synthetic_tree("base")
-    generate = fmha_dir(root) / "generate.py"
-    generate.write_text("import os\nos.environ['FMHA_LEAK'] = os.environ.get('FMHA_LEAK', '') + 'x'\n"
-                        + generate.read_text(encoding="utf-8"), encoding="utf-8")
-    runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
-    requests = [GenerateRequest(api="toy", filter=f) for f in ("*_d64_*", "*_nlse*", "*", "*_d128_*")]
-    stored = prefetch(runner, requests, dispatch=False)
-    assert stored == 2  # the first run of each of the two batches
-    for req in requests:
-        listing = runner.list_kernels(req)
-        assert set(listing.files) == independent_listing(root, "toy", tmp_path, "-f", req.filter)
-    assert runner.processes_started == 2 + 2  # two batches, two separate runs

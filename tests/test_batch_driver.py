@@ -23,8 +23,7 @@ import pytest
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.options import Options
-from sphinxext_fmha.process import batch
-from sphinxext_fmha.process.batch import interpreters, prefetch
+from sphinxext_fmha.process.batch import prefetch
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
 from sphinxext_fmha.process.launch import total_processes_started
@@ -72,13 +71,8 @@ def _two_filters(root: Path, api: str, tmp: Path) -> List[str]:
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("forks", [True, False], ids=["forked", "in-turns"])
 @pytest.mark.parametrize("tree", [t.name for t in CORPUS])
-def test_the_batched_driver_equals_a_driver_process(corpus_root, tmp_path, tree, forks,
-                                                    monkeypatch):
-    if forks and not batch.FORKS:
-        pytest.skip("this system cannot fork")
-    monkeypatch.setattr(batch, "FORKS", forks)
+def test_the_batched_driver_equals_a_driver_process(corpus_root, tmp_path, tree):
     root = corpus_root(tree)
     filters = _two_filters(root, API, tmp_path)
     runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
@@ -126,33 +120,6 @@ def test_a_driver_run_the_batch_did_not_keep_runs_as_a_process(synthetic_tree, t
     assert (written.api_file, written.text) == (name, text)
     assert same_pairing(written.kernel_traits, traits)
     assert total_processes_started() == started + 2  # the driver's -l and -o processes
-
-
-def test_a_driver_job_that_changes_shared_state_stops_the_batch(synthetic_tree, tmp_path,
-                                                                monkeypatch):
-    """In turns (where the system cannot fork), the driver job's own result stands (it
-    ran as fresh as a process); the filter jobs after it run as separate processes."""
-    monkeypatch.setattr(batch, "FORKS", False)
-    root = synthetic_tree("base")
-    generate = fmha_dir(root) / "generate.py"
-    generate.write_text("import os\nos.environ['FMHA_LEAK'] = os.environ.get('FMHA_LEAK', '') + 'x'\n"
-                        + generate.read_text(encoding="utf-8"), encoding="utf-8")
-    runner = GenerateRunner(fmha_dir(root), cache=DiskCache(tmp_path / "cache"))
-    filters = ["*_d64_*", "*_lse"]
-    requests = [GenerateRequest(api="toy", filter=f) for f in filters]
-    run = DriverRun(GenerateRequest(api="toy"), "", tuple(filters))
-    assert prefetch(runner, requests, dispatch=False, driver=run, parallel=1) == 1
-    assert runner.stored_driver_listing(run) == _process_listing(root, "", filters, "toy",
-                                                                 tmp_path)
-    assert not any(runner.has_result("list", r) for r in requests)
-
-
-def test_one_interpreter_unless_the_jobs_outlast_a_start_up():
-    assert interpreters(3, 2, job_seconds=None, start_up=None) == 2  # unmeasured
-    assert interpreters(3, 2, job_seconds=0.4, start_up=0.8) == 1  # small trees
-    assert interpreters(3, 2, job_seconds=10.0, start_up=0.8) == 2  # aiter's bwd
-    assert interpreters(1, 2, job_seconds=10.0, start_up=0.8) == 1
-    assert interpreters(3, 1, job_seconds=10.0, start_up=0.8) == 1
 
 
 def test_a_recommendation_reads_its_driver_from_the_batch(synthetic_tree, tmp_path):

@@ -297,37 +297,24 @@ def blocked_in_a_wait(thread, timeout: float = 60.0) -> bool:
     return False
 
 
-class _FakeSession:
-    """What the workers ask of a session, over a memo of the test's own."""
+def _workers(tmp_path, memo, observe, keep_other=lambda api, options: None, mask=False):
+    """The workers of a session of the test's own: its memo, its probes."""
+    from sphinxext_fmha.analysis_workers import AnalysisWorkers, WorkerPlace
 
-    python, timeout, progress = sys.executable, 60.0, None
-
-    def __init__(self, memo, tmp_path):
-        import types
-
-        self.memo, self.ck_root = memo, tmp_path
-        self.cache = types.SimpleNamespace(root=tmp_path)
-
-    def _once(self, key, compute, ahead=False):
-        return self.memo.once(key, compute, ahead)
-
-    def _memo_value(self, key):
-        return self.memo.value(key)
-
-    def _is_stored(self, kind, *parts):
-        return False
+    place = WorkerPlace(tmp_path, tmp_path, tmp_path, sys.executable, 60.0, None, mask)
+    return AnalysisWorkers(memo, place, observe=observe, keep_other=keep_other,
+                           stored=lambda kind, api, options: False)
 
 
-def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeypatch):
-    """A worker analyses, after its own guide, the guides of the pages after it whose
-    probe is done, in reading order: their pages wait for it (not computing them) and
-    read what it kept, each as soon as the worker is done with it; one it did not keep
-    is computed by its page; a guide of an earlier page or whose probe is not done is
-    not taken along."""
+def test_a_worker_takes_the_costliest_ready_guide_and_its_page_waits_for_it(
+        tmp_path, monkeypatch):
+    """Each worker step analyses the guide with the most kernels whose probe is done
+    (its own probe waited for first), one per interpreter: its page waits for it (not
+    computing it) and reads what it kept; one it did not keep, and one not worth an
+    interpreter (its probe took less than the first worker's start-up), is computed by
+    its page."""
     import threading
-    import types
 
-    from sphinxext_fmha.analysis_workers import AnalysisWorkers
     from sphinxext_fmha.options import Options
     from sphinxext_fmha.process.memo import Memo as _Memo
 
@@ -335,24 +322,13 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
     reading_order = ["small", "big", "late", "tiny", "mid"]  # the first page is a sixth
     probe_seconds = {"big": 3.0, "mid": 2.0, "late": 1.0, "small": 0.1, "tiny": 0.05}
 
-    class FakeSession(_FakeSession):
-        tree = types.SimpleNamespace(fmha_dir=tmp_path)
+    def observation(api, options=Options()):
+        return memo.once(("observation", api, options), lambda: {
+            "listing": ["k%d" % i for i in range(int(probe_seconds[api] * 100))],
+            "seconds": {"observe": probe_seconds[api]}})
 
-        def observation(self, api, options=Options()):
-            return memo.once(("observation", api, options), lambda: {
-                "listing": ["k%d" % i for i in range(int(probe_seconds[api] * 100))],
-                "seconds": {"observe": probe_seconds[api]}})
-
-        def _other_mask(self, api, options):
-            return None
-
-        def _other_listing_running(self, api, options):
-            return False
-
-
-    session = FakeSession(memo, tmp_path)
-    workers = AnalysisWorkers(session)  # type: ignore[arg-type]
-    started, waited = [], {}
+    workers = _workers(tmp_path, memo, observation)
+    started, waited, readers = [], {}, []
 
     def page(api):
         return workers.wait_or_claim([api, {f: None for f in Options.__dataclass_fields__}])
@@ -365,100 +341,54 @@ def test_a_worker_goes_on_with_the_ready_guides_of_later_pages(tmp_path, monkeyp
                 reader = threading.Thread(target=lambda: waited.update(mid=page("mid")))
                 reader.start()
                 assert blocked_in_a_wait(reader)  # not returned: waiting for the worker
-                on_api(api, True, 1.0)
-                reader.join(60)
-            else:
-                on_api(api, api != "tiny", 1.0)  # tiny: the worker met a problem
+                readers.append(reader)
+            on_api(api, api != "late", 1.0)  # late: the worker met a problem
         return worker.WorkerOutcome(ok=False, seconds=5.5,
                                     api_seconds={a: 5.0 / len(apis) for a in apis})
 
     monkeypatch.setattr(worker, "run_worker", fake_worker)
     for api in probe_seconds:
         if api != "late":  # its probe is not done when the first worker starts
-            session.observation(api)
+            observation(api)
     # planned as steps_ahead plans them: from the last page back
     steps = [workers.step(api, Options(), None, ["guide"]) for api in reversed(reading_order)]
     for step in steps:
         assert step is not None
         step[1]()
-    # small: an earlier page than big's, then not worth an interpreter (start-up 0.5 s)
-    assert started == [["big", "tiny", "mid"], ["late"]]
+    for reader in readers:
+        reader.join(60)
+    # late: its probe done by its own step; small and tiny: not worth an interpreter
+    # (start-up 0.5 s)
+    assert started == [["big"], ["mid"], ["late"]]
     assert waited == {"mid": True}
-    assert page("big") is True and page("mid") is True and page("late") is True
-    assert page("tiny") is False  # not kept: its page computes it
-    assert page("small") is False  # no worker: its page computes it
+    assert page("big") is True and page("mid") is True
+    assert page("late") is False  # not kept: its page computes it
+    assert page("small") is False and page("tiny") is False  # no worker
 
 
-def test_the_riders_other_mask_listings_are_kept_while_the_worker_starts(tmp_path,
-                                                                        monkeypatch):
-    """The other ``--mask`` listing of the worker's own guide is kept before the worker
-    starts, those of the guides it takes along while it starts (it gets to them
-    later): the worker does not wait for them; a listing the probe is still making is
-    waited for before, as the worker would not find it. (Each listing is kept when
-    its event is recorded.)"""
-    import threading
-    import types
-
-    from sphinxext_fmha.analysis_workers import AnalysisWorkers
+def test_the_worker_s_own_other_mask_listing_is_kept_before_it_starts(tmp_path,
+                                                                     monkeypatch):
+    """The worker reads the other ``--mask`` listing from the store: it is kept first."""
     from sphinxext_fmha.options import Options
     from sphinxext_fmha.process.memo import Memo as _Memo
 
-    memo = _Memo()
-    kernels = {"own": 300, "done": 200, "making": 100}
-    events = []
-    lock = threading.Lock()
-    worker_started, rider_listed = threading.Event(), threading.Event()
+    memo, events = _Memo(), []
 
-    class FakeSession(_FakeSession):
-        tree = types.SimpleNamespace(fmha_dir=tmp_path,
-                                     request=lambda api, options: (api, options.mask))
-
-        def observation(self, api, options=Options()):
-            return memo.once(("observation", api, options), lambda: {
-                "listing": ["k%d" % i for i in range(kernels[api])],
-                "seconds": {"observe": 5.0}})
-
-        def listing(self, request):
-            # the rider's listing is kept once the worker has started (if the worker
-            # waited for it, it would start 60 s later, after it: the order tells)
-            if request[0] == "done":
-                worker_started.wait(60)
-            with lock:
-                events.append(("listing",) + request)
-            if request[0] == "done":
-                rider_listed.set()
-
-        def _other_mask(self, api, options):
-            return ("simplified", "generic")
-
-        def _other_listing_running(self, api, options):
-            return api == "making"
-
+    def observation(api, options=Options()):
+        return memo.once(("observation", api, options), lambda: {
+            "listing": ["k0"], "seconds": {"observe": 5.0}})
 
     def fake_worker(interpreter, args, *, timeout, on_api=None, on_step=None):
-        apis = args[args.index("--") + 1:]
-        with lock:
-            events.append(("worker", tuple(apis)))
-        worker_started.set()
-        rider_listed.wait(60)  # the riders' listings are kept meanwhile
-        for api in apis:
-            on_api(api, True, 1.0)
-        return worker.WorkerOutcome(ok=True, seconds=1.0, api_seconds={a: 0.3 for a in apis})
+        events.append(("worker", tuple(args[args.index("--") + 1:])))
+        return worker.WorkerOutcome(ok=True, seconds=1.0, api_seconds={"own": 0.3})
 
     monkeypatch.setattr(worker, "run_worker", fake_worker)
-    session = FakeSession(memo, tmp_path)
-    workers = AnalysisWorkers(session)  # type: ignore[arg-type]
-    for api in kernels:
-        session.observation(api)
-    # planned from the last page back; the first page ("first") is never a worker's
-    steps = [workers.step(api, Options(), None, ["guide", "mask-modes"])
-             for api in ["making", "done", "own"]]
-    assert all(step is not None for step in steps)
-    steps[0][1]()
-    start = events.index(("worker", ("own", "done", "making")))
-    assert events.index(("listing", "own", "generic")) < start
-    assert events.index(("listing", "making", "generic")) < start
-    assert events.index(("listing", "done", "generic")) > start
+    workers = _workers(tmp_path, memo, observation, mask=True,
+                       keep_other=lambda api, options: events.append(("listing", api)))
+    step = workers.step("own", Options(), None, ["guide", "mask-modes"])
+    assert step is not None
+    step[1]()
+    assert events == [("listing", "own"), ("worker", ("own",))]
 
 
 def test_the_worker_says_each_api_and_step_as_soon_as_it_is_done(tmp_path):

@@ -4,7 +4,7 @@ At ``env-before-read-docs`` the sources of the pages about to be read are scanne
 this extension's directives (reStructuredText ``.. fmha-...::`` and MyST fences, with
 their ``:option: value`` lines; a notebook's markdown cells); the guide service says
 which steps they need (:func:`~sphinxext_fmha.guide.steps_ahead`), and the session
-starts them in the background, two at a time, while Sphinx reads the pages in order.
+starts them in the background, one per core, while Sphinx reads the pages in order.
 A page asks the session as always and finds the result ready, waits for it, or gets
 the failure, which it reports at its own file and line. The scan only decides what
 starts early, never what a page shows: a directive it misses (an include, an unusual
@@ -15,7 +15,7 @@ interpreter (``sphinxext-fmha prepare``), taken from the last guide backwards wh
 Sphinx reads from the first (see :func:`~sphinxext_fmha.guide.steps_ahead`).
 
 When Sphinx reads in parallel (``-j``), its readers are forked processes, which inherit
-no thread: the steps then run, two at a time, before the reading starts, and the readers
+no thread: the steps then run, one per core, before the reading starts, and the readers
 inherit the results; no worker interpreter is started then (the readers analyse their
 pages side by side already). The steps stop at the end of the reading (``env-updated``)
 or of the build; an interrupt stops them with the build (see

@@ -1,19 +1,14 @@
-"""Work started ahead of the pages that need it: a few items at a time, in a thread pool
-(:mod:`concurrent.futures`), while the pages are read. The one seam of the package's
-scheduling: :data:`WORKERS`, from the cores this process may run on, sizes it and the
-batch interpreters run side by side.
+"""The one seam of the package's scheduling: work started ahead of the pages that need
+it, in a thread pool (:mod:`concurrent.futures`) sized by :data:`WORKERS`, the cores
+this process may run on (the batch interpreters run that many side by side too).
 
-Each item is a callable that does one expensive step through the launcher (a probe, a
-listing, a batch of filtered runs) and keeps its result (or its failure) where the page
-will look for it; an item never raises here, and one that returns False did nothing
-(a page got there first: it is not counted in the summary). Items start in the order
-given, except an item of a kind that has as many running as its limit allows: a thread
-then takes the next item of another kind, or ends (the thread that runs the kind's
-item takes the next one when it is done). Nothing new starts once the process is
-interrupted (SIGINT/SIGTERM) or exiting, or after :meth:`AheadPool.cancel`; the
-launcher kills the children that are running then.
-
-No Sphinx imports here.
+A step is (its kind, a callable) that does one expensive step (a probe, a listing, a
+batch of filtered runs, a worker interpreter) through the memo, where the page will
+look for its result or its failure; it never raises here, and one that returns False
+did nothing (a page got there first: not counted). Steps start in the order given,
+except that a kind at its limit lets a thread take the next step of another kind.
+Nothing new starts once the process is interrupted or after :meth:`Ahead.stop`; the
+launcher kills the children that are running then. No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -23,25 +18,34 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Counter, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Callable, Counter, Deque, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
 
 from .launch import install_handlers, interrupts
+from .memo import Memo
+from .progress import Progress, report_ahead
+from .runner import GenerateRequest, GenerateRunner
 
-__all__ = ["AheadPool", "Item", "WORKERS"]
+__all__ = ["Ahead", "AheadPool", "Item", "WORKERS", "in_background"]
+
 
 def _cores() -> int:
-    """The cores this process may run on (its affinity, as a container or ``taskset``
-    limits it), not the machine's."""
+    """The cores this process may run on (as a container or ``taskset`` limits it)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on macOS or Windows
         return max(1, os.cpu_count() or 1)
 
 
-#: The one size of this package's parallel work: items running at once ahead of the
-#: pages, batch interpreters side by side (the page being read uses a core too, but
-#: mostly waits for the same children).
+#: The one size of this package's parallel work.
 WORKERS = _cores()
+
+def in_background(work: Callable[..., object], *args: object, name: str) -> Future:
+    """``work(*args)`` in a thread of its own (a page's runs while it reads on)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    started = pool.submit(work, *args)
+    pool.shutdown(wait=False)
+    return started
 
 
 #: (what it is, for the progress line; the work)
@@ -56,8 +60,7 @@ class AheadPool:
                  on_done: Optional[Callable[[float, Counter[str]], None]] = None,
                  limits: Optional[Mapping[str, int]] = None) -> None:
         self._queue: Deque[Item] = collections.deque(items)
-        #: kind -> items of that kind that may run at once
-        self._limits: Dict[str, int] = dict(limits or {})
+        self._limits: Dict[str, int] = dict(limits or {})  # kind -> at most at once
         self._running_kinds: Counter[str] = collections.Counter()
         self._lock = threading.Lock()
         self._runs: List[Future] = []
@@ -121,3 +124,95 @@ class AheadPool:
     def wait(self) -> None:
         for run in self._runs:
             run.exception()  # (the items keep their own failures)
+
+
+class Ahead:
+    """One build's steps started ahead, over a memo: each step computes a memo key
+    (skipped when a page started it first), and what it promises (a listing its probe
+    makes, a filter its batch runs) lets a page wait for it instead of running it."""
+
+    def __init__(self, memo: Memo) -> None:
+        self.memo = memo
+        self._pool: Optional[AheadPool] = None
+        #: what a step makes -> (its memo key, its work)
+        self._promised: Dict[Hashable, Tuple[Tuple, Callable[[], object]]] = {}
+
+    def step(self, kind: str, key: Tuple, compute: Callable[[], object],
+             promises: Sequence[Hashable] = ()) -> Item:
+        for made in promises:
+            self._promised[made] = (key, compute)
+        return kind, lambda: self.memo.once(key, compute, ahead=True)
+
+    def probe(self, runner: GenerateRunner, request: GenerateRequest, key: Tuple,
+              observe: Callable[[], object]) -> Optional[Item]:
+        """The probe that lists ``request`` (None when its listing is kept)."""
+        if runner.has_result("list", request):
+            return None
+        return self.step("probe", key, observe, [("list", request)])
+
+    def listing(self, runner: GenerateRunner, request: GenerateRequest,
+                probed: Optional[GenerateRequest] = None) -> Optional[Item]:
+        """``generate.py -l`` (None when kept, or when a probe started ahead lists it:
+        the probe of ``probed`` lists ``request`` too)."""
+        if probed is not None and ("list", probed) in self._promised:
+            self._promised.setdefault(("list", request), self._promised[("list", probed)])
+        if runner.has_result("list", request) or self.promised(("list", request)):
+            return None
+        return self.step("listing", ("listing", request), lambda: runner.list_kernels(request))
+
+    def batch(self, key: Tuple, todo: Sequence[GenerateRequest],
+              run: Callable[[Sequence[GenerateRequest]], object]) -> Optional[Item]:
+        """The filtered runs ``todo`` in one batch interpreter (None: nothing to do)."""
+        def run_batch() -> None:
+            try:
+                run(todo)
+            except Exception:  # noqa: BLE001 - each run then runs alone and says why
+                pass
+
+        return self.step("batch", key + (tuple(todo),), run_batch,
+                         [("run", request) for request in todo]) if todo else None
+
+    def promised(self, made: Hashable) -> Optional[Tuple]:
+        """The memo key of the step that makes ``made``, if one was planned."""
+        entry = self._promised.get(made)
+        return entry[0] if entry is not None else None
+
+    def wait_for(self, made: Hashable) -> None:
+        """Wait for the step that makes ``made`` (or do its work now); its failure is
+        left to the page's own run, which says what is wrong."""
+        entry = self._promised.get(made)
+        if entry is not None:
+            try:
+                self.memo.once(*entry)
+            except Exception:  # noqa: BLE001 - see above
+                pass
+
+    def start(self, steps: Sequence[Item], progress: Progress, fmha_dir: Path,
+              limits: Mapping[str, int], wait: bool = False) -> None:
+        """Start ``steps`` in the background (``wait``: and wait for them: Sphinx's
+        parallel readers are forked processes, which inherit no thread); one line
+        says what ran once all are done."""
+        self._end_pool()  # a build before this one did not stop it
+        apis = sorted({key[1] for key, _ in self._promised.values() if key[0] == "observation"})
+
+        def done(seconds: float, ran: Counter[str]) -> None:
+            if ran:  # else every step found its work done by a page
+                report_ahead(progress, fmha_dir, apis, ran, WORKERS, seconds)
+
+        if steps:
+            self._pool = AheadPool(steps, on_done=done, limits=limits).start()
+            if wait:
+                self._pool.wait()
+
+    def stop(self) -> None:
+        """Start nothing more, wait for what runs, and forget the failures kept for the
+        pages and the promises (the end of a build's reading)."""
+        self._end_pool()
+        self.memo.forget_failures()
+        self._promised.clear()
+
+    def _end_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.cancel()
+            pool.wait()

@@ -5,20 +5,13 @@ Executed as a script by the interpreter that runs generate.py (standard library 
 it reuses the probe script's run helpers, loaded by path). No hook is installed: the
 codegen's classes are as they are and ``fnmatch`` is the real one.
 
-Where the system can fork, every run is a child forked from this interpreter before it
+Every run is a child forked from this interpreter before it
 ran anything of the tree (what a new process is: no tree module imported, no state
 left by another run), up to ``parallel`` at once, each sending its result back through
 a pipe. The tree's sources are compiled once here first (or loaded from the code
 store an earlier probe or batch kept, see ``load_code_store`` in probe_script.py), so
 the children share the code objects (the same bytes give the same code object)
 instead of each compiling them; nothing else is shared.
-
-Where it cannot fork, the runs take turns in this interpreter: for each run the tree's
-modules are dropped so generate.py imports them afresh (new module objects, new
-state), ``sys.argv`` is the run's. A run that changes state outside the tree's own
-modules (the working folder, ``sys.path``, the environment, other modules, ``fnmatch``
-itself) could leak into the next job: the batch stops there and says so, and the
-caller runs the remaining jobs as separate processes.
 
 Each job yields the listing (``-l``) and, when asked, the dispatch file and its
 kernels' trait keys from a write-mode run into a temporary folder (write mode checks
@@ -29,10 +22,8 @@ that ``-o`` as its own process, which fails and says why.
 
 A driver job (``"driver": true``) is the run ``driver_script.py`` makes for the union
 of its filters: the driver's own argv (the first filter on the command line) and its
-widened ``fnmatch`` (loaded from that script by path), installed for the job's runs
-only; in turns, the real ``fnmatch`` is back before the state check. A job that
-replaced the widened ``fnmatch`` itself stops the batch like any other change of
-shared state.
+widened ``fnmatch`` (loaded from that script by path), installed in the job's
+children only.
 
 usage: batch_script.py JOBS.json OUT.json
 JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "driver_script",
@@ -81,15 +72,9 @@ def main():
 
     driver = _load_driver(spec.get("driver_script"))
     runs = Runs(probe, fmha_dir, spec["argv"], driver, trait_key)
-    parallel = int(spec.get("parallel") or 0)
-    forked = bool(parallel) and hasattr(os, "fork")
-    if forked:
-        results, unsafe = _forked(probe, fmha_dir, runs, spec["jobs"], parallel), None
-    else:
-        reader()  # loaded before the runs: the state they must leave as they found it
-        results, unsafe = _in_turns(probe, fmha_dir, runs, spec["jobs"])
+    results = _forked(probe, fmha_dir, runs, spec["jobs"], int(spec.get("parallel") or 1))
     with open(sys.argv[2], "w") as handle:
-        handle.write(json.dumps({"results": results, "unsafe": unsafe, "forked": forked}))
+        handle.write(json.dumps({"results": results}))
     probe.save_code_store(spec.get("code_store"))
 
 
@@ -230,39 +215,6 @@ def _compile_tree(fmha_dir):
                 loader.source_to_code(loader.get_data(path), path)
             except (OSError, SyntaxError, ValueError):
                 continue  # not imported as it is, or it fails there as it would anyway
-
-
-def _in_turns(probe, fmha_dir, runs, jobs):
-    """Every job in this interpreter, one after the other; (results, why it stopped)."""
-    # Import the tree once before the first job, so that the modules the codegen
-    # pulls in from the standard library are already there: they are shared by every
-    # later process too (a new process imports them the same way).
-    probe.run_generate(fmha_dir, runs.argv + ["-f", "#fmha-batch-warmup#"])
-    real = probe.ORIGINAL_FNMATCH
-    before = probe.process_state(fmha_dir)
-    results = []
-    for job in jobs:
-        started = time.time()
-        result = runs.head(job)
-        own_match = runs.own_match(job)
-        if own_match is not None:
-            fnmatch.fnmatch = own_match
-        try:
-            result.update(runs.listing(job))
-            if job.get("dispatch") and not result["error"]:
-                result["dispatch"] = runs.write(job)
-        finally:
-            replaced = own_match is not None and fnmatch.fnmatch is not own_match
-            if own_match is not None and not replaced:
-                fnmatch.fnmatch = real  # restored before the check below
-        result["seconds"] = round(time.time() - started, 3)
-        results.append(result)
-        after = probe.process_state(fmha_dir)
-        if replaced or after != before or fnmatch.fnmatch is not real:
-            what = ("the driver for %r" % result["filters"]) if own_match is not None \
-                else "generate.py -f %r" % job["filter"]
-            return results, "%s changed state outside the tree's modules" % what
-    return results, None
 
 
 def _load_driver(path):

@@ -1,35 +1,12 @@
 """The one store: content-hash keys, one codec (pickle), and the tree's content hash.
 
 Entries are files named by a sha256 key (:meth:`DiskCache.key_for`: canonical JSON of
-the key's parts: the tree's content digest, our code's digest, the inputs). A value is
-any picklable object (a model, a run's result, a dispatch reading), kept as
-``zlib(pickle((key, value)))``: pickle, as Sphinx keeps its environment, keeps
-dataclasses, tuples and the objects a value shares (a dispatch reading's few dozen
-condition terms shared by thousands of kernels) with no encoder of our own; zlib level 1
-keeps a heavy dispatch file (17.5 MB of text) a few MB on disk for a fraction of a
-second. See ``docs/store.md``.
-
-Writes are atomic (temporary file in the same folder + :func:`os.replace`), so
-several processes may share one cache folder: a reader sees either the old
-entry, the new entry or no entry, never a partial one.  An entry that cannot be
-read or decoded is deleted and reported as a miss.
-
-A cache that cannot be written (a full disk, a read-only folder, a file in its
-place, no home folder) never fails the work: the first failure is one warning
-(:mod:`~.notices`), and the entries of this process are kept in its memory from then
-on, so nothing is computed twice.
-
-:func:`tree_digest` hashes what decides generate.py's output: ``generate.py``
-and every ``*.py`` below ``codegen/``.  Everything the verification layer
-caches is keyed by it, so editing the tree invalidates the cached runs. A result
-is keyed by the tree as it was when its work started (:func:`tree_state`) and is
-stored only if the tree's files are unchanged when it is done (``put(...,
-inputs=...)``): an edit while generate.py runs (a docs author saving a codegen file
-while ``sphinx-autobuild`` rebuilds) could otherwise keep the edited tree's answer
-under the key of the tree as it is again after the edit is undone. Such a result is
-used as it is, with one warning naming the files that changed, and not stored.
-
-No Sphinx imports here.
+the key's parts), each ``zlib(pickle((key, value)))``, written atomically; an entry
+that cannot be read is deleted and is a miss; a folder that cannot be written keeps
+this process's entries in memory after one warning. A result is keyed by the tree as
+it was when its work started (:func:`tree_state`) and stored only if the tree is
+unchanged when it is done. Why pickle, and the rest: ``docs/store.md``. No Sphinx
+imports here.
 """
 
 from __future__ import annotations
@@ -55,6 +32,7 @@ from .scratch_place import free_space
 
 __all__ = [
     "DiskCache",
+    "code_digest",
     "load_json",
     "default_runs_dir",
     "tree_digest",
@@ -291,6 +269,21 @@ class DiskCache:
 
 
 # --------------------------------------------------------------------------- digest
+
+_CODE_DIGEST: List[str] = []
+
+
+def code_digest() -> str:
+    """This package's analysis code: a new version must not reuse old results."""
+    if not _CODE_DIGEST:
+        digest = hashlib.sha256()
+        package = Path(__file__).parents[1]
+        layers = ("analysis", "verify", "process", "cppapi", "stages")
+        paths = [path for layer in layers for path in sorted(package.glob(layer + "/**/*.py"))]
+        for path in paths + [package / "model.py", package / "session.py"]:
+            digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
+        _CODE_DIGEST.append(digest.hexdigest())
+    return _CODE_DIGEST[0]
 
 
 def tree_files(fmha_dir: Path) -> List[Path]:

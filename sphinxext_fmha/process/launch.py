@@ -13,17 +13,14 @@ started by :func:`run`:
   run's mark in its environment even when its parent exited, and, once the child has
   ended, whatever of the run is still running (see :mod:`~.reaper`); if this process
   dies without cleaning up (SIGKILL), its watchdog ends them all;
-* a lower CPU priority (:data:`CHILD_NICENESS` above ours, inherited by its own
-  children): on a machine with fewer cores than busy processes, the process reading the
-  pages -- the one every result is waited for by -- keeps its core, and work started
-  ahead fills what is left. Not so where Linux has autogroups (``/proc/self/autogroup``,
-  most distributions): a child in a session of its own is an autogroup of its own, the
-  scheduler shares the CPU between autogroups first, and a nice value only ranks the
-  processes within one (see :func:`_lower_priority`);
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
   folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
-  removed in every case, a SIGTERM included, and are made in memory where the machine
-  has room (:mod:`~.scratch_place`): the children's temporary files go there too.
+  removed in every case, a SIGTERM included (where: :mod:`~.scratch_place`).
+
+Children run at our own CPU priority: a lower one (a nice value) ranks nothing where
+Linux has autogroups (most distributions: a child in a session of its own is an
+autogroup of its own), and where it did (the autogroups' values written too) the cold
+builds were no faster (``benchmarks/README.md``, 2026-12-04).
 
 The wait polls in short slices, so a timeout holds to a fraction of a second whatever
 the children do, and a stop request (interpreter exit) is seen by worker threads too.
@@ -52,8 +49,6 @@ from .scratch_place import TEMP_VARIABLES, free_space_note, scratch_parent
 
 __all__ = [
     "output_files",
-    "BACKGROUND_NICENESS",
-    "CHILD_NICENESS",
     "GenerateError",
     "Outcome",
     "child_environment",
@@ -69,12 +64,6 @@ __all__ = [
 ]
 
 _POLL = 0.1
-#: How much lower a child's CPU priority is than ours (``nice`` steps, capped at 19).
-CHILD_NICENESS = 10
-#: Lower still for work that no page waits for yet (a worker analysing a guide that is
-#: read later): the runs a page being read waits for take the core before it, where the
-#: scheduler ranks processes by nice value (not across autogroups: see _lower_priority).
-BACKGROUND_NICENESS = 15
 #: Re-entrant: the signal handler takes it in the main thread, which may hold it already.
 _LOCK = threading.RLock()
 #: process group id -> the process that started it (a fork must not kill its parent's
@@ -339,7 +328,6 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         progress: Optional[Callable[[str], None]] = None, label: str = "",
         progress_every: float = 10.0,
         when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
-        niceness: int = CHILD_NICENESS,
         watch: Optional[Callable[[], None]] = None) -> Outcome:
     """Run ``argv`` to its end or its timeout (see the module docstring).
 
@@ -351,7 +339,6 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     thread, as soon as the child has created the file (the child writes it whole and
     renames it into place), while the child may still run: a result delivered before
     the child's last work is done.
-    ``niceness``: how much lower than ours the child's CPU priority is.
     ``watch``: called in this thread while the child runs (every poll, at most a tenth
     of a second apart) and once after it ended: it may read what the child has written
     so far (its standard output in ``workdir``).
@@ -377,7 +364,6 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     with _LOCK:
         _GROUPS[proc.pid] = run_of
     reaper.group_started(proc.pid)
-    _lower_priority(proc.pid, niceness)
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every,
                           when_written, watch, run_of)
@@ -394,21 +380,6 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
                    seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
                    stdout=stdout_path, stderr=stderr_path)
-
-
-def _lower_priority(pid: int, niceness: int) -> None:
-    # set from here rather than in the child (preexec_fn is unsafe with threads); the
-    # few instructions the child runs first at our priority do not matter
-    # With autogroups the child's own autogroup would need the lower priority too
-    # (written to /proc/PID/autogroup): two busy processes on one core, one niced 15,
-    # each in a session of its own, got 51 % and 49 % of it. Lowering the autogroups
-    # too made cold builds of flash-attn 2.8.3's six guides no faster in five rounds
-    # side by side (14.5-15.8 s against 13.2-15.2 s; presumably the pages then wait
-    # longer for the worker interpreters, BACKGROUND_NICENESS, which get less of the
-    # CPU), so on such systems the children share the CPU with the reader as equals.
-    ours = os.getpriority(os.PRIO_PROCESS, 0)
-    with contextlib.suppress(OSError):  # already gone, or a platform without priorities
-        os.setpriority(os.PRIO_PROCESS, pid, min(ours + niceness, 19))
 
 
 def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,

@@ -157,7 +157,6 @@ class GenerateRunner:
         self.progress_interval = _PROGRESS_EVERY
         self._options = set(options) if options is not None else None
         self._lock = threading.Lock()
-        self._start_up: Optional[float] = None
         self.processes_started = 0
         # The last write-mode results this runner stored or read, by cache key: the
         # guide's sections ask for the same dispatch file many times, and reading it
@@ -406,24 +405,3 @@ class GenerateRunner:
             self.cache.put(self._driver_key("api", run, inputs), dataclasses.replace(
                 result, seconds=round(result.seconds, 3), request=None,
                 kernel_files=sorted(result.kernel_traits)), inputs)
-
-    # ------------------------------------------------------------------ batches
-
-    def batch_start_up(self) -> Optional[float]:
-        """Seconds a batch interpreter of this tree took before its first job (the
-        last one measured, by this process or another sharing the cache), or None."""
-        if self._start_up is None and self.cache is not None:
-            hit = _kept(self.cache, self._start_up_key(), float)
-            if hit is not None:
-                self._start_up = hit
-        return self._start_up
-
-    def note_batch_start_up(self, seconds: float) -> None:
-        """Keep a batch interpreter's measured start-up (see :meth:`batch_start_up`)."""
-        self._start_up = max(0.0, seconds)
-        if self.cache is not None:
-            self.cache.put(self._start_up_key(), round(self._start_up, 3))
-
-    def _start_up_key(self) -> str:
-        return DiskCache.key_for("batch-start-up", RUNNER_FORMAT, self.digest(),
-                                 self.python_id())

@@ -1,5 +1,5 @@
-"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guides of one API
-or a few computed in another process, on the other core, into the same on-disk cache.
+"""Run ``sphinxext-fmha prepare`` in a worker interpreter: the whole guide of an API
+computed in another process, on the other core, into the same store.
 
 The worker is this package run by name (``python -m sphinxext_fmha prepare``, the
 package's own folder first on its path, so it is the same code and its results land
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
-from .launch import BACKGROUND_NICENESS, GenerateError, child_environment, output_files, run, scratch
+from .launch import GenerateError, child_environment, output_files, run, scratch
 
 __all__ = ["STEP_PREFIX", "WorkerOutcome", "current_interpreter", "prepare_argv", "run_worker"]
 
@@ -93,7 +93,7 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
             # and it holds no module that could stand in for ours
             # its guide is read later: the runs of the page being read come first
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
-                          display=display, env=env, niceness=BACKGROUND_NICENESS,
+                          display=display, env=env,
                           watch=watch if on_api is not None or on_step is not None else None)
             stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
             stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")

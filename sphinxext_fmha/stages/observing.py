@@ -7,7 +7,7 @@ import dataclasses
 from typing import Callable, List, Optional, Tuple
 
 from ..analysis.analyze import Options, Tree, build_model, module_rel_of, probe_argv
-from ..analysis.observe import also_listing_running, observe, observe_also
+from ..analysis.observe import observe, observe_also
 from ..analysis.source import analyze_source
 from ..model import ApiModel
 from ..process.cache import DiskCache, TreeState
@@ -80,13 +80,6 @@ def _keep_other_listing(runner: GenerateRunner, cache: DiskCache, request: Gener
     if "listing" in also and not also.get("error"):
         runner.store_listing(request, also["listing"], float(also.get("seconds", 0.0)),
                              inputs=inputs)
-
-
-def other_listing_running(runner: GenerateRunner, cache: DiskCache, runs: ProbeRuns) -> bool:
-    """Whether the probe of ``runs`` is still making its other ``--mask`` listing."""
-    _, argv, _, also_argv = runs
-    return also_argv is not None and also_listing_running(
-        runner.fmha_dir, argv, also_argv, python=runner.python, cache=cache)
 
 
 def trait_groups(observed: dict) -> List[TraitGroup]:

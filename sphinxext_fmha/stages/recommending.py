@@ -3,11 +3,12 @@ and the generate.py runs it asks for, for one (API, options)."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..model import FilterCheck, Need
 from ..options import Options
+from ..process.ahead_pool import in_background
 from ..process.driver import cached_listing, cached_write
 from ..process.runner import ApiFileResult, DriverRun, GenerateError, GenerateRunner
 from ..verify.needs import needs_key
@@ -100,7 +101,7 @@ class RecommendRunner:
         for their union) in batch interpreters, in a background thread; :meth:`check` and
         the driver wait for them."""
         runs = [driver_run(self.base, filters)] if driver and filters else []
-        self._prefetched = _in_background(self._prefetch, list(filters), runs,
+        self._prefetched = in_background(self._prefetch, list(filters), runs,
                                           name="fmha-recommend-runs")
 
     def _prefetch_done(self) -> None:
@@ -114,7 +115,7 @@ class RecommendRunner:
         # the other core (driver_write takes its result), unless a batch kept it.
         run = driver_run(self.base, filters)
         if not self.runner.has_driver_result("api", run):
-            self._writes[run.filters] = _in_background(cached_write, self.runner, run,
+            self._writes[run.filters] = in_background(cached_write, self.runner, run,
                                                        name="fmha-driver-write")
         return cached_listing(self.runner, run)
 
@@ -128,10 +129,3 @@ class RecommendRunner:
         if started is not None:
             return started.result()
         return cached_write(self.runner, driver_run(self.base, filters))
-
-
-def _in_background(work: Callable, *args, name: str) -> Future:
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-    started = pool.submit(work, *args)
-    pool.shutdown(wait=False)
-    return started

@@ -113,10 +113,9 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
 
 def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], dict],
              parallel: int, drivers: Sequence[DriverRun]) -> None:
-    """Run ``requests`` (filtered) and ``drivers`` not cached yet in up to ``parallel``
-    batch interpreters (:mod:`~sphinxext_fmha.process.batch`), with what the probe
-    observed (``observe``, not called when all are cached): its kernels' trait keys and
-    what its unfiltered listing cost (one job at most)."""
+    """Run ``requests`` (filtered) and ``drivers`` not cached yet in a batch interpreter
+    (:mod:`~sphinxext_fmha.process.batch`), ``parallel`` at a time, with the trait keys
+    of the kernels the probe observed (``observe``, not called when all are cached)."""
     from ..process.batch import missing
     from ..process.batch import prefetch as run_batches
 
@@ -128,6 +127,5 @@ def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], d
     traits = dispatch.get("kernel_traits", {})
     known = {sha: traits[name] for name, sha in dispatch.get("kernel_sha", {}).items()
              if name in traits}
-    listed = (observed.get("seconds") or {}).get("observe")
     run_batches(runner, list(requests), dispatch=True, known_keys=known, parallel=parallel,
-                job_seconds=float(listed) if listed is not None else None, drivers=drivers)
+                drivers=drivers)
