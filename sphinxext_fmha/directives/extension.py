@@ -119,16 +119,26 @@ def _rename_anchors(content: List[nodes.Node], renamed: Dict[str, str]) -> None:
 
 
 class ResolveDiagrams(SphinxPostTransform):
-    """The diagram's raw HTML for HTML builders; for every other builder its fallback,
-    a literal block with the name and a numbered ruler."""
+    """HTML builders: the diagram becomes its raw HTML (``formats``: Sphinx decides
+    which builder is HTML, without the deprecated ``self.app``)."""
 
     default_priority = 300
+    formats = ("html",)
 
     def run(self, **kwargs: Any) -> None:
-        html = self.app.builder.format == "html"
         for node in list(self.document.findall(fmha_diagram)):
-            node.replace_self(nodes.raw("", node["html"], format="html") if html
-                              else list(node.children))
+            node.replace_self(nodes.raw("", node["html"], format="html"))
+
+
+class DiagramFallback(SphinxPostTransform):
+    """Every other builder (runs after :class:`ResolveDiagrams`): the fallback, a literal
+    block with the name and a numbered ruler."""
+
+    default_priority = 301
+
+    def run(self, **kwargs: Any) -> None:
+        for node in list(self.document.findall(fmha_diagram)):
+            node.replace_self(list(node.children))
 
 
 def _add_static_file(app: Any, name: str) -> None:
@@ -165,6 +175,7 @@ def setup(app: Any) -> Dict[str, Any]:
     setup_playground(app)
     app.add_transform(ResolveGuideSections)
     app.add_post_transform(ResolveDiagrams)
+    app.add_post_transform(DiagramFallback)
     app.connect("config-inited", validate_config)
     setup_strict(app)
     setup_ahead(app)
@@ -179,4 +190,5 @@ def setup(app: Any) -> Dict[str, Any]:
     }
 
 
-__all__ = ["setup", "STATIC_DIR", "ResolveGuideSections", "ResolveDiagrams"]
+__all__ = ["setup", "STATIC_DIR", "ResolveGuideSections", "ResolveDiagrams",
+           "DiagramFallback"]
