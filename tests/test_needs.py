@@ -8,6 +8,8 @@ has some of the same segments. The expectations are written out by hand.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from sphinxext_fmha.errors import WarningType
@@ -144,7 +146,17 @@ def test_example_workloads_are_derived_and_read_back_as_needs():
     assert [w.kind for w in found] == ["common", "pairs"]
     assert [(n.segment, n.tokens) for n in found[0].needs] == [("hdim", ["_d128"]),
                                                                ("dtype", ["_fp16"])]
-    assert found[0].kernels == 9
+    assert found[0].kernels == 9 and found[0].ties == 1
+    # without the extra kernel, pairs tie: the count of tied pairs is said, and the
+    # first of them in the segments' order is taken
+    tied = dict(rows)
+    del tied["toy_d128_fp16_extra.cpp"]
+    pairs = Counter((tokens[1], tokens[2]) for _, tokens in tied.values())
+    top = max(pairs.values())
+    common = example_workloads(model, ParsedListing(files=list(tied), parsed=tied,
+                                                    unparsed=[]))[0]
+    assert common.kernels == top
+    assert common.ties == sum(1 for n in pairs.values() if n == top) > 1
     model.receipts = [Receipt(value="2", label="two", conditions=["x"],
                               terms=[["bias in ['no', 'alibi']", "F_bias", "alibi", "no"],
                                      ["dtype == 'fp16'", "F_dtype", "fp16"]])]

@@ -134,6 +134,9 @@ class Workload:
     kernel_type: str = ""
     #: Of its listed kernels, how many carry the values (kind ``common``/``pairs``).
     kernels: int = 0
+    #: Kind ``common``: how many pairs have that many kernels (the first in the
+    #: segments' order is taken; more than one means the choice is a tie).
+    ties: int = 1
     #: Kind ``receipt``: the receipt value and its label.
     receipt: str = ""
     label: str = ""

@@ -48,7 +48,8 @@ def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
         order = _order(main, first, second)
         (a, b), count = max(pairs.items(), key=lambda kv: (kv[1], -order[kv[0]]))
         found.append(Workload("common", [_need(main, first, [a]), _need(main, second, [b])],
-                              main.class_name, count))
+                              main.class_name, count,
+                              ties=sum(1 for n in pairs.values() if n == count)))
         needs = []
         for index in (first, second):
             values = Counter(r[index] for r in rows)

@@ -127,7 +127,7 @@ def _example_title(workload: Workload) -> Inlines:
     # themselves follow in the `:need:` line under it
     segments = " and ".join(n.segment for n in workload.needs)
     if workload.kind == "receipt":
-        return ["What receipt ", Code("-r %s" % workload.receipt), " keeps"]
+        return ["The set within receipt ", Code("-r %s" % workload.receipt), "'s values"]
     if workload.kind == "common":
         return ["The most common pair of %s (%s)" % (segments, plural(workload.kernels,
                                                                        "kernel"))]
@@ -137,9 +137,18 @@ def _example_title(workload: Workload) -> Inlines:
 def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
     workload, rec = example.workload, example.recommendation
     blocks: List[Block] = [SubHeading(_example_title(workload))]
-    if workload.kind == "receipt" and workload.label:
-        blocks.append(Para(["generate.py's ", Code("--receipt"), " help says: %s"
-                            % workload.label]))
+    if workload.kind == "receipt":
+        if workload.label:
+            blocks.append(Para(["generate.py's ", Code("--receipt"), " help says: %s"
+                                % workload.label]))
+        # the need holds the values the receipt's rule keeps; the policy decides every
+        # other segment, so the set is not what `-r` alone generates
+        blocks.append(Para(["The values below are those its rule keeps; the policy decides "
+                            "every other segment, so the set can be smaller than what ",
+                            Code("-r %s" % workload.receipt), " generates."]))
+    if workload.kind == "common" and workload.ties > 1:
+        blocks.append(Para(["%d pairs have %s; the first in the segments' order is taken."
+                            % (workload.ties, plural(workload.kernels, "kernel"))]))
     need = "; ".join("%s=%s" % (n.segment, ",".join(n.given)) for n in workload.needs)
     blocks.append(Para([Code(":need: " + need)]))
     if rec is None:
