@@ -207,3 +207,23 @@ def test_kernels_only_a_dead_dispatcher_launches_are_left_out(tmp_path):
     assert rec.never_run_left_out == len(v3_only)
     assert rec.unreachable_facts == {}
     assert "every generated kernel is reached" in _links_text(rec)
+
+
+def test_a_set_without_the_full_dispatch_file_says_what_it_cannot_use(tmp_path, monkeypatch):
+    """When generate.py cannot write the full API's dispatch file, the set still stands
+    and its notes say why coupling and the dispatch conditions are not used, with the
+    first line of the failure."""
+    from sphinxext_fmha.process.launch import GenerateError
+    from sphinxext_fmha.render.sections.set_notes import set_notes
+
+    session = Session(_make(tmp_path, "base"), cache_dir=tmp_path / "cache")
+
+    def refuse(request):
+        raise GenerateError("write mode refused\nsecond line")
+
+    monkeypatch.setattr(session.runner, "generate_api_file", refuse)
+    rec = session.recommend("toy")
+    assert rec.runs and rec.verified
+    notes = set_notes(rec)
+    assert ["the full API dispatch file is not available (write mode refused): coupling and "
+            "dispatch conditions are not used"] == [n for n in notes if "dispatch file" in n]

@@ -46,8 +46,8 @@ class FilterMiss:
 @dataclass
 class Note:
     """A note on a set or a check, as facts (the renderers say it): ``kind`` names what
-    happened, ``values`` its numbers and names. A set's kinds: ``said`` (``text``: a
-    note of the caller's), ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
+    happened, ``values`` its numbers and names. A set's kinds: ``api_file_unavailable``
+    (``error``), ``conditions_unread`` (``error``), ``superset`` (``extra``: {sub-type: kernels}),
     ``prediction_differs`` (``predicted``, ``claimed``), ``runs_differ`` (``union``,
     ``claimed``, ``missing``, ``extra``), ``write_fails`` (``filter``, ``error``),
     ``driver_differs`` (``driven``, ``union``), ``driver_failed`` and ``write_unread``

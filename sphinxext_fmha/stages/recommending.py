@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..model import FilterCheck, Need
+from ..model import FilterCheck, Need, Note
 from ..options import Options
 from ..process.ahead_pool import in_background
 from ..process.driver import cached_listing, cached_write
@@ -50,8 +50,7 @@ def recommend_inputs(runner: GenerateRunner, base: Baseline, needs: Sequence[Nee
     try:
         inputs.full_api = runner.generate_api_file(base.request())
     except GenerateError as error:
-        inputs.notes.append("the full API dispatch file is not available (%s): coupling "
-                            "and dispatch conditions are not used" % str(error).splitlines()[0])
+        inputs.notes.append(Note("api_file_unavailable", {"error": str(error).splitlines()[0]}))
         return inputs
     # read while the recommendation's filtered runs run (both take seconds)
     inputs.read_conditions = read_conditions

@@ -68,7 +68,8 @@ class RecommendInputs:
     #: reads ``conditions`` (the API dispatch file's reading, as costly as the filtered
     #: runs): called while the runs run; when it raises, a note says what is lost
     read_conditions: Optional[Callable[[], Dict[str, List[str]]]] = None
-    notes: List[str] = field(default_factory=list)
+    #: notes from the step that gathered the inputs, as facts
+    notes: List[Note] = field(default_factory=list)
     #: kernel file -> its tile's own name (:func:`~.tile_table.tile_names`)
     tile_names: Dict[str, str] = field(default_factory=dict)
     #: the workload (:func:`~.needs.resolve_needs`); empty: the default minimal set
@@ -132,8 +133,7 @@ def prepare(inputs: RecommendInputs) -> Prepared:
     model = inputs.model
     kernels = kernels_of(inputs.baseline)
     type_of = {k.file: k.kernel_type for k in kernels}
-    result = Recommendation(api=model.api, note_facts=[Note("said", {"text": text})
-                                                       for text in inputs.notes])
+    result = Recommendation(api=model.api, note_facts=list(inputs.notes))
     coupling = _coupling(inputs, type_of)
     followers = set(coupling.followers) if coupling else set()
     deciding = [k.class_name for k in model.kernel_types if k.class_name not in followers]

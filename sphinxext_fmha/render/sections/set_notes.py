@@ -15,7 +15,9 @@ def _tail(values: Dict[str, Any]) -> str:
 
 
 _SAY: Dict[str, Callable[[Dict[str, Any]], str]] = {
-    "said": lambda v: v["text"],
+    "api_file_unavailable": lambda v: "the full API dispatch file is not available (%s): "
+                                      "coupling and dispatch conditions are not used"
+                                      % v["error"],
     "conditions_unread": lambda v: "dispatch conditions unavailable (%s): what you lose is "
                                    "told without them" % v["error"],
     "superset": lambda v: "no filter of this tree's semantics selects exactly the keep set: "
