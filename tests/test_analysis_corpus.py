@@ -521,8 +521,15 @@ def test_283_bwd_splits_the_filter_on_at(corpus_models, corpus_root, tree, api, 
         assert roles[expected[part.position]].filter_position == part.position
     assert [p.missing_becomes for p in spec.parts[1:]] == ["*", "*"]
     assert spec.unfiltered_types == []
-    assert spec.drops == "trait"
     assert _splits_on(corpus_root(tree), "@", "fmha_bwd.py")  # read here: .split('@')
+    # generate.py's own answer (the oracle of "trait"): a pattern no dot_do_o kernel
+    # matches, '*' for the other two sub-types, lists nothing, where filtering kernel by
+    # kernel would keep the convert_dq and dq_dk_dv kernels of the independent listing
+    listed = corpus_models.get(tree, api, mask).listing.kernels
+    assert [n for n in listed if not n.startswith("fmha_bwd_dot_do_o_")]
+    assert run_listing(fmha_dir(corpus_root(tree)), api, mask,
+                       extra=["-f", "no-such-kernel@*@*"]).kernels == []
+    assert spec.drops == "trait"
 
 
 @pytest.mark.parametrize("tree, api, mask", _cases(masks=MASKS, trees={AITER}, apis={"fwd"}))
