@@ -4,7 +4,8 @@
   byte the one a real ``generate.py -o`` writes, and each kernel's trait key is the key
   of the kernel file written there (read with the same C++ reader, from the real file).
 * The probe's listing is an independent ``generate.py -l``'s, and so is the listing of
-  the other ``--mask`` mode that it makes too (``--also-list``), in its interpreter.
+  the other ``--mask`` mode that it makes too (``--also-list``), in its interpreter
+  (not compared on aiter's bwd: :data:`ALSO_LIST_LEFT_OUT`).
 * Perturbing one representative per (field, value, name layout) gives every record the
   influence that perturbing every field of every kernel gives.
 
@@ -36,6 +37,12 @@ pytest_plugins = ["helpers.plugins_analysis"]
 
 CORPUS = load_corpus()
 AITER = "amd-aiter-0.1.7.post2.dev18"
+
+#: The other --mask listing is compared with an independent one on every API but aiter's
+#: bwd, whose -m generic listing is the costliest listing of the suite (more kernels than
+#: its 15,156) and read by no other test (its -m generic model is left out too): the
+#: probe makes it with the same code on the 21 other APIs, three bwd among them.
+ALSO_LIST_LEFT_OUT = {(AITER, "bwd")}
 
 # With the analysis tests of the API's default mask: their Session probes with the same
 # arguments (its other --mask listing included), so the probe here is read back.
@@ -69,6 +76,8 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis
     assert same_pairing(dispatch["kernel_traits"], traits)
     listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, None)
     assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
+    if (tree, api) in ALSO_LIST_LEFT_OUT:
+        return
     also = observe_also(fmha_dir(root), ["-a", api], _other_listing(api), cache=analysis_cache)
     assert "listing" in also and not also["error"], also
     listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, "generic")
