@@ -21,15 +21,19 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe, observe_also, read_result
+from sphinxext_fmha.analysis.observe import PROBE_SCRIPT, TRAIT_READER, observe_also, read_result
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
-from helpers.analysis_fixtures import cached_listing, with_analysis_group
+from helpers.analysis_fixtures import (
+    cached_listing,
+    other_mask_listing,
+    session_probe,
+    with_analysis_group,
+)
 from helpers.independent import same_pairing, written_run
 
 pytestmark = pytest.mark.corpus
@@ -50,22 +54,11 @@ DISPATCH_CASES = with_analysis_group([(tree.name, api) for tree in CORPUS
                                       for api in sorted(tree.apis)])
 
 
-def _other_listing(api: str) -> list:
-    """The other --mask listing a page's session has its probe make too."""
-    return ["-a", api, "-m", "generic"]
-
-
-def _session_probe(root: Path, api: str, cache) -> dict:
-    """The probe of ``api`` as a page's session runs it: read back from the shared cache
-    once the group's analysis made it."""
-    return observe(fmha_dir(root), ["-a", api], also_list=_other_listing(api), cache=cache)
-
-
 @pytest.mark.parametrize("tree, api", DISPATCH_CASES)
 def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis_cache,
                                                            analysis_cache_dir, tree, api):
     root = corpus_root(tree)
-    observed = _session_probe(root, api, analysis_cache)
+    observed = session_probe(root, api, analysis_cache)
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
     written = written_run(root, api)
@@ -78,7 +71,7 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis
     assert {n for n in observed["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
     if (tree, api) in ALSO_LIST_LEFT_OUT:
         return
-    also = observe_also(fmha_dir(root), ["-a", api], _other_listing(api), cache=analysis_cache)
+    also = observe_also(fmha_dir(root), ["-a", api], other_mask_listing(api), cache=analysis_cache)
     assert "listing" in also and not also["error"], also
     listed = cached_listing(analysis_cache_dir, fmha_dir(root), api, "generic")
     assert {n for n in also["listing"] if not n.endswith("_api.cpp")} == set(listed.kernels)
@@ -100,7 +93,7 @@ def test_representative_perturbation_equals_perturbing_every_kernel(corpus_root,
                     "--perturb-all", "-a", api], cwd=fmha_dir(root), check=True,
                    capture_output=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     every = read_result(out.read_bytes())
-    few = _session_probe(root, api, analysis_cache)
+    few = session_probe(root, api, analysis_cache)
     assert [r["name"] for r in every["records"]] == [r["name"] for r in few["records"]]
     wrong = [(r["name"], p, v, f["influence"].get(p))
              for r, f in zip(every["records"], few["records"])

@@ -99,6 +99,20 @@ def with_analysis_group(cases: List[Tuple]) -> list:
             for case in cases]
 
 
+def session_probe(root: Path, api: str, cache) -> dict:
+    """The probe of ``api`` as a page's session runs it (its other ``--mask`` listing
+    too): read back from the shared cache once the API's analysis group made it."""
+    from sphinxext_fmha.analysis.observe import observe
+
+    return observe(Path(root) / FMHA_SUBDIR, ["-a", api], also_list=other_mask_listing(api),
+                   cache=cache)
+
+
+def other_mask_listing(api: str) -> List[str]:
+    """The other --mask listing a page's session has its probe make too."""
+    return ["-a", api, "-m", "generic"]
+
+
 def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],
                    python: str = sys.executable) -> Listing:
     """:func:`run_listing`, kept in ``store`` keyed by the tree's content (our own files,
