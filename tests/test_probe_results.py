@@ -30,11 +30,12 @@ from sphinxext_fmha.locate import fmha_dir
 
 from helpers.analysis_fixtures import (
     cached_listing,
+    cached_write,
     other_mask_listing,
     session_probe,
     with_analysis_group,
 )
-from helpers.independent import same_pairing, written_run
+from helpers.independent import same_pairing, written_folder
 
 pytestmark = pytest.mark.corpus
 pytest_plugins = ["helpers.plugins_analysis"]
@@ -61,9 +62,7 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis
     observed = session_probe(root, api, analysis_cache)
     dispatch = observed["dispatch"]
     assert not dispatch.get("error"), dispatch.get("error")
-    written = written_run(root, api)
-    assert written is not None, "generate.py -a %s -o failed" % api
-    name, text, traits = written
+    name, text, traits = written_folder(cached_write(root, api))
     assert dispatch["api_file"] == name
     assert dispatch["text"] == text
     assert same_pairing(dispatch["kernel_traits"], traits)

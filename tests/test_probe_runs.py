@@ -5,7 +5,8 @@ made, so no ``generate.py -l -m ...`` process runs for it.
 
 The oracle is written here: a plain interpreter runs generate.py to its end once per
 filter, with an fnmatch of its own that records the first calls, lets them pass and
-refuses every later one (what the probe's marker runs mean).
+refuses every later one (what the probe's marker runs mean). On a corpus tree the probe
+checked is the one a page's session ran, read back from its API's analysis group.
 """
 
 from __future__ import annotations

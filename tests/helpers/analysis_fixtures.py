@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,10 +20,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pytest
 
-from sphinxext_fmha.cachedir import file_lock
+from sphinxext_fmha.cachedir import cache_root, file_lock
 from sphinxext_fmha.model import ApiModel, KernelType, Segment
 
-from helpers.independent import listed_lines
+from helpers.independent import listed_lines, written_to
 
 FMHA_SUBDIR = "example/ck_tile/01_fmha"
 
@@ -134,6 +135,33 @@ def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Option
         tmp.write_text(json.dumps(listing.__dict__), encoding="utf-8")
         os.replace(tmp, path)
     return listing
+
+
+def results_store() -> Path:
+    """The folder the tests of one session share their independent runs in: the
+    session's results folder (``FMHA_CACHE_DIR``, made by conftest.py for the controller
+    and its pytest-xdist workers), or ``FMHA_ANALYSIS_TEST_CACHE`` (kept between sessions)."""
+    env = os.environ.get("FMHA_ANALYSIS_TEST_CACHE", "").strip()
+    path = Path(env).expanduser() if env else cache_root()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cached_write(root: Path, api: str, *args: str) -> Path:
+    """The folder a separate ``generate.py -a API ARGS -o DIR`` (which must succeed) wrote:
+    written once per session for a tree's content, API and arguments, in
+    :func:`results_store` (as :func:`cached_listing`; a second worker that needs it waits
+    for the first). Read it, never change it: other tests read the same folder."""
+    fmha_dir = Path(root) / FMHA_SUBDIR
+    key = content_key(fmha_dir, "write", api, *args, sys.executable, sys.version)
+    path = results_store() / "independent-writes" / key
+    with file_lock(path.with_suffix(".lock")):
+        if not path.is_dir():
+            tmp = path.with_name("%s.tmp%d" % (key, os.getpid()))
+            shutil.rmtree(tmp, ignore_errors=True)
+            written_to(Path(root), api, tmp, *args)
+            os.replace(tmp, path)
+    return path
 
 
 # --------------------------------------------------------------------------- snapshots
