@@ -16,7 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import pytest
 
@@ -115,12 +115,12 @@ def other_mask_listing(api: str) -> List[str]:
 
 
 def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],
-                   python: str = sys.executable) -> Listing:
+                   python: str = sys.executable, extra: Sequence[str] = ()) -> Listing:
     """:func:`run_listing`, kept in ``store`` keyed by the tree's content (our own files,
     not the library's cache) so a persistent test cache can skip the slow runs."""
     if store is None:
-        return run_listing(fmha_dir, api, mask, python=python)
-    key = content_key(fmha_dir, api, mask, python, sys.version)
+        return run_listing(fmha_dir, api, mask, python=python, extra=extra)
+    key = content_key(fmha_dir, api, mask, python, sys.version, *extra)
     path = Path(store) / "independent-listings" / (key + ".json")
     # One listing per key for the whole session: a second worker that needs it while
     # the first runs it waits for it (aiter's bwd takes a minute and a half to list).
@@ -130,7 +130,7 @@ def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Option
                 return Listing(**json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, TypeError):
                 pass
-        listing = run_listing(fmha_dir, api, mask, python=python)
+        listing = run_listing(fmha_dir, api, mask, python=python, extra=extra)
         tmp = path.with_suffix(".tmp%d" % os.getpid())
         tmp.write_text(json.dumps(listing.__dict__), encoding="utf-8")
         os.replace(tmp, path)
@@ -145,6 +145,16 @@ def results_store() -> Path:
     path = Path(env).expanduser() if env else cache_root()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def shared_listing(root: Path, api: str, *args: str) -> Set[str]:
+    """The kernel files (the API file left out) ``generate.py -a API ARGS -l`` lists for a
+    corpus tree, which no test changes: listed once per session for the tree's content,
+    API and arguments (:func:`cached_listing`, whose listings the analysis groups make)."""
+    fmha_dir = Path(root) / FMHA_SUBDIR
+    if len(args) == 2 and args[0] == "-m":
+        return set(cached_listing(results_store(), fmha_dir, api, args[1]).kernels)
+    return set(cached_listing(results_store(), fmha_dir, api, None, extra=args).kernels)
 
 
 def cached_write(root: Path, api: str, *args: str) -> Path:
