@@ -116,8 +116,9 @@ _KERNELS = {(tree.name, api): count for tree in CORPUS for api, count in tree.ap
 
 def _group_kernels(item) -> int:
     """The kernels of the corpus API an item's xdist group works on (``analysis-``,
-    ``batch-``, ``probe-<tree>-<api>[-<mask>]``); for a group that builds whole sites
-    (``docs-site``, ``release``: every API of a tree) those of the largest API; 0 for an
+    ``batch-``, ``probe-<tree>-<api>[-<mask>]``); for a group that builds whole sites or
+    checks every API of a tree (``docs-site``, ``release``, ``playground-<tree>``) those
+    of the largest API; 0 for an
     item in no group. A group's cost grows with them (aiter's bwd, 15k kernels, is
     minutes of a 2-core machine), and a costly group started last would end the session
     alone on one worker."""

@@ -41,10 +41,10 @@ from helpers.analysis_fixtures import (
     pycache_dirs,
     run_listing,
     segment_isolation_problems,
+    shared_listing,
     snapshot,
     snapshot_diff,
 )
-from helpers.independent import independent_listing
 
 pytest_plugins = ["helpers.plugins_analysis"]
 pytestmark = pytest.mark.corpus
@@ -390,7 +390,7 @@ def test_each_field_is_placed_in_its_own_sub_types_class(corpus_models, corpus_r
 @pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V283},
                                                  apis={"fwd_splitkv"}))
 def test_a_receipt_rule_no_listed_kernel_meets_keeps_none(corpus_models, corpus_root, tree,
-                                                          api, mask, tmp_path):
+                                                          api, mask):
     """2.8.3 fwd_splitkv's PyTorch receipt tests ``dtype in ['fp16, bf16']``: the page says
     no listed kernel meets it, and ``-r 4`` lists no split-KV kernel (its combine kernels
     come from another function); ``-r 2``, which says nothing of the kind, lists some."""
@@ -399,7 +399,7 @@ def test_a_receipt_rule_no_listed_kernel_meets_keeps_none(corpus_models, corpus_
     assert receipts["4"].unmet[0][:2] == ["dtype in ['fp16, bf16']", "F_dtype"]
 
     def split_kv(receipt: str) -> set:
-        listed = independent_listing(corpus_root(tree), api, tmp_path, "-r", receipt)
+        listed = shared_listing(corpus_root(tree), api, "-r", receipt)
         return {n for n in listed if not n.startswith("fmha_fwd_splitkv_combine")}
 
     assert split_kv("4") == set()
@@ -409,7 +409,7 @@ def test_a_receipt_rule_no_listed_kernel_meets_keeps_none(corpus_models, corpus_
 @pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V281},
                                                  apis={"bwd"}))
 def test_a_receipt_rule_every_listed_kernel_meets_drops_none(corpus_models, corpus_root,
-                                                             tree, api, mask, tmp_path):
+                                                             tree, api, mask):
     """2.8.1 bwd's aiter receipt 600 has three rules: dq_dk_dv kernels need fp16/bf16 and
     ``dpad == dvpad``; the dot_do_o and the convert_dq kernels need fp16/bf16 alone, which
     every listed kernel is. The page says those two drop none of them; ``-r 600`` lists
@@ -439,8 +439,8 @@ def test_a_receipt_rule_every_listed_kernel_meets_drops_none(corpus_models, corp
                 "convert_dq": {n for n in names if n.startswith(prefixes[1])},
                 "dq_dk_dv": {n for n in names if not n.startswith(prefixes)}}
 
-    plain = kinds(independent_listing(root, api, tmp_path))
-    receipt = kinds(independent_listing(root, api, tmp_path, "-r", "600"))
+    plain = kinds(shared_listing(root, api))
+    receipt = kinds(shared_listing(root, api, "-r", "600"))
     assert plain["dot_do_o"] and receipt["dot_do_o"] == plain["dot_do_o"]
     assert plain["convert_dq"] and receipt["convert_dq"] == plain["convert_dq"]
     assert receipt["dq_dk_dv"] < plain["dq_dk_dv"]
@@ -449,7 +449,7 @@ def test_a_receipt_rule_every_listed_kernel_meets_drops_none(corpus_models, corp
 @pytest.mark.parametrize("tree, api, mask", _cases(masks=(None,), trees={V283},
                                                  apis={"batch_prefill"}))
 def test_receipts_a_module_tests_only_some_of_are_said_untested(corpus_models, corpus_root,
-                                                                tree, api, mask, tmp_path):
+                                                                tree, api, mask):
     """generate.py's help names 100-199 for Aiter; batch_prefill tests ``receipt == 100``
     only, so 101-199 is listed among the receipts the module does not reference, and
     ``-r 101`` lists what no ``-r`` lists. Each tested receipt carries the module's own
@@ -459,9 +459,9 @@ def test_receipts_a_module_tests_only_some_of_are_said_untested(corpus_models, c
     assert "101-199" in receipts and "referenced in this module" in receipts["101-199"].reading
     assert "100" in receipts and "100-199" not in receipts
     root = corpus_root(tree)
-    everything = independent_listing(root, api, tmp_path)
-    assert independent_listing(root, api, tmp_path, "-r", "101") == everything
-    assert independent_listing(root, api, tmp_path, "-r", "100") != everything
+    everything = shared_listing(root, api)
+    assert shared_listing(root, api, "-r", "101") == everything
+    assert shared_listing(root, api, "-r", "100") != everything
     source, line = receipts["200"].where.rsplit(":", 1)
     lines = (fmha_dir(root) / source).read_text(encoding="utf-8").splitlines()
     above = lines[int(line) - 2].strip()
@@ -521,8 +521,15 @@ def test_283_bwd_splits_the_filter_on_at(corpus_models, corpus_root, tree, api, 
         assert roles[expected[part.position]].filter_position == part.position
     assert [p.missing_becomes for p in spec.parts[1:]] == ["*", "*"]
     assert spec.unfiltered_types == []
-    assert spec.drops == "trait"
     assert _splits_on(corpus_root(tree), "@", "fmha_bwd.py")  # read here: .split('@')
+    # generate.py's own answer (the oracle of "trait"): a pattern no dot_do_o kernel
+    # matches, '*' for the other two sub-types, lists nothing, where filtering kernel by
+    # kernel would keep the convert_dq and dq_dk_dv kernels of the independent listing
+    listed = corpus_models.get(tree, api, mask).listing.kernels
+    assert [n for n in listed if not n.startswith("fmha_bwd_dot_do_o_")]
+    assert run_listing(fmha_dir(corpus_root(tree)), api, mask,
+                       extra=["-f", "no-such-kernel@*@*"]).kernels == []
+    assert spec.drops == "trait"
 
 
 @pytest.mark.parametrize("tree, api, mask", _cases(masks=MASKS, trees={AITER}, apis={"fwd"}))

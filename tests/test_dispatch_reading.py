@@ -21,6 +21,7 @@ from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.render.sections.never_run import never_run_text, never_run_texts
 from sphinxext_fmha.session import Options, Session
 
+from helpers.analysis_fixtures import cached_write
 from helpers.dispatch_oracle import COMMENT as _COMMENT
 from helpers.dispatch_oracle import LEAF as _LEAF
 from helpers.dispatch_oracle import USING as _USING
@@ -73,8 +74,8 @@ def _segment_of(model, token: str):
 
 @pytest.mark.parametrize("name,api,token,pattern", [
     pytest.param(*case, id="%s-%s-%s" % case[:3], marks=_group(*case[:2])) for case in CASES])
-def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path,
-                                                  name, api, token, pattern):
+def test_token_conditions_match_independent_read(corpus_root, sessions, name, api, token,
+                                                  pattern):
     from sphinxext_fmha.verify.token_facts import token_dispatch
 
     session = _session(sessions, corpus_root, name)
@@ -83,7 +84,7 @@ def test_token_conditions_match_independent_read(corpus_root, sessions, tmp_path
     reading = session.dispatch_reading(api)
     facts = token_dispatch(model, listing.files, reading)
     kernel_type, index, segment = _segment_of(model, token)
-    folder = generate(corpus_root(name), api, tmp_path / "out", *(["-f", pattern] if pattern else []))
+    folder = cached_write(corpus_root(name), api, *(["-f", pattern] if pattern else []))
     oracle = oracle_conditions(folder)
     assert oracle, "the independent reader paired no kernel with its if-chain"
     nested = nested_branch_terms(folder)
@@ -160,13 +161,13 @@ def test_splitkv_unreferenced_combine_kernels(corpus_root, sessions):
 
 
 @_group("flash-attn-2.8.3", "fwd")
-def test_branches_that_hold_for_no_call(corpus_root, sessions, tmp_path):
+def test_branches_that_hold_for_no_call(corpus_root, sessions):
     """2.8.3's fmha_fwd tries its unpadded d96 kernels inside the ``hdim_q <= 96``
     branch under ``a.hdim_q % 128 == 0``: no head size but 0 meets both, so those
     kernels are compiled and never run. Independent read: the innermost condition of
     each kernel's call in the written API file, and the head size in its name."""
     root = corpus_root("flash-attn-2.8.3")
-    out = generate(root, "fwd", tmp_path / "out")
+    out = cached_write(root, "fwd")
     api = next(out.glob("*_api.cpp")).read_text()
     assert re.search(r"t\.hdim_q\s*<=\s*96\b", api)  # d96 kernels sit under hdim_q <= 96
     expected = set()
@@ -397,7 +398,7 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
 
 
 @_group("flash-attn-2.8.3", "batch_prefill")
-def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
+def test_pad_try_order_matches_the_api_file(corpus_root, sessions):
     """The try order the guide reports for the pad segment is the source order of the
     kernels' `if` blocks in the API file (read here with the regex reader)."""
     from sphinxext_fmha.verify.token_facts import token_dispatch
@@ -408,7 +409,7 @@ def test_pad_try_order_matches_the_api_file(corpus_root, sessions, tmp_path):
     listing = session.runner.list_kernels(session.tree.request(api, Options()))
     facts = token_dispatch(model, listing.files, session.dispatch_reading(api))
     orders = facts.orders[("FmhaFwdKernel", "pad")]
-    folder = generate(corpus_root(name), api, tmp_path / "out")
+    folder = cached_write(corpus_root(name), api)
     api_text = next(folder.glob("*_api.cpp")).read_text()
     at = {}
     for m in _LEAF.finditer(api_text):
@@ -454,7 +455,7 @@ def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions)
 
 @_group("flash-attn-2.8.3", "fwd")
 def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
-        corpus_root, sessions, tmp_path):
+        corpus_root, sessions):
     """2.8.3 fwd's hdim segment is dispatched at level ``(hdim, hdim_v)``, but its
     table's conditions are on ``t.hdim_q`` only: the sentence under it says each token's
     ``t.hdim_v`` terms with their kernel counts, as the independent reader finds them in
@@ -473,7 +474,7 @@ def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
     for token, terms in re.findall(r"`(_d\d+)`: (.*?)(?:;|\.$)", line):
         found = re.findall(r"`([^`]*)`(?: \((\d+) kernels\))?", terms)
         said[token] = {term: int(count) if count else None for term, count in found}
-    folder = generate(corpus_root(name), "fwd", tmp_path / "out")
+    folder = cached_write(corpus_root(name), "fwd")
     # the oracle: each leaf's trait under the last `if (...t.hdim_v...)` header before it
     api = next(folder.glob("*_api.cpp")).read_text()
     headers = [(m.start(), _norm(m.group(1))) for m in re.finditer(
@@ -506,7 +507,7 @@ def test_a_level_variable_the_token_table_leaves_out_is_said_token_by_token(
 
 @_group("flash-attn-2.8.3", "bwd")
 def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_choice(
-        corpus_root, sessions, tmp_path):
+        corpus_root, sessions):
     """2.8.3 bwd launches each dot_do_o kernel from many branches, which part on the
     mask, bias, dropout... of its dq_dk_dv partner. A term all of them have (the batch
     ``t.is_group_mode == false``) selects the dot_do_o kernel itself: it is among that
@@ -516,7 +517,7 @@ def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_ch
     session = _session(sessions, corpus_root, "flash-attn-2.8.3")
     reading = session.dispatch_reading("bwd")
     # d32 fp16 only: every branch of those kernels is written, in every part of the filter
-    folder = generate(corpus_root("flash-attn-2.8.3"), "bwd", tmp_path / "out", "-f",
+    folder = cached_write(corpus_root("flash-attn-2.8.3"), "bwd", "-f",
                       "*_d32_fp16_*@*_d32_fp16_*@*_d32_fp16_*")
     api = _COMMENT.sub("", next(folder.glob("*_api.cpp")).read_text())
     launches: Dict[str, List[set]] = {}  # dot_do_o trait -> each branch's terms

@@ -14,7 +14,7 @@ import pytest
 from sphinxext_fmha.corpus import fetch_tree, tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 
-from helpers.independent import independent_listing
+from helpers.analysis_fixtures import shared_listing
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PINNED = "flash-attn-2.8.3"  # docs/conf.py's tree
@@ -32,7 +32,8 @@ def site(tmp_path_factory):
 
 
 def independent(api: str, args, tmp: Path):
-    return independent_listing(fetch_tree(tree_by_name(PINNED)), api, tmp, *args)
+    """generate.py's listing, once per session and arguments (helpers.analysis_fixtures)."""
+    return shared_listing(fetch_tree(tree_by_name(PINNED)), api, *args)
 
 
 def flat(path: Path) -> str:
@@ -109,7 +110,7 @@ def test_moving_to_a_newer_ck_counts_are_generate_pys(site, tmp_path):
                                              ("fwd_splitkv", "flash-attn-2.8.1"),
                                              ("fwd_splitkv", "flash-attn-2.7.4.post1")]
     for pattern, api, tree, old, new in found:
-        older = independent_listing(fetch_tree(tree_by_name(tree)), api, tmp_path, "-f", pattern)
+        older = shared_listing(fetch_tree(tree_by_name(tree)), api, "-f", pattern)
         assert len(older) == int(old), (api, tree)
         assert len(independent(api, ["-f", pattern], tmp_path)) == int(new), (api, tree)
     assert (found[0][3], found[0][4]) == ("7776", "0")  # the issue's headline, as measured

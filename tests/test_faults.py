@@ -498,12 +498,31 @@ def test_a_broken_stderr_is_no_error(tmp_path, good_root):
 
 def test_generate_says_it_is_still_running(tmp_path):
     """A ``generate`` run that takes a while says so (``--progress always``; by default
-    when stderr is a terminal)."""
-    case = Case(tmp_path, broken_tree(tmp_path, "sleeps_when_filtered"))
-    ran = case.cli("generate", "--api", "toy", "-f", "*_d64_*", "-f", "*_d128_*", "-l",
-                   str(tmp_path / "kernels.txt"), "--progress", "always")
-    assert ran.returncode == 0, ran.stderr
-    assert "generate.py -a toy with 2 filters: still running (5 s)" in ran.stderr, ran.stderr
+    when stderr is a terminal). The filtered run waits at a gate the test opens once the
+    line is there: the run lasts as long as the check needs, never a guessed time."""
+    case = Case(tmp_path, broken_tree(tmp_path, "waits_for_an_edit_in_a_filtered_run"))
+    gate = tmp_path / "gate"
+    case.env["FMHA_FAULT_GATE"] = str(gate)
+    argv = [sys.executable, "-m", "sphinxext_fmha", "generate", "--ck-root", str(case.root),
+            "--cache-dir", str(tmp_path / "cache"), "--api", "toy", "-f", "*_d64_*",
+            "-f", "*_d128_*", "-l", str(tmp_path / "kernels.txt"), "--progress", "always"]
+    err = tmp_path / "stderr.txt"
+    with open(err, "wb") as sink:  # a file, not a pipe: the package's watchdog holds its
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=case.env,  # stderr after the run
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=sink, start_new_session=True)
+    deadline = time.monotonic() + 300  # bounds a run that never says it: no hang
+    while proc.poll() is None and "still running" not in err.read_text() \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    gate.touch()
+    returncode = proc.wait(timeout=300)
+    stderr = err.read_text()
+    assert returncode == 0, stderr
+    said = re.findall(r"^generate\.py -a toy with 2 filters: still running \((\d+) s\)$",
+                      stderr, re.M)
+    assert said and int(said[0]) >= 5, stderr  # the first line after PROGRESS_EVERY (5 s)
+    assert len((tmp_path / "kernels.txt").read_text().split()) > 0
     case.assert_clean()
 
 

@@ -6,11 +6,9 @@ expectations are read off them by hand, not from the code under test.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sphinxext_fmha.verify.mask_modes import compare_mask_modes
 
-from helpers.independent import independent_listing
+from helpers.analysis_fixtures import shared_listing
 
 # Same length names: the mask word of one kernel stands where a feature word of another
 # stands. Only the words between the same neighbours are the mask vocabulary.
@@ -65,10 +63,10 @@ def test_words_left_out_when_off_are_no_mask_values():
     assert modes.hard_coded == {}
 
 
-def test_flash_attn_283_bwd_has_no_hard_coded_mask_value(corpus_root, tmp_path: Path):
+def test_flash_attn_283_bwd_has_no_hard_coded_mask_value(corpus_root):
     root = corpus_root("flash-attn-2.8.3")
-    simplified = sorted(independent_listing(root, "bwd", tmp_path))
-    generic = sorted(independent_listing(root, "bwd", tmp_path, "-m", "generic"))
+    simplified = sorted(shared_listing(root, "bwd"))
+    generic = sorted(shared_listing(root, "bwd", "-m", "generic"))
     modes = compare_mask_modes("simplified", simplified, "generic", generic)
     # read by hand from the two listings: 'mask' becomes 'mc' and 'mg'
     assert modes.only_this == ["mask"]

@@ -15,7 +15,6 @@ import pytest
 from sphinxext_fmha.analysis.analyze import Options
 from sphinxext_fmha.directives.playground import fmha_playground
 from sphinxext_fmha.render.playground_data import ALPHABET, _pack_rows, playground_data, to_script_json
-from sphinxext_fmha.session import Session
 
 # the same reproducible set-up as the directive tests
 from helpers.project import build, write_project
@@ -130,10 +129,11 @@ def test_script_json_cannot_close_its_script():
 
 
 @pytest.mark.xdist_group("analysis-%s-bwd-default" % AITER)
-def test_largest_api_stays_small(corpus_root, analysis_cache_dir):
+def test_largest_api_stays_small(analysis_sessions):
     """aiter's bwd (15,156 kernels, the corpus' largest API): the whole embedded data
-    stays under the bound, and it does carry every kernel and every trait."""
-    session = Session(corpus_root(AITER), cache_dir=analysis_cache_dir / "runs")
+    stays under the bound, and it does carry every kernel and every trait. (The group's
+    session: its model, listing and traits, not built a second time.)"""
+    session = analysis_sessions(AITER)
     options = Options()
     model = session.model("bwd", options)
     listing = session.runner.list_kernels(session.tree.request("bwd", options))

@@ -1,6 +1,6 @@
 """The filter playground in a real browser, against generate.py itself.
 
-For every API of two corpus trees whose ``-f`` rules differ (flash-attn 2.8.1: the
+For the APIs of two corpus trees whose ``-f`` rules differ (flash-attn 2.8.1: the
 ``@`` parts filter each sub-type on its own, an empty part is not applied;
 flash-attn 2.8.3: bwd keeps a kernel only when its whole trait matches, an empty
 part matches nothing, a missing one becomes ``*``), a page with the playground is
@@ -12,6 +12,12 @@ Chromium comes from Debian (``.ci/install-browser``; ``FMHA_CHROMIUM`` names ano
 never from ``playwright install``; without it (or without the playwright package, or
 with ``FMHA_NO_BROWSER=1``) the test is skipped with the reason.
 ``FMHA_PLAYGROUND_TREES`` (comma-separated corpus names) overrides the trees.
+
+The last tree is checked on every API; an earlier one only on the APIs whose filtering
+code (the lines of generate.py and of the API's codegen module that call ``fnmatch`` or
+``.split(``, read here) differs from the last tree's: 2.8.1's bwd. Its other APIs filter
+with the very lines 2.8.3's do (the matcher itself is checked against ``fnmatch`` on
+thousands of patterns in ``test_the_matcher_answers_as_fnmatch``).
 """
 
 from __future__ import annotations
@@ -140,6 +146,25 @@ def _apis(root: Path) -> List[str]:
     return [info.name for info in Tree.load(root).apis if info.in_generate]
 
 
+def _filtering_lines(root: Path, api: str) -> List[str]:
+    """The lines of generate.py and of the API's codegen module that filter (call
+    ``fnmatch`` or split a string), blanks stripped: how the tree applies ``-f``."""
+    fmha = root / "example" / "ck_tile" / "01_fmha"
+    module = fmha / "codegen" / "ops" / ("fmha_%s.py" % api)
+    return [line.strip() for path in (fmha / "generate.py", module) if path.is_file()
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if "fnmatch" in line or ".split(" in line]
+
+
+def _apis_to_check(tree_name: str, root: Path, corpus_root) -> List[str]:
+    """Every API of the last tree; of an earlier tree, those that filter otherwise."""
+    apis = _apis(root)
+    if tree_name == TREES[-1]:
+        return apis
+    last = corpus_root(TREES[-1])
+    return [api for api in apis if _filtering_lines(root, api) != _filtering_lines(last, api)]
+
+
 def _check_page(page, url: str, filters: Sequence[str], expected: Sequence, api: str) -> List[str]:
     """Open the page with the first filter in its URL, then type every filter; the
     mismatches, described."""
@@ -180,13 +205,16 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-@pytest.mark.parametrize("tree_name", TREES)
+# a group each, so --dist loadgroup starts these long tests early (conftest.py), not last
+@pytest.mark.parametrize("tree_name", [pytest.param(name, marks=pytest.mark.xdist_group(
+    "playground-%s" % name)) for name in TREES])
 def test_playground_counts_equal_generate_py(tree_name, corpus_root, analysis_sessions,
                                             analysis_cache_dir, tmp_path):
     sync_playwright, chromium = _browser_or_skip()
     root = corpus_root(tree_name)
     assert tree_name in {t.name for t in load_corpus()}
-    apis = _apis(root)
+    apis = _apis_to_check(tree_name, root, corpus_root)
+    assert apis
     # the analysis tests' session and cache: their probes and models, not a second set
     session = analysis_sessions(tree_name)
     filters = {api: filters_for(session.model(api, Options()), "%s/%s" % (tree_name, api))

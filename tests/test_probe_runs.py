@@ -5,7 +5,8 @@ made, so no ``generate.py -l -m ...`` process runs for it.
 
 The oracle is written here: a plain interpreter runs generate.py to its end once per
 filter, with an fnmatch of its own that records the first calls, lets them pass and
-refuses every later one (what the probe's marker runs mean).
+refuses every later one (what the probe's marker runs mean). On a corpus tree the probe
+checked is the one a page's session ran, read back from its API's analysis group.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 
 from helpers import synthetic
+from helpers.analysis_fixtures import session_probe, with_analysis_group
 from helpers.independent import FRESH_RUNS_HEAD, independent_listing
 from helpers.launch_twin import run_child
+
+pytest_plugins = ["helpers.plugins_analysis"]
 
 CORPUS = load_corpus()
 AITER = "amd-aiter-0.1.7.post2.dev18"
@@ -121,20 +125,20 @@ def _assert_marker_runs_match(observed: dict, oracle: List[dict], cap: int) -> N
         [run["total"] > cap for run in oracle], observed["marker_runs"]
 
 
-MARKER_CASES = [
-    pytest.param(tree.name, api, id="%s-%s" % (tree.name, api),
-                 marks=[pytest.mark.corpus,
-                        pytest.mark.xdist_group("probe-%s-%s" % (tree.name, api))])
-    for tree in CORPUS for api in sorted(tree.apis)
+# In the analysis group of the API's default mask: the probe checked is the one a page's
+# session ran (read back from the group's shared cache), not a probe of its own.
+MARKER_CASES = with_analysis_group([
+    (tree.name, api) for tree in CORPUS for api in sorted(tree.apis)
     # aiter's bwd: four runs to the end take a minute; its shape is 2.8.3's
-    if not (tree.name == AITER and api == "bwd")
-]
+    if not (tree.name == AITER and api == "bwd")])
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("tree, api", MARKER_CASES)
-def test_marker_runs_observe_what_runs_to_the_end_observe(corpus_root, tmp_path, tree, api):
+def test_marker_runs_observe_what_runs_to_the_end_observe(corpus_root, analysis_cache, tmp_path,
+                                                          tree, api):
     root = corpus_root(tree)
-    observed = _probe(root, api, tmp_path)
+    observed = session_probe(root, api, analysis_cache)
     oracle = _oracle(root, ["-a", api], _filters(observed), OBSERVED_CALLS, tmp_path)
     _assert_marker_runs_match(observed, oracle, OBSERVED_CALLS)
 

@@ -19,8 +19,7 @@ from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.markdown import render_recommendation_markdown
 from sphinxext_fmha.render.sections.loss_words import loss_sentences
 
-from helpers.analysis_fixtures import cached_listing, with_analysis_group
-from helpers.independent import run_generate
+from helpers.analysis_fixtures import cached_listing, cached_write, with_analysis_group
 from helpers.names import carries, prefix, problem
 from helpers.trees import CORPUS
 
@@ -115,8 +114,7 @@ def _types_by_prefix(rec, union: Set[str]) -> Dict[str, str]:
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("tree,api", with_analysis_group(CASES))
-def test_recommendation_is_true_of_its_commands(sessions, analysis_cache_dir, tree, api,
-                                                tmp_path):
+def test_recommendation_is_true_of_its_commands(sessions, analysis_cache_dir, tree, api):
     session = sessions[tree]
     rec = session.recommend(api)
     root = session.ck_root
@@ -125,11 +123,8 @@ def test_recommendation_is_true_of_its_commands(sessions, analysis_cache_dir, tr
     # succeed (item 5), and the kernel files it writes are its selection.
     union: Set[str] = set()
     outputs = []
-    for number, run in enumerate(rec.runs):
-        out = tmp_path / ("out%d" % number)
-        out.mkdir()
-        proc = run_generate(root, "-a", api, "-f", run.filter, "-o", str(out))
-        assert proc.returncode == 0, (run.filter, proc.stderr[-2000:])
+    for run in rec.runs:
+        out = cached_write(root, api, "-f", run.filter)  # (asserts that the run succeeds)
         written = {p.name for p in out.rglob("*.cpp") if not p.name.endswith("_api.cpp")}
         assert len(written) == run.count, run.filter
         union |= written

@@ -18,9 +18,8 @@ from typing import Dict, List, Mapping, Set
 
 import pytest
 
-from helpers.analysis_fixtures import with_analysis_group
+from helpers.analysis_fixtures import cached_write, with_analysis_group
 from helpers.dispatch_oracle import oracle_conditions
-from helpers.independent import written_to as generate
 
 pytest_plugins = ["helpers.plugins_analysis"]
 
@@ -62,16 +61,15 @@ def served_sizes(kernels: Set[str], conditions: Mapping[str, List[str]], hdim: i
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("tree,api", with_analysis_group(CASES))
-def test_the_set_serves_every_size_the_whole_set_does(analysis_sessions, corpus_root,
-                                                      tmp_path, tree, api):
-    out = generate(corpus_root(tree), api, tmp_path / "full")
+def test_the_set_serves_every_size_the_whole_set_does(analysis_sessions, corpus_root, tree,
+                                                      api):
+    out = cached_write(corpus_root(tree), api)
     conditions = {name: size_terms(terms) for name, terms in oracle_conditions(out).items()}
     assert conditions, "the reader found no kernel call"
     rec = analysis_sessions(tree).recommend(api)
     union: Set[str] = set()
-    for number, run in enumerate(rec.runs):
-        listed = generate(corpus_root(tree), api, tmp_path / ("run%d" % number),
-                          "-f", run.filter)
+    for run in rec.runs:
+        listed = cached_write(corpus_root(tree), api, "-f", run.filter)
         union |= {p.name for p in listed.glob("*.cpp") if not p.name.endswith("_api.cpp")}
     by_class: Dict[tuple, Set[str]] = {}
     for name in conditions:

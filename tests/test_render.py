@@ -57,7 +57,7 @@ from sphinxext_fmha.render.markdown import (
 )
 from sphinxext_fmha.render.nodes import blocks_to_nodes, fmha_diagram, sections_to_nodes
 
-from helpers.independent import independent_listing
+from helpers.analysis_fixtures import shared_listing
 from helpers.outline import carrying
 
 TREE = "flash-attn-2.8.3"
@@ -420,7 +420,7 @@ def markdown_outline(text: str) -> str:
     return "\n".join(lines) + "\n\n" + diagram.group(1)
 
 
-def test_guide_markdown(session, appendkv, file_regression, tmp_path):
+def test_guide_markdown(session, appendkv, file_regression):
     text = guide_markdown(collect_guide(session, "fwd_appendkv"))
     assert text == guide_markdown(appendkv)  # deterministic
     assert re.findall(r"^## (.*)$", text, re.M) == GUIDE_TITLES
@@ -429,15 +429,13 @@ def test_guide_markdown(session, appendkv, file_regression, tmp_path):
     file_regression.check(markdown_outline(text), basename="guide_fwd_appendkv_outline",
                           extension=".md")
     # the numbers are generate.py's: the full listing, and the union of the commands shown
-    full = independent_listing(session.ck_root, "fwd_appendkv", tmp_path)
+    full = shared_listing(session.ck_root, "fwd_appendkv")
     commands = text.split("## Filter commands", 1)[1].split("\n## ", 1)[0]
     filters = re.findall(r"^python generate\.py -a fwd_appendkv -f '([^']*)'", commands, re.M)
     assert filters
     union = set()
-    for index, pattern in enumerate(filters):
-        folder = tmp_path / str(index)
-        folder.mkdir()
-        union |= independent_listing(session.ck_root, "fwd_appendkv", folder, "-f", pattern)
+    for pattern in filters:
+        union |= shared_listing(session.ck_root, "fwd_appendkv", "-f", pattern)
     assert "| `FmhaFwdAppendKVKernel` | %d | %d |" % (len(full), len(union)) in text
     diagram_name = markdown_outline(text).split("\n\n", 1)[1].splitlines()[0]
     assert diagram_name in full
@@ -455,10 +453,10 @@ def test_guide_sections_subset_and_counts(appendkv):
     assert text_of(table.rows[0][1]) == str(FWD_APPENDKV_KERNELS)
 
 
-def test_field_reference_counts_add_up(appendkv, session, tmp_path):
+def test_field_reference_counts_add_up(appendkv, session):
     """Each segment's token counts add up to the listing, and each count is the number
     of listed names (an independent generate.py run) that carry the token."""
-    listed = independent_listing(session.ck_root, "fwd_appendkv", tmp_path)
+    listed = shared_listing(session.ck_root, "fwd_appendkv")
     assert len(listed) == FWD_APPENDKV_KERNELS
     (kernel_type,) = appendkv.model.kernel_types
     checked = 0
@@ -630,14 +628,12 @@ def test_condition_groups_as_a_truth_table():
 
 
 @pytest.mark.parametrize("tree", ["flash-attn-2.7.4.post1", "flash-attn-2.8.3"])
-def test_empty_filter_sentence_says_what_generate_py_does(corpus_root, tree, tmp_path):
+def test_empty_filter_sentence_says_what_generate_py_does(corpus_root, tree):
     """2.7.4 passes ``-f ''`` to fnmatch (it tests ``!= None``): nothing is generated;
     2.8.3 treats it as no filter. The sentence follows an ``-f ''`` run made here."""
     root = corpus_root(tree)
-    (tmp_path / "full").mkdir()
-    (tmp_path / "empty").mkdir()
-    full = independent_listing(root, "fwd", tmp_path / "full")
-    empty = independent_listing(root, "fwd", tmp_path / "empty", "-f", "")
+    full = shared_listing(root, "fwd")
+    empty = shared_listing(root, "fwd", "-f", "")
     from sphinxext_fmha.session import Session
 
     text = guide_markdown(collect_guide(Session(root), "fwd", sections=parse_sections("filter")))

@@ -11,8 +11,7 @@ from sphinxext_fmha.render.sections.filter_check import check_notes
 from sphinxext_fmha.render.sections.loss_words import loss_sentences
 from sphinxext_fmha.session import Session
 
-from helpers.analysis_fixtures import cached_listing, with_analysis_group
-from helpers.independent import independent_listing
+from helpers.analysis_fixtures import cached_listing, shared_listing, with_analysis_group
 
 pytest_plugins = ["helpers.plugins_analysis"]
 
@@ -26,8 +25,8 @@ FILTERS = [
 ]
 
 
-def generate_listing(root: Path, api: str, filter: str, tmp: Path):
-    return sorted(independent_listing(root, api, tmp, "-f", filter))
+def generate_listing(root: Path, api: str, filter: str):
+    return sorted(shared_listing(root, api, "-f", filter))
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +38,10 @@ def sessions(corpus_roots, analysis_sessions):
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("tree,api,filter", with_analysis_group(FILTERS))
-def test_filter_check_matches_generate_py(sessions, tree, api, filter, tmp_path):
+def test_filter_check_matches_generate_py(sessions, tree, api, filter):
     session = sessions[tree]
     check = session.check(api, filter)
-    expected = generate_listing(session.ck_root, api, filter, tmp_path)
+    expected = generate_listing(session.ck_root, api, filter)
     assert check.count == len(expected)
     assert check.files == expected
     assert sum(check.per_type.values()) == check.count
@@ -62,13 +61,13 @@ def test_absent_token_is_reported(sessions):
 @pytest.mark.parametrize("tree,api", with_analysis_group([
     ("flash-attn-2.8.3", "fwd"), ("flash-attn-2.8.3", "bwd"), ("flash-attn-2.8.3", "fwd_splitkv"),
     ("flash-attn-2.7.4.post1", "fwd")]))
-def test_recommended_commands_select_the_recommended_set(sessions, tree, api, tmp_path):
+def test_recommended_commands_select_the_recommended_set(sessions, tree, api):
     session = sessions[tree]
     recommendation = session.recommend(api)
     assert recommendation.runs
     union = set()
     for run in recommendation.runs:
-        union.update(generate_listing(session.ck_root, api, run.filter, tmp_path))
+        union.update(generate_listing(session.ck_root, api, run.filter))
     assert len(union) == recommendation.union_count
     assert recommendation.counts["total"]["minimal"] == len(union)
     if not recommendation.verified:
@@ -116,14 +115,14 @@ def test_an_arch_suffix_in_a_filter_is_named_as_one(analysis_sessions, analysis_
 
 @pytest.mark.corpus
 @pytest.mark.xdist_group("analysis-flash-attn-2.7.4.post1-bwd-default")
-def test_a_sub_type_the_filter_selects_nothing_of_is_named(sessions, tmp_path):
+def test_a_sub_type_the_filter_selects_nothing_of_is_named(sessions):
     """2.7.4's bwd names omit absent features and ``-f`` reaches its dq_dk_dv kernels
     only: ``*_nbias_*`` selects the helper kernels and none of the 7,680 main ones.
     The check names that sub-type and the piece no name of it has (read here from
     generate.py's own listings)."""
     session = sessions["flash-attn-2.7.4.post1"]
-    selected = generate_listing(session.ck_root, "bwd", "*_nbias_*", tmp_path)
-    full = independent_listing(session.ck_root, "bwd", tmp_path)
+    selected = generate_listing(session.ck_root, "bwd", "*_nbias_*")
+    full = shared_listing(session.ck_root, "bwd")
     def helper(name: str) -> bool:
         return "_dot_do_o_" in name or "_convert_dq_" in name
 

@@ -11,18 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import pytest
 
-from sphinxext_fmha.cachedir import file_lock
+from sphinxext_fmha.cachedir import cache_root, file_lock
 from sphinxext_fmha.model import ApiModel, KernelType, Segment
 
-from helpers.independent import listed_lines
+from helpers.independent import listed_lines, written_to
 
 FMHA_SUBDIR = "example/ck_tile/01_fmha"
 
@@ -99,13 +100,27 @@ def with_analysis_group(cases: List[Tuple]) -> list:
             for case in cases]
 
 
+def session_probe(root: Path, api: str, cache) -> dict:
+    """The probe of ``api`` as a page's session runs it (its other ``--mask`` listing
+    too): read back from the shared cache once the API's analysis group made it."""
+    from sphinxext_fmha.analysis.observe import observe
+
+    return observe(Path(root) / FMHA_SUBDIR, ["-a", api], also_list=other_mask_listing(api),
+                   cache=cache)
+
+
+def other_mask_listing(api: str) -> List[str]:
+    """The other --mask listing a page's session has its probe make too."""
+    return ["-a", api, "-m", "generic"]
+
+
 def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Optional[str],
-                   python: str = sys.executable) -> Listing:
+                   python: str = sys.executable, extra: Sequence[str] = ()) -> Listing:
     """:func:`run_listing`, kept in ``store`` keyed by the tree's content (our own files,
     not the library's cache) so a persistent test cache can skip the slow runs."""
     if store is None:
-        return run_listing(fmha_dir, api, mask, python=python)
-    key = content_key(fmha_dir, api, mask, python, sys.version)
+        return run_listing(fmha_dir, api, mask, python=python, extra=extra)
+    key = content_key(fmha_dir, api, mask, python, sys.version, *extra)
     path = Path(store) / "independent-listings" / (key + ".json")
     # One listing per key for the whole session: a second worker that needs it while
     # the first runs it waits for it (aiter's bwd takes a minute and a half to list).
@@ -115,11 +130,48 @@ def cached_listing(store: Optional[Path], fmha_dir: Path, api: str, mask: Option
                 return Listing(**json.loads(path.read_text(encoding="utf-8")))
             except (ValueError, TypeError):
                 pass
-        listing = run_listing(fmha_dir, api, mask, python=python)
+        listing = run_listing(fmha_dir, api, mask, python=python, extra=extra)
         tmp = path.with_suffix(".tmp%d" % os.getpid())
         tmp.write_text(json.dumps(listing.__dict__), encoding="utf-8")
         os.replace(tmp, path)
     return listing
+
+
+def results_store() -> Path:
+    """The folder the tests of one session share their independent runs in: the
+    session's results folder (``FMHA_CACHE_DIR``, made by conftest.py for the controller
+    and its pytest-xdist workers), or ``FMHA_ANALYSIS_TEST_CACHE`` (kept between sessions)."""
+    env = os.environ.get("FMHA_ANALYSIS_TEST_CACHE", "").strip()
+    path = Path(env).expanduser() if env else cache_root()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shared_listing(root: Path, api: str, *args: str) -> Set[str]:
+    """The kernel files (the API file left out) ``generate.py -a API ARGS -l`` lists for a
+    corpus tree, which no test changes: listed once per session for the tree's content,
+    API and arguments (:func:`cached_listing`, whose listings the analysis groups make)."""
+    fmha_dir = Path(root) / FMHA_SUBDIR
+    if len(args) == 2 and args[0] == "-m":
+        return set(cached_listing(results_store(), fmha_dir, api, args[1]).kernels)
+    return set(cached_listing(results_store(), fmha_dir, api, None, extra=args).kernels)
+
+
+def cached_write(root: Path, api: str, *args: str) -> Path:
+    """The folder a separate ``generate.py -a API ARGS -o DIR`` (which must succeed) wrote:
+    written once per session for a tree's content, API and arguments, in
+    :func:`results_store` (as :func:`cached_listing`; a second worker that needs it waits
+    for the first). Read it, never change it: other tests read the same folder."""
+    fmha_dir = Path(root) / FMHA_SUBDIR
+    key = content_key(fmha_dir, "write", api, *args, sys.executable, sys.version)
+    path = results_store() / "independent-writes" / key
+    with file_lock(path.with_suffix(".lock")):
+        if not path.is_dir():
+            tmp = path.with_name("%s.tmp%d" % (key, os.getpid()))
+            shutil.rmtree(tmp, ignore_errors=True)
+            written_to(Path(root), api, tmp, *args)
+            os.replace(tmp, path)
+    return path
 
 
 # --------------------------------------------------------------------------- snapshots

@@ -68,12 +68,6 @@ FAULTS: Dict[str, str] = {
         if "-l" in sys.argv:
             sys.exit(0)
     """,
-    # the run of `-f *_d64_*` sleeps a little first (it outlasts a progress interval)
-    "sleeps_when_filtered": """
-        import sys, time
-        if "*_d64_*" in sys.argv:
-            time.sleep(6)
-    """,
     # blocks forever unless stdin is /dev/null
     "reads_stdin": """
         import sys

@@ -30,7 +30,6 @@ Registered by ``pytest_plugins = ["helpers.plugins_analysis"]`` in the analysis 
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,23 +38,18 @@ from typing import Callable, Dict, List, Optional, Tuple
 import pytest
 
 from sphinxext_fmha.analysis.analyze import Options, Tree, analyze_api
-from sphinxext_fmha.cachedir import cache_root, file_lock
+from sphinxext_fmha.cachedir import file_lock
 from sphinxext_fmha.corpus import CorpusTree, load_corpus
 from sphinxext_fmha.model import ApiModel
 from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.session import Session
 
-from helpers.analysis_fixtures import Listing, cached_listing, snapshot
-
-CACHE_ENV = "FMHA_ANALYSIS_TEST_CACHE"
+from helpers.analysis_fixtures import Listing, cached_listing, results_store, snapshot
 
 
 @pytest.fixture(scope="session")
 def analysis_cache_dir() -> Path:
-    env = os.environ.get(CACHE_ENV, "").strip()
-    path = Path(env).expanduser() if env else cache_root()
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return results_store()
 
 
 @pytest.fixture(scope="session")
