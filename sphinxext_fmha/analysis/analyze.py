@@ -215,7 +215,6 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         filter=filter_spec,
         enumeration={
             "functions": dict(facts.enumeration.functions),
-            "products": [to_dict(loop) for loop in facts.enumeration.loops],
             "dedup": [to_dict(d) for d in facts.dedup],
         },
         skip_conditions=facts.skip_conditions,
@@ -242,37 +241,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     model.checks = _checks(model, facts, tree.fmha_dir / module_rel_of(tree, info),
                            listing_matches)
     model.checks["api_files"] = other_files
-    _cross_check(model, facts)
     return model
-
-
-def _cross_check(model: ApiModel, facts: SourceFacts) -> None:
-    """The source as read and the codegen as observed must tell the same story."""
-    observed = {k.class_name for k in model.kernel_types}
-    declared = set(facts.kernel_classes)
-    classes_agree = observed <= declared
-    if not classes_agree:
-        model.gaps.append(Gap(
-            what="kernel classes observed but not found in the source: %s"
-                 % ", ".join(sorted(observed - declared)),
-            where=model.source, why="the static reading missed a class with a filename property"))
-    positions_agree = True
-    for match in facts.filter_source.matches:
-        if match.kernel_class not in observed:
-            continue
-        read = match.index if match.index is not None else 0
-        seen = model.kernel_type(match.kernel_class).filter_position
-        if seen is not None and read != seen:
-            positions_agree = False
-            model.gaps.append(Gap(
-                what="%s: the source reads filter part %s, the running code used part %s"
-                     % (match.kernel_class, read, seen),
-                where=match.where, why="static and observed filter handling disagree"))
-    model.checks["source_and_observation_agree"] = {
-        "kernel_classes": classes_agree,
-        "filter_positions": positions_agree,
-        "declared_but_not_generated": sorted(declared - observed),
-    }
 
 
 def module_rel_of(tree: Tree, info: ApiInfo) -> str:

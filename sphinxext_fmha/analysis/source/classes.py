@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 
-from ...model import Gap
 from ..pyparse import ParsedModule, segment
 from .astutil import (
     FUNC,
@@ -65,7 +64,7 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
 
 
 def collect_classes(ctx: Context) -> None:
-    """List the visible classes (``facts.classes``, ``facts.kernel_classes``); fill ``ctx.class_infos``."""
+    """List the visible classes (``facts.classes``); fill ``ctx.class_infos``."""
     for pm, node, imported_from in ctx.universe.visible_classes():
         info = _class_info(pm, node, imported_from)
         ctx.facts.classes.append(info)
@@ -74,8 +73,3 @@ def collect_classes(ctx: Context) -> None:
     for name, (pm, node) in ctx.universe.classes.items():
         if name not in ctx.class_infos:
             ctx.class_infos[name] = _class_info(pm, node, pm.relpath)
-    ctx.facts.kernel_classes = [c.name for c in ctx.facts.classes
-                                 if c.is_dataclass and "filename" in c.properties]
-    if not ctx.facts.kernel_classes:
-        ctx.gaps.append(Gap("kernel classes", ctx.rel,
-                            "no dataclass with a 'filename' property was found"))

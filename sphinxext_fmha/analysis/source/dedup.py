@@ -78,7 +78,3 @@ def collect_dedup(ctx: Context) -> None:
     for line, text in sorted(ctx.pm.comments.items()):
         if re.search(r"duplicat|dedup", text, re.I):
             out.append(DedupInfo("comment", text, f"{ctx.rel}:{line}"))
-    if not out:
-        ctx.facts.notes.append({
-            "what": "no de-duplication", "where": ctx.rel,
-            "detail": "no ordered-set dict, set(), duplicate check or membership test found"})

@@ -51,7 +51,6 @@ def collect_dispatch(ctx: Context) -> None:
     d.sorts = _sorts(ctx, pool)
     d.padding_order = _padding_order(ctx)
     d.unreachable = _unreachable(ctx, pool)
-    _constant_checks(ctx, pool)
 
 
 def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]:
@@ -266,29 +265,3 @@ def _unreachable(ctx: Context, pool: ast.ClassDef) -> List[Dict[str, str]]:
                         "why": f"always-false condition in template {tname}"})
     return out
 
-
-def _constant_checks(ctx: Context, pool: ast.ClassDef) -> None:
-    """Trait checks whose if/else branches return the same text (condition has no effect)."""
-    trait_classes = set()
-    for n in ast.walk(pool):
-        if isinstance(n, FUNC):
-            for a in n.args.args:
-                if a.annotation is not None:
-                    name = (dotted(a.annotation) or "").split(".")[-1]
-                    if name in ctx.universe.classes:
-                        trait_classes.add(name)
-    for cname in sorted(trait_classes):
-        pm, node = ctx.universe.classes[cname]
-        for s in node.body:
-            if not isinstance(s, FUNC):
-                continue
-            for n in ast.walk(s):
-                if isinstance(n, ast.If) and len(n.body) == 1 and len(n.orelse) == 1 \
-                        and isinstance(n.body[0], ast.Return) and isinstance(n.orelse[0], ast.Return) \
-                        and n.body[0].value is not None and n.orelse[0].value is not None \
-                        and ast.dump(n.body[0].value) == ast.dump(n.orelse[0].value):
-                    ctx.facts.notes.append({
-                        "what": f"{cname}.{s.name} ignores {ctx.seg(n.test, pm)}",
-                        "where": pm.where(n),
-                        "detail": f"both branches return {segment(pm, n.body[0].value)}",
-                    })

@@ -93,13 +93,7 @@ def collect_factories(ctx: Context) -> None:
     if not factories:
         ctx.gaps.append(Gap("factories", ctx.rel,
                             "no factory class or tile-table function was found", section="tiles"))
-    elif not ctx.facts.has_arch_factories:
-        ctx.facts.notes.append({
-            "what": "no per-arch factories",
-            "where": ctx.rel,
-            "detail": "tile tables come from " + ", ".join(f.class_name for f in factories)
-                      + "; none carries an architecture",
-        })
+
 
 
 def _tile_methods_of(ctx: Context, cls_name: str) -> List[Tuple[str, str]]:

@@ -7,7 +7,7 @@ Every class here is JSON-serialisable through :func:`sphinxext_fmha.model.to_dic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ...model import DispatchInfo, Factory, Gap, Receipt, SkipCondition, TileClass
 
@@ -16,10 +16,7 @@ __all__ = [
     "ClassInfo",
     "SymbolMap",
     "MapUse",
-    "LoopInfo",
     "Enumeration",
-    "FilterMatch",
-    "FilterSource",
     "DedupInfo",
     "DispatchLevel",
     "FactoryTable",
@@ -78,36 +75,9 @@ class MapUse:
 
 
 @dataclass
-class LoopInfo:
-    function: str
-    kind: str  # "product" | "for"
-    targets: List[str] = field(default_factory=list)
-    axes: List[str] = field(default_factory=list)
-    resolved_axes: List[str] = field(default_factory=list)
-    source: str = ""
-    where: str = ""
-
-
-@dataclass
 class Enumeration:
     functions: Dict[str, str] = field(default_factory=dict)  # blob function -> where
     helpers: Dict[str, str] = field(default_factory=dict)  # pipeline-like helpers -> where
-    loops: List[LoopInfo] = field(default_factory=list)
-
-
-@dataclass
-class FilterMatch:
-    """An ``fnmatch`` call: the kernel class it matches, against which ``-f`` part
-    (None: the whole filter, or not read)."""
-
-    kernel_class: str = ""
-    index: Optional[int] = None
-    where: str = ""
-
-
-@dataclass
-class FilterSource:
-    matches: List[FilterMatch] = field(default_factory=list)
 
 
 @dataclass
@@ -146,24 +116,21 @@ class SourceFacts:
     """Everything read statically from one ops module (paths relative to fmha_dir).
 
     * ``classes`` - every class of the module and the classes it imports from local
-      modules (``imported_from`` set); ``kernel_classes`` - dataclasses with ``filename``.
+      modules (``imported_from`` set).
     * ``tiles`` - tile dataclasses (``TileClass``); ``symbol_maps`` - module-level dicts
       and dict-returning functions (one dict per branch value) of the local modules;
       ``map_uses`` - ``MAP[self.a.b]`` subscripts per owner class/function.
     * ``factories`` / ``factory_tables`` - tile tables per factory, data type and head
       dim (``has_arch_factories`` is False when no factory carries an architecture).
-    * ``enumeration`` - blob functions, helper functions and their loops;
+    * ``enumeration`` - blob functions and their helper functions;
       ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule)
       with ``skip_context[where] = {"function", "comment"}``.
-    * ``dedup``, ``receipts``, ``filter_source``, ``dispatch`` (+ ``dispatch_levels``).
-    * ``notes`` - noteworthy facts that are not gaps (suspicious literals, rules that
-      never trigger, checks whose branches are identical...); ``gaps`` - what could not
-      be determined.
+    * ``dedup``, ``receipts``, ``dispatch`` (+ ``dispatch_levels``); ``gaps`` - what
+      could not be determined.
     """
 
     module: str
     classes: List[ClassInfo] = field(default_factory=list)
-    kernel_classes: List[str] = field(default_factory=list)
     tiles: List[TileClass] = field(default_factory=list)
     symbol_maps: Dict[str, SymbolMap] = field(default_factory=dict)
     map_uses: List[MapUse] = field(default_factory=list)
@@ -177,10 +144,8 @@ class SourceFacts:
     skip_context: Dict[str, Dict[str, str]] = field(default_factory=dict)
     dedup: List[DedupInfo] = field(default_factory=list)
     receipts: List[Receipt] = field(default_factory=list)
-    filter_source: FilterSource = field(default_factory=FilterSource)
     dispatch: DispatchInfo = field(default_factory=DispatchInfo)
     dispatch_levels: List[DispatchLevel] = field(default_factory=list)
-    notes: List[Dict[str, str]] = field(default_factory=list)
     gaps: List[Gap] = field(default_factory=list)
 
     def class_info(self, name: str) -> ClassInfo:

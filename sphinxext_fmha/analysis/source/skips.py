@@ -52,7 +52,7 @@ def collect_skip_conditions(ctx: Context) -> None:
                     continue
                 tests = [t.test for t, _ in chain]
                 if any(is_fnmatch_call(x, ctx.fnmatch_names) for t in tests for x in ast.walk(t)):
-                    continue  # kernel filter: reported in filter_source
+                    continue  # the kernel filter: observed by the probe
                 if any(mentions(t, ctx.receipt_names) for t in tests):
                     continue  # receipt blocks: reported in receipts
                 if _in_receipt_block(ctx, n, fn):

@@ -194,17 +194,7 @@ class TileTableReader:
                                  "no candidate data types found (no loop feeding its data type "
                                  "argument could be evaluated, and it compares that argument "
                                  "with no literal value)", "tiles", owner))
-        label = owner if owner == method else f"{owner}.{method}"
-        if enumerated:
-            extra = [d for d in table.supported if d not in enumerated]
-            if extra:
-                self.ctx.facts.notes.append({
-                    "what": f"{label} has tiles for data types that are never enumerated",
-                    "where": pm.where(fn),
-                    "detail": f"{', '.join(extra)} not in the enumerated data types "
-                              f"({', '.join(map(str, enumerated))})",
-                })
-        else:
+        if not enumerated:
             self.ctx.gaps.append(Gap(f"enumerated data types for {owner}.{method}", pm.where(fn),
                                  "the loop feeding the data type argument could not be evaluated; "
                                  "data types come from comparisons only", "tiles", owner))
