@@ -23,7 +23,6 @@ from ..model import (
     Gap,
     GenerateOption,
     KernelType,
-    to_dict,
 )
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
@@ -215,7 +214,6 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         filter=filter_spec,
         enumeration={
             "functions": dict(facts.enumeration.functions),
-            "dedup": [to_dict(d) for d in facts.dedup],
         },
         skip_conditions=facts.skip_conditions,
         receipts=facts.receipts,

@@ -21,7 +21,6 @@ from ..pyeval import Unknown
 from .blob_functions import find_blob_functions
 from .classes import collect_classes
 from .context import Context
-from .dedup import collect_dedup
 from .dispatcher import collect_dispatch
 from .factories import collect_factories
 from .facts import SourceFacts
@@ -44,7 +43,6 @@ COLLECTORS: List[Tuple[str, Callable[[Context], None]]] = [
     ("factories", collect_factories),
     ("skip conditions", collect_skip_conditions),
     ("receipts", collect_receipts),
-    ("de-duplication", collect_dedup),
     ("dispatch", collect_dispatch),
 ]
 

@@ -21,7 +21,7 @@ __all__ = ["collect_classes"]
 
 
 def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> ClassInfo:
-    is_dc, frozen = is_dataclass(node)
+    is_dc, _ = is_dataclass(node)
     info = ClassInfo(
         name=node.name,
         defined_at=pm.where(node),
@@ -29,7 +29,6 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
         imported_from=imported_from,
         bases=[segment(pm, b) for b in node.bases],
         is_dataclass=is_dc,
-        frozen=frozen,
         docstring=(ast.get_docstring(node) or "").strip(),
     )
     for stmt in node.body:
@@ -44,22 +43,10 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
             )
             if is_dc and not ann.startswith("ClassVar"):
                 info.fields.append(entry)
-            else:
-                info.class_attributes[stmt.target.id] = entry.default
-        elif isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                if isinstance(t, ast.Name):
-                    info.class_attributes[t.id] = segment(pm, stmt.value)
-        elif isinstance(stmt, FUNC):
+        elif isinstance(stmt, FUNC) and stmt.name == "name":
             decos = decorators(stmt)
             if "property" in decos or any(d.endswith(".getter") for d in decos):
-                info.properties.append(stmt.name)
-                if stmt.name == "name":
-                    info.name_source = pm.source_segment(stmt) or ast.unparse(stmt)
-            else:
-                info.methods.append(stmt.name)
-                if "staticmethod" in decos:
-                    info.static_methods.append(stmt.name)
+                info.name_source = pm.source_segment(stmt) or ast.unparse(stmt)
     return info
 
 

@@ -17,9 +17,6 @@ from .astutil import (
     stmt_line,
 )
 from .context import Context
-from .facts import (
-    DispatchLevel,
-)
 
 __all__ = ["collect_dispatch"]
 
@@ -43,10 +40,8 @@ def collect_dispatch(ctx: Context) -> None:
     else:
         d.mechanism = f"method {pool.name}.{method.name}()"
     d.where = ctx.where(method)
-    levels = _dispatch_levels(ctx, pool, method)
-    ctx.facts.dispatch_levels = levels
-    d.order = [level.name for level in levels]
-    if not levels:
+    d.order = _dispatch_levels(ctx, pool, method)
+    if not d.order:
         ctx.gaps.append(Gap("dispatch order", ctx.where(method), "no nested loops over the pool found"))
     d.sorts = _sorts(ctx, pool)
     d.padding_order = _padding_order(ctx)
@@ -69,8 +64,9 @@ def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]
     return None
 
 
-def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> List[DispatchLevel]:
-    levels: List[DispatchLevel] = []
+def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> List[str]:
+    """The names the nested loops of the dispatcher bind, outermost first."""
+    levels: List[str] = []
     methods = {s.name: s for s in pool.body if isinstance(s, FUNC)}
 
     def level_name(loop: ast.For) -> str:
@@ -86,25 +82,7 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
             return "(" + ", ".join(ctx.seg(e) for e in target.elts) + ")"
         return ctx.seg(target)
 
-    def templates_in(body: Sequence[ast.stmt]) -> List[str]:
-        out: List[str] = []
-        todo: List[ast.AST] = list(body)
-        while todo:
-            n = todo.pop(0)
-            if isinstance(n, (ast.For, ast.While) + FUNC):
-                continue
-            if isinstance(n, ast.Call):
-                if isinstance(n.func, ast.Attribute) and n.func.attr == "format" \
-                        and isinstance(n.func.value, ast.Name):
-                    out.append(n.func.value.id)
-                elif isinstance(n.func, ast.Name) and n.func.id in ctx.universe.functions and any(
-                        kw.arg and kw.arg.startswith("F_") for kw in n.keywords):
-                    out.append(n.func.id)
-            todo.extend(ast.iter_child_nodes(n))
-        return out
-
     def descend(stmts: Sequence[ast.stmt], visited: Set[str]) -> None:
-        loops = [n for n in stmts if isinstance(n, ast.For)]
         nested: List[ast.For] = []
         for s in stmts:
             for n in ast.walk(s):
@@ -127,10 +105,7 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
                         descend(methods[n.func.attr].body, visited)
                         return
             return
-        del loops
-        tmpl = templates_in(first.body)
-        levels.append(DispatchLevel(level_name(first), ctx.seg(first.iter),
-                                    ", ".join(dict.fromkeys(tmpl)), ctx.where(first)))
+        levels.append(level_name(first))
         descend(first.body, visited)
 
     descend(method.body, {method.name})
@@ -197,11 +172,37 @@ def _padding_order(ctx: Context) -> str:
         if hint and text not in seen:
             seen.add(text)
             hints.append(f"{text} ({ctx.rel}:{line})")
-    for item in ctx.facts.dedup:
-        if item.kind == "check" and re.search(r"pad|order", item.detail, re.I) and item.detail not in seen:
-            seen.add(item.detail)
-            hints.append(f"{item.detail} (called at {item.where})")
+    for detail, where in _duplicate_checks(ctx):
+        if re.search(r"pad|order", detail, re.I) and detail not in seen:
+            seen.add(detail)
+            hints.append(f"{detail} (called at {where})")
     return "; ".join(hints)
+
+
+def _duplicate_checks(ctx: Context) -> List[Tuple[str, str]]:
+    """(what the called function says, where it is called) of each call of a ``*dup*``
+    function in the blob functions and the pool (a check such as
+    ``check_duplicates_and_paddings`` may say how padding orders the kernels)."""
+    scopes: List[ast.AST] = list(ctx.blob_functions)
+    pool = ctx.pool_class()
+    if pool is not None:
+        scopes.append(pool)
+    out: List[Tuple[str, str]] = []
+    for scope in scopes:
+        for n in ast.walk(scope):
+            if not isinstance(n, ast.Call):
+                continue
+            fname = (dotted(n.func) or "").split(".")[-1]
+            if fname == "set" or (isinstance(n.func, ast.Attribute) and n.func.attr == "add") \
+                    or "dup" not in fname.lower():
+                continue
+            got = ctx.universe.origin_of(fname)
+            doc = loc = ""
+            if got is not None and isinstance(got[1], FUNC):
+                doc = " ".join((ast.get_docstring(got[1]) or "").split())
+                loc = got[0].where(got[1])
+            out.append(((f"{fname} defined at {loc}: {doc}" if loc else doc).strip(), ctx.where(n)))
+    return out
 
 
 def _templates(ctx: Context) -> Dict[str, Tuple[ParsedModule, ast.stmt, str]]:

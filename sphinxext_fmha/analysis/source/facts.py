@@ -17,8 +17,6 @@ __all__ = [
     "SymbolMap",
     "MapUse",
     "Enumeration",
-    "DedupInfo",
-    "DispatchLevel",
     "FactoryTable",
     "SourceFacts",
 ]
@@ -41,12 +39,7 @@ class ClassInfo:
     imported_from: str = ""
     bases: List[str] = field(default_factory=list)
     is_dataclass: bool = False
-    frozen: bool = False
     fields: List[ClassField] = field(default_factory=list)
-    class_attributes: Dict[str, str] = field(default_factory=dict)
-    properties: List[str] = field(default_factory=list)
-    methods: List[str] = field(default_factory=list)
-    static_methods: List[str] = field(default_factory=list)
     name_source: str = ""
     docstring: str = ""
 
@@ -60,7 +53,6 @@ class SymbolMap:
     kind: str = "dict"  # "dict" | "function"
     entries: Dict[str, str] = field(default_factory=dict)
     branches: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    branch_maps: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -69,31 +61,12 @@ class MapUse:
     path: str
     field: str
     map: str
-    map_call: str = ""
-    argument: str = ""
     where: str = ""
 
 
 @dataclass
 class Enumeration:
     functions: Dict[str, str] = field(default_factory=dict)  # blob function -> where
-    helpers: Dict[str, str] = field(default_factory=dict)  # pipeline-like helpers -> where
-
-
-@dataclass
-class DedupInfo:
-    kind: str
-    source: str
-    where: str = ""
-    detail: str = ""
-
-
-@dataclass
-class DispatchLevel:
-    name: str
-    loop: str = ""
-    template: str = ""
-    where: str = ""
 
 
 @dataclass
@@ -125,7 +98,7 @@ class SourceFacts:
     * ``enumeration`` - blob functions and their helper functions;
       ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule)
       with ``skip_context[where] = {"function", "comment"}``.
-    * ``dedup``, ``receipts``, ``dispatch`` (+ ``dispatch_levels``); ``gaps`` - what
+    * ``receipts``, ``dispatch`` ; ``gaps`` - what
       could not be determined.
     """
 
@@ -142,10 +115,8 @@ class SourceFacts:
     enumeration: Enumeration = field(default_factory=Enumeration)
     skip_conditions: List[SkipCondition] = field(default_factory=list)
     skip_context: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    dedup: List[DedupInfo] = field(default_factory=list)
     receipts: List[Receipt] = field(default_factory=list)
     dispatch: DispatchInfo = field(default_factory=DispatchInfo)
-    dispatch_levels: List[DispatchLevel] = field(default_factory=list)
     gaps: List[Gap] = field(default_factory=list)
 
     def class_info(self, name: str) -> ClassInfo:
