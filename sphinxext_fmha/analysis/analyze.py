@@ -192,8 +192,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             arch_suffixes=suffixes,
             segments=grammar.segments,
             example=_example(records, grammar),
-            defined_at=_defined_at(facts, class_name, where.get("file", "")),
-            description=_class_doc(facts, class_name),
+            defined_at="%s:%d" % (where["file"], where["line"]) if where.get("line")
+            else where.get("file", ""),
+            description=_class_doc(observed, class_name, where),
         ))
 
     _add_constant_fields(kernel_types, observed, facts)
@@ -319,22 +320,13 @@ def _first_listed(observed: dict, class_name: str) -> int:
     return 0
 
 
-def _defined_at(facts: SourceFacts, class_name: str, observed_file: str) -> str:
-    """``file:line`` of the class statement, read from the source; the probe knows the
-    class's file (and only the line of its ``filename`` property): the file alone when
-    the source reading has no such class in it."""
-    try:
-        place = facts.class_info(class_name).defined_at
-    except KeyError:
-        return observed_file
-    return place if place.split(":", 1)[0] == observed_file else observed_file
-
-
-def _class_doc(facts: SourceFacts, class_name: str) -> str:
-    try:
-        return facts.class_info(class_name).docstring
-    except KeyError:
-        return ""
+def _class_doc(observed: dict, class_name: str, where: dict) -> str:
+    """The kernel class's docstring as the probe read it: the class of this API's
+    module, else the first codegen class of that name."""
+    if where:
+        return where.get("doc", "")
+    return next((v.get("doc", "") for v in observed["kernel_classes"].values()
+                 if v["class"] == class_name), "")
 
 
 def _example(records: List[dict], grammar: Grammar) -> str:
