@@ -13,7 +13,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
@@ -43,7 +43,6 @@ from .generate_py import discover_apis
 from .grammar import Grammar, derive_grammar
 from .observe import observe
 from .observed_factories import apply_observed_factories
-from .pyparse import parse_module
 from .receipts_observed import note_unmet_terms
 from .segment_labels import disambiguate_labels, segment_label
 from .source import SourceFacts, analyze_source
@@ -237,8 +236,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             where=info.source,
             why="%d observed objects not listed; listed files without a kernel object: %s"
                 % (len(missing), ", ".join(other_files[:5]) or "none")))
-    model.checks = _checks(model, facts, tree.fmha_dir / module_rel_of(tree, info),
-                           listing_matches)
+    model.checks = _checks(model, facts, listing_matches)
     model.checks["api_files"] = other_files
     return model
 
@@ -340,39 +338,12 @@ def _example(records: List[dict], grammar: Grammar) -> str:
     return min((f for f, score in scores.items() if score == top), default="")
 
 
-def _blob_functions_take_targets(module_path: Path, functions: Sequence[str]) -> bool:
-    # The module as the source reading parsed it (parses are kept by content).
-    tree = parse_module(module_path).tree
-    return tree is not None and any(
-        node.name in functions and any(arg.arg == "targets" for arg in node.args.args)
-        for node in _function_defs(tree))
-
-
-#: The nodes that hold statements (``match_case``: Python 3.10 on; the analysis runs on 3.9).
-_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler) + (
-    (ast.match_case,) if hasattr(ast, "match_case") else ())
-
-
-def _function_defs(tree: ast.AST) -> Iterator[ast.FunctionDef]:
-    """Every ``def`` in ``tree``, at any depth: statements hold them, expressions
-    never do (a lambda holds no statement), so only statements are walked into."""
-    todo = [tree]
-    while todo:
-        for child in ast.iter_child_nodes(todo.pop()):
-            if isinstance(child, ast.FunctionDef):
-                yield child
-            if isinstance(child, _STATEMENT_HOLDERS):
-                todo.append(child)
-
-
-def _checks(model: ApiModel, facts: SourceFacts, module_path: Path,
-            listing_matches: bool) -> Dict[str, object]:
+def _checks(model: ApiModel, facts: SourceFacts, listing_matches: bool) -> Dict[str, object]:
     """The cross-check summary: facts that tell CK versions apart at a glance."""
     return {
         "kernel_classes": len(model.kernel_types),
         "frozen": {k.class_name: k.frozen for k in model.kernel_types},
-        "blob_function_takes_targets": _blob_functions_take_targets(
-            module_path, list(facts.enumeration.functions)),
+        "blob_function_takes_targets": facts.enumeration.takes_targets,
         "has_arch_factories": facts.has_arch_factories,
         "dispatch_mechanism": model.dispatch.mechanism,
         "filter_split": model.filter.api_split,

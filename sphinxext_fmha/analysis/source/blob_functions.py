@@ -56,6 +56,8 @@ def find_blob_functions(ctx: Context) -> None:
                             "no module-level function enumerating kernels (loops with continue/product)"))
     for fn in ctx.blob_functions:
         ctx.facts.enumeration.functions[fn.name] = ctx.where(fn)
+        if any(arg.arg == "targets" for arg in fn.args.args):
+            ctx.facts.enumeration.takes_targets = True
         for params in function_params(fn):
             if "receipt" in params.lower():
                 ctx.receipt_names.add(params)

@@ -67,6 +67,7 @@ class MapUse:
 @dataclass
 class Enumeration:
     functions: Dict[str, str] = field(default_factory=dict)  # blob function -> where
+    takes_targets: bool = False  # a blob function has a ``targets`` parameter
 
 
 @dataclass
