@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, List, Optional, Sequence, Set, Tuple
+from typing import Any, List, Optional, Sequence, Set
 
 from ..pyparse import FUNCTION_TYPES as FUNC
 from ..pyparse import FunctionNode, ParsedModule, dotted
@@ -18,19 +18,10 @@ def decorators(node: ast.AST) -> List[str]:
     return out
 
 
-def is_dataclass(node: ast.ClassDef) -> Tuple[bool, bool]:
-    """(is a dataclass, is frozen) from the decorators of a class."""
-    for d in node.decorator_list:
-        target = d.func if isinstance(d, ast.Call) else d
-        name = (dotted(target) or "").split(".")[-1]
-        if name == "dataclass":
-            frozen = False
-            if isinstance(d, ast.Call):
-                for kw in d.keywords:
-                    if kw.arg == "frozen" and isinstance(kw.value, ast.Constant):
-                        frozen = bool(kw.value.value)
-            return True, frozen
-    return False, False
+def is_dataclass(node: ast.ClassDef) -> bool:
+    """Whether a class's decorators make it a dataclass."""
+    return any((dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
+               == "dataclass" for d in node.decorator_list)
 
 
 def member(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:

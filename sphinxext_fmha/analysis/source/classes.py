@@ -21,7 +21,7 @@ __all__ = ["collect_classes"]
 
 
 def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> ClassInfo:
-    is_dc, _ = is_dataclass(node)
+    is_dc = is_dataclass(node)
     info = ClassInfo(
         name=node.name,
         defined_at=pm.where(node),

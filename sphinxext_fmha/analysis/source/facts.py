@@ -97,8 +97,7 @@ class SourceFacts:
     * ``factories`` / ``factory_tables`` - tile tables per factory, data type and head
       dim (``has_arch_factories`` is False when no factory carries an architecture).
     * ``enumeration`` - blob functions and their helper functions;
-      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule)
-      with ``skip_context[where] = {"function", "comment"}``.
+      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule).
     * ``receipts``, ``dispatch`` ; ``gaps`` - what
       could not be determined.
     """
@@ -115,13 +114,6 @@ class SourceFacts:
     tile_hdim_field: str = ""
     enumeration: Enumeration = field(default_factory=Enumeration)
     skip_conditions: List[SkipCondition] = field(default_factory=list)
-    skip_context: Dict[str, Dict[str, str]] = field(default_factory=dict)
     receipts: List[Receipt] = field(default_factory=list)
     dispatch: DispatchInfo = field(default_factory=DispatchInfo)
     gaps: List[Gap] = field(default_factory=list)
-
-    def class_info(self, name: str) -> ClassInfo:
-        for c in self.classes:
-            if c.name == name:
-                return c
-        raise KeyError(name)

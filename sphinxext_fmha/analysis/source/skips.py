@@ -25,12 +25,12 @@ __all__ = ["collect_skip_conditions"]
 
 
 def collect_skip_conditions(ctx: Context) -> None:
-    """Record the conditions that skip kernels (``facts.skip_conditions``, ``facts.skip_context``).
+    """Record the conditions that skip kernels (``facts.skip_conditions``).
 
     Filter and receipt conditions are left to their own collectors.
     """
     seen: Set[Tuple[str, str]] = set()
-    for fn, label in ctx.loop_functions():
+    for fn, _ in ctx.loop_functions():
         params = set(function_params(fn))
         loop_vars: Set[str] = set()
         for n in walk_no_nested(fn):
@@ -73,17 +73,11 @@ def collect_skip_conditions(ctx: Context) -> None:
                     continue
                 seen.add(key)
                 ctx.facts.skip_conditions.append(SkipCondition(source, _skip_reading(ctx, node), where, kind))
-                context = {"function": label}
-                comment = _comment_near(ctx, chain[-1][0], n)
-                if comment:
-                    context["comment"] = comment
-                ctx.facts.skip_context[where] = context
             elif isinstance(n, ast.Assert) and _innermost_loop(ctx, n, fn) is not None:
                 text = ctx.seg(n.test)
                 msg = fold_str(n.msg) if n.msg is not None else None
                 reading = "requires " + read_condition(n.test) + (f" ({msg})" if msg else "")
                 ctx.facts.skip_conditions.append(SkipCondition(text, reading, ctx.where(n), "assert"))
-                ctx.facts.skip_context[ctx.where(n)] = {"function": label}
     _collect_rules(ctx)
     _collect_dispatch_skips(ctx)
 
@@ -148,17 +142,6 @@ def _in_receipt_block(ctx: Context, node: ast.AST, fn: ast.AST) -> bool:
     return False
 
 
-def _comment_near(ctx: Context, if_node: ast.If, cont: ast.stmt) -> str:
-    pm = ctx.pm
-    texts: List[str] = []
-    for line in range(if_node.lineno, (cont.end_lineno or cont.lineno) + 1):
-        c = pm.comment_at(line)
-        if c:
-            texts.append(c)
-    texts = pm.comments_above(if_node.lineno) + texts
-    return " ".join(t for t in texts if t)
-
-
 def _collect_rules(ctx: Context) -> None:
     for info in ctx.facts.classes:
         if "rule" not in info.name.lower():
@@ -198,4 +181,3 @@ def _collect_dispatch_skips(ctx: Context) -> None:
                 reading = _skip_reading(ctx, node).replace("skipped", "not dispatched", 1)
                 ctx.facts.skip_conditions.append(SkipCondition(
                     source, reading, ctx.where(chain[-1][0]), "dispatch"))
-                ctx.facts.skip_context[ctx.where(chain[-1][0])] = {"function": f"{pool.name}.{s.name}"}
