@@ -17,7 +17,6 @@ __all__ = [
     "SymbolMap",
     "MapUse",
     "Enumeration",
-    "FactoryTable",
     "SourceFacts",
 ]
 
@@ -71,21 +70,6 @@ class Enumeration:
 
 
 @dataclass
-class FactoryTable:
-    factory: str
-    method: str
-    defined_at: str = ""
-    dtype_parameter: str = ""
-    qualifiers: List[str] = field(default_factory=list)
-    tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    calls: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    #: tile name -> its constructor's arguments that are not plain numbers
-    notes: Dict[str, str] = field(default_factory=dict)
-    supported: List[str] = field(default_factory=list)
-    unsupported: List[str] = field(default_factory=list)
-
-
-@dataclass
 class SourceFacts:
     """Everything read statically from one ops module (paths relative to fmha_dir).
 
@@ -94,8 +78,8 @@ class SourceFacts:
     * ``tiles`` - tile dataclasses (``TileClass``); ``symbol_maps`` - module-level dicts
       and dict-returning functions (one dict per branch value) of the local modules;
       ``map_uses`` - ``MAP[self.a.b]`` subscripts per owner class/function.
-    * ``factories`` / ``factory_tables`` - tile tables per factory, data type and head
-      dim (``has_arch_factories`` is False when no factory carries an architecture).
+    * ``factories`` - where each factory is and when it is chosen (its tables are
+      observed); ``has_arch_factories`` is False when none carries an architecture.
     * ``enumeration`` - blob functions and their helper functions;
       ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule).
     * ``receipts``, ``dispatch`` ; ``gaps`` - what
@@ -108,7 +92,6 @@ class SourceFacts:
     symbol_maps: Dict[str, SymbolMap] = field(default_factory=dict)
     map_uses: List[MapUse] = field(default_factory=list)
     factories: List[Factory] = field(default_factory=list)
-    factory_tables: List[FactoryTable] = field(default_factory=list)
     has_arch_factories: bool = False
     #: the tile field giving the head dim where a tile table is a plain list
     tile_hdim_field: str = ""
