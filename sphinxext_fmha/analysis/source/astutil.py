@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, List, Optional, Sequence, Set
+from typing import Any, List, Optional, Set
 
 from ..pyparse import FUNCTION_TYPES as FUNC
 from ..pyparse import FunctionNode, ParsedModule, dotted
@@ -88,30 +88,6 @@ def function_params(fn: FunctionNode) -> List[str]:
 def mentions(node: ast.AST, names: Set[str]) -> bool:
     """Whether ``node`` uses one of ``names``."""
     return bool(names_in(node) & names)
-
-
-def flat_targets(target: ast.AST) -> List[ast.AST]:
-    """The names a ``for`` target binds (``a, b`` gives both)."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return list(target.elts)
-    return [target]
-
-
-def expand_axes(args: Sequence[ast.AST]) -> List[ast.AST]:
-    """Axes of ``itertools.product(...)``, with ``*[x] * n`` and ``*[a, b]`` spelled out."""
-    out: List[ast.AST] = []
-    for a in args:
-        if isinstance(a, ast.Starred):
-            v = a.value
-            if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) and isinstance(v.left, ast.List) \
-                    and isinstance(v.right, ast.Constant) and isinstance(v.right.value, int):
-                out.extend(list(v.left.elts) * v.right.value)
-                continue
-            if isinstance(v, (ast.List, ast.Tuple)):
-                out.extend(v.elts)
-                continue
-        out.append(a)
-    return out
 
 
 def stmt_line(node: ast.AST, pm: ParsedModule) -> int:
