@@ -37,18 +37,6 @@ def names_in(node: ast.AST) -> Set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def calls_named(node: ast.AST, names: Set[str]) -> List[ast.Call]:
-    """Calls below ``node`` of a function or method named one of ``names``."""
-    out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            f = n.func
-            fname = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else None)
-            if fname in names:
-                out.append(n)
-    return out
-
-
 def is_fnmatch_call(node: ast.AST, fnmatch_names: Set[str]) -> bool:
     """Whether ``node`` calls one of the module's names for ``fnmatch``."""
     if not isinstance(node, ast.Call):

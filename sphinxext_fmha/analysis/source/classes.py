@@ -29,7 +29,6 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
         imported_from=imported_from,
         bases=[segment(pm, b) for b in node.bases],
         is_dataclass=is_dc,
-        docstring=(ast.get_docstring(node) or "").strip(),
     )
     for stmt in node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):

@@ -40,7 +40,6 @@ class ClassInfo:
     is_dataclass: bool = False
     fields: List[ClassField] = field(default_factory=list)
     name_source: str = ""
-    docstring: str = ""
 
 
 @dataclass
