@@ -1,14 +1,15 @@
-"""Collector: the dispatcher, its loop levels, sorts, padding order and unreachable code.
+"""Collector: the dispatcher, its loop levels, sorts and padding order (which kernels it
+never reaches is read from the API file generate.py renders, see ``cppapi/``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap
-from ..pyparse import ParsedModule, dotted, flat, segment, walk_no_nested
+from ..pyparse import ParsedModule, dotted, segment, walk_no_nested
 from .astutil import (
     FUNC,
     FunctionNode,
@@ -22,7 +23,7 @@ __all__ = ["collect_dispatch"]
 
 
 def collect_dispatch(ctx: Context) -> None:
-    """Read the pool's dispatcher: mechanism, loop levels, sorts, padding order, dead code."""
+    """Read the pool's dispatcher: mechanism, loop levels, sorts, padding order."""
     d = ctx.facts.dispatch
     pool = ctx.pool_class()
     if pool is None:
@@ -45,7 +46,6 @@ def collect_dispatch(ctx: Context) -> None:
         ctx.gaps.append(Gap("dispatch order", ctx.where(method), "no nested loops over the pool found"))
     d.sorts = _sorts(ctx, pool)
     d.padding_order = _padding_order(ctx)
-    d.unreachable = _unreachable(ctx, pool)
 
 
 def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]:
@@ -203,66 +203,3 @@ def _duplicate_checks(ctx: Context) -> List[Tuple[str, str]]:
                 loc = got[0].where(got[1])
             out.append(((f"{fname} defined at {loc}: {doc}" if loc else doc).strip(), ctx.where(n)))
     return out
-
-
-def _templates(ctx: Context) -> Dict[str, Tuple[ParsedModule, ast.stmt, str]]:
-    """Module-level string constants containing ``{F_...}``-style placeholders."""
-    out: Dict[str, Tuple[ParsedModule, ast.stmt, str]] = {}
-    for pm in ctx.universe.modules.values():
-        if pm.tree is None:
-            continue
-        for node in pm.tree.body:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
-                    and isinstance(node.value.value, str) and re.search(r"\{\w+\}", node.value.value):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        out[t.id] = (pm, node, node.value.value)
-    return out
-
-
-def _unreachable(ctx: Context, pool: ast.ClassDef) -> List[Dict[str, str]]:
-    out: List[Dict[str, str]] = []
-    templates = _templates(ctx)
-    falsy = {"false", "False", "0", "f"}
-    # (1) template arguments hard-coded to a false constant
-    for n in ast.walk(ctx.tree):
-        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format"):
-            continue
-        tname = n.func.value.id if isinstance(n.func.value, ast.Name) else ""
-        for kw in n.keywords:
-            if kw.arg is None:
-                continue
-            val = kw.value
-            const = None
-            if isinstance(val, ast.Constant) and isinstance(val.value, (bool, str, int)) \
-                    and str(val.value) in falsy:
-                const = str(val.value)
-            elif isinstance(val, ast.Subscript) and isinstance(val.slice, ast.Constant) \
-                    and str(val.slice.value) in ("f", "False") and isinstance(val.value, ast.Name) \
-                    and val.value.id in ctx.facts.symbol_maps:
-                entry = ctx.facts.symbol_maps[val.value.id].entries.get(str(val.slice.value))
-                if entry in ("false", "False", "0"):
-                    const = entry
-            if const is None:
-                continue
-            uses = ""
-            if tname in templates:
-                tpm, tnode, text = templates[tname]
-                uses_in = [flat(m.group(0)) for m in re.finditer(
-                    r"[^\n;{}]*\{" + re.escape(kw.arg) + r"\}[^\n;{}]*", text)]
-                uses = " | ".join(uses_in[:3])
-            out.append({
-                "what": f"{kw.arg}={ctx.seg(val)}",
-                "where": ctx.where(kw.value),
-                "why": f"template {tname or '?'} always receives {const} for {{{kw.arg}}}"
-                       + (f"; used in: {uses}" if uses else ""),
-            })
-    # (2) conditions in templates that are always false
-    pattern = re.compile(r"(if\s*(constexpr\s*)?\(\s*(false|0)\s*\)|&&\s*false\b|\bfalse\s*&&)")
-    for tname, (tpm, tnode, text) in templates.items():
-        for m in pattern.finditer(text):
-            line = tnode.lineno + text[:m.start()].count("\n")
-            out.append({"what": flat(m.group(0)), "where": f"{tpm.relpath}:{line}",
-                        "why": f"always-false condition in template {tname}"})
-    return out
-
