@@ -166,7 +166,7 @@ class CallLog:
                 for args, kwargs in argument_sets:
                     try:
                         kept = _kept(method(*args, **kwargs))
-                    except Exception:  # noqa: BLE001 - a table this class does not have
+                    except (Exception, SystemExit):  # noqa: BLE001 - a table it does not have
                         continue
                     if kept is not _SKIP:
                         self.calls.append((cls.__name__, attr, original, kind, args, kwargs,
