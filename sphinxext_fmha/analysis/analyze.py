@@ -26,7 +26,7 @@ from ..model import (
 )
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
-from ..process.runner import GenerateRequest, GenerateRunner
+from ..process.runner import GenerateRequest
 from .field_info import fields_of
 from .filenames import (  # noqa: F401 - parse_filename, split_filename: for verify/parsed_listing.py
     baseline_of,
@@ -143,10 +143,8 @@ def analyze_api(
     timeout: float = 900,
     progress: Progress = None,
     tree: Optional[Tree] = None,
-    runner: Optional[GenerateRunner] = None,
 ) -> ApiModel:
-    """The model of ``api``; ``runner`` is accepted for API stability (unused: the
-    probe's own unfiltered generate.py run is the baseline)."""
+    """The model of ``api`` (the probe's own unfiltered generate.py run is its baseline)."""
     python = python or sys.executable
     tree = tree or Tree.load(ck_root)
     info = tree.api(api)
