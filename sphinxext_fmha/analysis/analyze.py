@@ -13,7 +13,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
@@ -23,11 +23,10 @@ from ..model import (
     Gap,
     GenerateOption,
     KernelType,
-    to_dict,
 )
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache
-from ..process.runner import GenerateRequest, GenerateRunner
+from ..process.runner import GenerateRequest
 from .field_info import fields_of
 from .filenames import (  # noqa: F401 - parse_filename, split_filename: for verify/parsed_listing.py
     baseline_of,
@@ -44,7 +43,6 @@ from .generate_py import discover_apis
 from .grammar import Grammar, derive_grammar
 from .observe import observe
 from .observed_factories import apply_observed_factories
-from .pyparse import parse_module
 from .receipts_observed import note_unmet_terms
 from .segment_labels import disambiguate_labels, segment_label
 from .source import SourceFacts, analyze_source
@@ -145,10 +143,8 @@ def analyze_api(
     timeout: float = 900,
     progress: Progress = None,
     tree: Optional[Tree] = None,
-    runner: Optional[GenerateRunner] = None,
 ) -> ApiModel:
-    """The model of ``api``; ``runner`` is accepted for API stability (unused: the
-    probe's own unfiltered generate.py run is the baseline)."""
+    """The model of ``api`` (the probe's own unfiltered generate.py run is its baseline)."""
     python = python or sys.executable
     tree = tree or Tree.load(ck_root)
     info = tree.api(api)
@@ -169,7 +165,7 @@ def _fmha_rel(tree: Tree) -> Path:
 def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
                 facts: SourceFacts, listed_files: Sequence[str]) -> ApiModel:
     gaps: List[Gap] = list(facts.gaps)
-    apply_observed_factories(facts.factories, facts.factory_tables, gaps, observed.get("factories"),
+    apply_observed_factories(facts.factories, observed.get("factories"),
                              {t.class_name for t in facts.tiles}, facts.tile_hdim_field)
     records_by_class: Dict[str, List[dict]] = defaultdict(list)
     for record in observed["records"]:
@@ -193,8 +189,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             arch_suffixes=suffixes,
             segments=grammar.segments,
             example=_example(records, grammar),
-            defined_at=_defined_at(facts, class_name, where.get("file", "")),
-            description=_class_doc(facts, class_name),
+            defined_at="%s:%d" % (where["file"], where["line"]) if where.get("line")
+            else where.get("file", ""),
+            description=_class_doc(observed, class_name, where),
         ))
 
     _add_constant_fields(kernel_types, observed, facts)
@@ -215,8 +212,6 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         filter=filter_spec,
         enumeration={
             "functions": dict(facts.enumeration.functions),
-            "products": [to_dict(loop) for loop in facts.enumeration.loops],
-            "dedup": [to_dict(d) for d in facts.dedup],
         },
         skip_conditions=facts.skip_conditions,
         receipts=facts.receipts,
@@ -239,40 +234,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             where=info.source,
             why="%d observed objects not listed; listed files without a kernel object: %s"
                 % (len(missing), ", ".join(other_files[:5]) or "none")))
-    model.checks = _checks(model, facts, tree.fmha_dir / module_rel_of(tree, info),
-                           listing_matches)
+    model.checks = _checks(model, facts, listing_matches)
     model.checks["api_files"] = other_files
-    _cross_check(model, facts)
     return model
-
-
-def _cross_check(model: ApiModel, facts: SourceFacts) -> None:
-    """The source as read and the codegen as observed must tell the same story."""
-    observed = {k.class_name for k in model.kernel_types}
-    declared = set(facts.kernel_classes)
-    classes_agree = observed <= declared
-    if not classes_agree:
-        model.gaps.append(Gap(
-            what="kernel classes observed but not found in the source: %s"
-                 % ", ".join(sorted(observed - declared)),
-            where=model.source, why="the static reading missed a class with a filename property"))
-    positions_agree = True
-    for match in facts.filter_source.matches:
-        if match.kernel_class not in observed:
-            continue
-        read = match.index if match.index is not None else 0
-        seen = model.kernel_type(match.kernel_class).filter_position
-        if seen is not None and read != seen:
-            positions_agree = False
-            model.gaps.append(Gap(
-                what="%s: the source reads filter part %s, the running code used part %s"
-                     % (match.kernel_class, read, seen),
-                where=match.where, why="static and observed filter handling disagree"))
-    model.checks["source_and_observation_agree"] = {
-        "kernel_classes": classes_agree,
-        "filter_positions": positions_agree,
-        "declared_but_not_generated": sorted(declared - observed),
-    }
 
 
 def module_rel_of(tree: Tree, info: ApiInfo) -> str:
@@ -352,22 +316,13 @@ def _first_listed(observed: dict, class_name: str) -> int:
     return 0
 
 
-def _defined_at(facts: SourceFacts, class_name: str, observed_file: str) -> str:
-    """``file:line`` of the class statement, read from the source; the probe knows the
-    class's file (and only the line of its ``filename`` property): the file alone when
-    the source reading has no such class in it."""
-    try:
-        place = facts.class_info(class_name).defined_at
-    except KeyError:
-        return observed_file
-    return place if place.split(":", 1)[0] == observed_file else observed_file
-
-
-def _class_doc(facts: SourceFacts, class_name: str) -> str:
-    try:
-        return facts.class_info(class_name).docstring
-    except KeyError:
-        return ""
+def _class_doc(observed: dict, class_name: str, where: dict) -> str:
+    """The kernel class's docstring as the probe read it: the class of this API's
+    module, else the first codegen class of that name."""
+    if where:
+        return where.get("doc", "")
+    return next((v.get("doc", "") for v in observed["kernel_classes"].values()
+                 if v["class"] == class_name), "")
 
 
 def _example(records: List[dict], grammar: Grammar) -> str:
@@ -381,39 +336,12 @@ def _example(records: List[dict], grammar: Grammar) -> str:
     return min((f for f, score in scores.items() if score == top), default="")
 
 
-def _blob_functions_take_targets(module_path: Path, functions: Sequence[str]) -> bool:
-    # The module as the source reading parsed it (parses are kept by content).
-    tree = parse_module(module_path).tree
-    return tree is not None and any(
-        node.name in functions and any(arg.arg == "targets" for arg in node.args.args)
-        for node in _function_defs(tree))
-
-
-#: The nodes that hold statements (``match_case``: Python 3.10 on; the analysis runs on 3.9).
-_STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler) + (
-    (ast.match_case,) if hasattr(ast, "match_case") else ())
-
-
-def _function_defs(tree: ast.AST) -> Iterator[ast.FunctionDef]:
-    """Every ``def`` in ``tree``, at any depth: statements hold them, expressions
-    never do (a lambda holds no statement), so only statements are walked into."""
-    todo = [tree]
-    while todo:
-        for child in ast.iter_child_nodes(todo.pop()):
-            if isinstance(child, ast.FunctionDef):
-                yield child
-            if isinstance(child, _STATEMENT_HOLDERS):
-                todo.append(child)
-
-
-def _checks(model: ApiModel, facts: SourceFacts, module_path: Path,
-            listing_matches: bool) -> Dict[str, object]:
+def _checks(model: ApiModel, facts: SourceFacts, listing_matches: bool) -> Dict[str, object]:
     """The cross-check summary: facts that tell CK versions apart at a glance."""
     return {
         "kernel_classes": len(model.kernel_types),
         "frozen": {k.class_name: k.frozen for k in model.kernel_types},
-        "blob_function_takes_targets": _blob_functions_take_targets(
-            module_path, list(facts.enumeration.functions)),
+        "blob_function_takes_targets": facts.enumeration.takes_targets,
         "has_arch_factories": facts.has_arch_factories,
         "dispatch_mechanism": model.dispatch.mechanism,
         "filter_split": model.filter.api_split,

@@ -4,40 +4,35 @@ The probe (``probe_calls.py``) keeps every call of a codegen function or factory
 that returned tiles or nothing, with its arguments. A factory whose tile method was
 called gets its tables from those calls: per data type, head-dim key and the other
 arguments (``[tr_load=t]`` where they change the table), the tiles' own names, and the
-conditions its tiles carry where the source reading has none. The source reading keeps
-what it alone knows (where a factory is, when it is chosen). A gap of the source
-reading about the tiles is then answered: by that observation, by the run not using
-the factory, or by the listing, which the tiles section is built from.
+conditions its tiles carry (a ``CppConstraint`` as the C++ it writes). A factory the
+run did not call gets the table the probe asked it for with the run's arguments (it
+stays not ``observed``). The source reading keeps what it alone knows (where a factory
+is, when it is chosen).
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from ..model import Factory, Gap
-from .source.facts import FactoryTable
+from ..model import Factory
 
 __all__ = ["apply_observed_factories"]
 
 _Table = Dict[str, List[str]]
 
 
-def apply_observed_factories(factories: Sequence[Factory], tables: Sequence[FactoryTable],
-                             gaps: Sequence[Gap], observed: Optional[dict],
+def apply_observed_factories(factories: Sequence[Factory], observed: Optional[dict],
                              tile_classes: Set[str], hdim_field: str) -> None:
-    """Fill each called factory's tables from ``observed`` (the probe's ``factories``)
-    and mark the tile gaps answered."""
+    """Fill each factory's tables from ``observed`` (the probe's ``factories``)."""
     calls = (observed or {}).get("calls", [])
     objects = (observed or {}).get("objects", [])
-    dtype_params = {(t.factory, t.method): t.dtype_parameter for t in tables}
-    static_notes = {n: text for f in factories for n, text in f.tile_notes.items()}
     for factory in factories:
         own = _calls_of(factory, factories, calls, objects, tile_classes)
         method = next((c["method"] for c in own if _tiles_of(c, objects, tile_classes)), None)
         if method is None:
             continue
         per_dtype = _per_dtype([c for c in own if c["method"] == method], objects, tile_classes,
-                               hdim_field, dtype_params.get((factory.class_name, method), ""))
+                               hdim_field)
         factory.tiles, factory.dtypes, factory.unsupported_dtypes = {}, [], []
         for dtype, combos in per_dtype.items():
             merged = _merge(combos)
@@ -46,17 +41,11 @@ def apply_observed_factories(factories: Sequence[Factory], tables: Sequence[Fact
                 factory.dtypes.append(dtype)
             else:
                 factory.unsupported_dtypes.append(dtype)
-        # a tile's condition as the source writes it, where the source reading has it
         for index in {i for c in own for i in _tiles_of(c, objects, tile_classes)}:
             name, notes = objects[index][1], objects[index][3]
             if name and notes:
-                factory.tile_notes[name] = static_notes.get(name) or "; ".join(notes.values())
-        factory.observed = True
-    called = {f.class_name for f in factories if f.observed}
-    for gap in gaps:
-        if gap.section == "tiles" and not gap.answered:
-            gap.answered = ("observed" if gap.subject in called
-                            else "unused" if gap.subject and called else "listing")
+                factory.tile_notes[name] = "; ".join(notes.values())
+        factory.observed = any(not c.get("asked") for c in own)
 
 
 def _calls_of(factory: Factory, factories: Sequence[Factory], calls: List[dict],
@@ -90,15 +79,14 @@ def _tiles_of(call: dict, objects: List[list], tile_classes: Set[str]) -> List[i
     return [i for i in refs if objects[i][0] in tile_classes]
 
 
-def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], hdim_field: str,
-               dtype_param: str) -> Dict[str, List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]]:
+def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], hdim_field: str
+               ) -> Dict[str, List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]]:
     """data type -> [(the other arguments, the table {head-dim key: tile names})], in the
     order of the calls."""
     out: Dict[str, List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]] = {}
     for call in calls:
         params = call["params"]
-        param = dtype_param if dtype_param in params else next(
-            (p for p in params if "dtype" in p.lower()), next(iter(params), ""))
+        param = next((p for p in params if "dtype" in p.lower()), next(iter(params), ""))
         if not isinstance(params.get(param), str):
             continue
         others = tuple((k, v) for k, v in params.items() if k != param)

@@ -15,7 +15,10 @@ was made through has its own call.
 :func:`summary` keeps the calls whose objects are parts of the listed kernels (their
 tiles, their pipelines), each object once: its class, its own name, its scalar
 fields, and the text of each other field that differs from its default (a tile's
-``CppConstraint``).
+``CppConstraint``). A plain class the run did not call a tile method through is then
+asked for its table with the arguments the run used (:meth:`CallLog.ask_the_others`):
+those calls are kept with ``"asked": True`` (what that factory gives, not what the run
+used).
 """
 
 import dataclasses
@@ -62,6 +65,7 @@ class CallLog:
         self.calls = []
         self.watching = False
         self.modules = set()
+        self.classes = []  # the plain classes wrapped, in the order their modules ran
 
     def wrap_module(self, module):
         """Wrap the functions and the plain classes' static and class methods of one
@@ -79,6 +83,7 @@ class CallLog:
                     and not dataclasses.is_dataclass(value) and not issubclass(value, enum.Enum):
                 self._wrap_class(value)
                 classes.append(value)
+        self.classes.extend(classes)
         self._wrap_inherited_statics(classes)
 
     def _wrap_class(self, cls):
@@ -138,6 +143,35 @@ class CallLog:
         wrapped._fmha_original = fn
         return wrapped
 
+    def ask_the_others(self, part_types):
+        """Call each tile method the run called (one whose result held objects of
+        ``part_types``) through every other wrapped class that has it, with each set of
+        arguments the run used; the calls that return are kept as asked."""
+        asked = {}  # method -> the argument sets the run used
+        through = {}  # method -> the classes the run called it through
+        for name, attr, _, kind, args, kwargs, kept in list(self.calls):
+            if kind == "function" or not _holds(kept, part_types):
+                continue
+            asked.setdefault(attr, [])
+            if (args, kwargs) not in asked[attr]:
+                asked[attr].append((args, kwargs))
+            through.setdefault(attr, set()).add(name)
+        for attr, argument_sets in asked.items():
+            for cls in self.classes:
+                method = getattr(cls, attr, None)
+                original = getattr(getattr(method, "__func__", method), "_fmha_original", None)
+                if original is None or cls.__name__ in through[attr]:
+                    continue
+                kind = "class" if isinstance(_raw(cls, attr), classmethod) else "static"
+                for args, kwargs in argument_sets:
+                    try:
+                        kept = _kept(method(*args, **kwargs))
+                    except (Exception, SystemExit):  # noqa: BLE001 - a table it does not have
+                        continue
+                    if kept is not _SKIP:
+                        self.calls.append((cls.__name__, attr, original, kind, args, kwargs,
+                                           kept, True))
+
     def summary(self, part_types):
         """{"calls": [...], "objects": [[class, name, scalar fields, notes]]} of the calls
         whose result is empty or holds objects of ``part_types``."""
@@ -165,7 +199,7 @@ class CallLog:
             return found
 
         calls, seen = [], set()
-        for through, attr, fn, kind, args, kwargs, kept in self.calls:
+        for through, attr, fn, kind, args, kwargs, kept, *asked in self.calls:
             if isinstance(kept, dict):
                 items = [(k, v if isinstance(v, list) else [v]) for k, v in kept.items()]
             else:
@@ -185,7 +219,7 @@ class CallLog:
                 {"keys": [[_key_text(k), [ref(o) for o in objs]] for k, objs in items]}
                 if isinstance(kept, dict) else {"items": [ref(o) for _, objs in items for o in objs]})
             entry = {"through": through, "kind": kind, "method": attr, "params": params,
-                     "result": result,
+                     "result": result, "asked": bool(asked),
                      "where": "%s:%d" % (os.path.relpath(code.co_filename, self.fmha_dir)
                                          .replace(os.sep, "/"), code.co_firstlineno)}
             text = repr(sorted(entry.items()))
@@ -193,6 +227,18 @@ class CallLog:
                 seen.add(text)
                 calls.append(entry)
         return {"calls": calls, "objects": objects}
+
+
+def _holds(kept, part_types):
+    """Whether a kept result holds an object of ``part_types``."""
+    values = kept.values() if isinstance(kept, dict) else [kept] if kept is not None else []
+    return any(type(o) in part_types for v in values
+               for o in (v if isinstance(v, list) else [v]))
+
+
+def _raw(cls, attr):
+    """``cls.attr`` as its class body holds it (a staticmethod or classmethod object)."""
+    return next((vars(base)[attr] for base in cls.__mro__ if attr in vars(base)), None)
 
 
 def _definer(cls, attr):

@@ -7,18 +7,29 @@ observes how a filter travels, :func:`observe_followers` the kernels ``-f`` keep
 another, :func:`list_isolated` one more listing as a new process would make it.
 """
 
+import dataclasses
 import fnmatch
 import functools
+import inspect
+import linecache
 import os
+import re
 import sys
 import time
 
 ORIGINAL_FNMATCH = fnmatch.fnmatch
 
 
-def _first_line(function):
-    code = getattr(function, "__code__", None)
-    return code.co_firstlineno if code else 0
+def _class_place(cls, path):
+    """(line of the ``class`` statement in ``path``, 0 if not found; the class's own
+    docstring, cleaned as ``ast.get_docstring`` does, or "")."""
+    doc = cls.__dict__.get("__doc__") or ""
+    if dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "("):
+        doc = ""  # the signature @dataclass writes where the class has no docstring
+    statement = re.compile(r"\s*class\s+%s\b" % re.escape(cls.__name__))
+    line = next((number for number, text in enumerate(linecache.getlines(path), 1)
+                 if statement.match(text)), 0)
+    return line, inspect.cleandoc(doc).strip()
 
 
 class ObservedEnough(BaseException):
@@ -85,8 +96,9 @@ class Recorder:
                     value.name = self._naming_property(name_prop)
                 rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
                 key = "%s.%s" % (module.__name__, value.__name__)
+                line, doc = _class_place(value, path)
                 self.kernel_classes[key] = {"class": value.__name__, "file": rel,
-                                            "line": _first_line(prop.fget)}
+                                            "line": line, "doc": doc}
 
     def listed_kernels(self, listing):
         """(file, object) of the kernel objects whose file is listed, by file."""

@@ -379,8 +379,6 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     kernels = recorder.listed_kernels(listing)
     records, scalars, owners, candidates, domain_of = _perturb.observe_records(
         kernels, _perturb.map_domains(recorder.codegen_modules()))
-    result["factories"] = recorder.calls.summary(
-        _perturb.part_types(obj for _, obj in kernels))
     if trait_reader:
         dispatch_started = time.time()
         try:
@@ -398,6 +396,11 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
             typed_items=scalars)
 
     perturb_seconds = time.time() - perturb_started
+    # the other factories' tables last: a call the run did not make may change what
+    # the run's objects share (the marker runs below import the codegen afresh)
+    part_types = _perturb.part_types(obj for _, obj in kernels)
+    recorder.calls.ask_the_others(part_types)
+    result["factories"] = recorder.calls.summary(part_types)
     parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
     runs_state = process_state(fmha_dir)  # what the marker runs start from
     calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, parts, MARKER.format(

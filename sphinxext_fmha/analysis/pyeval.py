@@ -3,60 +3,24 @@
 :class:`Evaluator` computes the value of an expression over literal data: constants,
 containers, operators, comparisons, f-strings, ``%``-formatting, subscripts, a few safe
 builtins and string/container methods.  Whatever it cannot determine raises
-:class:`Unknown`; callers turn that into a gap or a fallback.  Both readers of the
-codegen use it: :mod:`.generate_py` (generate.py's constants, ``-f`` handling and
-argparse options) and, through :class:`~.pyinterp.Interpreter` (which adds statements,
-functions and classes), the source analysis of the ops modules.
+:class:`Unknown`; callers turn that into a gap or a fallback.  generate.py's reader
+uses it (:mod:`.generate_py`, :mod:`.generate_options`: its constants, handler table
+and argparse options).
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from .pyparse import FunctionNode, dotted
+from .pyparse import dotted
 
-__all__ = [
-    "Unknown",
-    "Obj",
-    "ClassRef",
-    "Closure",
-    "ModuleRef",
-    "SAFE_BUILTINS",
-    "SAFE_METHODS",
-    "Evaluator",
-]
+__all__ = ["Unknown", "ModuleRef", "SAFE_BUILTINS", "SAFE_METHODS", "Evaluator"]
 
 
 class Unknown(Exception):
     """Raised when a value cannot be determined statically."""
-
-
-@dataclass(eq=False)
-class Obj:
-    """An instance of an analysed class built from literal constructor arguments."""
-
-    class_name: str
-    args: Dict[str, Any]  # field name -> lazy argument (see pyinterp) or python value
-    source: str = ""
-    _resolved: Dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Closure:
-    """A function of the analysed code, with the environment it was defined in."""
-
-    node: FunctionNode
-    env: Dict[str, Any]
-    self_obj: Any = None
-
-
-@dataclass(frozen=True)
-class ClassRef:
-    """A class of the analysed code used as a value (``Factory.method``)."""
-
-    name: str
 
 
 @dataclass(frozen=True)
@@ -67,7 +31,7 @@ class ModuleRef:
 
 
 #: Values that stand for analysed code: never formatted, compared by operators or iterated.
-_OPAQUE = (Obj, Closure, ClassRef, ModuleRef)
+_OPAQUE = (ModuleRef,)
 
 #: Errors a builtin or an operator raises on values it does not accept: the analysed
 #: code would fail (or do something else) there, so the value is unknown.
@@ -122,9 +86,7 @@ class Evaluator:
     ``global_lookup(name)`` resolves a name that is neither local (``env``) nor a safe
     builtin, or raises :class:`Unknown`.  With ``module_names`` an attribute
     ``a.b.__name__`` whose base cannot be resolved reads as the dotted path ``"a.b"``
-    (generate.py names the ops package that way).  Subclasses resolve analysed classes
-    and functions through the ``definition``/``construct_call``/``call_closure``/
-    ``get_field``/``class_attribute`` hooks.
+    (generate.py names the ops package that way).
     """
 
     MAX_STEPS = 200_000
@@ -133,28 +95,6 @@ class Evaluator:
         self.global_lookup = global_lookup
         self.module_names = module_names
         self.steps = 0
-
-    # ---- hooks for analysed definitions (none without an interpreter) ----------------
-
-    def definition(self, name: str) -> Any:
-        """The class or function ``name`` of the analysed code as a value, or None."""
-        return None
-
-    def construct_call(self, node: ast.Call, env: Dict[str, Any]) -> Optional[Obj]:
-        """The object a constructor call ``node`` builds, or None if it is no constructor."""
-        return None
-
-    def call_closure(self, closure: Closure, args: List[Any], kwargs: Dict[str, Any]) -> Any:
-        """Call an analysed function."""
-        raise Unknown(f"call of {closure.node.name}")
-
-    def get_field(self, obj: Obj, name: str) -> Any:
-        """Attribute ``name`` of an analysed object."""
-        raise Unknown(f"{obj.class_name}.{name}")
-
-    def class_attribute(self, ref: ClassRef, name: str) -> Any:
-        """Attribute ``name`` of an analysed class."""
-        raise Unknown(f"{ref.name}.{name}")
 
     # ---- names, truth, operators ----------------------------------------------------
 
@@ -165,21 +105,18 @@ class Evaluator:
             raise Unknown("evaluation budget exceeded")
 
     def lookup(self, name: str, env: Dict[str, Any]) -> Any:
-        """The value of ``name``: local, constant, analysed definition, builtin, global."""
+        """The value of ``name``: local, constant, builtin, global."""
         if name in env:
             return env[name]
         if name in _CONSTANT_NAMES:
             return _CONSTANT_NAMES[name]
-        found = self.definition(name)
-        if found is not None:
-            return found
         if name in SAFE_BUILTINS:
             return SAFE_BUILTINS[name]
         return self.global_lookup(name)
 
     @staticmethod
     def truth(v: Any) -> bool:
-        """``bool(v)``; analysed objects are true (they define no ``__bool__`` we know)."""
+        """``bool(v)``; a module is true."""
         if isinstance(v, _OPAQUE):
             return True
         try:
@@ -358,10 +295,6 @@ class Evaluator:
             if path is None:
                 raise
             return path  # ``codegen.ops.__name__``: the module named by its dotted path
-        if isinstance(base, Obj):
-            return self.get_field(base, node.attr)
-        if isinstance(base, ClassRef):
-            return self.class_attribute(base, node.attr)
         if isinstance(base, ModuleRef):
             if node.attr == "__name__":
                 return base.name
@@ -374,9 +307,6 @@ class Evaluator:
         raise Unknown(f"attribute {node.attr}")
 
     def _call(self, node: ast.Call, env: Dict[str, Any]) -> Any:
-        built = self.construct_call(node, env)
-        if built is not None:
-            return built
         callee = self.eval(node.func, env)
         args = self._elements(node.args, env)
         kwargs: Dict[str, Any] = {}
@@ -384,10 +314,6 @@ class Evaluator:
             if kw.arg is None:
                 raise Unknown("**kwargs call")
             kwargs[kw.arg] = self.eval(kw.value, env)
-        if isinstance(callee, Closure):
-            return self.call_closure(callee, args, kwargs)
-        if isinstance(callee, ClassRef):
-            raise Unknown("indirect constructor")
         if isinstance(callee, _OPAQUE) or not callable(callee):
             raise Unknown("call of unknown callee")
         try:

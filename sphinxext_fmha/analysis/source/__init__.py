@@ -21,14 +21,10 @@ from ..pyeval import Unknown
 from .blob_functions import find_blob_functions
 from .classes import collect_classes
 from .context import Context
-from .dedup import collect_dedup
 from .dispatcher import collect_dispatch
-from .enumeration import collect_enumeration
 from .factories import collect_factories
 from .facts import SourceFacts
-from .kernel_filter import collect_filter
 from .map_uses import collect_map_uses
-from .notes import note_dead_rules, note_suspicious_literals
 from .receipt_collector import collect_receipts
 from .skips import collect_skip_conditions
 from .symbol_maps import collect_symbol_maps
@@ -45,14 +41,9 @@ COLLECTORS: List[Tuple[str, Callable[[Context], None]]] = [
     ("map uses", collect_map_uses),
     ("blob functions", find_blob_functions),
     ("factories", collect_factories),
-    ("enumeration", collect_enumeration),
     ("skip conditions", collect_skip_conditions),
     ("receipts", collect_receipts),
-    ("kernel filter", collect_filter),
-    ("de-duplication", collect_dedup),
     ("dispatch", collect_dispatch),
-    ("suspicious literals", note_suspicious_literals),
-    ("dead rules", note_dead_rules),
 ]
 
 

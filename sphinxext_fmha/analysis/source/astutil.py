@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, List, Optional, Sequence, Set, Tuple
+from typing import Any, List, Optional, Set
 
 from ..pyparse import FUNCTION_TYPES as FUNC
 from ..pyparse import FunctionNode, ParsedModule, dotted
@@ -18,19 +18,10 @@ def decorators(node: ast.AST) -> List[str]:
     return out
 
 
-def is_dataclass(node: ast.ClassDef) -> Tuple[bool, bool]:
-    """(is a dataclass, is frozen) from the decorators of a class."""
-    for d in node.decorator_list:
-        target = d.func if isinstance(d, ast.Call) else d
-        name = (dotted(target) or "").split(".")[-1]
-        if name == "dataclass":
-            frozen = False
-            if isinstance(d, ast.Call):
-                for kw in d.keywords:
-                    if kw.arg == "frozen" and isinstance(kw.value, ast.Constant):
-                        frozen = bool(kw.value.value)
-            return True, frozen
-    return False, False
+def is_dataclass(node: ast.ClassDef) -> bool:
+    """Whether a class's decorators make it a dataclass."""
+    return any((dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
+               == "dataclass" for d in node.decorator_list)
 
 
 def member(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
@@ -44,18 +35,6 @@ def member(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
 def names_in(node: ast.AST) -> Set[str]:
     """Every name used below ``node``."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
-def calls_named(node: ast.AST, names: Set[str]) -> List[ast.Call]:
-    """Calls below ``node`` of a function or method named one of ``names``."""
-    out = []
-    for n in ast.walk(node):
-        if isinstance(n, ast.Call):
-            f = n.func
-            fname = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else None)
-            if fname in names:
-                out.append(n)
-    return out
 
 
 def is_fnmatch_call(node: ast.AST, fnmatch_names: Set[str]) -> bool:
@@ -97,30 +76,6 @@ def function_params(fn: FunctionNode) -> List[str]:
 def mentions(node: ast.AST, names: Set[str]) -> bool:
     """Whether ``node`` uses one of ``names``."""
     return bool(names_in(node) & names)
-
-
-def flat_targets(target: ast.AST) -> List[ast.AST]:
-    """The names a ``for`` target binds (``a, b`` gives both)."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return list(target.elts)
-    return [target]
-
-
-def expand_axes(args: Sequence[ast.AST]) -> List[ast.AST]:
-    """Axes of ``itertools.product(...)``, with ``*[x] * n`` and ``*[a, b]`` spelled out."""
-    out: List[ast.AST] = []
-    for a in args:
-        if isinstance(a, ast.Starred):
-            v = a.value
-            if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) and isinstance(v.left, ast.List) \
-                    and isinstance(v.right, ast.Constant) and isinstance(v.right.value, int):
-                out.extend(list(v.left.elts) * v.right.value)
-                continue
-            if isinstance(v, (ast.List, ast.Tuple)):
-                out.extend(v.elts)
-                continue
-        out.append(a)
-    return out
 
 
 def stmt_line(node: ast.AST, pm: ParsedModule) -> int:

@@ -24,7 +24,7 @@ def find_blob_functions(ctx: Context) -> None:
     """Find the blob functions (loops with ``continue`` or ``product``) and their helpers.
 
     Sets ``ctx.fnmatch_names``, ``ctx.blob_functions``, ``ctx.receipt_names`` and
-    ``ctx.helper_functions``; records them in ``facts.enumeration``.
+    ``ctx.helper_functions``; records the blob functions in ``facts.enumeration``.
     """
     tree = ctx.tree
     for node in tree.body:
@@ -56,6 +56,8 @@ def find_blob_functions(ctx: Context) -> None:
                             "no module-level function enumerating kernels (loops with continue/product)"))
     for fn in ctx.blob_functions:
         ctx.facts.enumeration.functions[fn.name] = ctx.where(fn)
+        if any(arg.arg == "targets" for arg in fn.args.args):
+            ctx.facts.enumeration.takes_targets = True
         for params in function_params(fn):
             if "receipt" in params.lower():
                 ctx.receipt_names.add(params)
@@ -78,6 +80,3 @@ def find_blob_functions(ctx: Context) -> None:
                 if isinstance(stmt, FUNC) and any(isinstance(n, (ast.For, ast.While))
                                                    for n in walk_no_nested(stmt)):
                     ctx.helper_functions.append((stmt, node.name))
-    for fn, owner in ctx.helper_functions:
-        label = f"{owner}.{fn.name}"
-        ctx.facts.enumeration.helpers[label] = ctx.where(fn)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 
-from ...model import Gap
 from ..pyparse import ParsedModule, segment
 from .astutil import (
     FUNC,
@@ -22,7 +21,7 @@ __all__ = ["collect_classes"]
 
 
 def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> ClassInfo:
-    is_dc, frozen = is_dataclass(node)
+    is_dc = is_dataclass(node)
     info = ClassInfo(
         name=node.name,
         defined_at=pm.where(node),
@@ -30,8 +29,6 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
         imported_from=imported_from,
         bases=[segment(pm, b) for b in node.bases],
         is_dataclass=is_dc,
-        frozen=frozen,
-        docstring=(ast.get_docstring(node) or "").strip(),
     )
     for stmt in node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
@@ -45,27 +42,15 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
             )
             if is_dc and not ann.startswith("ClassVar"):
                 info.fields.append(entry)
-            else:
-                info.class_attributes[stmt.target.id] = entry.default
-        elif isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                if isinstance(t, ast.Name):
-                    info.class_attributes[t.id] = segment(pm, stmt.value)
-        elif isinstance(stmt, FUNC):
+        elif isinstance(stmt, FUNC) and stmt.name == "name":
             decos = decorators(stmt)
             if "property" in decos or any(d.endswith(".getter") for d in decos):
-                info.properties.append(stmt.name)
-                if stmt.name == "name":
-                    info.name_source = pm.source_segment(stmt) or ast.unparse(stmt)
-            else:
-                info.methods.append(stmt.name)
-                if "staticmethod" in decos:
-                    info.static_methods.append(stmt.name)
+                info.name_source = pm.source_segment(stmt) or ast.unparse(stmt)
     return info
 
 
 def collect_classes(ctx: Context) -> None:
-    """List the visible classes (``facts.classes``, ``facts.kernel_classes``); fill ``ctx.class_infos``."""
+    """List the visible classes (``facts.classes``); fill ``ctx.class_infos``."""
     for pm, node, imported_from in ctx.universe.visible_classes():
         info = _class_info(pm, node, imported_from)
         ctx.facts.classes.append(info)
@@ -74,8 +59,3 @@ def collect_classes(ctx: Context) -> None:
     for name, (pm, node) in ctx.universe.classes.items():
         if name not in ctx.class_infos:
             ctx.class_infos[name] = _class_info(pm, node, pm.relpath)
-    ctx.facts.kernel_classes = [c.name for c in ctx.facts.classes
-                                 if c.is_dataclass and "filename" in c.properties]
-    if not ctx.facts.kernel_classes:
-        ctx.gaps.append(Gap("kernel classes", ctx.rel,
-                            "no dataclass with a 'filename' property was found"))

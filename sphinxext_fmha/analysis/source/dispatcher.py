@@ -1,14 +1,15 @@
-"""Collector: the dispatcher, its loop levels, sorts, padding order and unreachable code.
+"""Collector: the dispatcher, its loop levels, sorts and padding order (which kernels it
+never reaches is read from the API file generate.py renders, see ``cppapi/``).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap
-from ..pyparse import ParsedModule, dotted, flat, segment, walk_no_nested
+from ..pyparse import ParsedModule, dotted, segment, walk_no_nested
 from .astutil import (
     FUNC,
     FunctionNode,
@@ -17,15 +18,12 @@ from .astutil import (
     stmt_line,
 )
 from .context import Context
-from .facts import (
-    DispatchLevel,
-)
 
 __all__ = ["collect_dispatch"]
 
 
 def collect_dispatch(ctx: Context) -> None:
-    """Read the pool's dispatcher: mechanism, loop levels, sorts, padding order, dead code."""
+    """Read the pool's dispatcher: mechanism, loop levels, sorts, padding order."""
     d = ctx.facts.dispatch
     pool = ctx.pool_class()
     if pool is None:
@@ -43,15 +41,11 @@ def collect_dispatch(ctx: Context) -> None:
     else:
         d.mechanism = f"method {pool.name}.{method.name}()"
     d.where = ctx.where(method)
-    levels = _dispatch_levels(ctx, pool, method)
-    ctx.facts.dispatch_levels = levels
-    d.order = [level.name for level in levels]
-    if not levels:
+    d.order = _dispatch_levels(ctx, pool, method)
+    if not d.order:
         ctx.gaps.append(Gap("dispatch order", ctx.where(method), "no nested loops over the pool found"))
     d.sorts = _sorts(ctx, pool)
     d.padding_order = _padding_order(ctx)
-    d.unreachable = _unreachable(ctx, pool)
-    _constant_checks(ctx, pool)
 
 
 def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]:
@@ -70,8 +64,9 @@ def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]
     return None
 
 
-def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> List[DispatchLevel]:
-    levels: List[DispatchLevel] = []
+def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> List[str]:
+    """The names the nested loops of the dispatcher bind, outermost first."""
+    levels: List[str] = []
     methods = {s.name: s for s in pool.body if isinstance(s, FUNC)}
 
     def level_name(loop: ast.For) -> str:
@@ -87,25 +82,7 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
             return "(" + ", ".join(ctx.seg(e) for e in target.elts) + ")"
         return ctx.seg(target)
 
-    def templates_in(body: Sequence[ast.stmt]) -> List[str]:
-        out: List[str] = []
-        todo: List[ast.AST] = list(body)
-        while todo:
-            n = todo.pop(0)
-            if isinstance(n, (ast.For, ast.While) + FUNC):
-                continue
-            if isinstance(n, ast.Call):
-                if isinstance(n.func, ast.Attribute) and n.func.attr == "format" \
-                        and isinstance(n.func.value, ast.Name):
-                    out.append(n.func.value.id)
-                elif isinstance(n.func, ast.Name) and n.func.id in ctx.universe.functions and any(
-                        kw.arg and kw.arg.startswith("F_") for kw in n.keywords):
-                    out.append(n.func.id)
-            todo.extend(ast.iter_child_nodes(n))
-        return out
-
     def descend(stmts: Sequence[ast.stmt], visited: Set[str]) -> None:
-        loops = [n for n in stmts if isinstance(n, ast.For)]
         nested: List[ast.For] = []
         for s in stmts:
             for n in ast.walk(s):
@@ -128,10 +105,7 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
                         descend(methods[n.func.attr].body, visited)
                         return
             return
-        del loops
-        tmpl = templates_in(first.body)
-        levels.append(DispatchLevel(level_name(first), ctx.seg(first.iter),
-                                    ", ".join(dict.fromkeys(tmpl)), ctx.where(first)))
+        levels.append(level_name(first))
         descend(first.body, visited)
 
     descend(method.body, {method.name})
@@ -198,97 +172,34 @@ def _padding_order(ctx: Context) -> str:
         if hint and text not in seen:
             seen.add(text)
             hints.append(f"{text} ({ctx.rel}:{line})")
-    for item in ctx.facts.dedup:
-        if item.kind == "check" and re.search(r"pad|order", item.detail, re.I) and item.detail not in seen:
-            seen.add(item.detail)
-            hints.append(f"{item.detail} (called at {item.where})")
+    for detail, where in _duplicate_checks(ctx):
+        if re.search(r"pad|order", detail, re.I) and detail not in seen:
+            seen.add(detail)
+            hints.append(f"{detail} (called at {where})")
     return "; ".join(hints)
 
 
-def _templates(ctx: Context) -> Dict[str, Tuple[ParsedModule, ast.stmt, str]]:
-    """Module-level string constants containing ``{F_...}``-style placeholders."""
-    out: Dict[str, Tuple[ParsedModule, ast.stmt, str]] = {}
-    for pm in ctx.universe.modules.values():
-        if pm.tree is None:
-            continue
-        for node in pm.tree.body:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
-                    and isinstance(node.value.value, str) and re.search(r"\{\w+\}", node.value.value):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        out[t.id] = (pm, node, node.value.value)
+def _duplicate_checks(ctx: Context) -> List[Tuple[str, str]]:
+    """(what the called function says, where it is called) of each call of a ``*dup*``
+    function in the blob functions and the pool (a check such as
+    ``check_duplicates_and_paddings`` may say how padding orders the kernels)."""
+    scopes: List[ast.AST] = list(ctx.blob_functions)
+    pool = ctx.pool_class()
+    if pool is not None:
+        scopes.append(pool)
+    out: List[Tuple[str, str]] = []
+    for scope in scopes:
+        for n in ast.walk(scope):
+            if not isinstance(n, ast.Call):
+                continue
+            fname = (dotted(n.func) or "").split(".")[-1]
+            if fname == "set" or (isinstance(n.func, ast.Attribute) and n.func.attr == "add") \
+                    or "dup" not in fname.lower():
+                continue
+            got = ctx.universe.origin_of(fname)
+            doc = loc = ""
+            if got is not None and isinstance(got[1], FUNC):
+                doc = " ".join((ast.get_docstring(got[1]) or "").split())
+                loc = got[0].where(got[1])
+            out.append(((f"{fname} defined at {loc}: {doc}" if loc else doc).strip(), ctx.where(n)))
     return out
-
-
-def _unreachable(ctx: Context, pool: ast.ClassDef) -> List[Dict[str, str]]:
-    out: List[Dict[str, str]] = []
-    templates = _templates(ctx)
-    falsy = {"false", "False", "0", "f"}
-    # (1) template arguments hard-coded to a false constant
-    for n in ast.walk(ctx.tree):
-        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format"):
-            continue
-        tname = n.func.value.id if isinstance(n.func.value, ast.Name) else ""
-        for kw in n.keywords:
-            if kw.arg is None:
-                continue
-            val = kw.value
-            const = None
-            if isinstance(val, ast.Constant) and isinstance(val.value, (bool, str, int)) \
-                    and str(val.value) in falsy:
-                const = str(val.value)
-            elif isinstance(val, ast.Subscript) and isinstance(val.slice, ast.Constant) \
-                    and str(val.slice.value) in ("f", "False") and isinstance(val.value, ast.Name) \
-                    and val.value.id in ctx.facts.symbol_maps:
-                entry = ctx.facts.symbol_maps[val.value.id].entries.get(str(val.slice.value))
-                if entry in ("false", "False", "0"):
-                    const = entry
-            if const is None:
-                continue
-            uses = ""
-            if tname in templates:
-                tpm, tnode, text = templates[tname]
-                uses_in = [flat(m.group(0)) for m in re.finditer(
-                    r"[^\n;{}]*\{" + re.escape(kw.arg) + r"\}[^\n;{}]*", text)]
-                uses = " | ".join(uses_in[:3])
-            out.append({
-                "what": f"{kw.arg}={ctx.seg(val)}",
-                "where": ctx.where(kw.value),
-                "why": f"template {tname or '?'} always receives {const} for {{{kw.arg}}}"
-                       + (f"; used in: {uses}" if uses else ""),
-            })
-    # (2) conditions in templates that are always false
-    pattern = re.compile(r"(if\s*(constexpr\s*)?\(\s*(false|0)\s*\)|&&\s*false\b|\bfalse\s*&&)")
-    for tname, (tpm, tnode, text) in templates.items():
-        for m in pattern.finditer(text):
-            line = tnode.lineno + text[:m.start()].count("\n")
-            out.append({"what": flat(m.group(0)), "where": f"{tpm.relpath}:{line}",
-                        "why": f"always-false condition in template {tname}"})
-    return out
-
-
-def _constant_checks(ctx: Context, pool: ast.ClassDef) -> None:
-    """Trait checks whose if/else branches return the same text (condition has no effect)."""
-    trait_classes = set()
-    for n in ast.walk(pool):
-        if isinstance(n, FUNC):
-            for a in n.args.args:
-                if a.annotation is not None:
-                    name = (dotted(a.annotation) or "").split(".")[-1]
-                    if name in ctx.universe.classes:
-                        trait_classes.add(name)
-    for cname in sorted(trait_classes):
-        pm, node = ctx.universe.classes[cname]
-        for s in node.body:
-            if not isinstance(s, FUNC):
-                continue
-            for n in ast.walk(s):
-                if isinstance(n, ast.If) and len(n.body) == 1 and len(n.orelse) == 1 \
-                        and isinstance(n.body[0], ast.Return) and isinstance(n.orelse[0], ast.Return) \
-                        and n.body[0].value is not None and n.orelse[0].value is not None \
-                        and ast.dump(n.body[0].value) == ast.dump(n.orelse[0].value):
-                    ctx.facts.notes.append({
-                        "what": f"{cname}.{s.name} ignores {ctx.seg(n.test, pm)}",
-                        "where": pm.where(n),
-                        "detail": f"both branches return {segment(pm, n.body[0].value)}",
-                    })

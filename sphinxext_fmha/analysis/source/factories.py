@@ -1,23 +1,17 @@
-"""Collector: factory classes (or functions) and the tile tables they return.
+"""Collector: the factory classes (or functions) that make the tiles.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Tuple
 
 from ...model import Factory, Gap
 from ..pyparse import segment
 from .astutil import (
     FUNC,
-    FunctionNode,
-    member,
 )
 from .context import Context
-from .facts import (
-    FactoryTable,
-)
-from .tile_tables import TileTableReader
 
 __all__ = ["collect_factories"]
 
@@ -30,7 +24,8 @@ def _tile_method(ctx: Context, fn: ast.AST) -> bool:
 
 
 def collect_factories(ctx: Context) -> None:
-    """Find the factories and evaluate their tile tables (``facts.factories``, ``factory_tables``)."""
+    """Find the factories: where each is, when it is chosen, its architecture
+    (``facts.factories``; their tables are observed, see ``observed_factories.py``)."""
     main_classes = [n for n in ctx.tree.body if isinstance(n, ast.ClassDef)]
     factory_classes: List[str] = []
     for node in main_classes:
@@ -47,8 +42,6 @@ def collect_factories(ctx: Context) -> None:
             if b not in factory_classes and info is not None and not info.is_dataclass:
                 factory_classes.append(b)
     selected = _selected_by(ctx)
-    reader = TileTableReader(ctx, ctx.universe.interpreter())
-    tables: List[FactoryTable] = []
     factories: List[Factory] = []
     if factory_classes:
         for name in factory_classes:
@@ -56,21 +49,6 @@ def collect_factories(ctx: Context) -> None:
             fac = Factory(class_name=name, bases=[segment(pm, b) for b in node.bases],
                           defined_at=pm.where(node), selected_by=selected.get(name, ""))
             fac.arch = _arch_of(ctx, name)
-            methods = _tile_methods_of(ctx, name)
-            first = True
-            for mname, owner in methods:
-                mpm, mnode = ctx.universe.classes[owner]
-                fn = member(mnode, mname)
-                if fn is None:
-                    continue
-                table = reader.read(name, mname, fn, mpm, is_method=True)
-                tables.append(table)
-                if first:
-                    fac.tiles = table.tiles
-                    fac.dtypes = list(table.supported)
-                    fac.unsupported_dtypes = list(table.unsupported)
-                    fac.tile_notes = dict(table.notes)
-                    first = False
             factories.append(fac)
     else:
         for fname, (fpm, fn) in ctx.universe.functions.items():
@@ -79,62 +57,27 @@ def collect_factories(ctx: Context) -> None:
             got = ctx.universe.origin_of(fname)
             if got is None or got[1] is not fn:
                 continue  # not visible in the analysed module
-            fac = Factory(class_name=fname, defined_at=fpm.where(fn),
-                          selected_by=selected.get(fname, ""))
-            table = reader.read(fname, fname, fn, fpm, is_method=False)
-            tables.append(table)
-            fac.tiles, fac.dtypes, fac.unsupported_dtypes = table.tiles, table.supported, table.unsupported
-            fac.tile_notes = dict(table.notes)
-            factories.append(fac)
+            factories.append(Factory(class_name=fname, defined_at=fpm.where(fn),
+                                     selected_by=selected.get(fname, "")))
     ctx.facts.factories = factories
-    ctx.facts.factory_tables = tables
-    ctx.facts.tile_hdim_field = reader.hdim_field or ""
+    ctx.facts.tile_hdim_field = _hdim_field(ctx)
     ctx.facts.has_arch_factories = any(f.arch for f in factories)
     if not factories:
         ctx.gaps.append(Gap("factories", ctx.rel,
                             "no factory class or tile-table function was found", section="tiles"))
-    elif not ctx.facts.has_arch_factories:
-        ctx.facts.notes.append({
-            "what": "no per-arch factories",
-            "where": ctx.rel,
-            "detail": "tile tables come from " + ", ".join(f.class_name for f in factories)
-                      + "; none carries an architecture",
-        })
 
 
-def _tile_methods_of(ctx: Context, cls_name: str) -> List[Tuple[str, str]]:
-    seen: Dict[str, str] = {}
-    order: List[str] = []
-    for owner in ctx.mro(cls_name):
-        node = ctx.universe.classes[owner][1]
-        for stmt in node.body:
-            if isinstance(stmt, FUNC) and stmt.name not in seen:
-                seen[stmt.name] = owner
-                order.append(stmt.name)
-    out = []
-    for mname in order:
-        owner = seen[mname]
-        fn = member(ctx.universe.classes[owner][1], mname)
-        if fn is not None and _tile_method_deep(ctx, fn, set()):
-            out.append((mname, owner))
-    return out
 
-
-def _tile_method_deep(ctx: Context, fn: FunctionNode, visited: Set[int]) -> bool:
-    if id(fn) in visited:
-        return False
-    visited.add(id(fn))
-    if _tile_method(ctx, fn):
-        return True
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                and isinstance(n.func.value, ast.Name):
-            owner = n.func.value.id
-            if owner in ctx.universe.classes:
-                sub = member(ctx.universe.classes[owner][1], n.func.attr)
-                if sub is not None and _tile_method_deep(ctx, sub, visited):
-                    return True
-    return False
+def _hdim_field(ctx: Context) -> str:
+    """The tile field giving the head dim where a tile table is a plain list: read from
+    ``hdim = <tile>.<field>`` in the blob functions."""
+    for fn in ctx.blob_functions:
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and "hdim" in n.targets[0].id.lower() and isinstance(n.value, ast.Attribute) \
+                    and isinstance(n.value.value, ast.Name):
+                return n.value.attr
+    return ""
 
 
 def _arch_of(ctx: Context, cls_name: str) -> str:

@@ -7,7 +7,7 @@ Every class here is JSON-serialisable through :func:`sphinxext_fmha.model.to_dic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from ...model import DispatchInfo, Factory, Gap, Receipt, SkipCondition, TileClass
 
@@ -16,13 +16,7 @@ __all__ = [
     "ClassInfo",
     "SymbolMap",
     "MapUse",
-    "LoopInfo",
     "Enumeration",
-    "FilterMatch",
-    "FilterSource",
-    "DedupInfo",
-    "DispatchLevel",
-    "FactoryTable",
     "SourceFacts",
 ]
 
@@ -44,14 +38,8 @@ class ClassInfo:
     imported_from: str = ""
     bases: List[str] = field(default_factory=list)
     is_dataclass: bool = False
-    frozen: bool = False
     fields: List[ClassField] = field(default_factory=list)
-    class_attributes: Dict[str, str] = field(default_factory=dict)
-    properties: List[str] = field(default_factory=list)
-    methods: List[str] = field(default_factory=list)
-    static_methods: List[str] = field(default_factory=list)
     name_source: str = ""
-    docstring: str = ""
 
 
 @dataclass
@@ -63,7 +51,6 @@ class SymbolMap:
     kind: str = "dict"  # "dict" | "function"
     entries: Dict[str, str] = field(default_factory=dict)
     branches: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    branch_maps: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,73 +59,13 @@ class MapUse:
     path: str
     field: str
     map: str
-    map_call: str = ""
-    argument: str = ""
-    where: str = ""
-
-
-@dataclass
-class LoopInfo:
-    function: str
-    kind: str  # "product" | "for"
-    targets: List[str] = field(default_factory=list)
-    axes: List[str] = field(default_factory=list)
-    resolved_axes: List[str] = field(default_factory=list)
-    source: str = ""
     where: str = ""
 
 
 @dataclass
 class Enumeration:
     functions: Dict[str, str] = field(default_factory=dict)  # blob function -> where
-    helpers: Dict[str, str] = field(default_factory=dict)  # pipeline-like helpers -> where
-    loops: List[LoopInfo] = field(default_factory=list)
-
-
-@dataclass
-class FilterMatch:
-    """An ``fnmatch`` call: the kernel class it matches, against which ``-f`` part
-    (None: the whole filter, or not read)."""
-
-    kernel_class: str = ""
-    index: Optional[int] = None
-    where: str = ""
-
-
-@dataclass
-class FilterSource:
-    matches: List[FilterMatch] = field(default_factory=list)
-
-
-@dataclass
-class DedupInfo:
-    kind: str
-    source: str
-    where: str = ""
-    detail: str = ""
-
-
-@dataclass
-class DispatchLevel:
-    name: str
-    loop: str = ""
-    template: str = ""
-    where: str = ""
-
-
-@dataclass
-class FactoryTable:
-    factory: str
-    method: str
-    defined_at: str = ""
-    dtype_parameter: str = ""
-    qualifiers: List[str] = field(default_factory=list)
-    tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    calls: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    #: tile name -> its constructor's arguments that are not plain numbers
-    notes: Dict[str, str] = field(default_factory=dict)
-    supported: List[str] = field(default_factory=list)
-    unsupported: List[str] = field(default_factory=list)
+    takes_targets: bool = False  # a blob function has a ``targets`` parameter
 
 
 @dataclass
@@ -146,45 +73,29 @@ class SourceFacts:
     """Everything read statically from one ops module (paths relative to fmha_dir).
 
     * ``classes`` - every class of the module and the classes it imports from local
-      modules (``imported_from`` set); ``kernel_classes`` - dataclasses with ``filename``.
+      modules (``imported_from`` set).
     * ``tiles`` - tile dataclasses (``TileClass``); ``symbol_maps`` - module-level dicts
       and dict-returning functions (one dict per branch value) of the local modules;
       ``map_uses`` - ``MAP[self.a.b]`` subscripts per owner class/function.
-    * ``factories`` / ``factory_tables`` - tile tables per factory, data type and head
-      dim (``has_arch_factories`` is False when no factory carries an architecture).
-    * ``enumeration`` - blob functions, helper functions and their loops;
-      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule)
-      with ``skip_context[where] = {"function", "comment"}``.
-    * ``dedup``, ``receipts``, ``filter_source``, ``dispatch`` (+ ``dispatch_levels``).
-    * ``notes`` - noteworthy facts that are not gaps (suspicious literals, rules that
-      never trigger, checks whose branches are identical...); ``gaps`` - what could not
-      be determined.
+    * ``factories`` - where each factory is and when it is chosen (its tables are
+      observed); ``has_arch_factories`` is False when none carries an architecture.
+    * ``enumeration`` - blob functions and their helper functions;
+      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule).
+    * ``receipts``, ``dispatch`` ; ``gaps`` - what
+      could not be determined.
     """
 
     module: str
     classes: List[ClassInfo] = field(default_factory=list)
-    kernel_classes: List[str] = field(default_factory=list)
     tiles: List[TileClass] = field(default_factory=list)
     symbol_maps: Dict[str, SymbolMap] = field(default_factory=dict)
     map_uses: List[MapUse] = field(default_factory=list)
     factories: List[Factory] = field(default_factory=list)
-    factory_tables: List[FactoryTable] = field(default_factory=list)
     has_arch_factories: bool = False
     #: the tile field giving the head dim where a tile table is a plain list
     tile_hdim_field: str = ""
     enumeration: Enumeration = field(default_factory=Enumeration)
     skip_conditions: List[SkipCondition] = field(default_factory=list)
-    skip_context: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    dedup: List[DedupInfo] = field(default_factory=list)
     receipts: List[Receipt] = field(default_factory=list)
-    filter_source: FilterSource = field(default_factory=FilterSource)
     dispatch: DispatchInfo = field(default_factory=DispatchInfo)
-    dispatch_levels: List[DispatchLevel] = field(default_factory=list)
-    notes: List[Dict[str, str]] = field(default_factory=list)
     gaps: List[Gap] = field(default_factory=list)
-
-    def class_info(self, name: str) -> ClassInfo:
-        for c in self.classes:
-            if c.name == name:
-                return c
-        raise KeyError(name)

@@ -18,17 +18,15 @@ def collect_map_uses(ctx: Context) -> None:
     """Record each ``MAP[self.a.b]`` of a known symbol map (``facts.map_uses``, in line order)."""
     dict_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "dict"}
     fn_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "function"}
-    parents = ctx.pm.parents
     for node in ast.walk(ctx.tree):
         if not isinstance(node, ast.Subscript):
             continue
         base = node.value
-        map_name = map_call = ""
+        map_name = ""
         if isinstance(base, ast.Name) and base.id in dict_names:
             map_name = base.id
         elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in fn_names:
             map_name = base.func.id
-            map_call = ctx.seg(base)
         else:
             continue
         path = dotted(node.slice)
@@ -36,9 +34,7 @@ def collect_map_uses(ctx: Context) -> None:
             continue
         if path.startswith("self."):
             path = path[5:]
-        parent = parents.get(node)
-        argument = parent.arg if isinstance(parent, ast.keyword) and parent.arg else ""
         ctx.facts.map_uses.append(MapUse(
             owner=ctx.owner_of(node), path=path, field=path.split(".")[-1], map=map_name,
-            map_call=map_call, argument=argument, where=ctx.where(node)))
+            where=ctx.where(node)))
     ctx.facts.map_uses.sort(key=lambda m: int(m.where.rpartition(":")[2] or 0))

@@ -12,7 +12,6 @@ from ..pyparse import fold_str, segment, walk_no_nested
 from ..python_conditions import read_condition
 from .astutil import (
     FUNC,
-    calls_named,
     function_params,
     is_fnmatch_call,
     mentions,
@@ -25,12 +24,13 @@ __all__ = ["collect_skip_conditions"]
 
 
 def collect_skip_conditions(ctx: Context) -> None:
-    """Record the conditions that skip kernels (``facts.skip_conditions``, ``facts.skip_context``).
+    """Record the conditions that skip kernels (``facts.skip_conditions``: the source
+    of each; the words only for an assertion, whose message says why).
 
     Filter and receipt conditions are left to their own collectors.
     """
     seen: Set[Tuple[str, str]] = set()
-    for fn, label in ctx.loop_functions():
+    for fn, _ in ctx.loop_functions():
         params = set(function_params(fn))
         loop_vars: Set[str] = set()
         for n in walk_no_nested(fn):
@@ -47,18 +47,17 @@ def collect_skip_conditions(ctx: Context) -> None:
                     continue
                 chain = _if_chain(ctx, n, loop)
                 if not chain:
-                    ctx.facts.skip_conditions.append(SkipCondition(
-                        "", "always skipped (unconditional continue)", ctx.where(n), "continue"))
+                    ctx.facts.skip_conditions.append(SkipCondition("", "", ctx.where(n), "continue"))
                     continue
                 tests = [t.test for t, _ in chain]
                 if any(is_fnmatch_call(x, ctx.fnmatch_names) for t in tests for x in ast.walk(t)):
-                    continue  # kernel filter: reported in filter_source
+                    continue  # the kernel filter: observed by the probe
                 if any(mentions(t, ctx.receipt_names) for t in tests):
                     continue  # receipt blocks: reported in receipts
                 if _in_receipt_block(ctx, n, fn):
                     continue
                 conds = [(t.test, pos) for t, pos in chain]
-                source, node = _combined(ctx, conds)
+                source = _combined(ctx, conds)
                 kind = "continue"
                 names = set().union(*(names_in(t) for t in tests))
                 if names & options:
@@ -72,18 +71,12 @@ def collect_skip_conditions(ctx: Context) -> None:
                 if key in seen:
                     continue
                 seen.add(key)
-                ctx.facts.skip_conditions.append(SkipCondition(source, _skip_reading(ctx, node), where, kind))
-                context = {"function": label}
-                comment = _comment_near(ctx, chain[-1][0], n)
-                if comment:
-                    context["comment"] = comment
-                ctx.facts.skip_context[where] = context
+                ctx.facts.skip_conditions.append(SkipCondition(source, "", where, kind))
             elif isinstance(n, ast.Assert) and _innermost_loop(ctx, n, fn) is not None:
                 text = ctx.seg(n.test)
                 msg = fold_str(n.msg) if n.msg is not None else None
                 reading = "requires " + read_condition(n.test) + (f" ({msg})" if msg else "")
                 ctx.facts.skip_conditions.append(SkipCondition(text, reading, ctx.where(n), "assert"))
-                ctx.facts.skip_context[ctx.where(n)] = {"function": label}
     _collect_rules(ctx)
     _collect_dispatch_skips(ctx)
 
@@ -117,25 +110,14 @@ def _innermost_loop(ctx: Context, node: ast.AST, fn: ast.AST) -> Optional[ast.AS
     return None
 
 
-def _combined(ctx: Context, conds: Sequence[Tuple[ast.expr, bool]]) -> Tuple[str, ast.expr]:
+def _combined(ctx: Context, conds: Sequence[Tuple[ast.expr, bool]]) -> str:
+    """The conditions of nested ``if`` s as one condition's source text."""
     parts = []
-    nodes: List[ast.expr] = []
     for test, positive in conds:
         text = ctx.seg(test)
-        if positive:
-            parts.append(wrap(text, test) if len(conds) > 1 else text)
-            nodes.append(test)
-        else:
-            parts.append(f"not ({text})")
-            nodes.append(ast.UnaryOp(op=ast.Not(), operand=test))
-    node = nodes[0] if len(nodes) == 1 else ast.BoolOp(op=ast.And(), values=nodes)
-    return " and ".join(parts), node
-
-
-def _skip_reading(ctx: Context, node: ast.AST) -> str:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return "skipped unless " + read_condition(node.operand)
-    return "skipped when " + read_condition(node)
+        parts.append((wrap(text, test) if len(conds) > 1 else text) if positive
+                     else f"not ({text})")
+    return " and ".join(parts)
 
 
 def _in_receipt_block(ctx: Context, node: ast.AST, fn: ast.AST) -> bool:
@@ -146,17 +128,6 @@ def _in_receipt_block(ctx: Context, node: ast.AST, fn: ast.AST) -> bool:
             return True
         cur = parents.get(cur)
     return False
-
-
-def _comment_near(ctx: Context, if_node: ast.If, cont: ast.stmt) -> str:
-    pm = ctx.pm
-    texts: List[str] = []
-    for line in range(if_node.lineno, (cont.end_lineno or cont.lineno) + 1):
-        c = pm.comment_at(line)
-        if c:
-            texts.append(c)
-    texts = pm.comments_above(if_node.lineno) + texts
-    return " ".join(t for t in texts if t)
 
 
 def _collect_rules(ctx: Context) -> None:
@@ -171,14 +142,8 @@ def _collect_rules(ctx: Context) -> None:
             rets = [r.value for r in ast.walk(s) if isinstance(r, ast.Return) and r.value is not None]
             if rets:
                 parts.append(f"{s.name}: " + " | ".join(segment(pm, r) for r in rets))
-        uses = [ctx.where(c) for c in calls_named(ctx.tree, {info.name})]
-        reading = f"rule object {info.name}"
-        if info.docstring:
-            reading += f": {info.docstring.splitlines()[0]}"
-        if uses:
-            reading += f" (used at {', '.join(uses)})"
         ctx.facts.skip_conditions.append(SkipCondition(
-            "; ".join(parts) or info.name, reading, info.defined_at, "rule"))
+            "; ".join(parts) or info.name, "", info.defined_at, "rule"))
 
 
 def _collect_dispatch_skips(ctx: Context) -> None:
@@ -194,8 +159,6 @@ def _collect_dispatch_skips(ctx: Context) -> None:
                 chain = _if_chain(ctx, n, loop) if loop is not None else []
                 if not chain:
                     continue
-                source, node = _combined(ctx, [(t.test, pos) for t, pos in chain])
-                reading = _skip_reading(ctx, node).replace("skipped", "not dispatched", 1)
+                source = _combined(ctx, [(t.test, pos) for t, pos in chain])
                 ctx.facts.skip_conditions.append(SkipCondition(
-                    source, reading, ctx.where(chain[-1][0]), "dispatch"))
-                ctx.facts.skip_context[ctx.where(chain[-1][0])] = {"function": f"{pool.name}.{s.name}"}
+                    source, "", ctx.where(chain[-1][0]), "dispatch"))

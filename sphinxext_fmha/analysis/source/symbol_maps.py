@@ -71,7 +71,6 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
                   dicts: Dict[str, ast.Dict]) -> Optional[SymbolMap]:
     param = fn.args.args[0].arg
     branches: Dict[str, Dict[str, str]] = {}
-    branch_maps: Dict[str, str] = {}
     returns_dict = False
     parents = pm.parents
     for ret in [n for n in ast.walk(fn) if isinstance(n, ast.Return)]:
@@ -93,10 +92,9 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
                 child, cur = cur, parents.get(cur)
             key = key if key is not None else "*"
             branches[key] = _dict_entries(dicts[val.id], pm)
-            branch_maps[key] = val.id
         elif isinstance(val, ast.Dict):
             returns_dict = True
             branches["*"] = _dict_entries(val, pm)
     if not returns_dict:
         return None
-    return SymbolMap(fn.name, pm.where(fn), "function", {}, branches, branch_maps)
+    return SymbolMap(fn.name, pm.where(fn), "function", {}, branches)

@@ -8,13 +8,10 @@ and assignments, and resolves a name the way Python would (imports, ``*`` import
 from __future__ import annotations
 
 import ast
-import copy
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ...model import Gap
-from ..pyeval import Unknown
-from ..pyinterp import Interpreter
 from ..pyparse import ParsedModule, assigned_names, parse_module
 from .astutil import FUNC, FunctionNode
 
@@ -36,7 +33,6 @@ class Universe:
         self.functions: Dict[str, Tuple[ParsedModule, FunctionNode]] = {}
         self.assigns: Dict[str, Dict[str, ast.AST]] = {}
         self.imports_of: Dict[str, List[Tuple[str, Optional[List[Tuple[str, str]]]]]] = {}
-        self._globals_cache: Dict[Tuple[str, str], Any] = {}
         self.main = self.load(module_relpath)
         if self.main is not None and self.main.tree is not None:
             self._follow(self.main, depth=0)
@@ -168,41 +164,3 @@ class Universe:
                     out.append((pm, node, pm.relpath))
                     seen.add(node.name)
         return out
-
-    def interpreter(self) -> Interpreter:
-        classes = {n: c for n, (_, c) in self.classes.items()}
-        functions = {n: f for n, (_, f) in self.functions.items()}
-        node_modules: Dict[int, ParsedModule] = {}
-        for pm in self.modules.values():
-            if pm.tree is None:
-                continue
-            for node in ast.walk(pm.tree):
-                if isinstance(node, FUNC):
-                    node_modules[id(node)] = pm
-        interp = Interpreter(classes, self.global_value, functions, node_modules)
-        return interp
-
-    def global_value(self, name: str) -> Any:
-        key = ("", name)
-        if key in self._globals_cache:
-            val = self._globals_cache[key]
-            if isinstance(val, Unknown):
-                raise val
-            return copy.deepcopy(val)
-        got = self.origin_of(name)
-        if got is None or isinstance(got[1], (ast.ClassDef,) + FUNC):
-            exc = Unknown(f"global {name}")
-            self._globals_cache[key] = exc
-            raise exc
-        interp = Interpreter({}, self._no_global, {}, {})
-        try:
-            val = interp.eval(got[1], {})
-        except Unknown as exc:
-            self._globals_cache[key] = exc
-            raise
-        self._globals_cache[key] = val
-        return copy.deepcopy(val)
-
-    @staticmethod
-    def _no_global(name: str) -> Any:
-        raise Unknown(f"global {name}")
