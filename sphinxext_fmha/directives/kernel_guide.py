@@ -92,10 +92,8 @@ class KernelGuideDirective(FmhaDirective):
             for line in commands_miss_warnings(api, data.recommendation.runs):
                 self.warn(WarningType.FILTER, line)
         self.warn_unmet(data.recommendation)
-        # a gap is a warning when a section shown here lacks its fact; a reading that
-        # generate.py's run or the listing answers is a self-check on the page only
-        missing = [g for g in data.model.gaps
-                   if not g.answered and (not g.section or g.section in names)]
+        # a gap is a warning when a section shown here lacks its fact
+        missing = [g for g in data.model.gaps if not g.section or g.section in names]
         if missing:
             self.warn(WarningType.GAP, "%s: the analysis left %d gap(s): %s" % (
                 api, len(missing), "; ".join(

@@ -67,8 +67,6 @@ class DispatchInfo:
     sorts: List[str] = field(default_factory=list)
     #: What the codegen says about the order of padded and unpadded kernels.
     padding_order: str = ""
-    #: Kernels an earlier branch always catches: ``{"what", "why", "where"}`` each.
-    unreachable: List[Dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

@@ -20,11 +20,6 @@ class Gap:
     section: str = ""
     #: The codegen object it concerns (a factory's name), if one.
     subject: str = ""
-    #: What answers it nonetheless, making it a self-check rather than a missing fact:
-    #: ``observed`` (generate.py's own run computed it), ``unused`` (generate.py's run
-    #: does not use it), ``listing`` (the section's facts come from the listing); ``""``:
-    #: nothing does.
-    answered: str = ""
 
 
 @dataclass

@@ -195,14 +195,6 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
     if reading.get("discarded"):
         blocks.append(Para([plural(reading["discarded"], "call site"), " sit in branches an ",
                             Code("if constexpr"), " discards (nothing is instantiated there)."]))
-    constants = data.model.dispatch.unreachable
-    if constants:
-        findings: List[Inlines] = [
-            ["; ".join("%s: %s" % (k, v) for k, v in sorted(entry.items()))] for entry in constants]
-        blocks.append(Para([Strong("Unreachable code paths in the codegen"),
-                            " (an earlier dispatch branch always catches their calls):"]))
-        blocks.extend(fold(["Unreachable: %s" % plural(len(findings), "finding")],
-                            [BulletList(findings)], len(findings), FOLD_ITEMS))
     if not blocks:
         if reading:
             blocks.append(Para(["Every generated kernel is referenced by the API file and "

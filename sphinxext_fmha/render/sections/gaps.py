@@ -31,21 +31,13 @@ def gaps_section(data: GuideData) -> List[Block]:
     if odd:
         blocks.extend(fold(["Names that do not parse: %d" % len(odd)],
                             [BulletList([[Code(n)] for n in odd])], len(odd), FOLD_ITEMS))
-    missing = [gap for gap in model.gaps if not gap.answered]
+    missing = model.gaps
     if missing:
         blocks.append(Para([Strong("Gaps"), ": what the analysis could not determine "
                             "(nothing is guessed):"]))
         blocks.append(BulletList([_gap_item(gap) for gap in missing]))
     else:
         blocks.append(Para(["The analysis left no gap."]))
-    answered = [gap for gap in model.gaps if gap.answered]
-    if answered:
-        title: Inlines = ["Self-checks: %d readings of the source that could not be made, "
-                          "each answered otherwise" % len(answered)]
-        listed = BulletList([_gap_item(gap) + ["; ", _ANSWERS.get(gap.answered, gap.answered)]
-                             for gap in answered])
-        blocks.extend(fold(title, [listed], len(answered), FOLD_ITEMS)
-                      if len(answered) > FOLD_ITEMS else [Para(title + [":"]), listed])
     if model.checks:
         rows: List[List[Inlines]] = [[[_words(str(k))], [_check_value(v)]]
                                      for k, v in sorted(model.checks.items())]
@@ -53,14 +45,6 @@ def gaps_section(data: GuideData) -> List[Block]:
                                blocks=[Table(header=["Check", "Value"], rows=rows,
                                              classes=["fmha-checks"])]))
     return blocks
-
-
-#: What answers a static reading that could not be made (:attr:`Gap.answered`).
-_ANSWERS = {
-    "observed": "answered by what generate.py's own run computed",
-    "unused": "answered: generate.py's run does not use it",
-    "listing": "answered by the listing, which the tiles section is made from",
-}
 
 
 def _gap_item(gap: Gap) -> Inlines:

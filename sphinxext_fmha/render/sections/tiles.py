@@ -6,7 +6,7 @@ disagree with the listing."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from ...guide_data import GuideData
 from ...model import Factory, TileRow, TileSource, TileTable, TileUse
@@ -194,11 +194,8 @@ def _comparison(table: TileTable, observed: bool) -> List[Block]:
     return blocks
 
 
-def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable],
-                     unread: Set[str]) -> Inlines:
-    """The factories' tables no listed kernel was compared with, and why, in one line
-    (``unread``: factories generate.py's run did not call whose table the source
-    reading could not make either)."""
+def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable]) -> Inlines:
+    """The factories' tables no listed kernel was compared with, and why, in one line."""
     used = {s.factory for t in tables for s in t.sources}
     archs = {r.keys.get("arch", "") for t in tables for r in t.rows}
     listed = {u.tile for t in tables for r in t.rows for u in r.tiles}
@@ -207,7 +204,7 @@ def _other_factories(factories: Sequence[Factory], tables: Sequence[TileTable],
     inherited = {base for f in factories if f.observed for base in f.bases}
     items: List[Inlines] = []
     for factory in factories:
-        if factory.class_name in used or not (factory.tiles or factory.class_name in unread) \
+        if factory.class_name in used or not factory.tiles \
                 or (called and not factory.observed and factory.class_name in inherited):
             continue
         if called and not factory.observed:
@@ -238,8 +235,7 @@ def tiles_section(data: GuideData) -> List[Block]:
     for table in data.tile_tables:
         blocks.append(SubHeading([Code(table.kernel_type)]))
         blocks.extend(_table_blocks(table, any(f.observed for f in model.factories)))
-    others = _other_factories(model.factories, data.tile_tables,
-                              {g.subject for g in model.gaps if g.answered == "unused"})
+    others = _other_factories(model.factories, data.tile_tables)
     if others:
         blocks.append(Para(others))
     for tile in model.tiles:
