@@ -221,7 +221,7 @@ def _fold_constants(text: str) -> str:
             lambda m: "true" if _CMP_OPS[m.group(2)](int(m.group(1)), int(m.group(3))) else "false",
             text,
         )
-        if "<" in new:
+        if "<" in new and _OPERATOR_RE.search(new):
             new = _fold_args(new)
         new = _fold_conditional(new)
         if new == text:
@@ -249,6 +249,9 @@ def _fold_args(text: str) -> str:
 
 # what can only be a type or a name: no operator of a constant expression in it
 _NOT_CONSTANT_RE = re.compile(r"^[\w:. ]*$")
+# an operator (but `<` `>`, which template-ids have too: a comparison in a template
+# argument is in parentheses, folded before)
+_OPERATOR_RE = re.compile(r"[-+*/%!&|^~=]")
 
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
