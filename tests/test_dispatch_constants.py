@@ -17,6 +17,9 @@ import re
 from pathlib import Path
 from typing import Dict, List
 
+import pytest
+
+from sphinxext_fmha.cppapi.lexing import constant_of, normalize_cpp
 from sphinxext_fmha.cppapi.link_check import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.session import Session
@@ -137,3 +140,18 @@ def test_arithmetic_template_arguments_name_the_kernel(tmp_path):
     assert converts and all("_b64_" in n for n in converts)
     report = link_report(api, files)
     assert report.links and report.missing == [] and report.unreferenced == []
+
+
+@pytest.mark.parametrize("text, value", [
+    ("64/2", "32"), ("-7/2", "-3"), ("-7%2", "-1"), ("1+2*3", "7"), ("(1 > 0)", "true"),
+    ("!(false) && (0 == 0)", "true"), ("3 > 2 > 1", "false"), ("1 << 3 == 8", "true"),
+    ("x && (1 == 0)", "false"), ("x || !(false)", "true"), ("x && true", None),
+    ("std::is_same_v<A<1>, A<1>> && !(false)", "true"),
+    ("std::is_same_v<ck_tile::gfx950_t, ck_tile::gfx12_t>", None),
+    ("!ck_tile::BlockDropoutBwd<false, true, false>::IsDropout", None),
+    ("64/0", None), ("(1", None),
+])
+def test_constant_expressions_fold_as_cpp_does(text, value):
+    """The values are C++'s (integer division truncates, comparisons chain left to right,
+    a name the text does not give decides only where && and || need it not)."""
+    assert constant_of(normalize_cpp(text)) == value
