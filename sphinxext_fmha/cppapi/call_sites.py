@@ -16,6 +16,8 @@ from .lexing import (
     _reachable_aliases,
     _squeeze,
     _template_calls,
+    conditional_branches,
+    constant_of,
     normalize_cpp,
     trait_template,
 )
@@ -23,21 +25,28 @@ from .lexing import (
 __all__ = ["CallFacts", "Scope", "classify_args", "statement_block_calls"]
 
 _USING_RE = re.compile(r"^using\s+([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
+# `static constexpr bool name = expr` (the types a dispatch file gives its constants)
+_CONSTEXPR_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?constexpr\s+(?:const\s+)?"
+                           r"(?:bool|int|auto|(?:ck_tile::)?index_t)\s+([A-Za-z_]\w*)\s*=\s*(.*)$",
+                           re.S)
 
 
 def classify_args(
     args: Sequence[str], aliases: Mapping[str, str]
-) -> Tuple[List[Tuple[str, str]], List[str], List[str]]:
+) -> Tuple[List[Tuple[str, str]], List[str], List[str], List[str]]:
     """Split call template arguments into traits, extra arguments, dropped.
 
     A trait is an argument that names a ``using`` alias whose value is a
     template-id; ``void`` (e.g. from ``std::conditional_t<false, X, void>``)
-    means "not launched"; anything else (``<arch tag>``) is extra.
-    Returns ([(alias, trait text)], extras, dropped aliases).
+    means "not launched"; anything else (``<arch tag>``) is extra. A
+    ``std::conditional_t`` whose condition the text does not decide may be either
+    branch: each is a trait, also listed as undecided.
+    Returns ([(alias, trait text)], extras, dropped aliases, undecided trait texts).
     """
     traits: List[Tuple[str, str]] = []
     extras: List[str] = []
     dropped: List[str] = []
+    undecided: List[str] = []
     plain = aliases if type(aliases) is dict else None
     for arg in args:
         kind, folded, names = (_plain_arg_class(arg, plain) if plain is not None
@@ -45,10 +54,15 @@ def classify_args(
         if kind == "dropped":
             dropped.extend(names)
         elif kind == "trait":
-            traits.append((names[0], folded))
+            branches = conditional_branches(folded)
+            if branches is None:
+                traits.append((names[0], folded))
+            else:
+                traits += [(names[0], branch) for branch in branches]
+                undecided += branches
         else:
             extras.append(folded)
-    return traits, extras, dropped
+    return traits, extras, dropped, undecided
 
 
 _ArgClass = Tuple[str, str, Tuple[str, ...]]  # ("trait" | "dropped" | "extra", folded, names)
@@ -69,6 +83,8 @@ def _decided(arg: str, aliases: Mapping[str, str], names_in_arg: List[str],
         alias = arg if arg in aliases else next(n for n in names_in_arg if aliases[n] == folded)
         if "<" in folded:
             return "trait", folded, (alias,)
+    elif names_in_arg and conditional_branches(folded):  # (an alias in an undecided branch)
+        return "trait", folded, (names_in_arg[-1],)
     return "extra", folded, ()
 
 
@@ -109,6 +125,7 @@ class CallFacts(NamedTuple):
     trait_names: Tuple[str, ...]
     declared_traits: Tuple[Tuple[str, str], ...]
     not_launched: Tuple[str, ...]
+    undecided: Tuple[str, ...]
 
 
 class Scope:
@@ -123,7 +140,7 @@ class Scope:
 
     def statement(self, item: str) -> List[CallFacts]:
         """Take in one statement; the launching calls it makes."""
-        using = _using_parts(item)
+        using = _using_parts(item) or _constexpr_parts(item)
         if using is not None:
             name, clean, names = using
             visible = self.visible
@@ -133,14 +150,21 @@ class Scope:
             if not self._own:
                 self.visible = dict(visible)
                 self._own = True
-            self.visible[name] = alias_value
+            if item[0] == "u":
+                self.visible[name] = alias_value
+            else:  # a constant: its value when the text decides it, else its name alone
+                value = _constant_memo(alias_value)
+                if value is None:
+                    self.visible.pop(name, None)
+                else:
+                    self.visible[name] = value
             self._declared = None
             return []
         if "<" not in item or not self.visible:
             return []
         found: List[CallFacts] = []
         for args, call in _calls_with_text(item):
-            traits, extras, dropped = classify_args(args, self.visible)
+            traits, extras, dropped, undecided = classify_args(args, self.visible)
             if not traits:
                 continue
             if self._declared is None:
@@ -148,7 +172,7 @@ class Scope:
                                        if "<" in v and _looks_like_trait(v))
             found.append(CallFacts(tuple([t for _, t in traits]), call, tuple(extras),
                                     tuple([a for a, _ in traits]), self._declared,
-                                    tuple(dropped)))
+                                    tuple(dropped), tuple(undecided)))
         return found
 
 
@@ -161,6 +185,21 @@ def _using_parts(item: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
         return None
     clean = _clean(m.group(2))
     return m.group(1), clean, _identifiers(clean)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _constexpr_parts(item: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
+    """(name, its expression cleaned, the identifiers of that) of a constant's declaration."""
+    if not item.startswith(("static", "constexpr", "inline")):
+        return None
+    m = _CONSTEXPR_RE.match(item)
+    if m is None:
+        return None
+    clean = _clean(m.group(2))
+    return m.group(1), clean, _identifiers(clean)
+
+
+_constant_memo = functools.lru_cache(maxsize=1 << 16)(constant_of)
 
 
 # The call statement of every leaf of a dispatch file is the same text.

@@ -8,9 +8,11 @@ import functools
 import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-__all__ = ["strip_comments", "normalize_cpp", "split_template_args", "find_template_calls",
-           "trait_template", "trait_key", "match_paren", "squeeze", "mask_code_only",
-           "matches_not_after"]
+from .const_eval import evaluate
+
+__all__ = ["strip_comments", "normalize_cpp", "constant_of", "conditional_branches",
+           "split_template_args", "find_template_calls", "trait_template", "trait_key",
+           "match_paren", "squeeze", "mask_code_only", "matches_not_after"]
 
 # --------------------------------------------------------------------------- lexing
 
@@ -212,17 +214,98 @@ def _is_word(char: str) -> bool:
 
 
 def _fold_constants(text: str) -> str:
-    """Fold ``(8>0)`` -> ``true`` and ``std::conditional_t<true,A,B>`` -> ``A``."""
+    """Fold ``(8>0)`` -> ``true``, constant template arguments (``64/2`` -> ``32``) and
+    ``std::conditional_t<true,A,B>`` -> ``A``."""
     for _ in range(100):
         new = _CMP_RE.sub(
             lambda m: "true" if _CMP_OPS[m.group(2)](int(m.group(1)), int(m.group(3))) else "false",
             text,
         )
+        if "<" in new and _OPERATOR_RE.search(new):
+            new = _fold_args(new)
         new = _fold_conditional(new)
         if new == text:
             return new
         text = new
     return text
+
+
+def _fold_args(text: str) -> str:
+    """Each template argument that is a constant expression replaced by its value."""
+    pos = 0
+    while True:
+        m = _TEMPLATE_NAME_RE.search(text, pos)
+        if not m:
+            return text
+        open_at = m.end() - 1
+        close = _match_angle(text, open_at)
+        if close is not None:
+            args = split_template_args(text[open_at + 1 : close])
+            folded = [_folded_arg(arg) for arg in args]
+            if folded != args:
+                text = text[: open_at + 1] + ",".join(folded) + text[close:]
+        pos = open_at + 1
+
+
+# what can only be a type or a name: no operator of a constant expression in it
+_NOT_CONSTANT_RE = re.compile(r"^[\w:. ]*$")
+# an operator (but `<` `>`, which template-ids have too: a comparison in a template
+# argument is in parentheses, folded before)
+_OPERATOR_RE = re.compile(r"[-+*/%!&|^~=]")
+
+
+@functools.lru_cache(maxsize=_MEMO_SIZE)
+def _folded_arg(arg: str) -> str:
+    if _NOT_CONSTANT_RE.match(arg):
+        return arg  # (a literal stays as written: `0x10`, `1u`)
+    value = constant_of(arg)
+    return arg if value is None else value
+
+
+_IS_SAME = "std::is_same_v"
+
+
+def constant_of(text: str) -> Optional[str]:
+    """``true``, ``false`` or the integer a constant expression (already normalised)
+    folds to, else None: ``std::is_same_v<T,U>`` is true when the two type texts are the
+    same (different texts may still name one type: undecided); any other template-id
+    is a value the text does not give."""
+    pos = 0
+    parts: List[str] = []
+    for m in _TEMPLATE_NAME_RE.finditer(text):
+        if m.start() < pos:
+            continue
+        close = _match_angle(text, m.end() - 1)
+        if close is None:
+            continue
+        args = split_template_args(text[m.end() : close])
+        same = m.group(1) == _IS_SAME and len(args) == 2 and args[0] == args[1]
+        end = close + 1
+        while text.startswith("::", end):  # (`X<..>::value`: the name goes on)
+            nxt = _IDENT_RE.match(text, end)
+            end = nxt.end() if nxt else end + 2
+        parts += [text[pos : m.start()], " true " if same else " _ "]
+        pos = end
+    value = evaluate("".join(parts) + text[pos:])
+    if value is None:
+        return None
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def conditional_branches(text: str) -> Optional[List[str]]:
+    """The branches of a ``std::conditional_t<C,A,B>`` whose condition is not decided
+    (either may be the type: nested ones opened too, ``void`` left out), or None
+    when ``text`` is no such type."""
+    if not text.startswith("std::conditional_t<") or _match_angle(text, 18) != len(text) - 1:
+        return None
+    args = split_template_args(text[19:-1])
+    if len(args) != 3:
+        return None
+    found: List[str] = []
+    for arg in args[1:]:
+        inner = conditional_branches(arg)
+        found += inner if inner is not None else [] if arg == "void" else [arg]
+    return found
 
 
 def _fold_conditional(text: str) -> str:

@@ -64,7 +64,7 @@ def kernel_trait_keys(text: str) -> List[str]:
         if tuple(args) in seen_args:
             continue
         seen_args.add(tuple(args))
-        traits, extras, _ = classify_args(args, aliases)
+        traits, extras, _, _ = classify_args(args, aliases)
         for _, trait in traits:
             key = trait_key(trait, extras)
             if key not in keys:
@@ -191,11 +191,12 @@ def _match(leaves: Iterable[DispatchLeaf], kernel_traits: Mapping[str, str]) -> 
     reached: Dict[str, List[int]] = {}
     for leaf in leaves:
         files: List[Optional[str]] = []
-        for key in leaf.keys:
+        for trait, key in zip(leaf.trait_args, leaf.keys):
             names = by_key.get(key) or []
             if not names:
                 files.append(None)
-                result.unmatched.append((leaf.order, key))
+                if trait not in leaf.undecided:  # (the call may never name it)
+                    result.unmatched.append((leaf.order, key))
                 continue
             files.append(names[0] if len(names) == 1 else names[0])
             for name in names:

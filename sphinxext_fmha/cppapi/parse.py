@@ -88,6 +88,8 @@ class DispatchLeaf:
     trait_names: List[str] = field(default_factory=list)
     declared_traits: Dict[str, str] = field(default_factory=dict)
     not_launched: List[str] = field(default_factory=list)
+    #: trait texts a ``std::conditional_t`` the text does not decide may launch or not
+    undecided: List[str] = field(default_factory=list)
     function: str = ""
     line: int = 0
     discarded: bool = False
@@ -384,6 +386,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
             trait_names=list(facts.trait_names),
             declared_traits=dict(facts.declared_traits),
             not_launched=list(facts.not_launched),
+            undecided=list(facts.undecided),
             function=function,
             line=block.line,
             discarded=dead,
