@@ -10,7 +10,7 @@ import random
 import re
 
 from sphinxext_fmha.cppapi.entry_points import read_entry_points
-from sphinxext_fmha.cppapi.lexing import _mask, mask_code_only, strip_comments
+from sphinxext_fmha.cppapi.masking import _mask, mask_code_only, strip_comments
 from sphinxext_fmha.cppapi.matching import kernel_trait_key, match_leaves_to_kernels
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.cppapi.reach import kernel_reach

@@ -6,7 +6,8 @@ import functools
 import re
 from typing import List
 
-from .lexing import _WS_RE, match_paren, strip_comments
+from .lexing import _WS_RE, match_paren
+from .masking import strip_comments
 
 __all__ = ["describe_condition", "split_top", "strip_parens"]
 

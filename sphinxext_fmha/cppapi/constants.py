@@ -11,7 +11,7 @@ import re
 from typing import Dict, List, Mapping, Optional
 
 from .condition_words import split_top, strip_parens
-from .lexing import strip_comments
+from .masking import strip_comments
 
 __all__ = ["constant_value", "bool_locals"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from .constants import bool_locals, constant_value
-from .lexing import matches_not_after
+from .masking import matches_not_after
 from .parse import DispatchBlock, DispatchTree
 
 __all__ = ["FunctionCall", "EntryPoints", "read_entry_points"]

@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from .call_sites import classify_args
-from .lexing import (
-    find_template_calls,
-    mask_code_only,
-    matches_not_after,
-    normalize_cpp,
-    trait_key,
-    trait_template,
-)
+from .lexing import find_template_calls, normalize_cpp, trait_key, trait_template
+from .masking import mask_code_only, matches_not_after
 from .parse import DispatchLeaf, DispatchTree
 
 __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leaves_to_kernels"]

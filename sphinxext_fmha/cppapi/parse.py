@@ -24,7 +24,6 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from .allocation import collector_paused
 from .call_sites import CallFacts, Scope, statement_block_calls
 from .lexing import (
-    _mask,
     _match_angle,
     _match_paren,
     _squeeze,
@@ -32,6 +31,7 @@ from .lexing import (
     split_template_args,
     trait_key,
 )
+from .masking import _mask
 
 __all__ = ["DispatchBlock", "DispatchLeaf", "DispatchScope", "DispatchTree", "parse_dispatch"]
 

@@ -30,7 +30,8 @@ from typing import DefaultDict, Dict, List, Optional, Set, Tuple
 
 from .allocation import collector_paused
 from .condition_words import describe_condition, split_top, strip_parens
-from .lexing import strip_comments, trait_template
+from .lexing import trait_template
+from .masking import strip_comments
 from .matching import DispatchMatch
 from .parse import DispatchLeaf, DispatchTree
 

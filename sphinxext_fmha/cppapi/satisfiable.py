@@ -32,7 +32,7 @@ from math import gcd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .condition_words import split_top, strip_parens
-from .lexing import strip_comments
+from .masking import strip_comments
 
 __all__ = ["Node", "Theory", "TRUE", "FALSE", "conjoin", "disjoin", "narrow", "negate",
            "parse_condition"]
