@@ -207,10 +207,11 @@ class Recommendation:
     links_unreferenced: List[str] = field(default_factory=list)
     #: Kernels of the set launched only by dispatch functions no entry point runs (a
     #: disabled ``fmha_fwd_v3``) -> why: generated, and never run. The reasons are
-    #: facts (one per leaf that launches the kernel, see
-    #: :func:`~sphinxext_fmha.cppapi.link_check.unreachable_kernels`), said in
+    #: facts (one per leaf that launches the kernel, see ``unreachable_kernels`` in
+    #: ``cppapi/link_check.py``), said in
     #: :attr:`links_unreachable` where they are rendered (the CLI's JSON).
     unreachable_facts: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
+    #: :attr:`unreachable_facts` in words, kernel -> why (filled where they are rendered).
     links_unreachable: Dict[str, str] = field(default_factory=dict)
     #: Kernels of :attr:`unreachable_facts` that come with a kernel the set runs: their
     #: file names differ from its name only in the arch suffix (the value), which ``-f``
