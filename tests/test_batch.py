@@ -8,6 +8,7 @@ result is compared with real, separate processes started here: the listing with
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List
 
@@ -39,10 +40,26 @@ CASES = [
 
 def _filters(root: Path, api: str, store: Path) -> List[str]:
     """Selective filters made of pieces of a real kernel name (of the session's
-    independent listing of the API, which the analysis tests read too)."""
+    independent listing of the API, which the analysis tests read too): two pieces
+    each, so that a run writes a few dozen kernels, not half of the API (what the batch
+    must equal does not grow with the selection: each run is compared whole)."""
     names = sorted(cached_listing(store, fmha_dir(root), api, None).kernels)
-    pieces = [p for p in names[len(names) // 2][: -len(".cpp")].split("_") if p]
-    return ["*_%s_*" % pieces[2], "*_%s*" % pieces[-1], "no-such-kernel"]
+    # -f is matched against the kernel name: without ".cpp" and an arch suffix
+    name = re.sub(r"_gfx[0-9a-z]+$", "", names[len(names) // 2][: -len(".cpp")])
+    pieces = [p for p in name.split("_") if p]
+    first, second = "*_%s_%s_*" % (pieces[2], pieces[3]), "*_%s_*_%s*" % (pieces[2], pieces[-1])
+    # where the API splits -f on '@' (an empty part keeps every kernel of its sub-type),
+    # every part gets a pattern, read from the API's module here: head dim and data type,
+    # which every sub-type's names carry side by side, of this name and of another
+    module = (fmha_dir(root) / "codegen" / "ops" / ("fmha_%s.py" % api))
+    text = module.read_text(encoding="utf-8") if module.is_file() else ""
+    parts = re.search(r"split\(\s*['\"]@['\"]\s*\)[\s\S]{0,200}?\*\s*\(\s*(\d+)\s*-\s*len", text)
+    if not parts:
+        return [first, second, "no-such-kernel"]
+    other = [p for p in re.sub(r"_gfx[0-9a-z]+$", "", names[len(names) // 5][: -len(".cpp")])
+             .split("_") if p]
+    second = "*_%s_%s_*" % (other[2], other[3])
+    return ["@".join([f] * int(parts.group(1))) for f in (first, second)] + ["no-such-kernel"]
 
 
 @pytest.mark.parametrize("tree, api", CASES)
@@ -57,6 +74,8 @@ def test_batched_runs_equal_separate_processes(corpus_root, analysis_cache_dir, 
     for req, text in zip(requests, filters):
         listing = runner.list_kernels(req)
         assert listing.from_cache
+        # the pieces of a real name select kernels (the check is not vacuous)
+        assert listing.files or text == "no-such-kernel", text
         assert set(listing.files) == independent_listing(root, api, tmp_path, "-f", text), text
         written = written_run(root, api, "-f", text)
         if written is None:
