@@ -33,6 +33,7 @@ from helpers.analysis_fixtures import (
     cached_write,
     other_mask_listing,
     session_probe,
+    shared_listing,
     with_analysis_group,
 )
 from helpers.independent import same_pairing, written_folder
@@ -78,9 +79,22 @@ def test_probe_renders_the_dispatch_file_write_mode_writes(corpus_root, analysis
 
 # With the analysis tests of the API too: the representative perturbation checked is the
 # one of the probe a page uses (the session's, read back from the shared cache).
+# Left out: aiter's bwd (15,157 kernels), and the APIs of flash-attn 2.8.1 whose listing
+# holds no name 2.8.3's lacks (bwd, fwd_splitkv, fwd_appendkv, batch_prefill, measured
+# 2026-12-07): their name layouts are perturbed in 2.8.3 (2.8.1's fwd differs: kept).
+_SAME_NAMES_AS_283 = {("flash-attn-2.8.1", api)
+                      for api in ("bwd", "fwd_splitkv", "fwd_appendkv", "batch_prefill")}
 PERTURB_CASES = with_analysis_group([(tree.name, api) for tree in CORPUS
                                      for api in sorted(tree.apis)
-                                     if not (tree.name == AITER and api == "bwd")])
+                                     if not (tree.name == AITER and api == "bwd")
+                                     and (tree.name, api) not in _SAME_NAMES_AS_283])
+
+
+@pytest.mark.parametrize("api", sorted(api for _, api in _SAME_NAMES_AS_283))
+def test_the_apis_left_out_list_no_name_283_lacks(corpus_root, api):
+    """What leaves those 2.8.1 APIs out of the perturbation check stays true."""
+    old = shared_listing(corpus_root("flash-attn-2.8.1"), api)
+    assert old and old <= shared_listing(corpus_root("flash-attn-2.8.3"), api)
 
 
 @pytest.mark.parametrize("tree, api", PERTURB_CASES)
