@@ -226,8 +226,12 @@ class Recommendation:
     #: the functions whose kernels now take their calls (``fmha_fwd_v3`` ->
     #: ``["fmha_fwd_v2"]``; empty: the calls find no kernel).
     emptied: Dict[str, List[str]] = field(default_factory=dict)
-    #: How many kernels the full API never runs: no minimal set has them.
+    #: Of the kernels the full API never runs, how many the commands leave out ...
     never_run_left_out: int = 0
+    #: ... and how many they select all the same (``-f`` cannot tell them apart) ...
+    never_run_selected: int = 0
+    #: ... of which the names of how many equal kept kernels' but for the arch suffix.
+    never_run_namesakes: int = 0
     #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: The tiles per problem (architecture, data type, head dim), with the kernels the

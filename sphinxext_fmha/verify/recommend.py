@@ -156,8 +156,6 @@ def prepare(inputs: RecommendInputs) -> Prepared:
         if inputs.full_api is not None else None
     plan = plan_keep_set(model, scope, deciding, dispatch, needed)
     prepared = Prepared(result, kernels, type_of, coupling, scope, plan, dispatch)
-    if dispatch is not None:
-        result.never_run_left_out = sum(1 for k in scope if k.file in dispatch.never_run())
     target = _with_leaders(set(plan.keep) - {k.file for k in kernels
                                              if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
@@ -216,6 +214,13 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     if dispatch is not None:
         result.emptied = _emptied(dispatch, union)
     result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
+    if dispatch is not None:  # what the commands do with the kernels the full API never runs
+        full_never = set(dispatch.never_run())
+        selected = {f: True for f in union if f in full_never}
+        result.never_run_left_out = sum(1 for k in scope
+                                        if k.file in full_never and k.file not in union)
+        result.never_run_selected = len(selected)
+        result.never_run_namesakes = len(arch_namesakes(model, union, selected))
     chosen = [d for d in result.decisions if d.category != "needed"]
     if not inputs.brief:
         fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \

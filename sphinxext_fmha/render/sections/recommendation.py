@@ -34,6 +34,20 @@ from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, un
 NO_SET = "No set to generate: no kernel has the workload's values together."
 
 
+def _never_run_blocks(rec: Recommendation) -> List[Block]:
+    """What the set does with the kernels the full API never runs (dropping them loses
+    no call): left out, or selected all the same where ``-f`` cannot leave them out."""
+    left, selected = rec.never_run_left_out, rec.never_run_selected
+    if not selected:
+        return [Para(["The %d kernels the full API never runs (listed under Dispatch) are "
+                      "left out: dropping them loses no call." % left])] if left else []
+    why = (": their names equal kept kernels' but for the arch suffix, which -f patterns "
+           "are not matched against" if rec.never_run_namesakes == selected else "")
+    return [Para(["Of the %d kernels the full API never runs (listed under Dispatch), %d "
+                  "are left out (dropping them loses no call); the commands still select "
+                  "%d%s." % (left + selected, left, selected, why)])]
+
+
 def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
     order: List[str] = []
     grouped: Dict[str, List[Decision]] = {}
@@ -67,10 +81,7 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
     coupling = coupling_sentence(rec)
     if coupling:
         blocks.append(Para([coupling[0].upper() + coupling[1:] + "."]))
-    if rec.never_run_left_out:
-        blocks.append(Para(["The %d kernels the full API never runs (listed under "
-                            "Dispatch) are left out: dropping them loses no call."
-                            % rec.never_run_left_out]))
+    blocks += _never_run_blocks(rec)
     grouped = _decisions_by_type(rec)
     for class_name, decisions in grouped:
         if len(grouped) > 1:
@@ -297,7 +308,7 @@ def _links_text(rec: Recommendation) -> str:
                              len(rec.unreachable_facts) else "%d of them"
                              % len(rec.arch_namesakes), ", ".join(suffixes)))
     if rec.reached_only_in_set:
-        parts.append("%d kernels of the set that the whole set never runs are reached from "
+        parts.append("%d kernels of the set that the full API never runs are reached from "
                      "the set's dispatch file (without the dropped kernels its branches are "
                      "tried in another order): calls they serve here ran other kernels in "
                      "the full build." % len(rec.reached_only_in_set))
