@@ -129,8 +129,7 @@ def _example_title(workload: Workload) -> Inlines:
     if workload.kind == "receipt":
         return ["The set within receipt ", Code("-r %s" % workload.receipt), "'s values"]
     if workload.kind == "common":
-        return ["The most common pair of %s (%s)" % (segments, plural(workload.kernels,
-                                                                       "kernel"))]
+        return ["The most common pair of %s" % segments]
     return ["The two most common values of %s" % segments]
 
 
@@ -146,9 +145,15 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
         blocks.append(Para(["The values below are those its rule keeps; the policy decides "
                             "every other segment, so the set can be smaller than what ",
                             Code("-r %s" % workload.receipt), " generates."]))
-    if workload.kind == "common" and workload.ties > 1:
-        blocks.append(Para(["%d pairs have %s; the first in the segments' order is taken."
-                            % (workload.ties, plural(workload.kernels, "kernel"))]))
+    if workload.kind == "common":
+        # counted in one sub-type's listing (the one with the most kernels): said, since
+        # the set's own count below has every sub-type
+        counted: Inlines = ["%d " % workload.kernels, Code(workload.kernel_type),
+                            " kernels (the sub-type with the most kernels) carry the pair below"]
+        if workload.ties > 1:
+            counted.append("; %d pairs have as many, the first in the segments' order is "
+                           "taken" % workload.ties)
+        blocks.append(Para(counted + ["."]))
     need = "; ".join("%s=%s" % (n.segment, ",".join(n.given)) for n in workload.needs)
     blocks.append(Para([Code(":need: " + need)]))
     if rec is None:
