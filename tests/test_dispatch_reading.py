@@ -382,6 +382,62 @@ def test_synthetic_v2_v3_tree_guide_lists_the_disabled_path(synthetic_tree, tmp_
     assert "No unreachable kernel" not in text
 
 
+def test_synthetic_v3_first_kernels_carry_their_functions_terms(synthetic_tree, tmp_path):
+    """2026 CK's entry tries ``fmha_toy_v3`` first when ``a.max_seqlen_q > 1``: every
+    kernel v3 launches needs that and the conditions of its branches in v3 (its dtype's
+    under the dtype token, its bias under the bias token), and no v2 kernel needs it.
+    Oracle: the regex reader on the v3 function's text alone, and the entry's ``if``
+    before the call of v3, read here."""
+    import shutil
+
+    from sphinxext_fmha.verify.token_facts import token_dispatch
+
+    root = synthetic_tree("v3_first")
+    session = Session(root, cache_dir=tmp_path / "cache")
+    out = generate(root, "toy", tmp_path / "out")
+    api_text = (out / "fmha_toy_api.cpp").read_text()
+    entry = re.search(r"if\s*\(([^{]*)\)\s*\{\s*float\s+r\s*=\s*fmha_toy_v3\(", api_text)
+    assert entry is not None
+    entry_term = _norm(entry.group(1))
+    # the v3 function alone, as an API file, beside the kernels: its leaves' terms
+    v3_body = api_text.split("static float fmha_toy_v3(", 1)[1].split("\nfloat fmha_toy(", 1)[0]
+    only_v3 = tmp_path / "only_v3"
+    only_v3.mkdir()
+    for path in out.glob("fmha_toy_d*.cpp"):
+        shutil.copy(path, only_v3 / path.name)
+    (only_v3 / "fmha_toy_api.cpp").write_text(v3_body)
+    v3_leaves = oracle_conditions(only_v3)
+    assert 0 < len(v3_leaves) < len(list(out.glob("fmha_toy_d*.cpp")))
+
+    model = session.model("toy")
+    files = sorted(p.name for p in out.glob("fmha_toy_d*.cpp"))
+    facts = token_dispatch(model, files, session.dispatch_reading("toy"))
+    (kernel_type,) = model.kernel_types
+    labels = [s.label for s in kernel_type.segments]
+    shared = {_norm(cpp) for cpp, _ in facts.shared.get(kernel_type.class_name, [])}
+    per_file: Dict[str, Dict[str, List[str]]] = {}  # file -> segment -> its group's terms
+    for (_, index), by_token in facts.groups.items():
+        for groups in by_token.values():
+            for group in groups:
+                assert not group.unreached
+                for name in group.files:
+                    per_file.setdefault(name, {})[labels[index]] = [_norm(c) for c in group.cpp]
+    for name in files:
+        found = {t for terms in per_file[name].values() for t in terms} | shared
+        if name not in v3_leaves:
+            assert entry_term not in found, name
+            continue
+        hdim, dtype = re.match(r"fmha_toy_d(\d+)_([a-z0-9]+)_", name).groups()
+        dtype_term = _norm('t.data_type.compare("%s") == 0' % dtype)
+        hdim_term = _norm("t.hdim_q <= %s" % hdim)
+        assert dtype_term in _norm(v3_body) and hdim_term in _norm(v3_body)
+        assert dtype_term in per_file[name]["dtype"], (name, per_file[name])
+        bias_terms = [t for t in v3_leaves[name] if t.startswith("t.bias_type")]
+        assert bias_terms and bias_terms[0] in per_file[name]["bias"], (name, per_file[name])
+        # exact: the entry's term, the dtype level's, the hdim level's and the leaf's
+        assert found == set(v3_leaves[name]) | {entry_term, dtype_term, hdim_term}, name
+
+
 def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     from helpers.independent import independent_listing
 

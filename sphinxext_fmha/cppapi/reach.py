@@ -3,7 +3,10 @@
 A kernel is launched by one or more leaves (call sites).  Its conditions are the
 top-level ``&&`` terms of every enclosing branch, each tagged with a *slot* (dispatch
 function, nesting depth, position in the conjunction) so that the same template slot
-of different kernels can be compared (:mod:`sphinxext_fmha.verify.token_facts`).
+of different kernels can be compared (:mod:`sphinxext_fmha.verify.token_facts`).  A
+kernel of a dispatch function that an entry point calls under conditions has those too
+(slots ``<function>/call/<index>``): 2026 CK tries ``fmha_fwd_v3`` only when
+``args.max_seqlen_q > 1``.
 
 Two readings keep the result exact:
 
@@ -30,6 +33,8 @@ from typing import DefaultDict, Dict, List, Optional, Set, Tuple
 
 from .allocation import collector_paused
 from .condition_words import describe_condition, split_top, strip_parens
+from .constants import constant_value
+from .entry_points import read_entry_points
 from .lexing import trait_template
 from .masking import strip_comments
 from .matching import DispatchMatch
@@ -147,12 +152,25 @@ class _Terms:
                 for index, cpp in enumerate(_condition_cpps(condition)))
         return found
 
-    def _numbered(self, slot: str, cpp: str) -> int:
+    def of_call(self, callee: str, conditions: List[str]) -> List[int]:
+        """The numbers of the terms of the conditions of a call of ``callee`` (slots
+        ``<callee>/call/<index>``: no branch depth, never one of a branch's slots); a
+        constant one reads ``always`` or ``never`` (``if (false and can_dispatch_v3)``,
+        its ``else`` ``!(false and can_dispatch_v3)``)."""
+        cpps = [cpp for condition in conditions for cpp in _condition_cpps(condition)]
+        return [self._numbered("%s/call/%d" % (callee, index), cpp,
+                               _CONSTANT_WORDS.get(constant_value(cpp)))
+                for index, cpp in enumerate(cpps)]
+
+    def _numbered(self, slot: str, cpp: str, words: Optional[str] = None) -> int:
         number = self._number.get((slot, cpp))
         if number is None:
             number = self._number[(slot, cpp)] = len(self.terms)
-            self.terms.append(Term(slot, cpp, describe_condition(cpp)))
+            self.terms.append(Term(slot, cpp, words or describe_condition(cpp)))
         return number
+
+
+_CONSTANT_WORDS: Dict[Optional[bool], str] = {True: "always", False: "never"}
 
 
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
@@ -175,10 +193,11 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     # (its main kernel, the terms where its choice starts, kinds) of each choosing leaf
     pending: List[Tuple[Optional[str], Tuple[int, ...], Tuple[str, str]]] = []
     leaf_kernels = match.leaf_kernels
+    entry_terms = _entry_terms(tree, numbered)
     for leaf in tree.leaves:
         function = leaf.function
         span = choice_depths.get(leaf.order)
-        terms: List[int] = []
+        terms: List[int] = list(entry_terms.get(function, ()))
         chosen: List[int] = []
         if span is None:
             for depth, condition in enumerate(leaf.conditions):
@@ -252,6 +271,33 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             if choice is not None:
                 choice.count += 1
     return result, list(choices.values())
+
+
+def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
+    """dispatch function -> the terms every way into it from an entry point has: the
+    conditions of the calls to it and its callers' own (2026 CK's ``fmha_fwd`` calls
+    ``fmha_fwd_v3`` only ``if (args.max_seqlen_q > 1)``: a condition of every kernel v3
+    launches).  A way is what the call's enclosing branches test; what an earlier call
+    left (``fmha_fwd_v2`` runs when v3 declined) is a try order, no term."""
+    points = read_entry_points(tree)
+    found: Dict[str, List[int]] = {}
+
+    def of(function: str, seen: Tuple[str, ...]) -> List[int]:
+        if function in found:
+            return found[function]
+        calls = [c for c in points.calls if c.callee == function and c.caller not in seen]
+        if function in points.entries or not calls:
+            return []
+        ways = [of(c.caller, seen + (function,)) + numbered.of_call(function, c.conditions)
+                for c in calls]
+        others = [{numbered.terms[n].cpp for n in way} for way in ways[1:]]
+        common = [n for n in ways[0] if all(numbered.terms[n].cpp in o for o in others)]
+        found[function] = common
+        return common
+
+    for function in dict.fromkeys(leaf.function for leaf in tree.leaves):
+        of(function, ())
+    return found
 
 
 def _choice_for(term: Term, kinds: Tuple[str, str],

@@ -12,6 +12,7 @@ names the tokens of the other determining segments (hdim, tile, ...) it covers."
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from itertools import accumulate, chain, combinations, compress, count, repeat
 from operator import add, lt, mul, sub
@@ -277,6 +278,42 @@ def _slot_columns(readings: Sequence[Mapping[str, Any]]) -> Dict[str, List[Optio
     return slots
 
 
+_NAME = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*(?:\.|->|::)\s*[A-Za-z_]\w*)*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CONSTANTS = frozenset(("true", "false", "nullptr"))
+
+
+def _same_slots(slots: Mapping[str, List[Optional[_Term]]]) -> Dict[str, str]:
+    """slot -> the slot of another dispatch function it is one with.  Newer CK writes one
+    ``if`` template into several functions (``fmha_fwd_v2``, ``fmha_fwd_v3``): a term at
+    the same depth and place of the conjunction that tests the same inputs (its names a
+    subset of those the other function's terms there test; constants test none) is the
+    same slot, and the segments that own it in one function own it in the other (v3
+    alone never varies its dtype and could not show it is the dtype's).  The function
+    with the most kernels in a place is the one whose kernels tell the owners."""
+    places: Dict[str, Dict[str, List[Optional[_Term]]]] = {}  # depth/index -> function -> column
+    for slot, column in slots.items():
+        parts = slot.rsplit("/", 2)
+        if len(parts) == 3 and parts[1].isdigit():
+            places.setdefault("/".join(parts[1:]), {})[parts[0]] = column
+    into: Dict[str, str] = {}
+    for place, columns in places.items():
+        if len(columns) < 2:
+            continue
+        main = max(columns, key=lambda f: sum(t is not None for t in columns[f]))
+        names = _names(columns[main])
+        for function, column in columns.items():
+            if function != main and _names(column) <= names:
+                into["%s/%s" % (function, place)] = "%s/%s" % (main, place)
+    return into
+
+
+def _names(column: Sequence[Optional[_Term]]) -> set:
+    """The names (``t.hdim_q``, ``a.seqlen_k``) the terms of a column test."""
+    return {"".join(name.split()) for cpp in dict.fromkeys(t[0] for t in column if t)
+            for name in _NAME.findall(_STRING.sub('""', cpp)) if name not in _CONSTANTS}
+
+
 def _class_groups(class_name: str, labels: List[str],
                   items: List[_Item],
                   result: TokenDispatch) -> None:
@@ -291,13 +328,15 @@ def _class_groups(class_name: str, labels: List[str],
     owners: Dict[str, List[Tuple[int, ...]]] = {}
     shared: List[Tuple[str, str]] = []
     undetermined: List[str] = []
-    for slot, column in terms.items():
+    into = _same_slots(terms)
+    for slot in [s for s in terms if s not in into] + list(into):
+        column = terms[slot]
         values = [term[0] if term is not None else None for term in column]
         if len(set(values)) == 1:
             if column[0] and column[0][1] != "always":
                 shared.append(column[0])
             continue
-        found = _owners(rows, values, known)
+        found = owners.get(into.get(slot, "")) or _owners(rows, values, known)
         if found:
             owners[slot] = found
         else:

@@ -23,6 +23,9 @@ Variants ("mutants"), each a small rewrite of ``base``:
                     ``fmha_toy()`` that calls v3 only ``if (false and can_dispatch_v3)``
                     (newer CK's disabled v3 path): the d128 no-bias batch kernels
                     without lse are generated but unreachable
+``v3_first``        ``v2_v3`` with 2026 CK's entry: ``fmha_toy()`` tries ``fmha_toy_v3``
+                    first when ``a.max_seqlen_q > 1`` and calls ``fmha_toy_v2`` when
+                    v3 declines (returns a negative time): both paths reachable
 ``rule_receipts``   receipts as rule objects: ``get_product(receipt)`` returns a
                     ``Product(name=..., rule=fit)`` per receipt (newer CK's shape)
 
@@ -47,6 +50,7 @@ VARIANTS = (
     "absent_when_off",
     "at_split",
     "v2_v3",
+    "v3_first",
     "rule_receipts",
 )
 
@@ -64,6 +68,7 @@ EXPECTED_COUNTS: Dict[str, Dict[str, int]] = {
     "absent_when_off": {"toy": 55},
     "at_split": {"toy": 67},
     "v2_v3": {"toy": 55},
+    "v3_first": {"toy": 55},
     "rule_receipts": {"toy": 55},
 }
 
@@ -840,6 +845,26 @@ def is_v3(k) -> bool:
 """
 
 
+_V3_FIRST_ENTRY = r"""
+float fmha_toy(fmha_toy_traits t, fmha_toy_args a, const tile::stream_config& s)
+{{
+    if (a.max_seqlen_q > 1) {{
+        float r = fmha_toy_v3(t, a, s);
+        if (r >= 0) return r;
+    }}
+    return fmha_toy_v2(t, a, s);
+}}
+"""
+
+
+def _v3_first(text: str) -> str:
+    """``v2_v3`` whose entry tries v3 first for ``a.max_seqlen_q > 1`` (2026 CK)."""
+    text = _v2_v3(text)
+    start = text.index("float fmha_toy(fmha_toy_traits t", text.index("TOY_API_FOOTER"))
+    end = text.index('"""', start)
+    return text[:start] + _V3_FIRST_ENTRY.lstrip("\n") + text[end:]
+
+
 def _v2_v3(text: str) -> str:
     """Two dispatch functions and an entry that calls v3 under a disabled condition."""
     old_head = "    @property\n    def api(self) -> str:\n        per_dtypes = str()"
@@ -904,7 +929,7 @@ def _rule_receipts(text: str) -> str:
     return text.replace(anchor, _RULE_RECEIPTS.lstrip("\n") + "\n\n" + anchor, 1)
 
 
-_DISPATCH_MUTANTS = {"v2_v3": _v2_v3, "rule_receipts": _rule_receipts}
+_DISPATCH_MUTANTS = {"v2_v3": _v2_v3, "v3_first": _v3_first, "rule_receipts": _rule_receipts}
 
 
 def _toy_module(variant: str) -> str:
