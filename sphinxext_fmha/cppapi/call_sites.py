@@ -27,7 +27,7 @@ __all__ = ["CallFacts", "Scope", "classify_args", "statement_block_calls"]
 _USING_RE = re.compile(r"^using\s+([A-Za-z_]\w*)\s*=\s*(.*)$", re.S)
 # `static constexpr bool name = expr` (the types a dispatch file gives its constants)
 _CONSTEXPR_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?constexpr\s+(?:const\s+)?"
-                           r"(?:bool|int|auto|(?:ck_tile::)?index_t)\s+([A-Za-z_]\w*)\s*=\s*(.*)$",
+                           r"(?:bool|int|auto|(?:\w+::)?index_t)\s+([A-Za-z_]\w*)\s*=\s*(.*)$",
                            re.S)
 
 
@@ -140,9 +140,10 @@ class Scope:
 
     def statement(self, item: str) -> List[CallFacts]:
         """Take in one statement; the launching calls it makes."""
-        using = _using_parts(item) or _constexpr_parts(item)
-        if using is not None:
-            name, clean, names = using
+        alias = _using_parts(item)
+        declared = alias if alias is not None else _constexpr_parts(item)
+        if declared is not None:
+            name, clean, names = declared
             visible = self.visible
             # normalize_cpp(value, visible), its memo reached directly
             alias_value = _normalize_memo(clean, () if visible.keys().isdisjoint(names)
@@ -150,7 +151,7 @@ class Scope:
             if not self._own:
                 self.visible = dict(visible)
                 self._own = True
-            if item[0] == "u":
+            if alias is not None:
                 self.visible[name] = alias_value
             else:  # a constant: its value when the text decides it, else its name alone
                 value = _constant_memo(alias_value)
