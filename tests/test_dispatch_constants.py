@@ -155,3 +155,15 @@ def test_constant_expressions_fold_as_cpp_does(text, value):
     """The values are C++'s (integer division truncates, comparisons chain left to right,
     a name the text does not give decides only where && and || need it not)."""
     assert constant_of(normalize_cpp(text)) == value
+
+
+@pytest.mark.parametrize("condition, value", [
+    ("true", True), ("(false)", False), ("std::is_same_v<A<1>, A<1>>", True),
+    ("!std::is_same_v<A, B>", None), ("(1 > 0) && !(false)", True), ("N == 2", None),
+])
+def test_if_constexpr_conditions_fold_as_template_arguments_do(condition, value):
+    """``if constexpr`` is decided by the same folding (an undecided condition keeps
+    both branches)."""
+    from sphinxext_fmha.cppapi.parse import _constexpr_value
+
+    assert _constexpr_value(condition) is value

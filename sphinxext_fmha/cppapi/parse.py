@@ -27,8 +27,8 @@ from .lexing import (
     _match_angle,
     _match_paren,
     _squeeze,
+    constant_of,
     normalize_cpp,
-    split_template_args,
     trait_key,
 )
 from .masking import _mask
@@ -339,32 +339,12 @@ _CONDITIONAL_KINDS = ("if", "else if", "else", "if constexpr", "else if constexp
 
 
 def _constexpr_value(cond: str) -> Optional[bool]:
-    """Value of an ``if constexpr`` condition when it is certain, else None.
-
-    Only literal ``true``/``false`` and ``std::is_same_v<A, A>`` (identical
-    arguments) are decided; ``std::is_same_v<A, B>`` with different names is
-    left undecided (they could be aliases of one type).
-    """
-    text = normalize_cpp(cond)
-
-    def same(m: re.Match[str]) -> str:
-        args = split_template_args(m.group(1))
-        if len(args) == 2 and args[0] == args[1]:
-            return "true"
-        return m.group(0)
-
-    for _ in range(10):
-        new = re.sub(r"std::is_same_v<([^<>]*(?:<[^<>]*>[^<>]*)*)>", same, text)
-        new = re.sub(r"\(\s*(true|false)\s*\)", r"\1", new)
-        new = new.replace("!true", "false").replace("!false", "true")
-        if new == text:
-            break
-        text = new
-    if text == "true":
-        return True
-    if text == "false":
-        return False
-    return None
+    """Value of an ``if constexpr`` condition when it is certain, else None: the
+    constant expressions the template arguments are folded with (:func:`.lexing.constant_of`:
+    ``std::is_same_v<A, B>`` of different names stays undecided, they could be aliases
+    of one type)."""
+    value = constant_of(normalize_cpp(cond))
+    return None if value is None else value not in ("false", "0")
 
 
 def _collect_leaves(tree: DispatchTree) -> None:
