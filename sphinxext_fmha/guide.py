@@ -8,6 +8,7 @@ No Sphinx, no rendering.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -25,9 +26,11 @@ from .guide_data import (
     problem_of,
     stored_kinds,
 )
+from .locate import fmha_dir
 from .model import ApiModel, Need
 from .options import Options
 from .process.launch import GenerateError
+from .process.runner import check_generate_py, interpreter_id
 from .session import AheadStep, Session
 from .verify.tile_table import tile_names, tile_tables
 
@@ -38,14 +41,15 @@ __all__ = ["DirectiveUse", "collect_examples", "collect_guide",
 def open_session(root: Path, python_origin: str, **settings: Any) -> Session:
     """The Session of the CK tree at ``root`` (``settings``: :class:`Session`'s), its
     interpreter checked once: one that is not a Python is a configuration error naming
-    where it was given (``--python``, ``fmha_python``)."""
-    session = Session(root, **settings)
+    where it was given (``--python``, ``fmha_python``), before the session runs it."""
+    fmha = fmha_dir(root)
+    check_generate_py(fmha)
     try:
-        session.runner.python_id()
+        interpreter_id(settings.get("python") or sys.executable, fmha, settings.get("timeout", 900))
     except GenerateError as error:
         raise GenerateError("%s: %s" % (python_origin, error), command=error.command,
                             stderr_tail=error.stderr_tail, kind=WarningType.CONFIG) from None
-    return session
+    return Session(root, **settings)
 
 
 def collect_guide(session: Session, api: str, options: Options = Options(),

@@ -59,7 +59,7 @@ class Session:
         check_generate_py(fmha_dir_of(self.ck_root))
         #: the tree when first read: what results are keyed by, and kept only if still so
         self.inputs = tree_state(fmha_dir_of(self.ck_root))
-        self.tree = Tree.load(self.ck_root)
+        self.tree = Tree.load(self.ck_root, self.python, self.cache, timeout, self.inputs)
         self.runner = GenerateRunner(self.tree.fmha_dir, python=self.python, cache=self.cache,
                                      options=self.tree.supported_dests(),
                                      timeout=timeout, progress=progress)

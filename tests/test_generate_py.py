@@ -1,15 +1,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_options import generate_options
-from sphinxext_fmha.analysis.generate_py import discover_apis
+from sphinxext_fmha.analysis.offer import tree_offer
 from sphinxext_fmha.locate import FMHA_SUBDIR
-from sphinxext_fmha.model import ApiInfo
+from sphinxext_fmha.model import ApiInfo, Gap, GenerateOption
+from sphinxext_fmha.process.launch import GenerateError
 
 from helpers.independent import run_generate
 from helpers.launch_twin import Ran
@@ -37,6 +38,15 @@ def _list(root: Path, tmp_path: Path, *args: str) -> Ran:
 
 def _names(apis: List[ApiInfo]) -> List[str]:
     return [api.name for api in apis]
+
+
+def discover_apis(root: Path) -> Tuple[List[ApiInfo], List[Gap]]:
+    apis, _options, gaps = tree_offer(root, sys.executable)
+    return apis, gaps
+
+
+def generate_options(root: Path) -> List[GenerateOption]:
+    return tree_offer(root, sys.executable)[1]
 
 
 # --------------------------------------------------------------------------- real trees
@@ -195,23 +205,21 @@ def test_import_module_keeps_the_package_in_the_name(tmp_path):
     assert _list(root, tmp_path, "-a", "toy").returncode != 0
 
 
-def test_module_without_list_blobs_is_a_gap(tmp_path):
+def test_module_without_list_blobs_is_generate_pys_error(tmp_path):
     root = make_tree(tmp_path, "base")
     (root / OPS / "fmha_broken.py").write_text(
         "def write_blobs(output_dir, kernel_filter, receipt, optdim_list, mask_impl):\n    pass\n"
     )
-    apis, gaps = discover_apis(root)
-    assert [(a.name, a.in_generate) for a in apis] == [("broken", False), ("toy", True)]
-    assert len(gaps) == 1
-    assert "fmha_broken lacks list_blobs" in gaps[0].what
-    assert gaps[0].where == f"{OPS}/fmha_broken.py"
+    with pytest.raises(GenerateError, match="failed before parsing its arguments: exited with 1") as error:
+        discover_apis(root)
+    assert "AttributeError: module 'fmha_broken' has no attribute 'list_blobs'" in error.value.stderr_tail
     # and that is what generate.py really does with such a module:
     proc = _list(root, tmp_path, "-a", "toy")
     assert proc.returncode != 0
     assert "list_blobs" in proc.stderr
 
 
-def test_unreadable_mapping_falls_back_to_module_names(tmp_path):
+def test_a_mapping_made_by_a_function_is_observed(tmp_path):
     root = make_tree(tmp_path, "base")
     generate = _generate(root)
     text = generate.read_text()
@@ -228,10 +236,8 @@ def test_unreadable_mapping_falls_back_to_module_names(tmp_path):
         + text[end:]
     )
     apis, gaps = discover_apis(root)
-    assert _names(apis) == ["fmha_toy"]
-    assert len(gaps) == 1 and gaps[0].what == "API names"
-    assert "using the module names" in gaps[0].why
-    assert _list(root, tmp_path, "-a", "toy").returncode == 0  # the real name differs: hence the gap
+    assert _names(apis) == ["toy"] and gaps == []
+    assert _list(root, tmp_path, "-a", "toy").returncode == 0
 
 
 def test_two_modules_with_one_key(tmp_path):
@@ -244,9 +250,9 @@ def test_two_modules_with_one_key(tmp_path):
         "    pass\n"
     )
     apis, gaps = discover_apis(root)
-    assert [(a.name, a.module, a.in_generate) for a in apis] == [("toy", "fmha_toy", False),
+    assert [(a.name, a.module, a.in_generate) for a in apis] == [("fmha_toy", "fmha_toy", False),
                                                                  ("toy", "toy", True)]
-    assert len(gaps) == 1 and "claimed by fmha_toy and toy" in gaps[0].what
+    assert [g.what for g in gaps] == ["fmha_toy is not in generate.py's handler table"]
     proc = _list(root, tmp_path, "-a", "toy")
     assert proc.returncode == 0 and proc.lines == ["from-toy-module"]  # the later module wins
 
@@ -312,23 +318,21 @@ def test_dest_and_action_defaults(tmp_path):
     assert parser.add_argument("-x", "--extra-pattern").dest == "extra_pattern"
 
 
-def test_unknown_loader_is_a_gap(tmp_path):
+def test_a_loader_that_fails_is_generate_pys_error(tmp_path):
     root = make_tree(tmp_path, "base")
     _edit(
         _generate(root),
         "ops.append(importer.find_spec(module_name).loader.load_module(module_name))",
         "ops.append(__import__(module_name))",
     )
-    apis, gaps = discover_apis(root)
-    assert _names(apis) == ["toy"]  # assumed, and said so:
-    assert [g.what for g in gaps] == ["names of the loaded ops modules"]
+    with pytest.raises(GenerateError) as error:
+        discover_apis(root)
+    assert "No module named 'fmha_toy'" in error.value.stderr_tail
+    assert "No module named 'fmha_toy'" in _list(root, tmp_path, "-a", "toy").stderr
 
 
 def test_missing_generate_py(tmp_path):
     root = make_tree(tmp_path, "base")
     _generate(root).unlink()
-    apis, gaps = discover_apis(root)
-    assert _names(apis) == ["fmha_toy"]
-    assert gaps[0].what == "generate.py not found"
-    with pytest.raises(FileNotFoundError):
-        generate_options(root)
+    with pytest.raises(GenerateError, match="there is no generate.py in"):
+        discover_apis(root)

@@ -16,7 +16,7 @@ from typing import Dict
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_options import generate_options
+from sphinxext_fmha.analysis.offer import tree_offer
 from sphinxext_fmha.corpus import tree_by_name
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir, tree_digest
@@ -120,7 +120,7 @@ def test_unsupported_option_raises():
 
 def test_runner_refuses_unsupported_option_without_running(fmha, corpus_root, tmp_path):
     runner = GenerateRunner(fmha(OLD), cache=DiskCache(tmp_path / "c"),
-                            options={o.dest for o in generate_options(corpus_root(OLD))})
+                            options={o.dest for o in tree_offer(corpus_root(OLD), sys.executable)[1]})
     with pytest.raises(GenerateError, match="no option --optdim"):
         runner.list_kernels(GenerateRequest("fwd_appendkv", optdim="64"))
     with pytest.raises(GenerateError, match="--targets"):

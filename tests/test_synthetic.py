@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import List
 
 import pytest
 
-from sphinxext_fmha.analysis.generate_py import discover_apis
+from sphinxext_fmha.analysis.offer import tree_offer
 from sphinxext_fmha.locate import FMHA_SUBDIR, is_ck_root
 
 from helpers import independent
@@ -99,7 +100,7 @@ def test_no_ck_text_in_the_templates():
 
 def test_discovery_of_every_variant(trees):
     for variant, root in trees.items():
-        apis, gaps = discover_apis(root)
+        apis, _options, gaps = tree_offer(root, sys.executable)
         assert gaps == [], variant
         assert [a.name for a in apis] == VARIANT_APIS[variant]
 

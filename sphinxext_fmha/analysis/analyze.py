@@ -25,7 +25,7 @@ from ..model import (
     KernelType,
 )
 from ..options import GENERATE_OPTIONS, Options, check_supported
-from ..process.cache import DiskCache
+from ..process.cache import DiskCache, TreeState
 from ..process.runner import GenerateRequest
 from .field_info import fields_of
 from .filenames import (  # noqa: F401 - parse_filename, split_filename: for verify/parsed_listing.py
@@ -38,11 +38,10 @@ from .filenames import (  # noqa: F401 - parse_filename, split_filename: for ver
 )
 from .filter_spec import class_of_name, read_filter_spec
 from .followers import followers_of
-from .generate_options import generate_options
-from .generate_py import discover_apis
 from .grammar import Grammar, derive_grammar
 from .observe import observe
 from .observed_factories import apply_observed_factories
+from .offer import tree_offer
 from .receipts_observed import note_unmet_terms
 from .segment_labels import disambiguate_labels, segment_label
 from .source import SourceFacts, analyze_source
@@ -73,10 +72,12 @@ class Tree:
     gaps: List[Gap]
 
     @classmethod
-    def load(cls, ck_root: Path) -> Tree:
+    def load(cls, ck_root: Path, python: Optional[str] = None, cache: Optional[DiskCache] = None,
+             timeout: float = 900, inputs: Optional[TreeState] = None) -> Tree:
+        """The tree's APIs and options, as its generate.py offers them (observed)."""
         ck_root = Path(ck_root)
-        apis, gaps = discover_apis(ck_root)
-        return cls(ck_root, fmha_dir_of(ck_root), apis, generate_options(ck_root), gaps)
+        apis, options, gaps = tree_offer(ck_root, python or sys.executable, cache, timeout, inputs)
+        return cls(ck_root, fmha_dir_of(ck_root), apis, options, gaps)
 
     def option(self, dest: str) -> Optional[GenerateOption]:
         return next((o for o in self.options if o.dest == dest), None)
@@ -146,7 +147,7 @@ def analyze_api(
 ) -> ApiModel:
     """The model of ``api`` (the probe's own unfiltered generate.py run is its baseline)."""
     python = python or sys.executable
-    tree = tree or Tree.load(ck_root)
+    tree = tree or Tree.load(ck_root, python, cache, timeout)
     info = tree.api(api)
     request = tree.request(api, options)
     supported = tree.supported_dests()

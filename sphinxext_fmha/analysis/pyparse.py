@@ -30,7 +30,12 @@ __all__ = [
     "assigned_names",
     "FunctionNode",
     "FUNCTION_TYPES",
+    "Unknown",
 ]
+
+
+class Unknown(Exception):
+    """A value a static reader of the source cannot determine."""
 
 #: A ``def`` or ``async def`` (the analysis treats both alike).
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]

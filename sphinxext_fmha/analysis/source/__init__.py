@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, List, Tuple
 
 from ...model import Gap
-from ..pyeval import Unknown
+from ..pyparse import Unknown
 from .blob_functions import find_blob_functions
 from .classes import collect_classes
 from .context import Context
@@ -52,7 +52,7 @@ def analyze_source(fmha_dir: Path, module_relpath: str) -> SourceFacts:
 
     A module that is missing or does not parse gives facts holding just that gap.  A
     value a collector needs but that cannot be determined statically
-    (:class:`~..pyeval.Unknown` escaping a collector) becomes a gap for that
+    (:class:`~..pyparse.Unknown` escaping a collector) becomes a gap for that
     collector; the others still run.  Any other exception is a bug and propagates.
     """
     root = Path(fmha_dir)

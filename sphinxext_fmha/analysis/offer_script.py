@@ -1,0 +1,78 @@
+"""Run a CK tree's generate.py up to its ``parse_args`` and write what it offers.
+
+Executed as a script by the interpreter that runs generate.py (standard library only,
+nothing of sphinxext_fmha): ``offer_script.py <01_fmha folder> <result.json>``. The
+parser's ``parse_known_args`` (which ``parse_args`` calls) is patched to record the
+parser's options and, from the names of the frame that asked, the handler table: a
+dict whose every value holds functions of one file, some of them in ``codegen/ops``.
+Then the run stops, before generate.py lists or writes anything.
+"""
+
+import argparse
+import json
+import os
+import runpy
+import sys
+
+
+class Seen(BaseException):
+    """Stops generate.py once its arguments are asked for (not an ``Exception``: an
+    ``except Exception`` of generate.py's does not catch it)."""
+
+
+def _table(value, ops_dir):
+    """``{api: {"file", "module", "functions"}}`` if ``value`` is a handler table."""
+    if not isinstance(value, dict) or not value:
+        return None
+    table = {}
+    for key, entry in value.items():
+        functions = [f for f in (entry if isinstance(entry, (tuple, list)) else (entry,))
+                     if hasattr(f, "__code__")]
+        files = {os.path.realpath(f.__code__.co_filename) for f in functions}
+        if not isinstance(key, str) or len(files) != 1:
+            return None
+        table[key] = {"file": files.pop(), "module": functions[0].__module__,
+                      "functions": [f.__name__ for f in functions]}
+    if any(entry["file"].startswith(ops_dir + os.sep) for entry in table.values()):
+        return table
+    return None
+
+
+def main():
+    fmha_dir, out_path = os.path.abspath(sys.argv[1]), sys.argv[2]
+    ops_dir = os.path.realpath(os.path.join(fmha_dir, "codegen", "ops"))
+    found = {"options": None, "table": None}
+    original = argparse.ArgumentParser.parse_known_args
+
+    def parse_known_args(parser, *args, **kwargs):
+        frame = sys._getframe(1)
+        while frame.f_globals.get("__name__") == "argparse":
+            frame = frame.f_back
+        found["options"] = [
+            {"flags": list(a.option_strings) or [a.dest], "dest": a.dest,
+             "default": None if a.default is None else str(a.default),
+             "help": a.help if isinstance(a.help, str) else ""}
+            for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+        for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
+            found["table"] = found["table"] or _table(value, ops_dir)
+        raise Seen
+
+    argparse.ArgumentParser.parse_known_args = parse_known_args
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, fmha_dir)
+    sys.argv = [os.path.join(fmha_dir, "generate.py")]
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except Seen:
+        pass
+    except SyntaxError as error:  # the tree's Python source, not its run: said as such
+        found = {"syntax_error": [error.msg, [error.filename, error.lineno, error.offset,
+                                              error.text]]}
+    finally:
+        argparse.ArgumentParser.parse_known_args = original
+    with open(out_path, "w", encoding="utf-8") as handle:
+        json.dump(found, handle)
+
+
+if __name__ == "__main__":
+    main()
