@@ -336,3 +336,36 @@ def test_missing_generate_py(tmp_path):
     _generate(root).unlink()
     with pytest.raises(GenerateError, match="there is no generate.py in"):
         discover_apis(root)
+
+
+def test_a_table_of_generate_pys_own_functions_is_a_gap(tmp_path):
+    """Handlers that wrap the ops functions in generate.py: no table of codegen/ops
+    functions, so the API names fall back to the module names, and say so."""
+    root = make_tree(tmp_path, "base")
+    _edit(_generate(root), "        (op.list_blobs, op.write_blobs)\n",
+          "        (lambda *a, op=op: op.list_blobs(*a), lambda *a, op=op: op.write_blobs(*a))\n")
+    apis, gaps = discover_apis(root)
+    assert [(a.name, a.module, a.in_generate) for a in apis] == [("fmha_toy", "fmha_toy", True)]
+    assert [g.what for g in gaps] == ["API names"]
+    assert _list(root, tmp_path, "-a", "toy").returncode == 0  # the real name differs: hence the gap
+
+
+def test_an_api_of_functions_outside_codegen_ops(tmp_path):
+    root = make_tree(tmp_path, "base")
+    fmha = _generate(root).parent
+    (fmha / "extra.py").write_text("def list_blobs(*args):\n    pass\n\n\n"
+                                   "def write_blobs(*args):\n    pass\n")
+    _edit(_generate(root), "assert len(handlers) > 0\n",
+          "import extra\nhandlers['more'] = (extra.list_blobs, extra.write_blobs)\n")
+    apis, gaps = discover_apis(root)
+    assert [(a.name, a.module, a.source) for a in apis] == [
+        ("toy", "fmha_toy", f"{OPS}/fmha_toy.py"), ("more", "extra", "")]
+    assert len(gaps) == 1 and "'more' runs list_blobs, write_blobs of " in gaps[0].what
+    assert _list(root, tmp_path, "-a", "more").returncode == 0
+
+
+def test_a_generate_py_that_parses_no_arguments(tmp_path):
+    root = make_tree(tmp_path, "base")
+    _edit(_generate(root), "if __name__ == '__main__':", "if False:")
+    with pytest.raises(GenerateError, match="without parsing arguments with argparse"):
+        discover_apis(root)

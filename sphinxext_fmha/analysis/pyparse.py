@@ -19,12 +19,10 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 __all__ = [
     "ParsedModule",
     "parse_module",
-    "parse_text",
     "segment",
     "flat",
     "dotted",
     "display_name",
-    "parent_map",
     "walk_no_nested",
     "fold_str",
     "assigned_names",
@@ -103,7 +101,8 @@ class ParsedModule:
     def parents(self) -> Dict[ast.AST, ast.AST]:
         """Child node -> parent node over the whole tree."""
         if self._parents is None:
-            self._parents = parent_map(self.tree) if self.tree is not None else {}
+            self._parents = {child: node for node in (ast.walk(self.tree) if self.tree else ())
+                             for child in ast.iter_child_nodes(node)}
         return self._parents
 
     def comment_at(self, line: int) -> str:
@@ -152,10 +151,19 @@ def _comments(text: str) -> Dict[int, str]:
     return out
 
 
-def parse_text(text: str, relpath: str = "<string>", path: Optional[Path] = None) -> ParsedModule:
-    """Parse ``text`` (cached by path and content); a syntax error is kept in ``error``."""
-    sha = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-    key = (str(path) if path is not None else relpath, sha)
+def parse_module(path: Path, root: Optional[Path] = None) -> ParsedModule:
+    """Parse ``path`` (read-only, cached by path and content); ``relpath`` is relative to
+    ``root`` (posix); a syntax error is kept in ``error``."""
+    data = Path(path).read_bytes()
+    text = data.decode("utf-8", "surrogateescape")
+    relpath = Path(path).name
+    if root is not None:
+        try:
+            relpath = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            relpath = Path(path).as_posix()
+    sha = hashlib.sha256(data).hexdigest()
+    key = (str(path), sha)
     cached = _CACHE.get(key)
     if cached is not None:
         if cached.relpath == relpath:
@@ -169,37 +177,14 @@ def parse_text(text: str, relpath: str = "<string>", path: Optional[Path] = None
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
         tree = None
         error = f"{type(exc).__name__}: {exc}"
-    pm = ParsedModule(path or Path(relpath), relpath, text, sha, tree, _comments(text), error)
+    pm = ParsedModule(Path(path), relpath, text, sha, tree, _comments(text), error)
     _CACHE[key] = pm
     return pm
-
-
-def parse_module(path: Path, root: Optional[Path] = None) -> ParsedModule:
-    """Parse ``path`` (read-only); ``relpath`` is relative to ``root`` (posix)."""
-    data = Path(path).read_bytes()
-    text = data.decode("utf-8", "surrogateescape")
-    if root is not None:
-        try:
-            rel = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-        except ValueError:
-            rel = Path(path).as_posix()
-    else:
-        rel = Path(path).name
-    return parse_text(text, rel, Path(path))
 
 
 # --------------------------------------------------------------------------------------
 # small AST helpers
 # --------------------------------------------------------------------------------------
-
-
-def parent_map(tree: ast.AST) -> Dict[ast.AST, ast.AST]:
-    """Child node -> parent node for every node below ``tree``."""
-    out: Dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            out[child] = node
-    return out
 
 
 def walk_no_nested(node: ast.AST) -> Iterator[ast.AST]:
