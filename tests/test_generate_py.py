@@ -41,7 +41,7 @@ def _names(apis: List[ApiInfo]) -> List[str]:
 
 
 def discover_apis(root: Path) -> Tuple[List[ApiInfo], List[Gap]]:
-    apis, _options, gaps = tree_offer(root, sys.executable)
+    apis, _options, gaps, _arch_names = tree_offer(root, sys.executable)
     return apis, gaps
 
 
@@ -123,6 +123,10 @@ def test_real_version_differences(corpus_root):
     assert targets.flags == ["--targets"]
     assert targets.default == "gfx9,gfx950"
     assert targets.help == "list of GPU targets, separated by comma."
+    # the target families its codegen's ArchTrait objects name (none before --targets)
+    assert tree_offer(corpus_root("amd-aiter-0.1.7.post2.dev18"), sys.executable)[3] == [
+        "gfx9", "gfx12", "gfx950"]
+    assert tree_offer(corpus_root("flash-attn-2.8.1"), sys.executable)[3] == []
 
 
 # --------------------------------------------------------------------------- synthetic

@@ -100,7 +100,7 @@ def test_no_ck_text_in_the_templates():
 
 def test_discovery_of_every_variant(trees):
     for variant, root in trees.items():
-        apis, _options, gaps = tree_offer(root, sys.executable)
+        apis, _options, gaps, _arch_names = tree_offer(root, sys.executable)
         assert gaps == [], variant
         assert [a.name for a in apis] == VARIANT_APIS[variant]
 

@@ -70,14 +70,16 @@ class Tree:
     apis: List[ApiInfo]
     options: List[GenerateOption]
     gaps: List[Gap]
+    #: the GPU target families its codegen names (see :mod:`.offer`)
+    arch_names: List[str]
 
     @classmethod
     def load(cls, ck_root: Path, python: Optional[str] = None, cache: Optional[DiskCache] = None,
              timeout: float = 900, inputs: Optional[TreeState] = None) -> Tree:
         """The tree's APIs and options, as its generate.py offers them (observed)."""
         ck_root = Path(ck_root)
-        apis, options, gaps = tree_offer(ck_root, python or sys.executable, cache, timeout, inputs)
-        return cls(ck_root, fmha_dir_of(ck_root), apis, options, gaps)
+        return cls(ck_root, fmha_dir_of(ck_root),
+                   *tree_offer(ck_root, python or sys.executable, cache, timeout, inputs))
 
     def option(self, dest: str) -> Optional[GenerateOption]:
         return next((o for o in self.options if o.dest == dest), None)

@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import List, Optional, Tuple
 
 from ..locate import FMHA_SUBDIR, fmha_dir
-from ..model import ApiInfo, Gap, GenerateOption
+from ..model import ApiInfo, Gap, GenerateOption, natural
 from ..process.cache import DiskCache, TreeState, tree_state
 from ..process.launch import GenerateError, run, scratch
 from ..process.runner import check_generate_py, interpreter_id
 
-__all__ = ["tree_offer"]
+__all__ = ["Offer", "tree_offer"]
+
+#: an AMD GPU target or target family (``gfx9``, ``gfx950``, ``gfx1201``)
+_TARGET = re.compile(r"gfx[0-9a-z]+")
+#: APIs, options, gaps, and the GPU target families the codegen's ``ArchTrait`` objects
+#: name (natural order: what ``--targets`` each gives is measured, never assumed)
+Offer = Tuple[List[ApiInfo], List[GenerateOption], List[Gap], List[str]]
 
 OFFER_SCRIPT = Path(__file__).with_name("offer_script.py")
 _SHOWN = "python generate.py"
@@ -55,8 +62,7 @@ def _observe(fmha: Path, python: str, cache: Optional[DiskCache], timeout: float
 
 
 def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
-               timeout: float = 900, inputs: Optional[TreeState] = None
-               ) -> Tuple[List[ApiInfo], List[GenerateOption], List[Gap]]:
+               timeout: float = 900, inputs: Optional[TreeState] = None) -> Offer:
     """The APIs (one per ``codegen/ops/*.py`` module, sorted, then table entries of no
     such module), generate.py's options in the order it adds them, and the gaps: a
     module generate.py does not offer, an API of no ops module, no handler table."""
@@ -64,6 +70,7 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
     check_generate_py(fmha)
     found = _observe(fmha, python, cache, timeout, inputs or tree_state(fmha))
     options = [GenerateOption(**option) for option in found["options"]]
+    arch_names = sorted((n for n in found["arch_names"] if _TARGET.fullmatch(n)), key=natural)
     ops = fmha / "codegen" / "ops"
     stems = sorted(p.stem for p in ops.glob("*.py") if p.stem != "__init__")
     table = found["table"]
@@ -71,7 +78,8 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
         return [ApiInfo(name=stem, module=stem, source=f"{_OPS}/{stem}.py") for stem in stems], \
             options, [Gap(what="API names", where=FMHA_SUBDIR + "/generate.py",
                           why="no handler table of codegen/ops functions among generate.py's "
-                              "names when it parses its arguments; using the module names")]
+                              "names when it parses its arguments; using the module names")], \
+            arch_names
     apis: List[ApiInfo] = []
     gaps: List[Gap] = []
     for stem in stems:
@@ -91,4 +99,4 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
             gaps.append(Gap(what=f"generate.py's API {name!r} runs {', '.join(entry['functions'])}"
                                  f" of {entry['file']}, not of a codegen/ops/*.py module",
                             where=FMHA_SUBDIR + "/generate.py", why="the API cannot be analysed"))
-    return apis, options, gaps
+    return apis, options, gaps, arch_names

@@ -5,7 +5,9 @@ nothing of sphinxext_fmha): ``offer_script.py <01_fmha folder> <result.json>``. 
 parser's ``parse_known_args`` (which ``parse_args`` calls) is patched to record the
 parser's options and, from the names of the frame that asked, the handler table: a
 dict whose every value holds functions of one file, some of them in ``codegen/ops``.
-Then the run stops, before generate.py lists or writes anything.
+Then the run stops, before generate.py lists or writes anything, and the ``name`` of
+every ``ArchTrait`` the codegen holds once imported (module and class attributes, and
+their items) is noted.
 """
 
 import argparse
@@ -38,6 +40,18 @@ def _table(value, ops_dir):
     return None
 
 
+def _arch_names(codegen_dir):
+    held = []  # module and class attributes, and the items of those that are containers
+    for module in list(sys.modules.values()):
+        if os.path.realpath(getattr(module, "__file__", None) or "").startswith(codegen_dir):
+            for value in list(vars(module).values()):
+                held += [value] + (list(vars(value).values()) if isinstance(value, type) else [])
+    held += [item for value in held if isinstance(value, (dict, list, tuple, set, frozenset))
+             for item in (value.values() if isinstance(value, dict) else value)]
+    return sorted({item.name for item in held if type(item).__name__ == "ArchTrait"
+                   and isinstance(getattr(item, "name", None), str)})
+
+
 def main():
     fmha_dir, out_path = os.path.abspath(sys.argv[1]), sys.argv[2]
     ops_dir = os.path.realpath(os.path.join(fmha_dir, "codegen", "ops"))
@@ -64,7 +78,7 @@ def main():
     try:
         runpy.run_path(sys.argv[0], run_name="__main__")
     except Seen:
-        pass
+        found["arch_names"] = _arch_names(os.path.realpath(os.path.join(fmha_dir, "codegen")) + os.sep)
     except SyntaxError as error:  # the tree's Python source, not its run: said as such
         found = {"syntax_error": [error.msg, [error.filename, error.lineno, error.offset,
                                               error.text]]}

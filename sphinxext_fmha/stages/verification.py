@@ -78,7 +78,6 @@ def listed_only(runner: GenerateRunner, base: Baseline, filter: str,
 def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
     """What a filter that keeps a kernel without its dispatch partners does in write
     mode, and what ``--targets`` gives, each from generate.py runs of its own."""
-    from ..analysis.arch_names import arch_names
     from ..verify import filter_facts as plan
 
     model, facts = base.model, FilterFacts()
@@ -100,7 +99,7 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
             partner, runner.api_file_command(request), listed.count, written, error)
     if base.tree.option("targets") is None or not model.checks.get("blob_function_takes_targets"):
         return facts
-    families = arch_names(base.tree.fmha_dir)
+    families = base.tree.arch_names
     facts.targets.append(plan.target_listing(
         model, families, model.options.get("targets") or "", base.listing.command,
         base.listing.files, default=True))
