@@ -23,9 +23,8 @@ import pytest
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.options import Options
-from sphinxext_fmha.process.batch import prefetch
+from sphinxext_fmha.process.batch import DRIVER_SCRIPT, cached_listing, cached_write, prefetch
 from sphinxext_fmha.process.cache import DiskCache
-from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
 from sphinxext_fmha.process.launch import total_processes_started
 from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
 from sphinxext_fmha.session import Session
