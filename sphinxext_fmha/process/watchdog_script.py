@@ -1,23 +1,17 @@
 """Find every process of a run, and end them when the process that started them dies.
 
-Standard library only: run as a script, it is the watchdog that :mod:`~.reaper` starts
+Standard library only: run as a script, it is the watchdog that :mod:`~.launch` starts
 beside a process that starts children; imported, :func:`processes` and :func:`kill`
-are how the launcher itself finds and ends what a run left behind.
-
-Every child the launcher starts carries a mark in its environment (:data:`MARKS`, one
-word per run it belongs to, inherited by everything it starts): a process of a run is
-found by its mark even after it left the run's process group (``setsid()``) and its
-parent exited (it then belongs to init, where no walk of the process tree finds it).
-A process that clears its environment is still found below a live ancestor.
+are how the launcher itself finds and ends what a run left behind. A process of a run
+is found by its mark (:data:`MARKS`, see :mod:`~.launch`), or below a live ancestor
+when it cleared its environment.
 
 As a script (``watchdog_script.py TOKEN OWNER_PID``) it reads lines from its standard
 input, a pipe whose only writer is the owner: ``["group", PGID]`` / ``["ended", PGID]``
-(a child's process group started / reaped) and ``["folder", PATH]`` / ``["removed",
-PATH]`` (a scratch folder made / removed). When the pipe ends, or the owner is no longer
-its parent (the owner died: a SIGKILL, the OOM killer, a CI runner's hard timeout), it
-kills every process marked ``TOKEN/...``, every group still registered and everything
-below them, removes the folders still registered, and exits. On Linux only for the marks
-(``/proc``); the registered groups and folders everywhere.
+and ``["folder", PATH]`` / ``["removed", PATH]``. When the pipe ends, or the owner is no
+longer its parent (it died), it kills every process marked ``TOKEN/...``, every group
+still registered and everything below them, removes the folders still registered, and
+exits. The marks need ``/proc`` (Linux); the groups and folders work everywhere.
 """
 
 import json
