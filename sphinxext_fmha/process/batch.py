@@ -23,7 +23,7 @@ from .ahead_pool import WORKERS
 from .cache import TreeState
 from .launch import GenerateError, run, scratch
 from .progress import report_step
-from .runner import ApiFileResult, DriverRun, GenerateRequest, GenerateRunner, listing_lines
+from .runner import ApiFileResult, DriverRun, GenerateRequest, GenerateRunner, listing_lines, read_written
 
 __all__ = ["missing", "prefetch", "BATCH_SCRIPT", "DRIVER_SCRIPT", "run_driver",
            "cached_listing", "cached_write"]
@@ -205,8 +205,6 @@ def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
     there). Write mode runs code listing mode skips (newer CK asserts in ``write_blobs``
     that every split-KV kernel has its combine kernel), so a set that lists can still
     fail here; the failure is raised with generate.py's stderr."""
-    from ..cppapi.matching import kernel_trait_key
-
     inputs = runner.state()
     result = runner.stored_driver_write(run, inputs)
     if result is not None:
@@ -217,16 +215,7 @@ def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
         out.mkdir()
         run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
                    run.request.argv(runner.options), ["-o", str(out)], runner.timeout)
-        api_files = sorted(out.rglob("*_api.cpp"))
-        if len(api_files) != 1:
-            raise GenerateError("the driver wrote %d API dispatch files, expected one"
-                                % len(api_files))
-        kernels = [p for p in sorted(out.rglob("*.cpp")) if not p.name.endswith("_api.cpp")]
-        result = write_result(
-            api_files[0].name, api_files[0].read_text(encoding="utf-8", errors="replace"),
-            {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-             for p in kernels},
-            round(time.monotonic() - started, 3), {p.name: p.stat().st_size for p in kernels},
-            api_files[0].stat().st_size)
+        written = read_written(out, "the driver run")
+    result = write_result(*written[:3], round(time.monotonic() - started, 3), *written[3:])
     runner.store_driver_write(run, result, inputs=inputs)
     return result

@@ -28,7 +28,7 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
@@ -49,6 +49,7 @@ __all__ = [
     "interpreter_id",
     "check_generate_py",
     "listing_lines",
+    "read_written",
 ]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes (3: the
@@ -124,6 +125,24 @@ def listing_lines(path: Path) -> List[str]:
     except OSError as error:
         raise GenerateError("cannot read the listing generate.py wrote, %s: %s"
                             % (path, error.strerror or error)) from None
+
+
+def read_written(outdir: Path, display: str) -> Tuple[str, str, Dict[str, str], Dict[str, int],
+                                                    int]:
+    """What write mode wrote into ``outdir``: the dispatch file's name and text, each
+    kernel file's trait keys and bytes, the dispatch file's bytes. The kernel sources
+    are read once (for their trait keys) and dropped."""
+    written = sorted(outdir.rglob("*.cpp"), key=lambda p: p.name)
+    api_paths = [p for p in written if _API_FILE_RE.search(p.name)]
+    kernels = [p for p in written if not _API_FILE_RE.search(p.name)]
+    if len(api_paths) != 1:
+        found = ", ".join(p.name for p in api_paths) or "none"
+        raise GenerateError(f"{display}: expected one *_api.cpp in the output, found {found}",
+                            command=display)
+    return (api_paths[0].name, api_paths[0].read_text(encoding="utf-8", errors="replace"),
+            {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
+             for p in kernels},
+            {p.name: p.stat().st_size for p in kernels}, api_paths[0].stat().st_size)
 
 
 def _kept(cache: DiskCache, key: str, cls: type):
@@ -272,10 +291,7 @@ class GenerateRunner:
     # ------------------------------------------------------------------ api file
 
     def generate_api_file(self, req: GenerateRequest) -> ApiFileResult:
-        """``generate.py -a API -o DIR [...]``: the dispatch file and kernel names.
-
-        The kernel sources are read once (for their trait keys) and dropped.
-        """
+        """``generate.py -a API -o DIR [...]``: the dispatch file and kernel names."""
         display = self.api_file_command(req)
         inputs = self.state()
         key = self._key("api", req, inputs) if self.cache is not None else ""
@@ -292,28 +308,8 @@ class GenerateRunner:
             outdir = workdir / "generated"
             outdir.mkdir()
             seconds = self._run(req, ["-o", str(outdir)], display, workdir)
-            api_paths: List[Path] = []
-            kernel_paths: List[Path] = []
-            for dirpath, _dirnames, filenames in os.walk(outdir):
-                for name in filenames:
-                    if not name.endswith(".cpp"):
-                        continue
-                    (api_paths if _API_FILE_RE.search(name) else kernel_paths).append(Path(dirpath) / name)
-            if len(api_paths) != 1:
-                found = ", ".join(sorted(p.name for p in api_paths)) or "none"
-                raise GenerateError(
-                    f"{display}: expected one *_api.cpp in the output, found {found}",
-                    command=display,
-                )
-            api_path = api_paths[0]
-            text = api_path.read_text(encoding="utf-8", errors="replace")
-            kernel_traits = {
-                p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-                for p in sorted(kernel_paths, key=lambda p: p.name)
-            }
-            kernel_bytes = {p.name: p.stat().st_size for p in kernel_paths}
-            api_bytes = api_path.stat().st_size
-        result = self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
+            api_file, text, kernel_traits, kernel_bytes, api_bytes = read_written(outdir, display)
+        result = self.store_api_file(req, api_file, text, kernel_traits, seconds,
                                      from_cache=False, kernel_bytes=kernel_bytes,
                                      api_bytes=api_bytes, inputs=inputs)
         self._report(req, "-o", seconds, result.count)
