@@ -30,17 +30,8 @@ from ..errors import WarningType
 from .notices import notice
 from .scratch_place import free_space
 
-__all__ = [
-    "DiskCache",
-    "code_digest",
-    "load_json",
-    "default_runs_dir",
-    "tree_digest",
-    "tree_files",
-    "tree_state",
-    "TreeState",
-    "cache_dir_problem",
-]
+__all__ = ["DiskCache", "code_digest", "load_json", "default_runs_dir", "tree_digest",
+           "tree_files", "tree_state", "TreeState", "cache_dir_problem"]
 
 #: The first bytes of every entry; change it to orphan every old entry.
 MAGIC = b"fmha-store-3\n"

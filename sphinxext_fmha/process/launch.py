@@ -81,8 +81,7 @@ _KEEP: List[subprocess.Popen[bytes]] = []
 
 
 class GenerateError(FmhaError):
-    """A child process (generate.py, the probe, the driver) failed, timed out, or was
-    asked for something it cannot do."""
+    """A child process failed, timed out, or was asked for something it cannot do."""
 
     default_kind = WarningType.GENERATE
 
@@ -156,10 +155,8 @@ def _tell(what: str, value: object) -> None:
     lines from threads and forks never interleave."""
     fd = _watchdog()[1]
     if fd is not None:
-        try:
+        with contextlib.suppress(OSError):  # the watchdog is gone: nothing to tell
             os.write(fd, json.dumps([what, value]).encode("utf-8") + b"\n")
-        except OSError:  # the watchdog is gone: nothing to tell
-            pass
 
 
 def new_mark() -> str:
@@ -360,18 +357,15 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         progress_every: float = 10.0,
         when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
         watch: Optional[Callable[[], None]] = None) -> Outcome:
-    """Run ``argv`` to its end or its timeout (see the module docstring).
+    """Run ``argv`` to its end or its timeout; its :class:`Outcome` (a non-zero exit is
+    not an error here), or :class:`GenerateError` when it cannot start.
 
-    ``workdir``: a :func:`scratch` folder for the output files.  Returns the
-    :class:`Outcome` (a non-zero exit is not an error here); raises
-    :class:`GenerateError` when the child cannot be started.  ``progress`` gets
+    ``workdir``: a :func:`scratch` folder for the output files. ``progress`` gets
     ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
-    ``when_written``: (a file, a callback) -- the callback is called once, in this
-    thread, as soon as the child has created the file (the child writes it whole and
-    renames it into place), while the child may still run: a result delivered before
-    the child's last work is done.
-    ``watch``: called in this thread while the child runs (every poll) and once after it
-    ended: it may read what the child has written so far (its output in ``workdir``).
+    ``when_written``: (a file, a callback) called once, in this thread, as soon as the
+    child has created the file (written whole and renamed into place), while the child
+    may still run. ``watch``: called in this thread at every poll and once after the
+    end: it may read what the child has written so far (its output in ``workdir``).
     """
     display = display or " ".join(argv)
     mark = new_mark()
@@ -445,10 +439,8 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL not delivered yet
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered yet
-        pass
 
 
 def python_version(python: str, cwd: Path, timeout: float = 60) -> str:

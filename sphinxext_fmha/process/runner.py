@@ -1,19 +1,11 @@
 """Run a CK tree's own ``generate.py`` (listing and API-file generation), cached.
 
-generate.py runs in a subprocess: ``python -B generate.py ...`` with
-``PYTHONDONTWRITEBYTECODE=1``, cwd = the ``01_fmha`` folder (generate.py does
-``import codegen.ops``, found through ``sys.path[0]`` = the script's folder),
-argv lists only (never a shell), outputs (``-l FILE`` / ``-o DIR``) in a
-temporary folder.  Nothing is ever written into the analysed tree.
-
-Results are cached in a :class:`~sphinxext_fmha.process.cache.DiskCache` keyed by
-the tree's content digest when the run started, the request, the interpreter and
-:data:`RUNNER_FORMAT`; a result is stored only if the tree's files are unchanged when
-the run is done (``inputs``, see the cache module).  ``runner.processes_started`` counts subprocesses this
-runner actually started; with ``FMHA_TRACE_RUNS=<file>`` every started process
-appends one line (its command) to that file.
-
-No Sphinx imports here.
+``python -B generate.py ...`` through the launcher, cwd = the ``01_fmha`` folder
+(generate.py imports ``codegen.ops`` from its own folder), outputs (``-l FILE`` /
+``-o DIR``) in a scratch folder: nothing is ever written into the analysed tree.
+Results are kept in the store keyed by the tree's content digest when the run started,
+the request, the interpreter and :data:`RUNNER_FORMAT`, and only if the tree's files
+are unchanged when the run is done (``inputs``, see :mod:`~.cache`). No Sphinx imports.
 """
 
 from __future__ import annotations
@@ -37,20 +29,9 @@ from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, Listin
 from .launch import GenerateError, python_version, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
-__all__ = [
-    "RUNNER_FORMAT",
-    "GenerateError",
-    "GenerateRequest",
-    "ListingResult",
-    "ApiFileResult",
-    "DriverRun",
-    "GenerateRunner",
-    "total_processes_started",
-    "interpreter_id",
-    "check_generate_py",
-    "listing_lines",
-    "read_written",
-]
+__all__ = ["RUNNER_FORMAT", "GenerateError", "GenerateRequest", "ListingResult", "ApiFileResult",
+           "DriverRun", "GenerateRunner", "total_processes_started", "interpreter_id",
+           "check_generate_py", "listing_lines", "read_written"]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes (3: the
 #: results themselves, pickled by the store).
@@ -158,15 +139,10 @@ def _kept(cache: DiskCache, key: str, cls: type):
 class GenerateRunner:
     """Runs one tree's generate.py; see the module docstring."""
 
-    def __init__(
-        self,
-        fmha_dir: Union[str, Path],
-        python: str = sys.executable,
-        cache: Optional[DiskCache] = None,
-        timeout: float = 600,
-        progress: Optional[Callable[[str], None]] = None,
-        options: Optional[Set[str]] = None,
-    ) -> None:
+    def __init__(self, fmha_dir: Union[str, Path], python: str = sys.executable,
+                 cache: Optional[DiskCache] = None, timeout: float = 600,
+                 progress: Optional[Callable[[str], None]] = None,
+                 options: Optional[Set[str]] = None) -> None:
         self.fmha_dir = Path(fmha_dir).resolve()
         check_generate_py(self.fmha_dir)
         self.python = python
@@ -182,13 +158,10 @@ class GenerateRunner:
         # back from the cache means decompressing and decoding megabytes each time.
         self._api_results: OrderedDict[str, ApiFileResult] = OrderedDict()
 
-    # ------------------------------------------------------------------ helpers
-
     @property
     def options(self) -> Optional[Set[str]]:
-        """The tree's generate.py option dests, as the caller read them (the analysis
-        reads generate.py; the runner does not): a request for another option is
-        refused before any run.  None: requests are not checked."""
+        """The tree's generate.py option dests, as the analysis read them: a request for
+        another option is refused before any run (None: not checked)."""
         return self._options
 
     def state(self) -> TreeState:
@@ -275,14 +248,9 @@ class GenerateRunner:
         api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
         files = sorted({n for n in names if not _API_FILE_RE.search(n)})
         result = ListingResult(
-            command=self.listing_command(req),
-            files=files,
-            count=len(files),
-            seconds=round(seconds, 3),
-            from_cache=from_cache,
-            api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None),
-            request=req,
-        )
+            command=self.listing_command(req), files=files, count=len(files),
+            seconds=round(seconds, 3), from_cache=from_cache, request=req,
+            api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None))
         if self.cache is not None:
             self.cache.put(self._key("list", req, inputs),
                            dataclasses.replace(result, from_cache=True), inputs)
@@ -324,17 +292,10 @@ class GenerateRunner:
         (with the bytes of the texts write mode writes). ``inputs``: the tree when the
         run started."""
         result = ApiFileResult(
-            command=self.api_file_command(req),
-            api_file=api_file,
-            text=text,
-            kernel_files=sorted(kernel_traits),
-            kernel_traits=dict(kernel_traits),
-            seconds=round(seconds, 3),
-            from_cache=from_cache,
-            request=req,
-            kernel_bytes=dict(kernel_bytes or {}),
-            api_bytes=int(api_bytes),
-        )
+            command=self.api_file_command(req), api_file=api_file, text=text,
+            kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
+            seconds=round(seconds, 3), from_cache=from_cache, request=req,
+            kernel_bytes=dict(kernel_bytes or {}), api_bytes=int(api_bytes))
         if self.cache is not None:
             key = self._key("api", req, inputs)
             self.cache.put(key, dataclasses.replace(result, from_cache=True), inputs)

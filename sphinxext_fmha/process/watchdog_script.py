@@ -14,6 +14,7 @@ still registered and everything below them, removes the folders still registered
 exits. The marks need ``/proc`` (Linux); the groups and folders work everywhere.
 """
 
+import contextlib
 import json
 import os
 import select
@@ -28,14 +29,14 @@ _NEEDLE = b"\0" + MARKS.encode() + b"="
 
 
 def _stat(pid):
-    """(parent pid, start time in clock ticks since boot) of ``pid``, or None."""
+    """(parent pid, start time in clock ticks since boot, state) of ``pid``, or None."""
     try:
         with open("/proc/%s/stat" % pid, "rb") as handle:
             stat = handle.read()
         # "pid (command) state ppid pgrp session tty tpgid flags minflt cminflt majflt
         # cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime"
         fields = stat[stat.rindex(b")") + 2:].split()
-        return int(fields[1]), int(fields[19])
+        return int(fields[1]), int(fields[19]), fields[0]
     except (OSError, ValueError, IndexError):
         return None
 
@@ -71,9 +72,7 @@ def processes(wanted, roots=(), since=0):
         entries = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
         return []
-    me = os.getpid()
-    children = {}
-    found = set()
+    me, children, found = os.getpid(), {}, set()
     for pid in entries:
         stat = _stat(pid)
         if stat is None or pid == me:
@@ -96,31 +95,21 @@ def kill(pids, groups=()):
     the group of this process."""
     every = set(groups)
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             every.add(os.getpgid(pid))
-        except OSError:
-            pass
     every.discard(os.getpgrp())
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     for group in every:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _running(pid):
     """Whether ``pid`` still runs (a zombie does not: it only waits to be reaped)."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+    stat = _stat(pid)
+    return stat is not None and stat[2] not in (b"Z", b"X")
 
 
 def _remove(folders, pids, patience=5.0):
