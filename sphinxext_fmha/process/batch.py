@@ -17,10 +17,9 @@ import json
 import shlex
 import time
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .ahead_pool import WORKERS
-from .cache import TreeState
 from .launch import GenerateError, run, scratch
 from .progress import report_step
 from .runner import ApiFileResult, DriverRun, GenerateRequest, GenerateRunner, listing_lines, read_written
@@ -69,14 +68,32 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     runs = (len(todo) + len(runs_of_drivers)) * (2 if dispatch else 1)
     if runs < MIN_JOBS or runner.cache is None:
         return 0
-    forks = max(1, parallel)
-    started = time.monotonic()
+    forks, started, inputs = max(1, parallel), time.monotonic(), runner.state()
     # The drivers first: each enumerates about what all its filters do together.
     jobs: List[Job] = [*runs_of_drivers, *todo]
     base = todo[0] if todo else runs_of_drivers[0].request
     argv = dataclasses.replace(base, filter="").argv(runner.options)
-    stored = _run_batch(runner, jobs, base, argv, dispatch, known_keys or {}, forks,
-                        runner.state())
+    stored = 0
+    for job, result in _run_batch(runner, jobs, base, argv, dispatch, known_keys or {}, forks):
+        seconds = float(result.get("seconds", 0.0))
+        found = result.get("dispatch") or {}
+        written = write_result(
+            found["api_file"], found["text"], found["kernel_traits"], seconds,
+            found.get("kernel_bytes"), int(found.get("api_bytes") or 0)
+        ) if dispatch and found and not found.get("error") else None
+        if isinstance(job, DriverRun):
+            runner.store_driver_listing(job, listed_kernels(result["listing"]), seconds,
+                                        inputs=inputs)
+            if written is not None:
+                runner.store_driver_write(job, written, inputs=inputs)
+        else:
+            runner.store_listing(job, result["listing"], seconds, inputs=inputs)
+            if written is not None:
+                runner.store_api_file(job, written.api_file, written.text,
+                                      written.kernel_traits, seconds,
+                                      kernel_bytes=written.kernel_bytes,
+                                      api_bytes=written.api_bytes, inputs=inputs)
+        stored += 1
     what = "%d filtered run%s in one interpreter, %d at a time" % (
         stored, "" if stored == 1 else "s", forks)
     report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
@@ -84,10 +101,11 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
 
 
 def _run_batch(runner: GenerateRunner, jobs: List[Job], base: GenerateRequest,
-               argv: List[str], dispatch: bool, known_keys: Dict[str, str], forks: int,
-               inputs: TreeState) -> int:
-    """Run ``jobs`` in one interpreter, ``forks`` runs at a time; the results stored.
-    ``inputs``: the tree before the batch started."""
+               argv: List[str], dispatch: bool, known_keys: Dict[str, str],
+               forks: int) -> List[Tuple[Job, dict]]:
+    """Run ``jobs`` in one interpreter, ``forks`` runs at a time: (job, its result) of
+    each that ran without error (none when the batch failed: the separate runs will
+    say what is wrong)."""
     assert runner.cache is not None
     specs = [{"filter": j.filter, "dispatch": dispatch} if isinstance(j, GenerateRequest)
              else {"driver": True, "filters": list(j.filters), "separator": j.separator,
@@ -107,39 +125,15 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], base: GenerateRequest,
             runner._run(base, [], display, workdir, command=command)
             data = json.loads(out.read_text(encoding="utf-8"))
     except (GenerateError, OSError, ValueError):
-        return 0  # the separate runs will say what is wrong
-    stored = 0
-    by_filter = {j.filter: j for j in jobs if isinstance(j, GenerateRequest)}
-    by_filters = {tuple(j.filters): j for j in jobs if isinstance(j, DriverRun)}
+        return []
+    by_key = {(j.filter if isinstance(j, GenerateRequest) else tuple(j.filters)): j
+              for j in jobs}
+    pairs = []
     for result in data.get("results", []):
-        if result.get("error"):
-            continue
-        seconds = float(result.get("seconds", 0.0))
-        found = result.get("dispatch") or {}
-        written = bool(dispatch and found and not found.get("error"))
-        if result.get("driver"):
-            run = by_filters.get(tuple(result.get("filters") or ()))
-            if run is None:
-                continue
-            runner.store_driver_listing(run, listed_kernels(result["listing"]), seconds,
-                                        inputs=inputs)
-            stored += 1
-            if written:
-                runner.store_driver_write(run, write_result(
-                    found["api_file"], found["text"], found["kernel_traits"], seconds,
-                    found.get("kernel_bytes"), int(found.get("api_bytes") or 0)),
-                    inputs=inputs)
-            continue
-        req = by_filter.get(result.get("filter"))
-        if req is None:
-            continue
-        runner.store_listing(req, result["listing"], seconds, inputs=inputs)
-        stored += 1
-        if written:
-            runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
-                                  seconds, kernel_bytes=found.get("kernel_bytes"),
-                                  api_bytes=int(found.get("api_bytes") or 0), inputs=inputs)
-    return stored
+        key = tuple(result.get("filters") or ()) if result.get("driver") else result.get("filter")
+        if not result.get("error") and key in by_key:
+            pairs.append((by_key[key], result))
+    return pairs
 
 
 # --------------------------------------------------------------------------- the driver

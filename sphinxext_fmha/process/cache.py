@@ -11,6 +11,7 @@ imports here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -231,10 +232,8 @@ class DiskCache:
                 handle.write(data)
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
 
     def _unwritable(self, why: str) -> None:
@@ -253,10 +252,8 @@ class DiskCache:
 
     @staticmethod
     def _discard(path: Path) -> None:
-        try:
+        with contextlib.suppress(OSError):
             path.unlink()
-        except OSError:
-            pass
 
 
 # --------------------------------------------------------------------------- digest
@@ -284,8 +281,7 @@ def tree_files(fmha_dir: Path) -> List[Path]:
 
 
 def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
-    """(POSIX path relative to ``fmha_dir``, path) of :func:`tree_files`, on plain
-    strings, in its order."""
+    """(relative POSIX path, path) of :func:`tree_files`, on plain strings."""
     files: List[Tuple[str, str]] = []
     gen = os.path.join(fmha_dir, "generate.py")
     if os.path.isfile(gen):
