@@ -37,7 +37,6 @@ import contextlib
 import itertools
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -55,7 +54,7 @@ from .scratch_place import TEMP_VARIABLES, free_space_note, scratch_parent
 from .watchdog_script import MARKS, kill, processes, start_time
 
 __all__ = ["output_files", "GenerateError", "Outcome", "child_environment", "live_children",
-           "python_version", "install_handlers", "interrupts", "run", "scratch",
+           "install_handlers", "interrupts", "run", "scratch",
            "stop_children", "total_processes_started"]
 
 _POLL = 0.1
@@ -441,22 +440,3 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
 def _reap(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL not delivered yet
         proc.wait(timeout=5)
-
-
-def python_version(python: str, cwd: Path, timeout: float = 60) -> str:
-    """``X.Y.Z`` of the interpreter ``python``; :class:`GenerateError` when it cannot
-    run or is not a Python (``/bin/echo`` exits 0 too)."""
-    marker = "fmha-python-version"
-    code = f'import sys; print("{marker}", sys.version.split()[0])'
-    display = shlex.join([os.path.basename(python), "-c", code])
-    with scratch("fmha-python-") as workdir:
-        outcome = run([python, "-c", code], cwd=cwd, workdir=workdir, timeout=timeout,
-                      display=display)
-        if not outcome.ok:
-            raise outcome.error(f"cannot run interpreter {python!r}: {outcome.status()}")
-        words = outcome.stdout.read_text(encoding="utf-8", errors="replace").split()
-    if len(words) != 2 or words[0] != marker:
-        raise GenerateError(
-            f"interpreter {python!r} is not a Python: it ran, but did not print its "
-            "version (set fmha_python / --python to a python3 executable)", command=display)
-    return words[1]

@@ -26,7 +26,7 @@ from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
 from .cache import DiskCache, TreeState, tree_state
 from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, ListingResult
-from .launch import GenerateError, python_version, run, scratch, total_processes_started
+from .launch import GenerateError, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
 __all__ = ["RUNNER_FORMAT", "GenerateError", "GenerateRequest", "ListingResult", "ApiFileResult",
@@ -67,7 +67,7 @@ def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
         cached = _PY_VERSIONS.get(memo)
     if cached is None:
         try:
-            cached = python_version(python, fmha_dir, min(timeout, 60))
+            cached = _python_version(python, fmha_dir, min(timeout, 60))
         except GenerateError as error:
             cached = error
         with _PY_LOCK:
@@ -75,6 +75,24 @@ def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
     if isinstance(cached, GenerateError):
         raise cached
     return f"{cached}|{base}"
+
+
+def _python_version(python: str, cwd: Path, timeout: float) -> str:
+    """``X.Y.Z`` of ``python``: it must print it (``/bin/echo`` exits 0 too)."""
+    marker = "fmha-python-version"
+    code = f'import sys; print("{marker}", sys.version.split()[0])'
+    display = shlex.join([os.path.basename(python), "-c", code])
+    with scratch("fmha-python-") as workdir:
+        outcome = run([python, "-c", code], cwd=cwd, workdir=workdir, timeout=timeout,
+                      display=display)
+        if not outcome.ok:
+            raise outcome.error(f"cannot run interpreter {python!r}: {outcome.status()}")
+        words = outcome.stdout.read_text(encoding="utf-8", errors="replace").split()
+    if len(words) != 2 or words[0] != marker:
+        raise GenerateError(
+            f"interpreter {python!r} is not a Python: it ran, but did not print its "
+            "version (set fmha_python / --python to a python3 executable)", command=display)
+    return words[1]
 
 
 def check_generate_py(fmha_dir: Path) -> None:
