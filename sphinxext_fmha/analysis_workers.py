@@ -1,15 +1,16 @@
 """A page's whole analysis, ahead, in a worker interpreter.
 
-The worker (``sphinxext-fmha prepare``, see :mod:`~sphinxext_fmha.process.worker`)
-computes what a guide shows and keeps it in the store under the keys the session reads,
-on the other core, while this process reads other pages. A page whose results are not
-stored waits for a running worker of its API, or claims the worker's memo key first,
-so that the worker is never started, and computes as without workers. Whatever the
-worker could not keep is computed by the page, which reports any failure itself: a
-worker never raises and never stores a failure. Not worth a worker: an API whose
-probe's work took less than a worker's start-up (as the first worker measured it).
-Which guides get a worker is the guide service's decision
-(:func:`~sphinxext_fmha.guide.steps_ahead`). No Sphinx imports here.
+The worker (``python -m sphinxext_fmha prepare``: this package run by name, its own
+folder first on the path, so the same code and its results under the same keys) computes
+what a guide shows into the store on the other core while this process reads other
+pages. Its generate.py runs go through its own launcher, in sessions of their own: ours
+finds them below the worker when it stops it, and they end with it. It says on stdout,
+per API, how long the analysis took (JSON lines); its step lines (``fmha: ...``) are
+passed on. A page whose results are not stored waits for a running worker of its API,
+or claims the worker's memo key first (the worker never starts) and computes as without
+workers; what the worker could not keep the page computes, and reports any failure
+itself. Not worth a worker: an API whose probe took less than a worker's start-up (as
+the first worker measured it). No Sphinx imports.
 
 Kept because measured (issue 42, ``benchmarks/bench_build.py``, the cold flash-attn 2.8.3
 gallery, two rounds side by side): (cold - warm) / plain ``-l`` 12.7x with workers, 15.5x
@@ -21,17 +22,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shlex
+import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .options import GENERATE_OPTIONS, Options
 from .process.ahead_pool import Item
+from .process.launch import GenerateError, child_environment, output_files, run, scratch
 from .process.memo import Memo
 from .process.progress import StepLine, report_step
 
-__all__ = ["WORKER", "AnalysisWorkers", "WorkerPlace"]
+__all__ = ["WORKER", "AnalysisWorkers", "WorkerPlace", "STEP_PREFIX", "WorkerOutcome",
+           "current_interpreter", "prepare_argv", "run_worker"]
 
 #: What the build log says of a guide the worker did not keep.
 _NOT_COMPLETE = "the worker interpreter did not complete (the page computes the rest)"
@@ -153,8 +160,6 @@ class AnalysisWorkers:
 
     def _run(self, api: str, options: Options, sections: Optional[str]) -> bool:
         """Run the worker for ``api``; True when it kept every result. Never raises."""
-        from .process.worker import current_interpreter, prepare_argv, run_worker
-
         place, progress = self.place, self.place.progress
         option_args: List[str] = []
         for spec in GENERATE_OPTIONS:
@@ -200,3 +205,121 @@ class AnalysisWorkers:
         if key is None:
             return False
         return self.memo.once(key, lambda: False) is True
+
+
+# --------------------------------------------------------------------------- the worker
+
+#: The folder that holds this package: first on the worker's path.
+_PACKAGE_PARENT = Path(__file__).resolve().parents[1]
+#: Marks the step lines the worker writes on stderr (its progress).
+STEP_PREFIX = "fmha: "
+
+
+@dataclass
+class WorkerOutcome:
+    """How a worker ended: ``ok`` when every API was analysed and kept; the seconds of
+    the whole process and of each API's analysis (the difference is its start-up)."""
+
+    ok: bool
+    seconds: float
+    api_seconds: Mapping[str, float] = field(default_factory=dict)
+    step_lines: List[str] = field(default_factory=list)
+    error: Optional[GenerateError] = None
+
+    @property
+    def start_up(self) -> float:
+        return max(0.0, self.seconds - sum(self.api_seconds.values()))
+
+
+def prepare_argv(ck_root: Path, apis: Sequence[str], *, cache_dir: Path, python: str,
+                 timeout: float, option_args: Sequence[str] = (),
+                 sections: Optional[str] = None, progress: bool = False) -> List[str]:
+    """``sphinxext-fmha prepare``'s arguments (after the interpreter and ``-m``)."""
+    argv = ["prepare", "--ck-root", str(ck_root), "--cache-dir", str(cache_dir),
+            "--python", python, "--timeout", repr(float(timeout)), "--format", "json",
+            "--progress", "always" if progress else "never", *option_args]
+    if sections is not None:
+        argv += ["--sections", sections]
+    return argv + ["--", *apis]
+
+
+def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
+               on_api: Optional[Callable[[str, bool, float], None]] = None,
+               on_step: Optional[Callable[[str], None]] = None) -> WorkerOutcome:
+    """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a worker
+    that cannot start, fails or times out is an outcome that is not ok, with the
+    :class:`GenerateError` that says why). While the worker runs: ``on_api(api, kept,
+    seconds)`` as soon as it says it is done with an API (``kept``: with no problem;
+    its analysis's seconds), while it goes on with the next; ``on_step(line)`` for each
+    of its step lines (else they are only in the outcome)."""
+    argv = [interpreter, "-m", "sphinxext_fmha", *args]
+    display = shlex.join(["sphinxext-fmha", *args])
+    try:
+        with scratch("fmha-worker-") as workdir:
+            path = os.pathsep.join(p for p in (str(_PACKAGE_PARENT),
+                                               os.environ.get("PYTHONPATH", "")) if p)
+            env = child_environment(workdir, {"PYTHONPATH": path})
+            stdout_file, stderr_file = output_files(workdir)
+            records, steps = _NewLines(stdout_file), _NewLines(stderr_file)
+
+            def watch() -> None:
+                if on_api is not None:
+                    for record in filter(None, map(_api_record, records.read())):
+                        on_api(*record)
+                if on_step is not None:
+                    for line in steps.read():
+                        if line.startswith(STEP_PREFIX):
+                            on_step(line)
+
+            # the scratch folder as working folder: ``-m`` puts it first on the path,
+            # and it holds no module that could stand in for ours
+            # its guide is read later: the runs of the page being read come first
+            outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
+                          display=display, env=env,
+                          watch=watch if on_api is not None or on_step is not None else None)
+            stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
+            stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
+            error = None if outcome.ok else outcome.error()
+    except GenerateError as failure:
+        return WorkerOutcome(ok=False, seconds=0.0, error=failure)
+    api_seconds = {}
+    for line in stdout.splitlines():
+        record = _api_record(line)
+        if record is not None:
+            api_seconds[record[0]] = record[2]
+    step_lines = [line for line in stderr.splitlines() if line.startswith(STEP_PREFIX)]
+    return WorkerOutcome(ok=error is None, seconds=outcome.seconds, api_seconds=api_seconds,
+                         step_lines=step_lines, error=error)
+
+
+def _api_record(line: str) -> Optional[Tuple[str, bool, float]]:
+    """(api, kept, seconds) of one line the worker wrote on stdout, or None."""
+    try:
+        record = json.loads(line)
+        return str(record["api"]), not record.get("problems"), float(record["seconds"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+class _NewLines:
+    """The whole lines a child has added to one of its output files since last asked."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def read(self) -> List[str]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                new = handle.read()
+        except OSError:
+            return []
+        whole = new[: new.rfind(b"\n") + 1]  # a line still being written waits
+        self.offset += len(whole)
+        return whole.decode("utf-8", errors="replace").splitlines()
+
+
+def current_interpreter() -> str:
+    """The interpreter that runs this package (the worker needs this package; the
+    interpreter that runs generate.py may not have it)."""
+    return sys.executable

@@ -25,8 +25,8 @@ from .errors import FmhaError, WarningType, tail_shown
 from .locate import find_ck_root
 from .model import to_dict, to_json
 from .options import GENERATE_OPTIONS, OptionError, Options, check_filter_text, parse_options
+from .process.batch import run_driver
 from .process.cache import cache_dir_problem
-from .process.driver import run_driver
 from .process.launch import install_handlers
 from .render.cli_text import apis_text, check_text, model_text
 from .render.guide_blocks import fill_check_words

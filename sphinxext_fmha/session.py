@@ -104,8 +104,7 @@ class Session:
 
     # -- the probe and the listings, and the steps started ahead of the pages --------
     def observation(self, api: str, options: Options = Options()) -> dict:
-        """The probe's raw observation (kept in the store by the analysis)."""
-        return self._once(*self._observing(api, options))
+        return self._once(*self._observing(api, options))  # (kept in the store by observe)
 
     def _observing(self, api: str, options: Options) -> Tuple[Tuple, Callable[[], dict]]:
         return ("observation", api, options), lambda: self._observe(api, options)

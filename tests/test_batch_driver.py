@@ -1,9 +1,9 @@
 """The driver run for a union of filters, run as a batch job, gives exactly what a
-separate ``driver_script.py`` process gives; a driver run the batch did not keep runs
+separate driver process (``batch_script.py``) gives; a driver run the batch did not keep runs
 as that process.
 
 On every corpus tree (one API, two selective filters) the batch's driver job is
-compared with real ``driver_script.py`` processes started here: the listing with
+compared with real driver processes (``batch_script.py``) started here: the listing with
 ``-l``, the dispatch file (name and text) and each written kernel's trait key with
 ``-o`` into a temporary folder, read by the test's own code. The filter jobs that run
 in the same interpreter after the driver job are compared with separate ``-f`` runs
@@ -23,9 +23,8 @@ import pytest
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.options import Options
-from sphinxext_fmha.process.batch import prefetch
+from sphinxext_fmha.process.batch import DRIVER_SCRIPT, cached_listing, cached_write, prefetch
 from sphinxext_fmha.process.cache import DiskCache
-from sphinxext_fmha.process.driver import DRIVER_SCRIPT, cached_listing, cached_write
 from sphinxext_fmha.process.launch import total_processes_started
 from sphinxext_fmha.process.runner import DriverRun, GenerateRequest, GenerateRunner
 from sphinxext_fmha.session import Session

@@ -562,7 +562,7 @@ def test_many_filters_match_as_fnmatch_does_in_linear_time():
     import fnmatch
     import random
 
-    from sphinxext_fmha.process import driver_script
+    from sphinxext_fmha.process import batch_script as driver_script
 
     rng = random.Random(41)
     tokens = [["_d64", "_d128", "_d256"], ["_fp16", "_bf16", "_fp8"], ["_batch", "_group"],
@@ -606,7 +606,7 @@ def test_the_driver_widens_each_part_of_the_filters():
     import fnmatch
     import random
 
-    from sphinxext_fmha.process import driver_script
+    from sphinxext_fmha.process import batch_script as driver_script
 
     rng = random.Random(7)
     filters = ["@".join(_glob(rng) for _ in range(rng.randint(1, 3))) for _ in range(400)]

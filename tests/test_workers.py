@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from sphinxext_fmha import analysis_workers as worker
 from sphinxext_fmha.cli import main
 from sphinxext_fmha.directives import page_scan as ahead
 from sphinxext_fmha.directives.sphinx_glue import clear_sessions
 from sphinxext_fmha.guide import DirectiveUse, steps_ahead
-from sphinxext_fmha.process import worker
 from sphinxext_fmha.session import Session
 
 from helpers.faults import FAULTS, left_running
@@ -202,7 +202,7 @@ def test_an_interrupted_worker_ends_its_own_children(tmp_path):
     code = textwrap.dedent("""\
         import sys
         from pathlib import Path
-        from sphinxext_fmha.process.worker import prepare_argv, run_worker
+        from sphinxext_fmha.analysis_workers import prepare_argv, run_worker
         args = prepare_argv(Path(sys.argv[1]), ["toy"], cache_dir=Path(sys.argv[2]),
                             python=sys.executable, timeout=300)
         run_worker(sys.executable, args, timeout=300)

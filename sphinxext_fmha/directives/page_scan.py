@@ -3,23 +3,15 @@
 At ``env-before-read-docs`` the sources of the pages about to be read are scanned for
 this extension's directives (reStructuredText ``.. fmha-...::`` and MyST fences, with
 their ``:option: value`` lines; a notebook's markdown cells); the guide service says
-which steps they need (:func:`~sphinxext_fmha.guide.steps_ahead`), and the session
-starts them in the background, one per core, while Sphinx reads the pages in order.
-A page asks the session as always and finds the result ready, waits for it, or gets
-the failure, which it reports at its own file and line. The scan only decides what
-starts early, never what a page shows: a directive it misses (an include, an unusual
-syntax) is computed when its page is read, as without the scan.
-
-Besides generate.py runs, a step can be a guide's whole analysis in a worker
-interpreter (``sphinxext-fmha prepare``), taken from the last guide backwards while
-Sphinx reads from the first (see :func:`~sphinxext_fmha.guide.steps_ahead`).
-
-When Sphinx reads in parallel (``-j``), its readers are forked processes, which inherit
-no thread: the steps then run, one per core, before the reading starts, and the readers
-inherit the results; no worker interpreter is started then (the readers analyse their
-pages side by side already). The steps stop at the end of the reading (``env-updated``)
-or of the build; an interrupt stops them with the build (see
-:mod:`~sphinxext_fmha.process.ahead_pool`).
+which steps they need (:func:`~sphinxext_fmha.guide.steps_ahead`: generate.py runs, and
+guides analysed in worker interpreters), and the session starts them in the background
+while Sphinx reads the pages in order. A page finds the result ready, waits for it, or
+gets the failure, which it reports at its own file and line. The scan only decides what
+starts early, never what a page shows: a directive it misses is computed when its page
+is read. When Sphinx reads in parallel (``-j``), its readers are forked processes, which
+inherit no thread: the steps then run before the reading starts, and the readers
+inherit the results (no worker interpreter: the readers work side by side already).
+The steps stop at the end of the reading (``env-updated``) or of the build.
 """
 
 from __future__ import annotations

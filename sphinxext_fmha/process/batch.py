@@ -1,36 +1,33 @@
-"""Run the filtered generate.py runs a page needs in batches, and keep each result as
-the result of that run.
+"""Run generate.py through ``batch_script.py``: a page's filtered runs in one
+interpreter (:func:`prefetch`), and the driver, one run for the union of several
+filters (:func:`run_driver`, :func:`cached_listing`, :func:`cached_write`).
 
-``batch_script.py`` runs several ``-f`` filters of one API in one interpreter, each as a
-fresh process would (see there). The results go into the runner's cache under the keys
-of the separate runs they stand for, so ``list_kernels`` / ``generate_api_file`` (and
-so filter checks and recommendations) read them back unchanged. A job the batch could
-not run safely is left out: the normal path then runs it as its own process.
-
-One interpreter runs every job, its runs in children it forks, as many at a time as
-we have cores (a second interpreter would only add its own start-up).
-
-No Sphinx imports here.
+The batch's results go into the runner's cache under the keys of the separate runs
+they stand for, so ``list_kernels`` / ``generate_api_file`` / the driver's cached reads
+find them unchanged. A job the batch could not run safely is left out: the normal path
+then runs it as its own process. One interpreter runs every job, its runs in children it
+forks, as many at a time as we have cores (a second interpreter would only add its own
+start-up). No Sphinx imports here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .ahead_pool import WORKERS
-from .cache import TreeState
-from .driver import DRIVER_SCRIPT, listed_kernels, write_result
-from .launch import scratch
+from .launch import GenerateError, run, scratch
 from .progress import report_step
-from .runner import DriverRun, GenerateError, GenerateRequest, GenerateRunner
+from .runner import ApiFileResult, DriverRun, GenerateRequest, GenerateRunner, listing_lines, read_written
 
-__all__ = ["missing", "prefetch", "BATCH_SCRIPT"]
+__all__ = ["missing", "prefetch", "BATCH_SCRIPT", "DRIVER_SCRIPT", "run_driver",
+           "cached_listing", "cached_write"]
 
-BATCH_SCRIPT = Path(__file__).with_name("batch_script.py")
+BATCH_SCRIPT = DRIVER_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 #: Forked runs of one batch at once at most: the cores we may use.
@@ -38,6 +35,10 @@ TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 #: ``dispatch``) separate processes are as cheap.
 PARALLEL_BATCHES = WORKERS
 MIN_JOBS = 2
+#: What the write result says was run (the driver's own command line is the CLI's).
+WRITE_COMMAND = "sphinxext-fmha generate ... -o generated"
+#: Seconds between the "still running" lines of a driver run (``sphinxext-fmha generate``).
+PROGRESS_EVERY = 5.0
 
 Job = Union[GenerateRequest, DriverRun]
 
@@ -67,28 +68,45 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     runs = (len(todo) + len(runs_of_drivers)) * (2 if dispatch else 1)
     if runs < MIN_JOBS or runner.cache is None:
         return 0
-    forks = max(1, parallel)
-    started = time.monotonic()
+    forks, started, inputs = max(1, parallel), time.monotonic(), runner.state()
     # The drivers first: each enumerates about what all its filters do together.
-    stored = _run_batch(runner, [*runs_of_drivers, *todo], dispatch, known_keys or {}, forks,
-                        runner.state())
+    jobs: List[Job] = [*runs_of_drivers, *todo]
+    base = todo[0] if todo else runs_of_drivers[0].request
+    argv = dataclasses.replace(base, filter="").argv(runner.options)
+    stored = 0
+    for job, result in _run_batch(runner, jobs, base, argv, dispatch, known_keys or {}, forks):
+        seconds = float(result.get("seconds", 0.0))
+        found = result.get("dispatch") or {}
+        written = write_result(
+            found["api_file"], found["text"], found["kernel_traits"], seconds,
+            found.get("kernel_bytes"), int(found.get("api_bytes") or 0)
+        ) if dispatch and found and not found.get("error") else None
+        if isinstance(job, DriverRun):
+            runner.store_driver_listing(job, listed_kernels(result["listing"]), seconds,
+                                        inputs=inputs)
+            if written is not None:
+                runner.store_driver_write(job, written, inputs=inputs)
+        else:
+            runner.store_listing(job, result["listing"], seconds, inputs=inputs)
+            if written is not None:
+                runner.store_api_file(job, written.api_file, written.text,
+                                      written.kernel_traits, seconds,
+                                      kernel_bytes=written.kernel_bytes,
+                                      api_bytes=written.api_bytes, inputs=inputs)
+        stored += 1
     what = "%d filtered run%s in one interpreter, %d at a time" % (
         stored, "" if stored == 1 else "s", forks)
-    base = todo[0] if todo else runs_of_drivers[0].request if runs_of_drivers else None
-    assert base is not None  # there were jobs
-    argv = dataclasses.replace(base, filter="").argv(runner.options)
     report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
     return stored
 
 
-def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
-               known_keys: Dict[str, str], forks: int, inputs: TreeState) -> int:
-    """Run ``jobs`` in one interpreter, ``forks`` runs at a time; the results stored.
-    ``inputs``: the tree before the batch started."""
-    requests = [j for j in jobs if isinstance(j, GenerateRequest)]
-    drivers = [j for j in jobs if isinstance(j, DriverRun)]
-    base = requests[0] if requests else drivers[0].request
-    argv = dataclasses.replace(base, filter="").argv(runner.options)
+def _run_batch(runner: GenerateRunner, jobs: List[Job], base: GenerateRequest,
+               argv: List[str], dispatch: bool, known_keys: Dict[str, str],
+               forks: int) -> List[Tuple[Job, dict]]:
+    """Run ``jobs`` in one interpreter, ``forks`` runs at a time: (job, its result) of
+    each that ran without error (none when the batch failed: the separate runs will
+    say what is wrong)."""
+    assert runner.cache is not None
     specs = [{"filter": j.filter, "dispatch": dispatch} if isinstance(j, GenerateRequest)
              else {"driver": True, "filters": list(j.filters), "separator": j.separator,
                    "dispatch": dispatch} for j in jobs]
@@ -99,47 +117,99 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], dispatch: bool,
             spec_file.write_text(json.dumps({
                 "fmha_dir": str(runner.fmha_dir), "argv": argv,
                 "probe_script": str(PROBE_SCRIPT), "trait_reader": str(TRAIT_READER),
-                "driver_script": str(DRIVER_SCRIPT), "known_keys": known_keys, "jobs": specs,
-                "parallel": forks,
-                "code_store": str(runner.cache.code_store_path(runner.fmha_dir, runner.python))
-                if runner.cache is not None else None,
+                "known_keys": known_keys, "jobs": specs, "parallel": forks,
+                "code_store": str(runner.cache.code_store_path(runner.fmha_dir, runner.python)),
             }), encoding="utf-8")
             command = [runner.python, "-B", str(BATCH_SCRIPT), str(spec_file), str(out)]
             display = "batch of %d generate.py -f runs (%s)" % (len(jobs), " ".join(argv))
             runner._run(base, [], display, workdir, command=command)
             data = json.loads(out.read_text(encoding="utf-8"))
     except (GenerateError, OSError, ValueError):
-        return 0  # the separate runs will say what is wrong
-    results = data.get("results", [])
-    stored = 0
-    by_filter = {r.filter: r for r in requests}
-    by_filters = {tuple(d.filters): d for d in drivers}
-    for result in results:
-        if result.get("error"):
-            continue
-        seconds = float(result.get("seconds", 0.0))
-        found = result.get("dispatch") or {}
-        written = bool(dispatch and found and not found.get("error"))
-        if result.get("driver"):
-            run = by_filters.get(tuple(result.get("filters") or ()))
-            if run is None:
-                continue
-            runner.store_driver_listing(run, listed_kernels(result["listing"]), seconds,
-                                        inputs=inputs)
-            stored += 1
-            if written:
-                runner.store_driver_write(run, write_result(
-                    found["api_file"], found["text"], found["kernel_traits"], seconds,
-                    found.get("kernel_bytes"), int(found.get("api_bytes") or 0)),
-                    inputs=inputs)
-            continue
-        req = by_filter.get(result.get("filter"))
-        if req is None:
-            continue
-        runner.store_listing(req, result["listing"], seconds, inputs=inputs)
-        stored += 1
-        if written:
-            runner.store_api_file(req, found["api_file"], found["text"], found["kernel_traits"],
-                                  seconds, kernel_bytes=found.get("kernel_bytes"),
-                                  api_bytes=int(found.get("api_bytes") or 0), inputs=inputs)
-    return stored
+        return []
+    by_key = {(j.filter if isinstance(j, GenerateRequest) else tuple(j.filters)): j
+              for j in jobs}
+    pairs = []
+    for result in data.get("results", []):
+        key = tuple(result.get("filters") or ()) if result.get("driver") else result.get("filter")
+        if not result.get("error") and key in by_key:
+            pairs.append((by_key[key], result))
+    return pairs
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def run_driver(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
+               generate_args: Sequence[str], out_args: Sequence[str], timeout: float,
+               progress: Optional[Callable[[str], None]] = None) -> None:
+    """Run the driver; raise :class:`~sphinxext_fmha.process.launch.GenerateError` (with
+    the tail of its stderr) when it fails or times out.
+
+    ``separator``: the API's sub-filter separator ('' for none); ``generate_args``:
+    generate.py's arguments without ``-f``; ``out_args``: ``-l FILE`` or ``-o DIR``;
+    ``progress``: told every :data:`PROGRESS_EVERY` seconds that it still runs.
+    """
+    argv = [python, "-B", str(DRIVER_SCRIPT), str(fmha_dir), separator, *filters, "--",
+            *generate_args, *out_args]
+    display = shlex.join(["python", DRIVER_SCRIPT.name, ".", separator, *filters, "--",
+                          *generate_args, *out_args])
+    with scratch("fmha-driver-") as workdir:
+        label = "generate.py %s with %d filter%s" % (
+            " ".join(generate_args), len(filters), "" if len(filters) == 1 else "s")
+        outcome = run(argv, cwd=fmha_dir, workdir=workdir, timeout=timeout, display=display,
+                      progress=progress, label=label, progress_every=PROGRESS_EVERY)
+        if not outcome.ok:
+            raise outcome.error("the driver run failed (%s): %s" % (outcome.status(), display))
+
+
+def listed_kernels(lines: Iterable[str]) -> List[str]:
+    """The kernel files of a listing's lines: basenames, API file left out, sorted."""
+    names = [Path(line.strip()).name for line in lines if line.strip()]
+    return sorted(n for n in names if not n.endswith("_api.cpp"))
+
+
+def write_result(api_file: str, text: str, kernel_traits: Dict[str, str],
+                 seconds: float = 0.0, kernel_bytes: Optional[Dict[str, int]] = None,
+                 api_bytes: int = 0) -> ApiFileResult:
+    return ApiFileResult(command=WRITE_COMMAND, api_file=api_file, text=text,
+                         kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
+                         seconds=seconds, kernel_bytes=dict(kernel_bytes or {}),
+                         api_bytes=api_bytes)
+
+
+def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
+    """The kernel files (API file left out, sorted) the driver run lists: from the
+    cache, else run (and kept there)."""
+    inputs = runner.state()
+    files = runner.stored_driver_listing(run, inputs)
+    if files is None:
+        started = time.monotonic()
+        with scratch("fmha-driver-list-") as tmp:
+            run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
+                       run.request.argv(runner.options), ["-l", str(tmp / "kernels.txt")],
+                       runner.timeout)
+            files = listed_kernels(listing_lines(tmp / "kernels.txt"))
+        runner.store_driver_listing(run, files, time.monotonic() - started, inputs=inputs)
+    return files
+
+
+def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
+    """The driver in write mode (``-o`` into a temporary folder): the dispatch file and
+    each kernel file's trait keys, for a link check; from the cache, else run (and kept
+    there). Write mode runs code listing mode skips (newer CK asserts in ``write_blobs``
+    that every split-KV kernel has its combine kernel), so a set that lists can still
+    fail here; the failure is raised with generate.py's stderr."""
+    inputs = runner.state()
+    result = runner.stored_driver_write(run, inputs)
+    if result is not None:
+        return result
+    started = time.monotonic()
+    with scratch("fmha-driver-write-") as tmp:
+        out = tmp / "generated"
+        out.mkdir()
+        run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
+                   run.request.argv(runner.options), ["-o", str(out)], runner.timeout)
+        written = read_written(out, "the driver run")
+    result = write_result(*written[:3], round(time.monotonic() - started, 3), *written[3:])
+    runner.store_driver_write(run, result, inputs=inputs)
+    return result

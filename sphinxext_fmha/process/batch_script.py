@@ -1,49 +1,128 @@
-"""Several ``generate.py -f`` runs of one API in one interpreter, each as a fresh process
-would run it.
-
-Executed as a script by the interpreter that runs generate.py (standard library only;
-it reuses the probe script's run helpers, loaded by path). No hook is installed: the
-codegen's classes are as they are and ``fnmatch`` is the real one.
-
-Every run is a child forked from this interpreter before it
-ran anything of the tree (what a new process is: no tree module imported, no state
-left by another run), up to ``parallel`` at once, each sending its result back through
-a pipe. The tree's sources are compiled once here first (or loaded from the code
-store an earlier probe or batch kept, see ``load_code_store`` in probe_script.py), so
-the children share the code objects (the same bytes give the same code object)
-instead of each compiling them; nothing else is shared.
-
-Each job yields the listing (``-l``) and, when asked, the dispatch file and its
-kernels' trait keys from a write-mode run into a temporary folder (write mode checks
-what listing mode does not: a set that lists may not write); a trait key is reused
-when a kernel's text hashes like a text already read (the same text has the same key).
-A write-mode failure is returned as the job's dispatch error: the caller then runs
-that ``-o`` as its own process, which fails and says why.
-
-A driver job (``"driver": true``) is the run ``driver_script.py`` makes for the union
-of its filters: the driver's own argv (the first filter on the command line) and its
-widened ``fnmatch`` (loaded from that script by path), installed in the job's
-children only.
+"""generate.py in one interpreter: several ``-f`` runs of one API, each as a fresh
+process would run it (the batch), or one run for the union of several filters (the
+driver). Run by the interpreter that runs generate.py: standard library only (the
+batch loads the probe script's run helpers by path).
 
 usage: batch_script.py JOBS.json OUT.json
-JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "driver_script",
-       "known_keys": {sha: key}, "parallel": int (forked runs at once, default 1),
-       "code_store": path (compiled code kept across processes, see probe_script.py),
+       batch_script.py FMHA_DIR SEPARATOR FILTER [FILTER ...] -- GENERATE_ARGS...
+
+JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "known_keys": {sha: key},
+       "parallel": int (forked runs at once), "code_store": path (see probe_script.py),
        "jobs": [{"filter": str, "dispatch": bool}
                 | {"driver": true, "filters": [str], "separator": str, "dispatch": bool}]}
+
+The batch installs no hook. Every run is a child forked from this interpreter before it
+ran anything of the tree (what a new process is: no tree module imported, no state left
+by another run), ``parallel`` at once, its result sent back through a pipe. The tree's
+sources are compiled here first (or loaded from the code store), so the children share
+the code objects instead of compiling them each. A job yields its listing and, when
+asked, the dispatch file and its kernels' trait keys from a write-mode run (write mode
+checks what listing mode does not); a write-mode failure is the job's dispatch error,
+and the caller runs that ``-o`` as its own process, which says why.
+
+The driver: generate.py takes one filter and rewrites the dispatch file on every run;
+here it runs once, the first filter on its command line and ``fnmatch.fnmatch`` widened
+so that a name passes when it matches the same part of ANY filter: one consistent
+dispatch file for everything selected. generate.py asks once per kernel, and thousands
+of filters (a deployment's every kernel) made that kernels times filters Python calls
+with fnmatch's pattern cache thrashing; so the filters' parts are sorted once
+(:func:`any_of`): names without wildcards into a set, ``PREFIX*`` by their prefixes, the
+rest into a few regular expressions of many alternatives: the work grows with the
+filters only where they have wildcards, and then in C. A batch's driver job installs
+the same widening in its children only.
 """
 
 import fnmatch
 import importlib.machinery
-import importlib.util
 import json
 import os
+import re
+import runpy
 import sys
 import time
 import traceback
 
+#: fnmatch as this interpreter has it before anything replaces it: the matchers of
+#: :func:`any_of` give its answers
+REAL_FNMATCH = fnmatch.fnmatch
+_WILDCARD = re.compile(r"[*?\[]")
+#: Patterns per regular expression: a name is tried against each alternative in turn
+#: either way; fewer, larger expressions only cost more to compile at once.
+CHUNK = 256
+
+
+def widened(filters, separator, original):
+    """``fnmatch.fnmatch`` for the union of ``filters``: a pattern that is a part of the
+    first filter (the one on the command line) matches when the same part of any
+    filter matches; any other pattern is matched by ``original``."""
+    split = [f.split(separator) if separator else [f] for f in filters]
+    first = split[0]
+    unions = {}
+
+    def match(name, pattern):
+        for position, part in enumerate(first):
+            if pattern == part:
+                if position not in unions:
+                    unions[position] = any_of([parts[position] for parts in split
+                                               if position < len(parts)], original)
+                return unions[position](name)
+        return original(name, pattern)
+
+    return match
+
+
+def any_of(patterns, original):
+    """A function of a name: whether ``original(name, pattern)`` holds for any of
+    ``patterns`` (in their order: a pattern fnmatch cannot compile raises as it would
+    there). Sorted as the module docstring says when ``original`` is fnmatch itself."""
+    patterns = list(dict.fromkeys(patterns))
+    if original is not REAL_FNMATCH:
+        return lambda name: any(original(name, pattern) for pattern in patterns)
+    normcase = os.path.normcase
+    exact, prefixes, rest = set(), set(), []
+    for pattern in map(normcase, patterns):
+        if not _WILDCARD.search(pattern):
+            exact.add(pattern)
+        elif pattern.endswith("*") and not _WILDCARD.search(pattern[:-1]):
+            prefixes.add(pattern[:-1])
+        else:
+            rest.append(pattern)
+    lengths = sorted({len(prefix) for prefix in prefixes})
+    try:
+        regexes = [re.compile("|".join(fnmatch.translate(p) for p in rest[i:i + CHUNK]))
+                   for i in range(0, len(rest), CHUNK)]
+    except re.error:  # one of them is not a pattern: fnmatch raises at it, in order
+        return lambda name: any(original(name, pattern) for pattern in patterns)
+
+    def matches(name):
+        name = normcase(name)
+        return (name in exact or any(name[:n] in prefixes for n in lengths)
+                or any(regex.match(name) for regex in regexes))
+
+    return matches
+
+
+def generate_argv(filters, generate_args):
+    """generate.py's arguments for the union: the first filter on the command line."""
+    return list(generate_args) + ["-f", filters[0]]
+
+
+def drive():
+    fmha_dir, separator = sys.argv[1], sys.argv[2]
+    rest = sys.argv[3:]
+    cut = rest.index("--")
+    filters, generate_args = rest[:cut], rest[cut + 1:]
+    fnmatch.fnmatch = widened(filters, separator, fnmatch.fnmatch)
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, fmha_dir)
+    os.chdir(fmha_dir)
+    sys.argv = ["generate.py"] + generate_argv(filters, generate_args)
+    runpy.run_path(os.path.join(fmha_dir, "generate.py"), run_name="__main__")
+
 
 def main():
+    if os.path.isdir(sys.argv[1]):
+        return drive()
     with open(sys.argv[1]) as handle:
         spec = json.load(handle)
     fmha_dir = os.path.abspath(spec["fmha_dir"])
@@ -59,72 +138,42 @@ def main():
     known = dict(spec.get("known_keys", {}))
     readers = []
 
-    def reader():
-        if not readers:
-            readers.append(probe.load_trait_reader(spec["trait_reader"]))
-        return readers[0]
-
     def trait_key(text):
         sha = probe.text_sha(text)
-        if sha not in known:
-            known[sha] = reader()(text)  # loaded when a text is new: most are known
+        if sha not in known:  # the reader loaded when a text is new: most are known
+            if not readers:
+                readers.append(probe.load_trait_reader(spec["trait_reader"]))
+            known[sha] = readers[0](text)
         return known[sha]
 
-    driver = _load_driver(spec.get("driver_script"))
-    runs = Runs(probe, fmha_dir, spec["argv"], driver, trait_key)
-    results = _forked(probe, fmha_dir, runs, spec["jobs"], int(spec.get("parallel") or 1))
+    def run(what, job):
+        """The job's listing, or its write mode as the separate ``-o`` run (a filtered
+        set can list and still fail the checks write mode makes)."""
+        argv = (generate_argv(job["filters"], spec["argv"]) if job.get("driver")
+                else spec["argv"] + (["-f", job["filter"]] if job["filter"] else []))
+        if job.get("driver"):  # the driver process widens the real fnmatch; so does this job
+            fnmatch.fnmatch = widened(job["filters"], job.get("separator") or "",
+                                      probe.ORIGINAL_FNMATCH)
+        if what == "listing":
+            listing, error = probe.run_generate(fmha_dir, argv)
+            return {"listing": listing, "error": error}
+        try:
+            return {"result": probe.render_dispatch(fmha_dir, argv, [], [], [], trait_key,
+                                                    write=True)}
+        except Exception:  # noqa: BLE001 - the caller runs write mode itself
+            return {"result": {"error": traceback.format_exc(limit=-8)}}
+
+    results = _forked(probe, fmha_dir, run, spec["jobs"], int(spec.get("parallel") or 1))
     with open(sys.argv[2], "w") as handle:
         handle.write(json.dumps({"results": results}))
     probe.save_code_store(spec.get("code_store"))
 
 
-class Runs:
-    """The generate.py runs of one job: its listing, and its write mode."""
-
-    def __init__(self, probe, fmha_dir, argv, driver, trait_key):
-        self.probe, self.fmha_dir, self.argv = probe, fmha_dir, list(argv)
-        self.driver, self.trait_key = driver, trait_key
-
-    def head(self, job):
-        if job.get("driver"):
-            return {"driver": True, "filters": list(job["filters"])}
-        return {"filter": job["filter"]}
-
-    def job_argv(self, job):
-        if job.get("driver"):
-            return self.driver.generate_argv(list(job["filters"]), self.argv)
-        return self.argv + (["-f", job["filter"]] if job["filter"] else [])
-
-    def own_match(self, job):
-        """The driver's widened ``fnmatch`` (None for a filter job): the driver process
-        widens the real fnmatch; so does this job."""
-        if not job.get("driver"):
-            return None
-        return self.driver.widened(list(job["filters"]), job.get("separator") or "",
-                                   self.probe.ORIGINAL_FNMATCH)
-
-    def listing(self, job):
-        listing, error = self.probe.run_generate(self.fmha_dir, self.job_argv(job))
-        return {"listing": listing, "error": error}
-
-    def write(self, job):
-        """Write mode itself, as the separate ``-o`` run: a filtered set can list and
-        still fail the checks write mode makes."""
-        try:
-            return self.probe.render_dispatch(self.fmha_dir, self.job_argv(job), [], [], [],
-                                              self.trait_key, write=True)
-        except Exception:  # noqa: BLE001 - the caller runs write mode itself
-            return {"error": traceback.format_exc(limit=-8)}
-
-
-def _forked(probe, fmha_dir, runs, jobs, parallel):
+def _forked(probe, fmha_dir, run, jobs, parallel):
     """Every run in a child forked from this interpreter, ``parallel`` at once."""
     _compile_tree(fmha_dir)
-    tasks = []
-    for index, job in enumerate(jobs):
-        tasks.append((index, "listing", job))
-        if job.get("dispatch"):
-            tasks.append((index, "dispatch", job))
+    tasks = [(index, what, job) for index, job in enumerate(jobs)
+             for what in ("listing", "dispatch")[:2 if job.get("dispatch") else 1]]
     outcomes = {}
     running = []
 
@@ -136,7 +185,7 @@ def _forked(probe, fmha_dir, runs, jobs, parallel):
     # standard library's the codegen uses) are imported here, so that the later
     # children find them, as a new process finds those the interpreter imports at
     # start-up: the tree's own modules every child imports afresh.
-    running.append((tasks[0], probe.fork_json(_in_child(runs, tasks[0], fmha_dir))))
+    running.append((tasks[0], probe.fork_json(_in_child(probe, run, tasks[0], fmha_dir))))
     collect_oldest()
     first = outcomes[tasks[0][:2]] if isinstance(outcomes[tasks[0][:2]], dict) else {}
     for name in first.get("imported", []):
@@ -149,12 +198,13 @@ def _forked(probe, fmha_dir, runs, jobs, parallel):
     for task in tasks[1:]:
         if len(running) >= max(1, parallel):
             collect_oldest()
-        running.append((task, probe.fork_json(_in_child(runs, task))))
+        running.append((task, probe.fork_json(_in_child(probe, run, task))))
     while running:
         collect_oldest()
     results = []
     for index, job in enumerate(jobs):
-        result = runs.head(job)
+        result = ({"driver": True, "filters": list(job["filters"])} if job.get("driver")
+                  else {"filter": job["filter"]})
         listed = outcomes.get((index, "listing"))
         if not isinstance(listed, dict):
             listed = {"listing": [], "error": "the forked run sent no result"}
@@ -172,7 +222,7 @@ def _forked(probe, fmha_dir, runs, jobs, parallel):
     return results
 
 
-def _in_child(runs, task, report_imports=None):
+def _in_child(probe, run, task, report_imports=None):
     """What the forked child of ``task`` computes (in the child only: it ends after);
     with ``report_imports`` (the tree's folder), also the names of the modules from
     outside it that the run imported."""
@@ -180,21 +230,15 @@ def _in_child(runs, task, report_imports=None):
 
     def compute():
         started = time.time()
-        had, generated_before = set(sys.modules), set(runs.probe.GENERATED)
-        match = runs.own_match(job)
-        if match is not None:
-            fnmatch.fnmatch = match
-        if what == "listing":
-            outcome = runs.listing(job)
-        else:
-            outcome = {"result": runs.write(job)}
+        had, generated_before = set(sys.modules), set(probe.GENERATED)
+        outcome = run(what, job)
         outcome["seconds"] = round(time.time() - started, 3)
         if report_imports:
             root = os.path.realpath(report_imports) + os.sep
             outcome["imported"] = sorted(
                 name for name, module in list(sys.modules.items()) if name not in had
                 and not os.path.realpath(getattr(module, "__file__", None) or "").startswith(root))
-            outcome["generated"] = [t for t in runs.probe.GENERATED if t not in generated_before]
+            outcome["generated"] = [t for t in probe.GENERATED if t not in generated_before]
         return outcome
 
     return compute
@@ -206,25 +250,13 @@ def _compile_tree(fmha_dir):
     them again. Only compiled, never run: the children start as fresh as before."""
     for folder, dirnames, filenames in os.walk(fmha_dir):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            if not name.endswith(".py"):
-                continue
+        for name in (n for n in filenames if n.endswith(".py")):
             path = os.path.join(folder, name)
             loader = importlib.machinery.SourceFileLoader(name[:-3], path)
             try:
                 loader.source_to_code(loader.get_data(path), path)
             except (OSError, SyntaxError, ValueError):
                 continue  # not imported as it is, or it fails there as it would anyway
-
-
-def _load_driver(path):
-    """``driver_script.py``, loaded by path (None when no job needs it)."""
-    if not path:
-        return None
-    spec = importlib.util.spec_from_file_location("fmha_batch_driver", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 if __name__ == "__main__":

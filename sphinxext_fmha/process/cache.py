@@ -11,6 +11,7 @@ imports here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -30,17 +31,8 @@ from ..errors import WarningType
 from .notices import notice
 from .scratch_place import free_space
 
-__all__ = [
-    "DiskCache",
-    "code_digest",
-    "load_json",
-    "default_runs_dir",
-    "tree_digest",
-    "tree_files",
-    "tree_state",
-    "TreeState",
-    "cache_dir_problem",
-]
+__all__ = ["DiskCache", "code_digest", "load_json", "default_runs_dir", "tree_digest",
+           "tree_files", "tree_state", "TreeState", "cache_dir_problem"]
 
 #: The first bytes of every entry; change it to orphan every old entry.
 MAGIC = b"fmha-store-3\n"
@@ -240,10 +232,8 @@ class DiskCache:
                 handle.write(data)
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
 
     def _unwritable(self, why: str) -> None:
@@ -262,10 +252,8 @@ class DiskCache:
 
     @staticmethod
     def _discard(path: Path) -> None:
-        try:
+        with contextlib.suppress(OSError):
             path.unlink()
-        except OSError:
-            pass
 
 
 # --------------------------------------------------------------------------- digest
@@ -293,8 +281,7 @@ def tree_files(fmha_dir: Path) -> List[Path]:
 
 
 def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
-    """(POSIX path relative to ``fmha_dir``, path) of :func:`tree_files`, on plain
-    strings, in its order."""
+    """(relative POSIX path, path) of :func:`tree_files`, on plain strings."""
     files: List[Tuple[str, str]] = []
     gen = os.path.join(fmha_dir, "generate.py")
     if os.path.isfile(gen):

@@ -66,7 +66,7 @@ class GenerateRequest:
 
 @dataclass(frozen=True)
 class DriverRun:
-    """One ``driver_script.py`` run: generate.py once for the union of ``filters``.
+    """One driver run (``batch_script.py``): generate.py once for the union of ``filters``.
 
     ``request``: the API and options (its ``filter`` is ""); ``separator``: the API's
     sub-filter separator ('' for none)."""

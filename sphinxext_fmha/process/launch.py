@@ -1,29 +1,32 @@
-"""The one way this package starts a child process.
-
-Every child (generate.py runs, the probe, the CLI's driver, the interpreter check) is
-started by :func:`run`:
+"""The one way this package starts a child process (:func:`run`).
 
 * an argv list, never a shell; standard input from ``/dev/null`` (a child that reads
   stdin gets EOF instead of blocking until the timeout);
 * standard output and error go to files in a scratch folder, never to pipes: a
   grandchild that keeps them open cannot make us wait for it;
-* its own session / process group, so the whole group is killed (SIGKILL) when the
-  timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter exit,
-  with every process of the run that left the group (``setsid()``), found by the
-  run's mark in its environment even when its parent exited, and, once the child has
-  ended, whatever of the run is still running (see :mod:`~.reaper`); if this process
-  dies without cleaning up (SIGKILL), its watchdog ends them all;
+* its own session / process group, killed (SIGKILL) with every process of the run when
+  the timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter
+  exit; once the child has ended, whatever of its run still runs is killed too;
 * ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
-  folder goes when the scratch folder goes.  Scratch folders (:func:`scratch`) are
+  folder goes when the scratch folder goes. Scratch folders (:func:`scratch`) are
   removed in every case, a SIGTERM included (where: :mod:`~.scratch_place`).
 
-Children run at our own CPU priority: a lower one (a nice value) ranks nothing where
-Linux has autogroups (most distributions: a child in a session of its own is an
-autogroup of its own), and where it did (the autogroups' values written too) the cold
-builds were no faster (``benchmarks/README.md``, 2026-12-04).
+Every process of a run is found by a mark (:func:`new_mark`) in the child's environment,
+inherited by everything it starts: a grandchild that called ``setsid()`` and whose
+parent already exited, which no process group and no walk down the process tree reaches
+any more, still carries it. A watchdog process (``watchdog_script.py``, started with the
+first child, in a session of its own) ends them all when this process dies without
+cleaning up (a SIGKILL, the OOM killer, a CI runner's hard timeout): it reads the
+process groups and scratch folders to clean up from a pipe only we write. Not a
+parent-death signal (``PR_SET_PDEATHSIG``): it is sent when the *thread* that started
+the child ends (ours are started from pool threads), it must be set between fork and
+exec (``preexec_fn``, unsafe with threads), and it does not reach grandchildren.
 
-The wait polls in short slices, so a timeout holds to a fraction of a second whatever
-the children do, and a stop request (interpreter exit) is seen by worker threads too.
+Children run at our own CPU priority: a nice value ranks nothing where Linux has
+autogroups (a child in a session of its own is an autogroup of its own), and where it
+did the cold builds were no faster (``benchmarks/README.md``, 2026-12-04). The wait
+polls in short slices, so a timeout holds to a fraction of a second whatever the
+children do, and a stop request (interpreter exit) is seen by worker threads too.
 """
 
 from __future__ import annotations
@@ -31,43 +34,34 @@ from __future__ import annotations
 import atexit
 import concurrent.futures  # noqa: F401 - imported first: its exit hook must run after ours
 import contextlib
+import itertools
+import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import FmhaError, WarningType, stderr_tail
-from . import reaper
+from . import watchdog_script
 from .scratch_place import TEMP_VARIABLES, free_space_note, scratch_parent
+from .watchdog_script import MARKS, kill, processes, start_time
 
-__all__ = [
-    "output_files",
-    "GenerateError",
-    "Outcome",
-    "child_environment",
-    "live_children",
-    "python_version",
-    "note_process_started",
-    "install_handlers",
-    "interrupts",
-    "run",
-    "scratch",
-    "stop_children",
-    "total_processes_started",
-]
+__all__ = ["output_files", "GenerateError", "Outcome", "child_environment", "live_children",
+           "install_handlers", "interrupts", "run", "scratch",
+           "stop_children", "total_processes_started"]
 
 _POLL = 0.1
 #: Re-entrant: the signal handler takes it in the main thread, which may hold it already.
 _LOCK = threading.RLock()
 #: process group id -> the process that started it (a fork must not kill its parent's
-#: children), and the run's mark and start time (what :mod:`~.reaper` finds it by).
+#: children), and the run's mark and start time (what its leftovers are found by).
 _GROUPS: Dict[int, _Run] = {}
 _SCRATCH: Dict[str, int] = {}
 _STOPPING = threading.Event()
@@ -75,11 +69,18 @@ _STOPPING = threading.Event()
 _INTERRUPTS = [0]
 _TOTAL_STARTED = 0
 _HANDLERS_INSTALLED: Set[int] = set()
+_COUNTER = itertools.count(1)
+#: "token": every mark this process makes starts with it, and its watchdog ends every
+#: process whose marks do; "fd": the write end of the watchdog's pipe (None where it
+#: cannot run). A fork (Sphinx's parallel readers) keeps them: its children are ended
+#: with ours. A fork of a process that had no watchdog yet starts one of its own.
+_WATCHDOG: Dict[str, Any] = {}
+#: The watchdog's Popen, never waited for: it ends after us.
+_KEEP: List[subprocess.Popen[bytes]] = []
 
 
 class GenerateError(FmhaError):
-    """A child process (generate.py, the probe, the driver) failed, timed out, or was
-    asked for something it cannot do."""
+    """A child process failed, timed out, or was asked for something it cannot do."""
 
     default_kind = WarningType.GENERATE
 
@@ -100,15 +101,12 @@ class GenerateError(FmhaError):
         return lines[-1] if lines else ""
 
 
-# --------------------------------------------------------------------------- counting
-
-
 def total_processes_started() -> int:
     """Children started by this Python process."""
     return _TOTAL_STARTED
 
 
-def note_process_started(display: str, cwd: Path) -> None:
+def _note_started(display: str, cwd: Path) -> None:
     """Count a started child; with ``FMHA_TRACE_RUNS=<file>`` also log it there, so
     tests of other processes (a sphinx-build) can count them too."""
     global _TOTAL_STARTED
@@ -116,12 +114,53 @@ def note_process_started(display: str, cwd: Path) -> None:
         _TOTAL_STARTED += 1
     trace = os.environ.get("FMHA_TRACE_RUNS")
     if trace:
-        line = f"{display}\t{cwd}\n".encode()
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, line)
+            os.write(fd, f"{display}\t{cwd}\n".encode())
         finally:
             os.close(fd)
+
+
+# --------------------------------------------------------------------------- the watchdog
+
+
+def _watchdog() -> Tuple[str, Optional[int]]:
+    """(this process's token, the write end of its watchdog's pipe or None), the
+    watchdog started on first use."""
+    with _LOCK:
+        if "token" not in _WATCHDOG:
+            _WATCHDOG.update(token=os.urandom(6).hex(), fd=None)
+            if sys.executable:  # else an embedded interpreter: nothing to run it with
+                try:
+                    watchdog = subprocess.Popen(
+                        [sys.executable, "-I", "-S", watchdog_script.__file__,
+                         _WATCHDOG["token"], str(os.getpid())],
+                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL, cwd="/", start_new_session=True,
+                        close_fds=True)
+                except OSError:
+                    pass
+                else:
+                    assert watchdog.stdin is not None
+                    # the raw descriptor (not inherited by children): each write one call
+                    _WATCHDOG["fd"] = os.dup(watchdog.stdin.fileno())
+                    watchdog.stdin.close()
+                    _KEEP.append(watchdog)
+        return _WATCHDOG["token"], _WATCHDOG["fd"]
+
+
+def _tell(what: str, value: object) -> None:
+    """One registration for the watchdog: one write below the pipe's atomic size, so
+    lines from threads and forks never interleave."""
+    fd = _watchdog()[1]
+    if fd is not None:
+        with contextlib.suppress(OSError):  # the watchdog is gone: nothing to tell
+            os.write(fd, json.dumps([what, value]).encode("utf-8") + b"\n")
+
+
+def new_mark() -> str:
+    """A mark for one run, unique among the runs of every process."""
+    return "%s/%d/%d" % (_watchdog()[0], os.getpid(), next(_COUNTER))
 
 
 # --------------------------------------------------------------------------- cleanup
@@ -141,13 +180,13 @@ def live_children() -> List[int]:
 
 
 def _kill_group(group: int, run: _Run, below: bool = True) -> None:
-    """SIGKILL the child's process group and every process of its run: those that
-    carry its mark, and (``below``: while the child lives, the only time they can be
-    told apart from strangers) everything below the child, with the process groups
-    they lead or belong to (a process one of them forks after the look at ``/proc``,
-    such as the probe's forked listing, is in such a group)."""
-    found = reaper.leftovers(run.mark, run.since, below=group if below else None)
-    reaper.kill(found, [group])
+    """SIGKILL the child's process group and every process that carries the run's mark
+    (started no earlier than the run), and (``below``: while the child lives, the only
+    time they can be told apart from strangers) everything below the child, with the
+    process groups they lead or belong to (a process one of them forks after the look
+    at ``/proc``, such as the probe's forked listing, is in such a group)."""
+    found = processes(run.mark.__eq__, roots=[group] if below else [], since=run.since)
+    kill(found, [group])
 
 
 def _stop_run(group: int) -> None:
@@ -187,22 +226,15 @@ def _on_signal(signum: int, frame: object) -> None:
 
 def install_handlers() -> None:
     """Kill our children on SIGINT/SIGTERM, when nobody else handles those signals.
-
     Only the default handlers are replaced (and only from the main thread); Ctrl-C still
-    raises KeyboardInterrupt and SIGTERM still ends the process.
-    """
+    raises KeyboardInterrupt and SIGTERM still ends the process."""
     if threading.current_thread() is not threading.main_thread():
         return
     for signum, default in ((signal.SIGINT, signal.default_int_handler),
                             (signal.SIGTERM, signal.SIG_DFL)):
-        if signum in _HANDLERS_INSTALLED:
-            continue
-        try:
-            if signal.getsignal(signum) is default:
-                signal.signal(signum, _on_signal)
-                _HANDLERS_INSTALLED.add(signum)
-        except (ValueError, OSError):  # pragma: no cover - not the main interpreter
-            pass
+        if signum not in _HANDLERS_INSTALLED and signal.getsignal(signum) is default:
+            signal.signal(signum, _on_signal)
+            _HANDLERS_INSTALLED.add(signum)
 
 
 def _at_exit() -> None:
@@ -221,9 +253,9 @@ if _register is not None:
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
     """A temporary folder that is removed in every case (exception, SIGTERM, exit), where
-    :func:`~.scratch_place.scratch_parent` says. An
-    ``OSError`` of the work done in it (a full disk, most often) comes out as a
-    :class:`GenerateError` that names the file, the folder and the room left there."""
+    :func:`~.scratch_place.scratch_parent` says. An ``OSError`` of the work done in it
+    (a full disk, most often) comes out as a :class:`GenerateError` that names the file,
+    the folder and the room left there."""
     parent = scratch_parent()
     try:
         path = tempfile.mkdtemp(prefix=prefix, dir=parent)
@@ -233,7 +265,7 @@ def scratch(prefix: str) -> Iterator[Path]:
             free_space_note(parent or tempfile.gettempdir()))) from None
     with _LOCK:
         _SCRATCH[path] = os.getpid()
-    reaper.folder_made(path)
+    _tell("folder", path)
     try:
         yield Path(path)
     except OSError as error:
@@ -244,7 +276,7 @@ def scratch(prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
         with _LOCK:
             _SCRATCH.pop(path, None)
-        reaper.folder_removed(path)
+        _tell("removed", path)
 
 
 # --------------------------------------------------------------------------- running
@@ -259,9 +291,7 @@ def child_environment(workdir: Path, extra: Optional[Mapping[str, str]] = None) 
         env.pop(var, None)
     tmp = workdir / "tmp"
     tmp.mkdir(exist_ok=True)
-    for var in TEMP_VARIABLES:
-        env[var] = str(tmp)
-    env.update(extra or {})
+    env.update({var: str(tmp) for var in TEMP_VARIABLES}, **(extra or {}))
     return env
 
 
@@ -286,9 +316,7 @@ class Outcome:
         """The end of the child's standard error (bounded)."""
         try:
             with open(self.stderr, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                size = handle.tell()
-                handle.seek(max(0, size - 65536))
+                handle.seek(max(0, handle.seek(0, os.SEEK_END) - 65536))
                 text = handle.read().decode("utf-8", errors="replace")
         except OSError:
             return ""
@@ -303,11 +331,10 @@ class Outcome:
 
     def error(self, message: str = "", kind: Optional[WarningType] = None) -> GenerateError:
         """The :class:`GenerateError` for this outcome: what failed, where, and the end
-        of its stderr."""
+        of its stderr (a full scratch folder is the likely cause when it is full)."""
         tail = self.stderr_tail()
         lines = tail.splitlines()
         text = (message or f"{self.command} failed: {self.status()}")
-        # a full scratch folder is the likely cause (its stderr may be lost too)
         text += free_space_note(str(self.stdout.parent)) + f"\n  in {self.cwd}\n"
         if lines:
             text += f"  last {len(lines)} lines of stderr:\n" + "\n".join("    " + line for line in lines)
@@ -329,41 +356,37 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         progress_every: float = 10.0,
         when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
         watch: Optional[Callable[[], None]] = None) -> Outcome:
-    """Run ``argv`` to its end or its timeout (see the module docstring).
+    """Run ``argv`` to its end or its timeout; its :class:`Outcome` (a non-zero exit is
+    not an error here), or :class:`GenerateError` when it cannot start.
 
-    ``workdir``: a :func:`scratch` folder for the output files.  Returns the
-    :class:`Outcome` (a non-zero exit is not an error here); raises
-    :class:`GenerateError` when the child cannot be started.  ``progress`` gets
+    ``workdir``: a :func:`scratch` folder for the output files. ``progress`` gets
     ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
-    ``when_written``: (a file, a callback) -- the callback is called once, in this
-    thread, as soon as the child has created the file (the child writes it whole and
-    renames it into place), while the child may still run: a result delivered before
-    the child's last work is done.
-    ``watch``: called in this thread while the child runs (every poll, at most a tenth
-    of a second apart) and once after it ended: it may read what the child has written
-    so far (its standard output in ``workdir``).
+    ``when_written``: (a file, a callback) called once, in this thread, as soon as the
+    child has created the file (written whole and renamed into place), while the child
+    may still run. ``watch``: called in this thread at every poll and once after the
+    end: it may read what the child has written so far (its output in ``workdir``).
     """
     display = display or " ".join(argv)
-    if env is None:
-        env = child_environment(workdir)
-    mark = reaper.new_mark()
-    env = reaper.marked_environment(env, mark)
+    mark = new_mark()
+    env = dict(child_environment(workdir) if env is None else env)
+    # a worker interpreter's children keep the mark of the run that started the worker
+    env[MARKS] = " ".join(env.get(MARKS, "").split() + [mark])
     stdout_path, stderr_path = output_files(workdir)
     install_handlers()
-    note_process_started(display, cwd)
+    _note_started(display, cwd)
     start = time.monotonic()
     try:
         with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(list(argv), cwd=str(cwd), env=dict(env),
+            proc = subprocess.Popen(list(argv), cwd=str(cwd), env=env,
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                     start_new_session=True, close_fds=True)
     except OSError as exc:
         raise GenerateError(f"cannot start {display}: {exc.strerror or exc}"
                             f"{free_space_note(str(workdir))}", command=display) from None
-    run_of = _Run(os.getpid(), mark, reaper.start_time(proc.pid))
+    run_of = _Run(os.getpid(), mark, start_time(proc.pid))
     with _LOCK:
         _GROUPS[proc.pid] = run_of
-    reaper.group_started(proc.pid)
+    _tell("group", proc.pid)
     try:
         timed_out = _wait(proc, start, timeout, progress, label or display, progress_every,
                           when_written, watch, run_of)
@@ -376,7 +399,7 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         # the child is gone; whatever of its run is left (in its group, or a process
         # that left the group and lost its parent) goes too
         _kill_group(proc.pid, run_of, below=False)
-        reaper.group_ended(proc.pid)
+        _tell("ended", proc.pid)
     return Outcome(command=display, cwd=Path(cwd), returncode=proc.returncode,
                    seconds=time.monotonic() - start, timed_out=timed_out, timeout=timeout,
                    stdout=stdout_path, stderr=stderr_path)
@@ -415,26 +438,5 @@ def _wait(proc: subprocess.Popen[bytes], start: float, timeout: float,
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILL not delivered yet
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL not delivered yet
-        pass
-
-
-def python_version(python: str, cwd: Path, timeout: float = 60) -> str:
-    """``X.Y.Z`` of the interpreter ``python``; :class:`GenerateError` when it cannot
-    run or is not a Python (``/bin/echo`` exits 0 too)."""
-    marker = "fmha-python-version"
-    code = f'import sys; print("{marker}", sys.version.split()[0])'
-    display = shlex.join([os.path.basename(python), "-c", code])
-    with scratch("fmha-python-") as workdir:
-        outcome = run([python, "-c", code], cwd=cwd, workdir=workdir, timeout=timeout,
-                      display=display)
-        if not outcome.ok:
-            raise outcome.error(f"cannot run interpreter {python!r}: {outcome.status()}")
-        words = outcome.stdout.read_text(encoding="utf-8", errors="replace").split()
-    if len(words) != 2 or words[0] != marker:
-        raise GenerateError(
-            f"interpreter {python!r} is not a Python: it ran, but did not print its "
-            "version (set fmha_python / --python to a python3 executable)", command=display)
-    return words[1]

@@ -1,19 +1,11 @@
 """Run a CK tree's own ``generate.py`` (listing and API-file generation), cached.
 
-generate.py runs in a subprocess: ``python -B generate.py ...`` with
-``PYTHONDONTWRITEBYTECODE=1``, cwd = the ``01_fmha`` folder (generate.py does
-``import codegen.ops``, found through ``sys.path[0]`` = the script's folder),
-argv lists only (never a shell), outputs (``-l FILE`` / ``-o DIR``) in a
-temporary folder.  Nothing is ever written into the analysed tree.
-
-Results are cached in a :class:`~sphinxext_fmha.process.cache.DiskCache` keyed by
-the tree's content digest when the run started, the request, the interpreter and
-:data:`RUNNER_FORMAT`; a result is stored only if the tree's files are unchanged when
-the run is done (``inputs``, see the cache module).  ``runner.processes_started`` counts subprocesses this
-runner actually started; with ``FMHA_TRACE_RUNS=<file>`` every started process
-appends one line (its command) to that file.
-
-No Sphinx imports here.
+``python -B generate.py ...`` through the launcher, cwd = the ``01_fmha`` folder
+(generate.py imports ``codegen.ops`` from its own folder), outputs (``-l FILE`` /
+``-o DIR``) in a scratch folder: nothing is ever written into the analysed tree.
+Results are kept in the store keyed by the tree's content digest when the run started,
+the request, the interpreter and :data:`RUNNER_FORMAT`, and only if the tree's files
+are unchanged when the run is done (``inputs``, see :mod:`~.cache`). No Sphinx imports.
 """
 
 from __future__ import annotations
@@ -28,28 +20,18 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
 from .cache import DiskCache, TreeState, tree_state
 from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, ListingResult
-from .launch import GenerateError, python_version, run, scratch, total_processes_started
+from .launch import GenerateError, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
-__all__ = [
-    "RUNNER_FORMAT",
-    "GenerateError",
-    "GenerateRequest",
-    "ListingResult",
-    "ApiFileResult",
-    "DriverRun",
-    "GenerateRunner",
-    "total_processes_started",
-    "interpreter_id",
-    "check_generate_py",
-    "listing_lines",
-]
+__all__ = ["RUNNER_FORMAT", "GenerateError", "GenerateRequest", "ListingResult", "ApiFileResult",
+           "DriverRun", "GenerateRunner", "total_processes_started", "interpreter_id",
+           "check_generate_py", "listing_lines", "read_written"]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes (3: the
 #: results themselves, pickled by the store).
@@ -85,7 +67,7 @@ def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
         cached = _PY_VERSIONS.get(memo)
     if cached is None:
         try:
-            cached = python_version(python, fmha_dir, min(timeout, 60))
+            cached = _python_version(python, fmha_dir, min(timeout, 60))
         except GenerateError as error:
             cached = error
         with _PY_LOCK:
@@ -93,6 +75,24 @@ def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
     if isinstance(cached, GenerateError):
         raise cached
     return f"{cached}|{base}"
+
+
+def _python_version(python: str, cwd: Path, timeout: float) -> str:
+    """``X.Y.Z`` of ``python``: it must print it (``/bin/echo`` exits 0 too)."""
+    marker = "fmha-python-version"
+    code = f'import sys; print("{marker}", sys.version.split()[0])'
+    display = shlex.join([os.path.basename(python), "-c", code])
+    with scratch("fmha-python-") as workdir:
+        outcome = run([python, "-c", code], cwd=cwd, workdir=workdir, timeout=timeout,
+                      display=display)
+        if not outcome.ok:
+            raise outcome.error(f"cannot run interpreter {python!r}: {outcome.status()}")
+        words = outcome.stdout.read_text(encoding="utf-8", errors="replace").split()
+    if len(words) != 2 or words[0] != marker:
+        raise GenerateError(
+            f"interpreter {python!r} is not a Python: it ran, but did not print its "
+            "version (set fmha_python / --python to a python3 executable)", command=display)
+    return words[1]
 
 
 def check_generate_py(fmha_dir: Path) -> None:
@@ -126,6 +126,24 @@ def listing_lines(path: Path) -> List[str]:
                             % (path, error.strerror or error)) from None
 
 
+def read_written(outdir: Path, display: str) -> Tuple[str, str, Dict[str, str], Dict[str, int],
+                                                    int]:
+    """What write mode wrote into ``outdir``: the dispatch file's name and text, each
+    kernel file's trait keys and bytes, the dispatch file's bytes. The kernel sources
+    are read once (for their trait keys) and dropped."""
+    written = sorted(outdir.rglob("*.cpp"), key=lambda p: p.name)
+    api_paths = [p for p in written if _API_FILE_RE.search(p.name)]
+    kernels = [p for p in written if not _API_FILE_RE.search(p.name)]
+    if len(api_paths) != 1:
+        found = ", ".join(p.name for p in api_paths) or "none"
+        raise GenerateError(f"{display}: expected one *_api.cpp in the output, found {found}",
+                            command=display)
+    return (api_paths[0].name, api_paths[0].read_text(encoding="utf-8", errors="replace"),
+            {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
+             for p in kernels},
+            {p.name: p.stat().st_size for p in kernels}, api_paths[0].stat().st_size)
+
+
 def _kept(cache: DiskCache, key: str, cls: type):
     """The result of type ``cls`` the cache keeps under ``key``, or None (an entry of
     another shape is dropped)."""
@@ -139,15 +157,10 @@ def _kept(cache: DiskCache, key: str, cls: type):
 class GenerateRunner:
     """Runs one tree's generate.py; see the module docstring."""
 
-    def __init__(
-        self,
-        fmha_dir: Union[str, Path],
-        python: str = sys.executable,
-        cache: Optional[DiskCache] = None,
-        timeout: float = 600,
-        progress: Optional[Callable[[str], None]] = None,
-        options: Optional[Set[str]] = None,
-    ) -> None:
+    def __init__(self, fmha_dir: Union[str, Path], python: str = sys.executable,
+                 cache: Optional[DiskCache] = None, timeout: float = 600,
+                 progress: Optional[Callable[[str], None]] = None,
+                 options: Optional[Set[str]] = None) -> None:
         self.fmha_dir = Path(fmha_dir).resolve()
         check_generate_py(self.fmha_dir)
         self.python = python
@@ -163,13 +176,10 @@ class GenerateRunner:
         # back from the cache means decompressing and decoding megabytes each time.
         self._api_results: OrderedDict[str, ApiFileResult] = OrderedDict()
 
-    # ------------------------------------------------------------------ helpers
-
     @property
     def options(self) -> Optional[Set[str]]:
-        """The tree's generate.py option dests, as the caller read them (the analysis
-        reads generate.py; the runner does not): a request for another option is
-        refused before any run.  None: requests are not checked."""
+        """The tree's generate.py option dests, as the analysis read them: a request for
+        another option is refused before any run (None: not checked)."""
         return self._options
 
     def state(self) -> TreeState:
@@ -256,14 +266,9 @@ class GenerateRunner:
         api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
         files = sorted({n for n in names if not _API_FILE_RE.search(n)})
         result = ListingResult(
-            command=self.listing_command(req),
-            files=files,
-            count=len(files),
-            seconds=round(seconds, 3),
-            from_cache=from_cache,
-            api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None),
-            request=req,
-        )
+            command=self.listing_command(req), files=files, count=len(files),
+            seconds=round(seconds, 3), from_cache=from_cache, request=req,
+            api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None))
         if self.cache is not None:
             self.cache.put(self._key("list", req, inputs),
                            dataclasses.replace(result, from_cache=True), inputs)
@@ -272,10 +277,7 @@ class GenerateRunner:
     # ------------------------------------------------------------------ api file
 
     def generate_api_file(self, req: GenerateRequest) -> ApiFileResult:
-        """``generate.py -a API -o DIR [...]``: the dispatch file and kernel names.
-
-        The kernel sources are read once (for their trait keys) and dropped.
-        """
+        """``generate.py -a API -o DIR [...]``: the dispatch file and kernel names."""
         display = self.api_file_command(req)
         inputs = self.state()
         key = self._key("api", req, inputs) if self.cache is not None else ""
@@ -292,28 +294,8 @@ class GenerateRunner:
             outdir = workdir / "generated"
             outdir.mkdir()
             seconds = self._run(req, ["-o", str(outdir)], display, workdir)
-            api_paths: List[Path] = []
-            kernel_paths: List[Path] = []
-            for dirpath, _dirnames, filenames in os.walk(outdir):
-                for name in filenames:
-                    if not name.endswith(".cpp"):
-                        continue
-                    (api_paths if _API_FILE_RE.search(name) else kernel_paths).append(Path(dirpath) / name)
-            if len(api_paths) != 1:
-                found = ", ".join(sorted(p.name for p in api_paths)) or "none"
-                raise GenerateError(
-                    f"{display}: expected one *_api.cpp in the output, found {found}",
-                    command=display,
-                )
-            api_path = api_paths[0]
-            text = api_path.read_text(encoding="utf-8", errors="replace")
-            kernel_traits = {
-                p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-                for p in sorted(kernel_paths, key=lambda p: p.name)
-            }
-            kernel_bytes = {p.name: p.stat().st_size for p in kernel_paths}
-            api_bytes = api_path.stat().st_size
-        result = self.store_api_file(req, api_path.name, text, kernel_traits, seconds,
+            api_file, text, kernel_traits, kernel_bytes, api_bytes = read_written(outdir, display)
+        result = self.store_api_file(req, api_file, text, kernel_traits, seconds,
                                      from_cache=False, kernel_bytes=kernel_bytes,
                                      api_bytes=api_bytes, inputs=inputs)
         self._report(req, "-o", seconds, result.count)
@@ -328,17 +310,10 @@ class GenerateRunner:
         (with the bytes of the texts write mode writes). ``inputs``: the tree when the
         run started."""
         result = ApiFileResult(
-            command=self.api_file_command(req),
-            api_file=api_file,
-            text=text,
-            kernel_files=sorted(kernel_traits),
-            kernel_traits=dict(kernel_traits),
-            seconds=round(seconds, 3),
-            from_cache=from_cache,
-            request=req,
-            kernel_bytes=dict(kernel_bytes or {}),
-            api_bytes=int(api_bytes),
-        )
+            command=self.api_file_command(req), api_file=api_file, text=text,
+            kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
+            seconds=round(seconds, 3), from_cache=from_cache, request=req,
+            kernel_bytes=dict(kernel_bytes or {}), api_bytes=int(api_bytes))
         if self.cache is not None:
             key = self._key("api", req, inputs)
             self.cache.put(key, dataclasses.replace(result, from_cache=True), inputs)

@@ -1,25 +1,20 @@
 """Find every process of a run, and end them when the process that started them dies.
 
-Standard library only: run as a script, it is the watchdog that :mod:`~.reaper` starts
+Standard library only: run as a script, it is the watchdog that :mod:`~.launch` starts
 beside a process that starts children; imported, :func:`processes` and :func:`kill`
-are how the launcher itself finds and ends what a run left behind.
-
-Every child the launcher starts carries a mark in its environment (:data:`MARKS`, one
-word per run it belongs to, inherited by everything it starts): a process of a run is
-found by its mark even after it left the run's process group (``setsid()``) and its
-parent exited (it then belongs to init, where no walk of the process tree finds it).
-A process that clears its environment is still found below a live ancestor.
+are how the launcher itself finds and ends what a run left behind. A process of a run
+is found by its mark (:data:`MARKS`, see :mod:`~.launch`), or below a live ancestor
+when it cleared its environment.
 
 As a script (``watchdog_script.py TOKEN OWNER_PID``) it reads lines from its standard
 input, a pipe whose only writer is the owner: ``["group", PGID]`` / ``["ended", PGID]``
-(a child's process group started / reaped) and ``["folder", PATH]`` / ``["removed",
-PATH]`` (a scratch folder made / removed). When the pipe ends, or the owner is no longer
-its parent (the owner died: a SIGKILL, the OOM killer, a CI runner's hard timeout), it
-kills every process marked ``TOKEN/...``, every group still registered and everything
-below them, removes the folders still registered, and exits. On Linux only for the marks
-(``/proc``); the registered groups and folders everywhere.
+and ``["folder", PATH]`` / ``["removed", PATH]``. When the pipe ends, or the owner is no
+longer its parent (it died), it kills every process marked ``TOKEN/...``, every group
+still registered and everything below them, removes the folders still registered, and
+exits. The marks need ``/proc`` (Linux); the groups and folders work everywhere.
 """
 
+import contextlib
 import json
 import os
 import select
@@ -34,14 +29,14 @@ _NEEDLE = b"\0" + MARKS.encode() + b"="
 
 
 def _stat(pid):
-    """(parent pid, start time in clock ticks since boot) of ``pid``, or None."""
+    """(parent pid, start time in clock ticks since boot, state) of ``pid``, or None."""
     try:
         with open("/proc/%s/stat" % pid, "rb") as handle:
             stat = handle.read()
         # "pid (command) state ppid pgrp session tty tpgid flags minflt cminflt majflt
         # cmajflt utime stime cutime cstime priority nice threads itrealvalue starttime"
         fields = stat[stat.rindex(b")") + 2:].split()
-        return int(fields[1]), int(fields[19])
+        return int(fields[1]), int(fields[19]), fields[0]
     except (OSError, ValueError, IndexError):
         return None
 
@@ -77,9 +72,7 @@ def processes(wanted, roots=(), since=0):
         entries = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
     except OSError:
         return []
-    me = os.getpid()
-    children = {}
-    found = set()
+    me, children, found = os.getpid(), {}, set()
     for pid in entries:
         stat = _stat(pid)
         if stat is None or pid == me:
@@ -102,31 +95,21 @@ def kill(pids, groups=()):
     the group of this process."""
     every = set(groups)
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             every.add(os.getpgid(pid))
-        except OSError:
-            pass
     every.discard(os.getpgrp())
     for pid in pids:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     for group in every:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _running(pid):
     """Whether ``pid`` still runs (a zombie does not: it only waits to be reaped)."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+    stat = _stat(pid)
+    return stat is not None and stat[2] not in (b"Z", b"X")
 
 
 def _remove(folders, pids, patience=5.0):

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..model import FilterCheck, Need, Note
 from ..options import Options
 from ..process.ahead_pool import in_background
-from ..process.driver import cached_listing, cached_write
+from ..process.batch import cached_listing, cached_write
 from ..process.runner import ApiFileResult, DriverRun, GenerateError, GenerateRunner
 from ..verify.needs import needs_key
 from ..verify.recommend import RecommendInputs

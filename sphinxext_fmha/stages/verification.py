@@ -5,7 +5,7 @@ keeps a kernel without its partners (:mod:`~sphinxext_fmha.verify.filter_facts`)
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.analyze import Options, Tree
 from ..model import ApiModel, FilterCheck, FilterFacts, Note
@@ -41,20 +41,24 @@ def full_api(runner: GenerateRunner, base: Baseline) -> Optional[ApiFileResult]:
         return None
 
 
+def _written(runner: GenerateRunner, request) -> Tuple[Optional[ApiFileResult], str]:
+    """(the write-mode run of ``request``, or None when it failed of itself, and then
+    the last line it said): a filter's own failure is a result; any other raises."""
+    try:
+        return runner.generate_api_file(request), ""
+    except GenerateError as error:
+        if not error.own_failure():
+            raise
+        return None, error.own_failure()
+
+
 def check(runner: GenerateRunner, base: Baseline, filter: str) -> FilterCheck:
     """What ``generate.py -f filter`` selects: the filtered listing and write-mode run,
     checked against the unfiltered listing and the model's prediction."""
     request = base.request(filter)
     listing = runner.list_kernels(request)
-    api_file, write_error = None, ""
     write_command = runner.api_file_command(request) if listing.count else ""
-    if listing.count:
-        try:
-            api_file = runner.generate_api_file(request)
-        except GenerateError as error:
-            write_error = error.own_failure()  # the filter's own failure is a result
-            if not write_error:
-                raise
+    api_file, write_error = _written(runner, request) if listing.count else (None, "")
     result = check_filter(base.model, filter, base.listing, listing, base.parsed, base.traits,
                           api_file, followers=base.followers, write_error=write_error,
                           full_api=lambda: full_api(runner, base))
@@ -88,13 +92,7 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
     if partner is not None:
         request = base.request(partner.filter)
         listed = runner.list_kernels(request)
-        written, error = None, ""
-        try:
-            written = runner.generate_api_file(request)
-        except GenerateError as failure:
-            error = failure.own_failure()
-            if not error:
-                raise
+        written, error = _written(runner, request)
         facts.partner_write = plan.partner_write(
             partner, runner.api_file_command(request), listed.count, written, error)
     if base.tree.option("targets") is None or not model.checks.get("blob_function_takes_targets"):
