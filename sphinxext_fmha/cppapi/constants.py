@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Mapping, Optional
 
-from .condition_words import split_top, strip_parens
+from .condition_form import split_top, strip_parens
 from .masking import strip_comments
 
 __all__ = ["constant_value", "bool_locals"]

@@ -16,11 +16,12 @@ import functools
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ..cppapi.condition_words import describe_condition
+from ..cppapi.condition_form import condition_form
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 from ..cppapi.reach import condition_terms_cpp
 from ..cppapi.routes import DomainIndex, Routes, View, Way, routes_of
+from ..schema.token_dispatch import Condition
 
 __all__ = ["Fate", "SetDispatch", "set_dispatch"]
 
@@ -31,13 +32,13 @@ class Fate:
 
     ``never``: why the full API never runs it (no call loses it); else ``stand_ins``:
     the kept kernels that now run some of its calls, ``lost``: some of its calls now
-    run no kernel, ``only_when``: the terms (in words) of the first stand-in that the
+    run no kernel, ``only_when``: the terms (forms) of the first stand-in that the
     kernel's calls do not all meet (where ``lost``, the calls it still takes)."""
 
     never: Tuple[Dict[str, Any], ...] = ()
     stand_ins: Tuple[str, ...] = ()
     lost: bool = False
-    only_when: Tuple[str, ...] = ()
+    only_when: Tuple[Condition, ...] = ()
 
 
 class SetDispatch:
@@ -132,14 +133,14 @@ class SetDispatch:
                         stand_ins[other] = their
                 lost = lost or theory.satisfiable(
                     [*way.nodes, theory.negate(after.runs_some(way))], way.domain)
-            only: Tuple[str, ...] = ()
+            only: Tuple[Condition, ...] = ()
             if lost and stand_ins:
                 first = next(iter(stand_ins))
                 only = self._narrowing(ways, first)
             found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=only)
         return found
 
-    def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[str, ...]:
+    def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[Condition, ...]:
         """The terms every leaf of ``stand_in`` has that some call of ``ways`` fails (a
         term only some of its leaves test, a partner's choice, narrows nothing)."""
         theory = self.routes.theory
@@ -151,15 +152,15 @@ class SetDispatch:
         if not per_leaf:
             return ()
         common = set(per_leaf[0]).intersection(*per_leaf[1:])
-        terms: Dict[str, None] = {}
+        terms: Dict[Condition, None] = {}
         for term in per_leaf[0]:
             if term not in common:
                 continue
             node = theory.formula(term)
             if any(theory.satisfiable([*w.nodes, theory.negate(node)], w.domain) for w in ways):
-                words = describe_condition(term)
-                if words not in ("always", "never"):
-                    terms[words] = None
+                form = condition_form(term)
+                if not isinstance(form, bool):
+                    terms[form] = None
         return tuple(terms)
 
 
