@@ -59,15 +59,13 @@ class KernelReach:
 
     ``terms``: conditions shared by every leaf that reaches it, outermost first;
     ``leaves``: try orders of those leaves; ``functions``: their dispatch functions;
-    ``varying``: some leaves add conditions the others do not (left out of ``terms``);
-    ``chosen_by``: sub-kernel choice conditions this kernel depends on (as a partner).
+    ``varying``: some leaves add conditions the others do not (left out of ``terms``).
     """
 
     terms: List[Term] = field(default_factory=list)
     leaves: List[int] = field(default_factory=list)
     functions: List[str] = field(default_factory=list)
     varying: bool = False
-    chosen_by: List[Term] = field(default_factory=list)
 
 
 @dataclass
@@ -169,9 +167,9 @@ class _Terms:
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
-    # kernel file -> (leaf, its terms, chosen terms after them (a main kernel's), chosen
-    # terms among them (a partner's)) of each leaf that launches it
-    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int], List[int]]]] = \
+    # kernel file -> (leaf, its terms, chosen terms after them (a main kernel's)) of each
+    # leaf that launches it
+    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int]]]] = \
         collections.defaultdict(list)
     none: List[int] = []  # the main kernel's chosen terms (shared: never changed)
     no_files: List[Optional[str]] = []
@@ -217,18 +215,16 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # the main kernel's own terms are those before the choice; the chosen ones
             # that all its leaves share select it too (2.8.3 bwd: ``t.is_group_mode``
             # picks the dot_do_o kernel as well as its partners)
-            if position == 0:
-                per_kernel[filename].append((leaf, terms, chosen, none))
-            else:
-                per_kernel[filename].append((leaf, terms + chosen, none, chosen))
+            per_kernel[filename].append((leaf, terms, chosen) if position == 0
+                                        else (leaf, terms + chosen, none))
     result: Dict[str, KernelReach] = {}
     selecting: Dict[str, Set[int]] = {}  # main kernel -> the chosen terms that select it
     for filename, entries in per_kernel.items():
-        common = _common([(leaf.function, terms) for leaf, terms, _, _ in entries], all_terms)
-        varying = any(len(terms) != len(common) for _, terms, _, _ in entries)
+        common = _common([(leaf.function, terms) for leaf, terms, _ in entries], all_terms)
+        varying = any(len(terms) != len(common) for _, terms, _ in entries)
         shared = [n for n in _common([(leaf.function, terms + after)
-                                      for leaf, terms, after, _ in entries], all_terms)
-                  if n not in common] if any(after for _, _, after, _ in entries) else []
+                                      for leaf, terms, after in entries], all_terms)
+                  if n not in common] if any(after for _, _, after in entries) else []
         if shared:
             selecting[filename] = set(shared)
         own_choices = selecting.get(filename, set())
@@ -238,17 +234,14 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # batch ``_ps`` dot_do_o kernel is launched when ``a.seqlen_q % 32 != 0`` or
             # ``a.seqlen_q % 32 == 0 and a.seqlen_q % 64 != 0``: not for every seqlen_q.
             # (An ``if constexpr`` is chosen when compiling: no per-call condition.)
-            loose = {n for _, _, after, _ in entries for n in after
+            loose = {n for _, _, after in entries for n in after
                      if all_terms[n].form is not True and n not in fixed} - own_choices
             varying = bool(loose) and not _complete(loose, all_terms)
-        chosen_common = _common([(leaf.function, chosen) for leaf, _, _, chosen in entries],
-                                all_terms)
         result[filename] = KernelReach(
             terms=[all_terms[n] for n in common + shared],
-            leaves=[leaf.order for leaf, _, _, _ in entries],
-            functions=list(dict.fromkeys([leaf.function for leaf, _, _, _ in entries])),
-            varying=varying,
-            chosen_by=[t for t in map(all_terms.__getitem__, chosen_common) if t.form is not True])
+            leaves=[leaf.order for leaf, _, _ in entries],
+            functions=list(dict.fromkeys([leaf.function for leaf, _, _ in entries])),
+            varying=varying)
     # a choice is a term where the leaves of one main kernel part: one every leaf of
     # that kernel has selects the kernel, not only its partners
     for main_file, heads, kinds in pending:
@@ -359,11 +352,7 @@ def _kept(first: List[int], others: List[List[int]]) -> List[int]:
 @functools.lru_cache(maxsize=65536)
 def _choice_head(cpp: str) -> str:
     """The condition a sub-kernel choice term tests (``!(c)``, its ``else``, tests ``c``)."""
-    return _unnegated(strip_comments(cpp))
-
-
-def _unnegated(condition: str) -> str:
-    text = condition.strip()
+    text = strip_comments(cpp).strip()
     if text.startswith("!(") and text.endswith(")") and strip_parens(text[1:]) == text[2:-1].strip():
         return text[2:-1].strip()
     return text

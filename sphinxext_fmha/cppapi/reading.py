@@ -8,9 +8,8 @@ sections):
     entry points, the calls between dispatch functions and the functions no entry
     point can run (:mod:`.entry_points`);
 ``kernels``
-    kernel file -> ``{"terms": [[slot, cpp, form], ...], "leaves": n, "functions":
-    [...], "varying": bool, "chosen_by": [[cpp, form], ...]}`` (:mod:`.reach`; a form:
-    a :data:`~sphinxext_fmha.schema.token_dispatch.Condition`);
+    kernel file -> ``{"terms": [[slot, cpp, form], ...], "varying": bool}`` (:mod:`.reach`;
+    a form: a :data:`~sphinxext_fmha.schema.token_dispatch.Condition`);
 ``choices``
     sub-kernel choices (``[{"condition", "form", "main_kind", "partner_kind",
     "count"}]``);
@@ -36,18 +35,9 @@ from .lexing import trait_template
 from .link_check import unreachable_kernels
 from .matching import match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
-from .reach import Term, kernel_reach
+from .reach import kernel_reach
 
-__all__ = ["read_dispatch", "describe_call_condition", "dispatch_levels"]
-
-
-def describe_call_condition(conditions: List[str]) -> Tuple[str, Condition]:
-    """(C++, form) of the conditions of a call; a constant one's form is its value."""
-    if not conditions:
-        return "", True
-    cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
-    value = constant_value(cpp)
-    return cpp, condition_form(cpp) if value is None else value
+__all__ = ["read_dispatch", "dispatch_levels"]
 
 
 def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
@@ -73,16 +63,21 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
     entry_points = read_entry_points(tree)
     reach, choices = kernel_reach(tree, match)
     calls = []
-    for call in entry_points.calls:
-        cpp, form = describe_call_condition(call.conditions)
+    for call in entry_points.calls:  # (a constant condition's form is its value)
+        conditions = call.conditions
+        cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
+        value = constant_value(cpp) if cpp else True
         calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
-                      "form": form, "never": call.never, "statement": call.statement})
+                      "form": condition_form(cpp) if value is None else value,
+                      "never": call.never, "statement": call.statement})
     order: Dict[str, None] = {}  # an ordered set
     for leaf in tree.leaves:
         for filename in match.files_of(leaf.order):
             order.setdefault(filename)
     by_order = {leaf.order: leaf for leaf in tree.leaves}
-    rows = _TermRows()
+    # one row per distinct term, shared by every kernel it reaches (2.8.3's bwd has
+    # 168,384 term rows of 86 terms: made once each, and pickled once each)
+    rows: Dict[int, List[Any]] = {}
     missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
                                  for o, k in match.unmatched))
     return {
@@ -90,11 +85,8 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
         "dispatchers": entry_points.dispatchers,
         "calls": calls,
         "dead": entry_points.dead,
-        "served_by": entry_points.served_by,
-        "kernels": {name: {"terms": [rows.term(t) for t in r.terms],
-                           "leaves": len(r.leaves), "functions": r.functions,
-                           "varying": r.varying,
-                           "chosen_by": [rows.chosen(t) for t in r.chosen_by]}
+        "kernels": {name: {"terms": [rows.get(id(t)) or rows.setdefault(id(t), [t.slot, t.cpp, t.form])
+                                     for t in r.terms], "varying": r.varying}
                     for name, r in sorted(reach.items())},
         "choices": [{"condition": c.condition, "form": c.form, "main_kind": c.main_kind,
                      "partner_kind": c.partner_kind, "count": c.count} for c in choices],
@@ -106,30 +98,6 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
         "missing": [list(m) for m in missing],
         "kinds": dict(sorted(match.kinds.items())),
     }
-
-
-class _TermRows:
-    """One row (list) per distinct term of a reading, shared by every kernel the term
-    reaches; the reading's readers never change a row. 2.8.3's bwd has 168,384 term
-    rows of 86 terms: made once each, and stored once each where the session keeps the
-    reading (pickle, the store's codec, writes a shared object once)."""
-
-    def __init__(self) -> None:
-        # id of a Term -> its row (the terms are the reach's own: alive meanwhile)
-        self._terms: Dict[int, List[Any]] = {}
-        self._chosen: Dict[int, List[Any]] = {}
-
-    def term(self, term: Term) -> List[Any]:
-        row = self._terms.get(id(term))
-        if row is None:
-            row = self._terms[id(term)] = [term.slot, term.cpp, term.form]
-        return row
-
-    def chosen(self, term: Term) -> List[Any]:
-        row = self._chosen.get(id(term))
-        if row is None:
-            row = self._chosen[id(term)] = [term.cpp, term.form]
-        return row
 
 
 def readable_terms(reading: Mapping[str, Any]) -> Dict[str, List[Condition]]:

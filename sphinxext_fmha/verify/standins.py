@@ -109,8 +109,10 @@ class SetDispatch:
         """The :class:`Fate` of each dropped kernel under the set ``kept``."""
         never = self.never_run()
         after = self.view(kept)
-        index = _WayIndex(self, after, kept)
         theory = self.routes.theory
+        # the ways of the set's kernels, found by the classes a dropped kernel's way admits
+        index = DomainIndex([((other, way), way.domain) for other in sorted(kept)
+                             for way in self.ways(after, other)], theory.full)
         found: Dict[str, Fate] = {}
         for name in dropped:
             if name in never:
@@ -123,12 +125,13 @@ class SetDispatch:
             lost = False
             kind = self.match.kinds.get(name)
             for way in ways:
-                candidates = index.candidates(way)
+                candidates: List[Tuple[str, Way]] = index.admitting(way.domain)  # type: ignore
                 for other, their in candidates:
                     # (a leaf launches partners too: a stand-in is a kernel of this kind)
                     if other not in stand_ins and self.match.kinds.get(other) == kind and \
                             theory.satisfiable(
-                            [*way.nodes, *their.nodes, *_domain_nodes(theory, their)],
+                            [*way.nodes, *their.nodes,
+                             *(theory.literal(n, m) for n, m in their.domain.items())],
                             way.domain):
                         stand_ins[other] = their
                 lost = lost or theory.satisfiable(
@@ -162,22 +165,6 @@ class SetDispatch:
                 if not isinstance(form, bool):
                     terms[form] = None
         return tuple(terms)
-
-
-def _domain_nodes(theory, way: Way):
-    return [theory.literal(number, mask) for number, mask in way.domain.items()]
-
-
-class _WayIndex:
-    """The ways of a set's kernels, found by the classes a dropped kernel's way admits."""
-
-    def __init__(self, owner: SetDispatch, view: View, kept: Iterable[str]) -> None:
-        entries = [((name, way), way.domain) for name in sorted(kept)
-                   for way in owner.ways(view, name)]
-        self.index = DomainIndex(entries, owner.routes.theory.full)
-
-    def candidates(self, way: Way) -> List[Tuple[str, Way]]:
-        return self.index.admitting(way.domain)  # type: ignore[return-value]
 
 
 def set_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> SetDispatch:
