@@ -120,7 +120,7 @@ def _form(expr: str) -> Condition:
         parts = [p for p in parts if p is not identity]
         if len(parts) == 1 and isinstance(parts[0], str) and (
                 " and " if tag == "or" else " or ") not in parts[0]:
-            return parts[0]  # (one part that its words would bracket stays a junction)
+            return parts[0]  # (a lone part its words would bracket stays a junction)
         return (tag, *parts) if parts else identity
     return _atom(expr)
 
