@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from sphinxext_fmha.corpus import tree_by_name
-from sphinxext_fmha.cppapi.condition_words import describe_condition
+from sphinxext_fmha.cppapi.condition_form import condition_form
 from sphinxext_fmha.cppapi.lexing import (
     find_template_calls,
     normalize_cpp,
@@ -20,6 +20,7 @@ from sphinxext_fmha.cppapi.parse import DispatchTree, parse_dispatch
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.process.cache import DiskCache, default_runs_dir
 from sphinxext_fmha.process.runner import GenerateRequest, GenerateRunner
+from sphinxext_fmha.render.sections.condition_words import condition_words
 
 OLD = "flash-attn-2.7.4.post1"
 NEW = "amd-aiter-0.1.7.post2.dev18"
@@ -254,6 +255,10 @@ def test_template_helpers():
 )
 def test_describe_condition(cond, expected):
     assert describe_condition(cond) == expected
+
+
+def describe_condition(cond: str) -> str:
+    return condition_words(condition_form(cond))
 
 
 # --------------------------------------------------------------------------- real trees

@@ -7,7 +7,7 @@ import random
 import re
 from itertools import combinations
 
-from sphinxext_fmha.cppapi.condition_words import split_top
+from sphinxext_fmha.cppapi.condition_form import split_top
 from sphinxext_fmha.cppapi.lexing import normalize_cpp, split_template_args, squeeze
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.verify.token_facts import _determining, _Rows, _sensitive

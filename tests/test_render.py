@@ -599,7 +599,7 @@ def test_condition_groups_as_a_truth_table():
     from sphinxext_fmha.render.sections.field_conditions import condition_details
 
     def group(cpp, hdim, tile, kernels=4):
-        return ConditionGroup(cpp=cpp, words=[], where={"hdim": [hdim], "tile": [tile]},
+        return ConditionGroup(cpp=cpp, forms=[], where={"hdim": [hdim], "tile": [tile]},
                               kernels=kernels)
 
     by_token = {
@@ -650,8 +650,8 @@ def test_a_call_after_another_of_its_caller_is_not_unconditional():
     from sphinxext_fmha.render.sections.dispatch import _entry_points
 
     calls = [{"caller": "fmha_fwd", "callee": "fmha_fwd_v3", "when": "args.max_seqlen_q > 1",
-              "words": "max_seqlen_q > 1", "never": False, "statement": "v3(...)"},
-             {"caller": "fmha_fwd", "callee": "fmha_fwd_v2", "when": "", "words": "",
+              "form": "max_seqlen_q > 1", "never": False, "statement": "v3(...)"},
+             {"caller": "fmha_fwd", "callee": "fmha_fwd_v2", "when": "", "form": "",
               "never": False, "statement": "return fmha_fwd_v2(...)"}]
     text = "\n".join(blocks_markdown(_entry_points({"entries": ["fmha_fwd"], "calls": calls})))
     assert "`fmha_fwd` calls `fmha_fwd_v2` when the calls before it have not returned" in text

@@ -117,7 +117,7 @@ def test_dispatch_data_reads_back_equal_in_order():
     dispatch = TokenDispatch()
     for class_name, index in [("B", 2), ("A", 0), ("A", 1)]:
         dispatch.groups[(class_name, index)] = {
-            token: [ConditionGroup(cpp=["x > %d" % i], words=["x above %d" % i],
+            token: [ConditionGroup(cpp=["x > %d" % i], forms=["x above %d" % i],
                                    where={"hdim": [rng.choice(["64", "128"])]},
                                    kernels=rng.randint(1, 9), unreached=rng.random() < 0.3,
                                    varying=rng.random() < 0.3, files=rng.sample(files, 4))

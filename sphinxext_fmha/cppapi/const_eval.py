@@ -2,10 +2,11 @@
 
 Integer and boolean literals, parentheses, the unary ``! ~ - +`` and the binary
 arithmetic, shift, comparison, bitwise and logical operators with C++'s precedence
-(``64/2``, ``(1 > 0)``, ``!(false) && (0 == 0)``).  Any other name is a value the text
-does not give (undecided), except where ``&&``/``||`` are decided without it
-(``false && X``).  Template-ids are the caller's to hide behind a plain name first
-(:func:`.lexing.constant_of`): here ``<`` and ``>`` are comparisons only.
+(``64/2``, ``(1 > 0)``, ``!(false) && (0 == 0)``).  Any other name, string or call is
+a value the text does not give (undecided), except where ``&&``/``||`` are decided
+without it (``false && s.compare("fp16") == 0``).  Template-ids are the caller's to
+hide behind a plain name first (:func:`.lexing.constant_of`): here ``<`` and ``>`` are
+comparisons only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ __all__ = ["evaluate"]
 
 Value = Union[bool, int]
 
-_TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_][\w:.]*)|"
+_TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_][\w:.]*|\"[^\"]*\")|"
                        r"(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&|^!~()]))")
 # binary operators, loosest first (C++'s precedence)
 _LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="),
@@ -44,6 +45,16 @@ def evaluate(text: str) -> Optional[Value]:
                           or number[1] in "xX" else int(number, 8))
         elif name is not None:
             tokens.append({"true": True, "false": False}.get(name, _UNDECIDED))
+            if text.startswith("(", m.end()) and name[0] != '"':  # a call: its value
+                depth = 0
+                for end in range(m.end(), len(text)):
+                    depth += {"(": 1, ")": -1}.get(text[end], 0)
+                    if not depth:
+                        pos = end + 1
+                        break
+                else:
+                    return None
+                continue
         else:
             tokens.append(op)
         pos = m.end()

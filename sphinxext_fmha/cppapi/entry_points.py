@@ -12,9 +12,8 @@ call to them sits behind a condition that is constantly false.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set
 
 from .constants import bool_locals, constant_value
 from .masking import matches_not_after
@@ -46,14 +45,12 @@ class EntryPoints:
     """``dispatchers``: functions that launch kernels or call a function that does, in
     file order; ``entries``: the dispatchers no other dispatcher calls; ``calls`` in
     source order; ``dead``: dispatcher -> why no entry point can run it (see
-    :func:`_dead_reason`);
-    ``served_by``: dispatcher -> the entry points that can run it."""
+    :func:`_dead_reason`)."""
 
     dispatchers: List[str] = field(default_factory=list)
     entries: List[str] = field(default_factory=list)
     calls: List[FunctionCall] = field(default_factory=list)
     dead: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
-    served_by: Dict[str, List[str]] = field(default_factory=dict)
 
 
 def _function_blocks(block: DispatchBlock) -> List[DispatchBlock]:
@@ -110,26 +107,13 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
 _QUALIFIER_RE = re.compile(r"[\w:.>]")
 
 
-_READ: Dict[int, Tuple[DispatchTree, EntryPoints]] = {}
-_READ_SIZE = 8
-_READ_LOCK = threading.Lock()
-
-
 def read_entry_points(tree: DispatchTree) -> EntryPoints:
-    """Entry points, calls and dead dispatchers of a parsed dispatch file.
-
-    Kept for the last few trees (:func:`.parse.parse_dispatch` shares a tree between
-    the readers of one file); the result is shared too: read it, never change it.
-    """
-    with _READ_LOCK:
-        hit = _READ.get(id(tree))
-        if hit is not None and hit[0] is tree:
-            return hit[1]
-    found = _read_entry_points(tree)
-    with _READ_LOCK:
-        _READ[id(tree)] = (tree, found)  # the tree is kept alive, so its id stays its own
-        while len(_READ) > _READ_SIZE:
-            del _READ[next(iter(_READ))]
+    """Entry points, calls and dead dispatchers of a parsed dispatch file, read once per
+    tree (:func:`.parse.parse_dispatch` shares a tree between the readers of one file):
+    the result is shared too, read it, never change it."""
+    found = tree.derived.get("entry_points")
+    if found is None:
+        found = tree.derived["entry_points"] = _read_entry_points(tree)
     return found
 
 
@@ -151,17 +135,10 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     ordered = list(dict.fromkeys(ordered))
     called = {c.callee for c in calls}
     entries = [name for name in ordered if name not in called]
-    served_by: Dict[str, List[str]] = {}
-    for entry in entries:
-        for name in _reachable(entry, calls):
-            served_by.setdefault(name, []).append(entry)
-    dead: Dict[str, List[Dict[str, str]]] = {}
-    for name in ordered:
-        if name in served_by:
-            continue
-        reasons = [c for c in calls if c.callee == name]
-        dead[name] = _dead_reason(reasons)
-    return EntryPoints(ordered, entries, calls, dead, served_by)
+    reached = {name for entry in entries for name in _reachable(entry, calls)}
+    dead = {name: _dead_reason([c for c in calls if c.callee == name])
+            for name in ordered if name not in reached}
+    return EntryPoints(ordered, entries, calls, dead)
 
 
 def _reachable(entry: str, calls: List[FunctionCall]) -> List[str]:

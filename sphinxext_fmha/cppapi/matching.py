@@ -9,7 +9,6 @@ same extra arguments such as the arch tag.  Both sides are normalised
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
@@ -142,7 +141,7 @@ def match_leaves_to_kernels(
     text (``GenerateRunner.generate_api_file(...).kernel_traits``; the
     ApiFileResult itself is accepted too).  Kernel files
     with an empty key (nothing specialised) are reported as unreached.  For a parsed
-    tree the result is kept (the last few) and shared: read it, never change it.
+    tree the result is kept with the tree and shared: read it, never change it.
     """
     kernel_traits = getattr(kernel_traits, "kernel_traits", kernel_traits)  # an ApiFileResult
     if not isinstance(kernel_traits, _AbcMapping):
@@ -153,22 +152,11 @@ def match_leaves_to_kernels(
     if not isinstance(leaves, DispatchTree):
         return _match(leaves, kernel_traits)
     # the readers of one dispatch file share its tree and match it to the same kernels
-    key = (id(leaves), tuple(kernel_traits.items()))
-    with _MATCHED_LOCK:
-        hit = _MATCHED.get(key)
-        if hit is not None and hit[0] is leaves:
-            return hit[1]
-    found = _match(leaves.leaves, kernel_traits)
-    with _MATCHED_LOCK:
-        _MATCHED[key] = (leaves, found)  # the tree is kept alive, so its id stays its own
-        while len(_MATCHED) > _MATCHED_SIZE:
-            del _MATCHED[next(iter(_MATCHED))]
+    key = ("match", tuple(kernel_traits.items()))
+    found = leaves.derived.get(key)
+    if found is None:
+        found = leaves.derived[key] = _match(leaves.leaves, kernel_traits)
     return found
-
-
-_MATCHED: Dict[Tuple[int, Tuple[Tuple[str, str], ...]], Tuple[DispatchTree, DispatchMatch]] = {}
-_MATCHED_SIZE = 8
-_MATCHED_LOCK = threading.Lock()
 
 
 def _match(leaves: Iterable[DispatchLeaf], kernel_traits: Mapping[str, str]) -> DispatchMatch:

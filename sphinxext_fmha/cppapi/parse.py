@@ -135,8 +135,8 @@ class DispatchTree:
     functions: List[str] = field(default_factory=list)
     discarded: List[DispatchLeaf] = field(default_factory=list)
     scopes: List[DispatchScope] = field(default_factory=list)
-    #: what readers work out from the tree once (its routes), by name
-    derived: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: what readers work out from the tree once (its routes, entry points, matches)
+    derived: Dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 # --------------------------------------------------------------------------- parsing

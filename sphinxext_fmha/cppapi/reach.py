@@ -31,8 +31,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import DefaultDict, Dict, List, Optional, Set, Tuple
 
+from ..schema.token_dispatch import Condition
 from .allocation import collector_paused
-from .condition_words import describe_condition, split_top, strip_parens
+from .condition_form import condition_form, split_top, strip_parens
 from .constants import constant_value
 from .entry_points import read_entry_points
 from .lexing import trait_template
@@ -45,15 +46,11 @@ __all__ = ["Term", "KernelReach", "SubKernelChoice", "kernel_reach", "condition_
 
 @dataclass(frozen=True)
 class Term:
-    """One ``&&`` term of a dispatcher condition: C++ text and plain words."""
+    """One ``&&`` term of a dispatcher condition: C++ text and its :data:`Condition`."""
 
     slot: str
     cpp: str
-    words: str
-
-    @property
-    def always(self) -> bool:
-        return self.words == "always"
+    form: Condition
 
 
 @dataclass
@@ -62,15 +59,13 @@ class KernelReach:
 
     ``terms``: conditions shared by every leaf that reaches it, outermost first;
     ``leaves``: try orders of those leaves; ``functions``: their dispatch functions;
-    ``varying``: some leaves add conditions the others do not (left out of ``terms``);
-    ``chosen_by``: sub-kernel choice conditions this kernel depends on (as a partner).
+    ``varying``: some leaves add conditions the others do not (left out of ``terms``).
     """
 
     terms: List[Term] = field(default_factory=list)
     leaves: List[int] = field(default_factory=list)
     functions: List[str] = field(default_factory=list)
     varying: bool = False
-    chosen_by: List[Term] = field(default_factory=list)
 
 
 @dataclass
@@ -78,7 +73,7 @@ class SubKernelChoice:
     """A branch that picks a partner kernel, not whether the main kernel runs."""
 
     condition: str
-    words: str
+    form: Condition
     main_kind: str
     partner_kind: str
     count: int = 0
@@ -155,30 +150,26 @@ class _Terms:
     def of_call(self, callee: str, conditions: List[str]) -> List[int]:
         """The numbers of the terms of the conditions of a call of ``callee`` (slots
         ``<callee>/call/<index>``: no branch depth, never one of a branch's slots); a
-        constant one reads ``always`` or ``never`` (``if (false and can_dispatch_v3)``,
-        its ``else`` ``!(false and can_dispatch_v3)``)."""
+        constant one is its value (``if (false and can_dispatch_v3)``, its ``else``
+        ``!(false and can_dispatch_v3)``)."""
         cpps = [cpp for condition in conditions for cpp in _condition_cpps(condition)]
-        return [self._numbered("%s/call/%d" % (callee, index), cpp,
-                               _CONSTANT_WORDS.get(constant_value(cpp)))
+        return [self._numbered("%s/call/%d" % (callee, index), cpp, constant_value(cpp))
                 for index, cpp in enumerate(cpps)]
 
-    def _numbered(self, slot: str, cpp: str, words: Optional[str] = None) -> int:
+    def _numbered(self, slot: str, cpp: str, form: Optional[bool] = None) -> int:
         number = self._number.get((slot, cpp))
         if number is None:
             number = self._number[(slot, cpp)] = len(self.terms)
-            self.terms.append(Term(slot, cpp, words or describe_condition(cpp)))
+            self.terms.append(Term(slot, cpp, condition_form(cpp) if form is None else form))
         return number
-
-
-_CONSTANT_WORDS: Dict[Optional[bool], str] = {True: "always", False: "never"}
 
 
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
-    # kernel file -> (leaf, its terms, chosen terms after them (a main kernel's), chosen
-    # terms among them (a partner's)) of each leaf that launches it
-    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int], List[int]]]] = \
+    # kernel file -> (leaf, its terms, chosen terms after them (a main kernel's)) of each
+    # leaf that launches it
+    per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int]]]] = \
         collections.defaultdict(list)
     none: List[int] = []  # the main kernel's chosen terms (shared: never changed)
     no_files: List[Optional[str]] = []
@@ -224,18 +215,16 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # the main kernel's own terms are those before the choice; the chosen ones
             # that all its leaves share select it too (2.8.3 bwd: ``t.is_group_mode``
             # picks the dot_do_o kernel as well as its partners)
-            if position == 0:
-                per_kernel[filename].append((leaf, terms, chosen, none))
-            else:
-                per_kernel[filename].append((leaf, terms + chosen, none, chosen))
+            per_kernel[filename].append((leaf, terms, chosen) if position == 0
+                                        else (leaf, terms + chosen, none))
     result: Dict[str, KernelReach] = {}
     selecting: Dict[str, Set[int]] = {}  # main kernel -> the chosen terms that select it
     for filename, entries in per_kernel.items():
-        common = _common([(leaf.function, terms) for leaf, terms, _, _ in entries], all_terms)
-        varying = any(len(terms) != len(common) for _, terms, _, _ in entries)
+        common = _common([(leaf.function, terms) for leaf, terms, _ in entries], all_terms)
+        varying = any(len(terms) != len(common) for _, terms, _ in entries)
         shared = [n for n in _common([(leaf.function, terms + after)
-                                      for leaf, terms, after, _ in entries], all_terms)
-                  if n not in common] if any(after for _, _, after, _ in entries) else []
+                                      for leaf, terms, after in entries], all_terms)
+                  if n not in common] if any(after for _, _, after in entries) else []
         if shared:
             selecting[filename] = set(shared)
         own_choices = selecting.get(filename, set())
@@ -245,17 +234,14 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             # batch ``_ps`` dot_do_o kernel is launched when ``a.seqlen_q % 32 != 0`` or
             # ``a.seqlen_q % 32 == 0 and a.seqlen_q % 64 != 0``: not for every seqlen_q.
             # (An ``if constexpr`` is chosen when compiling: no per-call condition.)
-            loose = {n for _, _, after, _ in entries for n in after
-                     if not all_terms[n].always and n not in fixed} - own_choices
+            loose = {n for _, _, after in entries for n in after
+                     if all_terms[n].form is not True and n not in fixed} - own_choices
             varying = bool(loose) and not _complete(loose, all_terms)
-        chosen_common = _common([(leaf.function, chosen) for leaf, _, _, chosen in entries],
-                                all_terms)
         result[filename] = KernelReach(
             terms=[all_terms[n] for n in common + shared],
-            leaves=[leaf.order for leaf, _, _, _ in entries],
-            functions=list(dict.fromkeys([leaf.function for leaf, _, _, _ in entries])),
-            varying=varying,
-            chosen_by=[t for t in map(all_terms.__getitem__, chosen_common) if not t.always])
+            leaves=[leaf.order for leaf, _, _ in entries],
+            functions=list(dict.fromkeys([leaf.function for leaf, _, _ in entries])),
+            varying=varying)
     # a choice is a term where the leaves of one main kernel part: one every leaf of
     # that kernel has selects the kernel, not only its partners
     for main_file, heads, kinds in pending:
@@ -304,8 +290,8 @@ def _choice_for(term: Term, kinds: Tuple[str, str],
                 choices: Dict[Tuple[str, str, str], SubKernelChoice]
                 ) -> Optional[SubKernelChoice]:
     """The choice a term where a partner choice starts counts toward (made on first sight,
-    in order, in ``choices``); None for an ``always`` term."""
-    if term.always:
+    in order, in ``choices``); None for an always true term."""
+    if term.form is True:
         return None  # deeper branches of a chosen partner are their own conditions
     main_kind, partner_kind = kinds
     # `if (c)` and its `else` (`!(c)`) are one choice
@@ -313,7 +299,7 @@ def _choice_for(term: Term, kinds: Tuple[str, str],
     key = (head, main_kind, partner_kind)
     choice = choices.get(key)
     if choice is None:
-        choice = choices[key] = SubKernelChoice(head, describe_condition(head),
+        choice = choices[key] = SubKernelChoice(head, condition_form(head),
                                                 main_kind, partner_kind)
     return choice
 
@@ -366,11 +352,7 @@ def _kept(first: List[int], others: List[List[int]]) -> List[int]:
 @functools.lru_cache(maxsize=65536)
 def _choice_head(cpp: str) -> str:
     """The condition a sub-kernel choice term tests (``!(c)``, its ``else``, tests ``c``)."""
-    return _unnegated(strip_comments(cpp))
-
-
-def _unnegated(condition: str) -> str:
-    text = condition.strip()
+    text = strip_comments(cpp).strip()
     if text.startswith("!(") and text.endswith(")") and strip_parens(text[1:]) == text[2:-1].strip():
         return text[2:-1].strip()
     return text

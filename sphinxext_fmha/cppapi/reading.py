@@ -8,10 +8,10 @@ sections):
     entry points, the calls between dispatch functions and the functions no entry
     point can run (:mod:`.entry_points`);
 ``kernels``
-    kernel file -> ``{"terms": [[slot, cpp, words], ...], "leaves": n, "functions":
-    [...], "varying": bool, "chosen_by": [[cpp, words], ...]}`` (:mod:`.reach`);
+    kernel file -> ``{"terms": [[slot, cpp, form], ...], "varying": bool}`` (:mod:`.reach`;
+    a form: a :data:`~sphinxext_fmha.schema.token_dispatch.Condition`);
 ``choices``
-    sub-kernel choices (``[{"condition", "words", "main_kind", "partner_kind",
+    sub-kernel choices (``[{"condition", "form", "main_kind", "partner_kind",
     "count"}]``);
 ``levels``
     per dispatch function and nesting depth, an example condition and how many
@@ -26,28 +26,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Tuple
 
+from ..schema.token_dispatch import Condition
 from .allocation import collector_paused
-from .condition_words import describe_condition
+from .condition_form import condition_form
 from .constants import constant_value
 from .entry_points import read_entry_points
 from .lexing import trait_template
 from .link_check import unreachable_kernels
 from .matching import match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
-from .reach import Term, kernel_reach
+from .reach import kernel_reach
 
-__all__ = ["read_dispatch", "describe_call_condition", "dispatch_levels"]
-
-
-def describe_call_condition(conditions: List[str]) -> Tuple[str, str]:
-    """(C++, words) of the conditions of a call; constant ones read as always/never."""
-    if not conditions:
-        return "", "always"
-    cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
-    value = constant_value(cpp)
-    if value is not None:
-        return cpp, "always" if value else "never"
-    return cpp, describe_condition(cpp)
+__all__ = ["read_dispatch", "dispatch_levels"]
 
 
 def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
@@ -57,7 +47,7 @@ def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
         for depth, condition in enumerate(leaf.conditions):
             seen.setdefault((leaf.function, depth), {})[condition] = None
     return [{"function": function, "depth": depth, "example": next(iter(conditions)),
-             "words": describe_condition(next(iter(conditions))), "distinct": len(conditions)}
+             "distinct": len(conditions)}
             for (function, depth), conditions in seen.items()]
 
 
@@ -73,16 +63,21 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
     entry_points = read_entry_points(tree)
     reach, choices = kernel_reach(tree, match)
     calls = []
-    for call in entry_points.calls:
-        cpp, words = describe_call_condition(call.conditions)
+    for call in entry_points.calls:  # (a constant condition's form is its value)
+        conditions = call.conditions
+        cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
+        value = constant_value(cpp) if cpp else True
         calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
-                      "words": words, "never": call.never, "statement": call.statement})
+                      "form": condition_form(cpp) if value is None else value,
+                      "never": call.never, "statement": call.statement})
     order: Dict[str, None] = {}  # an ordered set
     for leaf in tree.leaves:
         for filename in match.files_of(leaf.order):
             order.setdefault(filename)
     by_order = {leaf.order: leaf for leaf in tree.leaves}
-    rows = _TermRows()
+    # one row per distinct term, shared by every kernel it reaches (2.8.3's bwd has
+    # 168,384 term rows of 86 terms: made once each, and pickled once each)
+    rows: Dict[int, List[Any]] = {}
     missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
                                  for o, k in match.unmatched))
     return {
@@ -90,13 +85,10 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
         "dispatchers": entry_points.dispatchers,
         "calls": calls,
         "dead": entry_points.dead,
-        "served_by": entry_points.served_by,
-        "kernels": {name: {"terms": [rows.term(t) for t in r.terms],
-                           "leaves": len(r.leaves), "functions": r.functions,
-                           "varying": r.varying,
-                           "chosen_by": [rows.chosen(t) for t in r.chosen_by]}
+        "kernels": {name: {"terms": [rows.get(id(t)) or rows.setdefault(id(t), [t.slot, t.cpp, t.form])
+                                     for t in r.terms], "varying": r.varying}
                     for name, r in sorted(reach.items())},
-        "choices": [{"condition": c.condition, "words": c.words, "main_kind": c.main_kind,
+        "choices": [{"condition": c.condition, "form": c.form, "main_kind": c.main_kind,
                      "partner_kind": c.partner_kind, "count": c.count} for c in choices],
         "levels": dispatch_levels(tree),
         "order": list(order),
@@ -108,31 +100,7 @@ def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str,
     }
 
 
-class _TermRows:
-    """One row (list) per distinct term of a reading, shared by every kernel the term
-    reaches; the reading's readers never change a row. 2.8.3's bwd has 168,384 term
-    rows of 86 terms: made once each, and stored once each where the session keeps the
-    reading (pickle, the store's codec, writes a shared object once)."""
-
-    def __init__(self) -> None:
-        # id of a Term -> its row (the terms are the reach's own: alive meanwhile)
-        self._terms: Dict[int, List[str]] = {}
-        self._chosen: Dict[int, List[str]] = {}
-
-    def term(self, term: Term) -> List[str]:
-        row = self._terms.get(id(term))
-        if row is None:
-            row = self._terms[id(term)] = [term.slot, term.cpp, term.words]
-        return row
-
-    def chosen(self, term: Term) -> List[str]:
-        row = self._chosen.get(id(term))
-        if row is None:
-            row = self._chosen[id(term)] = [term.cpp, term.words]
-        return row
-
-
-def readable_terms(reading: Mapping[str, Any]) -> Dict[str, List[str]]:
-    """kernel file -> the plain words of its conditions (the ``always`` ones left out)."""
-    return {name: [words for _, _, words in info["terms"] if words != "always"]
+def readable_terms(reading: Mapping[str, Any]) -> Dict[str, List[Condition]]:
+    """kernel file -> the forms of its conditions (the always true ones left out)."""
+    return {name: [form for _, _, form in info["terms"] if form is not True]
             for name, info in reading.get("kernels", {}).items()}

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from .condition_words import describe_condition
+from .condition_form import condition_form
 from .entry_points import EntryPoints, read_entry_points
 from .parse import DispatchTree
 from .reach import condition_terms_cpp
@@ -158,8 +158,8 @@ class View:
     def why_not(self, order: int) -> Dict[str, Any]:
         """Why no call runs leaf ``order`` (after :meth:`leaf_way` said so), as a fact:
         ``kind`` ``no_entry`` (``function``), ``never_holds`` (``terms``: the fewest
-        that exclude each other, in words; empty: not found), ``same_condition``,
-        ``taken_by`` (``earlier``, ``own``: the conditions in words, when short),
+        that exclude each other, as forms; empty: not found), ``same_condition``,
+        ``taken_by`` (``earlier``, ``own``: the conditions' forms),
         ``taken_together``, ``returns_before_chain`` or ``returns_before``."""
         scope = self.routes.tree.leaves[order].scope
         while scope >= 0:
@@ -290,7 +290,7 @@ class View:
 
     # ---------------------------------------------------------------- reasons
 
-    def _never_holds(self, number: int) -> List[str]:
+    def _never_holds(self, number: int) -> List[Any]:
         """Which terms around a branch exclude each other."""
         tree = self.routes.tree
         texts = []
@@ -310,20 +310,13 @@ class View:
             first = alone[0]
             if routes.own[first] == routes.own[number]:
                 return {"kind": "same_condition"}
-            mine, theirs = (describe_condition(scopes[n].condition) for n in (number, first))
-            if len(mine) <= _QUOTED and len(theirs) <= _QUOTED:
-                return {"kind": "taken_by", "earlier": theirs, "own": mine}
-            return {"kind": "taken_by"}
+            return {"kind": "taken_by", "earlier": condition_form(scopes[first].condition),
+                    "own": condition_form(scopes[number].condition)}
         return {"kind": "taken_together" if earlier else "returns_before_chain"}
 
 
-#: conditions longer than this are not named in a reason (one reason is said once for
-#: all the kernels that share it, and kernels are grouped by their reasons)
-_QUOTED = 80
-
-
-def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> List[str]:
-    """The fewest terms (in order) that hold together for no call, in words."""
+def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> List[Any]:
+    """The fewest terms (in order) that hold together for no call, as forms."""
     nodes = [theory.formula(t) for t in terms]
     if theory.satisfiable(nodes):
         return []
@@ -332,7 +325,7 @@ def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> List[str]:
         trial = [i for i in needed if i != index]
         if not theory.satisfiable([nodes[i] for i in trial]):
             needed = trial
-    return [describe_condition(terms[i]) for i in needed]
+    return [condition_form(terms[i]) for i in needed]
 
 
 class DomainIndex:

@@ -31,7 +31,7 @@ import re
 from math import gcd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .condition_words import split_top, strip_parens
+from .condition_form import split_top, strip_parens
 from .masking import strip_comments
 
 __all__ = ["Node", "Theory", "TRUE", "FALSE", "conjoin", "disjoin", "narrow", "negate",

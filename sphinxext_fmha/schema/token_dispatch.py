@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple, Union
+
+#: A dispatcher condition as data, worded in ``render/``: True (always), False (never),
+#: a term's C++ text, or ``("not", c)``, ``("and", c, ...)``, ``("or", c, ...)``,
+#: ``("starts", subject, '"prefix"')`` (:func:`~sphinxext_fmha.cppapi.condition_form.
+#: condition_form`).
+Condition = Union[bool, str, Tuple[Any, ...]]
 
 #: (kernel class, segment index) -> token -> number of listed kernels carrying it.
 TokenCounts = Dict[Tuple[str, int], Dict[str, int]]
@@ -13,7 +19,7 @@ TokenCounts = Dict[Tuple[str, int], Dict[str, int]]
 class ConditionGroup:
     """Kernels of one token that the dispatcher reaches under the same condition.
 
-    ``cpp``/``words``: the condition's terms (empty: no condition of this segment);
+    ``cpp``/``forms``: the condition's terms, C++ and :data:`Condition` (empty: none);
     ``where``: for the other segments that shape the condition, the tokens the group
     covers; ``kernels``: how many kernels; ``unreached``: the group is the token's
     kernels that no dispatch branch launches; ``varying``: some of its kernels are
@@ -21,7 +27,7 @@ class ConditionGroup:
     """
 
     cpp: List[str] = field(default_factory=list)
-    words: List[str] = field(default_factory=list)
+    forms: List[Condition] = field(default_factory=list)
     where: Dict[str, List[str]] = field(default_factory=dict)
     kernels: int = 0
     unreached: bool = False
@@ -32,13 +38,13 @@ class ConditionGroup:
 @dataclass
 class TokenDispatch:
     """``groups``: (kernel class, segment index) -> token -> groups, most kernels first;
-    ``shared``: kernel class -> terms (cpp, words) every kernel of the class has;
+    ``shared``: kernel class -> terms (cpp, form) every kernel of the class has;
     ``undetermined``: kernel class -> terms whose text no segment of the name decides;
     ``orders``: (kernel class, segment label) -> the order in which the dispatcher tries
     the segment's tokens among kernels equal in every other segment -> how many such
     sets of kernels follow that order (trait order, padding order, as the file has it)."""
 
     groups: Dict[Tuple[str, int], Dict[str, List[ConditionGroup]]] = field(default_factory=dict)
-    shared: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
+    shared: Dict[str, List[Tuple[str, Condition]]] = field(default_factory=dict)
     undetermined: Dict[str, List[str]] = field(default_factory=dict)
     orders: Dict[Tuple[str, str], Dict[Tuple[str, ...], int]] = field(default_factory=dict)

@@ -12,18 +12,19 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Optional, Sequence, Set
 
 from ..model import Decision
+from ..schema.token_dispatch import Condition
 from .synthesis import Kernel
 
 __all__ = ["note_call_terms"]
 
 
 def note_call_terms(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
-                    conditions: Mapping[str, Sequence[str]],
+                    conditions: Mapping[str, Sequence[Condition]],
                     labels: Mapping[str, List[str]]) -> None:
     """Add ``calls`` to the loss facts of each dropped token that has them."""
     if not conditions:
         return
-    kept_terms: Dict[str, Set[str]] = {}
+    kept_terms: Dict[str, Set[Condition]] = {}
     lost: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         if kernel.file in kept:
@@ -37,7 +38,7 @@ def note_call_terms(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         index = labels[decision.kernel_type].index(decision.segment)
         theirs = kept_terms.get(decision.kernel_type, set())
         # per token, the terms every lost kernel with it has (None: one has none)
-        common: Dict[str, Optional[List[str]]] = {}
+        common: Dict[str, Optional[List[Condition]]] = {}
         for kernel in lost.get(decision.kernel_type, ()):
             token = kernel.tokens[index]
             facts = decision.loss_facts.get(token)

@@ -9,7 +9,6 @@ never ran it. One clause per group of kernels with the same answer.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from typing import (
     AbstractSet,
@@ -24,6 +23,7 @@ from typing import (
 )
 
 from ..model import Decision
+from ..schema.token_dispatch import Condition
 from .standins import Fate
 from .synthesis import Kernel
 
@@ -31,7 +31,7 @@ __all__ = ["describe_losses", "within"]
 
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
-                    conditions: Mapping[str, Sequence[str]], labels: Mapping[str, List[str]],
+                    conditions: Mapping[str, Sequence[Condition]], labels: Mapping[str, List[str]],
                     followers: Mapping[str, str],
                     fates: Mapping[str, Fate] = {},  # noqa: B006 - read only
                     never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
@@ -169,17 +169,16 @@ _LOST = ("lost",)
 
 def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet[int],
              by_file: Mapping[str, Kernel], fates: Mapping[str, Fate],
-             conditions: Mapping[str, Sequence[str]],
+             conditions: Mapping[str, Sequence[Condition]],
              never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
              elsewhere: Sequence[str] = (),
              facts: Optional[Dict[str, object]] = None,
              ) -> Dict[str, object]:
     """What the sentence says (:attr:`~sphinxext_fmha.model.Decision.loss_parts`):
-    one clause per group of kernels with the same fate; ``facts`` gets how many kernels
-    each kind of clause says (the keys of :attr:`~sphinxext_fmha.model.Decision.
-    loss_facts`) and the kept tokens that take their inputs."""
+    one clause per group of kernels with the same fate (merged and ordered where they
+    are worded); ``facts`` gets how many kernels each kind of clause says (the keys of
+    :attr:`~sphinxext_fmha.model.Decision.loss_facts`)."""
     said: Counter = Counter()
-    served_by: Dict[str, None] = {}
     groups: Counter = Counter()
     # why the API never launches them (facts, keyed by their JSON) -> how many
     idle: Dict[str, Tuple[Any, int]] = {}
@@ -208,13 +207,12 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
                                    if c != t and i != index and i not in tiles))
         groups[(named, fate.only_when if fate.lost else (), _LOST if fate.lost else ())] += 1
     clauses: List[Dict[str, object]] = []
-    for (stand_in, only, lost), count in _merge_numbers(groups):
+    for (stand_in, only, lost), count in groups.items():
         kind = ("unread" if stand_in == _UNREAD else "no_kernel" if not stand_in
                 else "partly" if lost else "served")
         said[kind] += count
         clause: Dict[str, object] = {"kind": kind, "count": count}
         if kind in ("served", "partly"):
-            served_by.update(dict.fromkeys(stand_in))
             clause.update(stand_in=list(stand_in), only=list(only))
         elif kind == "no_kernel":
             clause["terms"] = _own_terms(orphans, index, conditions)
@@ -224,44 +222,13 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
         said["never"] += count
     if facts is not None:
         facts.update(kernels=len(alone), more=total - len(alone), elsewhere=list(elsewhere),
-                     served_by=list(served_by), **said)
+                     **said)
     return {"kernels": len(alone), "more": total - len(alone), "elsewhere": list(elsewhere),
             "clauses": clauses}
 
 
-_NUMBER = re.compile(r"\d+")
-
-
-def _merge_numbers(groups: Counter) -> List[Tuple[Tuple[Tuple[str, ...], ...], int]]:
-    """Groups that differ only in numbers (``hdim_q % 64`` / ``% 128``) said once,
-    with the numbers listed: ``hdim_q % 64/128 == 0``."""
-    merged: Dict[Tuple, List[Tuple[Tuple, int]]] = {}
-    for key, count in groups.items():
-        shape = tuple(tuple(_NUMBER.sub("#", t) for t in part) for part in key)
-        merged.setdefault(shape, []).append((key, count))
-    out = []
-    for shape, members in merged.items():
-        if len(members) == 1:
-            out.append(members[0])
-            continue
-        parts = []
-        for index, part in enumerate(shape):
-            terms = []
-            for position, template in enumerate(part):
-                numbers = [_NUMBER.findall(key[index][position]) for key, _ in members]
-                pieces = template.split("#")
-                text = pieces[0]
-                for slot, piece in enumerate(pieces[1:]):
-                    values = sorted({n[slot] for n in numbers}, key=int)
-                    text += "/".join(values) + piece
-                terms.append(text)
-            parts.append(tuple(terms))
-        out.append((tuple(parts), sum(count for _, count in members)))
-    return sorted(out, key=lambda kv: (-kv[1], kv[0]))
-
-
 def _own_terms(alone: Sequence[Kernel], index: int,
-               conditions: Mapping[str, Sequence[str]]) -> List[str]:
+               conditions: Mapping[str, Sequence[Condition]]) -> List[Condition]:
     """The conditions every one of these kernels has (what identifies their inputs)."""
     if not alone:
         return []

@@ -16,11 +16,12 @@ import functools
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ..cppapi.condition_words import describe_condition
+from ..cppapi.condition_form import condition_form
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 from ..cppapi.reach import condition_terms_cpp
 from ..cppapi.routes import DomainIndex, Routes, View, Way, routes_of
+from ..schema.token_dispatch import Condition
 
 __all__ = ["Fate", "SetDispatch", "set_dispatch"]
 
@@ -31,13 +32,13 @@ class Fate:
 
     ``never``: why the full API never runs it (no call loses it); else ``stand_ins``:
     the kept kernels that now run some of its calls, ``lost``: some of its calls now
-    run no kernel, ``only_when``: the terms (in words) of the first stand-in that the
+    run no kernel, ``only_when``: the terms (forms) of the first stand-in that the
     kernel's calls do not all meet (where ``lost``, the calls it still takes)."""
 
     never: Tuple[Dict[str, Any], ...] = ()
     stand_ins: Tuple[str, ...] = ()
     lost: bool = False
-    only_when: Tuple[str, ...] = ()
+    only_when: Tuple[Condition, ...] = ()
 
 
 class SetDispatch:
@@ -108,8 +109,10 @@ class SetDispatch:
         """The :class:`Fate` of each dropped kernel under the set ``kept``."""
         never = self.never_run()
         after = self.view(kept)
-        index = _WayIndex(self, after, kept)
         theory = self.routes.theory
+        # the ways of the set's kernels, found by the classes a dropped kernel's way admits
+        index = DomainIndex([((other, way), way.domain) for other in sorted(kept)
+                             for way in self.ways(after, other)], theory.full)
         found: Dict[str, Fate] = {}
         for name in dropped:
             if name in never:
@@ -122,24 +125,25 @@ class SetDispatch:
             lost = False
             kind = self.match.kinds.get(name)
             for way in ways:
-                candidates = index.candidates(way)
+                candidates: List[Tuple[str, Way]] = index.admitting(way.domain)  # type: ignore
                 for other, their in candidates:
                     # (a leaf launches partners too: a stand-in is a kernel of this kind)
                     if other not in stand_ins and self.match.kinds.get(other) == kind and \
                             theory.satisfiable(
-                            [*way.nodes, *their.nodes, *_domain_nodes(theory, their)],
+                            [*way.nodes, *their.nodes,
+                             *(theory.literal(n, m) for n, m in their.domain.items())],
                             way.domain):
                         stand_ins[other] = their
                 lost = lost or theory.satisfiable(
                     [*way.nodes, theory.negate(after.runs_some(way))], way.domain)
-            only: Tuple[str, ...] = ()
+            only: Tuple[Condition, ...] = ()
             if lost and stand_ins:
                 first = next(iter(stand_ins))
                 only = self._narrowing(ways, first)
             found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=only)
         return found
 
-    def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[str, ...]:
+    def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[Condition, ...]:
         """The terms every leaf of ``stand_in`` has that some call of ``ways`` fails (a
         term only some of its leaves test, a partner's choice, narrows nothing)."""
         theory = self.routes.theory
@@ -151,32 +155,16 @@ class SetDispatch:
         if not per_leaf:
             return ()
         common = set(per_leaf[0]).intersection(*per_leaf[1:])
-        terms: Dict[str, None] = {}
+        terms: Dict[Condition, None] = {}
         for term in per_leaf[0]:
             if term not in common:
                 continue
             node = theory.formula(term)
             if any(theory.satisfiable([*w.nodes, theory.negate(node)], w.domain) for w in ways):
-                words = describe_condition(term)
-                if words not in ("always", "never"):
-                    terms[words] = None
+                form = condition_form(term)
+                if not isinstance(form, bool):
+                    terms[form] = None
         return tuple(terms)
-
-
-def _domain_nodes(theory, way: Way):
-    return [theory.literal(number, mask) for number, mask in way.domain.items()]
-
-
-class _WayIndex:
-    """The ways of a set's kernels, found by the classes a dropped kernel's way admits."""
-
-    def __init__(self, owner: SetDispatch, view: View, kept: Iterable[str]) -> None:
-        entries = [((name, way), way.domain) for name in sorted(kept)
-                   for way in owner.ways(view, name)]
-        self.index = DomainIndex(entries, owner.routes.theory.full)
-
-    def candidates(self, way: Way) -> List[Tuple[str, Way]]:
-        return self.index.admitting(way.domain)  # type: ignore[return-value]
 
 
 def set_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> SetDispatch:

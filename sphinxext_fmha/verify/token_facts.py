@@ -19,6 +19,7 @@ from operator import add, lt, mul, sub
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import ApiModel, ConditionGroup, TokenCounts, TokenDispatch
+from ..schema.token_dispatch import Condition
 from .parsed_listing import ParsedListing
 
 __all__ = ["TokenCounts", "token_counts", "ConditionGroup", "TokenDispatch", "token_dispatch"]
@@ -61,8 +62,8 @@ _UNREACHED = (("unreached", ""),)
 
 #: (tokens, arch suffix, the kernel's reading or None when unreached, file name)
 _Item = Tuple[List[str], str, Optional[Mapping[str, Any]], str]
-#: a condition term: (C++ text, words)
-_Term = Tuple[str, str]
+#: a condition term: (C++ text, form)
+_Term = Tuple[str, Condition]
 
 
 class _Rows:
@@ -326,14 +327,14 @@ def _class_groups(class_name: str, labels: List[str],
     known: Dict[Tuple[int, ...], List[Tuple[int, ...]]] = {}
     rows = _Rows(columns)
     owners: Dict[str, List[Tuple[int, ...]]] = {}
-    shared: List[Tuple[str, str]] = []
+    shared: List[_Term] = []
     undetermined: List[str] = []
     into = _same_slots(terms)
     for slot in [s for s in terms if s not in into] + list(into):
         column = terms[slot]
         values = [term[0] if term is not None else None for term in column]
         if len(set(values)) == 1:
-            if column[0] and column[0][1] != "always":
+            if column[0] and column[0][1] is not True:
                 shared.append(column[0])
             continue
         found = owners.get(into.get(slot, "")) or _owners(rows, values, known)
@@ -345,8 +346,8 @@ def _class_groups(class_name: str, labels: List[str],
     if undetermined:
         result.undetermined[class_name] = undetermined
     cores = {slot: _core(owners.get(slot, [])) for slot in terms}
-    # per slot and reached kernel: the term it adds to a condition (None: no term, or "always")
-    conditional = {slot: [t if t is not None and t[1] != "always" else None for t in column]
+    # per slot and reached kernel: the term it adds to a condition (None: no term, or always)
+    conditional = {slot: [t if t is not None and t[1] is not True else None for t in column]
                    for slot, column in terms.items() if cores[slot]}
     files = [item[3] for item in reached]
     varying = [bool(item[2] and item[2].get("varying")) for item in reached]
@@ -368,7 +369,7 @@ def _class_groups(class_name: str, labels: List[str],
             groups = by_token[token] = {}
             for condition, members in conditions.items():
                 groups[condition] = ConditionGroup(
-                    cpp=[c for c, _ in condition], words=[w for _, w in condition],
+                    cpp=[c for c, _ in condition], forms=[w for _, w in condition],
                     where={name: _tokens_of(columns, ps, members) for name, ps in by_name.items()},
                     kernels=len(members), varying=any(map(varying.__getitem__, members)),
                     files=list(map(files.__getitem__, members)))
@@ -445,7 +446,7 @@ def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
     for (class_name, index), by_token in dispatch.groups.items():
         tokens = []
         for token, found in by_token.items():
-            tokens.append([token, [[g.cpp, g.words, g.where, g.kernels, g.unreached, g.varying,
+            tokens.append([token, [[g.cpp, g.forms, g.where, g.kernels, g.unreached, g.varying,
                                     list(map(number.__getitem__, g.files))] for g in found]])
         groups.append([class_name, index, tokens])
     return {"files": list(number), "groups": groups,
@@ -464,7 +465,7 @@ def dispatch_from_data(data: Any) -> Optional[TokenDispatch]:
     result = TokenDispatch()
     for class_name, index, tokens in data["groups"]:
         result.groups[(class_name, index)] = {
-            token: [ConditionGroup(cpp=cpp, words=words, where=where, kernels=kernels,
+            token: [ConditionGroup(cpp=cpp, forms=words, where=where, kernels=kernels,
                                    unreached=unreached, varying=varying,
                                    files=list(map(files.__getitem__, numbers)))
                     for cpp, words, where, kernels, unreached, varying, numbers in found]

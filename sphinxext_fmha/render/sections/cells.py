@@ -11,6 +11,7 @@ from ...model import (
     KernelType,
     natural,
 )
+from ...schema.token_dispatch import Condition
 from ..ir import (
     Block,
     Code,
@@ -20,6 +21,7 @@ from ..ir import (
     codes,
     join,
 )
+from .condition_words import condition_words
 
 #: Tables with more rows than this are folded into a dropdown.
 FOLD_ROWS = 8
@@ -94,9 +96,10 @@ def verified_text(flag: bool) -> str:
     return "verified with generate.py" if flag else "NOT verified"
 
 
-def condition_inlines(cpp: str, words: str) -> Inlines:
+def condition_inlines(cpp: str, form: Condition) -> Inlines:
     """A C++ condition, with its plain words only where they say more (:func:`words_say_more`)."""
     out: Inlines = [Code(cpp)]
+    words = condition_words(form)
     if words_say_more(cpp, words):
         out.append(" (%s)" % words)
     return out

@@ -62,7 +62,7 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
         for call in calls:
             item: Inlines = [Code(call["caller"]), " calls ", Code(call["callee"])]
             if call["when"]:
-                item += [" when ", *condition_inlines(call["when"], call["words"])]
+                item += [" when ", *condition_inlines(call["when"], call["form"])]
             elif callers.get(call["caller"]):
                 # (newest CK: v2 runs when the v3 call before it declined, r < 0)
                 item += [" when the calls before it have not returned"]
@@ -141,7 +141,7 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
         if len(found) > 1:
             rows: List[List[Inlines]] = []
             for c in found:
-                rows.append([condition_inlines(c["condition"], c["words"]), [str(c["count"])]])
+                rows.append([condition_inlines(c["condition"], c["form"]), [str(c["count"])]])
             table = Table(header=["Condition", "Launch calls"], rows=rows,
                           classes=["fmha-choices"], counts_after=None)
             blocks.extend(fold(["Sub-kernel choices: ", *partners, " (%d conditions)"

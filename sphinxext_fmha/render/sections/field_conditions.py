@@ -36,6 +36,7 @@ from .cells import (
     token_cell,
     words_say_more,
 )
+from .condition_words import condition_words
 
 #: a :class:`~sphinxext_fmha.model.ConditionGroup` (renderers read it as plain data)
 ConditionGroup = Any
@@ -87,10 +88,10 @@ def _cpp_text(group: ConditionGroup) -> str:
 
 def _telling_words(group: ConditionGroup) -> List[str]:
     """The plain words of the terms whose words say more than their C++."""
-    if len(group.words) != len(group.cpp):
-        whole = " and ".join(group.words)
-        return list(group.words) if words_say_more(_cpp_text(group), whole) else []
-    return [w for c, w in zip(group.cpp, group.words) if words_say_more(c, w)]
+    words = list(map(condition_words, group.forms))
+    if len(words) != len(group.cpp):
+        return words if words_say_more(_cpp_text(group), " and ".join(words)) else []
+    return [w for c, w in zip(group.cpp, words) if words_say_more(c, w)]
 
 
 def _condition_inlines(group: ConditionGroup) -> Inlines:
@@ -269,7 +270,7 @@ def shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
     if shared:
         blocks.append(Para(["Every dispatched ", Code(kernel_type.class_name),
                             " kernel also needs: ",
-                            *join([condition_inlines(cpp, words) for cpp, words in shared], "; "),
+                            *join([condition_inlines(cpp, form) for cpp, form in shared], "; "),
                             "."]))
     undetermined = dispatch.undetermined.get(kernel_type.class_name, [])
     if undetermined:

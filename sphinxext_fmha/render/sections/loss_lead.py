@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Sequence
 
 from ...model import token_list
 from ..ir import Code, Inlines, text_of
+from .condition_words import condition_words
 
 __all__ = ["MOST_WORDS", "loss_lead", "word_count"]
 
@@ -50,7 +51,7 @@ def loss_lead(facts: Dict[str, Any]) -> Inlines:
     return _sentence(dict(facts, served_by=[], elsewhere=[]), [])
 
 
-def _sentence(facts: Dict[str, Any], calls: List[str]) -> Inlines:
+def _sentence(facts: Dict[str, Any], calls: List[Any]) -> Inlines:
     count = int(facts.get("kernels") or 0)
     tail = " (%s)." % _kernels(count)
     if facts.get("not_needed"):
@@ -66,7 +67,7 @@ def _sentence(facts: Dict[str, Any], calls: List[str]) -> Inlines:
             + _tokens(facts["elsewhere"]) + ["."]
     who: Inlines = ["Calls with "]
     for number, term in enumerate(calls):
-        who += [" and " if number else "", Code(term)]
+        who += [" and " if number else "", Code(condition_words(term))]
     if not calls:
         who = ["Calls these kernels served"]
     lost, served, partly, unsettled = (int(facts.get(k) or 0) for k in

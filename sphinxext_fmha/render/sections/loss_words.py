@@ -5,15 +5,17 @@ takes, or why the API never launched them)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+import re
+from typing import Any, Dict, List, Mapping, Tuple
 
 from ...model import Decision, Recommendation, token_list
+from .condition_words import condition_words
 from .gloss import gloss_text
 from .never_run import never_run_text, never_run_texts
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
 from .set_notes import set_notes
 
-__all__ = ["fill_words", "loss_sentence", "loss_sentences"]
+__all__ = ["fill_words", "loss_sentence", "loss_sentences", "served_by"]
 
 
 def loss_sentences(decision: Decision) -> Dict[str, str]:
@@ -34,7 +36,7 @@ def loss_sentence(parts: Mapping[str, Any]) -> str:
         return ("%d kernels, each said under a dropped value a call asks for: %s"
                 % (parts["kernels"], token_list(parts["elsewhere"])))
     said: Dict[str, int] = {}  # clause -> kernels (the same words said once)
-    for clause in parts["clauses"]:
+    for clause in _merged(parts["clauses"]):
         text = _clause(clause)
         said[text] = said.get(text, 0) + clause["count"]
     head = "%d kernels not generated" % parts["kernels"]
@@ -51,8 +53,8 @@ def _clause(clause: Mapping[str, Any]) -> str:
         return ("whether a kept kernel takes their calls is not established (the API "
                 "dispatch file was not read)")
     if kind == "no_kernel":
-        return "ran calls (%s) that no kept kernel takes" % ("; ".join(clause["terms"])
-                                                            or "as named")
+        return "ran calls (%s) that no kept kernel takes" % (
+            "; ".join(map(condition_words, clause["terms"])) or "as named")
     if kind == "never":
         return "{are} never launched by the API (%s): no call loses them" % never_run_text(
             clause["why"])
@@ -64,6 +66,54 @@ def _clause(clause: Mapping[str, Any]) -> str:
         return ("{are} served by the kept %s variant for some of their calls; the others "
                 "find no kernel" % kept)
     return "{are} served by the kept %s variant" % kept
+
+
+_NUMBER = re.compile(r"\d+")
+#: a clause's kind -> (its stand-in, whether some calls find no kernel) in the key
+_KEYS: Dict[str, Tuple[Any, Tuple[str, ...]]] = {
+    "unread": (("?",), ()), "no_kernel": ((), ("lost",)), "partly": (None, ("lost",)),
+    "served": (None, ())}
+
+
+def _merged(clauses: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The clauses in words, most kernels first (the never launched ones last): those
+    that differ only in numbers (``hdim_q % 64`` / ``% 128``) said once, with the
+    numbers listed (``hdim_q % 64/128 == 0``)."""
+    merged: Dict[Tuple, List[Tuple[Tuple, Dict[str, Any]]]] = {}
+    for clause in clauses:
+        if clause["kind"] == "never":
+            continue
+        stand_in, lost = _KEYS[clause["kind"]]
+        key: Tuple[Tuple[str, ...], ...] = (
+            tuple(clause["stand_in"]) if stand_in is None else stand_in,
+            tuple(map(condition_words, clause["only"] if lost and stand_in is None else ())), lost)
+        shape = tuple(tuple(_NUMBER.sub("#", t) for t in part) for part in key)
+        merged.setdefault(shape, []).append((key, clause))
+    out = []
+    for shape, members in merged.items():
+        key = members[0][0]
+        if len(members) > 1:
+            key = tuple(tuple(_numbers_listed(template, [k[index][position] for k, _ in members])
+                              for position, template in enumerate(part))
+                        for index, part in enumerate(shape))
+        out.append((key, dict(members[0][1], count=sum(c["count"] for _, c in members),
+                               stand_in=list(key[0]), only=list(key[1]))))
+    return [clause for _, clause in sorted(out, key=lambda kv: (-kv[1]["count"], kv[0]))] + \
+        [clause for clause in clauses if clause["kind"] == "never"]
+
+
+def _numbers_listed(template: str, texts: List[str]) -> str:
+    numbers = [_NUMBER.findall(text) for text in texts]
+    pieces = template.split("#")
+    return pieces[0] + "".join("/".join(sorted({n[slot] for n in numbers}, key=int)) + piece
+                               for slot, piece in enumerate(pieces[1:]))
+
+
+def served_by(parts: Mapping[str, Any]) -> List[str]:
+    """The kept tokens that take the inputs of a loss's kernels (its first sentence)."""
+    return list(dict.fromkeys(token for clause in _merged(parts.get("clauses", []))
+                              if clause["kind"] in ("served", "partly")
+                              for token in clause["stand_in"]))
 
 
 def fill_words(recommendation: Recommendation) -> None:
@@ -80,3 +130,6 @@ def fill_words(recommendation: Recommendation) -> None:
     for decision in recommendation.decisions:
         decision.reason = decision_reason(decision)
         decision.losses = loss_sentences(decision)
+        for token, parts in decision.loss_parts.items():
+            if "clauses" in parts:
+                decision.loss_facts[token]["served_by"] = served_by(parts)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence
 
+from .condition_words import condition_words
+
 __all__ = ["dead_text", "never_run_text", "never_run_texts"]
 
 _NEVER_TRIED = {
@@ -14,6 +16,11 @@ _NEVER_TRIED = {
                       "condition admits between them, none alone",
     "returns_before_chain": "the statements before its chain return for every call it admits",
 }
+
+
+#: conditions longer than this are not named in a reason (one reason is said once for
+#: all the kernels that share it)
+_QUOTED = 80
 
 
 def dead_text(calls: Sequence[Mapping[str, str]], function: str) -> str:
@@ -33,15 +40,16 @@ def _why_text(why: Mapping[str, Any]) -> str:
     if kind == "returns_before":
         return "earlier statements of its function return for every call that reaches it"
     if kind == "never_holds":
-        terms = why["terms"]
+        terms = list(map(condition_words, why["terms"]))
         return "never holds: " + (
             "its conditions exclude each other" if not terms else
             "its term `%s` holds for no call" % terms[0] if len(terms) == 1 else
             "%s hold together for no call" % " and ".join(terms))
     if kind == "taken_by":
+        earlier, own = (condition_words(why[k]) for k in ("earlier", "own"))
         return "is never tried: " + (
             "an earlier branch of its if-else chain, `%s`, takes every call its condition "
-            "`%s` admits" % (why["earlier"], why["own"]) if "own" in why else
+            "`%s` admits" % (earlier, own) if max(len(earlier), len(own)) <= _QUOTED else
             "an earlier branch of its if-else chain takes every call its condition admits")
     return "is never tried: " + _NEVER_TRIED[kind]
 

@@ -23,7 +23,7 @@ from ..ir import (
 )
 from .cells import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
 from .loss_lead import loss_lead
-from .loss_words import loss_sentences
+from .loss_words import loss_sentences, served_by
 from .never_run import never_run_texts
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
 from .set_notes import set_notes
@@ -203,7 +203,8 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
             name.append(")")
             facts = decision.loss_facts.get(token)
             if facts:
-                items.append(name + [": ", *loss_lead(facts)])
+                parts = decision.loss_parts.get(token, {})
+                items.append(name + [": ", *loss_lead(dict(facts, served_by=served_by(parts)))])
                 if loss:
                     details.append(name + [": " + loss])
             else:

@@ -1,4 +1,5 @@
-"""Dispatcher conditions in plain words (``t.has_lse == true`` -> ``has_lse``)."""
+"""Dispatcher conditions as data (``t.has_lse == true`` -> ``"has_lse"``), worded in
+:mod:`sphinxext_fmha.render.sections.condition_words`."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import functools
 import re
 from typing import List
 
+from ..schema.token_dispatch import Condition
 from .lexing import _WS_RE, match_paren
 from .masking import strip_comments
 
-__all__ = ["describe_condition", "split_top", "strip_parens"]
+__all__ = ["condition_form", "split_top", "strip_parens"]
 
 
 def _word_at(text: str, i: int, word: str) -> bool:
@@ -99,87 +101,76 @@ _TRUE_COMMENT_RE = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
 _COMPARE_STR_RE = re.compile(r'^([\w.]+)\.compare\(\s*("[^"]*")\s*\)\s*==\s*0$')
 _COMPARE_PREFIX_RE = re.compile(r'^([\w.]+)\.compare\(\s*0\s*,\s*\d+\s*,\s*("[^"]*")\s*\)\s*==\s*0$')
 _BOOL_CMP_RE = re.compile(r"^(.+?)\s*==\s*(true|false)$")
+_SIMPLE_CMP_RE = re.compile(r"^([\w.:]+) (==|!=) ([\w.:]+)$")
 
-
-#: ``||`` and ``&&``: the C++ operator, its word, the part that decides the whole
+#: ``||`` and ``&&``: the C++ operator, its tag, the part that decides the whole
 #: (absorbing) and the part that drops out (identity), tried outermost first
-_JUNCTIONS = (("||", "or", "always", "never"), ("&&", "and", "never", "always"))
+_JUNCTIONS = (("||", "or", True, False), ("&&", "and", False, True))
 
 
-def _describe(expr: str) -> str:
+def _form(expr: str) -> Condition:
     expr = strip_parens(expr)
-    for op, word, absorbing, identity in _JUNCTIONS:
+    for op, tag, absorbing, identity in _JUNCTIONS:
         pieces = split_top(expr, op)
         if len(pieces) == 1:
             continue
-        parts = [_describe(p) for p in pieces]
-        if absorbing in parts:
+        parts = [_form(p) for p in pieces]
+        if any(p is absorbing for p in parts):
             return absorbing
-        parts = [p for p in parts if p != identity]
-        if not parts:
-            return identity
-        other = " and " if word == "or" else " or "  # the other junction is bracketed
-        return (" %s " % word).join(f"({p})" if other in p else p for p in parts)
-    return _describe_atom(expr)
+        parts = [p for p in parts if p is not identity]
+        if len(parts) == 1 and isinstance(parts[0], str) and (
+                " and " if tag == "or" else " or ") not in parts[0]:
+            return parts[0]  # (a lone part its words would bracket stays a junction)
+        return (tag, *parts) if parts else identity
+    return _atom(expr)
 
 
-_SIMPLE_CMP_RE = re.compile(r"^([\w.:]+) (==|!=) ([\w.:]+)$")
-
-
-def _negate(text: str) -> str:
-    if text == "always":
-        return "never"
-    if text == "never":
-        return "always"
-    m = _SIMPLE_CMP_RE.match(text)
+def _negate(form: Condition) -> Condition:
+    if isinstance(form, bool):
+        return not form
+    m = _SIMPLE_CMP_RE.match(form) if isinstance(form, str) else None
     if m:  # not (x != y) -> x == y
         return f"{m.group(1)} {'!=' if m.group(2) == '==' else '=='} {m.group(3)}"
-    return f"not ({text})" if " " in text else f"not {text}"
+    return ("not", form)
 
 
-def _describe_atom(expr: str) -> str:
+def _atom(expr: str) -> Condition:
     expr = strip_parens(expr)
-    if expr == "true":
-        return "always"
-    if expr == "false":
-        return "never"
+    if expr in ("true", "false"):
+        return expr == "true"
     if expr.startswith("!") and not expr.startswith("!="):
-        return _negate(_describe(expr[1:]))
+        return _negate(_form(expr[1:]))
     m = _COMPARE_STR_RE.match(expr)
     if m:
         return f"{m.group(1)} == {m.group(2)}"
     m = _COMPARE_PREFIX_RE.match(expr)
     if m:
-        return f"{m.group(1)} starts with {m.group(2)}"
+        return ("starts", m.group(1), m.group(2))
     m = _BOOL_CMP_RE.match(expr)
     if m and split_top(m.group(1), "==") == [m.group(1).strip()]:
-        subject = _describe_atom(m.group(1))
-        if m.group(2) == "true":
-            return subject
-        return _negate(subject)
+        subject = _atom(m.group(1))
+        return subject if m.group(2) == "true" else _negate(subject)
     if len(split_top(expr, "||")) > 1 or len(split_top(expr, "&&")) > 1:
-        return _describe(expr)
+        return _form(expr)
     return expr
 
 
 # Pure and called for every term of every dispatch branch (hundreds of thousands of
 # calls for a few thousand distinct conditions on a large bwd API file).
 @functools.lru_cache(maxsize=65536)
-def describe_condition(cond: str) -> str:
-    """A readable form of a dispatcher condition.
+def condition_form(cond: str) -> Condition:
+    """A dispatcher condition as data (:data:`~sphinxext_fmha.schema.token_dispatch.
+    Condition`).
 
-    ``t.``/``a.`` prefixes go; ``true /*...*/`` (a check the generator disabled)
-    and ``(true)`` terms of a conjunction read as "always"; ``x == true`` ->
-    ``x``, ``x == false`` -> ``not x``; ``s.compare("fp16") == 0`` ->
-    ``s == "fp16"``; ``s.compare(0, 6, "gfx950") == 0`` -> ``s starts with
-    "gfx950"``; ``&&``/``||``/``!`` -> and/or/not.  Other terms are kept
-    verbatim (blanks squeezed); nothing is inferred.
+    ``t.``/``a.`` prefixes go; ``true /*...*/`` (a check the generator disabled) and
+    ``(true)`` terms of a conjunction are True; ``x == true`` -> ``x``, ``x == false``
+    -> not ``x``; ``s.compare("fp16") == 0`` -> ``s == "fp16"``; ``s.compare(0, 6,
+    "gfx950") == 0`` -> ``("starts", "s", '"gfx950"')``; ``&&``/``||``/``!`` -> and/or/
+    not.  Other terms are kept verbatim (blanks squeezed); nothing is inferred.
     """
     text = _TRUE_COMMENT_RE.sub("true", cond)
     text = strip_comments(text)
     text = _WS_RE.sub(" ", text).strip()
     if not text:
-        return "always"
-    text = re.sub(r"(?<![\w.])[ta]\.(?=[A-Za-z_])", "", text)
-    return _describe(text)
-
+        return True
+    return _form(re.sub(r"(?<![\w.])[ta]\.(?=[A-Za-z_])", "", text))
