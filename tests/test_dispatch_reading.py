@@ -19,6 +19,7 @@ from sphinxext_fmha.cppapi.entry_points import read_entry_points
 from sphinxext_fmha.cppapi.link_check import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.render.sections.never_run import never_run_text, never_run_texts
+from sphinxext_fmha.render.sections.rules import receipt_reading
 from sphinxext_fmha.session import Options, Session
 
 from helpers.analysis_fixtures import cached_write
@@ -353,7 +354,8 @@ def test_rule_object_receipts():
     assert "kernel_ctx.pipeline.F_bias in ['no', 'alibi']" in by_value["2"].conditions
     assert "problem_ctx.hdim == 128 (when problem_ctx.dtype == 'fp8bf16')" in by_value["2"].conditions
     assert by_value["101"].conditions == ["problem_ctx.mode == 'batch'"]
-    assert by_value["other"].label == "Default" and "other than 2, 100, 101" in by_value["other"].reading
+    assert by_value["other"].label == "Default" and "other than 2, 100, 101" in receipt_reading(
+        by_value["other"])
 
 
 # --------------------------------------------------------------------------- synthetic trees
@@ -444,7 +446,7 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     root = synthetic_tree("rule_receipts")
     session = Session(root, cache_dir=tmp_path / "cache")
     receipts = {r.value: r for r in session.model("toy").receipts}
-    assert "not referenced" not in receipts["2"].reading
+    assert "not referenced" not in receipt_reading(receipts["2"])
     assert "mode == 'batch'" in receipts["2"].conditions
     assert receipts["3"].conditions == ["pipeline.F_lse == 'f'"]
     assert receipts["other"].label == "Default"

@@ -173,18 +173,6 @@ def observe_also(
     return hit if hit is not None and ("listing" in hit or "error" in hit) else None
 
 
-def also_listing_running(fmha_dir: Path, argv: List[str], also_list: List[str], *,
-                         python: Optional[str] = None,
-                         cache: Optional[DiskCache] = None,
-                         inputs: Optional[TreeState] = None) -> bool:
-    """Whether a probe of this process is still making the other listing that
-    :func:`observe_also` would wait for."""
-    key = _probe_key(fmha_dir, argv, python or sys.executable, also_list, inputs)
-    with _MEMO_LOCK:
-        pending = _ALSO.get(_memo_key(cache, key))
-    return pending is not None and not pending.done()
-
-
 def _also_key(key: str) -> str:
     return DiskCache.key_for("probe-also", key)
 

@@ -18,7 +18,8 @@ predicate (``Product(name="PyTorch integration", rule=fit)``, ``CompatibilityRul
 :func:`rule_object_receipts` reads such functions from a module's AST: which receipt
 values each branch selects, the label (the object's ``name=`` or the comment above the
 branch), and what the predicate keeps (its ``cond = ...``/``cond &= ...``/``return``
-terms, with guards).  Pure: an AST in, :class:`~sphinxext_fmha.model.Receipt` out.
+terms, with guards), as source text (``render/sections/rules.py`` words it). Pure:
+an AST in, :class:`~sphinxext_fmha.model.Receipt` out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import ast
 from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from ..model import Receipt
-from .python_conditions import read_condition
 
 __all__ = ["rule_object_receipts"]
 
@@ -65,20 +65,15 @@ def _values(test: ast.AST, name: str) -> Optional[List[str]]:
     return None
 
 
-def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[str]]:
-    """(source terms, readings) of a predicate's body: what it keeps."""
+def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
+    """(source terms, [condition, guard] each) of a predicate's body: what it keeps."""
     terms: List[str] = []
-    readings: List[str] = []
+    keeps: List[List[str]] = []
     accumulators: Set[str] = set()
 
     def add(expr: ast.AST, guard: Optional[ast.AST]) -> None:
-        text = ast.unparse(expr)
-        reading = read_condition(expr)
-        if guard is not None:
-            text += " (when %s)" % ast.unparse(guard)
-            reading += " when %s" % read_condition(guard)
-        terms.append(text)
-        readings.append(reading)
+        keeps.append([ast.unparse(expr), ast.unparse(guard) if guard is not None else ""])
+        terms.append(keeps[-1][0] + (" (when %s)" % keeps[-1][1] if guard is not None else ""))
 
     def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.AST]) -> None:
         for stmt in stmts:
@@ -97,7 +92,7 @@ def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[str]]:
                 add(stmt.value, guard)
 
     visit(body, None)
-    return terms, readings
+    return terms, keeps
 
 
 def _label(branch: Sequence[ast.stmt]) -> str:
@@ -123,7 +118,7 @@ def _is_rule_branch(branch: Sequence[ast.stmt]) -> bool:
         for s in branch))
 
 
-def _predicate(branch: Sequence[ast.stmt]) -> Tuple[List[str], List[str]]:
+def _predicate(branch: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
     for stmt in branch:
         if isinstance(stmt, ast.FunctionDef):
             return _rule_terms(stmt.body)
@@ -163,28 +158,22 @@ def _chain(head: ast.If, name: str, function: str, label_for: Callable[[str], st
         values = _values(current.test, name)
         if values is None or not _is_rule_branch(current.body):
             return out
-        terms, readings = _predicate(current.body)
+        terms, keeps = _predicate(current.body)
         label = _label(current.body) or comment_above(current.lineno)
         for value in values:
             seen.append(value)
-            out.append(Receipt(
-                value=value, label=label_for(value) or label, conditions=terms,
-                reading="receipt %s (%s): %s (rule object returned by %s)" % (
-                    value, label, "keeps only kernels where " + "; ".join(readings)
-                    if readings else "no restriction", function),
-                where=where(current)))
+            out.append(Receipt(value=value, label=label_for(value) or label, conditions=terms,
+                               where=where(current), kind="rule", function=function,
+                               rule_name=label, keeps=keeps))
         orelse = current.orelse
         if len(orelse) == 1 and isinstance(orelse[0], ast.If):
             current = orelse[0]
             continue
         if orelse and _is_rule_branch(orelse):
-            terms, readings = _predicate(orelse)
+            terms, keeps = _predicate(orelse)
             label = _label(orelse) or comment_above(orelse[0].lineno)
-            out.append(Receipt(
-                value="other", label=label, conditions=terms,
-                reading="any receipt other than %s (%s): %s (rule object returned by %s)" % (
-                    ", ".join(dict.fromkeys(seen)), label, "keeps only kernels where "
-                    + "; ".join(readings) if readings else "no restriction", function),
-                where=where(orelse[0])))
+            out.append(Receipt(value="other", label=label, conditions=terms,
+                               where=where(orelse[0]), kind="rule-other", function=function,
+                               rule_name=label, keeps=keeps, before=list(dict.fromkeys(seen))))
         current = None
     return out

@@ -9,7 +9,6 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap, Receipt
 from ..pyparse import fold_str, parse_module, walk_no_nested
-from ..python_conditions import read_condition
 from ..rule_receipts import rule_object_receipts
 from .astutil import (
     function_params,
@@ -52,42 +51,43 @@ def collect_receipts(ctx: Context) -> None:
             while cur is not None:
                 values, others = _receipt_values(ctx, cur.test)
                 chain_values.extend(values)
-                conditions, readings, effects, _ = _branch_conditions(ctx, cur.body)
-                extra = ""
-                if others:
-                    extra = " and ".join(ctx.seg(o) for o in others)
-                if len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue):
+                conditions, keeps, drops, effects = _branch_conditions(ctx, cur.body)
+                extra = " and ".join(ctx.seg(o) for o in others)
+                when = [ctx.seg(o) for o in others]
+                skips = len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue)
+                if skips:
                     # ``if receipt == N and <cond>: continue``: a drop rule
                     conditions = [f"not ({extra})"] if extra else ["drops every kernel"]
-                    readings = ["drops kernels where " + " and ".join(read_condition(o) for o in others)
-                                if others else "drops every kernel"]
-                    effects, others, extra = [], [], ""
+                    effects, extra = [], ""
                 comment = " ".join(ctx.pm.comments_above(cur.lineno)) or \
                     " ".join(ctx.pm.comments_above(cur.body[0].lineno))
+                # the module's own words for its branch first: generate.py's help names a
+                # receipt for every API at once (batch_prefill's 200 is
+                # "Aiter(mha_batch_prefill)" here, "Aiter(mha_varlen_fwd)" there); a
+                # branch of several receipts (2 and 3) has one comment for them all, and
+                # each is named by the help where it names it
                 for v in values or ["?"]:
                     referenced.add(v)
-                    ctx.facts.receipts.append(_make_receipt(ctx,
-                        v, labels, comment, conditions, readings, effects, extra, others, label, cur,
-                        shared=len(values) > 1))
+                    help_label = _label_for(v, labels)
+                    ctx.facts.receipts.append(Receipt(
+                        value=v, label=(help_label or comment) if len(values) > 1
+                        else (comment or help_label),
+                        conditions=([f"(only when {extra})"] if extra else []) + conditions,
+                        where=ctx.where(cur), function=label, keeps=keeps, drops=drops,
+                        effects=effects, when=when, skips=skips))
                 if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) \
                         and mentions(cur.orelse[0].test, ctx.receipt_names):
                     cur = cur.orelse[0]
                     continue
                 if cur.orelse:
-                    conditions, readings, effects, _ = _branch_conditions(ctx, cur.orelse)
+                    conditions, keeps, drops, effects = _branch_conditions(ctx, cur.orelse)
                     first = cur.orelse[0]
-                    comment = " ".join(ctx.pm.comments_above(first.lineno))
-                    if not comment:
-                        comment = ctx.pm.comment_at(first.lineno)
-                    others_txt = ", ".join(dict.fromkeys(chain_values))
-                    reading_head = f"any receipt other than {others_txt}"
-                    body = "; ".join(readings) or (
-                        "runs " + "; ".join(effects) if effects else "no restriction")
+                    comment = " ".join(ctx.pm.comments_above(first.lineno)) \
+                        or ctx.pm.comment_at(first.lineno)
                     ctx.facts.receipts.append(Receipt(
-                        value="other", label=comment,
-                        conditions=conditions,
-                        reading=f"{reading_head}: {body} (in {label})",
-                        where=ctx.where(first)))
+                        value="other", label=comment, conditions=conditions,
+                        where=ctx.where(first), kind="other", function=label, keeps=keeps,
+                        drops=drops, effects=effects, before=list(dict.fromkeys(chain_values))))
                 cur = None
     # receipts defined as rule objects (``get_product(receipt)``), see rule_receipts
     for receipt in rule_object_receipts(
@@ -100,26 +100,18 @@ def collect_receipts(ctx: Context) -> None:
         if lo != hi:
             if not any(_overlaps(v, lo, hi) for v in referenced):
                 ctx.facts.receipts.append(Receipt(
-                    value=f"{lo}-{hi}", label=text, conditions=[],
-                    reading="no value of this range is referenced in this module: only "
-                            "conditions that apply to every receipt", where=where))
+                    value=f"{lo}-{hi}", label=text, where=where, kind="unreferenced"))
                 continue
             # a range the help names whose values the module tests only some of
             # (batch_prefill tests receipt == 100 of 100-199: -r 101 filters nothing)
-            tested = sorted((v for v in referenced if _overlaps(v, lo, hi)), key=_first_value)
             for low, high in _untested(lo, hi, referenced):
                 ctx.facts.receipts.append(Receipt(
                     value=str(low) if low == high else f"{low}-{high}", label=text,
-                    conditions=[],
-                    reading="not referenced in this module (of %d-%d it tests %s): only "
-                            "conditions that apply to every receipt" % (lo, hi, ", ".join(tested)),
-                    where=where))
+                    where=where, kind="unreferenced"))
             continue
         if str(lo) not in referenced:
-            ctx.facts.receipts.append(Receipt(
-                value=str(lo), label=text, conditions=[],
-                reading="not referenced in this module: only conditions that apply to every receipt",
-                where=where))
+            ctx.facts.receipts.append(Receipt(value=str(lo), label=text, where=where,
+                                              kind="unreferenced"))
 
 
 def _bounds(value: str, lo: int, hi: int) -> Optional[Tuple[int, int]]:
@@ -129,11 +121,6 @@ def _bounds(value: str, lo: int, hi: int) -> Optional[Tuple[int, int]]:
     if m:
         return (int(m.group(1)) if m.group(1) else lo, int(m.group(2)) if m.group(2) else hi)
     return (int(value), int(value)) if value.isdigit() else None
-
-
-def _first_value(value: str) -> int:
-    bounds = _bounds(value, 0, 0)
-    return bounds[0] if bounds else 0
 
 
 def _untested(lo: int, hi: int, referenced: Set[str]) -> List[Tuple[int, int]]:
@@ -260,15 +247,18 @@ def _receipt_values(ctx: Context, test: ast.AST) -> Tuple[List[str], List[ast.AS
     return values, others
 
 
-def _branch_conditions(ctx: Context,
-                       body: Sequence[ast.stmt]) -> Tuple[List[str], List[str], List[str], List[str]]:
-    """(keep conditions, drop conditions, keep readings + drop readings, effects)."""
+def _branch_conditions(ctx: Context, body: Sequence[ast.stmt]
+                       ) -> Tuple[List[str], List[List[str]], List[List[str]], List[str]]:
+    """(conditions as source, what it keeps and drops as [condition, guard], effects)."""
     keep: List[str] = []
-    keep_read: List[str] = []
     drop: List[str] = []
-    drop_read: List[str] = []
+    keeps: List[List[str]] = []
+    drops: List[List[str]] = []
     effects: List[str] = []
     cond_vars: Set[str] = set()
+
+    def term(expr: ast.AST, guard: Optional[ast.AST]) -> List[str]:
+        return [ctx.seg(expr), ctx.seg(guard) if guard is not None else ""]
 
     def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.expr]) -> None:
         for s in stmts:
@@ -290,10 +280,7 @@ def _branch_conditions(ctx: Context,
                     if guard is not None:
                         text = f"{text} (when {ctx.seg(guard)})"
                     drop.append(f"not ({text})")
-                    rd = read_condition(t)
-                    if guard is not None:
-                        rd += f" when {read_condition(guard)}"
-                    drop_read.append(rd)
+                    drops.append(term(t, guard))
                 else:
                     g = s.test if guard is None else ast.BoolOp(op=ast.And(), values=[guard, s.test])
                     visit(s.body, g)
@@ -308,43 +295,8 @@ def _branch_conditions(ctx: Context,
                 effects.append(ctx.seg(s))
 
     def add_keep(expr: ast.AST, guard: Optional[ast.AST]) -> None:
-        text = ctx.seg(expr)
-        rd = read_condition(expr)
-        if guard is not None:
-            text = f"{text} (when {ctx.seg(guard)})"
-            rd = f"{rd} when {read_condition(guard)}"
-        keep.append(text)
-        keep_read.append(rd)
+        keeps.append(term(expr, guard))
+        keep.append(f"{keeps[-1][0]} (when {keeps[-1][1]})" if guard is not None else keeps[-1][0])
 
     visit(body, None)
-    conditions = keep + drop
-    readings: List[str] = []
-    if keep_read:
-        readings.append("keeps only kernels where " + "; ".join(keep_read))
-    if drop_read:
-        readings.append("drops kernels where " + "; ".join(drop_read))
-    return conditions, readings, effects, []
-
-
-def _make_receipt(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]], comment: str,
-                  conditions: List[str], readings: List[str], effects: List[str], extra: str,
-                  others: List[ast.AST], fn_label: str, node: ast.If, shared: bool = False
-                  ) -> Receipt:
-    # the module's own words for its branch first: generate.py's help names a receipt
-    # for every API at once (batch_prefill's 200 is "Aiter(mha_batch_prefill)" here,
-    # "Aiter(mha_varlen_fwd)" there); a branch of several receipts (2 and 3) has one
-    # comment for them all, and each is named by the help where it names it
-    help_label = _label_for(value, labels)
-    label = (help_label or comment) if shared else (comment or help_label)
-    parts = list(readings)
-    if effects:
-        parts.append("runs " + "; ".join(effects))
-    reading = f"receipt {value}"
-    if others:
-        reading += " when " + " and ".join(read_condition(o) for o in others)
-    reading += ": " + ("; ".join(parts) if parts else "no restriction")
-    reading += f" (in {fn_label})"
-    conds = list(conditions)
-    if extra:
-        conds = [f"(only when {extra})"] + conds
-    return Receipt(value=value, label=label, conditions=conds, reading=reading, where=ctx.where(node))
+    return keep + drop, keeps, drops, effects

@@ -9,7 +9,6 @@ from typing import List, Optional, Sequence, Set, Tuple
 
 from ...model import SkipCondition
 from ..pyparse import fold_str, segment, walk_no_nested
-from ..python_conditions import read_condition
 from .astutil import (
     FUNC,
     function_params,
@@ -25,7 +24,7 @@ __all__ = ["collect_skip_conditions"]
 
 def collect_skip_conditions(ctx: Context) -> None:
     """Record the conditions that skip kernels (``facts.skip_conditions``: the source
-    of each; the words only for an assertion, whose message says why).
+    of each, and an assertion's message, which says why).
 
     Filter and receipt conditions are left to their own collectors.
     """
@@ -47,7 +46,7 @@ def collect_skip_conditions(ctx: Context) -> None:
                     continue
                 chain = _if_chain(ctx, n, loop)
                 if not chain:
-                    ctx.facts.skip_conditions.append(SkipCondition("", "", ctx.where(n), "continue"))
+                    ctx.facts.skip_conditions.append(SkipCondition("", ctx.where(n), "continue"))
                     continue
                 tests = [t.test for t, _ in chain]
                 if any(is_fnmatch_call(x, ctx.fnmatch_names) for t in tests for x in ast.walk(t)):
@@ -71,12 +70,11 @@ def collect_skip_conditions(ctx: Context) -> None:
                 if key in seen:
                     continue
                 seen.add(key)
-                ctx.facts.skip_conditions.append(SkipCondition(source, "", where, kind))
+                ctx.facts.skip_conditions.append(SkipCondition(source, where, kind))
             elif isinstance(n, ast.Assert) and _innermost_loop(ctx, n, fn) is not None:
-                text = ctx.seg(n.test)
                 msg = fold_str(n.msg) if n.msg is not None else None
-                reading = "requires " + read_condition(n.test) + (f" ({msg})" if msg else "")
-                ctx.facts.skip_conditions.append(SkipCondition(text, reading, ctx.where(n), "assert"))
+                ctx.facts.skip_conditions.append(SkipCondition(
+                    ctx.seg(n.test), ctx.where(n), "assert", msg or ""))
     _collect_rules(ctx)
     _collect_dispatch_skips(ctx)
 
@@ -143,7 +141,7 @@ def _collect_rules(ctx: Context) -> None:
             if rets:
                 parts.append(f"{s.name}: " + " | ".join(segment(pm, r) for r in rets))
         ctx.facts.skip_conditions.append(SkipCondition(
-            "; ".join(parts) or info.name, "", info.defined_at, "rule"))
+            "; ".join(parts) or info.name, info.defined_at, "rule"))
 
 
 def _collect_dispatch_skips(ctx: Context) -> None:
@@ -161,4 +159,4 @@ def _collect_dispatch_skips(ctx: Context) -> None:
                     continue
                 source = _combined(ctx, [(t.test, pos) for t, pos in chain])
                 ctx.facts.skip_conditions.append(SkipCondition(
-                    source, "", ctx.where(chain[-1][0]), "dispatch"))
+                    source, ctx.where(chain[-1][0]), "dispatch"))
