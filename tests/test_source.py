@@ -126,8 +126,6 @@ def test_tile_class_fields_and_comments(corpus_root):
     comments = {x.name: x.comment for x in tile.fields}
     assert comments["F_bm0"] == "tile size along q seqlen (block size)"
     assert comments["F_occupancy"].startswith("occupancy, -1 will let pipeline decide")
-    assert tile.optional_parts == ['("" if self.F_occupancy == -1 else f"_o{self.F_occupancy}")'] or \
-        tile.optional_parts == ['"" if self.F_occupancy == -1 else f"_o{self.F_occupancy}"']
     assert "def name" in tile.name_source
     assert tile.defined_at == "codegen/ops/fmha_fwd.py:288"
 
@@ -140,13 +138,6 @@ def test_tile_imported_from_other_ops_module(corpus_root):
     arch = next(c for c in f.classes if c.name == "ArchTrait")
     assert arch.imported_from == "codegen/arch.py" and arch.is_dataclass
     assert [x.name for x in arch.fields][:2] == ["name", "preprocessor_check"]
-
-
-def test_bwd_tile_maxq_suffix(corpus_root):
-    f = facts_of(corpus_root, AITER, "bwd")
-    tile = f.tiles[0]
-    assert tile.class_name == "FmhaBwdDQDKDVTileSize"
-    assert any("maxq" in p and "max_seq_q" in p for p in tile.optional_parts)
 
 
 def test_kernel_classes_non_frozen(corpus_root):
@@ -518,8 +509,6 @@ def test_synthetic_classes_tiles_and_maps(demo_dir):
     assert [(x.name, x.comment) for x in tile.fields] == [
         ("m_rows", "rows handled per block"), ("n_cols", "columns handled per block"),
         ("waves", "waves per block, -1 = auto")]
-    assert tile.optional_parts == ['("" if self.waves == -1 else f"_w{self.waves}")'] or \
-        tile.optional_parts == ['"" if self.waves == -1 else f"_w{self.waves}"']
     assert f.symbol_maps["pick_map"].branches == {"alpha": {"x": "X"}, "beta": {"x": "Y", "z": "Z"}}
     uses = {(u.owner, u.path, u.map) for u in f.map_uses}
     assert ("DemoKernel", "k_seqpad", "FLAG_MAP") in uses

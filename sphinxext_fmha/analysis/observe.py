@@ -53,16 +53,6 @@ def _probe_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _pack_text(text: bytes) -> dict:
-    """The cache entry of a result: its JSON text (the probe's own output: the same
-    data, not serialised a second time)."""
-    return {"json": text}
-
-
-def _unpack(entry: dict) -> dict:
-    return read_result(entry["json"])
-
-
 def read_result(text: bytes) -> dict:
     """The probe's result from the JSON text it wrote (see ``json_bytes`` in the probe
     script; read as bytes, not decoded first): the record fields it wrote once per
@@ -127,7 +117,7 @@ def observe(
     hit = cache.get(key)
     if hit is not None:
         try:
-            result = _unpack(hit)
+            result = read_result(hit["json"])  # the probe's own JSON text
         except (KeyError, TypeError, ValueError):
             result = None
     if result is None:
@@ -136,7 +126,7 @@ def observe(
 
         result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
                                   memo_key, keep_also, cache.code_store_path(fmha_dir, python))
-        cache.put(key, _pack_text(text), inputs)
+        cache.put(key, {"json": text}, inputs)
         if not cache.has(key):  # the tree changed meanwhile: this result is nobody else's
             with _MEMO_LOCK:
                 _ALSO.pop(memo_key, None)

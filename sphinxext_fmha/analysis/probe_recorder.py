@@ -120,66 +120,33 @@ class Recorder:
                     os.path.join(self.fmha_dir, "codegen"))]
 
     def _recording_property(self, prop):
-        recorder = self
-
-        @functools.wraps(prop.fget)
-        def fget(obj):
-            if id(obj) not in recorder.seen_ids:
-                recorder.seen_ids.add(id(obj))
-                recorder.objects.append(obj)
-            return prop.fget(obj)
-
-        fget._fmha_probe = True
-        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+        def seen(obj, _value):
+            if id(obj) not in self.seen_ids:
+                self.seen_ids.add(id(obj))
+                self.objects.append(obj)
+        return _watched(prop, seen)
 
     def _naming_property(self, prop):
-        recorder = self
-
-        @functools.wraps(prop.fget)
-        def fget(obj):
-            value = prop.fget(obj)
-            recorder.last_named = (value, obj)
-            return value
-
-        fget._fmha_probe = True
-        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+        def named(obj, value):
+            self.last_named = (value, obj)
+        return _watched(prop, named)
 
     def file_of(self, name):
         """The file of the kernel object whose name was just computed, if it is ``name``."""
         last = self.last_named
-        if last is None or last[0] != name:
-            return None
-        getter = self.filename_getters.get(type(last[1]))
-        try:
-            return getter(last[1]) if getter is not None else None
-        except Exception:  # noqa: BLE001 - no file: the call is matched by name
-            return None
+        return kernel_file(self, last[1]) if last is not None and last[0] == name else None
 
     def _making_init(self, init):
         """A kernel object made while :attr:`events` are recorded is one event."""
-        recorder = self
-
-        @functools.wraps(init)
-        def wrapped(obj, *args, **kwargs):
-            init(obj, *args, **kwargs)
-            if recorder.events is not None:
-                recorder.events.append(obj)
-
-        wrapped._fmha_probe = True
-        return wrapped
+        def made(obj):
+            if self.events is not None:
+                self.events.append(obj)
+        return _after_init(init, made)
 
     def _recording_init(self, init):
         """Instances of classes with an ``api`` property are the API pools that write
         mode renders into the dispatch file."""
-        recorder = self
-
-        @functools.wraps(init)
-        def wrapped(obj, *args, **kwargs):
-            init(obj, *args, **kwargs)
-            recorder.pools.append(obj)
-
-        wrapped._fmha_probe = True
-        return wrapped
+        return _after_init(init, self.pools.append)
 
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
@@ -195,6 +162,29 @@ class Recorder:
         # Let the first calls pass so every filter part is seen once per trait, then
         # refuse everything: nothing more is registered and slow APIs end early.
         return calls < self.pass_first
+
+
+def _watched(prop, after):
+    """``prop`` with ``after(obj, value)`` called after each read of it."""
+    @functools.wraps(prop.fget)
+    def fget(obj):
+        value = prop.fget(obj)
+        after(obj, value)
+        return value
+
+    fget._fmha_probe = True
+    return property(fget, prop.fset, prop.fdel, prop.__doc__)
+
+
+def _after_init(init, after):
+    """``init`` with ``after(obj)`` called once it has returned."""
+    @functools.wraps(init)
+    def wrapped(obj, *args, **kwargs):
+        init(obj, *args, **kwargs)
+        after(obj)
+
+    wrapped._fmha_probe = True
+    return wrapped
 
 
 def process_state(fmha_dir):

@@ -282,14 +282,10 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     if not write and len(own) == 1 and len(api_names) == 1 and complete:
         texts = kernel_texts(kernels)
     if texts is not None:
-        texts = dict(sorted(texts))
-        api_text = own[0].api
+        texts, api_text = dict(sorted(texts)), own[0].api
         # the bytes write mode writes: write_text of these very texts
-        return {"how": "pool", "api_file": api_names[0], "text": api_text,
-                "kernel_traits": dict(zip(texts, _fork.keys_of(trait_key, list(texts.values())))),
-                "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
-                "kernel_bytes": {f: written_size(t) for f, t in texts.items()},
-                "api_bytes": written_size(api_text)}
+        return _dispatch("pool", api_names[0], api_text, texts, trait_key,
+                         {f: written_size(t) for f, t in texts.items()}, written_size(api_text))
     with tempfile.TemporaryDirectory(prefix="fmha-probe-write-") as tmp:
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
@@ -308,10 +304,15 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
         return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
     text = found.pop(api_names[0])
     found = dict(sorted(found.items()))
-    return {"how": "write", "api_file": api_names[0], "text": text,
-            "kernel_traits": dict(zip(found, _fork.keys_of(trait_key, list(found.values())))),
-            "kernel_sha": {f: text_sha(t) for f, t in found.items()},
-            "kernel_bytes": {f: sizes[f] for f in found}, "api_bytes": sizes[api_names[0]]}
+    return _dispatch("write", api_names[0], text, found, trait_key,
+                     {f: sizes[f] for f in found}, sizes[api_names[0]])
+
+
+def _dispatch(how, api_file, text, texts, trait_key, kernel_bytes, api_bytes):
+    return {"how": how, "api_file": api_file, "text": text,
+            "kernel_traits": dict(zip(texts, _fork.keys_of(trait_key, list(texts.values())))),
+            "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
+            "kernel_bytes": kernel_bytes, "api_bytes": api_bytes}
 
 
 def written_size(text):

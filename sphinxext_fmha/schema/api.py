@@ -156,9 +156,6 @@ class ApiModel:
     factories: List[Factory] = field(default_factory=list)
     #: How ``-f`` filters this API.
     filter: FilterSpec = field(default_factory=FilterSpec)
-    #: How the codegen enumerates kernels: ``functions``, ``products`` (the loops),
-    #: ``dedup`` (how duplicates are handled).
-    enumeration: Dict[str, Any] = field(default_factory=dict)
     #: Conditions that leave combinations out.
     skip_conditions: List[SkipCondition] = field(default_factory=list)
     #: What each ``-r`` value keeps.

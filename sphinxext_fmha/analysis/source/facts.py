@@ -25,7 +25,6 @@ __all__ = [
 class ClassField:
     name: str
     annotation: str = ""
-    default: str = ""
     comment: str = ""
     line: int = 0
 
@@ -34,9 +33,7 @@ class ClassField:
 class ClassInfo:
     name: str
     defined_at: str = ""
-    module: str = ""
     imported_from: str = ""
-    bases: List[str] = field(default_factory=list)
     is_dataclass: bool = False
     fields: List[ClassField] = field(default_factory=list)
     name_source: str = ""
