@@ -198,17 +198,12 @@ def process_state(fmha_dir):
 
 
 def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
-    """``generate.py argv -l`` run here as a new process would run it (the listing
-    another option needs, e.g. the other ``--mask`` mode): the tree's modules imported
-    afresh, without the probe's hooks (its classes as they are, the real ``fnmatch``);
-    only compiling is shared, as in the batch runner (process/batch_script.py).
-
-    It counts only when the earlier runs left nothing behind that a new process would
-    not have: the working folder, ``sys.path`` and the environment the first run saw
-    (``initial_state``), the modules outside the tree that the marker runs started with
-    (``runs_state``, the probe's own imports included) and ``fnmatch`` the probe's hook.
-    Else ``unsafe`` says so, and the caller runs that listing as a separate process.
-    What this run changes itself does not matter: nothing runs after it."""
+    """``generate.py argv -l`` run here as a new process would run it (e.g. the other
+    ``--mask`` mode): the tree's modules imported afresh, without the probe's hooks;
+    only compiling is shared. It counts only when the earlier runs left nothing behind
+    that a new process would not have (the working folder, ``sys.path`` and the
+    environment of ``initial_state``, the outside modules of ``runs_state``, ``fnmatch``
+    the probe's hook); else ``unsafe`` says so and the caller runs a separate process."""
     outcome = {"argv": argv, "how": "in-process"}
     now = process_state(fmha_dir)
     if now[:3] != initial_state[:3] or now != runs_state \
@@ -259,14 +254,11 @@ def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap
 
 def marker_run(recorder, fmha_dir, argv, ends):
     """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
-    lets the first ``recorder.pass_first`` pass and refuses the rest) and the error the
-    run raised while they were made; how the run ended is appended to ``ends``.
-
-    Nothing after those calls can change them, so the run stops at the next call
-    ("stopped") instead of enumerating every other kernel (a marker run would refuse
-    them all); a run with fewer calls runs to its end ("complete"). When the stop did
-    not reach ``probe_script.run_generate`` (the codegen caught it), the run went on differently
-    from a real one: it runs again, to its end, as it would ("ran again")."""
+    lets the first ``recorder.pass_first`` pass and refuses the rest) and the run's
+    error; how the run ended is appended to ``ends``. Nothing later can change those
+    calls, so the run stops at the next one ("stopped"); a run with fewer calls runs to
+    its end ("complete"). When the codegen caught the stop, the run went on unlike a
+    real one: it runs again, to its end ("ran again")."""
     recorder.fnmatch_calls, recorder.stop = [], None
     recorder.stop_after = recorder.max_calls
     try:

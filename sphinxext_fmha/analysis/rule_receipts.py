@@ -1,25 +1,20 @@
 """Receipts defined as rule objects: one function maps a receipt to a rule.
 
-Newer CK codegen modules no longer test ``receipt`` inside the enumeration loop; a
-function such as ``get_product(receipt)`` returns, per receipt, an object wrapping a
-predicate (``Product(name="PyTorch integration", rule=fit)``, ``CompatibilityRule``)::
+Newer CK codegen no longer tests ``receipt`` inside the enumeration loop; a function
+such as ``get_product(receipt)`` returns, per receipt, an object wrapping a predicate::
 
     def get_product(receipt: int) -> Product:
-        # PyTorch integration
-        if receipt == 4:
+        if receipt == 4:  # PyTorch integration
             def fit(problem_ctx, kernel_ctx) -> bool:
                 cond = problem_ctx.dtype in ["fp16", "bf16"]
                 cond &= kernel_ctx.pipeline.F_bias in ["no", "bias"]
                 return cond
             return Product(name="PyTorch integration", rule=fit)
-        else:
-            ...
 
-:func:`rule_object_receipts` reads such functions from a module's AST: which receipt
-values each branch selects, the label (the object's ``name=`` or the comment above the
-branch), and what the predicate keeps (its ``cond = ...``/``cond &= ...``/``return``
-terms, with guards), as source text (``render/sections/rules.py`` words it). Pure:
-an AST in, :class:`~sphinxext_fmha.model.Receipt` out.
+:func:`rule_object_receipts` reads which values each branch selects, its label (the
+object's ``name=`` or the comment above the branch) and what the predicate keeps (its
+``cond = ...``/``cond &= ...``/``return`` terms, with guards) as source text
+(``render/sections/rules.py`` words it).
 """
 
 from __future__ import annotations

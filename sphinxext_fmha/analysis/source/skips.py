@@ -5,7 +5,7 @@ conditions of the dispatcher).
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...model import SkipCondition
 from ..pyparse import fold_str, segment, walk_no_nested
@@ -85,27 +85,24 @@ def collect_skip_conditions(ctx: Context) -> None:
     ctx.facts.skip_conditions.sort(key=line_of)
 
 
+def _up(ctx: Context, node: ast.AST, stop: Optional[ast.AST]) -> Iterator[Tuple[ast.AST, ast.AST]]:
+    """(ancestor, its child on the way) from ``node`` up to ``stop`` (left out)."""
+    parents = ctx.pm.parents
+    child, cur = node, parents.get(node)
+    while cur is not None and cur is not stop:
+        yield cur, child
+        child, cur = cur, parents.get(cur)
+
+
 def _if_chain(ctx: Context, node: ast.AST, stop: ast.AST) -> List[Tuple[ast.If, bool]]:
     """Enclosing ``if`` statements between ``stop`` and ``node`` (outer first)."""
-    parents = ctx.pm.parents
-    chain: List[Tuple[ast.If, bool]] = []
-    child = node
-    cur = parents.get(node)
-    while cur is not None and cur is not stop:
-        if isinstance(cur, ast.If):
-            chain.append((cur, child in cur.body))
-        child, cur = cur, parents.get(cur)
-    return list(reversed(chain))
+    return [(cur, child in cur.body) for cur, child in _up(ctx, node, stop)
+            if isinstance(cur, ast.If)][::-1]
 
 
 def _innermost_loop(ctx: Context, node: ast.AST, fn: ast.AST) -> Optional[ast.AST]:
-    parents = ctx.pm.parents
-    cur = parents.get(node)
-    while cur is not None and cur is not fn:
-        if isinstance(cur, (ast.For, ast.While)):
-            return cur
-        cur = parents.get(cur)
-    return None
+    return next((cur for cur, _ in _up(ctx, node, fn) if isinstance(cur, (ast.For, ast.While))),
+                None)
 
 
 def _combined(ctx: Context, conds: Sequence[Tuple[ast.expr, bool]]) -> str:
@@ -119,13 +116,8 @@ def _combined(ctx: Context, conds: Sequence[Tuple[ast.expr, bool]]) -> str:
 
 
 def _in_receipt_block(ctx: Context, node: ast.AST, fn: ast.AST) -> bool:
-    parents = ctx.pm.parents
-    cur = parents.get(node)
-    while cur is not None and cur is not fn:
-        if isinstance(cur, ast.If) and mentions(cur.test, ctx.receipt_names):
-            return True
-        cur = parents.get(cur)
-    return False
+    return any(isinstance(cur, ast.If) and mentions(cur.test, ctx.receipt_names)
+               for cur, _ in _up(ctx, node, fn))
 
 
 def _collect_rules(ctx: Context) -> None:
