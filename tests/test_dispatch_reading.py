@@ -324,7 +324,7 @@ def test_link_report_missing_specialisation():
 def test_rule_object_receipts():
     import ast
 
-    from sphinxext_fmha.analysis.rule_receipts import rule_object_receipts
+    from sphinxext_fmha.analysis.source.receipt_collector import rule_object_receipts
 
     source = textwrap.dedent('''
         def get_product(receipt: int):
