@@ -43,7 +43,8 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
         read = [(receipt, condition.strip(), *term) for condition in receipt.conditions
                 for term in [_term(condition, fields)] if term is not None]
         terms.extend(read)
-        if read and len(read) == len(receipt.conditions):
+        # (a branch that also tests something else, ``when``, keeps less than its terms)
+        if read and len(read) == len(receipt.conditions) and not receipt.when:
             whole.append((receipt, read))
             receipt.terms = [[condition, path, *sorted(wanted)]
                              for _, condition, path, wanted in read]

@@ -33,7 +33,7 @@ class Receipt:
     value: str
     #: Its label (the comment or help text that names it).
     label: str = ""
-    #: The conditions it adds, as source text.
+    #: The conditions it adds, as source text (``X (when G)``: X where G holds).
     conditions: List[str] = field(default_factory=list)
     #: Where it is read (``path:line``).
     where: str = ""

@@ -53,13 +53,12 @@ def collect_receipts(ctx: Context) -> None:
                 values, others = _receipt_values(ctx, cur.test)
                 chain_values.extend(values)
                 conditions, keeps, drops, effects = _branch_conditions(ctx, cur.body)
-                extra = " and ".join(ctx.seg(o) for o in others)
                 when = [ctx.seg(o) for o in others]
                 skips = len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue)
                 if skips:
                     # ``if receipt == N and <cond>: continue``: a drop rule
-                    conditions = [f"not ({extra})"] if extra else ["drops every kernel"]
-                    effects, extra = [], ""
+                    conditions = ["not (%s)" % " and ".join(when)] if when else ["False"]
+                    effects = []
                 comment = " ".join(ctx.pm.comments_above(cur.lineno)) or \
                     " ".join(ctx.pm.comments_above(cur.body[0].lineno))
                 # the module's own words for its branch first: generate.py's help names a
@@ -73,7 +72,7 @@ def collect_receipts(ctx: Context) -> None:
                     ctx.facts.receipts.append(Receipt(
                         value=v, label=(help_label or comment) if len(values) > 1
                         else (comment or help_label),
-                        conditions=([f"(only when {extra})"] if extra else []) + conditions,
+                        conditions=conditions,
                         where=ctx.where(cur), function=label, keeps=keeps, drops=drops,
                         effects=effects, when=when, skips=skips))
                 if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) \
