@@ -8,11 +8,10 @@ import ast
 from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...model import SkipCondition
-from ..pyparse import fold_str, segment, walk_no_nested
+from ..pyparse import dotted, fold_str, segment, walk_no_nested
 from .astutil import (
     FUNC,
     function_params,
-    is_fnmatch_call,
     mentions,
     names_in,
     wrap,
@@ -49,7 +48,8 @@ def collect_skip_conditions(ctx: Context) -> None:
                     ctx.facts.skip_conditions.append(SkipCondition("", ctx.where(n), "continue"))
                     continue
                 tests = [t.test for t, _ in chain]
-                if any(is_fnmatch_call(x, ctx.fnmatch_names) for t in tests for x in ast.walk(t)):
+                if any(isinstance(x, ast.Call) and (dotted(x.func) or "") in ctx.fnmatch_names
+                       for t in tests for x in ast.walk(t)):
                     continue  # the kernel filter: observed by the probe
                 if any(mentions(t, ctx.receipt_names) for t in tests):
                     continue  # receipt blocks: reported in receipts

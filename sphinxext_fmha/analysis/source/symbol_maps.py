@@ -13,7 +13,6 @@ from .astutil import (
     FUNC,
     FunctionNode,
     key_text,
-    value_text,
 )
 from .context import Context
 from .facts import MapUse, SymbolMap
@@ -35,7 +34,8 @@ def _dict_entries(node: ast.Dict, pm: ParsedModule) -> Dict[str, str]:
         except _NOT_LITERAL:
             shown_key = segment(pm, k)
         try:
-            shown_value = value_text(ast.literal_eval(v))
+            value = ast.literal_eval(v)
+            shown_value = value if isinstance(value, str) else repr(value)
         except _NOT_LITERAL:
             shown_value = segment(pm, v)
         out[shown_key] = shown_value
