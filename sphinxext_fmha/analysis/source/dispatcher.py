@@ -34,12 +34,8 @@ def collect_dispatch(ctx: Context) -> None:
         ctx.gaps.append(Gap("dispatch", ctx.where(pool),
                             f"{pool.name} has no method rendering the dispatcher"))
         return
-    if method.name == "api" and "property" in decorators(method):
-        d.mechanism = f"property {pool.name}.api"
-    elif method.name == "render":
-        d.mechanism = f"method {pool.name}.render()"
-    else:
-        d.mechanism = f"method {pool.name}.{method.name}()"
+    d.mechanism = (f"property {pool.name}.api" if method.name == "api"
+                   and "property" in decorators(method) else f"method {pool.name}.{method.name}()")
     d.where = ctx.where(method)
     d.order = _dispatch_levels(ctx, pool, method)
     if not d.order:
