@@ -20,6 +20,7 @@ from sphinxext_fmha.cppapi.link_check import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.render.sections.condition_words import condition_words
 from sphinxext_fmha.render.sections.never_run import never_run_text, never_run_texts
+from sphinxext_fmha.render.sections.rules import receipt_reading
 from sphinxext_fmha.session import Options, Session
 
 from helpers.analysis_fixtures import cached_write
@@ -325,7 +326,7 @@ def test_link_report_missing_specialisation():
 def test_rule_object_receipts():
     import ast
 
-    from sphinxext_fmha.analysis.rule_receipts import rule_object_receipts
+    from sphinxext_fmha.analysis.source.receipt_collector import rule_object_receipts
 
     source = textwrap.dedent('''
         def get_product(receipt: int):
@@ -355,7 +356,8 @@ def test_rule_object_receipts():
     assert "kernel_ctx.pipeline.F_bias in ['no', 'alibi']" in by_value["2"].conditions
     assert "problem_ctx.hdim == 128 (when problem_ctx.dtype == 'fp8bf16')" in by_value["2"].conditions
     assert by_value["101"].conditions == ["problem_ctx.mode == 'batch'"]
-    assert by_value["other"].label == "Default" and "other than 2, 100, 101" in by_value["other"].reading
+    assert by_value["other"].label == "Default" and "other than 2, 100, 101" in receipt_reading(
+        by_value["other"])
 
 
 # --------------------------------------------------------------------------- synthetic trees
@@ -446,7 +448,7 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     root = synthetic_tree("rule_receipts")
     session = Session(root, cache_dir=tmp_path / "cache")
     receipts = {r.value: r for r in session.model("toy").receipts}
-    assert "not referenced" not in receipts["2"].reading
+    assert "not referenced" not in receipt_reading(receipts["2"])
     assert "mode == 'batch'" in receipts["2"].conditions
     assert receipts["3"].conditions == ["pipeline.F_lse == 'f'"]
     assert receipts["other"].label == "Default"

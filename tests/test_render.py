@@ -300,13 +300,13 @@ def test_receipt_rows_say_what_the_listed_kernels_make_of_the_rule():
     where = "codegen/ops/fmha_toy.py:%d"
     receipts = [
         Receipt(value="4", label="PyTorch", conditions=["dtype in ['fp16, bf16']"],
-                reading="receipt 4: keeps only kernels where dtype is \"fp16, bf16\" (in f)",
+                keeps=[["dtype in ['fp16, bf16']", ""]], function="f",
                 where=where % 1, unmet=[["dtype in ['fp16, bf16']", "F_dtype", "bf16, fp16"]]),
         Receipt(value="600", label="aiter", conditions=["dtype in ['fp16', 'bf16']"],
-                reading="receipt 600: keeps only kernels where dtype is fp16 or bf16 (in f)",
+                keeps=[["dtype in ['fp16', 'bf16']", ""]], function="f",
                 where=where % 2, met=[["dtype in ['fp16', 'bf16']", "F_dtype", "bf16, fp16"]]),
         Receipt(value="2", label="flash", conditions=["dpad == dvpad"],
-                reading="receipt 2: keeps only kernels where dpad equals dvpad (in f)",
+                keeps=[["dpad == dvpad", ""]], function="f",
                 where=where % 3)]
     data = SimpleNamespace(model=SimpleNamespace(skip_conditions=[], receipts=receipts),
                            mask_modes=None)

@@ -14,11 +14,11 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from sphinxext_fmha.analysis.python_conditions import read_condition
 from sphinxext_fmha.analysis.source import SourceFacts, analyze_source
 from sphinxext_fmha.corpus import load_corpus
 from sphinxext_fmha.locate import FMHA_SUBDIR
 from sphinxext_fmha.model import to_dict
+from sphinxext_fmha.render.sections.rules import read_condition, receipt_reading, skip_words
 
 CORPUS = {t.name: t for t in load_corpus()}
 T274 = "flash-attn-2.7.4.post1"
@@ -64,8 +64,8 @@ def test_every_module_is_analysed(corpus_root, name, api):
     assert facts.enumeration.functions
     assert any(r.value == "2" for r in facts.receipts)
     for s in facts.skip_conditions:
-        assert s.where.startswith("codegen/") and (s.reading or s.kind != "assert")
-        assert not s.reading or s.reading.startswith("requires "), s.reading
+        assert s.where.startswith("codegen/") and (skip_words(s) or s.kind != "assert")
+        assert not skip_words(s) or skip_words(s).startswith("requires "), skip_words(s)
     for c in facts.classes:
         assert c.defined_at.startswith("codegen/") and ":" in c.defined_at
     # the symbol map module is found through the imports
@@ -126,8 +126,6 @@ def test_tile_class_fields_and_comments(corpus_root):
     comments = {x.name: x.comment for x in tile.fields}
     assert comments["F_bm0"] == "tile size along q seqlen (block size)"
     assert comments["F_occupancy"].startswith("occupancy, -1 will let pipeline decide")
-    assert tile.optional_parts == ['("" if self.F_occupancy == -1 else f"_o{self.F_occupancy}")'] or \
-        tile.optional_parts == ['"" if self.F_occupancy == -1 else f"_o{self.F_occupancy}"']
     assert "def name" in tile.name_source
     assert tile.defined_at == "codegen/ops/fmha_fwd.py:288"
 
@@ -140,13 +138,6 @@ def test_tile_imported_from_other_ops_module(corpus_root):
     arch = next(c for c in f.classes if c.name == "ArchTrait")
     assert arch.imported_from == "codegen/arch.py" and arch.is_dataclass
     assert [x.name for x in arch.fields][:2] == ["name", "preprocessor_check"]
-
-
-def test_bwd_tile_maxq_suffix(corpus_root):
-    f = facts_of(corpus_root, AITER, "bwd")
-    tile = f.tiles[0]
-    assert tile.class_name == "FmhaBwdDQDKDVTileSize"
-    assert any("maxq" in p and "max_seq_q" in p for p in tile.optional_parts)
 
 
 def test_kernel_classes_non_frozen(corpus_root):
@@ -236,14 +227,14 @@ def test_receipts_fwd_28x(corpus_root):
         r100 = next(r for r in f.receipts if r.value == "100")
         assert r100.label == "Aiter(mha_fwd) integration"  # the comment above its branch
         r4 = next(r for r in f.receipts if r.value == "4")
-        assert "pipeline.bias is no or bias" in r4.reading
+        assert "pipeline.bias is no or bias" in receipt_reading(r4)
         # 2.8.3 added the batch-mode-only restriction for PyTorch
-        assert ("mode is batch" in r4.reading) is (name == T283)
+        assert ("mode is batch" in receipt_reading(r4)) is (name == T283)
     f274 = facts_of(corpus_root, T274, "fwd")
     assert {"2"} <= {r.value for r in f274.receipts}
     assert "4" not in {r.value for r in f274.receipts}
     r1 = next(r for r in f274.receipts if r.value == "1")
-    assert "get_pipelines" in r1.reading and "pipelines.append" in r1.reading
+    assert "get_pipelines" in receipt_reading(r1) and "pipelines.append" in receipt_reading(r1)
 
 
 def test_receipts_aiter_default_branch(corpus_root):
@@ -252,10 +243,11 @@ def test_receipts_aiter_default_branch(corpus_root):
     assert len(default) == 1
     assert default[0].label == "Don't build fp32 by default"
     assert default[0].conditions == ['not (dtype == "fp32")']
-    assert default[0].reading.startswith("any receipt other than 800, 801: drops kernels where dtype is fp32")
+    assert receipt_reading(default[0]).startswith(
+        "any receipt other than 800, 801: drops kernels where dtype is fp32")
     r100 = next(r for r in f.receipts if r.value == "100")
     assert 'hdim == 128 (when dtype == "fp8bf16")' in r100.conditions
-    assert "hdim is 128 when dtype is fp8bf16" in r100.reading
+    assert "hdim is 128 when dtype is fp8bf16" in receipt_reading(r100)
     assert {r.value for r in f.receipts} >= {"2", "3", "4", "100", "200", "600", "888", "800", "801", "0"}
 
 
@@ -263,14 +255,14 @@ def test_receipts_bwd_281_per_kernel_function(corpus_root):
     f = facts_of(corpus_root, T281, "bwd")
     r300 = [r for r in f.receipts if r.value == "300"]
     assert len(r300) == 3  # dq_dk_dv, dot_do_o and convert_dq each filter on it
-    assert {r.reading.rsplit("(in ", 1)[1] for r in r300} == {
+    assert {receipt_reading(r).rsplit("(in ", 1)[1] for r in r300} == {
         "get_bwd_dq_dk_dv_blobs)", "get_bwd_dot_do_o_blobs)", "get_bwd_convert_dq_blobs)"}
 
 
 def test_suspicious_receipt_literal_aiter_splitkv(corpus_root):
     f = facts_of(corpus_root, AITER, "fwd_splitkv")
     r4 = next(r for r in f.receipts if r.value == "4")
-    assert 'dtype is "fp16, bf16"' in r4.reading
+    assert 'dtype is "fp16, bf16"' in receipt_reading(r4)
     assert {"800", "801"} <= {r.value for r in f.receipts}
 
 
@@ -517,8 +509,6 @@ def test_synthetic_classes_tiles_and_maps(demo_dir):
     assert [(x.name, x.comment) for x in tile.fields] == [
         ("m_rows", "rows handled per block"), ("n_cols", "columns handled per block"),
         ("waves", "waves per block, -1 = auto")]
-    assert tile.optional_parts == ['("" if self.waves == -1 else f"_w{self.waves}")'] or \
-        tile.optional_parts == ['"" if self.waves == -1 else f"_w{self.waves}"']
     assert f.symbol_maps["pick_map"].branches == {"alpha": {"x": "X"}, "beta": {"x": "Y", "z": "Z"}}
     uses = {(u.owner, u.path, u.map) for u in f.map_uses}
     assert ("DemoKernel", "k_seqpad", "FLAG_MAP") in uses

@@ -7,7 +7,6 @@ the parse of every name that generate.py's own unfiltered run lists.
 
 from __future__ import annotations
 
-import ast
 import functools
 import sys
 from collections import defaultdict
@@ -197,7 +196,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             description=_class_doc(observed, class_name, where),
         ))
 
-    _add_constant_fields(kernel_types, observed, facts)
+    _label_segments(kernel_types)
     for kernel_type in kernel_types:
         kernel_type.example_tokens = example_tokens(kernel_type)
     classify = class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
@@ -213,9 +212,6 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
         tiles=facts.tiles,
         factories=facts.factories,
         filter=filter_spec,
-        enumeration={
-            "functions": dict(facts.enumeration.functions),
-        },
         skip_conditions=facts.skip_conditions,
         receipts=facts.receipts,
         dispatch=facts.dispatch,
@@ -246,64 +242,10 @@ def module_rel_of(tree: Tree, info: ApiInfo) -> str:
     return Path(info.source).relative_to(_fmha_rel(tree)).as_posix()
 
 
-def _name_piece_groups(name_source: str) -> List[List[str]]:
-    """Attributes that a ``name`` property writes into one token: the same ``_``-piece
-    of an f-string (``b{self.F_bm0}x{self.F_bn0}`` -> [[F_bm0, F_bn0]]), or one nested
-    helper function."""
-    import textwrap
-
-    try:
-        tree = ast.parse(textwrap.dedent(name_source))
-    except SyntaxError:
-        return []
-    groups: List[List[str]] = []
-    outer = tree.body[0] if tree.body else None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node is not outer:
-            # A helper such as pad_name() builds one token from the fields it reads.
-            groups.append(sorted({n.attr for n in ast.walk(node)
-                                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                                  and n.value.id == "self"}))
-            continue
-        if not isinstance(node, ast.JoinedStr):
-            continue
-        current: List[str] = []
-        for value in node.values:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                if "_" in value.value:
-                    groups.append(current)
-                    current = []
-            elif isinstance(value, ast.FormattedValue):
-                target = value.value
-                while isinstance(target, ast.Subscript):
-                    target = target.value
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self":
-                    current.append(target.attr)
-        groups.append(current)
-    return [g for g in groups if len(g) > 1]
-
-
-def _add_constant_fields(kernel_types: List[KernelType], observed: dict, facts: SourceFacts) -> None:
-    """A field with one value everywhere cannot be perturbed, yet it may be written
-    into a segment (``F_bm0`` in ``_b128x...``); the name property's own f-string
-    places it beside the fields that were observed there."""
-    sources = {c.name: c.name_source for c in facts.classes if c.name_source}
+def _label_segments(kernel_types: List[KernelType]) -> None:
+    """Each segment's fields in order and its label (a field with one value everywhere
+    is placed by the probe's perturbation too: it tries other values on it)."""
     for kernel_type in kernel_types:
-        owners = observed.get("owners", {}).get(kernel_type.class_name, {})
-        placed = {f: seg for seg in kernel_type.segments for f in seg.fields}
-        for owner, source in sources.items():
-            paths = {p.split(".")[-1]: p for p, o in owners.items() if o == owner}
-            for group in _name_piece_groups(source):
-                known = [paths[a] for a in group if a in paths and paths[a] in placed]
-                if not known:
-                    continue
-                segment = placed[known[0]]
-                for attribute in group:
-                    path = paths.get(attribute)
-                    if path and path not in placed:
-                        segment.fields.append(path)
-                        placed[path] = segment
         for segment in kernel_type.segments:
             segment.fields.sort()
             if not segment.literal:

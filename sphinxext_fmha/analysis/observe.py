@@ -53,22 +53,11 @@ def _probe_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _pack_text(text: bytes) -> dict:
-    """The cache entry of a result: its JSON text (the probe's own output: the same
-    data, not serialised a second time)."""
-    return {"json": text}
-
-
-def _unpack(entry: dict) -> dict:
-    return read_result(entry["json"])
-
-
 def read_result(text: bytes) -> dict:
-    """The probe's result from the JSON text it wrote (see ``json_bytes`` in the probe
-    script; read as bytes, not decoded first): the record fields it wrote once per
-    distinct value (``share_record_fields`` in the probe script) back in every record,
-    each record with a copy of its own. A heavy probe's result is a million containers
-    that all survive: collector passes while they are made would free nothing."""
+    """The probe's result from the JSON bytes it wrote, the record fields it wrote once
+    per distinct value (``share_record_fields``) back in every record, a copy each. A
+    heavy probe's result is a million containers that all survive: collector passes
+    while they are made would free nothing."""
     with collector_paused():
         result = load_json(text)
         tables = result.pop("record_tables", None) if isinstance(result, dict) else None
@@ -107,12 +96,11 @@ def observe(
 ) -> dict:
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content).
 
-    ``also_list``: generate.py arguments of one more listing (``-l`` left out) that the
-    probe runs as a new process would, in a child it forks before its own work (else in
-    its interpreter). The result comes as soon as the probe's own work is done; that
-    listing, which can take longer, comes from :func:`observe_also`. ``inputs``: the
-    tree as the caller found it before (default: now); the result is kept, in the cache
-    and in this process, only if the tree is still so when the probe is done."""
+    ``also_list``: one more listing's arguments (``-l`` left out), listed by the probe
+    as a new process would; the result comes as soon as the probe's own work is done,
+    that listing (which can take longer) from :func:`observe_also`. ``inputs``: the tree
+    as the caller found it (default: now); the result is kept only if the tree is still
+    so when the probe is done."""
     python = python or sys.executable
     inputs = inputs or tree_state(fmha_dir)
     key = _probe_key(fmha_dir, argv, python, also_list, inputs, timeout)
@@ -127,7 +115,7 @@ def observe(
     hit = cache.get(key)
     if hit is not None:
         try:
-            result = _unpack(hit)
+            result = read_result(hit["json"])  # the probe's own JSON text
         except (KeyError, TypeError, ValueError):
             result = None
     if result is None:
@@ -136,7 +124,7 @@ def observe(
 
         result, text = _run_probe(fmha_dir, argv, python, timeout, progress, also_list,
                                   memo_key, keep_also, cache.code_store_path(fmha_dir, python))
-        cache.put(key, _pack_text(text), inputs)
+        cache.put(key, {"json": text}, inputs)
         if not cache.has(key):  # the tree changed meanwhile: this result is nobody else's
             with _MEMO_LOCK:
                 _ALSO.pop(memo_key, None)
@@ -157,12 +145,10 @@ def observe_also(
     cache: Optional[DiskCache] = None,
     inputs: Optional[TreeState] = None,
 ) -> Optional[dict]:
-    """The other listing of :func:`observe`'s probe with these arguments: its
-    ``listing`` and ``error`` (see ``start_listing`` and ``list_isolated`` in the probe
-    script), or ``unsafe`` when the probe could not list it as a new process would;
-    waited for while that probe still runs. None when no probe of this process made it
-    and the cache does not hold it (the caller runs the listing itself). ``inputs``:
-    the tree that probe was started for (default: now)."""
+    """The other listing of :func:`observe`'s probe with these arguments (``listing``
+    and ``error``, or ``unsafe`` when the probe could not list it as a new process
+    would), waited for while that probe runs; None when neither this process nor the
+    cache has it (the caller lists it itself)."""
     python = python or sys.executable
     key = _probe_key(fmha_dir, argv, python, also_list, inputs)
     with _MEMO_LOCK:
@@ -171,18 +157,6 @@ def observe_also(
         return pending.result()
     hit = cache.get(_also_key(key)) if cache is not None else None
     return hit if hit is not None and ("listing" in hit or "error" in hit) else None
-
-
-def also_listing_running(fmha_dir: Path, argv: List[str], also_list: List[str], *,
-                         python: Optional[str] = None,
-                         cache: Optional[DiskCache] = None,
-                         inputs: Optional[TreeState] = None) -> bool:
-    """Whether a probe of this process is still making the other listing that
-    :func:`observe_also` would wait for."""
-    key = _probe_key(fmha_dir, argv, python or sys.executable, also_list, inputs)
-    with _MEMO_LOCK:
-        pending = _ALSO.get(_memo_key(cache, key))
-    return pending is not None and not pending.done()
 
 
 def _also_key(key: str) -> str:

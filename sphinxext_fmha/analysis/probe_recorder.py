@@ -120,66 +120,33 @@ class Recorder:
                     os.path.join(self.fmha_dir, "codegen"))]
 
     def _recording_property(self, prop):
-        recorder = self
-
-        @functools.wraps(prop.fget)
-        def fget(obj):
-            if id(obj) not in recorder.seen_ids:
-                recorder.seen_ids.add(id(obj))
-                recorder.objects.append(obj)
-            return prop.fget(obj)
-
-        fget._fmha_probe = True
-        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+        def seen(obj, _value):
+            if id(obj) not in self.seen_ids:
+                self.seen_ids.add(id(obj))
+                self.objects.append(obj)
+        return _watched(prop, seen)
 
     def _naming_property(self, prop):
-        recorder = self
-
-        @functools.wraps(prop.fget)
-        def fget(obj):
-            value = prop.fget(obj)
-            recorder.last_named = (value, obj)
-            return value
-
-        fget._fmha_probe = True
-        return property(fget, prop.fset, prop.fdel, prop.__doc__)
+        def named(obj, value):
+            self.last_named = (value, obj)
+        return _watched(prop, named)
 
     def file_of(self, name):
         """The file of the kernel object whose name was just computed, if it is ``name``."""
         last = self.last_named
-        if last is None or last[0] != name:
-            return None
-        getter = self.filename_getters.get(type(last[1]))
-        try:
-            return getter(last[1]) if getter is not None else None
-        except Exception:  # noqa: BLE001 - no file: the call is matched by name
-            return None
+        return kernel_file(self, last[1]) if last is not None and last[0] == name else None
 
     def _making_init(self, init):
         """A kernel object made while :attr:`events` are recorded is one event."""
-        recorder = self
-
-        @functools.wraps(init)
-        def wrapped(obj, *args, **kwargs):
-            init(obj, *args, **kwargs)
-            if recorder.events is not None:
-                recorder.events.append(obj)
-
-        wrapped._fmha_probe = True
-        return wrapped
+        def made(obj):
+            if self.events is not None:
+                self.events.append(obj)
+        return _after_init(init, made)
 
     def _recording_init(self, init):
         """Instances of classes with an ``api`` property are the API pools that write
         mode renders into the dispatch file."""
-        recorder = self
-
-        @functools.wraps(init)
-        def wrapped(obj, *args, **kwargs):
-            init(obj, *args, **kwargs)
-            recorder.pools.append(obj)
-
-        wrapped._fmha_probe = True
-        return wrapped
+        return _after_init(init, self.pools.append)
 
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
@@ -197,6 +164,29 @@ class Recorder:
         return calls < self.pass_first
 
 
+def _watched(prop, after):
+    """``prop`` with ``after(obj, value)`` called after each read of it."""
+    @functools.wraps(prop.fget)
+    def fget(obj):
+        value = prop.fget(obj)
+        after(obj, value)
+        return value
+
+    fget._fmha_probe = True
+    return property(fget, prop.fset, prop.fdel, prop.__doc__)
+
+
+def _after_init(init, after):
+    """``init`` with ``after(obj)`` called once it has returned."""
+    @functools.wraps(init)
+    def wrapped(obj, *args, **kwargs):
+        init(obj, *args, **kwargs)
+        after(obj)
+
+    wrapped._fmha_probe = True
+    return wrapped
+
+
 def process_state(fmha_dir):
     """What one run must not change for the next to be as fresh as a new process: the
     working folder, ``sys.path``, the environment and the modules outside the tree."""
@@ -208,17 +198,12 @@ def process_state(fmha_dir):
 
 
 def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
-    """``generate.py argv -l`` run here as a new process would run it (the listing
-    another option needs, e.g. the other ``--mask`` mode): the tree's modules imported
-    afresh, without the probe's hooks (its classes as they are, the real ``fnmatch``);
-    only compiling is shared, as in the batch runner (process/batch_script.py).
-
-    It counts only when the earlier runs left nothing behind that a new process would
-    not have: the working folder, ``sys.path`` and the environment the first run saw
-    (``initial_state``), the modules outside the tree that the marker runs started with
-    (``runs_state``, the probe's own imports included) and ``fnmatch`` the probe's hook.
-    Else ``unsafe`` says so, and the caller runs that listing as a separate process.
-    What this run changes itself does not matter: nothing runs after it."""
+    """``generate.py argv -l`` run here as a new process would run it (e.g. the other
+    ``--mask`` mode): the tree's modules imported afresh, without the probe's hooks;
+    only compiling is shared. It counts only when the earlier runs left nothing behind
+    that a new process would not have (the working folder, ``sys.path`` and the
+    environment of ``initial_state``, the outside modules of ``runs_state``, ``fnmatch``
+    the probe's hook); else ``unsafe`` says so and the caller runs a separate process."""
     outcome = {"argv": argv, "how": "in-process"}
     now = process_state(fmha_dir)
     if now[:3] != initial_state[:3] or now != runs_state \
@@ -269,14 +254,11 @@ def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap
 
 def marker_run(recorder, fmha_dir, argv, ends):
     """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
-    lets the first ``recorder.pass_first`` pass and refuses the rest) and the error the
-    run raised while they were made; how the run ended is appended to ``ends``.
-
-    Nothing after those calls can change them, so the run stops at the next call
-    ("stopped") instead of enumerating every other kernel (a marker run would refuse
-    them all); a run with fewer calls runs to its end ("complete"). When the stop did
-    not reach ``probe_script.run_generate`` (the codegen caught it), the run went on differently
-    from a real one: it runs again, to its end, as it would ("ran again")."""
+    lets the first ``recorder.pass_first`` pass and refuses the rest) and the run's
+    error; how the run ended is appended to ``ends``. Nothing later can change those
+    calls, so the run stops at the next one ("stopped"); a run with fewer calls runs to
+    its end ("complete"). When the codegen caught the stop, the run went on unlike a
+    real one: it runs again, to its end ("ran again")."""
     recorder.fnmatch_calls, recorder.stop = [], None
     recorder.stop_after = recorder.max_calls
     try:

@@ -1,27 +1,17 @@
 """Observe a CK FMHA codegen tree while its own generate.py runs.
 
-This file is executed as a script by the interpreter that runs generate.py (it may be
-another Python than the one running Sphinx), so it uses the standard library only and
-imports nothing from sphinxext_fmha.
-
-It runs ``generate.py -l`` in-process, with two observation hooks installed first:
-
-* every class of ``codegen/`` that has a ``filename`` property gets a wrapper that
-  records the object whose file name is asked for: these are the real kernel objects;
-* ``fnmatch.fnmatch`` records which pattern is matched against which name, so the way
-  ``-f`` is split and applied is observed, not assumed.
-
-Then kernel objects are perturbed, one leaf field at a time, to see which part of
-its name each field writes (one representative per field value and name layout, see
-``probe_perturb.perturb_influence``), and the API dispatch file is rendered from the pool the
-codegen built, as write mode would (see :func:`render_dispatch`). Marker runs (``-f``
-with markers) show how a filter travels to fnmatch, each up to the calls it observes
-(``probe_recorder.marker_run``); ``--also-list`` lists one more option set as a new process would,
-in a child forked first (:func:`start_listing`; where none can fork, ``probe_recorder.list_isolated``).
-The result is written as JSON for the analysis to read; with ``--also-out`` it is
-written as soon as the probe's own work is done and that listing goes to its own file
-when it ends (on a heavy tree the other listing outlasts the probe: the analysis of the
-result need not wait for it).
+Run as a script by the interpreter that runs generate.py (maybe another Python than
+Sphinx's), so standard library only, nothing of sphinxext_fmha. It runs ``generate.py
+-l`` in-process with hooks installed first: every ``codegen/`` class with a ``filename``
+property records the objects whose file name is asked for (the real kernel objects),
+and ``fnmatch.fnmatch`` records which pattern meets which name (how ``-f`` is split and
+applied is observed, not assumed). Then the kernel objects' fields are perturbed one at
+a time (``probe_perturb``), the API dispatch file is rendered from the pool the codegen
+built (:func:`render_dispatch`), and marker runs (``-f`` with markers) show how a filter
+travels to fnmatch (``probe_recorder``). ``--also-list`` lists one more option set as a
+new process would, in a child forked first (:func:`start_listing`). The JSON result is
+written as soon as the probe's own work is done; that listing, which can take longer,
+goes to its own file (``--also-out``) when it ends.
 """
 
 import atexit
@@ -128,12 +118,10 @@ def generated_code(source):
 
 def memoise_generated_code():
     """Compile each text ``dataclasses`` generates once per process: every run defines
-    the codegen's dataclasses afresh (new classes, new functions), and compiling their
-    generated text is most of what importing the codegen costs; the same text gives
-    the same code object, as for the tree's sources (``memoise_compilation``). Only
-    ``exec`` as ``dataclasses`` sees it changes: the text is compiled as ``exec`` would
-    (no ``__future__`` flags of the caller: ``dataclasses`` has none) and run with the
-    namespaces ``exec`` would use."""
+    the codegen's dataclasses afresh, and compiling their generated text is most of
+    what importing the codegen costs (same text, same code object). The text is
+    compiled as ``exec`` would (``dataclasses`` has no ``__future__`` flags) and run
+    with the namespaces ``exec`` would use."""
 
     def exec_memoised(source, globals=None, locals=None):
         if globals is None:  # the caller's namespaces, as exec takes them
@@ -155,11 +143,9 @@ def _code_store_tag():
 
 def load_code_store(path):
     """Fill the compile memos (COMPILED, GENERATED) from ``path``, written by an earlier
-    probe or batch of the same interpreter: what each source and generated text
-    compiled to, as a ``.pyc`` file keeps it, but outside the tree (never written
-    into) and for the dataclasses' generated code too. The same bytes compile to the
-    same code object, so a process that loads them runs as one that compiles them.
-    How many entries it loaded; a missing, partial or foreign store is ignored (0)."""
+    probe or batch of the same interpreter: a ``.pyc`` file's content, but outside the
+    tree and for the dataclasses' generated code too. How many entries it loaded; a
+    missing, partial or foreign store is ignored (0)."""
     if not path:
         return 0
     try:
@@ -177,9 +163,8 @@ def load_code_store(path):
 
 def save_code_store(path):
     """Write what this process compiled or loaded and used to ``path`` (renamed into
-    place: a reader sees all of it or none), unless it compiled nothing itself (the
-    store it loaded had it all). Failing to write only costs later processes their
-    compiling."""
+    place), unless it compiled nothing itself. Failing only costs later processes
+    their compiling."""
     if not path or not FRESH & USED:
         return
     compiled = {key: code for key, code in COMPILED.items() if key in USED}
@@ -268,12 +253,11 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     """The API dispatch file write mode would write, and each kernel file's trait key.
 
     Write mode writes ``pool.api`` of the pool its enumeration built and ``k.template``
-    of every kernel; the unfiltered run built the same pool and kernels, so they are
-    rendered here without writing files. When that run built no single pool of the
-    kernels' own module (some trees build it in write mode only), or when ``write``
-    asks for write mode itself (its own checks, such as newer CK's assertion in
-    ``write_blobs`` that each split-KV kernel has its combine kernel, decide whether
-    a filtered set writes at all), write mode runs here, into a temporary folder."""
+    of every kernel: the unfiltered run built the same, so they are rendered here. When
+    that run built no single pool of the kernels' own module (some trees build it in
+    write mode only), or when ``write`` asks for it (write mode's own checks, such as
+    newer CK's assertion that each split-KV kernel has its combine kernel, decide
+    whether a filtered set writes at all), write mode runs into a temporary folder."""
     api_names = [n for n in listing if API_FILE.search(n)]
     modules = {type(obj).__module__ for _, obj in kernels}
     own = [p for p in pools if type(p).__module__ in modules]
@@ -282,14 +266,10 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     if not write and len(own) == 1 and len(api_names) == 1 and complete:
         texts = kernel_texts(kernels)
     if texts is not None:
-        texts = dict(sorted(texts))
-        api_text = own[0].api
+        texts, api_text = dict(sorted(texts)), own[0].api
         # the bytes write mode writes: write_text of these very texts
-        return {"how": "pool", "api_file": api_names[0], "text": api_text,
-                "kernel_traits": dict(zip(texts, _fork.keys_of(trait_key, list(texts.values())))),
-                "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
-                "kernel_bytes": {f: written_size(t) for f, t in texts.items()},
-                "api_bytes": written_size(api_text)}
+        return _dispatch("pool", api_names[0], api_text, texts, trait_key,
+                         {f: written_size(t) for f, t in texts.items()}, written_size(api_text))
     with tempfile.TemporaryDirectory(prefix="fmha-probe-write-") as tmp:
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
@@ -308,10 +288,15 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
         return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
     text = found.pop(api_names[0])
     found = dict(sorted(found.items()))
-    return {"how": "write", "api_file": api_names[0], "text": text,
-            "kernel_traits": dict(zip(found, _fork.keys_of(trait_key, list(found.values())))),
-            "kernel_sha": {f: text_sha(t) for f, t in found.items()},
-            "kernel_bytes": {f: sizes[f] for f in found}, "api_bytes": sizes[api_names[0]]}
+    return _dispatch("write", api_names[0], text, found, trait_key,
+                     {f: sizes[f] for f in found}, sizes[api_names[0]])
+
+
+def _dispatch(how, api_file, text, texts, trait_key, kernel_bytes, api_bytes):
+    return {"how": how, "api_file": api_file, "text": text,
+            "kernel_traits": dict(zip(texts, _fork.keys_of(trait_key, list(texts.values())))),
+            "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
+            "kernel_bytes": kernel_bytes, "api_bytes": api_bytes}
 
 
 def written_size(text):

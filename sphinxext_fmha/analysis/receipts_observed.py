@@ -1,23 +1,13 @@
-"""Which receipt conditions no listed kernel meets, and which rules every listed kernel
-meets, read against what generate.py listed.
+"""Receipt conditions no listed kernel meets, and rules every listed kernel meets.
 
-A receipt's rule is read from the source as written (:mod:`.source.receipts`). A rule
-can be written so that it keeps nothing: flash-attn 2.8.3's fwd_splitkv tests
-``dtype in ['fp16, bf16']`` for the PyTorch receipt, a list of one string that no data
-type equals, so ``-r 4`` lists no split-KV kernel. Read alone, the rule says "keeps
-only kernels where dtype is "fp16, bf16"".
-
-Here each term ``name in [constants]`` or ``name == constant`` of a receipt's
-conditions is tied to the kernel field it tests (the keyword argument the receipt's
-function passes that name as: ``Kernel(F_dtype=dtype)``; ``pipeline.F_bias`` through
-``F_pipeline=pipeline``) and compared with the values of that field in the kernels
-generate.py lists without ``-r``: a term none of them meets is said, with the values
-they have; so is a rule whose every term each of them meets (it drops none of them:
-2.8.3 bwd's ``-r 600`` keeps fp16 and bf16, all that bwd lists). Only what is certain
-is said: a term of another form, a name passed as no field, or a field no listed
-kernel has, is left alone (and a rule with such a term is not said to drop none). (A
-receipt may enumerate kernels the default run does not; the page says "listed
-without -r", which is what was observed.)
+A rule can keep nothing: flash-attn 2.8.3's fwd_splitkv tests ``dtype in ['fp16, bf16']``
+for the PyTorch receipt (one string no data type equals), so ``-r 4`` lists no split-KV
+kernel. Each term ``name in [constants]`` / ``name == constant`` is tied to the kernel
+field the receipt's function passes that name as (``Kernel(F_dtype=dtype)``;
+``pipeline.F_bias`` through ``F_pipeline=pipeline``) and compared with that field's
+values in the kernels generate.py lists without ``-r``. Only what is certain is said: a
+term of another form, a name passed as no field or a field no listed kernel has is left
+alone (and its rule is not said to drop none).
 """
 
 from __future__ import annotations
@@ -53,7 +43,8 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
         read = [(receipt, condition.strip(), *term) for condition in receipt.conditions
                 for term in [_term(condition, fields)] if term is not None]
         terms.extend(read)
-        if read and len(read) == len(receipt.conditions):
+        # (a branch that also tests something else, ``when``, keeps less than its terms)
+        if read and len(read) == len(receipt.conditions) and not receipt.when:
             whole.append((receipt, read))
             receipt.terms = [[condition, path, *sorted(wanted)]
                              for _, condition, path, wanted in read]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Dict, List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
 from ..model import Segment
 
@@ -35,17 +35,21 @@ def _common_prefix(names: Sequence[str]) -> str:
     return first[:i]
 
 
-def segment_label(fields: Sequence[str]) -> str:
+def _shared(fields: Sequence[str]) -> Tuple[List[str], str, str, str]:
+    """(short names, their common start, their common ending, the one owner or "")."""
     names = [short_name(f) for f in fields]
+    owners = {_owner(f) for f in fields}
+    return (names, _common_prefix(names), _common_prefix([n[::-1] for n in names])[::-1],
+            owners.pop() if len(owners) == 1 else "")
+
+
+def segment_label(fields: Sequence[str]) -> str:
+    names, prefix, suffix, owner = _shared(fields)
     if len(names) == 1:
         return names[0]
-    suffix = _common_prefix([n[::-1] for n in names])[::-1]
-    prefix = _common_prefix(names)
     if len(suffix) >= 3:
         return suffix  # a shared word: spad, skpad, dpad, dvpad -> "pad"
     common = prefix if prefix else suffix
-    owners = {_owner(f) for f in fields}
-    owner = owners.pop() if len(owners) == 1 else ""
     if common and owner:
         return "%s %s" % (owner, common)
     if common:
@@ -56,15 +60,10 @@ def segment_label(fields: Sequence[str]) -> str:
 def _specific_label(fields: Sequence[str]) -> str:
     """The label with the fields' shared ending added: ``F_rm0``, ``F_rn0``, ``F_rk0``
     -> ``tile r0`` (``""`` when the fields share no ending)."""
-    names = [short_name(f) for f in fields]
-    if len(names) < 2:
+    names, prefix, suffix, owner = _shared(fields)
+    if len(names) < 2 or not suffix or not prefix \
+            or len(prefix) + len(suffix) >= min(len(n) for n in names):
         return ""
-    suffix = _common_prefix([n[::-1] for n in names])[::-1]
-    prefix = _common_prefix(names)
-    if not suffix or not prefix or len(prefix) + len(suffix) >= min(len(n) for n in names):
-        return ""
-    owners = {_owner(f) for f in fields}
-    owner = owners.pop() if len(owners) == 1 else ""
     return ("%s %s%s" % (owner, prefix, suffix)).strip()
 
 

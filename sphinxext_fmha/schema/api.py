@@ -16,13 +16,13 @@ class SkipCondition:
 
     #: The condition, as source text.
     source: str
-    #: The condition in words.
-    reading: str = ""
     #: Where it is (``path:line``).
     where: str = ""
     #: How it skips: ``continue`` (a loop skips the combination), ``assert``,
     #: ``dispatch`` (generated but never dispatched), ``option``, ``unsupported``.
     kind: str = "continue"
+    #: An assertion's message, as written (it says why).
+    message: str = ""
 
 
 @dataclass
@@ -33,12 +33,30 @@ class Receipt:
     value: str
     #: Its label (the comment or help text that names it).
     label: str = ""
-    #: The conditions it adds, as source text.
+    #: The conditions it adds, as source text (``X (when G)``: X where G holds).
     conditions: List[str] = field(default_factory=list)
-    #: What it keeps, in words.
-    reading: str = ""
     #: Where it is read (``path:line``).
     where: str = ""
+    #: How the codegen reads it: ``branch`` (a branch of a loop over the kernels),
+    #: ``other`` (that chain's ``else``), ``rule``/``rule-other`` (a rule object a
+    #: function returns), ``unreferenced`` (the help names it, no branch tests it).
+    kind: str = "branch"
+    #: The function that reads it.
+    function: str = ""
+    #: The name the rule object gives itself (or the comment above its branch).
+    rule_name: str = ""
+    #: What the branch keeps and what it drops, each ``[condition, guard]`` as source
+    #: text (``""``: no guard).
+    keeps: List[List[str]] = field(default_factory=list)
+    drops: List[List[str]] = field(default_factory=list)
+    #: The other statements the branch runs, as source text.
+    effects: List[str] = field(default_factory=list)
+    #: The other conjuncts of the branch's test (``receipt == 2 and mode == "batch"``).
+    when: List[str] = field(default_factory=list)
+    #: The branch is only ``continue``: it drops the kernels ``when`` holds for.
+    skips: bool = False
+    #: For ``other``: the values the chain tests before it.
+    before: List[str] = field(default_factory=list)
     #: Its conditions that no kernel generate.py lists without ``-r`` meets, each as
     #: [condition, the field it tests, the values the listed kernels have there]
     #: (read by ``sphinxext_fmha.analysis.receipts_observed``).
@@ -138,9 +156,6 @@ class ApiModel:
     factories: List[Factory] = field(default_factory=list)
     #: How ``-f`` filters this API.
     filter: FilterSpec = field(default_factory=FilterSpec)
-    #: How the codegen enumerates kernels: ``functions``, ``products`` (the loops),
-    #: ``dedup`` (how duplicates are handled).
-    enumeration: Dict[str, Any] = field(default_factory=dict)
     #: Conditions that leave combinations out.
     skip_conditions: List[SkipCondition] = field(default_factory=list)
     #: What each ``-r`` value keeps.

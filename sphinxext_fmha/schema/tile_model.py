@@ -30,8 +30,6 @@ class TileClass:
     fields: List[TileField] = field(default_factory=list)
     #: The source of its ``name`` property.
     name_source: str = ""
-    #: Parts of the name written only under a condition, as source text.
-    optional_parts: List[str] = field(default_factory=list)
 
 
 @dataclass

@@ -37,14 +37,6 @@ def names_in(node: ast.AST) -> Set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def is_fnmatch_call(node: ast.AST, fnmatch_names: Set[str]) -> bool:
-    """Whether ``node`` calls one of the module's names for ``fnmatch``."""
-    if not isinstance(node, ast.Call):
-        return False
-    d = dotted(node.func) or ""
-    return d in fnmatch_names
-
-
 def key_text(key: Any) -> str:
     """A dict key as shown in facts (tuples without quotes: ``(128, 128)``)."""
     if isinstance(key, tuple):
@@ -58,13 +50,6 @@ def wrap(text: str, node: ast.AST) -> str:
             isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
         return f"({text})"
     return text
-
-
-def value_text(v: Any) -> str:
-    """A dict value as shown in facts (strings without quotes)."""
-    if isinstance(v, str):
-        return v
-    return repr(v)
 
 
 def function_params(fn: FunctionNode) -> List[str]:

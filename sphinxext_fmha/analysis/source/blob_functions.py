@@ -43,10 +43,9 @@ def find_blob_functions(ctx: Context) -> None:
         if not isinstance(node, FUNC):
             continue
         loops = [n for n in walk_no_nested(node) if isinstance(n, (ast.For, ast.While))]
-        has_continue = any(isinstance(n, ast.Continue) for loop in loops for n in ast.walk(loop))
-        has_product = any(isinstance(n, ast.Call) and (dotted(n.func) or "").endswith("product")
-                          for n in walk_no_nested(node))
-        if loops and (has_continue or has_product):
+        if loops and (any(isinstance(n, ast.Continue) for loop in loops for n in ast.walk(loop))
+                      or any(isinstance(n, ast.Call) and (dotted(n.func) or "").endswith("product")
+                             for n in walk_no_nested(node))):
             candidates.append(node)
     named = [f for f in candidates if "blob" in f.name.lower()
              and not re.match(r"^(write|list)_", f.name)]

@@ -25,9 +25,7 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
     info = ClassInfo(
         name=node.name,
         defined_at=pm.where(node),
-        module=pm.relpath,
         imported_from=imported_from,
-        bases=[segment(pm, b) for b in node.bases],
         is_dataclass=is_dc,
     )
     for stmt in node.body:
@@ -36,7 +34,6 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
             entry = ClassField(
                 name=stmt.target.id,
                 annotation=ann,
-                default=segment(pm, stmt.value) if stmt.value is not None else "",
                 comment=pm.comment_at(stmt.end_lineno or stmt.lineno),
                 line=stmt.lineno,
             )

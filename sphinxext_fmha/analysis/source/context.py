@@ -1,9 +1,5 @@
 """The state the collectors share: the analysed module, the facts so far, and what
-earlier collectors found (blob functions, tile classes, receipt parameters ...).
-
-The collectors run in a fixed order (see :mod:`sphinxext_fmha.analysis.source`); each
-reads what the earlier ones stored here and adds its own part.
-"""
+earlier collectors found (blob functions, tile classes, receipt parameters ...)."""
 
 from __future__ import annotations
 
@@ -23,13 +19,8 @@ __all__ = ["Context"]
 
 @dataclass
 class Context:
-    """One analysis of one ops module (``pm``, parsed: ``tree`` is its syntax tree).
-
-    ``root`` is the FMHA folder and ``rel`` the module's path below it.  The fields
-    after ``universe`` are filled by the collectors: ``class_infos`` (classes),
-    ``tile_names`` (tiles), ``blob_functions``, ``helper_functions``, ``fnmatch_names``
-    and ``receipt_names`` (blob functions).
-    """
+    """One analysis of one ops module (``pm``, parsed: ``tree``) below the FMHA folder
+    ``root`` at ``rel``; the fields after ``universe`` are filled by the collectors."""
 
     root: Path
     rel: str

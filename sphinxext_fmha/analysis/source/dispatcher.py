@@ -34,12 +34,8 @@ def collect_dispatch(ctx: Context) -> None:
         ctx.gaps.append(Gap("dispatch", ctx.where(pool),
                             f"{pool.name} has no method rendering the dispatcher"))
         return
-    if method.name == "api" and "property" in decorators(method):
-        d.mechanism = f"property {pool.name}.api"
-    elif method.name == "render":
-        d.mechanism = f"method {pool.name}.render()"
-    else:
-        d.mechanism = f"method {pool.name}.{method.name}()"
+    d.mechanism = (f"property {pool.name}.api" if method.name == "api"
+                   and "property" in decorators(method) else f"method {pool.name}.{method.name}()")
     d.where = ctx.where(method)
     d.order = _dispatch_levels(ctx, pool, method)
     if not d.order:
@@ -135,14 +131,8 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
             key = next((kw.value for kw in n.keywords if kw.arg == "key"), None)
             key_src = ""
             if key is not None and not isinstance(key, ast.Lambda):
-                name = dotted(key) or ""
-                mname = name.split(".")[-1]
-                target = None
-                if isinstance(scope, ast.ClassDef):
-                    target = member(scope, mname)
-                if target is None:
-                    for cls in [pool]:
-                        target = member(cls, mname)
+                # the key method of the pool (the one class among the scopes)
+                target = member(pool, (dotted(key) or "").split(".")[-1])
                 if target is not None:
                     rets = [r.value for r in ast.walk(target)
                             if isinstance(r, ast.Return) and r.value is not None]

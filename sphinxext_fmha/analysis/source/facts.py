@@ -1,8 +1,5 @@
-"""What the source analysis reports: the facts of one ops module, as dataclasses.
-
-Every class here is JSON-serialisable through :func:`sphinxext_fmha.model.to_dict`;
-:class:`SourceFacts` is the whole result of :func:`~.analyze_source`.
-"""
+"""What the source analysis reports: the facts of one ops module, as dataclasses
+(:class:`SourceFacts` is the whole result of :func:`~.analyze_source`)."""
 
 from __future__ import annotations
 
@@ -11,21 +8,13 @@ from typing import Dict, List
 
 from ...model import DispatchInfo, Factory, Gap, Receipt, SkipCondition, TileClass
 
-__all__ = [
-    "ClassField",
-    "ClassInfo",
-    "SymbolMap",
-    "MapUse",
-    "Enumeration",
-    "SourceFacts",
-]
+__all__ = ["ClassField", "ClassInfo", "SymbolMap", "MapUse", "Enumeration", "SourceFacts"]
 
 
 @dataclass
 class ClassField:
     name: str
     annotation: str = ""
-    default: str = ""
     comment: str = ""
     line: int = 0
 
@@ -34,9 +23,7 @@ class ClassField:
 class ClassInfo:
     name: str
     defined_at: str = ""
-    module: str = ""
     imported_from: str = ""
-    bases: List[str] = field(default_factory=list)
     is_dataclass: bool = False
     fields: List[ClassField] = field(default_factory=list)
     name_source: str = ""
@@ -70,20 +57,10 @@ class Enumeration:
 
 @dataclass
 class SourceFacts:
-    """Everything read statically from one ops module (paths relative to fmha_dir).
-
-    * ``classes`` - every class of the module and the classes it imports from local
-      modules (``imported_from`` set).
-    * ``tiles`` - tile dataclasses (``TileClass``); ``symbol_maps`` - module-level dicts
-      and dict-returning functions (one dict per branch value) of the local modules;
-      ``map_uses`` - ``MAP[self.a.b]`` subscripts per owner class/function.
-    * ``factories`` - where each factory is and when it is chosen (its tables are
-      observed); ``has_arch_factories`` is False when none carries an architecture.
-    * ``enumeration`` - blob functions and their helper functions;
-      ``skip_conditions`` (kinds: continue, option, unsupported, assert, dispatch, rule).
-    * ``receipts``, ``dispatch`` ; ``gaps`` - what
-      could not be determined.
-    """
+    """Everything read statically from one ops module (paths relative to fmha_dir):
+    ``classes`` are the module's and those it imports from local modules
+    (``imported_from`` set); ``factories`` say where each factory is and when it is
+    chosen (their tables are observed); ``gaps``: what could not be determined."""
 
     module: str
     classes: List[ClassInfo] = field(default_factory=list)

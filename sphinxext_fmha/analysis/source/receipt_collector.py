@@ -1,16 +1,16 @@
-"""Collector: receipts, the ``receipt`` argument's values and what each keeps or drops.
+"""Collector: receipts, the ``receipt`` argument's values and what each keeps or drops,
+as source text (``render/sections/rules.py`` words it): branches of the enumeration
+loops that test it, and functions that map it to a rule object.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap, Receipt
 from ..pyparse import fold_str, parse_module, walk_no_nested
-from ..python_conditions import read_condition
-from ..rule_receipts import rule_object_receipts
 from .astutil import (
     function_params,
     mentions,
@@ -52,44 +52,44 @@ def collect_receipts(ctx: Context) -> None:
             while cur is not None:
                 values, others = _receipt_values(ctx, cur.test)
                 chain_values.extend(values)
-                conditions, readings, effects, _ = _branch_conditions(ctx, cur.body)
-                extra = ""
-                if others:
-                    extra = " and ".join(ctx.seg(o) for o in others)
-                if len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue):
+                conditions, keeps, drops, effects = _branch_conditions(ctx, cur.body)
+                when = [ctx.seg(o) for o in others]
+                skips = len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue)
+                if skips:
                     # ``if receipt == N and <cond>: continue``: a drop rule
-                    conditions = [f"not ({extra})"] if extra else ["drops every kernel"]
-                    readings = ["drops kernels where " + " and ".join(read_condition(o) for o in others)
-                                if others else "drops every kernel"]
-                    effects, others, extra = [], [], ""
+                    conditions = ["not (%s)" % " and ".join(when)] if when else ["False"]
+                    effects = []
                 comment = " ".join(ctx.pm.comments_above(cur.lineno)) or \
                     " ".join(ctx.pm.comments_above(cur.body[0].lineno))
+                # the module's own words for its branch first: generate.py's help names a
+                # receipt for every API at once (batch_prefill's 200 is
+                # "Aiter(mha_batch_prefill)" here, "Aiter(mha_varlen_fwd)" there); a
+                # branch of several receipts (2 and 3) has one comment for them all, and
+                # each is named by the help where it names it
                 for v in values or ["?"]:
                     referenced.add(v)
-                    ctx.facts.receipts.append(_make_receipt(ctx,
-                        v, labels, comment, conditions, readings, effects, extra, others, label, cur,
-                        shared=len(values) > 1))
+                    help_label = _label_for(v, labels)
+                    ctx.facts.receipts.append(Receipt(
+                        value=v, label=(help_label or comment) if len(values) > 1
+                        else (comment or help_label),
+                        conditions=conditions,
+                        where=ctx.where(cur), function=label, keeps=keeps, drops=drops,
+                        effects=effects, when=when, skips=skips))
                 if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) \
                         and mentions(cur.orelse[0].test, ctx.receipt_names):
                     cur = cur.orelse[0]
                     continue
                 if cur.orelse:
-                    conditions, readings, effects, _ = _branch_conditions(ctx, cur.orelse)
+                    conditions, keeps, drops, effects = _branch_conditions(ctx, cur.orelse)
                     first = cur.orelse[0]
-                    comment = " ".join(ctx.pm.comments_above(first.lineno))
-                    if not comment:
-                        comment = ctx.pm.comment_at(first.lineno)
-                    others_txt = ", ".join(dict.fromkeys(chain_values))
-                    reading_head = f"any receipt other than {others_txt}"
-                    body = "; ".join(readings) or (
-                        "runs " + "; ".join(effects) if effects else "no restriction")
+                    comment = " ".join(ctx.pm.comments_above(first.lineno)) \
+                        or ctx.pm.comment_at(first.lineno)
                     ctx.facts.receipts.append(Receipt(
-                        value="other", label=comment,
-                        conditions=conditions,
-                        reading=f"{reading_head}: {body} (in {label})",
-                        where=ctx.where(first)))
+                        value="other", label=comment, conditions=conditions,
+                        where=ctx.where(first), kind="other", function=label, keeps=keeps,
+                        drops=drops, effects=effects, before=list(dict.fromkeys(chain_values))))
                 cur = None
-    # receipts defined as rule objects (``get_product(receipt)``), see rule_receipts
+    # receipts defined as rule objects (``get_product(receipt)``)
     for receipt in rule_object_receipts(
             ctx.tree, ctx.receipt_names, lambda v: _label_for(v, labels), ctx.where,
             lambda line: " ".join(ctx.pm.comments_above(line))):
@@ -100,26 +100,18 @@ def collect_receipts(ctx: Context) -> None:
         if lo != hi:
             if not any(_overlaps(v, lo, hi) for v in referenced):
                 ctx.facts.receipts.append(Receipt(
-                    value=f"{lo}-{hi}", label=text, conditions=[],
-                    reading="no value of this range is referenced in this module: only "
-                            "conditions that apply to every receipt", where=where))
+                    value=f"{lo}-{hi}", label=text, where=where, kind="unreferenced"))
                 continue
             # a range the help names whose values the module tests only some of
             # (batch_prefill tests receipt == 100 of 100-199: -r 101 filters nothing)
-            tested = sorted((v for v in referenced if _overlaps(v, lo, hi)), key=_first_value)
             for low, high in _untested(lo, hi, referenced):
                 ctx.facts.receipts.append(Receipt(
                     value=str(low) if low == high else f"{low}-{high}", label=text,
-                    conditions=[],
-                    reading="not referenced in this module (of %d-%d it tests %s): only "
-                            "conditions that apply to every receipt" % (lo, hi, ", ".join(tested)),
-                    where=where))
+                    where=where, kind="unreferenced"))
             continue
         if str(lo) not in referenced:
-            ctx.facts.receipts.append(Receipt(
-                value=str(lo), label=text, conditions=[],
-                reading="not referenced in this module: only conditions that apply to every receipt",
-                where=where))
+            ctx.facts.receipts.append(Receipt(value=str(lo), label=text, where=where,
+                                              kind="unreferenced"))
 
 
 def _bounds(value: str, lo: int, hi: int) -> Optional[Tuple[int, int]]:
@@ -129,11 +121,6 @@ def _bounds(value: str, lo: int, hi: int) -> Optional[Tuple[int, int]]:
     if m:
         return (int(m.group(1)) if m.group(1) else lo, int(m.group(2)) if m.group(2) else hi)
     return (int(value), int(value)) if value.isdigit() else None
-
-
-def _first_value(value: str) -> int:
-    bounds = _bounds(value, 0, 0)
-    return bounds[0] if bounds else 0
 
 
 def _untested(lo: int, hi: int, referenced: Set[str]) -> List[Tuple[int, int]]:
@@ -260,15 +247,18 @@ def _receipt_values(ctx: Context, test: ast.AST) -> Tuple[List[str], List[ast.AS
     return values, others
 
 
-def _branch_conditions(ctx: Context,
-                       body: Sequence[ast.stmt]) -> Tuple[List[str], List[str], List[str], List[str]]:
-    """(keep conditions, drop conditions, keep readings + drop readings, effects)."""
+def _branch_conditions(ctx: Context, body: Sequence[ast.stmt]
+                       ) -> Tuple[List[str], List[List[str]], List[List[str]], List[str]]:
+    """(conditions as source, what it keeps and drops as [condition, guard], effects)."""
     keep: List[str] = []
-    keep_read: List[str] = []
     drop: List[str] = []
-    drop_read: List[str] = []
+    keeps: List[List[str]] = []
+    drops: List[List[str]] = []
     effects: List[str] = []
     cond_vars: Set[str] = set()
+
+    def term(expr: ast.AST, guard: Optional[ast.AST]) -> List[str]:
+        return [ctx.seg(expr), ctx.seg(guard) if guard is not None else ""]
 
     def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.expr]) -> None:
         for s in stmts:
@@ -290,10 +280,7 @@ def _branch_conditions(ctx: Context,
                     if guard is not None:
                         text = f"{text} (when {ctx.seg(guard)})"
                     drop.append(f"not ({text})")
-                    rd = read_condition(t)
-                    if guard is not None:
-                        rd += f" when {read_condition(guard)}"
-                    drop_read.append(rd)
+                    drops.append(term(t, guard))
                 else:
                     g = s.test if guard is None else ast.BoolOp(op=ast.And(), values=[guard, s.test])
                     visit(s.body, g)
@@ -308,43 +295,170 @@ def _branch_conditions(ctx: Context,
                 effects.append(ctx.seg(s))
 
     def add_keep(expr: ast.AST, guard: Optional[ast.AST]) -> None:
-        text = ctx.seg(expr)
-        rd = read_condition(expr)
-        if guard is not None:
-            text = f"{text} (when {ctx.seg(guard)})"
-            rd = f"{rd} when {read_condition(guard)}"
-        keep.append(text)
-        keep_read.append(rd)
+        keeps.append(term(expr, guard))
+        keep.append(f"{keeps[-1][0]} (when {keeps[-1][1]})" if guard is not None else keeps[-1][0])
 
     visit(body, None)
-    conditions = keep + drop
-    readings: List[str] = []
-    if keep_read:
-        readings.append("keeps only kernels where " + "; ".join(keep_read))
-    if drop_read:
-        readings.append("drops kernels where " + "; ".join(drop_read))
-    return conditions, readings, effects, []
+    return keep + drop, keeps, drops, effects
 
 
-def _make_receipt(ctx: Context, value: str, labels: List[Tuple[int, int, str, str]], comment: str,
-                  conditions: List[str], readings: List[str], effects: List[str], extra: str,
-                  others: List[ast.AST], fn_label: str, node: ast.If, shared: bool = False
-                  ) -> Receipt:
-    # the module's own words for its branch first: generate.py's help names a receipt
-    # for every API at once (batch_prefill's 200 is "Aiter(mha_batch_prefill)" here,
-    # "Aiter(mha_varlen_fwd)" there); a branch of several receipts (2 and 3) has one
-    # comment for them all, and each is named by the help where it names it
-    help_label = _label_for(value, labels)
-    label = (help_label or comment) if shared else (comment or help_label)
-    parts = list(readings)
-    if effects:
-        parts.append("runs " + "; ".join(effects))
-    reading = f"receipt {value}"
-    if others:
-        reading += " when " + " and ".join(read_condition(o) for o in others)
-    reading += ": " + ("; ".join(parts) if parts else "no restriction")
-    reading += f" (in {fn_label})"
-    conds = list(conditions)
-    if extra:
-        conds = [f"(only when {extra})"] + conds
-    return Receipt(value=value, label=label, conditions=conds, reading=reading, where=ctx.where(node))
+_CMP_VALUES = (ast.Eq, ast.In)
+
+
+def _receipt_name(fn: ast.FunctionDef, names: Set[str]) -> Optional[str]:
+    params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
+    return next((p for p in params if p in names or "receipt" in p.lower()), None)
+
+
+def _rule_values(test: ast.AST, name: str) -> Optional[List[str]]:
+    """Receipt values a branch test selects (``receipt == 2``, ``receipt in (2, 3)``,
+    ``receipt == 2 or receipt == 3``), or None when the test is something else."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        out: List[str] = []
+        for value in test.values:
+            part = _rule_values(value, name)
+            if part is None:
+                return None
+            out.extend(part)
+        return out
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], _CMP_VALUES)):
+        return None
+    left, right = test.left, test.comparators[0]
+    if isinstance(right, ast.Name) and right.id == name:
+        left, right = right, left
+    if not (isinstance(left, ast.Name) and left.id == name):
+        return None
+    if isinstance(test.ops[0], ast.Eq) and isinstance(right, ast.Constant):
+        return [str(right.value)]
+    if isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        return [str(e.value) for e in right.elts if isinstance(e, ast.Constant)]
+    return None
+
+
+def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
+    """(source terms, [condition, guard] each) of a predicate's body: what it keeps."""
+    terms: List[str] = []
+    keeps: List[List[str]] = []
+    accumulators: Set[str] = set()
+
+    def add(expr: ast.AST, guard: Optional[ast.AST]) -> None:
+        keeps.append([ast.unparse(expr), ast.unparse(guard) if guard is not None else ""])
+        terms.append(keeps[-1][0] + (" (when %s)" % keeps[-1][1] if guard is not None else ""))
+
+    def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.AST]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name):
+                accumulators.add(stmt.targets[0].id)
+                add(stmt.value, guard)
+            elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) \
+                    and isinstance(stmt.op, ast.BitAnd):
+                add(stmt.value, guard)
+            elif isinstance(stmt, ast.If):
+                visit(stmt.body, stmt.test if guard is None else
+                      ast.BoolOp(op=ast.And(), values=[guard, stmt.test]))  # type: ignore[list-item]
+            elif isinstance(stmt, ast.Return) and stmt.value is not None and not (
+                    isinstance(stmt.value, ast.Name) and stmt.value.id in accumulators):
+                add(stmt.value, guard)
+
+    visit(body, None)
+    return terms, keeps
+
+
+def _rule_label(branch: Sequence[ast.stmt]) -> str:
+    """``name=`` (or the first string argument) of the object a branch returns."""
+    for stmt in branch:
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
+            for keyword in stmt.value.keywords:
+                if keyword.arg in ("name", "label") and isinstance(keyword.value, ast.Constant):
+                    return str(keyword.value.value)
+            for arg in stmt.value.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    return arg.value
+    return ""
+
+
+def _is_rule_branch(branch: Sequence[ast.stmt]) -> bool:
+    """A branch that defines a predicate and returns an object (not a loop body rule)."""
+    returns_object = any(isinstance(s, ast.Return) and isinstance(s.value, ast.Call)
+                         for s in branch)
+    defines = any(isinstance(s, (ast.FunctionDef, ast.Lambda)) for s in branch)
+    return returns_object and (defines or any(
+        isinstance(s, ast.Return) and any(isinstance(a, ast.Lambda) for a in ast.walk(s))
+        for s in branch))
+
+
+def _predicate(branch: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
+    for stmt in branch:
+        if isinstance(stmt, ast.FunctionDef):
+            return _rule_terms(stmt.body)
+    for node in (n for s in branch for n in ast.walk(s)):
+        if isinstance(node, ast.Lambda):
+            return _rule_terms([ast.Return(value=node.body)])
+    return [], []
+
+
+def rule_object_receipts(tree: ast.Module, receipt_names: Set[str],
+                         label_for: Callable[[str], str],
+                         where: Callable[[ast.AST], str],
+                         comment_above: Callable[[int], str]) -> List[Receipt]:
+    """Receipts of every function that maps a receipt to a rule object. Newer CK
+    codegen no longer tests ``receipt`` inside the enumeration loop; a function such as
+    ``get_product(receipt)`` returns, per receipt, an object wrapping a predicate::
+
+        def get_product(receipt: int) -> Product:
+            if receipt == 4:  # PyTorch integration
+                def fit(problem_ctx, kernel_ctx) -> bool:
+                    cond = problem_ctx.dtype in ["fp16", "bf16"]
+                    cond &= kernel_ctx.pipeline.F_bias in ["no", "bias"]
+                    return cond
+                return Product(name="PyTorch integration", rule=fit)
+
+    Read: the values each branch selects, its label (the object's ``name=`` or the
+    comment above the branch) and what the predicate keeps (its ``cond = ...``/``cond
+    &= ...``/``return`` terms, with guards), as source text.
+
+    ``label_for(value)``: the label generate.py's ``--receipt`` help gives the value
+    ("" if none); ``where(node)``: ``file:line``; ``comment_above(line)``: the comment
+    right above a line ("" if none).
+    """
+    receipts: List[Receipt] = []
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        name = _receipt_name(fn, receipt_names)
+        if name is None:
+            continue
+        for stmt in fn.body:
+            if isinstance(stmt, ast.If) and _rule_values(stmt.test, name) is not None:
+                receipts.extend(_rule_chain(stmt, name, fn.name, label_for, where, comment_above))
+    return receipts
+
+
+def _rule_chain(head: ast.If, name: str, function: str, label_for: Callable[[str], str],
+           where: Callable[[ast.AST], str], comment_above: Callable[[int], str]) -> List[Receipt]:
+    out: List[Receipt] = []
+    seen: List[str] = []
+    current: Optional[ast.If] = head
+    while current is not None:
+        values = _rule_values(current.test, name)
+        if values is None or not _is_rule_branch(current.body):
+            return out
+        terms, keeps = _predicate(current.body)
+        label = _rule_label(current.body) or comment_above(current.lineno)
+        for value in values:
+            seen.append(value)
+            out.append(Receipt(value=value, label=label_for(value) or label, conditions=terms,
+                               where=where(current), kind="rule", function=function,
+                               rule_name=label, keeps=keeps))
+        orelse = current.orelse
+        if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+            current = orelse[0]
+            continue
+        if orelse and _is_rule_branch(orelse):
+            terms, keeps = _predicate(orelse)
+            label = _rule_label(orelse) or comment_above(orelse[0].lineno)
+            out.append(Receipt(value="other", label=label, conditions=terms,
+                               where=where(orelse[0]), kind="rule-other", function=function,
+                               rule_name=label, keeps=keeps, before=list(dict.fromkeys(seen))))
+        current = None
+    return out

@@ -5,15 +5,13 @@ conditions of the dispatcher).
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...model import SkipCondition
-from ..pyparse import fold_str, segment, walk_no_nested
-from ..python_conditions import read_condition
+from ..pyparse import dotted, fold_str, segment, walk_no_nested
 from .astutil import (
     FUNC,
     function_params,
-    is_fnmatch_call,
     mentions,
     names_in,
     wrap,
@@ -25,7 +23,7 @@ __all__ = ["collect_skip_conditions"]
 
 def collect_skip_conditions(ctx: Context) -> None:
     """Record the conditions that skip kernels (``facts.skip_conditions``: the source
-    of each; the words only for an assertion, whose message says why).
+    of each, and an assertion's message, which says why).
 
     Filter and receipt conditions are left to their own collectors.
     """
@@ -47,10 +45,11 @@ def collect_skip_conditions(ctx: Context) -> None:
                     continue
                 chain = _if_chain(ctx, n, loop)
                 if not chain:
-                    ctx.facts.skip_conditions.append(SkipCondition("", "", ctx.where(n), "continue"))
+                    ctx.facts.skip_conditions.append(SkipCondition("", ctx.where(n), "continue"))
                     continue
                 tests = [t.test for t, _ in chain]
-                if any(is_fnmatch_call(x, ctx.fnmatch_names) for t in tests for x in ast.walk(t)):
+                if any(isinstance(x, ast.Call) and (dotted(x.func) or "") in ctx.fnmatch_names
+                       for t in tests for x in ast.walk(t)):
                     continue  # the kernel filter: observed by the probe
                 if any(mentions(t, ctx.receipt_names) for t in tests):
                     continue  # receipt blocks: reported in receipts
@@ -71,12 +70,11 @@ def collect_skip_conditions(ctx: Context) -> None:
                 if key in seen:
                     continue
                 seen.add(key)
-                ctx.facts.skip_conditions.append(SkipCondition(source, "", where, kind))
+                ctx.facts.skip_conditions.append(SkipCondition(source, where, kind))
             elif isinstance(n, ast.Assert) and _innermost_loop(ctx, n, fn) is not None:
-                text = ctx.seg(n.test)
                 msg = fold_str(n.msg) if n.msg is not None else None
-                reading = "requires " + read_condition(n.test) + (f" ({msg})" if msg else "")
-                ctx.facts.skip_conditions.append(SkipCondition(text, reading, ctx.where(n), "assert"))
+                ctx.facts.skip_conditions.append(SkipCondition(
+                    ctx.seg(n.test), ctx.where(n), "assert", msg or ""))
     _collect_rules(ctx)
     _collect_dispatch_skips(ctx)
 
@@ -87,27 +85,24 @@ def collect_skip_conditions(ctx: Context) -> None:
     ctx.facts.skip_conditions.sort(key=line_of)
 
 
+def _up(ctx: Context, node: ast.AST, stop: Optional[ast.AST]) -> Iterator[Tuple[ast.AST, ast.AST]]:
+    """(ancestor, its child on the way) from ``node`` up to ``stop`` (left out)."""
+    parents = ctx.pm.parents
+    child, cur = node, parents.get(node)
+    while cur is not None and cur is not stop:
+        yield cur, child
+        child, cur = cur, parents.get(cur)
+
+
 def _if_chain(ctx: Context, node: ast.AST, stop: ast.AST) -> List[Tuple[ast.If, bool]]:
     """Enclosing ``if`` statements between ``stop`` and ``node`` (outer first)."""
-    parents = ctx.pm.parents
-    chain: List[Tuple[ast.If, bool]] = []
-    child = node
-    cur = parents.get(node)
-    while cur is not None and cur is not stop:
-        if isinstance(cur, ast.If):
-            chain.append((cur, child in cur.body))
-        child, cur = cur, parents.get(cur)
-    return list(reversed(chain))
+    return [(cur, child in cur.body) for cur, child in _up(ctx, node, stop)
+            if isinstance(cur, ast.If)][::-1]
 
 
 def _innermost_loop(ctx: Context, node: ast.AST, fn: ast.AST) -> Optional[ast.AST]:
-    parents = ctx.pm.parents
-    cur = parents.get(node)
-    while cur is not None and cur is not fn:
-        if isinstance(cur, (ast.For, ast.While)):
-            return cur
-        cur = parents.get(cur)
-    return None
+    return next((cur for cur, _ in _up(ctx, node, fn) if isinstance(cur, (ast.For, ast.While))),
+                None)
 
 
 def _combined(ctx: Context, conds: Sequence[Tuple[ast.expr, bool]]) -> str:
@@ -121,13 +116,8 @@ def _combined(ctx: Context, conds: Sequence[Tuple[ast.expr, bool]]) -> str:
 
 
 def _in_receipt_block(ctx: Context, node: ast.AST, fn: ast.AST) -> bool:
-    parents = ctx.pm.parents
-    cur = parents.get(node)
-    while cur is not None and cur is not fn:
-        if isinstance(cur, ast.If) and mentions(cur.test, ctx.receipt_names):
-            return True
-        cur = parents.get(cur)
-    return False
+    return any(isinstance(cur, ast.If) and mentions(cur.test, ctx.receipt_names)
+               for cur, _ in _up(ctx, node, fn))
 
 
 def _collect_rules(ctx: Context) -> None:
@@ -143,7 +133,7 @@ def _collect_rules(ctx: Context) -> None:
             if rets:
                 parts.append(f"{s.name}: " + " | ".join(segment(pm, r) for r in rets))
         ctx.facts.skip_conditions.append(SkipCondition(
-            "; ".join(parts) or info.name, "", info.defined_at, "rule"))
+            "; ".join(parts) or info.name, info.defined_at, "rule"))
 
 
 def _collect_dispatch_skips(ctx: Context) -> None:
@@ -161,4 +151,4 @@ def _collect_dispatch_skips(ctx: Context) -> None:
                     continue
                 source = _combined(ctx, [(t.test, pos) for t, pos in chain])
                 ctx.facts.skip_conditions.append(SkipCondition(
-                    source, "", ctx.where(chain[-1][0]), "dispatch"))
+                    source, ctx.where(chain[-1][0]), "dispatch"))

@@ -1,4 +1,5 @@
-"""Collector: symbol maps, module-level dicts and functions returning one dict per argument.
+"""Collector: symbol maps (module-level dicts, functions returning one dict per argument)
+and where the module subscripts them (``MAP[self.a.b]``, per owner class or function).
 """
 
 from __future__ import annotations
@@ -7,17 +8,14 @@ import ast
 from typing import Dict, Optional
 
 from ...model import Gap
-from ..pyparse import ParsedModule, assigned_names, segment
+from ..pyparse import ParsedModule, assigned_names, dotted, segment
 from .astutil import (
     FUNC,
     FunctionNode,
     key_text,
-    value_text,
 )
 from .context import Context
-from .facts import (
-    SymbolMap,
-)
+from .facts import MapUse, SymbolMap
 
 __all__ = ["collect_symbol_maps"]
 
@@ -36,7 +34,8 @@ def _dict_entries(node: ast.Dict, pm: ParsedModule) -> Dict[str, str]:
         except _NOT_LITERAL:
             shown_key = segment(pm, k)
         try:
-            shown_value = value_text(ast.literal_eval(v))
+            value = ast.literal_eval(v)
+            shown_value = value if isinstance(value, str) else repr(value)
         except _NOT_LITERAL:
             shown_value = segment(pm, v)
         out[shown_key] = shown_value
@@ -65,6 +64,31 @@ def collect_symbol_maps(ctx: Context) -> None:
     if not maps:
         ctx.gaps.append(Gap("symbol maps", ctx.rel,
                             "no module-level dict found in the module or its local imports"))
+    _collect_map_uses(ctx)
+
+
+def _collect_map_uses(ctx: Context) -> None:
+    """Record each ``MAP[self.a.b]`` of a known symbol map (``facts.map_uses``, in line order)."""
+    dict_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "dict"}
+    fn_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "function"}
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.Subscript):
+            continue
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in dict_names:
+            map_name = base.id
+        elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in fn_names:
+            map_name = base.func.id
+        else:
+            continue
+        path = dotted(node.slice)
+        if path is None:
+            continue
+        path = path[5:] if path.startswith("self.") else path
+        ctx.facts.map_uses.append(MapUse(
+            owner=ctx.owner_of(node), path=path, field=path.split(".")[-1], map=map_name,
+            where=ctx.where(node)))
+    ctx.facts.map_uses.sort(key=lambda m: int(m.where.rpartition(":")[2] or 0))
 
 
 def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,

@@ -3,15 +3,10 @@
 
 from __future__ import annotations
 
-import ast
 import re
-from typing import List, Set
+from typing import Set
 
 from ...model import Gap, TileClass, TileField
-from ..pyparse import segment
-from .astutil import (
-    member,
-)
 from .context import Context
 from .facts import (
     ClassInfo,
@@ -44,34 +39,8 @@ def collect_tiles(ctx: Context) -> None:
             imported_from=info.imported_from,
             fields=[TileField(f.name, f.comment) for f in info.fields],
             name_source=info.name_source,
-            optional_parts=_optional_parts(ctx, info),
         )
         ctx.facts.tiles.append(tc)
     if not ctx.facts.tiles:
         ctx.gaps.append(Gap("tile classes", ctx.rel, "no dataclass looks like a tile "
                             "(name contains 'Tile' or int fields used in name)"))
-
-
-def _optional_parts(ctx: Context, info: ClassInfo) -> List[str]:
-    pm, node = ctx.universe.classes.get(info.name, (None, None))
-    if node is None or pm is None:
-        return []
-    prop = member(node, "name")
-    if prop is None:
-        return []
-    out: List[str] = []
-    for n in ast.walk(prop):
-        if isinstance(n, ast.IfExp):
-            out.append(segment(pm, n))
-        elif isinstance(n, ast.If) and any(isinstance(s, ast.AugAssign) for s in n.body):
-            out.append(segment(pm, n.test) + " -> " + "; ".join(segment(pm, s) for s in n.body))
-    defaults = {f.name: f.default for f in info.fields if f.default}
-    if defaults:
-        for n in ast.walk(prop):
-            if isinstance(n, ast.JoinedStr):
-                text = segment(pm, n)
-                for fname, dflt in defaults.items():
-                    m = re.search(r"[^{}\"']*\{self\." + re.escape(fname) + r"[^}]*\}", text)
-                    if m and ("{self." + fname) not in " ".join(out):
-                        out.append(f"{m.group(0).strip()} (field {fname} defaults to {dflt})")
-    return out

@@ -1,9 +1,11 @@
-"""The rules section: skip conditions and receipts."""
+"""The rules section: skip conditions and receipts, the codegen's Python conditions
+(handed over as source text) read in words (``x in [a, b]`` -> ``x is a or b``)."""
 
 from __future__ import annotations
 
+import ast
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...guide_data import GuideData
 from ...model import Receipt, SkipCondition
@@ -43,8 +45,8 @@ def _skip_blocks(skips: Sequence[SkipCondition]) -> List[Block]:
     rows: List[List[Inlines]] = []
     for (kind, source), found in merged.items():
         condition: Inlines = [Code(source)]
-        if kind == "assert" and found[0].reading:
-            condition.append(" (%s)" % found[0].reading)
+        if kind == "assert":
+            condition.append(" (%s)" % skip_words(found[0]))
         rows.append([[kind], condition, codes([s.where for s in found if s.where])])
     table = Table(header=["Kind", "Condition", "Where"], rows=rows, classes=["fmha-skips"])
     return [Para(["Conditions under which the codegen skips a combination or a kernel (",
@@ -72,11 +74,12 @@ def _terms(terms: Sequence[Sequence[str]]) -> Inlines:
 def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
     if not receipts:
         return [Para(["This API has no receipt-specific rule."])]
-    used = [r for r in receipts if "referenced in this module" not in r.reading]
+    used = [r for r in receipts if r.kind != "unreferenced"]
     unused = [r for r in receipts if r not in used]
     blocks: List[Block] = [Para(["Receipts (", Code("-r"), ") narrow the set for an integration:"])]
     if used:
-        keeps = [re.sub(r"^receipt %s: " % re.escape(r.value), "", r.reading) for r in used]
+        keeps = [re.sub(r"^receipt %s: " % re.escape(r.value), "", receipt_reading(r))
+                 for r in used]
         prefix = "keeps only kernels where "
         common = all(k.startswith(prefix) for k in keeps)
         header = "Keeps only kernels where" if common else "Keeps"
@@ -136,3 +139,183 @@ def _mask_modes(data: GuideData) -> List[Block]:
             "to the other mode's words: some pipeline sets this mask value whatever the mask "
             "mode."]))
     return blocks
+
+
+def skip_words(skip: SkipCondition) -> str:
+    """What an assertion requires, with its message; "" for another kind."""
+    if skip.kind != "assert":
+        return ""
+    return "requires " + condition_words(skip.source) + (
+        " (%s)" % skip.message if skip.message else "")
+
+
+def receipt_reading(receipt: Receipt) -> str:
+    """What a receipt keeps, in words (``receipt 2: keeps only kernels where ...``)."""
+    if receipt.kind == "unreferenced":
+        return "not referenced in this module"
+    if receipt.kind in ("rule", "rule-other"):
+        head = ("receipt %s" % receipt.value if receipt.kind == "rule" else
+                "any receipt other than %s" % ", ".join(receipt.before))
+        return "%s (%s): %s (rule object returned by %s)" % (
+            head, receipt.rule_name, "keeps only kernels where " + "; ".join(map(
+                _term_words, receipt.keeps)) if receipt.keeps else "no restriction",
+            receipt.function)
+    parts = []
+    if receipt.keeps:
+        parts.append("keeps only kernels where " + "; ".join(map(_term_words, receipt.keeps)))
+    if receipt.drops:
+        parts.append("drops kernels where " + "; ".join(map(_term_words, receipt.drops)))
+    if receipt.kind == "other":
+        body = "; ".join(parts) or ("runs " + "; ".join(receipt.effects) if receipt.effects
+                                    else "no restriction")
+        return "any receipt other than %s: %s (in %s)" % (
+            ", ".join(receipt.before), body, receipt.function)
+    head = "receipt %s" % receipt.value
+    if receipt.skips:
+        parts = ["drops kernels where " + " and ".join(map(condition_words, receipt.when))
+                 if receipt.when else "drops every kernel"]
+    else:
+        if receipt.effects:
+            parts.append("runs " + "; ".join(receipt.effects))
+        if receipt.when:
+            head += " when " + " and ".join(map(condition_words, receipt.when))
+    return "%s: %s (in %s)" % (head, "; ".join(parts) or "no restriction", receipt.function)
+
+
+def _term_words(term: Sequence[str]) -> str:
+    condition, guard = term
+    return condition_words(condition) + (" when " + condition_words(guard) if guard else "")
+
+
+def condition_words(source: str) -> str:
+    """A Python condition's source text in words (the text itself if it does not parse)."""
+    try:
+        return read_condition(ast.parse(source.strip(), mode="eval").body)
+    except SyntaxError:
+        return source
+
+
+_BARE = re.compile(r"^[\w.\-/*+]+$")
+_PREFIX = re.compile(r"^[A-Z]_(?=[A-Za-z0-9])")
+_NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In,
+            ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.Lt: ast.GtE, ast.GtE: ast.Lt,
+            ast.Gt: ast.LtE, ast.LtE: ast.Gt}
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    parts: List[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id] + parts[::-1]) if isinstance(node, ast.Name) else None
+
+
+def _const(v: Any) -> str:
+    if isinstance(v, str):
+        return '""' if v == "" else v if _BARE.match(v) else repr(v).replace("'", '"')
+    return repr(v)
+
+
+def _term(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant):
+        return _const(node.value)
+    path = _dotted(node)
+    if path is not None:  # ``self.F_pipeline.F_spad`` -> ``pipeline.spad``
+        parts = path.split(".")
+        parts = parts[1:] if parts[0] == "self" and len(parts) > 1 else parts
+        return ".".join(_PREFIX.sub("", p) for p in parts)
+    if isinstance(node, ast.List):
+        return "[" + ", ".join(map(_term, node.elts)) + "]"
+    if isinstance(node, (ast.Tuple, ast.Set)):
+        return "(" + ", ".join(map(_term, node.elts)) + ")"
+    if isinstance(node, ast.Call):
+        f = node.func
+        words = {"startswith": "starts with", "endswith": "ends with"}
+        if isinstance(f, ast.Attribute) and len(node.args) == 1 and not node.keywords \
+                and f.attr in words:
+            return f"{_term(f.value)} {words[f.attr]} {_term(node.args[0])}"
+    if isinstance(node, ast.Subscript):
+        piece = node.slice
+        inner = (f"{_term(piece.lower) if piece.lower else ''}:"
+                 f"{_term(piece.upper) if piece.upper else ''}"
+                 if isinstance(piece, ast.Slice) else _term(piece))
+        return _term(node.value) + "[" + inner + "]"
+    return ast.unparse(node)
+
+
+def _alts(elts: Sequence[ast.AST]) -> str:
+    items = [_term(e) for e in elts]
+    if len(items) < 2:
+        return items[0] if items else "nothing"
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _compare_one(left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool = False) -> str:
+    if negate:
+        op = _NEGATED[type(op)]()
+    lhs = _term(left)
+    none = isinstance(right, ast.Constant) and right.value is None
+    seq = isinstance(right, (ast.List, ast.Tuple, ast.Set))
+    text_in = isinstance(left, ast.Constant) and isinstance(left.value, str)
+    # two names compared: "dpad is dvpad" would read as a value named dvpad
+    if isinstance(op, ast.Eq) and not isinstance(right, ast.Constant):
+        return f"{lhs} equals {_term(right)}"
+    if isinstance(op, ast.NotEq) and not isinstance(right, ast.Constant):
+        return f"{lhs} differs from {_term(right)}"
+    if isinstance(op, (ast.Eq, ast.Is)):
+        return f"{lhs} is None" if none else f"{lhs} is {_term(right)}"
+    if isinstance(op, (ast.NotEq, ast.IsNot)):
+        return f"{lhs} is not None" if none else f"{lhs} is not {_term(right)}"
+    if isinstance(op, ast.In):
+        if seq:
+            return f"{lhs} is {_alts(right.elts)}"  # type: ignore[attr-defined]
+        return f"{_term(right)} contains {lhs}" if text_in else f"{lhs} is in {_term(right)}"
+    if isinstance(op, ast.NotIn):
+        if seq:
+            elts = right.elts  # type: ignore[attr-defined]
+            if len(elts) == 1:
+                return f"{lhs} is not {_term(elts[0])}"
+            if len(elts) == 2:
+                return f"{lhs} is neither {_term(elts[0])} nor {_term(elts[1])}"
+            return f"{lhs} is none of {_alts(elts)}"
+        return (f"{_term(right)} does not contain {lhs}" if text_in
+                else f"{lhs} is not in {_term(right)}")
+    sym = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}.get(type(op), "?")
+    return f"{lhs} {sym} {_term(right)}"
+
+
+def read_condition(node: ast.AST, negate: bool = False) -> str:
+    """A boolean expression in words (``x in [a, b]`` -> ``x is a or b``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return read_condition(node.operand, not negate)
+    if isinstance(node, ast.BoolOp):
+        is_and = isinstance(node.op, ast.And) != negate  # De Morgan
+        parts = []
+        for v in node.values:
+            text = read_condition(v, negate)
+            inner = v.operand if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not) else v
+            if isinstance(inner, ast.BoolOp):
+                inner_and = isinstance(inner.op, ast.And) != (negate != (inner is not v))
+                if inner_and != is_and:
+                    text = f"({text})"
+            parts.append(text)
+        return (" and " if is_and else " or ").join(parts)
+    if isinstance(node, ast.Compare):
+        if negate and len(node.ops) == 1:
+            return _compare_one(node.left, node.ops[0], node.comparators[0], negate=True)
+        lefts = [node.left] + node.comparators[:-1]
+        text = " and ".join(map(_compare_one, lefts, node.ops, node.comparators))
+        return f"not ({text})" if negate else text
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool):
+            return str(node.value != negate).lower()
+        return f"not {_const(node.value)}" if negate else _const(node.value)
+    text = _term(node)
+    if negate:
+        for word, negated in ((" starts with ", " does not start with "),
+                              (" ends with ", " does not end with ")):
+            if isinstance(node, ast.Call) and word in text:
+                return text.replace(word, negated, 1)
+        return f"not {text}" if re.match(r"^[\w.]+$", text) else f"not ({text})"
+    return text
