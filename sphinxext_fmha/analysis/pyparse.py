@@ -22,7 +22,6 @@ __all__ = [
     "segment",
     "flat",
     "dotted",
-    "display_name",
     "walk_no_nested",
     "fold_str",
     "assigned_names",
@@ -230,17 +229,6 @@ def dotted(node: ast.AST) -> Optional[str]:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
-
-
-_PREFIX = re.compile(r"^[A-Z]_(?=[A-Za-z0-9])")
-
-
-def display_name(path: str) -> str:
-    """``self.F_pipeline.F_spad`` -> ``pipeline.spad`` (heuristic, naming-neutral)."""
-    parts = path.split(".")
-    if parts and parts[0] == "self" and len(parts) > 1:
-        parts = parts[1:]
-    return ".".join(_PREFIX.sub("", p) for p in parts)
 
 
 def assigned_names(stmt: ast.AST) -> List[Tuple[str, ast.expr]]:
