@@ -1,10 +1,8 @@
 """``.. fmha-kernel-set:: API`` -- just the set for a workload: keep/drop, what you
 lose, the commands (each with what its pattern keeps), the counts and the build cost.
 
-``:need: dtype=fp16,bf16; hdim=64,128`` names the workload (without it: the default
-minimal set); the generate.py options as every directive takes them. Its sections are
-the guide's 5-8, built by the same renderers (a ``.rst`` and a ``.md`` page give the
-same doctree).
+``:need: dtype=fp16,bf16; hdim=64,128`` names the workload (else the default minimal
+set); its sections are the guide's 5-8, built by the same renderers.
 """
 
 from __future__ import annotations

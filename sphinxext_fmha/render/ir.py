@@ -1,8 +1,5 @@
-"""A tiny document model shared by the docutils and the Markdown renderers.
-
-The guide is written once, as these blocks (:mod:`.guide`), and turned into docutils
-nodes (:mod:`.nodes`) or GitHub-flavoured Markdown (:mod:`.markdown`), so both outputs
-say exactly the same thing.  Plain data, no docutils, no Sphinx.
+"""A tiny document model: the guide is written once as these blocks and turned into
+docutils nodes (:mod:`.nodes`) or Markdown (:mod:`.markdown`), so both say the same.
 """
 
 from __future__ import annotations
@@ -277,26 +274,8 @@ def break_points(text: str) -> List[str]:
     return pieces or [text]
 
 
-def _split_outside_quotes(line: str) -> List[str]:
-    """Shell words of ``line`` (quotes kept as written), split at unquoted blanks."""
-    words, current, quote = [], "", ""
-    for char in line:
-        if quote:
-            current += char
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-            current += char
-        elif char == " ":
-            if current:
-                words.append(current)
-            current = ""
-        else:
-            current += char
-    if current:
-        words.append(current)
-    return words
+#: Shell words (quotes kept as written, an unclosed one to the end), split at unquoted blanks.
+_SHELL_WORD = re.compile(r"""(?:[^ '"]+|'[^']*(?:'|$)|"[^"]*(?:"|$))+""")
 
 
 def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
@@ -307,7 +286,7 @@ def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
         if len(line) <= width or line.rstrip().endswith("\\") or line.lstrip().startswith("#"):
             out.append(line)
             continue
-        words = _split_outside_quotes(line)
+        words = _SHELL_WORD.findall(line)
         groups: List[str] = []
         for index, word in enumerate(words):
             option_value = (index > 0 and words[index - 1].startswith("-")

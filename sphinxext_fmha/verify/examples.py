@@ -1,20 +1,10 @@
-"""Example workloads a guide works out, chosen from the tree itself.
-
-Nothing here names a CK version, a data type or a head dimension: the values are
-counted in the listing of the sub-type with the most kernels (the main kernel of each
-dispatch call), among its two problem segments with the most values (head dimension
-and data type in every tree so far):
-
-* ``common``: their most common pair of values (one of each);
-* ``receipt``: the values the first ``-r`` receipt keeps whose every condition tests a
-  field a segment of that sub-type writes (``dtype in ['fp16', 'bf16']``), where they
-  restrict something;
-* where no receipt reads so, ``pairs``: their two most common values each (a segment
-  with two values or fewer left unnamed: naming all its values restricts nothing).
-
-Two workloads: each costs its generate.py runs in a cold build. Ties go to the
-segment's order (the natural order of its tokens). A workload equal to an earlier one
-is left out.
+"""Example workloads a guide works out, chosen from the tree itself (no CK version,
+dtype or head dim named here): counted in the main sub-type's listing, over its two
+problem segments with most values (hdim and dtype so far). ``common``: their most
+common pair; ``receipt``: the values the first ``-r`` receipt keeps where its conditions
+test fields the sub-type's segments write; else ``pairs``: their two most common values
+each (a segment of two values or fewer left unnamed). Two workloads, as each costs cold
+runs; ties go to token order; a repeat is left out.
 """
 
 from __future__ import annotations

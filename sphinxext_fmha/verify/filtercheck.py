@@ -185,12 +185,10 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
                  api_file: Optional[ApiFileResult] = None, *,
                  followers: Optional[Mapping[str, str]] = None, write_error: str = "",
                  full_api: Callable[[], Optional[ApiFileResult]] = lambda: None) -> FilterCheck:
-    """What ``generate.py -f filter`` selected (``listing``) against the unfiltered
-    ``baseline_listing`` and the model's prediction; ``api_file``: the same filtered run
-    in write mode, whose dispatch file must reach exactly the generated kernels, or
-    ``write_error``: why that run failed; ``full_api``: reads the unfiltered run's
-    (only when something is unresolved or write mode failed: it names the kernels an
-    unresolved specialisation stands for); ``followers``: see :func:`predict`."""
+    """What ``-f filter`` selected (``listing``) against the unfiltered listing and the
+    prediction; ``api_file``: its write-mode dispatch file (must reach exactly the
+    generated kernels), else ``write_error``; ``full_api``: reads the unfiltered one
+    (only when something is unresolved or write mode failed)."""
     selected = ParsedListing.of(model, listing.files, known=baseline)
     predicted = predict(model, baseline, filter, traits, followers)
     check = FilterCheck(
@@ -239,10 +237,8 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
 def _check_written(check: FilterCheck, baseline: ParsedListing, api_file: Optional[ApiFileResult],
                    match: Optional[DispatchMatch], write_error: str,
                    read_full_api: Callable[[], Optional[ApiFileResult]]) -> None:
-    """:attr:`FilterCheck.write_verified` and what the selection leaves unresolved: the
-    specialisations the written dispatch file instantiates that were not generated, or,
-    when write mode failed, the partners the full dispatch file launches with the
-    selected kernels of its main sub-type and the filter leaves out."""
+    """:attr:`FilterCheck.write_verified`, and the instantiated specialisations not
+    generated (or, write mode failed, the partners the filter leaves out)."""
     check.write_error = write_error
     full_api = read_full_api() if write_error else None
     if api_file is not None and match is not None:
@@ -268,9 +264,7 @@ def _check_written(check: FilterCheck, baseline: ParsedListing, api_file: Option
 
 def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
                        baseline: ParsedListing) -> List[str]:
-    """The trait keys of the kernels the full dispatch file launches in one call with a
-    selected kernel of the main sub-type (the coupled one with the most kernels) that
-    the selection does not have."""
+    """Trait keys the full dispatch launches with a selected main kernel, not selected."""
     type_of = {f: c for f, (c, _) in baseline.parsed.items()}
     coupling = coupling_of(partners(full_api.text, full_api.kernel_traits), type_of)
     if coupling is None:

@@ -1,9 +1,5 @@
-"""A listing parsed with the model's grammar, once.
-
-Parsing every kernel name is the expensive part of the token facts, the filter checks
-and the recommendation; they all read the same unfiltered listing, so they take one
-:class:`ParsedListing` as an argument, and a filtered listing (a subset of it) reuses
-its parses.
+"""A listing parsed with the model's grammar, once: the token facts, filter checks and
+recommendation read the same unfiltered listing, and a filtered one reuses its parses.
 """
 
 from __future__ import annotations

@@ -119,12 +119,10 @@ def arch_suffix(kernel: Kernel) -> str:
 def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
                   dispatch: Optional[SetDispatch] = None,
                   needed: AbstractSet[Tuple[str, str]] = frozenset()) -> Plan:
-    """The keep set. With the full API's ``dispatch``, the kernels it never runs are
-    left out, and the padding and tuning variants are dropped wherever the kept ones
-    run every call they ran (:func:`_drop_covered`); without it every padding variant
-    is kept (that one runs another's calls is then not established) and the general
-    tuning variant is. ``needed``: (sub-type, segment) a workload names, every value of
-    it kept as a problem property."""
+    """The keep set. With the full ``dispatch``: never-run kernels left out, padding and
+    tuning variants dropped where the kept ones run all their calls; without it every
+    padding variant and the general tuning one kept. ``needed``: (sub-type, segment)
+    a workload names, every value kept as a problem property."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
     never = _never_run(kernels, dispatch.never_run()) if dispatch is not None else set()
     plan = Plan()
@@ -177,11 +175,9 @@ COVERED = ("padding", "tuning")
 
 def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kernel]]],
                   dispatch: SetDispatch, others: AbstractSet[str]) -> None:
-    """Drop each padding or tuning variant, in each problem (its head dims, data type,
-    mode: on every arch together), wherever the rest of the set runs every call it ran
-    (the set's own dispatch, as generate.py writes it); tried from the least padded and
-    the most specialised. ``others``: the kernels of the sub-types that follow (kept
-    with their main kernels later)."""
+    """Drop each padding or tuning variant, per problem (every arch together), where the
+    rest of the set (its own dispatch) runs every call it ran; least padded and most
+    specialised first. ``others``: the follower sub-types' kernels."""
     kept = set(plan.keep)
     for kernel_type, index, own in covered:
         segment = kernel_type.segments[index]

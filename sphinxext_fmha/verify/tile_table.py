@@ -1,12 +1,8 @@
-"""The tiles each sub-type really has, per problem: computed from the parsed listing.
+"""The tiles each sub-type really has, per problem, from the parsed listing.
 
-A kernel's tile is the part of its name that the tile segments write (from the first
-tile segment to the last); its problem is its architecture (the file-name suffix), data
-type and head dim, plus any other field that keys the tiles (a problem field whose
-values have different tiles, or a parameter the source's tile table is keyed by). The
-factory tables read from the source only add what they say beyond that -- where they
-are, when they are used, conditions on a tile -- and every entry where they and the
-listing disagree: the listing is the truth.
+A kernel's tile is what its tile segments write; its problem is its arch suffix, dtype,
+head dim and any other field that keys the tiles. The source's factory tables only add
+where and when an entry is used, and every disagreement: the listing is the truth.
 """
 
 from __future__ import annotations
