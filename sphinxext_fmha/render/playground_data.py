@@ -197,8 +197,9 @@ def parts_explained(model: ApiModel) -> List[str]:
             if part.position > 0:
                 rules.append("missing: " + _pattern_text(part.missing_becomes))
             rules.append("empty: " + _pattern_text(part.empty_becomes))
+            ordinal = ("1st", "2nd", "3rd", "%dth" % (part.position + 1))[min(part.position, 3)]
             out.append("%s %r-separated part: %s; %s." % (
-                _ordinal(part.position), spec.api_split, named(part.applies_to), "; ".join(rules)))
+                ordinal, spec.api_split, named(part.applies_to), "; ".join(rules)))
         if spec.drops == "trait":
             out.append("The parts are tested trait by trait: a kernel is kept only when every "
                        "part of one of its traits matches.")
@@ -222,10 +223,6 @@ def _name_start(kernel_type) -> str:
             and len(kernel_type.segments[0].tokens) == 1:
         return "names " + next(iter(kernel_type.segments[0].tokens)) + "*"
     return ""
-
-
-def _ordinal(position: int) -> str:
-    return ("1st", "2nd", "3rd")[position] if position < 3 else "%dth" % (position + 1)
 
 
 def _pattern_text(pattern: Optional[str]) -> str:

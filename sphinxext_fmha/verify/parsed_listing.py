@@ -52,10 +52,6 @@ class ParsedListing:
                 unparsed.append(filename)
         return cls(list(files), parsed, unparsed)
 
-    def of_files(self, files: Sequence[str]) -> bool:
-        """Whether this is the parse of exactly ``files``."""
-        return self.files == list(files)
-
     def per_type(self) -> Dict[str, int]:
         return dict(sorted(Counter(t for t, _ in self.parsed.values()).items()))
 

@@ -129,7 +129,7 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
             continue
         boxes = TypeBoxes(group, own, names & set(unwanted_names))
         first = _generalise_order(group, {k.file for k in group if k.name in own})
-        pinned = [i for i in first if i not in _free_segments(boxes)]
+        pinned = [i for i in first if any(boxes.umask[i].values())]
         orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
         # the segments a workload names: freed last (they stay written when they can),
         # and first (one of several values each a run of its own may be worse than a
@@ -215,10 +215,6 @@ def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
     return found
 
 
-def _free_segments(boxes: TypeBoxes) -> Set[int]:
-    return {i for i in range(boxes.width) if not any(boxes.umask[i].values())}
-
-
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
     """Segments whose tokens all occur among wanted kernels first (free to drop), then
     the others from the first on (the policy segments at the end stay pinned)."""
@@ -264,11 +260,6 @@ def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
     return bound
 
 
-def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
-    wanted_names = {k.name for k in kernels if k.file in wanted}
-    return {k.file for k in kernels if k.file not in wanted and k.name in wanted_names}
-
-
 def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                primary: Optional[str] = None,
                partners: Optional[Mapping[str, Set[str]]] = None,
@@ -290,7 +281,8 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
     if result.extra:
         result.notes.append(Note("unfiltered", {"types": sorted(
             {k.kernel_type for k in kernels if k.file in result.extra})}))
-    shared = _shared_names(kernels, wanted)
+    wanted_names = {k.name for k in kernels if k.file in wanted}
+    shared = {k.file for k in kernels if k.file not in wanted and k.name in wanted_names}
     if shared:
         result.extra += sorted(shared)
         result.notes.append(Note("shared_names", {"count": len(shared)}))

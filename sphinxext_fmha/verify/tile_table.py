@@ -13,18 +13,14 @@ from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Se
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, Factory, KernelType, Segment, TileRow, TileSource, TileTable, TileUse
+from ..schema.names import natural
 from .filtercheck import ParsedListing
 from .policy import classify
 
 __all__ = ["tile_names", "tile_tables"]
 
-_NUM = re.compile(r"(\d+)")
 _QUALIFIERS = re.compile(r"\[(.*)\]\s*$")
 _LEADING_NUMBER = re.compile(r"^\(?\s*(\d+)")
-
-
-def _natural(text: str) -> List[object]:
-    return [int(p) if p.isdigit() else p for p in _NUM.split(text)]
 
 
 def _plain(name: str) -> str:
@@ -129,13 +125,13 @@ def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
                       tile_segments=layout.tile_labels, kernels=len(kernels))
     for key in sorted(counts, key=lambda k: tuple(o(v) for o, v in zip(order, k))):
         uses = [TileUse(tile=t, kernels=n, kept=kept_counts[key][t] if kept is not None else None)
-                for t, n in sorted(counts[key].items(), key=lambda item: _natural(item[0]))]
+                for t, n in sorted(counts[key].items(), key=lambda item: natural(item[0]))]
         for position, i in enumerate(layout.others):
             row_values = set().union(*(used_with[(key, u.tile)][position] for u in uses))
             for use in uses:
                 values = used_with[(key, use.tile)][position]
                 if values != row_values:
-                    use.only[segments[i].label] = sorted(values, key=_natural)
+                    use.only[segments[i].label] = sorted(values, key=natural)
         table.rows.append(TileRow(keys=dict(zip(columns, key)), tiles=uses))
     _compare_with_source(model.factories, table, has_arch)
     return table
@@ -152,13 +148,13 @@ def _orders(kernel_type: KernelType, layout: _Layout, has_arch: bool):
                 for t in (segments[positions[0]].tokens if positions else [])]
 
         def key(value: str):
-            return (seen.index(value) if value in seen else len(seen), _natural(value))
+            return (seen.index(value) if value in seen else len(seen), natural(value))
         return key
 
     orders: List[Callable[[str], Any]] = []
     if has_arch:
         orders.append(lambda v: (arches.index(v) if v in arches else len(arches), v))
-    orders += [listing_order(layout.dtype), _natural]
+    orders += [listing_order(layout.dtype), natural]
     orders += [listing_order([i]) for i in layout.qualified]
     return orders
 
@@ -202,7 +198,7 @@ def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arc
             for use in row.tiles:
                 use.in_source = (row.keys["dtype"], row.keys["hdim"], use.tile) in entries
                 use.note = factory.tile_notes.get(use.tile, "")
-        missing = sorted(entries - observed, key=lambda e: (e[0], _natural(e[1]), _natural(e[2])))
+        missing = sorted(entries - observed, key=lambda e: (e[0], natural(e[1]), natural(e[2])))
         table.sources.append(TileSource(
             factory=factory.class_name, arch=arch, defined_at=factory.defined_at,
             selected_by=factory.selected_by, matched=matched, listed=len(entries),

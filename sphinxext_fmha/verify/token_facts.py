@@ -21,15 +21,11 @@ from .parsed_listing import ParsedListing
 __all__ = ["TokenCounts", "token_counts", "ConditionGroup", "TokenDispatch", "token_dispatch"]
 
 
-def _parsed(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
-            ) -> ParsedListing:
-    return parsed if parsed is not None and parsed.of_files(files) else ParsedListing.of(model, files)
-
-
 def _rows_per_class(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
                     ) -> Dict[str, List[Tuple[List[str], str]]]:
     """kernel class -> (tokens, file) of each parsed file, in listing order."""
-    listing = _parsed(model, files, parsed)
+    listing = parsed if parsed is not None and parsed.files == list(files) \
+        else ParsedListing.of(model, files)
     rows: Dict[str, List[Tuple[List[str], str]]] = {}
     for filename in listing.files:
         found = listing.parsed.get(filename)
@@ -128,15 +124,6 @@ def _determining(rows: _Rows, codes: Sequence[int], limit: int = 3) -> List[Tupl
         if found:
             return found
     return []
-
-
-def _core(combos: List[Tuple[int, ...]]) -> set:
-    """Those in every smallest determining set (pad in {pad, hdim} and {pad, tile}); when
-    they share none ({hdim} or {tile}), all of them."""
-    if not combos:
-        return set()
-    core = set(combos[0]).intersection(*combos[1:])
-    return core or {c for combo in combos for c in combo}
 
 
 def _sensitive(rows: _Rows, values: Sequence[int]) -> List[Tuple[int, ...]]:
@@ -315,7 +302,10 @@ def _class_groups(class_name: str, labels: List[str],
     result.shared[class_name] = shared
     if undetermined:
         result.undetermined[class_name] = undetermined
-    cores = {slot: _core(owners.get(slot, [])) for slot in terms}
+    # a slot's segments: those in every smallest determining set (pad in {pad, hdim} and
+    # {pad, tile}); when they share none ({hdim} or {tile}), all of them
+    cores = {slot: set().union(*owners.get(slot, ())).intersection(*owners.get(slot, ()))
+             or set().union(*owners.get(slot, ())) for slot in terms}
     # per slot and reached kernel: the term it adds to a condition (None: no term, or "always")
     conditional = {slot: [t if t is not None and t[1] != "always" else None for t in column]
                    for slot, column in terms.items() if cores[slot]}
