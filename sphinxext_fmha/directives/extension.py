@@ -17,8 +17,13 @@ from ..cppapi.allocation import freeze_at_exit
 from ..locate import forget_roots
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .config import add_config_values, validate_config
-from .kernel_guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
-from .kernel_set import KernelSetDirective
+from .kernel_guide import (
+    ApiListDirective,
+    FilenameDirective,
+    FilterCheckDirective,
+    KernelGuideDirective,
+    KernelSetDirective,
+)
 from .page_scan import setup_ahead
 from .playground import JS_FILE, is_interactive, setup_playground
 from .strict import setup_strict
