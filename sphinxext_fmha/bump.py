@@ -1,12 +1,9 @@
 """The comparison service: one ``-f`` filter in an old and a new CK tree.
 
-What ``sphinxext-fmha diff`` prints and ``fmha-filter-check :against:`` shows, as data
-(:mod:`sphinxext_fmha.bump_data`): each tree's own generate.py lists (and writes) what
-the filter selects; :mod:`sphinxext_fmha.verify.bump_facts` says why the two differ; the old
-selection's counterparts in the new tree are selected by the fewest ``-f`` runs the
-minimal set's synthesis finds, each run listed and written by the new tree's
-generate.py (:meth:`Session.select <sphinxext_fmha.session.Session.select>`). No
-Sphinx, no rendering.
+``sphinxext-fmha diff`` and ``:against:`` as data (:mod:`sphinxext_fmha.bump_data`):
+each tree's generate.py lists what the filter selects, :mod:`.verify.bump_facts` says
+why they differ, and the fewest runs the synthesis finds select the old selection's
+counterparts in the new tree (:meth:`Session.select <sphinxext_fmha.session.Session.select>`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Shared Sphinx glue: the per-process Session memo, problem reporting.
-
-Every failure a directive meets is turned into one located warning
-(``type="fmha"``, ``subtype=<kind>``, see :class:`~sphinxext_fmha.errors.WarningType`)
-carrying the failed command and the tail of its stderr, and a short admonition in the
-page; with ``fmha_strict = True`` it is a located error line instead, and the build ends
-with a non-zero exit status (:mod:`.strict`).
+"""Shared Sphinx glue: the per-process Session memo, problem reporting: every failure
+is one located ``fmha.<kind>`` warning with the failed command and its stderr tail,
+and a short admonition in the page (an error with ``fmha_strict``, :mod:`.strict`).
 """
 
 from __future__ import annotations

@@ -37,9 +37,8 @@ class DocLink:
 
 @dataclass
 class LocalLink:
-    """A link to an anchored block of the same section (:class:`Para` ``anchor``)
-    under the sub-heading whose text is ``heading`` ("" when above every sub-heading);
-    renderers that cannot resolve it show ``content`` only."""
+    """A link to an anchored :class:`Para` of the same section under the sub-heading
+    ``heading`` ("" above every one); unresolved: ``content`` only."""
 
     heading: str
     anchor: str
@@ -48,9 +47,8 @@ class LocalLink:
 
 @dataclass
 class PlaygroundLink:
-    """A link to the filter playground of ``api`` on the same page, prefilled with
-    ``pattern`` (``?fmha-filter=``): ``before`` then the link's ``text``. Renderers
-    (and pages) without such a playground leave it out, ``before`` included."""
+    """``before`` and a link to the page's playground of ``api`` prefilled with
+    ``pattern``; left out, ``before`` included, where there is none."""
 
     api: str
     pattern: str
@@ -239,16 +237,6 @@ _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$|^[\w.-]+\.\w+:\d+$")
 _AFTER_SLASH = re.compile(r"(?<=/)")
 
 
-def _cut(text: str, pattern: re.Pattern[str]) -> List[str]:
-    pieces, start = [], 0
-    for match in pattern.finditer(text):
-        if match.start() > start:
-            pieces.append(text[start:match.start()])
-            start = match.start()
-    pieces.append(text[start:])
-    return pieces
-
-
 def break_points(text: str) -> List[str]:
     """``text`` cut where a line may break: tokens, numbers, ``file.py:line`` references
     and words of up to 12 characters stay whole; long C++ names and field paths break
@@ -260,13 +248,13 @@ def break_points(text: str) -> List[str]:
         if len(word) <= _WHOLE or word.isspace():
             parts = [word]
         elif _TOKEN_WORD.match(word):
-            parts = _cut(word, _SHAPE)
+            parts = _SHAPE.split(word)
         elif _PATH.match(word):
-            parts = _cut(word, _AFTER_SLASH)
+            parts = _AFTER_SLASH.split(word)
         else:
-            parts = [piece for part in _cut(word, _STRONG)
-                     for token in (_cut(part, _TOKEN) if len(part) > _WHOLE else [part])
-                     for piece in (_cut(token, _SHAPE) if len(token) > _WHOLE else [token])]
+            parts = [piece for part in _STRONG.split(word)
+                     for token in (_TOKEN.split(part) if len(part) > _WHOLE else [part])
+                     for piece in (_SHAPE.split(token) if len(token) > _WHOLE else [token])]
         if pieces and parts and (word.isspace() or pieces[-1][-1:].isspace()):
             pieces[-1] += parts[0]  # a blank stays with its neighbours: it breaks anyway
             parts = parts[1:]
