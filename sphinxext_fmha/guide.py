@@ -78,15 +78,12 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
                 data.dispatch_reading = reading
                 data.token_dispatch = session.token_dispatch(api, options)
                 data.head_dims = session.head_dims(api, options)
-        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.dispatch_problem = _dispatch_problem(exc)
-    if conditions and data.dispatch_problem is None:
-        # Last: on a heavy tree the probe's other --mask listing outlasts the probe's
-        # own work, and everything above can be made while it runs.
-        try:
+            # Last: on a heavy tree the probe's other --mask listing outlasts the probe's
+            # own work, and everything above can be made while it runs.
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.dispatch_problem = _dispatch_problem(exc)
+            data.dispatch_problem = _problem(exc, "cannot read the API dispatch file or the "
+                                             "mask modes (dispatch conditions are left out): ")
     if SectionNeed.EXAMPLES in shown:
         data.examples = collect_examples(session, api, options)
     if SectionNeed.PATTERN_TRAPS in shown:
@@ -127,11 +124,6 @@ def collect_examples(session: Session, api: str, options: Options = Options()
             example.problem = problem_of(exc).message
         examples.append(example)
     return examples
-
-
-def _dispatch_problem(exc: Exception) -> Problem:
-    return _problem(exc, "cannot read the API dispatch file or the mask modes (dispatch "
-                    "conditions are left out): ")
 
 
 def _problem(exc: Exception, what: str) -> Problem:

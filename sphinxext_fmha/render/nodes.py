@@ -249,7 +249,10 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
         content = blocks_to_nodes(section.blocks, link)
         groups = _anchor_groups(content, "fmha-%s-%s" % (api, section.name))
         if sum(len(targets) for _, targets in groups) > 1:
-            content.insert(_jump_list_position(content), _jump_list(groups))
+            # after the section's leading paragraphs (its introduction)
+            lead = next((i for i, block in enumerate(content) if not isinstance(
+                block, nodes.paragraph) or block.get("fmha_anchor")), len(content))
+            content.insert(lead, _jump_list(groups))
         _resolve_local_links(content, groups)
         node.extend(content)
         guide += node
@@ -298,32 +301,17 @@ def _resolve_local_links(content: List[nodes.Node],
             inline.replace_self(reference)
 
 
-def _jump_list_position(content: Sequence[nodes.Node]) -> int:
-    """After the section's leading paragraphs (its introduction)."""
-    index = 0
-    while index < len(content) and isinstance(content[index], nodes.paragraph) \
-            and not content[index].get("fmha_anchor") and not isinstance(content[index], nodes.target):
-        index += 1
-    return index
-
-
-def _jump_links(targets: Sequence[nodes.Element]) -> List[nodes.Node]:
-    out: List[nodes.Node] = []
-    for index, target in enumerate(targets):
-        if index:
-            out.append(nodes.Text(" \u00b7 "))
-        label = target["fmha_anchor"]
-        out.append(nodes.reference(label, label, refid=target["fmha_id"], internal=True))
-    return out
-
-
 def _jump_list(groups: Sequence[Tuple[str, List[nodes.Element]]]) -> nodes.Element:
     """``Jump to: a · b · c``, one line per sub-heading group."""
     container = nodes.container("", classes=["fmha-jump"])
     for group, targets in groups:
         lead = "Jump to %s:" % group if group else "Jump to:"
         para = nodes.paragraph("", "", nodes.strong(lead, lead), nodes.Text(" "))
-        para.extend(_jump_links(targets))
+        for index, target in enumerate(targets):
+            if index:
+                para += nodes.Text(" \u00b7 ")
+            label = target["fmha_anchor"]
+            para += nodes.reference(label, label, refid=target["fmha_id"], internal=True)
         container += para
     return container
 
