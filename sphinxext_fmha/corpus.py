@@ -142,10 +142,6 @@ def _step(what: str, started: float) -> Step:
     return Step(f"fmha: {what}... {time.monotonic() - started:.1f} s")
 
 
-def _offline() -> bool:
-    return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
-
-
 # --------------------------------------------------------------------------- download
 
 
@@ -211,7 +207,7 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
         if progress:
             progress(f"cached {archive} has sha256 {actual}, expected {tree.sha256}; re-downloading")
         archive.unlink()
-    if _offline():
+    if os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise CorpusError(f"{tree.sdist} is not in the cache ({sdists}) and FMHA_OFFLINE=1 "
                           "forbids downloading it")
     started = time.monotonic()
@@ -235,22 +231,15 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
 # --------------------------------------------------------------------------- extraction
 
 
-def _member_parts(raw: str) -> Tuple[bool, List[str]]:
-    """(unsafe, normalised path parts) of an archive member name."""
-    name = raw.replace("\\", "/")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    return name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name)) or ".." in parts, parts
-
-
-def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[[], object]]]:
-    """(name, kind, size, mode, opener) for each member; kind is file/dir/link/other."""
+def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, Callable[[], object]]]:
+    """(name, kind, mode, opener) for each member; kind is file/dir/link/other."""
     if archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
                 mode = (info.external_attr >> 16) & 0o777 or 0o644
                 kind = ("link" if stat.S_ISLNK(info.external_attr >> 16)
                         else "dir" if info.is_dir() else "file")
-                yield info.filename, kind, info.file_size, mode, functools.partial(zf.open, info)
+                yield info.filename, kind, mode, functools.partial(zf.open, info)
         return
     try:
         tf = tarfile.open(archive, "r:*")
@@ -260,15 +249,18 @@ def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[
         for member in tf:
             kind = ("dir" if member.isdir() else "file" if member.isfile()
                     else "link" if member.issym() or member.islnk() else "other")
-            yield member.name, kind, member.size, member.mode, functools.partial(tf.extractfile, member)
+            yield member.name, kind, member.mode, functools.partial(tf.extractfile, member)
 
 
 def _wanted(tree: CorpusTree, raw: str) -> Tuple[bool, List[str]]:
-    """Whether member ``raw`` belongs to the 01_fmha subtree; raise if it is unsafe."""
-    unsafe, parts = _member_parts(raw)
+    """Whether member ``raw`` belongs to the 01_fmha subtree (and its normalised path
+    parts); raise if it is unsafe."""
+    name = raw.replace("\\", "/")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    unsafe = name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name)) or ".." in parts
     prefix = tree.fmha_member_prefix.rstrip("/").split("/")
     inside = parts[: len(prefix)] == prefix and len(parts) > len(prefix)
-    if unsafe and (inside or tree.fmha_member_prefix.rstrip("/") in raw.replace("\\", "/")):
+    if unsafe and (inside or tree.fmha_member_prefix.rstrip("/") in name):
         raise CorpusError(f"refusing to extract unsafe archive member {raw!r} (absolute path "
                           "or '..')")
     return inside, parts
@@ -277,7 +269,7 @@ def _wanted(tree: CorpusTree, raw: str) -> Tuple[bool, List[str]]:
 def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
     """Extract the 01_fmha members of ``archive`` below ``dest``; return the file count."""
     count = 0
-    for raw, kind, _size, mode, opener in _iter_members(archive):
+    for raw, kind, mode, opener in _iter_members(archive):
         inside, parts = _wanted(tree, raw)
         if not inside:
             continue

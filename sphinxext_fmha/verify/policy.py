@@ -111,11 +111,6 @@ class Plan:
     relaxed: Dict[Tuple[str, str], Set[str]] = field(default_factory=dict)
 
 
-def arch_suffix(kernel: Kernel) -> str:
-    stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
-    return stem[len("".join(kernel.tokens)):]
-
-
 def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
                   dispatch: Optional[SetDispatch] = None,
                   needed: AbstractSet[Tuple[str, str]] = frozenset()) -> Plan:
@@ -225,7 +220,8 @@ def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
     ranks = [plan.ranks.get((kernel_type.class_name, s.label), {}) for s in segments]
     classes: Dict[Tuple[str, ...], List[Kernel]] = {}
     for kernel in own:
-        key = (arch_suffix(kernel),) + tuple(kernel.tokens[i] for i in problem)
+        stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
+        key = (stem[len("".join(kernel.tokens)):],) + tuple(kernel.tokens[i] for i in problem)
         classes.setdefault(key, []).append(kernel)
     for members in classes.values():
         # Per segment, the best rank this class offers; a kernel is kept when it
