@@ -24,9 +24,8 @@ __all__ = ["compare_filter"]
 def compare_filter(old: Session, new: Session, api: str, filter: str,
                    old_options: Options = Options(), new_options: Options = Options(),
                    old_label: str = "", new_label: str = "") -> FilterComparison:
-    """What ``filter`` selects in ``old``'s tree and in ``new``'s, why they differ, and
-    the runs that select the old selection in the new tree. Raises what a run raises
-    (generate.py failing in list mode, a bad API or option)."""
+    """What ``filter`` selects in each tree, why they differ, and the runs that select
+    the old selection in the new tree; raises what a run raises."""
     old_side, new_side = _side(old, api, filter, old_options), _side(new, api, filter, new_options)
     matches = facts.counterparts(old_side, new_side)
     changes = (facts.semantics_changes(old_side.model, new_side.model, filter)

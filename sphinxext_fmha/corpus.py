@@ -133,9 +133,8 @@ def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
 
 
 class Step(str):
-    """A finished step of :func:`fetch_tree` (``fmha: fetching flash-attn 2.8.3 from the
-    package index (8.4 MB)... 2.1 s``); its other messages are plain strings, notes for
-    a verbose log."""
+    """A finished step of :func:`fetch_tree` (``fmha: fetching ... 2.1 s``); its other
+    messages are plain strings, for a verbose log."""
 
 
 def _step(what: str, started: float) -> Step:

@@ -74,10 +74,9 @@ def _notice(kind: WarningType, message: str) -> None:
 
 
 def get_session(config: Any, confdir: Path, srcdir: Path):
-    """The Session for this configuration: one per (CK root, python, cache dir,
-    timeout) per process, renewed when a file of the tree's codegen was written since
-    it was made (its results are those of the tree it read: an edit undone must not
-    bring back what was computed meanwhile)."""
+    """The Session for this configuration, one per (CK root, python, cache dir, timeout),
+    renewed when the tree's codegen was written since (an undone edit must not bring
+    back what was computed meanwhile)."""
     return session_at(config, find_ck_root(fmha_config(config).ck_root, srcdir))
 
 

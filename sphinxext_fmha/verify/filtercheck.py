@@ -24,9 +24,8 @@ _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 
 
 def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
-    """The fnmatch pattern each kernel type meets for ``-f filter`` (None: not
-    filtered), following the split, missing-part and empty-part rules observed for
-    this tree.  ``filter`` is the ``-f`` value; "" means no ``-f`` at all."""
+    """The pattern each kernel type meets for ``-f filter`` by the tree's observed rules
+    (None: not filtered; ``filter`` "": no ``-f`` at all)."""
     spec = model.filter
     patterns: Dict[str, Optional[str]] = {}
     text = filter.split(spec.cli_split)[0] if spec.cli_split else filter
@@ -51,9 +50,8 @@ def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
 
 
 def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[str], bool]:
-    """``fnmatch.fnmatch`` of one pattern as the interpreter running generate.py does it
-    (its ``os.path.normcase``), compiled once for many names (what ``fnmatch.fnmatchcase``
-    does per call: the regex of ``fnmatch.translate``); None: the kernel is not filtered."""
+    """``fnmatch.fnmatch`` as generate.py's interpreter does it (its ``normcase``),
+    compiled once for many names; None: the kernel is not filtered."""
     if pattern is None:
         return lambda name: True
     spec = model.filter
@@ -77,9 +75,8 @@ def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[st
 def predict(model: ApiModel, baseline: ParsedListing, filter: str,
             traits: Optional[List[List[str]]] = None,
             followers: Optional[Mapping[str, str]] = None) -> Set[str]:
-    """The files ``-f filter`` would select, from the model alone. ``followers``: kernel
-    file -> the kernel whose name ``-f`` tests in its stead (it is generated with that
-    kernel, its own name never tested: see ``Session.followers``)."""
+    """The files ``-f filter`` would select, from the model alone (``followers``: see
+    ``Session.followers``)."""
     if not filter:
         return set(baseline.parsed)
     patterns = api_patterns(model, filter)
@@ -139,8 +136,7 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
 
 
 def _column_counts(listing: ParsedListing, class_name: str) -> List[Counter]:
-    """Per segment index, how many of the type's kernels have each token (the token
-    lists transposed and counted at once, not one pass over the listing per segment)."""
+    """Per segment index, how many of the type's kernels have each token."""
     rows = [tokens for c, tokens in listing.parsed.values() if c == class_name]
     return [Counter(column) for column in zip(*rows)]
 
@@ -162,9 +158,8 @@ def _absent(pattern: str, names: List[str]) -> List[str]:
 
 def misses(model: ApiModel, baseline: ParsedListing, filter: str,
            selected: Dict[str, int]) -> List[FilterMiss]:
-    """The sub-types whose pattern part says something (not ``*`` alone) and selects
-    none of their kernels (``selected``: kernels per sub-type), with the literal pieces
-    of that part that occur in none of their names."""
+    """Sub-types whose pattern (not ``*`` alone) selects none of their kernels, with its
+    literal pieces no name of theirs holds."""
     patterns = api_patterns(model, filter) if filter else {}
     names: Dict[str, List[str]] = {}
     for filename, name in baseline.kernel_names(model).items():

@@ -30,9 +30,8 @@ PROBLEM = ("problem", "subject", "needed")
 
 
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
-    """The segment's category (a key of the renderers' ``POLICY``), from its fields' names and
-    values; ``api``: the API's name (``pagedkv_prefill``), whose words name a feature
-    the API exists for (``F_pagedkv``): never an optional one to drop."""
+    """The segment's category (a key of the renderers' ``POLICY``) from its fields' names
+    and values; a field the API's name names (``F_pagedkv``) is never optional."""
     names = [short_name(f).lower() for f in segment.fields]
     if names and set(api.lower().split("_")) & set(names):
         return "subject"
@@ -156,9 +155,8 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
 
 
 def _never_run(kernels: Sequence[Kernel], never: Mapping[str, object]) -> Set[str]:
-    """The kernels the full API never runs, but those whose name another kernel shares
-    that it runs: ``-f`` sees the name without its arch suffix, so the two come together
-    (newest fwd: a gfx950 kernel an earlier trload branch shadows, and its gfx9 twin)."""
+    """Never-run kernels but those sharing a name with a run one (``-f`` does not see the
+    arch suffix: newest fwd's shadowed gfx950 kernel comes with its gfx9 twin)."""
     running = {k.name for k in kernels if k.file not in never}
     return {k.file for k in kernels if k.file in never and k.name not in running}
 

@@ -172,9 +172,8 @@ def _static_entries(factory: Factory) -> Set[Tuple[str, str, str]]:
 
 
 def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arch: bool) -> None:
-    """Per architecture, the factory whose table has most of the listed tiles: its
-    entries mark the rows' tiles (in its table or not) and the entries no kernel has.
-    Where generate.py's run called factories, only those are compared (what it got)."""
+    """Per arch, the factory whose table has most listed tiles marks the rows' tiles and
+    its entries no kernel has (only the factories generate.py called, where known)."""
     if any(f.observed for f in factories):
         factories = [f for f in factories if f.observed]
     by_arch: Dict[str, List[TileRow]] = defaultdict(list)
@@ -233,9 +232,8 @@ def tile_names(model: ApiModel, records: Sequence[dict]) -> Dict[str, str]:
 
 def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractSet[str]] = None,
                 names: Optional[Mapping[str, str]] = None) -> List[TileTable]:
-    """One :class:`TileTable` per sub-type whose names carry a tile; ``kept`` (files
-    of the minimal set) fills :attr:`TileUse.kept`; ``names`` (:func:`tile_names`) are
-    the tiles' own names (else the tile's part of the kernel name)."""
+    """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files;
+    ``names``: the tiles' own names (:func:`tile_names`)."""
     layouts = _layouts(model)
     per_type: Dict[str, List[Tuple[str, Sequence[str]]]] = defaultdict(list)
     for file, (class_name, tokens) in sorted(parsed.parsed.items()):
