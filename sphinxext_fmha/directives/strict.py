@@ -22,9 +22,7 @@ _ATTR = "fmha_problems"
 
 
 def _problems(env: Any) -> Dict[str, List[str]]:
-    if not hasattr(env, _ATTR):
-        setattr(env, _ATTR, {})
-    return getattr(env, _ATTR)
+    return vars(env).setdefault(_ATTR, {})
 
 
 def suppressed(config: Any, subtype: str) -> bool:
