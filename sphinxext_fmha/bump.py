@@ -1,12 +1,9 @@
 """The comparison service: one ``-f`` filter in an old and a new CK tree.
 
-What ``sphinxext-fmha diff`` prints and ``fmha-filter-check :against:`` shows, as data
-(:mod:`sphinxext_fmha.bump_data`): each tree's own generate.py lists (and writes) what
-the filter selects; :mod:`sphinxext_fmha.verify.bump_facts` says why the two differ; the old
-selection's counterparts in the new tree are selected by the fewest ``-f`` runs the
-minimal set's synthesis finds, each run listed and written by the new tree's
-generate.py (:meth:`Session.select <sphinxext_fmha.session.Session.select>`). No
-Sphinx, no rendering.
+``sphinxext-fmha diff`` and ``:against:`` as data (:mod:`sphinxext_fmha.bump_data`):
+each tree's generate.py lists what the filter selects, :mod:`.verify.bump_facts` says
+why they differ, and the fewest runs the synthesis finds select the old selection's
+counterparts in the new tree (:meth:`Session.select <sphinxext_fmha.session.Session.select>`).
 """
 
 from __future__ import annotations
@@ -27,9 +24,8 @@ __all__ = ["compare_filter"]
 def compare_filter(old: Session, new: Session, api: str, filter: str,
                    old_options: Options = Options(), new_options: Options = Options(),
                    old_label: str = "", new_label: str = "") -> FilterComparison:
-    """What ``filter`` selects in ``old``'s tree and in ``new``'s, why they differ, and
-    the runs that select the old selection in the new tree. Raises what a run raises
-    (generate.py failing in list mode, a bad API or option)."""
+    """What ``filter`` selects in each tree, why they differ, and the runs that select
+    the old selection in the new tree; raises what a run raises."""
     old_side, new_side = _side(old, api, filter, old_options), _side(new, api, filter, new_options)
     matches = facts.counterparts(old_side, new_side)
     changes = (facts.semantics_changes(old_side.model, new_side.model, filter)

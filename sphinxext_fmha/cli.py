@@ -2,12 +2,9 @@
 
 Exit status: 0 success (``diff``: it could compare, whatever the verdict); 1 a run
 failed (generate.py, the analysis, an unverified check, recommendation or ``diff``, a
-guide that ``prepare`` could not complete); 2 a usage or
-input error (bad option, path, CK root, API, interpreter, section); 130 interrupted
-(Ctrl-C).  Errors are one line on stderr (plus the tail of
-generate.py's stderr when it failed), never a traceback; a closed output pipe
-(``| head``) ends the command quietly; a closed or broken stderr only loses what it
-would have said (the exit status still tells).
+guide ``prepare`` could not complete); 2 a usage or input error (bad option, path, CK
+root, API, interpreter, section); 130 interrupted. Errors are one line on stderr (plus
+generate.py's stderr tail), never a traceback; a closed stdout or stderr is no error.
 """
 
 from __future__ import annotations
@@ -127,7 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _session(args, ck_root: Optional[str] = None):
-    """The Session of ``--ck-root`` (``ck_root``: of that CK root instead)."""
     from .guide import open_session
 
     cache_dir = Path(args.cache_dir).expanduser() if args.cache_dir else None
@@ -148,8 +144,7 @@ def _options(args, session) -> Options:
 
 
 def _to_stderr(text: str) -> None:
-    """One line on stderr, if there is one: a closed or broken stderr (``2>&-``, a
-    pipe whose reader left) is no error of the command's."""
+    """One line on stderr; a closed or broken one (``2>&-``) is no error of ours."""
     stream = sys.stderr
     if stream is None:
         return
@@ -172,8 +167,7 @@ def _say(message: str) -> None:
 
 
 def _quiet_stdout() -> None:
-    """After a broken pipe: send what is left to /dev/null, so the interpreter's final
-    flush does not complain."""
+    """After a broken pipe: the rest to /dev/null, so the final flush does not complain."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -223,8 +217,7 @@ def _write_text(path_text: str, text: str, what: str) -> None:
 
 
 def _output_path(path_text: str, folder: bool, flag: str) -> Path:
-    """An output of generate.py: a folder (``-o``) or a listing file (``-l``), its
-    parent folders created, checked before generate.py runs."""
+    """A folder (``-o``) or listing file (``-l``) for generate.py, checked before it runs."""
     path = Path(path_text).expanduser().resolve()
     target = path if folder else path.parent
     blocking = next((p for p in [target, *target.parents] if p.exists()), None)
@@ -327,10 +320,8 @@ def _run(args) -> int:
 
 
 def _prepare(session, args, options: Options) -> int:
-    """Compute what the guides of ``args.apis`` show into the on-disk cache (what a
-    docs build then reads instead of computing): per API, one line on stdout (text, or
-    JSON with its seconds and problems). An API that fails does not stop the others;
-    what it could not compute is not kept (its page computes it and says why)."""
+    """The guides of ``args.apis`` into the cache a docs build reads, one line per API
+    (text or JSON); a failing API does not stop the others, nor is its failure kept."""
     from .guide import collect_guide
     from .guide_data import parse_sections
 
@@ -369,8 +360,6 @@ def _prepare(session, args, options: Options) -> int:
 
 
 def _diff(session, args, options: Options) -> int:
-    """The filter in ``--from-ck-root`` and in ``--ck-root``: 0 when it could compare
-    (whatever the verdict), 1 when a run failed or the runs are not verified."""
     from .bump import compare_filter
     from .render.markdown import comparison_markdown
     from .render.sections.filter_diff import comparison_json
@@ -397,7 +386,6 @@ def _warn(lines: List[str]) -> None:
 
 
 def _warn_unmet(recommendation) -> None:
-    """Say plainly, on stderr, the needed values no kernel has together."""
     from .render.sections.workload import unmet_text
 
     _warn([unmet_text(recommendation)] if recommendation.needs_unmet else [])

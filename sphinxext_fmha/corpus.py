@@ -1,18 +1,11 @@
 """The corpus of real CK FMHA trees: load the pinned list, fetch and cache the trees.
 
-Each corpus entry pins a PyPI source distribution that ships a complete Composable
-Kernel checkout under ``ck_prefix``.  :func:`fetch_tree` downloads the archive from
-the package index pip would use (:mod:`.package_index`), checks its sha256, keeps it in
-``<cache>/sdists/`` and extracts only ``<ck_prefix>/example/ck_tile/01_fmha/`` to
-``<cache>/trees/<sdist stem>/``.  The returned path is the CK root (the folder that
-contains ``example/ck_tile/01_fmha``).
-
-Extracted trees are made read-only: nothing in this project may write into a tree it
-analyses.  A small stamp file (``.sphinxext-fmha-stamp``, holding the archive's sha256)
-in ``<cache>/trees/<sdist stem>/`` marks a finished extraction; a tree without a stamp
-(an older cache layout) is checked against its archive and repaired or re-extracted.
-
-Nothing here imports Sphinx.
+Each entry pins a PyPI sdist shipping a CK checkout under ``ck_prefix``.
+:func:`fetch_tree` downloads it from the index pip would use (:mod:`.package_index`),
+checks its sha256, keeps it in ``<cache>/sdists/`` and extracts only
+``<ck_prefix>/example/ck_tile/01_fmha/`` to ``<cache>/trees/<sdist stem>/``, read-only
+(nothing may write into a tree it analyses); a stamp file holding the archive's sha256
+marks a finished extraction, and a tree without one is extracted again.
 """
 
 from __future__ import annotations
@@ -80,20 +73,13 @@ class CorpusTree:
 
     @property
     def sdist_stem(self) -> str:
-        """The archive file name without its archive suffix."""
-        return _archive_stem(self.sdist)
+        return next((self.sdist[:-len(s)] for s in _ARCHIVE_SUFFIXES if self.sdist.endswith(s)),
+                    self.sdist)
 
     @property
     def fmha_member_prefix(self) -> str:
         """The archive member prefix of the 01_fmha folder (with trailing '/')."""
         return self.ck_prefix.strip("/") + "/" + FMHA_SUBDIR + "/"
-
-
-def _archive_stem(filename: str) -> str:
-    for suffix in _ARCHIVE_SUFFIXES:
-        if filename.endswith(suffix):
-            return filename[: -len(suffix)]
-    return filename
 
 
 # --------------------------------------------------------------------------- loading
@@ -147,17 +133,12 @@ def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
 
 
 class Step(str):
-    """A finished step of :func:`fetch_tree` (``fmha: fetching flash-attn 2.8.3 from the
-    package index (8.4 MB)... 2.1 s``); its other messages are plain strings, notes for
-    a verbose log."""
+    """A finished step of :func:`fetch_tree` (``fmha: fetching ... 2.1 s``); its other
+    messages are plain strings, for a verbose log."""
 
 
 def _step(what: str, started: float) -> Step:
     return Step(f"fmha: {what}... {time.monotonic() - started:.1f} s")
-
-
-def _offline() -> bool:
-    return os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 # --------------------------------------------------------------------------- download
@@ -225,7 +206,7 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
         if progress:
             progress(f"cached {archive} has sha256 {actual}, expected {tree.sha256}; re-downloading")
         archive.unlink()
-    if _offline():
+    if os.environ.get("FMHA_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise CorpusError(f"{tree.sdist} is not in the cache ({sdists}) and FMHA_OFFLINE=1 "
                           "forbids downloading it")
     started = time.monotonic()
@@ -249,22 +230,15 @@ def _ensure_archive(tree: CorpusTree, cache: Path, progress: Progress) -> Path:
 # --------------------------------------------------------------------------- extraction
 
 
-def _member_parts(raw: str) -> Tuple[bool, List[str]]:
-    """(unsafe, normalised path parts) of an archive member name."""
-    name = raw.replace("\\", "/")
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    return name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name)) or ".." in parts, parts
-
-
-def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[[], object]]]:
-    """(name, kind, size, mode, opener) for each member; kind is file/dir/link/other."""
+def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, Callable[[], object]]]:
+    """(name, kind, mode, opener) for each member; kind is file/dir/link/other."""
     if archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
                 mode = (info.external_attr >> 16) & 0o777 or 0o644
                 kind = ("link" if stat.S_ISLNK(info.external_attr >> 16)
                         else "dir" if info.is_dir() else "file")
-                yield info.filename, kind, info.file_size, mode, functools.partial(zf.open, info)
+                yield info.filename, kind, mode, functools.partial(zf.open, info)
         return
     try:
         tf = tarfile.open(archive, "r:*")
@@ -274,34 +248,27 @@ def _iter_members(archive: Path) -> Iterator[Tuple[str, str, int, int, Callable[
         for member in tf:
             kind = ("dir" if member.isdir() else "file" if member.isfile()
                     else "link" if member.issym() or member.islnk() else "other")
-            yield member.name, kind, member.size, member.mode, functools.partial(tf.extractfile, member)
+            yield member.name, kind, member.mode, functools.partial(tf.extractfile, member)
 
 
 def _wanted(tree: CorpusTree, raw: str) -> Tuple[bool, List[str]]:
-    """Whether member ``raw`` belongs to the 01_fmha subtree; raise if it is unsafe."""
-    unsafe, parts = _member_parts(raw)
+    """Whether member ``raw`` belongs to the 01_fmha subtree (and its normalised path
+    parts); raise if it is unsafe."""
+    name = raw.replace("\\", "/")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    unsafe = name.startswith("/") or bool(re.match(r"^[A-Za-z]:", name)) or ".." in parts
     prefix = tree.fmha_member_prefix.rstrip("/").split("/")
     inside = parts[: len(prefix)] == prefix and len(parts) > len(prefix)
-    if unsafe and (inside or tree.fmha_member_prefix.rstrip("/") in raw.replace("\\", "/")):
+    if unsafe and (inside or tree.fmha_member_prefix.rstrip("/") in name):
         raise CorpusError(f"refusing to extract unsafe archive member {raw!r} (absolute path "
                           "or '..')")
     return inside, parts
 
 
-def _archive_listing(tree: CorpusTree, archive: Path) -> Dict[str, int]:
-    """{posix path relative to the tree folder: size} of the 01_fmha files in ``archive``."""
-    listing: Dict[str, int] = {}
-    for raw, kind, size, _mode, _opener in _iter_members(archive):
-        inside, parts = _wanted(tree, raw)
-        if inside and kind == "file":
-            listing["/".join(parts)] = size
-    return listing
-
-
 def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
     """Extract the 01_fmha members of ``archive`` below ``dest``; return the file count."""
     count = 0
-    for raw, kind, _size, mode, opener in _iter_members(archive):
+    for raw, kind, mode, opener in _iter_members(archive):
         inside, parts = _wanted(tree, raw)
         if not inside:
             continue
@@ -321,19 +288,6 @@ def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
         raise CorpusError(f"{archive.name} holds no files under {tree.fmha_member_prefix}; "
                           "check the tree's ck_prefix")
     return count
-
-
-def _disk_listing(tree_dir: Path, tree: CorpusTree) -> Dict[str, int]:
-    root = tree_dir.joinpath(*tree.ck_prefix.split("/"), *FMHA_SUBDIR.split("/"))
-    listing: Dict[str, int] = {}
-    if not root.is_dir():
-        return listing
-    for dirpath, _dirnames, filenames in os.walk(root):
-        for filename in filenames:
-            full = Path(dirpath) / filename
-            rel = full.relative_to(tree_dir).as_posix()
-            listing[rel] = -1 if full.is_symlink() else full.stat().st_size
-    return listing
 
 
 def _chmod_tree(top: Path, writable: bool) -> None:
@@ -357,30 +311,20 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path)
 
 
-def _stamp_text(tree: CorpusTree, files: int) -> str:
-    return json.dumps({"format": _STAMP_FORMAT, "sha256": tree.sha256,
-                       "ck_prefix": tree.ck_prefix, "files": files}, sort_keys=True) + "\n"
-
-
-def _stamp_ok(tree_dir: Path, tree: CorpusTree) -> bool:
+def _ready(tree_dir: Path, ck_root: Path, tree: CorpusTree) -> bool:
     try:
         data = json.loads((tree_dir / STAMP_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return (isinstance(data, dict) and data.get("sha256") == tree.sha256
-            and data.get("ck_prefix") == tree.ck_prefix)
-
-
-def _ready(tree_dir: Path, ck_root: Path, tree: CorpusTree) -> bool:
-    return _stamp_ok(tree_dir, tree) and (ck_root / FMHA_SUBDIR / "generate.py").is_file()
+            and data.get("ck_prefix") == tree.ck_prefix
+            and (ck_root / FMHA_SUBDIR / "generate.py").is_file())
 
 
 def fetch_tree(tree: CorpusTree, cache_dir: Union[str, Path, None] = None,
                progress: Progress = None) -> Path:
-    """Make ``tree`` available locally; return its CK root,
-    ``<cache>/trees/<sdist stem>/<ck_prefix>`` (see the module's docstring).
-    ``progress``, if given, receives short messages.  Safe to call from several
-    processes at once (an fcntl lock serialises the work)."""
+    """``tree``'s CK root, ``<cache>/trees/<sdist stem>/<ck_prefix>``, fetched if needed
+    (an fcntl lock serialises processes); ``progress`` receives short messages."""
     cache = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()
     trees = cache / "trees"
     tree_dir = trees / tree.sdist_stem
@@ -392,17 +336,6 @@ def fetch_tree(tree: CorpusTree, cache_dir: Union[str, Path, None] = None,
             return ck_root
         archive = _ensure_archive(tree, cache, progress)
         trees.mkdir(parents=True, exist_ok=True)
-        if tree_dir.is_dir() and (ck_root / FMHA_SUBDIR).is_dir():
-            expected = _archive_listing(tree, archive)
-            if expected and _disk_listing(tree_dir, tree) == expected:
-                if progress:
-                    progress(f"verified the existing extraction {tree_dir}; stamping it")
-                _chmod_tree(tree_dir, writable=True)
-                (tree_dir / STAMP_NAME).write_text(_stamp_text(tree, len(expected)), encoding="utf-8")
-                _chmod_tree(tree_dir, writable=False)
-                return ck_root
-            if progress:
-                progress(f"{tree_dir} does not match {archive.name}; extracting it again")
         started = time.monotonic()
         staging = Path(tempfile.mkdtemp(prefix=f".tmp-{tree.sdist_stem}-", dir=str(trees)))
         try:
@@ -410,7 +343,10 @@ def fetch_tree(tree: CorpusTree, cache_dir: Union[str, Path, None] = None,
             if progress:
                 progress(_step(f"extracting {FMHA_SUBDIR} of {tree.package} {tree.version} "
                                f"({files:,} files)", started))
-            (staging / STAMP_NAME).write_text(_stamp_text(tree, files), encoding="utf-8")
+            stamp = {"format": _STAMP_FORMAT, "sha256": tree.sha256, "ck_prefix": tree.ck_prefix,
+                     "files": files}
+            (staging / STAMP_NAME).write_text(json.dumps(stamp, sort_keys=True) + "\n",
+                                              encoding="utf-8")
             os.chmod(staging, 0o755)
             _chmod_tree(staging, writable=False)
             if tree_dir.exists() or tree_dir.is_symlink():

@@ -1,11 +1,8 @@
 """What can go wrong, as data: the warning subtypes and the error base class.
 
-Every error of ours carries its :class:`WarningType` (``kind``), the command that failed
-and the tail of that command's standard error, so the directives and the CLI report it
-without guessing the kind from the message text.  The documentation's table of warning
-types is generated from :class:`WarningType` (the ``fmha-warning-types`` directive).
-
-A leaf module: no imports from the rest of the package.
+Every error of ours carries its :class:`WarningType` (``kind``), the failed command and
+its stderr tail, so the directives and the CLI never guess the kind from the text. The
+docs' table of warning types is generated from :class:`WarningType`. A leaf module.
 """
 
 from __future__ import annotations

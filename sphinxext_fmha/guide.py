@@ -1,9 +1,5 @@
-"""The guide service: the one place that turns a CK tree into what a guide shows.
-
-The CLI and the Sphinx directives call it identically.  It asks the
-:class:`~sphinxext_fmha.session.Session` (models, runs, verification, all cached) and
-returns data (:mod:`sphinxext_fmha.guide_data`) that the renderers turn into pages.
-No Sphinx, no rendering.
+"""The guide service: what a guide shows, from the :class:`~sphinxext_fmha.session.Session`,
+as data (:mod:`sphinxext_fmha.guide_data`); the CLI and the directives call it alike.
 """
 
 from __future__ import annotations
@@ -55,14 +51,9 @@ def open_session(root: Path, python_origin: str, **settings: Any) -> Session:
 def collect_guide(session: Session, api: str, options: Options = Options(),
                   sections: Optional[Sequence[str]] = None,
                   needs: Sequence[Need] = ()) -> GuideData:
-    """What the guide of ``api`` shows in ``sections`` (names or numbers; None: all);
-    ``needs``: the workload its set is for (:meth:`Session.needs`), none: the default
-    minimal set.
-
-    What each section needs is declared with it (:data:`~.guide_data.SECTIONS`).
-    Failures of the model raise; a recommendation or dispatch reading that cannot be
-    made is recorded as ``recommendation_problem`` / ``dispatch_problem``.
-    """
+    """What the guide of ``api`` shows in ``sections`` (None: all) for the workload
+    ``needs`` (none: the default set). The model's failures raise; the optional facts'
+    are recorded as ``*_problem``."""
     names = parse_sections(list(sections) if sections is not None else None)
     shown = needs_of(names)
     conditions = SectionNeed.DISPATCH in shown
@@ -92,15 +83,12 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
                 data.dispatch_reading = reading
                 data.token_dispatch = session.token_dispatch(api, options)
                 data.head_dims = session.head_dims(api, options)
-        except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.dispatch_problem = _dispatch_problem(exc)
-    if conditions and data.dispatch_problem is None:
-        # Last: on a heavy tree the probe's other --mask listing outlasts the probe's
-        # own work, and everything above can be made while it runs.
-        try:
+            # Last: on a heavy tree the probe's other --mask listing outlasts the probe's
+            # own work, and everything above can be made while it runs.
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.dispatch_problem = _dispatch_problem(exc)
+            data.dispatch_problem = _problem(exc, "cannot read the API dispatch file or the "
+                                             "mask modes (dispatch conditions are left out): ")
     if SectionNeed.EXAMPLES in shown:
         data.examples = collect_examples(session, api, options)
     if SectionNeed.PATTERN_TRAPS in shown:
@@ -124,8 +112,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
 
 def collect_examples(session: Session, api: str, options: Options = Options()
                      ) -> List[ExampleSet]:
-    """The example workloads of ``api`` with their sets (a set that cannot be made
-    says why)."""
+    """The example workloads of ``api`` with their sets (or why not)."""
     workloads = session.examples(api, options)
     try:
         # their runs in one batch; the sets without losses (the section shows none)
@@ -144,11 +131,6 @@ def collect_examples(session: Session, api: str, options: Options = Options()
     return examples
 
 
-def _dispatch_problem(exc: Exception) -> Problem:
-    return _problem(exc, "cannot read the API dispatch file or the mask modes (dispatch "
-                    "conditions are left out): ")
-
-
 def _problem(exc: Exception, what: str) -> Problem:
     problem = problem_of(exc)
     problem.message = what + problem.message
@@ -156,8 +138,7 @@ def _problem(exc: Exception, what: str) -> Problem:
 
 
 def suspicious_problems(model: ApiModel) -> List[Problem]:
-    """Successes that should not be trusted: generate.py exited 0 but listed no kernel,
-    or listed other kernels than the analysis observed it create."""
+    """Successes not to trust: an empty listing, or one the observation disagrees with."""
     problems = []
     if model.baseline.count == 0:
         problems.append(Problem(WarningType.SUSPICIOUS, (
@@ -177,8 +158,7 @@ _PATTERN = "FMHA_PLAYGROUND_PATTERN"
 
 
 def collect_playground(session: Session, api: str, options: Options = Options()) -> PlaygroundInputs:
-    """What the filter playground of ``api`` embeds: the verified listing parsed into
-    tokens, the traits (where whole traits are dropped) and the command template."""
+    """What the filter playground of ``api`` embeds."""
     model = session.model(api, options)
     listing = session.runner.list_kernels(session.tree.request(api, options))
     parsed = session.parsed_listing(api, options, listing.files)
@@ -193,9 +173,7 @@ def collect_playground(session: Session, api: str, options: Options = Options())
 
 @dataclass(frozen=True)
 class DirectiveUse:
-    """A directive found in a page before the page is read (``sections``: the guide's
-    ``:sections:`` value, None for all; ``filter``: the filter check's; ``needs``: a
-    guide's ``:need:``)."""
+    """A directive found in a page before it is read, with its options' raw values."""
 
     directive: str
     api: str = ""
@@ -207,20 +185,12 @@ class DirectiveUse:
 
 def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
                 workers: bool = True) -> List[AheadStep]:
-    """The expensive steps that these directives will need and that depend on nothing
-    computed in this process, in the order the pages need them (``uses`` in reading
-    order): per API and options, its probe; then, from the last guide backwards, the
-    other ``--mask`` listing of each guide that shows dispatch sections and (``workers``)
-    the whole guide analysed in a worker interpreter; then the filter checks' runs, one
-    batch per API and options; then the listings an API list shows. Nothing for a
-    result that is cached already; a use that cannot be planned (an unknown API, a bad
-    option) is left to its page.
-
-    The workers meet this process in the middle: it reads the pages from the first,
-    the workers (one at a time) take the guides from the last; a page reached first
-    by this process claims its guide (see :meth:`Session.analysis_ahead`). The first
-    guide is never a worker's (this process starts with it), so a single guide gets
-    none: there would be nothing to do side by side."""
+    """The expensive steps these directives (in reading order) will need, in the order
+    pages need them: the probes; from the last guide back, its other ``--mask`` listing
+    and (``workers``) the guide in a worker interpreter; the filter checks' batches; an
+    API list's listings. Nothing cached; a use that cannot be planned is left to its
+    page. Workers take guides from the last while this process reads from the first,
+    never the first guide (:meth:`Session.analysis_ahead`)."""
     filters: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
         if use.directive == "fmha-filter-check" and use.filter:
@@ -269,7 +239,6 @@ def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
 
 
 def _guides(uses: Sequence[DirectiveUse]) -> Dict[Tuple[str, Options], List[str]]:
-    """(api, options) of the guides, in reading order -> the sections their pages show."""
     guides: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
         # (a guide for a workload: its page computes it; a worker prepares the default)

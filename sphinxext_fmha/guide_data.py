@@ -1,8 +1,6 @@
-"""What a kernel selection guide shows, as data: the sections, the collected facts of
-one API (:class:`GuideData`) and reportable failures (:class:`Problem`).
-
-A leaf: the guide service (:mod:`sphinxext_fmha.guide`) fills it, the renderers
-(:mod:`sphinxext_fmha.render`) and the Sphinx glue read it.  No Sphinx, no processes.
+"""What a guide shows, as data: the sections, one API's facts (:class:`GuideData`) and
+reportable failures (:class:`Problem`); filled by :mod:`sphinxext_fmha.guide`, read by
+the renderers and the glue.
 """
 
 from __future__ import annotations
@@ -125,8 +123,7 @@ def needs_of(names: Sequence[str]) -> Set[SectionNeed]:
 
 
 def stored_kinds(names: Sequence[str]) -> List[str]:
-    """The session's results a guide of these sections keeps on disk: when all are
-    there, the guide is computed already."""
+    """The stored kinds a guide of these sections keeps (all there: it is computed)."""
     needs = needs_of(names)
     kinds = ["model", "token-counts"]
     for need, stored in _STORED_KINDS.items():
@@ -158,8 +155,7 @@ class Problem:
 
 
 def problem_of(exc: BaseException) -> Problem:
-    """The :class:`Problem` of an exception raised while building a guide: our errors
-    carry their kind; anything else is an analysis failure (a bug, named as such)."""
+    """Our errors carry their kind; anything else is an analysis failure (a bug)."""
     if isinstance(exc, CKRootNotFound):  # (the folders searched: the CLI lists them)
         return Problem(exc.kind, str(exc).splitlines()[0])
     if isinstance(exc, FmhaError):
@@ -176,8 +172,7 @@ def problem_of(exc: BaseException) -> Problem:
 
 
 def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
-    """Section names from ``"1,2,fields,5-8"`` (numbers, ranges, names or aliases);
-    None: all."""
+    """Section names from ``"1,2,fields,5-8"`` (numbers, ranges, names, aliases; None: all)."""
     if spec is None:
         return list(DEFAULT_ORDER)
     items = spec if not isinstance(spec, str) else re.split(r"[,\s]+", spec)

@@ -1,13 +1,8 @@
 """The package index pip would use, and the files it lists for a project.
 
-The corpus downloader must work behind a mirror exactly as ``pip install`` does, so the
-index is never written here: it is ``PIP_INDEX_URL``, else the ``index-url`` of pip's
-configuration files (``pip config list`` reads them in pip's own order), else pip's
-built-in default, asked of the pip that runs beside this interpreter.  A project page is
-read as PEP 691 JSON when the index offers it and as PEP 503 HTML otherwise (simple
-mirrors serve only HTML).
-
-Nothing here imports Sphinx.
+Behind a mirror as ``pip install`` is: ``PIP_INDEX_URL``, else the ``index-url`` of
+``pip config list``, else pip's own default. A project page is read as PEP 691 JSON
+when offered, else PEP 503 HTML (simple mirrors serve only HTML).
 """
 
 from __future__ import annotations

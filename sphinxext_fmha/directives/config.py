@@ -1,15 +1,10 @@
 """The ``fmha_*`` configuration: one typed object, validated once at ``config-inited``.
 
-Like MyST-Parser's ``MdParserConfig``: each field of :class:`FmhaConfig` is one
-``fmha_<field>`` value, with its default, its rebuild mode, the types Sphinx checks, and
-a validator.  A value that fails validation is reported once, as a warning of type
-``fmha.config`` (``fmha.cache`` for the cache folder) that names the value, and its
-default is used instead.  Paths are made absolute (relative to the folder of
-``conf.py``) here and nowhere else.
-
-Checks that need the CK tree (the option exists in its generate.py, the receipt is one
-its help lists, the interpreter is a Python) happen when the tree is first used, and are
-reported with the directive's location, naming the configuration value.
+As MyST-Parser's ``MdParserConfig``: each field of :class:`FmhaConfig` is one
+``fmha_<field>`` value (default, rebuild mode, types, validator). A bad value is one
+``fmha.config`` warning (``fmha.cache`` for the cache folder) and its default is used;
+paths are made absolute here only. Checks that need the CK tree happen at first use,
+located at the directive.
 """
 
 from __future__ import annotations

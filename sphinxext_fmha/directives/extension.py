@@ -17,8 +17,13 @@ from ..cppapi.allocation import freeze_at_exit
 from ..locate import forget_roots
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
 from .config import add_config_values, validate_config
-from .kernel_guide import ApiListDirective, FilenameDirective, FilterCheckDirective, KernelGuideDirective
-from .kernel_set import KernelSetDirective
+from .kernel_guide import (
+    ApiListDirective,
+    FilenameDirective,
+    FilterCheckDirective,
+    KernelGuideDirective,
+    KernelSetDirective,
+)
 from .page_scan import setup_ahead
 from .playground import JS_FILE, is_interactive, setup_playground
 from .strict import setup_strict
@@ -28,13 +33,10 @@ STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"
 
 class ResolveGuideSections(Transform):
-    """Turn :class:`fmha_guide`/:class:`fmha_section` into sections, rubrics or content.
-
-    ``auto``: real sections when the guide sits directly in a section and nothing but
-    sections (or invisible nodes) follows it, so the document structure stays valid;
-    rubrics otherwise.  ``section``: real sections whenever the parent is a section or
-    the document.  ``rubric``/``none``: always rubrics / no titles.
-    """
+    """Turn :class:`fmha_guide`/:class:`fmha_section` into sections, rubrics or content:
+    ``auto``, sections where the guide sits in a section followed only by sections (or
+    invisible nodes), so the structure stays valid, else rubrics; ``section``, sections
+    under a section or the document; ``rubric``/``none``: rubrics / no titles."""
 
     default_priority = 200
 

@@ -1,24 +1,36 @@
-"""The directives: ``fmha-kernel-guide``, ``fmha-filter-check``, ``fmha-api-list``,
-``fmha-filename``.
-
-They build docutils nodes directly (never ``nested_parse`` of generated markup), so a
-reStructuredText page and a MyST page give the same doctree.
+"""The directives: ``fmha-kernel-guide``, ``fmha-kernel-set`` (the guide's set sections
+for a ``:need:`` workload), ``fmha-filter-check`` (with ``:against:``: the filter in the
+tree it was written for, a CK root or a corpus tree, and in the page's), ``fmha-api-list``,
+``fmha-filename``. They build docutils nodes directly (never ``nested_parse`` of
+generated markup), so a reStructuredText page and a MyST page give the same doctree.
 """
 
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
 
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx import addnodes
 
+from ..bump import compare_filter
+from ..bump_data import FilterComparison
+from ..corpus import CorpusError, fetch_tree, load_corpus, tree_by_name
 from ..errors import WarningType
 from ..guide import collect_guide
-from ..guide_data import RECOMMENDATION_SECTIONS, Problem, parse_sections, problem_of
+from ..guide_data import (
+    RECOMMENDATION_SECTIONS,
+    Problem,
+    SectionNeed,
+    parse_sections,
+    problem_of,
+    sections_needing,
+)
+from ..locate import find_ck_root
 from ..model import NO_TOKEN, FilterCheck
-from ..options import OptionError, check_filter_text
+from ..options import OptionError, Options, check_filter_text
 from ..render.guide_blocks import (
     api_list_table,
     commands_miss_warnings,
@@ -34,14 +46,17 @@ from ..render.guide_blocks import (
 from ..render.ir import Para
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
 from ..render.sections.filter_write import write_warnings
-from .filter_against import compare_against
-from .sphinx_glue import OPTION_SPEC, FmhaDirective, logger
+from .sphinx_glue import OPTION_SPEC, FmhaDirective, directive_options, logger, session_at
 
 __all__ = ["ApiListDirective", "FilenameDirective", "FilterCheckDirective",
-           "KernelGuideDirective", "HEADINGS"]
+           "KernelGuideDirective", "KernelSetDirective", "HEADINGS", "SET_SECTIONS", "THIS_TREE"]
 
 #: Values of ``:headings:``.
 HEADINGS = ("auto", "section", "rubric", "none")
+#: The guide's sections ``fmha-kernel-set`` shows.
+SET_SECTIONS = list(sections_needing(SectionNeed.SET, SectionNeed.SET_IF_MADE))
+#: How a comparison with ``:against:`` names the page's own tree.
+THIS_TREE = "this CK tree"
 #: A filter check's ``:expect-count:``, ``:expect-keep:`` and ``:expect-drop:``.
 _Expected = Tuple[Optional[int], List[Tuple[str, str]], List[Tuple[str, str]]]
 
@@ -102,6 +117,31 @@ class KernelGuideDirective(FmhaDirective):
         guide = sections_to_nodes(guide_sections(data, names), api, headings, _doc_link, before)
         self.set_source_info(guide)
         return [guide]
+
+
+class KernelSetDirective(FmhaDirective):
+    """``.. fmha-kernel-set:: API`` with ``:need:``: keep/drop, losses, commands, counts."""
+
+    what = "FMHA kernel set"
+    required_arguments = 1  # the API (no content: a directive has none by default)
+    option_spec = dict(OPTION_SPEC, need=directives.unchanged)
+
+    def run_fmha(self) -> List[nodes.Node]:
+        api = self.arguments[0].strip()
+        session, options = self.session_and_options()
+        needs = self.fmha_needs(session, api, options)
+        logger.verbose("[fmha] %s: kernel set for %s", self.env.docname, api)
+        data = collect_guide(session, api, options, SET_SECTIONS, needs)
+        if data.recommendation_problem is not None:
+            data.recommendation_problem.message = "%s: %s" % (
+                api, data.recommendation_problem.message)
+            return self.report(data.recommendation_problem)
+        self.warn_suspicious(data.model)
+        self.warn_unmet(data.recommendation)
+        node = sections_to_nodes(guide_sections(data, SET_SECTIONS), api, HEADINGS[2],
+                                 _doc_link, [])
+        self.set_source_info(node)
+        return [node]
 
 
 class FilterCheckDirective(FmhaDirective):
@@ -175,7 +215,7 @@ class FilterCheckDirective(FmhaDirective):
                  expect: _Expected) -> List[nodes.Node]:
         """The filter in the ``:against:`` tree and in this one (a changed set is said on
         the page; a warning only with ``:expect-same:``)."""
-        comparison, _ = compare_against(self, session, api, filter_text, options)
+        comparison = _compare_against(self, session, api, filter_text, options)
         if "expect-same" in self.options and not comparison.same:
             self.warn(WarningType.EXPECTATION, "%s -f %r: expected the kernels it selects in %s "
                       "(%d), generate.py selects %d here (command: %s)"
@@ -221,6 +261,40 @@ class FilterCheckDirective(FmhaDirective):
                 self.warn(WarningType.EXPECTATION, "%s -f %r: expected %s (command: %s)"
                           % (check.api, check.filter, text, command))
         return results
+
+
+def _other_root(directive: Any, given: str) -> Path:
+    """The CK root ``:against:`` names: a corpus tree (fetched) or a path (absolute, or
+    relative to the page; one that starts with ``/`` and is no folder here is taken
+    from the source folder, as Sphinx takes such paths)."""
+    if given in {tree.name for tree in load_corpus()}:
+        try:
+            return fetch_tree(tree_by_name(given))
+        except CorpusError as error:
+            raise OptionError("against: the corpus tree %r cannot be fetched: %s"
+                              % (given, error), kind=WarningType.CK_ROOT) from None
+    path = Path(given).expanduser()
+    if not (path.is_absolute() and path.exists()):
+        path = Path(directive.env.relfn2path(given)[1])
+    return find_ck_root(path, directive.env.srcdir)
+
+
+def _compare_against(directive: Any, session: Any, api: str, filter: str,
+                     options: Options) -> FilterComparison:
+    """``filter`` in ``:against:``'s tree (old) and the page's (new); the page now
+    depends on the other tree's files too."""
+    given = (directive.options.get("against") or "").strip()
+    if not given:
+        raise OptionError("against: give a CK root path or a corpus tree name (%s)"
+                          % ", ".join(tree.name for tree in load_corpus()))
+    other = session_at(directive.config, _other_root(directive, given))
+    directive.note_tree(other)
+    other_options = directive_options(directive.config, other, directive.options)
+    model = other.model(api, other_options)
+    # the filter is written for the other tree: checked against its semantics
+    check_filter_text(api, filter, model.filter.cli_split, model.filter.api_split)
+    return compare_filter(other, session, api, filter, other_options, options,
+                          old_label=given, new_label=THIS_TREE)
 
 
 def _tokens(raw: Optional[str]) -> List[Tuple[str, str]]:

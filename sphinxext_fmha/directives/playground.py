@@ -1,9 +1,8 @@
 """``.. fmha-filter-playground:: API`` -- try a ``-f`` filter in the page.
 
-HTML builders get a small form (``static/fmha-playground.js`` applies the filter in
-the browser, exactly as the tree's generate.py does, from data the build embeds);
-every other builder (latex, text, epub, ...) gets a short static note with the
-command and a link.  The script is added only to the pages that hold a playground.
+HTML builders get a form (``static/fmha-playground.js`` applies the filter as the
+tree's generate.py does, from embedded data; added only to pages that hold one); the
+other builders a static note with the command and a link.
 """
 
 from __future__ import annotations
@@ -130,9 +129,7 @@ def is_interactive(builder: Any) -> bool:
 
 
 def _resolve(app: Any, doctree: nodes.document, docname: str) -> None:
-    """doctree-resolved: a guide's link to the page's playground of its API (prefilled
-    with a pattern) becomes a link, in interactive pages that have one, and goes away
-    elsewhere; non-interactive builders get the static note."""
+    """doctree-resolved: playground links resolved (or removed), static notes elsewhere."""
     interactive = is_interactive(app.builder)
     targets: Dict[str, str] = {}
     if interactive:

@@ -1,10 +1,6 @@
-"""Shared Sphinx glue: the per-process Session memo, problem reporting.
-
-Every failure a directive meets is turned into one located warning
-(``type="fmha"``, ``subtype=<kind>``, see :class:`~sphinxext_fmha.errors.WarningType`)
-carrying the failed command and the tail of its stderr, and a short admonition in the
-page; with ``fmha_strict = True`` it is a located error line instead, and the build ends
-with a non-zero exit status (:mod:`.strict`).
+"""Shared Sphinx glue: the per-process Session memo, problem reporting: every failure
+is one located ``fmha.<kind>`` warning with the failed command and its stderr tail,
+and a short admonition in the page (an error with ``fmha_strict``, :mod:`.strict`).
 """
 
 from __future__ import annotations
@@ -78,10 +74,9 @@ def _notice(kind: WarningType, message: str) -> None:
 
 
 def get_session(config: Any, confdir: Path, srcdir: Path):
-    """The Session for this configuration: one per (CK root, python, cache dir,
-    timeout) per process, renewed when a file of the tree's codegen was written since
-    it was made (its results are those of the tree it read: an edit undone must not
-    bring back what was computed meanwhile)."""
+    """The Session for this configuration, one per (CK root, python, cache dir, timeout),
+    renewed when the tree's codegen was written since (an undone edit must not bring
+    back what was computed meanwhile)."""
     return session_at(config, find_ck_root(fmha_config(config).ck_root, srcdir))
 
 

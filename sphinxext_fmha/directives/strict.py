@@ -1,11 +1,9 @@
 """``fmha_strict = True``: every problem is a located error line, and the build ends with
 a non-zero exit status, without a traceback or Sphinx's crash report.
 
-The directives log problems at error level and record them per document in the build
-environment (merged from parallel readers, dropped when a document is re-read).  At
-``build-finished`` the recorded problems (and any bad configuration value) set the exit
-status.  Documents with problems are read again on the next build, so an incremental
-build keeps failing until they are fixed.
+Problems are recorded per document in the environment (merged from parallel readers,
+dropped on re-read) and set the exit status at ``build-finished``; documents with
+problems are read again next build, so an incremental build fails until they are fixed.
 """
 
 from __future__ import annotations
@@ -24,9 +22,7 @@ _ATTR = "fmha_problems"
 
 
 def _problems(env: Any) -> Dict[str, List[str]]:
-    if not hasattr(env, _ATTR):
-        setattr(env, _ATTR, {})
-    return getattr(env, _ATTR)
+    return vars(env).setdefault(_ATTR, {})
 
 
 def suppressed(config: Any, subtype: str) -> bool:

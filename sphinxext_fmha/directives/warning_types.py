@@ -10,43 +10,24 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from ..errors import WarningType
+from ..render.ir import Code, Inlines, Table
+from ..render.nodes import blocks_to_nodes
 
-__all__ = ["WarningTypesDirective", "warning_types_table"]
-
-
-def _inline(text: str) -> List[nodes.Node]:
-    """``a `code` b`` -> text and literal nodes."""
-    out: List[nodes.Node] = []
-    for index, part in enumerate(re.split(r"`([^`]*)`", text)):
-        if part:
-            out.append(nodes.literal(part, part) if index % 2 else nodes.Text(part))
-    return out
-
-
-def warning_types_table() -> nodes.table:
-    """A two-column table: ``fmha.<subtype>`` and when it is reported."""
-    table = nodes.table(classes=["fmha-warning-types"])
-    group = nodes.tgroup(cols=2)
-    table += group
-    group.extend([nodes.colspec(colwidth=1), nodes.colspec(colwidth=4)])
-    head = nodes.thead()
-    group += head
-    body = nodes.tbody()
-    group += body
-    rows = [(nodes.Text("Subtype"), nodes.Text("When"))]
-    head += nodes.row("", *[nodes.entry("", nodes.paragraph("", "", cell)) for cell in rows[0]])
-    for kind in WarningType:
-        when = nodes.paragraph("", "", *_inline(kind.when[0].upper() + kind.when[1:]))
-        name = nodes.paragraph("", "", nodes.literal(kind.subtype, kind.subtype))
-        body += nodes.row("", nodes.entry("", name), nodes.entry("", when))
-    return table
+__all__ = ["WarningTypesDirective"]
 
 
 class WarningTypesDirective(SphinxDirective):
-    """Render :func:`warning_types_table`."""
-
+    """A two-column table: ``fmha.<subtype>`` and when it is reported."""
 
     def run(self) -> List[nodes.Node]:
-        table = warning_types_table()
-        self.set_source_info(table)
-        return [table]
+        rows: List[List[Inlines]] = [
+            [[Code(kind.subtype)],
+             [Code(part) if index % 2 else part  # ``a `code` b``: text and literals
+              for index, part in enumerate(re.split(r"`([^`]*)`", kind.when[0].upper()
+                                                    + kind.when[1:])) if part]]
+            for kind in WarningType]
+        table = blocks_to_nodes([Table(["Subtype", "When"], rows, classes=["fmha-warning-types"],
+                                       counts_after=None)])
+        for node in table:
+            self.set_source_info(node)
+        return table

@@ -1,9 +1,7 @@
 """The file-name diagram: labelled segments over a real kernel file name.
 
-Two forms of the same :class:`~sphinxext_fmha.render.ir.Diagram`: :func:`diagram_html`
-(small HTML styled by ``static/fmha.css`` through CSS variables and ``currentColor``,
-so it follows light and dark themes) and :func:`diagram_text` (the name with a
-numbered ruler underneath, for LaTeX, text and Markdown).  ASCII only.
+:func:`diagram_html` (styled by ``static/fmha.css``, following light and dark themes)
+and :func:`diagram_text` (a numbered ruler, for LaTeX, text and Markdown).
 """
 
 from __future__ import annotations
@@ -43,9 +41,8 @@ def diagram_text(diagram: Diagram, width: int = 72) -> str:
         =================-----=====---------------
         1                2    3    4
 
-    A name longer than ``width`` is cut at segment boundaries into chunks of at most
-    ``width`` characters (a longer segment is a chunk of its own), each with its own
-    ruler and numbers, so that no line has to wrap (LaTeX/PDF, narrow terminals).
+    A name longer than ``width`` is cut at segment boundaries into chunks, each with
+    its own ruler, so no line wraps (LaTeX/PDF, narrow terminals).
     """
     shown = [(part.token, str(part.number)) for part in diagram.parts if part.token]
     fills = ["=" if index % 2 == 0 else "-" for index in range(len(shown))]

@@ -1,11 +1,5 @@
-"""The kernel selection guide, written once as :mod:`.ir` blocks.
-
-Input: a :class:`~sphinxext_fmha.guide_data.GuideData` (model, measured token
-counts, recommendation) or a :class:`~sphinxext_fmha.model.FilterCheck`.  Output:
-:class:`~sphinxext_fmha.render.ir.Section` lists that :mod:`.nodes` and
-:mod:`.markdown` render.  Each section is built by its own module in
-:mod:`.sections`; this module only puts them in order.  Deterministic: no dates
-except the header's, no absolute paths, every list in a fixed order.
+"""The kernel selection guide as :mod:`.ir` sections, in order (each built by its
+module in :mod:`.sections`); deterministic: no date but the header's, no absolute path.
 """
 
 from __future__ import annotations
@@ -29,25 +23,13 @@ from .sections.overview import header_inlines
 from .sections.recommendation import recommendation_sections
 from .sections.workload import WORKLOAD_TITLE
 
-__all__ = [
-    "api_list_table",
-    "comparison_blocks",
-    "commands_miss_warnings",
-    "filename_blocks",
-    "fill_check_words",
-    "filter_check_blocks",
-    "guide_sections",
-    "header_inlines",
-    "miss_text",
-    "miss_warnings",
-    "recommendation_sections",
-]
+__all__ = ["api_list_table", "comparison_blocks", "commands_miss_warnings", "filename_blocks",
+           "fill_check_words", "filter_check_blocks", "guide_sections", "header_inlines", "miss_text",
+           "miss_warnings", "recommendation_sections"]
 
 
 def guide_sections(data: GuideData, names: Sequence[str]) -> List[Section]:
-    """The sections ``names`` (see :data:`~sphinxext_fmha.guide_data.SECTIONS`), each
-    built by its declared builder; a section that shows the set is left out without
-    it (the caller reports why)."""
+    """The sections ``names``; one that shows the set is left out without it."""
     sections = []
     for name in names:
         if SectionNeed.SET in SECTION_BY_NAME[name].needs and data.recommendation is None:

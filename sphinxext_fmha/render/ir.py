@@ -1,8 +1,5 @@
-"""A tiny document model shared by the docutils and the Markdown renderers.
-
-The guide is written once, as these blocks (:mod:`.guide`), and turned into docutils
-nodes (:mod:`.nodes`) or GitHub-flavoured Markdown (:mod:`.markdown`), so both outputs
-say exactly the same thing.  Plain data, no docutils, no Sphinx.
+"""A tiny document model: the guide is written once as these blocks and turned into
+docutils nodes (:mod:`.nodes`) or Markdown (:mod:`.markdown`), so both say the same.
 """
 
 from __future__ import annotations
@@ -40,9 +37,8 @@ class DocLink:
 
 @dataclass
 class LocalLink:
-    """A link to an anchored block of the same section (:class:`Para` ``anchor``)
-    under the sub-heading whose text is ``heading`` ("" when above every sub-heading);
-    renderers that cannot resolve it show ``content`` only."""
+    """A link to an anchored :class:`Para` of the same section under the sub-heading
+    ``heading`` ("" above every one); unresolved: ``content`` only."""
 
     heading: str
     anchor: str
@@ -51,9 +47,8 @@ class LocalLink:
 
 @dataclass
 class PlaygroundLink:
-    """A link to the filter playground of ``api`` on the same page, prefilled with
-    ``pattern`` (``?fmha-filter=``): ``before`` then the link's ``text``. Renderers
-    (and pages) without such a playground leave it out, ``before`` included."""
+    """``before`` and a link to the page's playground of ``api`` prefilled with
+    ``pattern``; left out, ``before`` included, where there is none."""
 
     api: str
     pattern: str
@@ -242,16 +237,6 @@ _PATH = re.compile(r"^[\w.-]+(/[\w.-]+)+(:\d+)?$|^[\w.-]+\.\w+:\d+$")
 _AFTER_SLASH = re.compile(r"(?<=/)")
 
 
-def _cut(text: str, pattern: re.Pattern[str]) -> List[str]:
-    pieces, start = [], 0
-    for match in pattern.finditer(text):
-        if match.start() > start:
-            pieces.append(text[start:match.start()])
-            start = match.start()
-    pieces.append(text[start:])
-    return pieces
-
-
 def break_points(text: str) -> List[str]:
     """``text`` cut where a line may break: tokens, numbers, ``file.py:line`` references
     and words of up to 12 characters stay whole; long C++ names and field paths break
@@ -263,13 +248,13 @@ def break_points(text: str) -> List[str]:
         if len(word) <= _WHOLE or word.isspace():
             parts = [word]
         elif _TOKEN_WORD.match(word):
-            parts = _cut(word, _SHAPE)
+            parts = _SHAPE.split(word)
         elif _PATH.match(word):
-            parts = _cut(word, _AFTER_SLASH)
+            parts = _AFTER_SLASH.split(word)
         else:
-            parts = [piece for part in _cut(word, _STRONG)
-                     for token in (_cut(part, _TOKEN) if len(part) > _WHOLE else [part])
-                     for piece in (_cut(token, _SHAPE) if len(token) > _WHOLE else [token])]
+            parts = [piece for part in _STRONG.split(word)
+                     for token in (_TOKEN.split(part) if len(part) > _WHOLE else [part])
+                     for piece in (_SHAPE.split(token) if len(token) > _WHOLE else [token])]
         if pieces and parts and (word.isspace() or pieces[-1][-1:].isspace()):
             pieces[-1] += parts[0]  # a blank stays with its neighbours: it breaks anyway
             parts = parts[1:]
@@ -277,26 +262,8 @@ def break_points(text: str) -> List[str]:
     return pieces or [text]
 
 
-def _split_outside_quotes(line: str) -> List[str]:
-    """Shell words of ``line`` (quotes kept as written), split at unquoted blanks."""
-    words, current, quote = [], "", ""
-    for char in line:
-        if quote:
-            current += char
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-            current += char
-        elif char == " ":
-            if current:
-                words.append(current)
-            current = ""
-        else:
-            current += char
-    if current:
-        words.append(current)
-    return words
+#: Shell words (quotes kept as written, an unclosed one to the end), split at unquoted blanks.
+_SHELL_WORD = re.compile(r"""(?:[^ '"]+|'[^']*(?:'|$)|"[^"]*(?:"|$))+""")
 
 
 def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
@@ -307,7 +274,7 @@ def wrap_commands(text: str, width: int = 76, indent: str = "    ") -> str:
         if len(line) <= width or line.rstrip().endswith("\\") or line.lstrip().startswith("#"):
             out.append(line)
             continue
-        words = _split_outside_quotes(line)
+        words = _SHELL_WORD.findall(line)
         groups: List[str] = []
         for index, word in enumerate(words):
             option_value = (index > 0 and words[index - 1].startswith("-")

@@ -42,16 +42,9 @@ from .ir import (
 )
 from .sections.filter_diff import comparison_blocks
 
-__all__ = [
-    "blocks_markdown",
-    "comparison_markdown",
-    "guide_markdown",
-    "render_recommendation_markdown",
-]
+__all__ = ["blocks_markdown", "comparison_markdown", "guide_markdown", "render_recommendation_markdown"]
 
 _ESCAPE = re.compile(r"([\\`*_\[\]<>])")
-_ALERTS = {"note": "NOTE", "tip": "TIP", "caution": "CAUTION", "warning": "WARNING",
-           "important": "IMPORTANT"}
 
 
 def _escape(text: str, in_table: bool = False) -> str:
@@ -152,7 +145,7 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
         elif isinstance(block, Admonition):
             inner = "\n\n".join(blocks_markdown(block.blocks, level))
             quoted = "\n".join(("> " + line) if line else ">" for line in inner.split("\n"))
-            out.append("> [!%s]\n%s" % (_ALERTS.get(block.kind, "NOTE"), quoted))
+            out.append("> [!%s]\n%s" % (block.kind.upper(), quoted))
         elif isinstance(block, Diagram):
             out.append(_fence(diagram_text(block)))
     return out

@@ -1,14 +1,8 @@
-"""Turn :mod:`.ir` blocks into docutils nodes.
-
-Only docutils here (plus the node *shape* sphinx-design expects for dropdowns, built by
-hand so nothing is imported).  Two placeholder nodes are resolved by the Sphinx glue
-(:mod:`sphinxext_fmha.directives.extension`):
-
-* :class:`fmha_guide` / :class:`fmha_section`: the guide's sections; a read-time
-  transform turns them into real sections, rubrics, or bare content, depending on
-  where the directive sits (identically for reStructuredText and MyST).
-* :class:`fmha_diagram`: the file-name diagram; a post-transform keeps its HTML for
-  HTML builders and its literal-block fallback (the name with a ruler) elsewhere.
+"""Turn :mod:`.ir` blocks into docutils nodes (and sphinx-design's dropdown *shape*,
+built by hand). The Sphinx glue (:mod:`sphinxext_fmha.directives.extension`) resolves
+the placeholders: :class:`fmha_guide`/:class:`fmha_section` into sections, rubrics or
+bare content by where the directive sits; :class:`fmha_diagram` into HTML or its
+literal-block fallback by builder.
 """
 
 from __future__ import annotations
@@ -42,19 +36,9 @@ from .ir import (
     wrap_commands,
 )
 
-__all__ = [
-    "fmha_diagram",
-    "fmha_guide",
-    "fmha_section",
-    "fmha_playground_link",
-    "LinkFactory",
-    "blocks_to_nodes",
-    "anchor_id",
-    "inlines_to_nodes",
-    "sections_to_nodes",
-    "dropdown_node",
-    "problem_node",
-]
+__all__ = ["fmha_diagram", "fmha_guide", "fmha_section", "fmha_playground_link", "LinkFactory",
+           "blocks_to_nodes", "anchor_id", "inlines_to_nodes", "sections_to_nodes", "dropdown_node",
+           "problem_node"]
 
 #: Builds the node of a link to another document: (docname, content nodes) -> node.
 LinkFactory = Callable[[str, List[nodes.Node]], nodes.Node]
@@ -74,9 +58,8 @@ class fmha_section(nodes.General, nodes.Element):  # noqa: N801
 
 
 class fmha_playground_link(nodes.Inline, nodes.Element):  # noqa: N801
-    """A link to the page's filter playground of ``node['api']``, prefilled with
-    ``node['pattern']``; children: the text before it and the link's text. The Sphinx
-    glue makes it a link where the page has that playground, and removes it elsewhere."""
+    """A link to the page's playground of ``node['api']`` prefilled with ``node['pattern']``
+    (children: the text before it, the link's text); removed where there is none."""
 
 
 def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None) -> List[nodes.Node]:
@@ -104,14 +87,11 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
             out.append(fmha_playground_link("", nodes.Text(part.before),
                                             nodes.inline(part.text, part.text),
                                             api=part.api, pattern=part.pattern))
-        else:  # pragma: no cover - the IR has no other inline
-            raise TypeError(type(part).__name__)
     return out
 
 
 def _text(text: str) -> List[nodes.Node]:
-    """Plain text whose long words (``dropout=dropout_wg16_storerandval``) may wrap
-    where a literal's may (:func:`_literal`); other text as it is."""
+    """Plain text whose long words may wrap where a literal's may (:func:`_literal`)."""
     pieces = break_points(text)
     out: List[nodes.Node] = [nodes.Text(pieces[0])]
     for piece in pieces[1:]:
@@ -120,10 +100,8 @@ def _text(text: str) -> List[nodes.Node]:
 
 
 def _literal(text: str) -> nodes.literal:
-    """Inline code whose long names may wrap at sensible points (:func:`break_points`):
-    an empty ``fmha-wbr`` inline between the pieces, which ``fmha.css`` turns into a
-    break opportunity (generated content, so copied text stays exact); other builders
-    show the pieces joined."""
+    """Inline code that may wrap at :func:`break_points`: an empty ``fmha-wbr`` inline
+    between pieces, a break opportunity in ``fmha.css`` (copied text stays exact)."""
     pieces = break_points(text)
     node = nodes.literal(text, pieces[0])
     if len(pieces) > 1:
@@ -181,8 +159,7 @@ _MARKUP = {Code: 2, Emph: 2, Strong: 4}
 
 
 def _widths(table: Table, cap: int = 40) -> List[int]:
-    """Column widths for writers that use them (the text writer): the longest cell as
-    that writer shows it (literals get quotes), capped."""
+    """Column widths for the text writer: the longest cell as it shows it, capped."""
     widths = [max(3, len(h)) for h in table.header]
     for cells in table.rows:
         for index, value in enumerate(cells[: len(widths)]):
@@ -193,13 +170,8 @@ def _widths(table: Table, cap: int = 40) -> List[int]:
 
 def dropdown_node(title: List[nodes.Node], content: List[nodes.Node],
                   opened: bool = False) -> nodes.container:
-    """A sphinx-design dropdown: a container with a rubric title and the content.
-
-    sphinx-design's HTML post-transform turns it into ``<details>``; the LaTeX, text
-    and other builders render the container as is (a rubric and the content), which
-    is how sphinx-design itself handles non-HTML builders.  Without sphinx-design the
-    same container renders everywhere as a titled block.
-    """
+    """A sphinx-design dropdown: ``<details>`` in HTML; elsewhere (and without
+    sphinx-design) the container as is, a rubric and the content."""
     node = nodes.container(
         "",
         is_div=True,
@@ -226,15 +198,6 @@ def _diagram(diagram: Diagram) -> fmha_diagram:
     node = fmha_diagram("", fallback, html=diagram_html(diagram))
     node["kernel_type"] = diagram.kernel_type
     return node
-
-
-_ADMONITIONS = {
-    "note": nodes.note,
-    "tip": nodes.tip,
-    "caution": nodes.caution,
-    "warning": nodes.warning,
-    "important": nodes.important,
-}
 
 
 def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None) -> List[nodes.Node]:
@@ -268,21 +231,17 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
             out.append(dropdown_node(inlines_to_nodes(block.title, link),
                                      blocks_to_nodes(block.blocks, link), block.opened))
         elif isinstance(block, Admonition):
-            admonition = _ADMONITIONS.get(block.kind, nodes.note)(classes=list(block.classes))
+            admonition = getattr(nodes, block.kind)(classes=list(block.classes))
             admonition.extend(blocks_to_nodes(block.blocks, link))
             out.append(admonition)
         elif isinstance(block, Diagram):
             out.append(_diagram(block))
-        else:  # pragma: no cover
-            raise TypeError(type(block).__name__)
     return out
 
 
 def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
                       link: Optional[LinkFactory] = None,
                       before: Sequence[nodes.Node] = ()) -> fmha_guide:
-    """The guide wrapper: ``before`` (header, notes) and one :class:`fmha_section` per
-    section; resolved later by the read-time transform."""
     guide = fmha_guide("", api=api, headings=headings, classes=["fmha-guide"])
     guide.extend(before)
     for section in sections:
@@ -290,7 +249,10 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
         content = blocks_to_nodes(section.blocks, link)
         groups = _anchor_groups(content, "fmha-%s-%s" % (api, section.name))
         if sum(len(targets) for _, targets in groups) > 1:
-            content.insert(_jump_list_position(content), _jump_list(groups))
+            # after the section's leading paragraphs (its introduction)
+            lead = next((i for i, block in enumerate(content) if not isinstance(
+                block, nodes.paragraph) or block.get("fmha_anchor")), len(content))
+            content.insert(lead, _jump_list(groups))
         _resolve_local_links(content, groups)
         node.extend(content)
         guide += node
@@ -298,10 +260,8 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
 
 
 def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, List[nodes.Element]]]:
-    """The section's jump targets, grouped by the sub-heading above them.  Each gets
-    a ``target`` node just before it with an id unique in the section
-    (``prefix-<group>-<anchor>``), which every writer turns into an anchor (LaTeX
-    labels paragraphs only through targets); ``content`` gets the top-level ones."""
+    """The section's jump targets by sub-heading, each after a ``target`` node with id
+    ``prefix-<group>-<anchor>`` (LaTeX labels paragraphs only through targets)."""
     groups: List[Tuple[str, List[nodes.Element]]] = []
     group = ""
     for block in list(content):
@@ -327,8 +287,7 @@ def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, Li
 
 def _resolve_local_links(content: List[nodes.Node],
                          groups: Sequence[Tuple[str, List[nodes.Element]]]) -> None:
-    """Turn the placeholders of :class:`LocalLink` into in-page references to the
-    anchored blocks they name (left as plain inlines when the target is missing)."""
+    """:class:`LocalLink` placeholders into references (plain when the target is missing)."""
     ids = {"%s\n%s" % (group, target["fmha_anchor"]): target["fmha_id"]
            for group, targets in groups for target in targets}
     for block in content:
@@ -342,33 +301,17 @@ def _resolve_local_links(content: List[nodes.Node],
             inline.replace_self(reference)
 
 
-def _jump_list_position(content: Sequence[nodes.Node]) -> int:
-    """After the section's leading paragraphs (its introduction)."""
-    index = 0
-    while index < len(content) and isinstance(content[index], nodes.paragraph) \
-            and not content[index].get("fmha_anchor") and not isinstance(content[index], nodes.target):
-        index += 1
-    return index
-
-
-def _jump_links(targets: Sequence[nodes.Element]) -> List[nodes.Node]:
-    out: List[nodes.Node] = []
-    for index, target in enumerate(targets):
-        if index:
-            out.append(nodes.Text(" \u00b7 "))
-        label = target["fmha_anchor"]
-        out.append(nodes.reference(label, label, refid=target["fmha_id"], internal=True))
-    return out
-
-
 def _jump_list(groups: Sequence[Tuple[str, List[nodes.Element]]]) -> nodes.Element:
-    """``Jump to: a · b · c`` (one line per sub-heading group): in-page links to the
-    section's anchored blocks."""
+    """``Jump to: a · b · c``, one line per sub-heading group."""
     container = nodes.container("", classes=["fmha-jump"])
     for group, targets in groups:
         lead = "Jump to %s:" % group if group else "Jump to:"
         para = nodes.paragraph("", "", nodes.strong(lead, lead), nodes.Text(" "))
-        para.extend(_jump_links(targets))
+        for index, target in enumerate(targets):
+            if index:
+                para += nodes.Text(" \u00b7 ")
+            label = target["fmha_anchor"]
+            para += nodes.reference(label, label, refid=target["fmha_id"], internal=True)
         container += para
     return container
 

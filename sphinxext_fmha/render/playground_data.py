@@ -1,21 +1,12 @@
 """The data a filter playground embeds: an API's verified listing, factored.
 
-Pure functions over data (no Sphinx, no process): the model's observed filter rules
-(``ApiModel.filter``), the unfiltered listing's file names parsed into segment tokens,
-and -- where the tree drops whole traits -- the observed trait groups.  The browser
-(``static/fmha-playground.js``) rebuilds every kernel name from its token indices and
-applies the same rules generate.py does.
-
-Encoding (format ``v`` = 1), chosen so the largest API stays small:
-
-* a kernel type's kernels are rows of token indices, one per segment that has more
-  than one token (plus the arch suffix index when there are several suffixes); each
-  index is written in base 64 with as many digits as that segment needs; rows are
-  sorted by file name and each row is written as one digit (how many leading
-  segments it shares with the previous row) followed by the digits of the others;
-* a trait is a row of kernel indices, one per member (same scheme); an index past
-  a type's kernels names one of its ``unlisted`` names: a member the trait tests
-  but does not write (a disabled kernel).
+The model's filter rules, the listing parsed into tokens and (where whole traits
+drop) the trait groups; the browser (``static/fmha-playground.js``) rebuilds the names
+and applies generate.py's rules. Encoding ``v`` = 1, small for the largest API: a
+type's kernels are rows of token indices (segments with several tokens, and the arch
+suffix when several), base 64 with as many digits as each needs, sorted by file name,
+each row one digit of columns shared with the row before then the rest; a trait is a
+row of kernel indices, an index past the kernels naming an ``unlisted`` member.
 """
 
 from __future__ import annotations
@@ -108,15 +99,9 @@ def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
                     traits: Sequence[Sequence[Tuple[Optional[str], str]]],
                     command: Tuple[str, str],
                     followers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """The JSON-able payload of one playground.
-
-    ``parsed``: file name -> (kernel class, segment tokens) for every listed kernel;
-    ``traits``: the observed trait groups (per filter part: the member's file, or None,
-    and its name; see ``Session.trait_groups``), used only when
-    ``model.filter.drops == "trait"``; ``command``: the listing command's text
-    before and after ``-f PATTERN``; ``followers``: kernel file -> the kernel whose
-    name ``-f`` tests in its stead (``Session.followers``): kept exactly with it.
-    """
+    """The JSON-able payload of one playground: ``parsed`` file -> (class, tokens);
+    ``traits`` (``Session.trait_groups``) where whole traits drop; ``command`` before and
+    after ``-f PATTERN``; ``followers`` (``Session.followers``)."""
     spec: FilterSpec = model.filter
     types = [k for k in model.kernel_types if any(c == k.class_name for c, _ in parsed.values())]
     type_index = {k.class_name: i for i, k in enumerate(types)}
@@ -212,8 +197,9 @@ def parts_explained(model: ApiModel) -> List[str]:
             if part.position > 0:
                 rules.append("missing: " + _pattern_text(part.missing_becomes))
             rules.append("empty: " + _pattern_text(part.empty_becomes))
+            ordinal = ("1st", "2nd", "3rd", "%dth" % (part.position + 1))[min(part.position, 3)]
             out.append("%s %r-separated part: %s; %s." % (
-                _ordinal(part.position), spec.api_split, named(part.applies_to), "; ".join(rules)))
+                ordinal, spec.api_split, named(part.applies_to), "; ".join(rules)))
         if spec.drops == "trait":
             out.append("The parts are tested trait by trait: a kernel is kept only when every "
                        "part of one of its traits matches.")
@@ -237,10 +223,6 @@ def _name_start(kernel_type) -> str:
             and len(kernel_type.segments[0].tokens) == 1:
         return "names " + next(iter(kernel_type.segments[0].tokens)) + "*"
     return ""
-
-
-def _ordinal(position: int) -> str:
-    return ("1st", "2nd", "3rd")[position] if position < 3 else "%dth" % (position + 1)
 
 
 def _pattern_text(pattern: Optional[str]) -> str:

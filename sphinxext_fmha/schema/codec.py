@@ -26,10 +26,6 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def _hints(cls: type) -> Dict[str, Any]:
-    return typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-
-
 def _build(tp: Any, data: Any) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -48,7 +44,7 @@ def _build(tp: Any, data: Any) -> Any:
 
 
 def from_dict(cls: type, data: Dict[str, Any]) -> Any:
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
     kwargs = {}
     for key, value in data.items():
         name = _RENAMES_BACK.get(key, key)

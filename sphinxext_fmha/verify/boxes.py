@@ -1,18 +1,10 @@
 """Candidate fnmatch patterns as boxes, and the fewest of them that cover a set.
 
-A *box* picks a set of values for each segment of one sub-type's names; it is safe
-when no unwanted kernel has all its tokens in the box. A box is written as a
-pattern segment by segment: ``*`` for a segment left free, and for a segment with
-several values one token glob (``_d[1236][245]*``, ``_ps*k``) chosen among simple
-shapes, accepted when what it matches among that segment's values keeps the box
-safe. Boxes grow greedily from each wanted kernel (bit masks over the unwanted
-kernels make a safety test one ``&``), then a greedy set cover picks among them and
-redundant patterns are dropped.
-
-Every pattern is checked with fnmatch's meaning against the names themselves (a
-``*`` may reach over several segments): a box is only a way to find candidates.
-:func:`box_lower_bound` counts wanted kernels no two of which fit in one safe box:
-no cover by box patterns can be smaller.
+A *box* picks a set of values per segment of one sub-type's names; it is safe when no
+unwanted kernel has all its tokens in it (bit masks make the test one ``&``). It is
+written segment by segment: ``*`` for a free segment, else one token glob
+(``_d[1236][245]*``). Every pattern is still checked with fnmatch's meaning against the
+names themselves (a ``*`` may reach over several segments): a box only finds candidates.
 """
 
 from __future__ import annotations
@@ -106,11 +98,9 @@ def _classes(columns: Sequence[Set[str]]) -> Optional[str]:
 
 
 def token_globs(chosen: FrozenSet[str], after: str = "") -> List[str]:
-    """Token globs matching every chosen token, simplest shapes first: the common
-    prefix and suffix around ``*``, then per-position character classes (from the
-    left, from the right, or over equal lengths). ``after``: the character that
-    always follows the segment; classes from the left may reach it (``_d32`` and
-    ``_d128`` but not ``_d160``: ``_d[1236][2456][468_]*``)."""
+    """Globs matching every chosen token, simplest first: prefix ``*`` suffix, then
+    per-position classes; ``after``, the character that always follows the segment, may
+    end a class from the left (``_d32``, ``_d128`` not ``_d160``: ``_d[1236][2456][468_]*``)."""
     globs = _token_globs(sorted(chosen))
     if after and len(chosen) > 1:
         padded = [t + after for t in chosen]
@@ -124,9 +114,8 @@ def token_globs(chosen: FrozenSet[str], after: str = "") -> List[str]:
 
 
 def tail_globs(stems: Sequence[str], suffix: str, widths: int = 8) -> List[str]:
-    """``*`` + per-position classes over the last characters of every stem + the
-    suffix: names that end alike whichever segment their last token is in (``_vc``,
-    ``_ps``, ``_psk`` end ``*[_p][psv][ckrs]``), shortest first."""
+    """``*`` + classes over the stems' last characters + ``suffix``, shortest first
+    (``_vc``, ``_ps``, ``_psk`` end ``*[_p][psv][ckrs]``)."""
     out = []
     for width in range(1, min(widths, min(len(s) for s in stems)) + 1):
         classes = _classes([{s[len(s) - width + i] for s in stems} for i in range(width)])
@@ -169,8 +158,7 @@ def _token_globs(tokens: List[str]) -> List[str]:
 
 
 class TypeBoxes:
-    """The boxes of one sub-type: bit masks of its wanted and unwanted kernels per
-    segment value."""
+    """One sub-type's bit masks of wanted and unwanted kernels per segment value."""
 
     def __init__(self, kernels: Sequence[Named], wanted: Set[str], unwanted: Set[str]):
         by_name = {k.name: k for k in kernels if k.name in wanted or k.name in unwanted}
@@ -216,10 +204,8 @@ class TypeBoxes:
 
     def grow(self, seed: Tuple[str, ...], order: Sequence[int], strict: bool = False,
              literal: bool = False) -> List[Optional[str]]:
-        """A maximal safe box around ``seed``: per segment its token glob, None = free;
-        ``strict``: no glob with a ``*`` inside (it may reach past its segment);
-        ``literal``: a segment stays pinned to the seed's token or is freed, never
-        widened to a glob of several tokens."""
+        """A maximal safe box around ``seed`` (per segment a glob, None: free); ``strict``:
+        no inner ``*`` (it may reach past its segment); ``literal``: never widened."""
         globs: List[Optional[str]] = [escape(t) for t in seed]
         chosen: List[FrozenSet[str]] = [frozenset([t]) for t in seed]
         masks = [self.umask[i].get(t, 0) for i, t in enumerate(seed)]
@@ -276,10 +262,8 @@ class TypeBoxes:
         return False
 
     def box_holds(self, a: str, b: str) -> bool:
-        """Whether the smallest box holding wanted kernels ``a`` and ``b`` can be safe:
-        a segment where they differ takes both values (assuming a glob for exactly
-        those two exists), or is free when one of them is empty (fnmatch cannot
-        say "empty or ``_x``")."""
+        """Whether the smallest box holding ``a`` and ``b`` can be safe (a segment where
+        one is empty is free: fnmatch cannot say "empty or ``_x``")."""
         globs: List[Optional[str]] = []
         masks: List[int] = []
         for index, (x, y) in enumerate(zip(self.tokens[a], self.tokens[b])):
@@ -296,9 +280,8 @@ class TypeBoxes:
 
 
 def write_box(globs: Sequence[Optional[str]], seed: Sequence[str], boundary: bool = True) -> str:
-    """Pinned segments written next to each other, ``*`` for free ones; with
-    ``boundary``, after a pinned run the separator that starts the seed's next token
-    (``_ps_`` is not ``_psk``)."""
+    """Pinned segments adjacent, ``*`` for free ones; ``boundary``: the separator that
+    starts the seed's next token after a pinned run (``_ps_`` is not ``_psk``)."""
     out: List[str] = []
     previous = False
     for index, glob in enumerate(globs):
@@ -319,9 +302,7 @@ def write_box(globs: Sequence[Optional[str]], seed: Sequence[str], boundary: boo
 
 
 def greedy_cover(candidates: Dict[str, int], wanted: int) -> List[str]:
-    """Patterns (with the bit mask of wanted names each matches) covering ``wanted``:
-    the one covering most of the rest first, then those the others make redundant are
-    dropped."""
+    """Greedy: the pattern covering most of the rest first; then redundant ones dropped."""
     chosen: List[str] = []
     left = wanted
     while left:
@@ -341,8 +322,7 @@ def greedy_cover(candidates: Dict[str, int], wanted: int) -> List[str]:
 
 
 def box_lower_bound(boxes: TypeBoxes) -> int:
-    """Wanted kernels of which no two fit in one safe box, picked greedily: a cover by
-    box patterns needs at least that many patterns."""
+    """Wanted kernels no two of which fit in one safe box: no box cover is smaller."""
     apart: List[str] = []
     for name in boxes.wanted:
         if all(not boxes.box_holds(name, other) for other in apart):

@@ -1,13 +1,9 @@
 """One filter in two CK trees: the facts of a comparison, from listings and models alone.
 
-Pure functions. Each tree is a :class:`Side`: its model (the ``-f`` semantics and the
-file-name grammar, as observed), its unfiltered listing parsed with that grammar, and
-what generate.py selected for the filter. A kernel of the old tree has as counterparts
-the new tree's kernels of the same name (one per architecture where names carry an arch
-suffix); where its name is gone, those of its sub-type whose field values (read from the
-name's tokens, :attr:`~sphinxext_fmha.model.Segment.values`) are its own on every field
-both trees name. The facts are reason codes (``bump_data.CHANGE_KINDS``);
-the renderer says them.
+Each tree is a :class:`Side`. An old kernel's counterparts are the new tree's kernels
+of the same name (one per arch suffix); where its name is gone, those of its sub-type
+whose field values (read from the tokens) equal its own on every field both trees name.
+The facts are reason codes (``bump_data.CHANGE_KINDS``); the renderer says them.
 """
 
 from __future__ import annotations
@@ -33,7 +29,6 @@ EXAMPLES = 3
 
 @dataclass
 class Side:
-    """One tree: its model, its parsed unfiltered listing, the filter's selection."""
 
     model: ApiModel
     baseline: ParsedListing
@@ -92,8 +87,7 @@ def selection(side: Side, tree: str, filter: str) -> TreeSelection:
 # -- counterparts ------------------------------------------------------------------
 
 def _field_values(model: ApiModel, baseline: ParsedListing) -> Dict[str, Dict[str, str]]:
-    """file -> {field path: value} read from its name's tokens; a file whose tokens do
-    not each stand for one combination of values is left out."""
+    """file -> {field path: value} from its tokens (files whose tokens are ambiguous left out)."""
     segments = {k.class_name: k.segments for k in model.kernel_types}
     out: Dict[str, Dict[str, str]] = {}
     for filename, (class_name, tokens) in baseline.parsed.items():
@@ -157,8 +151,7 @@ def _key(values: Mapping[str, str], fields: Set[str]) -> Tuple[Tuple[str, str], 
 # -- semantics -----------------------------------------------------------------------
 
 def _pattern_source(spec: FilterSpec, filter: str, class_name: str) -> Tuple[str, Optional[int]]:
-    """Where ``class_name``'s pattern comes from for ``-f filter``: (``whole``, ``part``,
-    ``missing``, ``empty`` or ``unfiltered``; the part's position)."""
+    """(``whole``, ``part``, ``missing``, ``empty`` or ``unfiltered``; part position)."""
     if class_name in spec.unfiltered_types:
         return "unfiltered", None
     position = next((p.position for p in spec.parts if class_name in p.applies_to), None)
@@ -234,8 +227,6 @@ def _kernel_change(kind: str, class_name: str, files: Sequence[str], total: int 
 
 
 def kernel_changes(old: Side, new: Side, matches: Matches) -> List[Change]:
-    """What the selections gain and lose, which kernels one tree alone has, and which
-    selected old kernels have several counterparts or changed name."""
     chosen, now = old.selected, new.selected
     claimed = matches.targets(matches.of)
     wanted = matches.targets(chosen)
@@ -269,8 +260,7 @@ def kernel_changes(old: Side, new: Side, matches: Matches) -> List[Change]:
 
 def _differing(new: Side, groups: Sequence[Sequence[str]],
                values: Mapping[str, Mapping[str, str]]) -> Dict[str, List[str]]:
-    """The fields (and ``arch``, the arch suffix) whose values tell the counterparts of
-    one old kernel apart, with the values they take."""
+    """The fields (and ``arch``) whose values tell one old kernel's counterparts apart."""
     names = new.names()
     seen: Dict[str, Set[str]] = defaultdict(set)
     for group in groups:
@@ -289,8 +279,7 @@ def _differing(new: Side, groups: Sequence[Sequence[str]],
 # -- names ---------------------------------------------------------------------------
 
 def naming_changes(old: Side, new: Side) -> List[Change]:
-    """Sub-types, segments and tokens one tree has and the other does not, told by
-    their field values (a token renamed writes the same values)."""
+    """Sub-types, segments and tokens one tree alone has (a renamed token: same values)."""
     changes: List[Change] = []
     old_types = {k.class_name: k for k in old.model.kernel_types}
     new_types = {k.class_name: k for k in new.model.kernel_types}
@@ -380,7 +369,6 @@ def _token_changes(class_name: str, label: str, before: Mapping[str, List[Dict[s
 
 
 def ordered(changes: Iterable[Change]) -> List[Change]:
-    """Changes in :data:`CHANGE_KINDS` order (stable within a kind)."""
     rank = {kind: i for i, kind in enumerate(CHANGE_KINDS)}
     return sorted(changes, key=lambda c: rank.get(c.kind, len(rank)))
 
@@ -388,11 +376,8 @@ def ordered(changes: Iterable[Change]) -> List[Change]:
 # -- the migrated set ----------------------------------------------------------------
 
 def forced_by_traits(wanted: Set[str], traits: Sequence[Sequence[str]]) -> Set[str]:
-    """Kernels a tree that drops whole traits generates along with ``wanted`` (a kernel
-    is generated only with every other member of one of its traits): for each wanted
-    kernel that no trait made of wanted kernels holds, the members of its traits with
-    the most wanted members (all of them when several tie: generate.py generates it
-    with each such trait's members)."""
+    """What a tree dropping whole traits generates along with ``wanted``: for a wanted
+    kernel in no all-wanted trait, the members of its traits with most wanted members."""
     having: Dict[str, List[Sequence[str]]] = defaultdict(list)
     for trait in traits:
         for filename in trait:
@@ -411,10 +396,8 @@ def forced_by_traits(wanted: Set[str], traits: Sequence[Sequence[str]]) -> Set[s
 
 def launched_with(api_text: str, kernel_traits: Mapping[str, str], side: Side,
                   wanted: Set[str], traits: Sequence[Sequence[str]] = ()) -> Set[str]:
-    """The kernels the full API dispatch file (``api_text``, ``kernel_traits``) launches
-    together with the wanted main kernels, else those generated with them (``traits``,
-    as observed; :mod:`.coupling`): what a set needs to link, and what newer CK asserts
-    when it writes one."""
+    """What the full dispatch launches with the wanted main kernels (else what the
+    traits generate with them): what a set needs to link, and newer CK asserts."""
     type_of = {f: c for f, (c, _) in side.baseline.parsed.items()}
     coupling = (coupling_of(partners(api_text, kernel_traits), type_of, "dispatch")
                 or coupling_of(traits, type_of, "traits"))
@@ -425,10 +408,8 @@ def launched_with(api_text: str, kernel_traits: Mapping[str, str], side: Side,
 
 def telling_segments(model: ApiModel, baseline: ParsedListing, selected: Set[str]
                      ) -> Tuple[Dict[str, Dict[str, List[str]]], List[str]]:
-    """Per sub-type of which ``selected`` holds some kernels and not all: the segments
-    whose kept tokens tell the selected kernels from the others, fewest first (each
-    added segment leaves out the most kernels the ones before it keep), with those
-    tokens; and the sub-types whose selection no such segments tell exactly."""
+    """Per partly selected sub-type, the fewest segments (greedily) whose kept tokens
+    tell the selected kernels from the others; and the sub-types none tell exactly."""
     rows: Dict[str, List[Tuple[bool, Sequence[str]]]] = defaultdict(list)
     for filename, (class_name, tokens) in sorted(baseline.parsed.items()):
         rows[class_name].append((filename in selected, tokens))
@@ -456,8 +437,6 @@ def telling_segments(model: ApiModel, baseline: ParsedListing, selected: Set[str
 
 def verdict(old_count: int, target: Set[str], union: Set[str], missing: Sequence[str],
             several: bool, write_error: str) -> str:
-    """``impossible``: nothing of the old set can be selected (or written); ``same``:
-    the runs select exactly the old set's counterparts, one each; else ``changed``."""
     if (old_count and not target) or write_error:
         return "impossible"
     if union == target and not missing and not several:

@@ -1,14 +1,8 @@
-"""Sub-kernels that must be generated together, found from the dispatch and the runs.
-
-A dispatch call that launches several kernels (a split-KV kernel and the combine
-kernel its ``has_lse`` branch picks; the three bwd kernels of one trait) couples
-them: keeping one without the others does not link (and newer CK refuses to write
-it). The coupling is read from the full API dispatch file; when that file is not
-available, from the traits the probe observed (kernels generated per trait).
-
-One sub-type decides (the one with the most kernels: the main kernel of each call);
-the others follow: a follower kernel is kept exactly when a kept main kernel is
-launched with it.
+"""Sub-kernels that must be generated together: a dispatch call launching several
+(split-KV and its combine kernel; bwd's three of one trait) does not link without all
+(newer CK refuses to write it). Read from the full API dispatch file, else from the
+observed traits. The sub-type with most kernels decides; a follower is kept exactly
+when a kept main kernel is launched with it.
 """
 
 from __future__ import annotations

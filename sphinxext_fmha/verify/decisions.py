@@ -75,10 +75,9 @@ def segment_decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str
 
 def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int,
              never: Set[str]) -> None:
-    """What the rule does not say of the set the commands select: a value the rule
-    keeps that no selected kernel carries (the filters could not select it), a value the
-    full API never runs, and, for a rule that keeps every value, a value none of whose
-    kernels the other segments' rules keep. None when the set is as the rule says."""
+    """What the rule does not say of the selected set: a kept value no selected kernel
+    carries, one the full API never runs, or (keep-all rules) one whose kernels the
+    other rules all drop. None when the set is as the rule says."""
     meant = {k.tokens[index] for k in own if k.file in planned}
     decision.unselected = [t for t in decision.drop if t in meant]
     decision.never_run = [t for t in decision.drop if t not in meant
@@ -120,10 +119,8 @@ def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
 def _follower_kept_with(kernel_type, own: Sequence[Kernel], chosen: Sequence[Kernel],
                         index: int, token: str, problem: Sequence[int]
                         ) -> Dict[str, List[str]]:
-    """The values of the other problem segments a follower's token is kept with, where
-    they are fewer than those it exists with (2.7.4 fwd_splitkv: the combine _squant
-    exists with hdim _d64, _d128 and _d256, and is kept with the first two); empty when
-    it is kept with every value it exists with."""
+    """The other problem values a follower's token is kept with, where fewer than it
+    exists with (2.7.4 combine _squant: _d64, _d128 of _d64/_d128/_d256); else empty."""
     carrying = [k for k in own if k.tokens[index] == token]
     narrower: Dict[int, Set[str]] = {}  # segment -> the values it is kept with
     for p in problem:

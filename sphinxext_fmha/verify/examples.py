@@ -1,26 +1,16 @@
-"""Example workloads a guide works out, chosen from the tree itself.
-
-Nothing here names a CK version, a data type or a head dimension: the values are
-counted in the listing of the sub-type with the most kernels (the main kernel of each
-dispatch call), among its two problem segments with the most values (head dimension
-and data type in every tree so far):
-
-* ``common``: their most common pair of values (one of each);
-* ``receipt``: the values the first ``-r`` receipt keeps whose every condition tests a
-  field a segment of that sub-type writes (``dtype in ['fp16', 'bf16']``), where they
-  restrict something;
-* where no receipt reads so, ``pairs``: their two most common values each (a segment
-  with two values or fewer left unnamed: naming all its values restricts nothing).
-
-Two workloads: each costs its generate.py runs in a cold build. Ties go to the
-segment's order (the natural order of its tokens). A workload equal to an earlier one
-is left out.
+"""Example workloads a guide works out, chosen from the tree itself (no CK version,
+dtype or head dim named here): counted in the main sub-type's listing, over its two
+problem segments with most values (hdim and dtype so far). ``common``: their most
+common pair; ``receipt``: the values the first ``-r`` receipt keeps where its conditions
+test fields the sub-type's segments write; else ``pairs``: their two most common values
+each (a segment of two values or fewer left unnamed). Two workloads, as each costs cold
+runs; ties go to token order; a repeat is left out.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Sequence, Set, Tuple
 
 from ..model import NO_TOKEN, ApiModel, KernelType, Need, Receipt, Segment, Workload, natural
 from .parsed_listing import ParsedListing
@@ -41,11 +31,13 @@ def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
                and classify(s, tile_fields, model.api) == "problem"]
     problem.sort(key=lambda i: (-len({r[i] for r in rows}), i))
     found: List[Workload] = []
-    receipt = _receipt_workload(model, main)
+    receipt = next((Workload("receipt", needs, main.class_name, receipt=r.value, label=r.label)
+                    for r in model.receipts for needs in [_receipt_needs(r, main)] if needs), None)
     if len(problem) >= 2 and rows:
         first, second = sorted(problem[:2])
         pairs = Counter((r[first], r[second]) for r in rows)
-        order = _order(main, first, second)
+        ones, twos = (sorted(main.segments[i].tokens, key=natural) for i in (first, second))
+        order = {pair: n for n, pair in enumerate((a, b) for a in ones for b in twos)}
         (a, b), count = max(pairs.items(), key=lambda kv: (kv[1], -order[kv[0]]))
         found.append(Workload("common", [_need(main, first, [a]), _need(main, second, [b])],
                               main.class_name, count,
@@ -68,12 +60,6 @@ def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
     return unique
 
 
-def _order(main: KernelType, first: int, second: int) -> Dict[Tuple[str, str], int]:
-    ones = sorted(main.segments[first].tokens, key=natural)
-    twos = sorted(main.segments[second].tokens, key=natural)
-    return {(a, b): n for n, (a, b) in enumerate((a, b) for a in ones for b in twos)}
-
-
 def _need(main: KernelType, index: int, tokens: Sequence[str]) -> Need:
     segment = main.segments[index]
     ordered = sorted(tokens, key=natural)
@@ -82,10 +68,9 @@ def _need(main: KernelType, index: int, tokens: Sequence[str]) -> Need:
 
 
 def _given(segment: Segment, token: str) -> str:
-    """How a reader writes the value (as :func:`~.needs.resolve_needs` reads it back):
-    the field's value where no other token has it and the token spells it or is empty
-    (``128`` for ``_d128``, ``bf16``; ``no`` for a bias written as no token), else the
-    token without its ``_`` (``vr``), the empty one as ``(no token)``."""
+    """How a reader writes the value (:func:`~.needs.resolve_needs` reads it back): the
+    field's value where only this token has it and spells it or is empty (``128``,
+    ``no`` for a bias written as no token), else the token without its ``_``."""
     values = {v for combo in segment.values.get(token, []) for v in combo.values()}
     owners = [t for t, combos in segment.values.items()
               if any(v in combo.values() for combo in combos for v in values)]
@@ -100,15 +85,6 @@ def _index(main: KernelType, label: str) -> int:
 
 def _key(workload: Workload) -> Tuple:
     return tuple(sorted((n.segment, tuple(n.tokens)) for n in workload.needs))
-
-
-def _receipt_workload(model: ApiModel, main: KernelType) -> Optional[Workload]:
-    for receipt in model.receipts:
-        needs = _receipt_needs(receipt, main)
-        if needs:
-            return Workload("receipt", needs, main.class_name, receipt=receipt.value,
-                            label=receipt.label)
-    return None
 
 
 def _receipt_needs(receipt: Receipt, main: KernelType) -> List[Need]:

@@ -36,11 +36,8 @@ class PartnerPlan:
 
 def partner_plan(model: ApiModel, baseline: ParsedListing,
                  full_api: Optional[ApiFileResult]) -> Optional[PartnerPlan]:
-    """The filter that keeps one kernel of the main sub-type (the coupled one with the
-    most kernels) and no kernel of the filtered sub-types one dispatch call launches
-    with it (through the other ``@`` parts, or, unsplit, by its exact name); None unless
-    each kernel is filtered on its own (``drops == "kernel"``) and one dispatch call of
-    the full listing launches it with kernels of other filtered sub-types."""
+    """A filter keeping one main kernel and none of the filtered partners one dispatch
+    call launches with it; None unless kernels drop one by one and such a call exists."""
     spec = model.filter
     if spec.drops != "kernel" or full_api is None or not spec.parts:
         return None

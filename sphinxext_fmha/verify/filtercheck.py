@@ -24,9 +24,8 @@ _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 
 
 def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
-    """The fnmatch pattern each kernel type meets for ``-f filter`` (None: not
-    filtered), following the split, missing-part and empty-part rules observed for
-    this tree.  ``filter`` is the ``-f`` value; "" means no ``-f`` at all."""
+    """The pattern each kernel type meets for ``-f filter`` by the tree's observed rules
+    (None: not filtered; ``filter`` "": no ``-f`` at all)."""
     spec = model.filter
     patterns: Dict[str, Optional[str]] = {}
     text = filter.split(spec.cli_split)[0] if spec.cli_split else filter
@@ -51,9 +50,8 @@ def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
 
 
 def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[str], bool]:
-    """``fnmatch.fnmatch`` of one pattern as the interpreter running generate.py does it
-    (its ``os.path.normcase``), compiled once for many names (what ``fnmatch.fnmatchcase``
-    does per call: the regex of ``fnmatch.translate``); None: the kernel is not filtered."""
+    """``fnmatch.fnmatch`` as generate.py's interpreter does it (its ``normcase``),
+    compiled once for many names; None: the kernel is not filtered."""
     if pattern is None:
         return lambda name: True
     spec = model.filter
@@ -77,9 +75,8 @@ def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[st
 def predict(model: ApiModel, baseline: ParsedListing, filter: str,
             traits: Optional[List[List[str]]] = None,
             followers: Optional[Mapping[str, str]] = None) -> Set[str]:
-    """The files ``-f filter`` would select, from the model alone. ``followers``: kernel
-    file -> the kernel whose name ``-f`` tests in its stead (it is generated with that
-    kernel, its own name never tested: see ``Session.followers``)."""
+    """The files ``-f filter`` would select, from the model alone (``followers``: see
+    ``Session.followers``)."""
     if not filter:
         return set(baseline.parsed)
     patterns = api_patterns(model, filter)
@@ -139,8 +136,7 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
 
 
 def _column_counts(listing: ParsedListing, class_name: str) -> List[Counter]:
-    """Per segment index, how many of the type's kernels have each token (the token
-    lists transposed and counted at once, not one pass over the listing per segment)."""
+    """Per segment index, how many of the type's kernels have each token."""
     rows = [tokens for c, tokens in listing.parsed.values() if c == class_name]
     return [Counter(column) for column in zip(*rows)]
 
@@ -162,9 +158,8 @@ def _absent(pattern: str, names: List[str]) -> List[str]:
 
 def misses(model: ApiModel, baseline: ParsedListing, filter: str,
            selected: Dict[str, int]) -> List[FilterMiss]:
-    """The sub-types whose pattern part says something (not ``*`` alone) and selects
-    none of their kernels (``selected``: kernels per sub-type), with the literal pieces
-    of that part that occur in none of their names."""
+    """Sub-types whose pattern (not ``*`` alone) selects none of their kernels, with its
+    literal pieces no name of theirs holds."""
     patterns = api_patterns(model, filter) if filter else {}
     names: Dict[str, List[str]] = {}
     for filename, name in baseline.kernel_names(model).items():
@@ -185,12 +180,10 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
                  api_file: Optional[ApiFileResult] = None, *,
                  followers: Optional[Mapping[str, str]] = None, write_error: str = "",
                  full_api: Callable[[], Optional[ApiFileResult]] = lambda: None) -> FilterCheck:
-    """What ``generate.py -f filter`` selected (``listing``) against the unfiltered
-    ``baseline_listing`` and the model's prediction; ``api_file``: the same filtered run
-    in write mode, whose dispatch file must reach exactly the generated kernels, or
-    ``write_error``: why that run failed; ``full_api``: reads the unfiltered run's
-    (only when something is unresolved or write mode failed: it names the kernels an
-    unresolved specialisation stands for); ``followers``: see :func:`predict`."""
+    """What ``-f filter`` selected (``listing``) against the unfiltered listing and the
+    prediction; ``api_file``: its write-mode dispatch file (must reach exactly the
+    generated kernels), else ``write_error``; ``full_api``: reads the unfiltered one
+    (only when something is unresolved or write mode failed)."""
     selected = ParsedListing.of(model, listing.files, known=baseline)
     predicted = predict(model, baseline, filter, traits, followers)
     check = FilterCheck(
@@ -239,10 +232,8 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
 def _check_written(check: FilterCheck, baseline: ParsedListing, api_file: Optional[ApiFileResult],
                    match: Optional[DispatchMatch], write_error: str,
                    read_full_api: Callable[[], Optional[ApiFileResult]]) -> None:
-    """:attr:`FilterCheck.write_verified` and what the selection leaves unresolved: the
-    specialisations the written dispatch file instantiates that were not generated, or,
-    when write mode failed, the partners the full dispatch file launches with the
-    selected kernels of its main sub-type and the filter leaves out."""
+    """:attr:`FilterCheck.write_verified`, and the instantiated specialisations not
+    generated (or, write mode failed, the partners the filter leaves out)."""
     check.write_error = write_error
     full_api = read_full_api() if write_error else None
     if api_file is not None and match is not None:
@@ -268,9 +259,7 @@ def _check_written(check: FilterCheck, baseline: ParsedListing, api_file: Option
 
 def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
                        baseline: ParsedListing) -> List[str]:
-    """The trait keys of the kernels the full dispatch file launches in one call with a
-    selected kernel of the main sub-type (the coupled one with the most kernels) that
-    the selection does not have."""
+    """Trait keys the full dispatch launches with a selected main kernel, not selected."""
     type_of = {f: c for f, (c, _) in baseline.parsed.items()}
     coupling = coupling_of(partners(full_api.text, full_api.kernel_traits), type_of)
     if coupling is None:

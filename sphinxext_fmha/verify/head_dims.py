@@ -1,10 +1,6 @@
-"""Which head dims each head-dim token serves, read from the dispatch file's buckets.
-
-A head-dim token names a bucket of the dispatch, not one size: ``_d192`` kernels are
-tried under ``t.hdim_q <= 192 && t.hdim_v <= 128`` and under ``t.hdim_q <= 192 &&
-t.hdim_v <= 192``, ``_d80`` under ``t.hdim_q <= 80 && t.hdim_v <= 96``.  Read from the
-terms every branch to a kernel has (the dispatch reading), per token of a segment whose
-field is a head dim: the (hdim_q, hdim_v) upper bounds of its kernels' buckets.
+"""Which head dims each head-dim token serves: ``_d192`` is a dispatch bucket, tried
+under ``t.hdim_q <= 192 && t.hdim_v <= 128`` and ``... <= 192``. Per head-dim token,
+the (hdim_q, hdim_v) upper bounds of its kernels' buckets, from the dispatch reading.
 """
 
 from __future__ import annotations

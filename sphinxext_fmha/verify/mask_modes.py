@@ -1,19 +1,12 @@
 """What ``--mask`` changes, read from two real listings (no grammar, no assumption).
 
-``generate.py -m generic`` replaces the simplified mask values by the generic ones: the
-mask words of the kernel names change (``nmask``/``mask`` become ``nmask``/``mc``/``mg``
-in the CK trees of 2025) and so does the count.  :func:`compare_mask_modes` compares
-the ``_``-separated words of the file names of two listings (the same API, the two
-mask modes):
-
-* ``only_this`` / ``only_other``: words found in one listing only;
-* ``hard_coded``: words of the other mode's mask vocabulary (the words at the places
-  of the names where its own words occur, and never in one name with one of them: a
-  name has one mask value) that the first listing also carries, in fewer kernels: a
-  pipeline that sets that mask value whatever the mode says.  Names that leave a
-  value out when it is off (2024 CK writes ``_bias`` and ``_lse`` only when on) put
-  feature words where a mask word stands in other names; those words stand beside a
-  mask word somewhere, and are no mask value.
+``-m generic`` changes the mask words of the names (``nmask``/``mask`` become
+``nmask``/``mc``/``mg`` in 2025 CK) and the count. :func:`compare_mask_modes` compares
+the ``_``-separated words of two listings: ``only_this``/``only_other``, and
+``hard_coded``: the other mode's mask words (at its words' places, never beside one)
+that this listing also carries, in fewer kernels: a pipeline that sets that mask
+whatever the mode. Feature words written only when on (2024's ``_bias``) stand beside
+a mask word somewhere, and are no mask value.
 """
 
 from __future__ import annotations

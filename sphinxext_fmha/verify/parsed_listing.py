@@ -1,9 +1,5 @@
-"""A listing parsed with the model's grammar, once.
-
-Parsing every kernel name is the expensive part of the token facts, the filter checks
-and the recommendation; they all read the same unfiltered listing, so they take one
-:class:`ParsedListing` as an argument, and a filtered listing (a subset of it) reuses
-its parses.
+"""A listing parsed with the model's grammar, once: the token facts, filter checks and
+recommendation read the same unfiltered listing, and a filtered one reuses its parses.
 """
 
 from __future__ import annotations
@@ -55,10 +51,6 @@ class ParsedListing:
             else:
                 unparsed.append(filename)
         return cls(list(files), parsed, unparsed)
-
-    def of_files(self, files: Sequence[str]) -> bool:
-        """Whether this is the parse of exactly ``files``."""
-        return self.files == list(files)
 
     def per_type(self) -> Dict[str, int]:
         return dict(sorted(Counter(t for t, _ in self.parsed.values()).items()))

@@ -1,12 +1,7 @@
-"""What a ``-f`` pattern keeps and excludes, read from the pattern and the tree's names.
-
-A run's pattern is cut into its pieces (``*``, literal text, ``[...]`` classes); the
-pattern is matched, with fnmatch's meaning, against the listed names of each sub-type
-its ``@`` part filters, and each matched name is cut into its segment tokens (the
-model's grammar): a literal stretch of the pattern spells the segments whose whole
-token it covers in every matched name, and a segment's token that no matched name
-carries is one the pattern excludes. The words are made in ``render/`` from this data
-(:attr:`~sphinxext_fmha.model.FilterRun.reading`).
+"""What a ``-f`` pattern keeps and excludes: its literal stretches spell the segments
+whose whole token they cover in every matched name (fnmatch over the sub-types its
+part filters, names cut by the grammar); a token no matched name carries is excluded.
+Worded in ``render/`` (:attr:`~sphinxext_fmha.model.FilterRun.reading`).
 """
 
 from __future__ import annotations
@@ -87,11 +82,9 @@ def _spelled(kernels: Sequence[Kernel], regex: re.Pattern[str], groups: int,
 
 def run_reading(model: ApiModel, kernels: Sequence[Kernel], filter_text: str,
                 quiet: AbstractSet[Tuple[str, str]] = frozenset()) -> List[Dict[str, Any]]:
-    """Per ``@`` part of ``filter_text`` and sub-type it filters: its pieces (each
-    stretch's literal text with the segments it spells), and per segment the tokens
-    the matched names carry and those none of them carries; ``quiet``: (sub-type,
-    segment) left out of that unless the pattern spells it (tiles: the filter does
-    not choose them, they come with the kernels)."""
+    """Per ``@`` part and sub-type: its pieces with the segments they spell, and per
+    segment the tokens matched names carry and lack; ``quiet`` segments (tiles) only
+    where the pattern spells them."""
     spec = model.filter
     texts = filter_text.split(spec.api_split) if spec.api_split else [filter_text]
     unfiltered = set(spec.unfiltered_types)

@@ -1,13 +1,8 @@
 """Tokens whose natural pattern selects more than the token: ``*_pagedkv*`` also
-matches every name whose pipeline is ``_qr_pagedkv``, ``*_ps*`` every ``_pssk``.
-
-Counted over the listed names of each sub-type with the matching generate.py applies
-(:func:`~.filtercheck.matcher_as_generate`: its case folding and separators), so the
-counts are what ``-f`` selects in that sub-type's filter part. A pattern of text and
-``*`` only is tested as the text it is (contained, at the end, followed by ``_``):
-bwd has some 60 tokens over 7,680 names, a second of regular expressions. Where one
-exists, a pattern that selects exactly the token's kernels is named: the token at the
-end of the name (``*TOKEN``) or followed by the next segment's ``_`` (``*TOKEN_*``).
+matches ``_qr_pagedkv``, ``*_ps*`` every ``_pssk``. Counted per sub-type with
+generate.py's matching (:func:`~.filtercheck.matcher_as_generate`); text-and-``*``
+patterns are tested as text (bwd: 60 tokens over 7,680 names, a second of regexes).
+An exact pattern is named where one exists (``*TOKEN`` or ``*TOKEN_*``).
 """
 
 from __future__ import annotations

@@ -30,9 +30,8 @@ PROBLEM = ("problem", "subject", "needed")
 
 
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
-    """The segment's category (a key of the renderers' ``POLICY``), from its fields' names and
-    values; ``api``: the API's name (``pagedkv_prefill``), whose words name a feature
-    the API exists for (``F_pagedkv``): never an optional one to drop."""
+    """The segment's category (a key of the renderers' ``POLICY``) from its fields' names
+    and values; a field the API's name names (``F_pagedkv``) is never optional."""
     names = [short_name(f).lower() for f in segment.fields]
     if names and set(api.lower().split("_")) & set(names):
         return "subject"
@@ -111,20 +110,13 @@ class Plan:
     relaxed: Dict[Tuple[str, str], Set[str]] = field(default_factory=dict)
 
 
-def arch_suffix(kernel: Kernel) -> str:
-    stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
-    return stem[len("".join(kernel.tokens)):]
-
-
 def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[str],
                   dispatch: Optional[SetDispatch] = None,
                   needed: AbstractSet[Tuple[str, str]] = frozenset()) -> Plan:
-    """The keep set. With the full API's ``dispatch``, the kernels it never runs are
-    left out, and the padding and tuning variants are dropped wherever the kept ones
-    run every call they ran (:func:`_drop_covered`); without it every padding variant
-    is kept (that one runs another's calls is then not established) and the general
-    tuning variant is. ``needed``: (sub-type, segment) a workload names, every value of
-    it kept as a problem property."""
+    """The keep set. With the full ``dispatch``: never-run kernels left out, padding and
+    tuning variants dropped where the kept ones run all their calls; without it every
+    padding variant and the general tuning one kept. ``needed``: (sub-type, segment)
+    a workload names, every value kept as a problem property."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
     never = _never_run(kernels, dispatch.never_run()) if dispatch is not None else set()
     plan = Plan()
@@ -163,9 +155,8 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
 
 
 def _never_run(kernels: Sequence[Kernel], never: Mapping[str, object]) -> Set[str]:
-    """The kernels the full API never runs, but those whose name another kernel shares
-    that it runs: ``-f`` sees the name without its arch suffix, so the two come together
-    (newest fwd: a gfx950 kernel an earlier trload branch shadows, and its gfx9 twin)."""
+    """Never-run kernels but those sharing a name with a run one (``-f`` does not see the
+    arch suffix: newest fwd's shadowed gfx950 kernel comes with its gfx9 twin)."""
     running = {k.name for k in kernels if k.file not in never}
     return {k.file for k in kernels if k.file in never and k.name not in running}
 
@@ -177,11 +168,9 @@ COVERED = ("padding", "tuning")
 
 def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kernel]]],
                   dispatch: SetDispatch, others: AbstractSet[str]) -> None:
-    """Drop each padding or tuning variant, in each problem (its head dims, data type,
-    mode: on every arch together), wherever the rest of the set runs every call it ran
-    (the set's own dispatch, as generate.py writes it); tried from the least padded and
-    the most specialised. ``others``: the kernels of the sub-types that follow (kept
-    with their main kernels later)."""
+    """Drop each padding or tuning variant, per problem (every arch together), where the
+    rest of the set (its own dispatch) runs every call it ran; least padded and most
+    specialised first. ``others``: the follower sub-types' kernels."""
     kept = set(plan.keep)
     for kernel_type, index, own in covered:
         segment = kernel_type.segments[index]
@@ -229,7 +218,8 @@ def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
     ranks = [plan.ranks.get((kernel_type.class_name, s.label), {}) for s in segments]
     classes: Dict[Tuple[str, ...], List[Kernel]] = {}
     for kernel in own:
-        key = (arch_suffix(kernel),) + tuple(kernel.tokens[i] for i in problem)
+        stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
+        key = (stem[len("".join(kernel.tokens)):],) + tuple(kernel.tokens[i] for i in problem)
         classes.setdefault(key, []).append(kernel)
     for members in classes.values():
         # Per segment, the best rank this class offers; a kernel is kept when it

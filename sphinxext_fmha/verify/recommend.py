@@ -1,24 +1,14 @@
 """The minimal kernel set, the commands that select it, and what it costs.
 
-Pure functions over data: the model, the parsed full listing, the observed traits,
-the full API dispatch file, and a small runner (:class:`RecommendRunner`) that runs
-generate.py. The order of work:
-
-1. a workload (``needs``, :mod:`.needs`) first narrows the kernels to those its named
-   segments' values allow; the policy picks a keep set per problem among them
-   (:mod:`.policy`); sub-kernels the dispatch launches together follow their main
-   kernel (:mod:`.coupling`);
-2. fnmatch filters are synthesised for the tree's filter semantics (:mod:`.synthesis`)
-   and checked in-process against the full listing; patterns of whole tokens and ``*``
-   are preferred where they take at most one run more (a reader can read them);
-3. every command is run with generate.py (:mod:`.set_runs`); for several commands the
-   driver lists and writes their union (one command is its own union: its write-mode
-   run is the one the set is), and the written dispatch file is checked to link
-   (:mod:`..cppapi.link_check`);
-4. every statement -- keep/drop per segment (:mod:`.decisions`), partial keeps, tiles,
-   counts, losses -- is computed from the union of the runs, not from the policy's
-   intent; so is the build cost (kernel files and source bytes write mode wrote) and
-   what each run's pattern keeps and excludes (:mod:`.gloss`). The renderers say it.
+Pure functions over the model, the parsed listing, the traits, the full API dispatch
+file and a small runner (:class:`RecommendRunner`). In order: a workload (:mod:`.needs`)
+narrows the kernels; the policy picks a keep set per problem (:mod:`.policy`), launched
+partners follow their main kernel (:mod:`.coupling`); filters are synthesised for the
+tree's semantics (:mod:`.synthesis`; whole-token patterns where they cost at most one
+run more) and checked in-process; every command runs with generate.py and several are
+written together by the driver, whose dispatch file must link (:mod:`.set_runs`).
+Every statement (keep/drop, tiles, counts, losses, build cost) is then computed from
+the union of the runs, not from the policy's intent.
 """
 
 from __future__ import annotations
@@ -50,7 +40,7 @@ from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
 
-__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "finish", "prepare", "recommend",
+__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "finish", "prepare",
            "select_exactly"]
 
 @dataclass
@@ -65,8 +55,7 @@ class RecommendInputs:
     full_api: Optional[ApiFile] = None
     #: kernel file -> readable dispatch condition terms
     conditions: Dict[str, List[str]] = field(default_factory=dict)
-    #: reads ``conditions`` (the API dispatch file's reading, as costly as the filtered
-    #: runs): called while the runs run; when it raises, a note says what is lost
+    #: reads ``conditions`` (as costly as the runs: called while they run)
     read_conditions: Optional[Callable[[], Dict[str, List[str]]]] = None
     #: notes from the step that gathered the inputs, as facts
     notes: List[Note] = field(default_factory=list)
@@ -74,11 +63,9 @@ class RecommendInputs:
     tile_names: Dict[str, str] = field(default_factory=dict)
     #: the workload (:func:`~.needs.resolve_needs`); empty: the default minimal set
     needs: List[Need] = field(default_factory=list)
-    #: the set, its commands and counts only: no losses and no tile tables (an example
-    #: workload shows neither)
+    #: no losses and no tile tables (an example workload shows neither)
     brief: bool = False
-    #: keeps the coupling (called with the function that reads it from the full API's
-    #: dispatch file), if the caller does: every set of the API reads the same
+    #: the caller's memo of the coupling (every set of the API reads the same)
     read_coupling: Optional[Callable[[Callable[[], Optional[Coupling]]], object]] = None
 
 
@@ -88,27 +75,20 @@ def kernels_of(baseline: ParsedListing) -> List[Kernel]:
 
 
 def _coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
+    def read() -> Optional[Coupling]:
+        full = inputs.full_api
+        found = coupling_of(partners(full.text, full.kernel_traits), type_of, "dispatch") \
+            if full is not None else None
+        return found or (coupling_of(inputs.traits, type_of, "traits") if inputs.traits else None)
+
     if inputs.read_coupling is not None:  # the caller keeps it: every set reads the same
-        return cast(Optional[Coupling], inputs.read_coupling(
-            lambda: _read_coupling(inputs, type_of)))
-    return _read_coupling(inputs, type_of)
-
-
-def _read_coupling(inputs: RecommendInputs, type_of: Mapping[str, str]) -> Optional[Coupling]:
-    if inputs.full_api is not None:
-        found = coupling_of(partners(inputs.full_api.text, inputs.full_api.kernel_traits),
-                            type_of, "dispatch")
-        if found is not None:
-            return found
-    if inputs.traits:
-        return coupling_of(inputs.traits, type_of, "traits")
-    return None
+        return cast(Optional[Coupling], inputs.read_coupling(read))
+    return read()
 
 
 @dataclass
 class Prepared:
-    """A recommendation up to its runs (:func:`prepare`): the filters to run, and what
-    :func:`finish` reads the runs against."""
+    """A recommendation up to its runs: the filters, and what :func:`finish` reads them against."""
 
     result: Recommendation
     kernels: List[Kernel]
@@ -122,10 +102,6 @@ class Prepared:
     #: the set the filters are meant to select
     claimed: Set[str] = field(default_factory=set)
     filters: List[str] = field(default_factory=list)
-
-
-def recommend(inputs: RecommendInputs, runner: RecommendRunner) -> Recommendation:
-    return finish(inputs, prepare(inputs), runner)
 
 
 def prepare(inputs: RecommendInputs) -> Prepared:
@@ -247,10 +223,8 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
 
 def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
                    wanted: Set[str]) -> Tuple[Recommendation, Set[str]]:
-    """The fewest ``-f`` runs that select ``wanted`` (a set given, not the policy's),
-    run and verified as the minimal set's are: steps 2 and 3 above. Returns the runs,
-    counts, driver and link check as a :class:`Recommendation` (no decisions), and the
-    union of the runs' listings."""
+    """The fewest verified ``-f`` runs selecting ``wanted`` (no decisions), and the
+    union of their listings."""
     kernels = kernels_of(inputs.baseline)
     result = Recommendation(api=inputs.model.api)
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
@@ -260,9 +234,8 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
 
 def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, object]
                    ) -> Dict[str, str]:
-    """Never-run kernels of a set whose file name, but for its arch suffix, is that of a
-    kernel the set runs -> that suffix: ``-f`` is not matched against the suffix, so no
-    pattern keeps the one without the other."""
+    """Never-run kernels named as a kernel the set runs but for the arch suffix -> that
+    suffix (``-f`` does not see the suffix: no pattern keeps one without the other)."""
     suffixes = {s for t in model.kernel_types for s in t.arch_suffixes} | {""}
     names = {f: split_filename(f, tuple(sorted(suffixes))) for f in union}
     run_names = {names[f] for f in union if f not in never_run}
@@ -272,8 +245,7 @@ def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, obj
 
 
 def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
-    """``target`` with each kernel generated with another one (whose name ``-f`` tests in
-    its stead) kept exactly with that kernel."""
+    """``target`` with each follower kept exactly with its leader."""
     return {f for f in target if f not in followers} | {
         f for f, leader in followers.items() if leader in target}
 
@@ -281,8 +253,7 @@ def _with_leaders(target: Set[str], followers: Mapping[str, str]) -> Set[str]:
 def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
                  coupling: Optional[Coupling], categories: Mapping[Tuple[str, str], str],
                  result: Recommendation) -> Tuple[Set[str], List[str]]:
-    """The runs that select ``target`` (synthesised, checked against the model's
-    prediction): (the set they are meant to select, their filters)."""
+    """(the set the runs are meant to select, their filters)."""
     model = inputs.model
     primary = coupling.primary if coupling else max(
         model.kernel_types, key=lambda k: k.count).class_name
@@ -304,8 +275,6 @@ def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set
 
 def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str],
             scope: Sequence[Kernel]) -> Dict[str, Dict[str, int]]:
-    """Per sub-type and in total: the full listing, the set and (with needs) the
-    workload's kernels."""
     full = inputs.baseline.per_type()
     minimal = Counter(type_of[f] for f in union if f in type_of)
     counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
@@ -321,10 +290,8 @@ def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str]
 def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[str],
                 primary: str, coupling: Optional[Coupling],
                 categories: Mapping[Tuple[str, str], str]) -> Tuple[Synthesis, Set[str]]:
-    """The filters, and what the model predicts they select; of the variants the
-    semantics allow, the first whose prediction is the target. Patterns of whole
-    tokens and ``*`` (a reader can check them token by token) are taken when they
-    select the target in at most one run more."""
+    """The first variant whose predicted selection is the target, and that prediction;
+    whole-token patterns when they take at most one run more."""
     tried = []
     exact = None
     named = {n.segment for n in inputs.needs}
@@ -368,14 +335,12 @@ def _predicted(inputs: RecommendInputs, synthesis: Synthesis) -> Set[str]:
 
 
 def _plain(pattern: str) -> bool:
-    """Whole tokens and ``*`` only: no ``?`` and no ``[...]`` (an escaped character, a
-    one-character class, is plain text)."""
+    """No ``?`` and no ``[...]`` but one-character classes (escapes)."""
     return "?" not in pattern and all(len(c) == 3 for c in re.findall(r"\[[^\]]*\]", pattern))
 
 
 def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: int) -> None:
-    """``inputs.conditions`` from ``inputs.read_conditions``; its failure is a note at
-    ``position`` (after the inputs' own notes)."""
+    """``inputs.conditions`` read; a failure is a note after the inputs' own."""
     if inputs.read_conditions is None:
         return
     try:
@@ -386,8 +351,8 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
 
 
 def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:
-    """Dispatch functions that run kernels in the full API and none in the set -> the
-    functions that now take their calls (their callers' next calls)."""
+    """Functions that run kernels in the full API and none in the set -> those that
+    now take their calls (their callers' next calls)."""
     routes = dispatch.routes
     full = routes.full
     running = {routes.tree.leaves[o].function for name, orders in dispatch.leaves_of.items()

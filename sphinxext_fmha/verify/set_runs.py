@@ -74,14 +74,10 @@ def source_bytes(written: ApiFile) -> int:
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
     union: Set[str] = set()
-    # Their generate.py runs and, for several, the driver run for their union, batched:
-    # the driver's results are read back by driver_listing / driver_write
-    # (_check_driver) when its filters are these; when a run below is left out as
-    # redundant, the driver runs for the remaining filters as its own process (none
-    # when one remains: that run is the union, and its own write-mode run says whether
-    # the set links).
+    # The runs and (several) the driver run for their union, batched; should a run be
+    # left out as redundant below, the driver runs again for the rest (none for one:
+    # its own write-mode run says whether the set links). They run side by side.
     runner.prefetch(filters, driver=len(filters) > 1)
-    # The runs are independent generate.py processes: run them side by side.
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))
     for text, check in zip(filters, checks):

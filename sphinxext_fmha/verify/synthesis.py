@@ -1,34 +1,22 @@
 """fnmatch filters that select exactly a wanted kernel set, per filter semantics.
 
-generate.py matches ``-f`` against kernel names with ``fnmatch``: no negation, no
-alternation. A name is a sequence of segment tokens, and a token may be empty when a
-feature is off (older trees omit absent features). Any token can still be pinned by
-its neighbours: pinning consecutive segments writes their tokens next to each other
-with no ``*`` between, so an omitted segment becomes "the token before directly
-followed by the token after (or the end of the name)".
-
-Candidate patterns are maximal safe boxes (:mod:`.boxes`): grown from each wanted
-kernel, a segment at a time, freeing it or widening it to a token glob
-(``_d[1236][245]*``, ``*[ks]``); and patterns on how names end across segments
-(``*[_p][psv][ckrs]``: the last characters tell kept from dropped names whatever
-feature comes last). A greedy set cover picks among them, redundant ones are
-dropped and patterns differing in one character merged into a class. Everything is
-checked here against the full listing with fnmatch's meaning, and again by
-generate.py afterwards.
-
-How the patterns become ``-f`` values follows the tree's filter semantics
-(:class:`~sphinxext_fmha.model.FilterSpec`): one pattern for every sub-type; ``@``
-parts filtered independently (zipped: the runs are the longest part's list); ``@``
-parts that drop whole traits (the main sub-type's patterns, the other parts ``*``).
-Coupled parts (split-KV and combine kernels) share one follower pattern per part when
-one selects that part's wanted kernels; otherwise each run selects the partners of
-its own main kernels.
+``-f`` is fnmatch: no negation, no alternation. A name is a sequence of segment tokens
+(one may be empty when a feature is off); pinning consecutive segments writes their
+tokens adjacent, so an omitted segment is "the token before directly followed by the
+token after". Candidates are maximal safe boxes (:mod:`.boxes`) grown from each wanted
+kernel, plus patterns on how names end across segments (``*[_p][psv][ckrs]``); a greedy
+set cover picks among them, checked here with fnmatch's meaning and again by
+generate.py. The patterns become ``-f`` values by the tree's
+:class:`~sphinxext_fmha.model.FilterSpec`: one pattern for every sub-type, ``@`` parts
+zipped, or whole-trait parts (the main sub-type's patterns, the others ``*``); coupled
+parts (split-KV and combine) share one follower pattern when one selects that part's
+wanted kernels, else each run selects its own main kernels' partners.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel, Note
 from .boxes import (
@@ -58,14 +46,12 @@ class Kernel:
 
 @dataclass
 class Style:
-    """How patterns are written: ``literal``, of whole tokens and ``*`` only (a segment
-    pinned to one token or left free: a reader can check them token by token);
-    ``pinned``: per sub-type, the segments (indices) a workload names, tried both last
-    and first."""
+    """``literal``: whole tokens and ``*`` only (a reader can check them token by
+    token); ``pinned``: per sub-type, the segments a workload names (tried last and
+    first); ``loose``: per sub-type, the segments to free first (tiles)."""
 
     literal: bool = False
     pinned: Mapping[str, AbstractSet[int]] = field(default_factory=dict)
-    #: per sub-type, the segments (indices) to free first where a pattern can (tiles)
     loose: Mapping[str, AbstractSet[int]] = field(default_factory=dict)
 
 
@@ -80,9 +66,8 @@ class Synthesis:
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[Note] = field(default_factory=list)
-    #: no fewer runs can select the set with box patterns alone (one set of values per
-    #: segment, see :func:`~.boxes.box_lower_bound`); patterns on how names end are not
-    #: boxes and may do with fewer. 0 when not computed
+    #: no fewer box patterns can select the set (:func:`~.boxes.box_lower_bound`);
+    #: 0 when not computed
     lower_bound: int = 0
 
 
@@ -91,8 +76,7 @@ def _safe(pattern: str, unwanted: NameSet) -> bool:
 
 
 def _generalise(kernel: Kernel, order: Sequence[int], unwanted: NameSet) -> str:
-    """The seed's pattern segment by segment (a fall-back for boxes whose pattern
-    reaches an unwanted name through a ``*``)."""
+    """The seed freed segment by segment (for boxes whose ``*`` reaches an unwanted name)."""
     pinned = set(range(len(kernel.tokens)))
     best = _pattern(kernel.tokens, pinned, False)
     for index in order:
@@ -116,14 +100,9 @@ def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
 
 def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
           allowed: AbstractSet[str] = frozenset(), style: Style = PLAIN) -> List[str]:
-    """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files
-    (by name: kernels sharing a name must be all wanted or all unwanted), give or take
-    ``allowed`` files (they may match or not).
-
-    Candidates are the maximal safe boxes grown from every wanted kernel (in two
-    segment orders), checked against every unwanted name; a greedy set cover picks
-    among them. ``order`` is accepted for callers; the order is derived per sub-type.
-    ``style``: how the patterns are written (:class:`Style`)."""
+    """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files,
+    give or take ``allowed`` ones: a greedy cover of the maximal safe boxes grown from
+    every wanted kernel in two segment orders (``order`` is ignored: derived per type)."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
     if not wanted_names:
         return []
@@ -150,7 +129,7 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
             continue
         boxes = TypeBoxes(group, own, names & set(unwanted_names))
         first = _generalise_order(group, {k.file for k in group if k.name in own})
-        pinned = [i for i in first if i not in _free_segments(boxes)]
+        pinned = [i for i in first if any(boxes.umask[i].values())]
         orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
         # the segments a workload names: freed last (they stay written when they can),
         # and first (one of several values each a run of its own may be worse than a
@@ -198,9 +177,8 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
 
 def _named_tails(wanted: Sequence[Kernel], unwanted: Sequence[Kernel], forbidden: NameSet,
                  named: Sequence[int]) -> List[str]:
-    """Patterns on how names end after the tokens of the segments a workload names
-    (``*_d32_bf16*[dkps][dksv]``), for the names of each combination of their values:
-    the ending need only tell them from the unwanted names with the same values."""
+    """``*_d32_bf16*[dkps][dksv]``: per combination of the named segments' values, an
+    ending that tells its names from the unwanted ones with the same values."""
     found: List[str] = []
     groups: Dict[Tuple[str, ...], List[Kernel]] = {}
     for kernel in wanted:
@@ -218,9 +196,8 @@ def _named_tails(wanted: Sequence[Kernel], unwanted: Sequence[Kernel], forbidden
 
 
 def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
-    """Patterns on how names end, across segments: the names whose last token sits in
-    one of the first segments (up to each depth), and the names that end with one
-    token value (before it)."""
+    """Endings across segments: of the names whose last token is in the first segments
+    (up to each depth), and of the names ending with one token value."""
     def last(kernel: Kernel) -> int:
         return max((i for i, t in enumerate(kernel.tokens) if t), default=0)
 
@@ -238,14 +215,9 @@ def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
     return found
 
 
-def _free_segments(boxes: TypeBoxes) -> Set[int]:
-    return {i for i in range(boxes.width) if not any(boxes.umask[i].values())}
-
-
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
-    """Segments whose tokens all occur among wanted kernels first (free to drop),
-    then the others from the first segment on (tiles and pipelines before the
-    policy segments at the end of a name, which then stay pinned)."""
+    """Segments whose tokens all occur among wanted kernels first (free to drop), then
+    the others from the first on (the policy segments at the end stay pinned)."""
     width = max((len(k.tokens) for k in kernels), default=0)
     wanted_tokens: List[Set[str]] = [set() for _ in range(width)]
     all_tokens: List[Set[str]] = [set() for _ in range(width)]
@@ -273,7 +245,6 @@ def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str], style: Style = P
 
 
 def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
-    """No box cover of the part's wanted kernels is smaller (per sub-type; the largest)."""
     wanted_names = {k.name for k in kernels if k.file in wanted}
     groups: Dict[Tuple[str, int], List[Kernel]] = {}
     for kernel in kernels:
@@ -289,12 +260,6 @@ def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
     return bound
 
 
-def _shared_names(kernels: Sequence[Kernel], wanted: Set[str]) -> Set[str]:
-    """Unwanted files whose name a wanted file also has (fnmatch cannot tell them apart)."""
-    wanted_names = {k.name for k in kernels if k.file in wanted}
-    return {k.file for k in kernels if k.file not in wanted and k.name in wanted_names}
-
-
 def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                primary: Optional[str] = None,
                partners: Optional[Mapping[str, Set[str]]] = None,
@@ -302,15 +267,11 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                bound: bool = True) -> Synthesis:
     """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics.
 
-    ``primary``: the sub-type whose patterns decide, for APIs that drop whole traits
-    (the other parts are ``*``) and for coupled sub-types in independent parts (each
-    run then selects the partners of its own main kernels: newer CK refuses to write
-    a run whose split-KV kernel lacks its combine kernel); ``partners``: main kernel
-    file -> the files launched with it; ``narrow_followers``: with whole-trait
-    dropping, give the other parts a pattern of their own rather than ``*``;
-    ``style``: how the patterns are written (:class:`Style`); ``bound``: compute
-    :attr:`Synthesis.lower_bound` (a box cover's least size: a second pass over the
-    names, for the tests of the cover's size)."""
+    ``primary``: the sub-type whose patterns decide where whole traits drop, and for
+    coupled parts (newer CK refuses a split-KV kernel without its combine kernel);
+    ``partners``: main kernel file -> files launched with it; ``narrow_followers``:
+    with trait dropping, the other parts get a pattern rather than ``*``; ``bound``:
+    compute :attr:`Synthesis.lower_bound` (a second pass, for the tests)."""
     spec = model.filter
     lower_bound = _lower_bound if bound else (lambda kernels, wanted: 0)
     result = Synthesis()
@@ -320,7 +281,8 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
     if result.extra:
         result.notes.append(Note("unfiltered", {"types": sorted(
             {k.kernel_type for k in kernels if k.file in result.extra})}))
-    shared = _shared_names(kernels, wanted)
+    wanted_names = {k.name for k in kernels if k.file in wanted}
+    shared = {k.file for k in kernels if k.file not in wanted and k.name in wanted_names}
     if shared:
         result.extra += sorted(shared)
         result.notes.append(Note("shared_names", {"count": len(shared)}))
@@ -350,7 +312,7 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
             for pattern in _part_patterns(own, target, style):
                 fields = list(others)
                 fields[position] = pattern
-                result.filters.append(_join(spec.api_split, fields))
+                result.filters.append(spec.api_split.join(fields))
             result.lower_bound = lower_bound(own, target)
             return result
     if not spec.api_split or len(parts) == 1:
@@ -373,21 +335,16 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
         # the part has fewer), never an empty part (that means "no filter").
         fields = [lists[p][min(run, len(lists[p]) - 1)] if p in lists else "*"
                   for p in range(width)]
-        result.filters.append(_join(spec.api_split, fields))
+        result.filters.append(spec.api_split.join(fields))
     return result
 
 
 def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
                   primary: str, partners: Mapping[str, Set[str]],
                   style: Style = PLAIN) -> Optional[List[str]]:
-    """One run per pattern of the main sub-type; in the same run, each other part
-    selects (at least) the partners of the main kernels that run selects, and nothing
-    outside the target.
-
-    When one pattern per other part selects all its wanted kernels, every run uses it
-    and the main patterns are free (runs = the main cover); otherwise each main
-    pattern gets the follower patterns its own partners need, and a main pattern whose
-    partners no single pattern selects is split by the follower patterns."""
+    """One run per main pattern whose other parts select (at least) its main kernels'
+    partners and nothing outside the target: one shared follower pattern per part when
+    one will do, else each main pattern's own (split where no single one does)."""
     main_position = next((p for p, m in parts if any(k.kernel_type == primary for k in m)), None)
     if main_position is None:
         return None
@@ -396,7 +353,7 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
     width = max(p for p, _ in parts) + 1
 
     def join(columns: Mapping[int, str]) -> str:
-        return _join(separator, [columns.get(p, "*") for p in range(width)])
+        return separator.join([columns.get(p, "*") for p in range(width)])
 
     main_patterns = _part_patterns(main, target, style)
     shared = {p: _follower_patterns(m, {k.file for k in m if k.file in target}, target, style)
@@ -456,8 +413,7 @@ def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
                        followers: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
                        partners: Mapping[str, Set[str]], style: Style = PLAIN
                        ) -> List[Tuple[Dict[int, str], Set[str], Set[str]]]:
-    """({part: follower pattern}, main kernels it serves, main kernels it could serve):
-    each group's partners are selected by its own follower patterns."""
+    """({part: follower pattern}, main kernels it serves, main kernels it could serve)."""
     needed = {f for s in selected for f in partners.get(s, ())}
     columns = {p: _follower_patterns(m, needed, target, style) for p, m in followers}
     main_files = {k.file for k in main}
@@ -478,6 +434,3 @@ def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
         out.append(({p: c[0] for p, c in columns.items()}, left, left))
     return out
 
-
-def _join(separator: str, fields: Iterable[str]) -> str:
-    return separator.join(fields)

@@ -1,12 +1,8 @@
-"""The tiles each sub-type really has, per problem: computed from the parsed listing.
+"""The tiles each sub-type really has, per problem, from the parsed listing.
 
-A kernel's tile is the part of its name that the tile segments write (from the first
-tile segment to the last); its problem is its architecture (the file-name suffix), data
-type and head dim, plus any other field that keys the tiles (a problem field whose
-values have different tiles, or a parameter the source's tile table is keyed by). The
-factory tables read from the source only add what they say beyond that -- where they
-are, when they are used, conditions on a tile -- and every entry where they and the
-listing disagree: the listing is the truth.
+A kernel's tile is what its tile segments write; its problem is its arch suffix, dtype,
+head dim and any other field that keys the tiles. The source's factory tables only add
+where and when an entry is used, and every disagreement: the listing is the truth.
 """
 
 from __future__ import annotations
@@ -17,18 +13,14 @@ from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Se
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel, Factory, KernelType, Segment, TileRow, TileSource, TileTable, TileUse
+from ..schema.names import natural
 from .filtercheck import ParsedListing
 from .policy import classify
 
 __all__ = ["tile_names", "tile_tables"]
 
-_NUM = re.compile(r"(\d+)")
 _QUALIFIERS = re.compile(r"\[(.*)\]\s*$")
 _LEADING_NUMBER = re.compile(r"^\(?\s*(\d+)")
-
-
-def _natural(text: str) -> List[object]:
-    return [int(p) if p.isdigit() else p for p in _NUM.split(text)]
 
 
 def _plain(name: str) -> str:
@@ -133,13 +125,13 @@ def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
                       tile_segments=layout.tile_labels, kernels=len(kernels))
     for key in sorted(counts, key=lambda k: tuple(o(v) for o, v in zip(order, k))):
         uses = [TileUse(tile=t, kernels=n, kept=kept_counts[key][t] if kept is not None else None)
-                for t, n in sorted(counts[key].items(), key=lambda item: _natural(item[0]))]
+                for t, n in sorted(counts[key].items(), key=lambda item: natural(item[0]))]
         for position, i in enumerate(layout.others):
             row_values = set().union(*(used_with[(key, u.tile)][position] for u in uses))
             for use in uses:
                 values = used_with[(key, use.tile)][position]
                 if values != row_values:
-                    use.only[segments[i].label] = sorted(values, key=_natural)
+                    use.only[segments[i].label] = sorted(values, key=natural)
         table.rows.append(TileRow(keys=dict(zip(columns, key)), tiles=uses))
     _compare_with_source(model.factories, table, has_arch)
     return table
@@ -156,13 +148,13 @@ def _orders(kernel_type: KernelType, layout: _Layout, has_arch: bool):
                 for t in (segments[positions[0]].tokens if positions else [])]
 
         def key(value: str):
-            return (seen.index(value) if value in seen else len(seen), _natural(value))
+            return (seen.index(value) if value in seen else len(seen), natural(value))
         return key
 
     orders: List[Callable[[str], Any]] = []
     if has_arch:
         orders.append(lambda v: (arches.index(v) if v in arches else len(arches), v))
-    orders += [listing_order(layout.dtype), _natural]
+    orders += [listing_order(layout.dtype), natural]
     orders += [listing_order([i]) for i in layout.qualified]
     return orders
 
@@ -180,9 +172,8 @@ def _static_entries(factory: Factory) -> Set[Tuple[str, str, str]]:
 
 
 def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arch: bool) -> None:
-    """Per architecture, the factory whose table has most of the listed tiles: its
-    entries mark the rows' tiles (in its table or not) and the entries no kernel has.
-    Where generate.py's run called factories, only those are compared (what it got)."""
+    """Per arch, the factory whose table has most listed tiles marks the rows' tiles and
+    its entries no kernel has (only the factories generate.py called, where known)."""
     if any(f.observed for f in factories):
         factories = [f for f in factories if f.observed]
     by_arch: Dict[str, List[TileRow]] = defaultdict(list)
@@ -206,7 +197,7 @@ def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arc
             for use in row.tiles:
                 use.in_source = (row.keys["dtype"], row.keys["hdim"], use.tile) in entries
                 use.note = factory.tile_notes.get(use.tile, "")
-        missing = sorted(entries - observed, key=lambda e: (e[0], _natural(e[1]), _natural(e[2])))
+        missing = sorted(entries - observed, key=lambda e: (e[0], natural(e[1]), natural(e[2])))
         table.sources.append(TileSource(
             factory=factory.class_name, arch=arch, defined_at=factory.defined_at,
             selected_by=factory.selected_by, matched=matched, listed=len(entries),
@@ -241,9 +232,8 @@ def tile_names(model: ApiModel, records: Sequence[dict]) -> Dict[str, str]:
 
 def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractSet[str]] = None,
                 names: Optional[Mapping[str, str]] = None) -> List[TileTable]:
-    """One :class:`TileTable` per sub-type whose names carry a tile; ``kept`` (files
-    of the minimal set) fills :attr:`TileUse.kept`; ``names`` (:func:`tile_names`) are
-    the tiles' own names (else the tile's part of the kernel name)."""
+    """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files;
+    ``names``: the tiles' own names (:func:`tile_names`)."""
     layouts = _layouts(model)
     per_type: Dict[str, List[Tuple[str, Sequence[str]]]] = defaultdict(list)
     for file, (class_name, tokens) in sorted(parsed.parsed.items()):

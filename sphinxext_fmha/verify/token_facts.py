@@ -1,14 +1,11 @@
-"""What the kernels carrying each token have in common: how many there are, and under
-which dispatch conditions the dispatcher reaches them.  Both come from parsing a real
-listing with the model's grammar and from the reading of the generated API dispatch
-file (:func:`sphinxext_fmha.cppapi.reading.read_dispatch`); no Sphinx, no rendering.
+"""Per token: how many listed kernels carry it, and the exact dispatch conditions that
+reach them (:func:`sphinxext_fmha.cppapi.reading.read_dispatch`), never intersected.
 
-Dispatch conditions per token are exact, never intersected: every condition term has a
-*slot* (its place in the generated ``if`` template); a slot belongs to the segments
-whose tokens determine its text (the segments common to every smallest such set, the
-arch suffix counting as one), and a token's condition is, per kernel, the terms of the
-slots that belong to its segment.  Kernels whose condition is the same form one group; the group
-names the tokens of the other determining segments (hdim, tile, ...) it covers."""
+Every condition term has a *slot* (its place in the ``if`` template); a slot belongs to
+the segments common to every smallest set whose tokens determine its text (the arch
+suffix counting as one), and a token's condition is, per kernel, the terms of its
+segment's slots. Kernels with one condition form a group naming the tokens of the other
+determining segments (hdim, tile, ...) it covers."""
 
 from __future__ import annotations
 
@@ -25,18 +22,11 @@ from .parsed_listing import ParsedListing
 __all__ = ["TokenCounts", "token_counts", "ConditionGroup", "TokenDispatch", "token_dispatch"]
 
 
-def _parsed(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
-            ) -> ParsedListing:
-    """``parsed`` when it is the parse of ``files`` (the caller parsed the listing
-    once for every consumer), else a parse of its own."""
-    return parsed if parsed is not None and parsed.of_files(files) else ParsedListing.of(model, files)
-
-
 def _rows_per_class(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
                     ) -> Dict[str, List[Tuple[List[str], str]]]:
-    """kernel class -> (tokens, file) of each file with one parse, in listing order
-    (classes in the order of their first file)."""
-    listing = _parsed(model, files, parsed)
+    """kernel class -> (tokens, file) of each parsed file, in listing order."""
+    listing = parsed if parsed is not None and parsed.files == list(files) \
+        else ParsedListing.of(model, files)
     rows: Dict[str, List[Tuple[List[str], str]]] = {}
     for filename in listing.files:
         found = listing.parsed.get(filename)
@@ -47,8 +37,7 @@ def _rows_per_class(model: ApiModel, files: Sequence[str], parsed: Optional[Pars
 
 def token_counts(model: ApiModel, files: Sequence[str],
                  parsed: Optional[ParsedListing] = None) -> TokenCounts:
-    """(kernel class, segment index) -> token -> number of listed kernels with it
-    (``parsed``: the listing parsed already)."""
+    """(kernel class, segment index) -> token -> number of listed kernels with it."""
     counts: TokenCounts = {}
     for class_name, rows in _rows_per_class(model, files, parsed).items():
         # every parse of a class has one token per segment: count column by column
@@ -69,17 +58,10 @@ _Term = Tuple[str, Condition]
 class _Rows:
     """The columns of a kernel class, for :func:`_determining`.
 
-    Most sets of columns do not determine a slot's values, and a few rows usually show
-    it: each test looks at the first 64 rows, then 4 times as many, and so on.  How a
-    set of columns splits the rows does not depend on the slot: it is computed once per
-    set and kept.  A column with one value splits nothing, so a set holding it
-    determines exactly when the set without it does and is never among the smallest
-    (unless the values are all equal): only the other columns are combined.
-
-    Each column is kept as small integers (its values numbered), and a set of columns as
-    one integer per row (the numbers of its columns as digits of a mixed radix): rows
-    are equal in the set exactly when their integers are, and sets of integers are
-    built at C speed, without a tuple per row.
+    Most column sets do not determine a slot and a few rows show it: each test looks at
+    64 rows, then 4 times as many... How a set splits the rows is kept per set. Columns
+    with one value split nothing and are not combined. A column is kept as numbered
+    values, a set of columns as one mixed-radix integer per row (C speed, no tuples).
     """
 
     def __init__(self, columns: List[List[str]]) -> None:
@@ -120,9 +102,7 @@ class _Rows:
 
     def determines(self, combo: Tuple[int, ...], codes: Sequence[Sequence[int]],
                    scale: int) -> bool:
-        """Whether rows equal in ``combo`` have equal values, at every size (each key
-        has one value: as many (key, value) pairs as keys); ``codes``: the value codes
-        (each below ``scale``) cut to each of :attr:`sizes`."""
+        """Whether rows equal in ``combo`` have equal ``codes`` (cut to each size)."""
         for size, cut in zip(self.sizes, codes):
             keys = self.keys(combo, size)
             groups = self._groups.get((combo, size))
@@ -147,20 +127,8 @@ def _determining(rows: _Rows, codes: Sequence[int], limit: int = 3) -> List[Tupl
     return []
 
 
-def _core(combos: List[Tuple[int, ...]]) -> set:
-    """The segments a slot belongs to: those in every smallest determining set (the pad in
-    {pad, hdim} and {pad, tile}); when they share none (the hdim level: {hdim} or {tile}),
-    all of them."""
-    if not combos:
-        return set()
-    core = set(combos[0]).intersection(*combos[1:])
-    return core or {c for combo in combos for c in combo}
-
-
 def _sensitive(rows: _Rows, values: Sequence[int]) -> List[Tuple[int, ...]]:
-    """Fallback when no three columns determine ``values`` (codes, each a row number):
-    each column on its own for which two rows that differ only in that column have
-    different values."""
+    """Fallback: each column alone whose change, all else equal, changes ``values``."""
     found: List[Tuple[int, ...]] = []
     every = rows.keys(range(len(rows.columns))) if rows.columns else [0] * len(values)
     scale = len(values) + 1
@@ -179,9 +147,8 @@ def _sensitive(rows: _Rows, values: Sequence[int]) -> List[Tuple[int, ...]]:
 
 def _owners(rows: _Rows, values: List[Optional[str]],
             known: Dict[Tuple[int, ...], List[Tuple[int, ...]]]) -> List[Tuple[int, ...]]:
-    """:func:`_determining`, else :func:`_sensitive`; both see only which rows have equal
-    values (each row's code: the first row with its value), so slots that split the
-    rows alike share one answer (``known``)."""
+    """:func:`_determining`, else :func:`_sensitive`; slots that split the rows alike
+    share one answer (``known``)."""
     # (reversed: the first row of each value is the one kept)
     first = dict(zip(reversed(values), range(len(values) - 1, -1, -1)))
     pattern = tuple(map(first.__getitem__, values))
@@ -192,8 +159,7 @@ def _owners(rows: _Rows, values: List[Optional[str]],
 
 def token_dispatch(model: ApiModel, files: Sequence[str], reading: Mapping[str, Any],
                    parsed: Optional[ParsedListing] = None) -> TokenDispatch:
-    """Per token, its exact dispatch conditions grouped (see the module docstring);
-    ``parsed``: the listing parsed already."""
+    """Per token, its exact dispatch conditions grouped (see the module docstring)."""
     kernels = reading.get("kernels", {})
     per_class: Dict[str, List[_Item]] = {}
     for class_name, rows in _rows_per_class(model, files, parsed).items():
@@ -211,14 +177,12 @@ def token_dispatch(model: ApiModel, files: Sequence[str], reading: Mapping[str, 
 
 
 def _columns(rows: Sequence[Sequence[str]], width: int) -> List[List[str]]:
-    """The ``width`` columns of rows of that many values each."""
     return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(width)]
 
 
 def _try_orders(class_name: str, labels: List[str], items: List[_Item],
                 position: Mapping[str, int], result: TokenDispatch) -> None:
-    """Per segment: in which order the dispatcher tries its tokens among kernels that are
-    equal in every other segment (and arch suffix)."""
+    """Per segment: the order the dispatcher tries its tokens among otherwise equal kernels."""
     placed = [item for item in items if item[3] in position]
     if not placed:
         return
@@ -249,10 +213,8 @@ def _try_orders(class_name: str, labels: List[str], items: List[_Item],
 
 
 def _chain_tokens(keys: List[int], tried: List[int], tokens: List[str]) -> Counter:
-    """How many chains (rows of one key, two or more) try their tokens in each order;
-    ``tried``: the rows in the dispatcher's order. The chains are counted in the order
-    of their first row (``most_common`` keeps it among equal counts). Whole columns at a
-    time: a row of a chain of one kernel is one file, tried in one order."""
+    """How many chains (2+ rows of one key) try their tokens in each order (``tried``:
+    rows in dispatch order), counted in the order of their first row."""
     sizes = Counter(keys)
     if len(sizes) == len(keys):
         return Counter()
@@ -267,8 +229,7 @@ def _chain_tokens(keys: List[int], tried: List[int], tokens: List[str]) -> Count
 
 
 def _slot_columns(readings: Sequence[Mapping[str, Any]]) -> Dict[str, List[Optional[_Term]]]:
-    """slot -> per reached kernel (its reading), its term in that slot (None: it has
-    none); slots in the order they first occur."""
+    """slot -> per reached kernel, its term in that slot (None: none)."""
     slots: Dict[str, List[Optional[_Term]]] = {}
     for row, reading in enumerate(readings):
         for slot, cpp, words in reading["terms"]:
@@ -285,13 +246,10 @@ _CONSTANTS = frozenset(("true", "false", "nullptr"))
 
 
 def _same_slots(slots: Mapping[str, List[Optional[_Term]]]) -> Dict[str, str]:
-    """slot -> the slot of another dispatch function it is one with.  Newer CK writes one
-    ``if`` template into several functions (``fmha_fwd_v2``, ``fmha_fwd_v3``): a term at
-    the same depth and place of the conjunction that tests the same inputs (its names a
-    subset of those the other function's terms there test; constants test none) is the
-    same slot, and the segments that own it in one function own it in the other (v3
-    alone never varies its dtype and could not show it is the dtype's).  The function
-    with the most kernels in a place is the one whose kernels tell the owners."""
+    """slot -> the slot of another dispatch function it is one with. Newer CK writes one
+    ``if`` template into several functions (``fmha_fwd_v2``, ``_v3``): a term at the same
+    place testing a subset of the names is the same slot, owned by the same segments
+    (v3 alone never varies its dtype); the function with most kernels there tells."""
     places: Dict[str, Dict[str, List[Optional[_Term]]]] = {}  # depth/index -> function -> column
     for slot, column in slots.items():
         parts = slot.rsplit("/", 2)
@@ -345,7 +303,10 @@ def _class_groups(class_name: str, labels: List[str],
     result.shared[class_name] = shared
     if undetermined:
         result.undetermined[class_name] = undetermined
-    cores = {slot: _core(owners.get(slot, [])) for slot in terms}
+    # a slot's segments: those in every smallest determining set (pad in {pad, hdim} and
+    # {pad, tile}); when they share none ({hdim} or {tile}), all of them
+    cores = {slot: set().union(*owners.get(slot, ())).intersection(*owners.get(slot, ()))
+             or set().union(*owners.get(slot, ())) for slot in terms}
     # per slot and reached kernel: the term it adds to a condition (None: no term, or always)
     conditional = {slot: [t if t is not None and t[1] is not True else None for t in column]
                    for slot, column in terms.items() if cores[slot]}
@@ -387,7 +348,6 @@ def _class_groups(class_name: str, labels: List[str],
 
 
 def _tokens_of(columns: List[List[str]], partners: List[int], members: List[int]) -> List[str]:
-    """The distinct tokens of the ``partners`` columns in the rows ``members``, row by row."""
     if len(partners) == 1:
         return list(dict.fromkeys(map(columns[partners[0]].__getitem__, members)))
     return list(dict.fromkeys(columns[p][r] for r in members for p in partners))
@@ -396,10 +356,8 @@ def _tokens_of(columns: List[List[str]], partners: List[int], members: List[int]
 def _rows_by_condition(tokens: List[str], conditional: List[List[Optional[_Term]]],
                        splits: bool, coded: Optional[List[Tuple[List[int], int]]] = None
                        ) -> Dict[str, Dict[Tuple[_Term, ...], List[int]]]:
-    """token -> condition (its terms) -> the rows with both, each in the order of its
-    first row; ``conditional``: per own slot, each row's term or None; ``splits``:
-    False when every row has the same token and no own slot; ``coded``: the
-    :func:`_codes` of ``tokens`` and of each ``conditional`` column, if known."""
+    """token -> condition (its terms) -> its rows; ``conditional``: per own slot, each
+    row's term or None; ``coded``: the :func:`_codes` of ``tokens`` and columns."""
     if not splits:
         return {tokens[0]: {(): list(range(len(tokens)))}} if tokens else {}
     # One integer per row for its token and terms (as digits), and the rows of each
@@ -432,10 +390,8 @@ def _codes(column: Sequence[Any]) -> Tuple[List[int], int]:
 
 
 def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
-    """``dispatch`` as JSON data that :func:`dispatch_from_data` reads back equal. Each
-    group lists its kernel files, a file in as many groups as the name has segments: the
-    files are written once, the groups hold their numbers (a 2.8.3 bwd reading: 1 MB of
-    JSON instead of 24, written and read at C speed)."""
+    """``dispatch`` as JSON data; files written once, groups hold their numbers (a 2.8.3
+    bwd reading: 1 MB of JSON instead of 24)."""
     if dispatch is None:
         return None
     every = dict.fromkeys(chain.from_iterable(  # the files, in the order they first occur
