@@ -419,6 +419,8 @@ def get_demo_blobs(kernel_filter, receipt):
                     cond &= seqpad == "n"
                     if not cond:
                         continue
+                elif receipt == 700:
+                    continue
                 pool.register_traits(k)
                 gen.append(k)
     return pool, gen
@@ -435,7 +437,8 @@ import argparse
 
 parser = argparse.ArgumentParser()
 parser.add_argument("-r", "--receipt", default=0,
-                    help="receipt. 0: all kernels\\n" + "  100-199: demo integration")
+                    help="receipt. 0: all kernels\\n" + "  100-199: demo integration\\n"
+                    + "      (half, no seqpad)\\n" + "  700: none of them")
 '''
 
 _WEIRD = '''
@@ -531,7 +534,12 @@ def test_synthetic_skips_receipts_filter_dispatch(demo_dir):
     rule = [s for s in f.skip_conditions if s.kind == "rule"]
     assert 'kernel.k_seqpad == "y"' in rule[0].source
     rec = {r.value: r for r in f.receipts}
-    assert rec["100-199"].label == "demo integration"
+    # a label's continuation line is part of it
+    assert rec["100-199"].label == "demo integration (half, no seqpad)"
+    assert rec["700"].label == "none of them"
+    # a receipt that skips everything drops the kernels of its function only
+    assert receipt_reading(rec["700"]) == (
+        "receipt 700: drops every kernel of the function (in get_demo_blobs)")
     assert rec["100-199"].conditions == ['dtype == "half"', 'seqpad == "n"']
     assert rec["0"].label == "all kernels"
     assert f.dispatch.mechanism == "property DemoApiPool.api"

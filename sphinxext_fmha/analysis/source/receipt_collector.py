@@ -174,11 +174,17 @@ def _receipt_labels(ctx: Context) -> List[Tuple[int, int, str, str]]:
             if text is None:
                 ctx.gaps.append(Gap("receipt labels", pm.where(n), "help text is not a constant string"))
                 continue
+            first = len(out)
             for line in text.split("\n"):
-                for m in re.finditer(r"(\d+)\s*(?:-\s*(\d+))?\s*:\s*([^\n]+?)\s*$", line):
+                m = re.search(r"(\d+)\s*(?:-\s*(\d+))?\s*:\s*([^\n]+?)\s*$", line)
+                if m:
                     lo = int(m.group(1))
                     hi = int(m.group(2)) if m.group(2) else lo
                     out.append((lo, hi, m.group(3).strip(), pm.where(n)))
+                elif line.strip() and len(out) > first:
+                    # a label's continuation line (2026 CK's receipt 700 spans two)
+                    lo, hi, label, where = out[-1]
+                    out[-1] = (lo, hi, label + " " + line.strip(), where)
         if out:
             return out
     ctx.gaps.append(Gap("receipt labels", (ctx.root / "generate.py").name,

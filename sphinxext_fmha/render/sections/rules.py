@@ -172,8 +172,9 @@ def receipt_reading(receipt: Receipt) -> str:
             ", ".join(receipt.before), body, receipt.function)
     head = "receipt %s" % receipt.value
     if receipt.skips:
+        # the function's kernels only: another blob function of the module keeps its own
         parts = ["drops kernels where " + " and ".join(map(condition_words, receipt.when))
-                 if receipt.when else "drops every kernel"]
+                 if receipt.when else "drops every kernel of the function"]
     else:
         if receipt.effects:
             parts.append("runs " + "; ".join(receipt.effects))
