@@ -289,11 +289,8 @@ def _compare_against(directive: Any, session: Any, api: str, filter: str,
                           % ", ".join(tree.name for tree in load_corpus()))
     other = session_at(directive.config, _other_root(directive, given))
     directive.note_tree(other)
-    other_options = directive_options(directive.config, other, directive.options)
-    model = other.model(api, other_options)
-    # the filter is written for the other tree: checked against its semantics
-    check_filter_text(api, filter, model.filter.cli_split, model.filter.api_split)
-    return compare_filter(other, session, api, filter, other_options, options,
+    return compare_filter(other, session, api, filter,
+                          directive_options(directive.config, other, directive.options), options,
                           old_label=given, new_label=THIS_TREE)
 
 
