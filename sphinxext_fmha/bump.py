@@ -190,15 +190,13 @@ def _semantics_changes(old: ApiModel, new: ApiModel, filter: str) -> List[Change
             before = old_parts.get(part.position)
             if before is None or part.position == 0:
                 continue
-            was, now = before.missing_becomes, part.missing_becomes
-            # a missing or empty part that is not applied passes every name, as "*" does
-            if _passes_all(was) != _passes_all(now):
-                changes.append(Change("missing-part", old=was, new=now, old_part=part.position,
-                                      new_part=part.position))
-            was, now = before.empty_becomes, part.empty_becomes
-            if _passes_all(was) != _passes_all(now) or (was != now and not _passes_all(now)):
-                changes.append(Change("empty-part", old=was, new=now, old_part=part.position,
-                                      new_part=part.position))
+            for kind, what in (("missing-part", "missing_becomes"), ("empty-part", "empty_becomes")):
+                was, now = getattr(before, what), getattr(part, what)
+                # a missing or empty part that is not applied passes every name, as "*" does
+                if _passes_all(was) != _passes_all(now) or (
+                        kind == "empty-part" and was != now and not _passes_all(now)):
+                    changes.append(Change(kind, old=was, new=now, old_part=part.position,
+                                          new_part=part.position))
     old_patterns, new_patterns = api_patterns(old, filter), api_patterns(new, filter)
     for class_name in [k.class_name for k in new.kernel_types]:
         if class_name not in old_patterns or class_name not in new_patterns:
@@ -299,16 +297,14 @@ def _token_counts(side: Side, class_name: str) -> Counter:
                    for pair in zip(labels, tokens))
 
 
-Combo = FrozenSet[Tuple[str, str]]
-
-
 def _token_changes(class_name: str, label: str, before: Mapping[str, List[Dict[str, str]]],
                    after: Mapping[str, List[Dict[str, str]]], counts: Tuple[Counter, Counter]
                    ) -> List[Change]:
     old_tokens, new_tokens = ({frozenset(combo.items()): token for token, combos in side.items()
                                for combo in combos} for side in (before, after))
 
-    def change(kind: str, combo: Combo, old: Optional[str], new: Optional[str]) -> Change:
+    def change(kind: str, combo: FrozenSet[Tuple[str, str]], old: Optional[str],
+               new: Optional[str]) -> Change:
         return Change(kind, kernel_type=class_name, segment=label, old=old, new=new,
                       values={path: [value] for path, value in sorted(combo)},
                       count=counts[kind != "token-removed"][

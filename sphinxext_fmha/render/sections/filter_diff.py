@@ -156,12 +156,12 @@ def change_inlines(ch: Change, c: FilterComparison) -> Inlines:
                     " names, so every trait that has one is dropped."]
         return out
     if kind == "pattern":
-        out = kernel + ([" names are not filtered in the new tree ("] if ch.new is None else
-                        [" names are now matched against ", Code(ch.new), " ("])
-        out.append(_how(ch.new_how, ch.new_part))
-        out += (["); the old tree did not filter them ("] if ch.old is None else
-                ["); the old tree matched them against ", Code(ch.old), " ("])
-        return out + [_how(ch.old_how, ch.old_part), ")."]
+        return kernel + [*([" names are not filtered in the new tree ("] if ch.new is None else
+                           [" names are now matched against ", Code(ch.new), " ("]),
+                         _how(ch.new_how, ch.new_part),
+                         *(["); the old tree did not filter them ("] if ch.old is None else
+                           ["); the old tree matched them against ", Code(ch.old), " ("]),
+                         _how(ch.old_how, ch.old_part), ")."]
     if kind in ("type-added", "type-removed"):
         return kernel + [" is a sub-type only the %s tree has (%s)."
                          % ("new" if kind == "type-added" else "old",
