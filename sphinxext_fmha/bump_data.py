@@ -13,11 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 __all__ = ["TreeSelection", "Change", "MigratedRun", "Migration", "FilterComparison",
-           "VERDICTS", "CHANGE_KINDS"]
-
-#: ``Migration.verdict``: the old set is selected exactly; it is selected with kernels
-#: removed, added or doubled; it cannot be selected (or written) at all.
-VERDICTS = ("same", "changed", "impossible")
+           "CHANGE_KINDS"]
 
 #: ``Change.kind``, in the order a comparison lists them.
 CHANGE_KINDS = (
@@ -145,7 +141,8 @@ class Migration:
     """The fewest ``-f`` runs for the new tree that select the old selection's kernels."""
 
     runs: List[MigratedRun] = field(default_factory=list)
-    #: One of ``VERDICTS`` (``same``, ``changed``, ``impossible``).
+    #: ``same``: the old set is selected exactly; ``changed``: with kernels removed, added
+    #: or doubled; ``impossible``: it cannot be selected (or written) at all.
     verdict: str = "same"
     #: Old kernels (files of the old tree) the filter selected that have no counterpart
     #: in the new tree: they cannot be selected.

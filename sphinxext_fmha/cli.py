@@ -365,12 +365,7 @@ def _diff(session, args, options: Options) -> int:
     from .render.sections.filter_diff import comparison_json
 
     old = _session(args, args.from_ck_root)
-    old_options = _options(args, old)
-    model = old.model(args.api, old_options)
-    # the filter is written for the old tree: checked against its semantics
-    check_filter_text(args.api, args.filter, model.filter.cli_split, model.filter.api_split)
-    session.tree.request(args.api, options)  # an API or option the new tree lacks, before runs
-    comparison = compare_filter(old, session, args.api, args.filter, old_options, options,
+    comparison = compare_filter(old, session, args.api, args.filter, _options(args, old), options,
                                 old_label=args.from_ck_root,
                                 new_label=args.ck_root or str(session.ck_root))
     if args.format == "json":

@@ -239,8 +239,8 @@ def test_a_set_write_mode_refuses_is_no_longer_possible(synthetic_tree, tmp_path
 
 
 def test_launched_with_reads_the_traits_without_a_dispatch_pairing():
+    from sphinxext_fmha.bump import Side, launched_with
     from sphinxext_fmha.model import ApiModel, FilterCheck
-    from sphinxext_fmha.verify.bump_facts import Side, launched_with
     from sphinxext_fmha.verify.parsed_listing import ParsedListing
 
     parsed = {"m1.cpp": ("Main", ["m1"]), "m2.cpp": ("Main", ["m2"]), "m3.cpp": ("Main", ["m3"]),
@@ -295,7 +295,7 @@ def test_exit_status(case, code, said, synthetic_tree, tmp_path, capsys):
 # -- pure facts ----------------------------------------------------------------------------
 
 def test_forced_by_traits_takes_every_tied_trait():
-    from sphinxext_fmha.verify.bump_facts import forced_by_traits
+    from sphinxext_fmha.bump import forced_by_traits
 
     traits = [["d1", "c", "k1"], ["d2", "c", "k1"], ["d1", "c", "k2"]]
     assert forced_by_traits({"c", "k1"}, traits) == {"d1", "d2"}

@@ -16,7 +16,6 @@ from docutils.parsers.rst import directives
 from sphinx import addnodes
 
 from ..bump import compare_filter
-from ..bump_data import FilterComparison
 from ..corpus import CorpusError, fetch_tree, load_corpus, tree_by_name
 from ..errors import WarningType
 from ..guide import collect_guide
@@ -30,7 +29,7 @@ from ..guide_data import (
 )
 from ..locate import find_ck_root
 from ..model import NO_TOKEN, FilterCheck
-from ..options import OptionError, Options, check_filter_text
+from ..options import OptionError, check_filter_text
 from ..render.guide_blocks import (
     api_list_table,
     commands_miss_warnings,
@@ -213,9 +212,18 @@ class FilterCheckDirective(FmhaDirective):
 
     def _against(self, session, api: str, filter_text: str, options,
                  expect: _Expected) -> List[nodes.Node]:
-        """The filter in the ``:against:`` tree and in this one (a changed set is said on
-        the page; a warning only with ``:expect-same:``)."""
-        comparison = _compare_against(self, session, api, filter_text, options)
+        """The filter in the ``:against:`` tree (old) and in this one (a changed set is said
+        on the page; a warning only with ``:expect-same:``); the page now depends on the
+        other tree's files too."""
+        given = (self.options.get("against") or "").strip()
+        if not given:
+            raise OptionError("against: give a CK root path or a corpus tree name (%s)"
+                              % ", ".join(tree.name for tree in load_corpus()))
+        other = session_at(self.config, _other_root(self, given))
+        self.note_tree(other)
+        comparison = compare_filter(other, session, api, filter_text,
+                                    directive_options(self.config, other, self.options), options,
+                                    old_label=given, new_label=THIS_TREE)
         if "expect-same" in self.options and not comparison.same:
             self.warn(WarningType.EXPECTATION, "%s -f %r: expected the kernels it selects in %s "
                       "(%d), generate.py selects %d here (command: %s)"
@@ -277,24 +285,6 @@ def _other_root(directive: Any, given: str) -> Path:
     if not (path.is_absolute() and path.exists()):
         path = Path(directive.env.relfn2path(given)[1])
     return find_ck_root(path, directive.env.srcdir)
-
-
-def _compare_against(directive: Any, session: Any, api: str, filter: str,
-                     options: Options) -> FilterComparison:
-    """``filter`` in ``:against:``'s tree (old) and the page's (new); the page now
-    depends on the other tree's files too."""
-    given = (directive.options.get("against") or "").strip()
-    if not given:
-        raise OptionError("against: give a CK root path or a corpus tree name (%s)"
-                          % ", ".join(tree.name for tree in load_corpus()))
-    other = session_at(directive.config, _other_root(directive, given))
-    directive.note_tree(other)
-    other_options = directive_options(directive.config, other, directive.options)
-    model = other.model(api, other_options)
-    # the filter is written for the other tree: checked against its semantics
-    check_filter_text(api, filter, model.filter.cli_split, model.filter.api_split)
-    return compare_filter(other, session, api, filter, other_options, options,
-                          old_label=given, new_label=THIS_TREE)
 
 
 def _tokens(raw: Optional[str]) -> List[Tuple[str, str]]:

@@ -57,10 +57,8 @@ def comparison_json(c: FilterComparison) -> Dict[str, Any]:
 
 def _counts_table(c: FilterComparison) -> Table:
     order = list(c.old.all_per_type) + [t for t in c.new.all_per_type if t not in c.old.all_per_type]
-    rows: List[List[Inlines]] = []
-    for class_name in order:
-        rows.append([[Code(class_name)], _read(c.old, class_name), _of(c.old, class_name),
-                     _read(c.new, class_name), _of(c.new, class_name)])
+    rows: List[List[Inlines]] = [[[Code(t)], _read(c.old, t), _of(c.old, t), _read(c.new, t),
+                                  _of(c.new, t)] for t in order]
     rows.append([["Total"], [], ["%d of %d" % (c.old.count, c.old.all)], [],
                  ["%d of %d" % (c.new.count, c.new.all)]])
     return Table(header=["Sub-type", "Old pattern", "Old tree", "New pattern", "New tree"],
@@ -104,8 +102,7 @@ def _how(how: str, part: Optional[int]) -> str:
 
 
 def _parts(side: TreeSelection) -> Inlines:
-    items: List[Inlines] = [["part %d: " % i, *codes(types)] for i, types in enumerate(side.parts)]
-    return join(items, "; ")
+    return join([["part %d: " % i, *codes(types)] for i, types in enumerate(side.parts)], "; ")
 
 
 def _values(values: Dict[str, List[str]]) -> str:
@@ -113,10 +110,7 @@ def _values(values: Dict[str, List[str]]) -> str:
 
 
 def _examples(change: Change) -> Inlines:
-    out: Inlines = []
-    if change.examples:
-        out += [" (e.g. ", Code(change.examples[0]), ")"]
-    return out
+    return [" (e.g. ", Code(change.examples[0]), ")"] if change.examples else []
 
 
 def _kernels(count: int, kernel: Inlines, what: str = "") -> Inlines:
@@ -124,69 +118,59 @@ def _kernels(count: int, kernel: Inlines, what: str = "") -> Inlines:
     return ["%d %s" % (count, what), *kernel, " kernel" if count == 1 else " kernels"]
 
 
-def _are(count: int) -> str:
-    return "is" if count == 1 else "are"
-
-
 def change_inlines(ch: Change, c: FilterComparison) -> Inlines:
     """One change in words."""
     kind = ch.kind
     kernel: Inlines = [Code(ch.kernel_type)] if ch.kernel_type else []
     out: Inlines
+    if kind == "cli-split" and ch.new:
+        return ["The new generate.py splits ", Code("-f"), " on ", Code(ch.new), " into one "
+                "filter per API; the old one passed the whole value to every API."]
     if kind == "cli-split":
-        if ch.new:
-            return ["The new generate.py splits ", Code("-f"), " on ", Code(ch.new), " into one "
-                    "filter per API; the old one passed the whole value to every API."]
         return ["The new generate.py passes the whole ", Code("-f"), " value to every API; the "
                 "old one split it on ", Code(ch.old or ""), "."]
+    if kind == "api-split" and ch.new:
+        return ["The new tree splits this API's filter on ", Code(ch.new), " into %s ("
+                % plural(len(c.new.parts), "part"), *_parts(c.new), "); the old tree ",
+                *(["split it on ", Code(ch.old), "."] if ch.old else
+                  ["matched the whole filter against every sub-type's names."])]
     if kind == "api-split":
-        if ch.new:
-            out = ["The new tree splits this API's filter on ", Code(ch.new), " into %s ("
-                   % plural(len(c.new.parts), "part")]
-            out += _parts(c.new) + ["); the old tree "]
-            out += (["matched the whole filter against every sub-type's names."] if not ch.old
-                    else ["split it on ", Code(ch.old), "."])
-            return out
-        out = ["The new tree matches the whole filter against every sub-type's names; the "
-               "old tree split it on ", Code(ch.old or ""), " into parts ("]
-        return out + _parts(c.old) + [")."]
+        return ["The new tree matches the whole filter against every sub-type's names; the "
+                "old tree split it on ", Code(ch.old or ""), " into parts (", *_parts(c.old), ")."]
     if kind in ("missing-part", "empty-part"):
         what = ("A part %s missing from the filter" if kind == "missing-part"
                 else "An empty part %s") % ch.new_part
         return [what, " used to become ", *_becomes(ch.old), "; it now becomes ",
                 *_becomes(ch.new), "."]
     if kind == "drops":
-        out = (["A name that fails its pattern used to drop that kernel alone; the new "
-                         "tree drops the whole trait (every kernel generated with it)."]
-                        if ch.new == "trait" else
-                        ["A name that fails its pattern used to drop the whole trait; the new "
-                         "tree drops that kernel alone."])
-        if ch.new == "trait":
-            none = [t for t, n in c.new.matched_per_type.items()
-                    if n == 0 and c.new.all_per_type.get(t) and c.new.patterns.get(t) is not None]
-            if none:
-                out += [" Here ", Code(c.new.patterns[none[0]] or ""), " matches none of the ",
-                        str(c.new.all_per_type[none[0]]), " ", Code(none[0]),
-                        " names, so every trait that has one is dropped."]
+        if ch.new != "trait":
+            return ["A name that fails its pattern used to drop the whole trait; the new "
+                    "tree drops that kernel alone."]
+        out = ["A name that fails its pattern used to drop that kernel alone; the new "
+               "tree drops the whole trait (every kernel generated with it)."]
+        none = [t for t, n in c.new.matched_per_type.items()
+                if n == 0 and c.new.all_per_type.get(t) and c.new.patterns.get(t) is not None]
+        if none:
+            out += [" Here ", Code(c.new.patterns[none[0]] or ""), " matches none of the ",
+                    str(c.new.all_per_type[none[0]]), " ", Code(none[0]),
+                    " names, so every trait that has one is dropped."]
         return out
     if kind == "pattern":
-        out = kernel + ([" names are not filtered in the new tree ("] if ch.new is None else
-                        [" names are now matched against ", Code(ch.new), " ("])
-        out.append(_how(ch.new_how, ch.new_part))
-        out += (["); the old tree did not filter them ("] if ch.old is None else
-                ["); the old tree matched them against ", Code(ch.old), " ("])
-        return out + [_how(ch.old_how, ch.old_part), ")."]
+        return kernel + [*([" names are not filtered in the new tree ("] if ch.new is None else
+                           [" names are now matched against ", Code(ch.new), " ("]),
+                         _how(ch.new_how, ch.new_part),
+                         *(["); the old tree did not filter them ("] if ch.old is None else
+                           ["); the old tree matched them against ", Code(ch.old), " ("]),
+                         _how(ch.old_how, ch.old_part), ")."]
     if kind in ("type-added", "type-removed"):
         return kernel + [" is a sub-type only the %s tree has (%s)."
                          % ("new" if kind == "type-added" else "old",
                             plural(ch.count, "kernel"))]
-    if kind == "lost":
-        return _kernels(ch.count, kernel) + [" the old tree selected %s left out in the new "
-                                             "tree" % _are(ch.count), *_examples(ch), "."]
-    if kind == "gained":
-        return _kernels(ch.count, kernel) + [" of both trees the old filter left out %s "
-                                             "selected in the new tree" % _are(ch.count),
-                                             *_examples(ch), "."]
+    if kind in ("lost", "gained"):
+        return _kernels(ch.count, kernel) + [(
+            " the old tree selected %s left out in the new tree" if kind == "lost" else
+            " of both trees the old filter left out %s selected in the new tree")
+            % ("is" if ch.count == 1 else "are"), *_examples(ch), "."]
     if kind in ("new-only", "old-only"):
         tree = "new" if kind == "new-only" else "old"
         picked = ("none of them" if not ch.count else
@@ -246,7 +230,6 @@ def run_gloss(run: MigratedRun, all_per_type: Dict[str, int]) -> str:
 
 def _migrated_blocks(c: FilterComparison) -> List[Block]:
     m = c.migrated
-    blocks: List[Block] = []
     if not c.old.count:
         return [Para(["The filter selects no kernel in the old tree: there is nothing to keep."])]
     if m.verdict == "impossible" and not m.runs:
@@ -279,13 +262,15 @@ def _migrated_blocks(c: FilterComparison) -> List[Block]:
             lead.append(" %s of the old selection %s none (listed below)."
                         % (plural(len(m.missing), "kernel"),
                            "has" if len(m.missing) == 1 else "have"))
-    blocks.append(Para(lead))
+    blocks: List[Block] = [Para(lead)]
     if m.runs and not m.unchanged_filter:
         blocks.append(CodeBlock("\n".join(r.command for r in m.runs), "bash"))
     if m.runs:
         blocks.append(BulletList([
             [Code(r.filter), ": ", run_gloss(r, c.new.all_per_type), " (%d kernels, %s)"
-             % (r.count, _run_state(r))] for r in m.runs]))
+             % (r.count, "verified with generate.py in list and write mode" if r.verified else
+                "NOT verified" if r.written else "generate.py refuses to write it")]
+            for r in m.runs]))
     if m.driver_command:
         blocks.append(Para(["One dispatch file for their union: ", Code(m.driver_command), "."]))
     facts: List[Inlines] = []
@@ -308,14 +293,6 @@ def _migrated_blocks(c: FilterComparison) -> List[Block]:
 def _short(line: str, most: int = 100) -> str:
     """A stderr line as a page quotes it (an assertion may print a whole object)."""
     return line if len(line) <= most else line[:most].rstrip() + " ..."
-
-
-def _run_state(run: MigratedRun) -> str:
-    if run.verified:
-        return "verified with generate.py in list and write mode"
-    if not run.written:
-        return "generate.py refuses to write it"
-    return "NOT verified"
 
 
 def _missing_blocks(missing: Sequence[str]) -> List[Block]:
