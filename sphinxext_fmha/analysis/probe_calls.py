@@ -126,7 +126,8 @@ class CallLog:
                         # kept as the call of the class it was made through, unless that
                         # class has its own method (a super() call inside it)
                         through = args[0] if args and isinstance(args[0], type) else None
-                        if through is None or _resolved(through, attr) is not wrapped:
+                        raw = _raw(through, attr) if through is not None else None
+                        if getattr(raw, "__func__", raw) is not wrapped:
                             return result
                         args = args[1:]
                     else:
@@ -231,14 +232,15 @@ def _holds(kept, part_types):
                for o in (v if isinstance(v, list) else [v]))
 
 
-def _raw(cls, attr):
-    """``cls.attr`` as its class body holds it (a staticmethod or classmethod object)."""
-    return next((vars(base)[attr] for base in cls.__mro__ if attr in vars(base)), None)
-
-
 def _definer(cls, attr):
     """The class whose own attribute ``cls.attr`` is, or None."""
     return next((base for base in cls.__mro__ if attr in vars(base)), None)
+
+
+def _raw(cls, attr):
+    """``cls.attr`` as its class body holds it (a staticmethod or classmethod object)."""
+    definer = _definer(cls, attr)
+    return vars(definer)[attr] if definer is not None else None
 
 
 def _shadows(sub, cls, attr, definer):
@@ -246,15 +248,6 @@ def _shadows(sub, cls, attr, definer):
     from a class other than ``definer``."""
     own = _definer(sub, attr)
     return own is not definer and sub.__mro__.index(own) > sub.__mro__.index(cls)
-
-
-def _resolved(cls, attr):
-    """The function ``cls.attr`` calls (under its class or static method)."""
-    for base in cls.__mro__:
-        raw = vars(base).get(attr)
-        if raw is not None:
-            return getattr(raw, "__func__", raw)
-    return None
 
 
 def _not_default(field, value):

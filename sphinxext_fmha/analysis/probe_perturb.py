@@ -43,11 +43,8 @@ def observe_records(kernels, domains):
                         "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
-        tally = tallies.get(cls)
-        if tally is None:
-            tally = tallies[cls] = collections.Counter()
         scalars.append(typed)
-        tally.update(typed)
+        tallies.setdefault(cls, collections.Counter()).update(typed)
     observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
     for cls, tally in tallies.items():
         counted = observed[cls] = {}
@@ -70,27 +67,16 @@ def observe_records(kernels, domains):
     return records, scalars, owners, candidates, domain_of
 
 
-_FIELDS: dict = {}
-
-
+@functools.cache
 def _fields_of(cls):
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = [f.name for f in dataclasses.fields(cls)]
-    return names
+    return [f.name for f in dataclasses.fields(cls)]
 
 
-_PATHS: dict = {}
-
-
+@functools.cache
 def _paths_of(cls, prefix):
     """[(field, its attribute path)] of a dataclass under ``prefix``: the path strings
     are made once per class and place, not once per kernel."""
-    key = (cls, prefix)
-    paths = _PATHS.get(key)
-    if paths is None:
-        paths = _PATHS[key] = [(name, prefix + name) for name in _fields_of(cls)]
-    return paths
+    return [(name, prefix + name) for name in _fields_of(cls)]
 
 
 def _is_dataclass_instance(value):

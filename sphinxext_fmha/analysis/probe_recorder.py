@@ -4,7 +4,7 @@ Loaded by ``probe_script.py`` (by its path) into the interpreter that runs gener
 standard library only, nothing of sphinxext_fmha. A :class:`Recorder` keeps the kernel
 objects whose file name is asked for and the ``fnmatch`` calls; :func:`marker_run`
 observes how a filter travels, :func:`observe_followers` the kernels ``-f`` keeps with
-another, :func:`list_isolated` one more listing as a new process would make it.
+another.
 """
 
 import dataclasses
@@ -65,15 +65,12 @@ class Recorder:
         # that object's file (names repeat across arch suffixes, files do not).
         self.last_named = None
         self.filename_getters = {}
-        self.patching = True  # False: modules imported now keep their classes as they are
         # None, or the run's events in order: a kernel object made (the object) or an
         # fnmatch call (its index in fnmatch_calls): see observe_followers
         self.events = None
 
     # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
-        if not self.patching:
-            return
         path = getattr(module, "__file__", None) or ""
         if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
             return
@@ -185,41 +182,6 @@ def _after_init(init, after):
 
     wrapped._fmha_probe = True
     return wrapped
-
-
-def process_state(fmha_dir):
-    """What one run must not change for the next to be as fresh as a new process: the
-    working folder, ``sys.path``, the environment and the modules outside the tree."""
-    root = os.path.realpath(fmha_dir) + os.sep
-    others = sorted(name for name, module in sys.modules.items()
-                    if not os.path.realpath(getattr(module, "__file__", None) or "")
-                    .startswith(root))
-    return (os.getcwd(), list(sys.path), dict(os.environ), others)
-
-
-def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
-    """``generate.py argv -l`` run here as a new process would run it (e.g. the other
-    ``--mask`` mode): the tree's modules imported afresh, without the probe's hooks;
-    only compiling is shared. It counts only when the earlier runs left nothing behind
-    that a new process would not have (the working folder, ``sys.path`` and the
-    environment of ``initial_state``, the outside modules of ``runs_state``, ``fnmatch``
-    the probe's hook); else ``unsafe`` says so and the caller runs a separate process."""
-    outcome = {"argv": argv, "how": "in-process"}
-    now = process_state(fmha_dir)
-    if now[:3] != initial_state[:3] or now != runs_state \
-            or fnmatch.fnmatch != recorder.fnmatch_hook:
-        outcome["unsafe"] = "an earlier run changed state outside the tree's modules"
-        return outcome
-    recorder.patching = False  # nothing to observe: the codegen's classes as they are
-    fnmatch.fnmatch = ORIGINAL_FNMATCH
-    started = time.time()
-    try:
-        listing, error = recorder.run(fmha_dir, argv)
-    finally:
-        fnmatch.fnmatch, recorder.patching = recorder.fnmatch_hook, True
-    outcome.update({"listing": listing, "error": error,
-                    "seconds": round(time.time() - started, 3)})
-    return outcome
 
 
 def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap):

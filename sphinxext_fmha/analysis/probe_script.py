@@ -49,13 +49,10 @@ def _sibling(name):
 
 _perturb = _sibling("probe_perturb")  # a kernel's fields and what each writes in its name
 _recorder = _sibling("probe_recorder")  # the hooks, and the runs that watch through them
-_fork = _sibling("probe_fork")  # work done in a forked child, sent back as JSON
-_output = _sibling("probe_output")  # the result as written
+_output = _sibling("probe_output")  # forked work sent back as JSON; the result as written
 # what the batch runner (process/batch_script.py) and the tests use from here
 ORIGINAL_FNMATCH = _recorder.ORIGINAL_FNMATCH
-process_state = _recorder.process_state
-fork_json, collect_json = _fork.fork_json, _fork.collect_json
-write_whole = _output.write_whole
+fork_json, collect_json, write_whole = _output.fork_json, _output.collect_json, _output.write_whole
 
 
 def install_hooks(recorder):
@@ -294,7 +291,7 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
 
 def _dispatch(how, api_file, text, texts, trait_key, kernel_bytes, api_bytes):
     return {"how": how, "api_file": api_file, "text": text,
-            "kernel_traits": dict(zip(texts, _fork.keys_of(trait_key, list(texts.values())))),
+            "kernel_traits": dict(zip(texts, _output.keys_of(trait_key, list(texts.values())))),
             "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
             "kernel_bytes": kernel_bytes, "api_bytes": api_bytes}
 
@@ -346,7 +343,6 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     os.chdir(fmha_dir)
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
-    initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
     recorder.calls.watching = True  # this run only: the factories' calls
     listing, error = run_generate(fmha_dir, list(argv), prefill=True)
     recorder.calls.watching = False
@@ -387,7 +383,6 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     recorder.calls.ask_the_others(part_types)
     result["factories"] = recorder.calls.summary(part_types)
     parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
-    runs_state = process_state(fmha_dir)  # what the marker runs start from
     calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, parts, MARKER.format(
         "next-api"), listing, records, OBSERVED_CALLS)
     result.update(found)
@@ -407,9 +402,10 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     if also_list is not None:
         if deliver is not None:
             deliver(result)
-        outcome = finish_listing(forked) if forked is not None else None
-        result["also_listed"] = outcome if outcome is not None else _recorder.list_isolated(
-            recorder, fmha_dir, list(also_list), initial_state, runs_state)
+        outcome = collect_json(forked) if forked is not None else None
+        # none (no fork, or the child failed): the caller lists it in a process of its own
+        result["also_listed"] = outcome if isinstance(outcome, dict) and "listing" in outcome \
+            else {"argv": list(also_list), "unsafe": "no forked listing"}
     return result
 
 
@@ -432,13 +428,6 @@ def start_listing(fmha_dir, argv):
     return fork_json(listed)
 
 
-def finish_listing(forked):
-    """The forked listing's outcome, or None when the child sent none (the caller then
-    lists in this process)."""
-    outcome = collect_json(forked)
-    return outcome if isinstance(outcome, dict) and "listing" in outcome else None
-
-
 def main():
     # This process keeps nearly every object it makes (kernel objects, records, calls,
     # rendered texts) until it ends: the cyclic collector's passes walk them all again
@@ -447,32 +436,30 @@ def main():
     # The interpreter's last collection, at exit, would walk them all once more (0.5 s
     # after flash-attn 2.8.3's bwd): frozen first, they are skipped.
     atexit.register(gc.freeze)
-    fmha_dir, out_path = sys.argv[1], sys.argv[2]
-    argv = sys.argv[3:]
-    perturb = True
-    trait_reader = also_list = also_out = code_store = None
-    options = ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list", "--also-out",
-               "--code-store")
-    while argv and argv[0] in options:
-        option, argv = argv[0], argv[1:]
-        if option == "--trait-reader":
-            trait_reader, argv = argv[0], argv[1:]
-        elif option == "--also-list":  # a JSON list: generate.py's arguments, no -l
-            also_list, argv = json.loads(argv[0]), argv[1:]
-        elif option == "--also-out":  # the other listing's own file, written after the result
-            also_out, argv = argv[0], argv[1:]
-        elif option == "--code-store":  # see load_code_store
-            code_store, argv = argv[0], argv[1:]
+    fmha_dir, out_path, *argv = sys.argv[1:]
+    # --trait-reader DIR, --code-store FILE (see load_code_store), --also-list JSON
+    # (generate.py's arguments, no -l), --also-out FILE (that listing's own file, written
+    # after the result), --no-perturb, --perturb-all; then generate.py's arguments
+    given = {"--perturb": True}
+    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader",
+                               "--also-list", "--also-out", "--code-store"):
+        option = argv.pop(0)
+        if option.startswith("--no-") or option.endswith("-all"):
+            given["--perturb"] = option == "--perturb-all" and "all"
         else:
-            perturb = False if option == "--no-perturb" else "all"
-    deliver = None
-    if also_out is not None:
-        def deliver(result):
-            write_whole(out_path, _output.share_record_fields(result))
-    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
-                   also_list=also_list, deliver=deliver, code_store=code_store)
-    if deliver is None:
+            given[option] = argv.pop(0)
+    also_list, also_out = given.get("--also-list"), given.get("--also-out")
+
+    def deliver(result):
         write_whole(out_path, _output.share_record_fields(result))
+
+    result = probe(os.path.abspath(fmha_dir), argv, perturb=given["--perturb"],
+                   trait_reader=given.get("--trait-reader"),
+                   also_list=json.loads(also_list) if also_list is not None else None,
+                   deliver=deliver if also_out is not None else None,
+                   code_store=given.get("--code-store"))
+    if also_out is None:
+        deliver(result)
     elif also_list is not None:
         write_whole(also_out, result["also_listed"])
 
