@@ -134,16 +134,12 @@ def part_types(kernels):
     return found
 
 
-def uncache(obj):
-    for name, attr in vars(type(obj)).items():
-        if isinstance(attr, functools.cached_property):
-            obj.__dict__.pop(name, None)
-
-
 def replaced(obj, path, value):
     head, _, rest = path.partition(".")
     clone = copy.copy(obj)
-    uncache(clone)
+    for name, attr in vars(type(obj)).items():  # its cached properties computed afresh
+        if isinstance(attr, functools.cached_property):
+            clone.__dict__.pop(name, None)
     if rest:
         value = replaced(getattr(obj, head), rest, value)
     object.__setattr__(clone, head, value)

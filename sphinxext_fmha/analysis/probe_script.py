@@ -64,8 +64,16 @@ def install_hooks(recorder):
 
     importlib.machinery.SourceFileLoader.exec_module = exec_module
     fnmatch.fnmatch = recorder.fnmatch_hook
+
+
+def enter_tree(fmha_dir):
+    """Run generate.py from its folder as its own process would, nothing written, each
+    source compiled once (only compiling is shared between runs)."""
     memoise_compilation()
     memoise_generated_code()
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, fmha_dir)
+    os.chdir(fmha_dir)
 
 
 #: (source path, source bytes) -> code object: each source compiled once per process
@@ -261,9 +269,12 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     complete = {f for f, _ in kernels} == set(listing) - set(api_names)
     texts = None
     if not write and len(own) == 1 and len(api_names) == 1 and complete:
-        texts = kernel_texts(kernels)
+        try:  # each text rendered once, not once to ask (hasattr) and once to read
+            texts = dict(sorted((filename, obj.template) for filename, obj in kernels))
+        except AttributeError:  # a kernel without a template: write mode writes them
+            pass
     if texts is not None:
-        texts, api_text = dict(sorted(texts)), own[0].api
+        api_text = own[0].api
         # the bytes write mode writes: write_text of these very texts
         return _dispatch("pool", api_names[0], api_text, texts, trait_key,
                          {f: written_size(t) for f, t in texts.items()}, written_size(api_text))
@@ -303,18 +314,6 @@ def written_size(text):
     return len(encoded) + text.count("\n") * (len(os.linesep) - 1)
 
 
-def kernel_texts(kernels):
-    """[(file, ``template``)] of every kernel, or None when one has no ``template`` (what
-    ``hasattr`` tells): each text is rendered once, not once to ask and once to read."""
-    texts = []
-    for filename, obj in kernels:
-        try:
-            texts.append((filename, obj.template))
-        except AttributeError:
-            return None
-    return texts
-
-
 def text_sha(text):
     """Same text, same trait key: later runs reuse a key by the text's hash."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -338,9 +337,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     forked = start_listing(fmha_dir, list(also_list)) if also_list is not None else None
     recorder = _recorder.Recorder(fmha_dir, run_generate, _sibling("probe_calls").CallLog)
     install_hooks(recorder)
-    sys.dont_write_bytecode = True
-    sys.path.insert(0, fmha_dir)
-    os.chdir(fmha_dir)
+    enter_tree(fmha_dir)
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
     recorder.calls.watching = True  # this run only: the factories' calls
@@ -414,12 +411,7 @@ def start_listing(fmha_dir, argv):
     forked before the probe installs its hooks or imports the tree; it reuses only the
     compiled code the probe loaded) and sends the outcome; see :func:`fork_json`."""
     def listed():
-        # only compiling is shared (the code store the probe loaded), as in a batch
-        memoise_compilation()
-        memoise_generated_code()
-        sys.dont_write_bytecode = True
-        sys.path.insert(0, fmha_dir)
-        os.chdir(fmha_dir)
+        enter_tree(fmha_dir)  # as in a batch, with the code store the probe loaded
         started = time.time()
         listing, error = run_generate(fmha_dir, argv)
         return {"argv": argv, "how": "forked", "listing": listing, "error": error,
