@@ -1,14 +1,13 @@
 """What the codegen's factories return while generate.py runs.
 
-Loaded by ``probe_script.py`` into the interpreter that runs generate.py (standard
-library only). While the probe's unfiltered run is watched, every function of a codegen
-module and every static or class method of its plain classes is wrapped: a call whose
-result holds dataclass objects (a tile table, a list of pipelines), or nothing, is kept
-with its arguments and the class it was made through (a static method inherited gets a
-wrapper on each class that inherits it, where that changes nothing its subclasses
-inherit). The result is copied when returned: callers change it afterwards (a subclass
-adds a tile to its base's table). A class method reached through ``super()`` is not
-kept: the class it was made through has its own call.
+While the probe's unfiltered run is watched, every function of a codegen module and
+every static or class method of its plain classes is wrapped: a call whose result holds
+dataclass objects (a tile table, a list of pipelines), or nothing, is kept with its
+arguments and the class it was made through (a static method inherited gets a wrapper on
+each class that inherits it, where that changes nothing its subclasses inherit). The
+result is copied when returned: callers change it afterwards (a subclass adds a tile to
+its base's table). A class method reached through ``super()`` is not kept: the class it
+was made through has its own call.
 
 :func:`summary` keeps the calls whose objects are parts of the listed kernels, each
 object once. A plain class the run did not call a tile method through is then asked

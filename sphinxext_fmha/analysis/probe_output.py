@@ -1,8 +1,5 @@
 """Work forked to a child, sent back as JSON through a pipe; the probe's result as
-written: fnmatch logs compressed, record fields shared, JSON written whole.
-
-Loaded by ``probe_script.py`` (by its path): standard library only.
-"""
+written: fnmatch logs compressed, record fields shared, JSON written whole."""
 
 import json
 import os

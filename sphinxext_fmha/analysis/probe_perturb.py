@@ -1,9 +1,8 @@
 """A kernel object's fields, and which part of its name each field writes.
 
-Loaded by ``probe_script.py`` (by its path) into the interpreter that runs generate.py:
-standard library only, nothing of sphinxext_fmha. :func:`observe_records` reads every
-listed kernel object's fields; :func:`perturb_influence` changes them one at a time
-(on few kernels) to see which name pieces each one rewrites.
+:func:`observe_records` reads every listed kernel object's fields;
+:func:`perturb_influence` changes them one at a time (on few kernels) to see which name
+pieces each one rewrites.
 """
 
 import collections
@@ -45,16 +44,13 @@ def observe_records(kernels, domains):
                                        and type(obj).__dataclass_params__.frozen)})
         scalars.append(typed)
         tallies.setdefault(cls, collections.Counter()).update(typed)
-    observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
+    domain_of, candidates = {}, {}
     for cls, tally in tallies.items():
-        counted = observed[cls] = {}
+        paths = {}  # path -> {typed value: kernels}, in the order first seen
         for (path, value_type, value), count in tally.items():
-            typed_counts = counted.setdefault(path, {})
+            typed_counts = paths.setdefault(path, {})
             key = _typed(value, value_type)
             typed_counts[key] = typed_counts.get(key, 0) + count
-    domain_of = {}
-    candidates = {}
-    for cls, paths in observed.items():
         for path, typed_counts in paths.items():
             counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]

@@ -1,10 +1,8 @@
 """The probe's hooks, and the runs that watch generate.py through them.
 
-Loaded by ``probe_script.py`` (by its path) into the interpreter that runs generate.py:
-standard library only, nothing of sphinxext_fmha. A :class:`Recorder` keeps the kernel
-objects whose file name is asked for and the ``fnmatch`` calls; :func:`marker_run`
-observes how a filter travels, :func:`observe_followers` the kernels ``-f`` keeps with
-another.
+A :class:`Recorder` keeps the kernel objects whose file name is asked for and the
+``fnmatch`` calls; :func:`marker_run` observes how a filter travels,
+:func:`observe_followers` the kernels ``-f`` keeps with another.
 """
 
 import dataclasses
@@ -80,17 +78,18 @@ class Recorder:
                 continue
             if isinstance(value.__dict__.get("api"), property) and \
                     not getattr(value.__init__, "_fmha_probe", False):
-                value.__init__ = self._recording_init(value.__init__)
+                # its instances are the API pools write mode renders into the dispatch file
+                value.__init__ = _after_init(value.__init__, self.pools.append)
             prop = value.__dict__.get("filename")
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
                 self.filename_getters[value] = prop.fget
-                value.filename = self._recording_property(prop)
+                value.filename = _watched(prop, self._seen)
                 init = value.__dict__.get("__init__")
                 if init is not None and not getattr(init, "_fmha_probe", False):
-                    value.__init__ = self._making_init(init)
+                    value.__init__ = _after_init(init, self._made)
                 name_prop = value.__dict__.get("name")
                 if isinstance(name_prop, property) and not getattr(name_prop.fget, "_fmha_probe", False):
-                    value.name = self._naming_property(name_prop)
+                    value.name = _watched(name_prop, self._named)
                 rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
                 key = "%s.%s" % (module.__name__, value.__name__)
                 line, doc = _class_place(value, path)
@@ -116,34 +115,23 @@ class Recorder:
                 if os.path.realpath(getattr(m, "__file__", "") or "").startswith(
                     os.path.join(self.fmha_dir, "codegen"))]
 
-    def _recording_property(self, prop):
-        def seen(obj, _value):
-            if id(obj) not in self.seen_ids:
-                self.seen_ids.add(id(obj))
-                self.objects.append(obj)
-        return _watched(prop, seen)
+    def _seen(self, obj, _filename):
+        if id(obj) not in self.seen_ids:
+            self.seen_ids.add(id(obj))
+            self.objects.append(obj)
 
-    def _naming_property(self, prop):
-        def named(obj, value):
-            self.last_named = (value, obj)
-        return _watched(prop, named)
+    def _named(self, obj, name):
+        self.last_named = (name, obj)
 
     def file_of(self, name):
         """The file of the kernel object whose name was just computed, if it is ``name``."""
         last = self.last_named
         return kernel_file(self, last[1]) if last is not None and last[0] == name else None
 
-    def _making_init(self, init):
+    def _made(self, obj):
         """A kernel object made while :attr:`events` are recorded is one event."""
-        def made(obj):
-            if self.events is not None:
-                self.events.append(obj)
-        return _after_init(init, made)
-
-    def _recording_init(self, init):
-        """Instances of classes with an ``api`` property are the API pools that write
-        mode renders into the dispatch file."""
-        return _after_init(init, self.pools.append)
+        if self.events is not None:
+            self.events.append(obj)
 
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)

@@ -1,10 +1,11 @@
 """Observe a CK FMHA codegen tree while its own generate.py runs.
 
 Run as a script by the interpreter that runs generate.py (maybe another Python than
-Sphinx's), so standard library only, nothing of sphinxext_fmha. It runs ``generate.py
--l`` in-process with hooks installed first: every ``codegen/`` class with a ``filename``
-property records the objects whose file name is asked for (the real kernel objects),
-and ``fnmatch.fnmatch`` records which pattern meets which name (how ``-f`` is split and
+Sphinx's), so it and the ``probe_*.py`` modules it loads by path use the standard
+library only, nothing of sphinxext_fmha. It runs ``generate.py -l`` in-process with
+hooks installed first: every ``codegen/`` class with a ``filename`` property records
+the objects whose file name is asked for (the real kernel objects), and
+``fnmatch.fnmatch`` records which pattern meets which name (how ``-f`` is split and
 applied is observed, not assumed). Then the kernel objects' fields are perturbed one at
 a time (``probe_perturb``), the API dispatch file is rendered from the pool the codegen
 built (:func:`render_dispatch`), and marker runs (``-f`` with markers) show how a filter
