@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import json
+import shlex
 import sys
 import threading
 import time
@@ -111,13 +112,10 @@ def observe(
         if memo_key in _MEMO:
             _MEMO.move_to_end(memo_key)
             return _MEMO[memo_key]
-    result = None
-    hit = cache.get(key)
-    if hit is not None:
-        try:
-            result = read_result(hit["json"])  # the probe's own JSON text
-        except (KeyError, TypeError, ValueError):
-            result = None
+    try:
+        result = read_result((cache.get(key) or {})["json"])  # the probe's own JSON text
+    except (KeyError, TypeError, ValueError):  # not kept, or unreadable
+        result = None
     if result is None:
         def keep_also(listed: dict) -> None:
             cache.put(_also_key(key), listed, inputs)
@@ -164,8 +162,6 @@ def _also_key(key: str) -> str:
 
 
 def display_command(argv: List[str]) -> str:
-    import shlex
-
     return "python generate.py " + " ".join(shlex.quote(a) for a in argv)
 
 

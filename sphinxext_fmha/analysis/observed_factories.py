@@ -92,24 +92,19 @@ def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], h
         others = tuple((k, v) for k, v in params.items() if k != param)
         table: _Table = {}
         result = call.get("result") or {}
-        for key, ids in result.get("keys", []):
-            names = _names(ids, objects, tile_classes)
-            if names:
-                table.setdefault(key, []).extend(n for n in names if n not in table.get(key, []))
-        for index in result.get("items", []):
-            if objects[index][0] in tile_classes and objects[index][1]:
-                fields = objects[index][2]
-                key = str(fields[hdim_field]) if hdim_field in fields else "*"
-                if objects[index][1] not in table.get(key, []):
-                    table.setdefault(key, []).append(objects[index][1])
+        tiles = [(key, i) for key, ids in result.get("keys", []) for i in ids] + [
+            (None, i) for i in result.get("items", [])]
+        for key, index in tiles:
+            cls, name, fields = objects[index][:3]
+            if cls in tile_classes and name:
+                if key is None:  # a list of tiles: keyed by each tile's head dim
+                    key = str(fields[hdim_field]) if hdim_field in fields else "*"
+                if name not in table.get(key, []):
+                    table.setdefault(key, []).append(name)
         combos = out.setdefault(params[param], [])
         if (others, table) not in combos:
             combos.append((others, table))
     return out
-
-
-def _names(ids: List[int], objects: List[list], tile_classes: Set[str]) -> List[str]:
-    return [objects[i][1] for i in ids if objects[i][0] in tile_classes and objects[i][1]]
 
 
 def _merge(combos: List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]) -> _Table:

@@ -1,14 +1,13 @@
 """What the codegen's factories return while generate.py runs.
 
-Loaded by ``probe_script.py`` into the interpreter that runs generate.py (standard
-library only). While the probe's unfiltered run is watched, every function of a codegen
-module and every static or class method of its plain classes is wrapped: a call whose
-result holds dataclass objects (a tile table, a list of pipelines), or nothing, is kept
-with its arguments and the class it was made through (a static method inherited gets a
-wrapper on each class that inherits it, where that changes nothing its subclasses
-inherit). The result is copied when returned: callers change it afterwards (a subclass
-adds a tile to its base's table). A class method reached through ``super()`` is not
-kept: the class it was made through has its own call.
+While the probe's unfiltered run is watched, every function of a codegen module and
+every static or class method of its plain classes is wrapped: a call whose result holds
+dataclass objects (a tile table, a list of pipelines), or nothing, is kept with its
+arguments and the class it was made through (a static method inherited gets a wrapper on
+each class that inherits it, where that changes nothing its subclasses inherit). The
+result is copied when returned: callers change it afterwards (a subclass adds a tile to
+its base's table). A class method reached through ``super()`` is not kept: the class it
+was made through has its own call.
 
 :func:`summary` keeps the calls whose objects are parts of the listed kernels, each
 object once. A plain class the run did not call a tile method through is then asked
@@ -126,7 +125,8 @@ class CallLog:
                         # kept as the call of the class it was made through, unless that
                         # class has its own method (a super() call inside it)
                         through = args[0] if args and isinstance(args[0], type) else None
-                        if through is None or _resolved(through, attr) is not wrapped:
+                        raw = _raw(through, attr) if through is not None else None
+                        if getattr(raw, "__func__", raw) is not wrapped:
                             return result
                         args = args[1:]
                     else:
@@ -231,14 +231,15 @@ def _holds(kept, part_types):
                for o in (v if isinstance(v, list) else [v]))
 
 
-def _raw(cls, attr):
-    """``cls.attr`` as its class body holds it (a staticmethod or classmethod object)."""
-    return next((vars(base)[attr] for base in cls.__mro__ if attr in vars(base)), None)
-
-
 def _definer(cls, attr):
     """The class whose own attribute ``cls.attr`` is, or None."""
     return next((base for base in cls.__mro__ if attr in vars(base)), None)
+
+
+def _raw(cls, attr):
+    """``cls.attr`` as its class body holds it (a staticmethod or classmethod object)."""
+    definer = _definer(cls, attr)
+    return vars(definer)[attr] if definer is not None else None
 
 
 def _shadows(sub, cls, attr, definer):
@@ -246,15 +247,6 @@ def _shadows(sub, cls, attr, definer):
     from a class other than ``definer``."""
     own = _definer(sub, attr)
     return own is not definer and sub.__mro__.index(own) > sub.__mro__.index(cls)
-
-
-def _resolved(cls, attr):
-    """The function ``cls.attr`` calls (under its class or static method)."""
-    for base in cls.__mro__:
-        raw = vars(base).get(attr)
-        if raw is not None:
-            return getattr(raw, "__func__", raw)
-    return None
 
 
 def _not_default(field, value):

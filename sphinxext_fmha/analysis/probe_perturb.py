@@ -1,9 +1,8 @@
 """A kernel object's fields, and which part of its name each field writes.
 
-Loaded by ``probe_script.py`` (by its path) into the interpreter that runs generate.py:
-standard library only, nothing of sphinxext_fmha. :func:`observe_records` reads every
-listed kernel object's fields; :func:`perturb_influence` changes them one at a time
-(on few kernels) to see which name pieces each one rewrites.
+:func:`observe_records` reads every listed kernel object's fields;
+:func:`perturb_influence` changes them one at a time (on few kernels) to see which name
+pieces each one rewrites.
 """
 
 import collections
@@ -43,21 +42,15 @@ def observe_records(kernels, domains):
                         "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
-        tally = tallies.get(cls)
-        if tally is None:
-            tally = tallies[cls] = collections.Counter()
         scalars.append(typed)
-        tally.update(typed)
-    observed = {}  # class -> {path: {typed value: kernels}}, in the order first seen
+        tallies.setdefault(cls, collections.Counter()).update(typed)
+    domain_of, candidates = {}, {}
     for cls, tally in tallies.items():
-        counted = observed[cls] = {}
+        paths = {}  # path -> {typed value: kernels}, in the order first seen
         for (path, value_type, value), count in tally.items():
-            typed_counts = counted.setdefault(path, {})
+            typed_counts = paths.setdefault(path, {})
             key = _typed(value, value_type)
             typed_counts[key] = typed_counts.get(key, 0) + count
-    domain_of = {}
-    candidates = {}
-    for cls, paths in observed.items():
         for path, typed_counts in paths.items():
             counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
@@ -70,27 +63,16 @@ def observe_records(kernels, domains):
     return records, scalars, owners, candidates, domain_of
 
 
-_FIELDS: dict = {}
-
-
+@functools.cache
 def _fields_of(cls):
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = [f.name for f in dataclasses.fields(cls)]
-    return names
+    return [f.name for f in dataclasses.fields(cls)]
 
 
-_PATHS: dict = {}
-
-
+@functools.cache
 def _paths_of(cls, prefix):
     """[(field, its attribute path)] of a dataclass under ``prefix``: the path strings
     are made once per class and place, not once per kernel."""
-    key = (cls, prefix)
-    paths = _PATHS.get(key)
-    if paths is None:
-        paths = _PATHS[key] = [(name, prefix + name) for name in _fields_of(cls)]
-    return paths
+    return [(name, prefix + name) for name in _fields_of(cls)]
 
 
 def _is_dataclass_instance(value):
@@ -148,16 +130,12 @@ def part_types(kernels):
     return found
 
 
-def uncache(obj):
-    for name, attr in vars(type(obj)).items():
-        if isinstance(attr, functools.cached_property):
-            obj.__dict__.pop(name, None)
-
-
 def replaced(obj, path, value):
     head, _, rest = path.partition(".")
     clone = copy.copy(obj)
-    uncache(clone)
+    for name, attr in vars(type(obj)).items():  # its cached properties computed afresh
+        if isinstance(attr, functools.cached_property):
+            clone.__dict__.pop(name, None)
     if rest:
         value = replaced(getattr(obj, head), rest, value)
     object.__setattr__(clone, head, value)

@@ -1,10 +1,8 @@
 """The probe's hooks, and the runs that watch generate.py through them.
 
-Loaded by ``probe_script.py`` (by its path) into the interpreter that runs generate.py:
-standard library only, nothing of sphinxext_fmha. A :class:`Recorder` keeps the kernel
-objects whose file name is asked for and the ``fnmatch`` calls; :func:`marker_run`
-observes how a filter travels, :func:`observe_followers` the kernels ``-f`` keeps with
-another, :func:`list_isolated` one more listing as a new process would make it.
+A :class:`Recorder` keeps the kernel objects whose file name is asked for and the
+``fnmatch`` calls; :func:`marker_run` observes how a filter travels,
+:func:`observe_followers` the kernels ``-f`` keeps with another.
 """
 
 import dataclasses
@@ -65,15 +63,12 @@ class Recorder:
         # that object's file (names repeat across arch suffixes, files do not).
         self.last_named = None
         self.filename_getters = {}
-        self.patching = True  # False: modules imported now keep their classes as they are
         # None, or the run's events in order: a kernel object made (the object) or an
         # fnmatch call (its index in fnmatch_calls): see observe_followers
         self.events = None
 
     # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
-        if not self.patching:
-            return
         path = getattr(module, "__file__", None) or ""
         if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
             return
@@ -83,17 +78,18 @@ class Recorder:
                 continue
             if isinstance(value.__dict__.get("api"), property) and \
                     not getattr(value.__init__, "_fmha_probe", False):
-                value.__init__ = self._recording_init(value.__init__)
+                # its instances are the API pools write mode renders into the dispatch file
+                value.__init__ = _after_init(value.__init__, self.pools.append)
             prop = value.__dict__.get("filename")
             if isinstance(prop, property) and not getattr(prop.fget, "_fmha_probe", False):
                 self.filename_getters[value] = prop.fget
-                value.filename = self._recording_property(prop)
+                value.filename = _watched(prop, self._seen)
                 init = value.__dict__.get("__init__")
                 if init is not None and not getattr(init, "_fmha_probe", False):
-                    value.__init__ = self._making_init(init)
+                    value.__init__ = _after_init(init, self._made)
                 name_prop = value.__dict__.get("name")
                 if isinstance(name_prop, property) and not getattr(name_prop.fget, "_fmha_probe", False):
-                    value.name = self._naming_property(name_prop)
+                    value.name = _watched(name_prop, self._named)
                 rel = os.path.relpath(os.path.realpath(path), self.fmha_dir).replace(os.sep, "/")
                 key = "%s.%s" % (module.__name__, value.__name__)
                 line, doc = _class_place(value, path)
@@ -119,34 +115,23 @@ class Recorder:
                 if os.path.realpath(getattr(m, "__file__", "") or "").startswith(
                     os.path.join(self.fmha_dir, "codegen"))]
 
-    def _recording_property(self, prop):
-        def seen(obj, _value):
-            if id(obj) not in self.seen_ids:
-                self.seen_ids.add(id(obj))
-                self.objects.append(obj)
-        return _watched(prop, seen)
+    def _seen(self, obj, _filename):
+        if id(obj) not in self.seen_ids:
+            self.seen_ids.add(id(obj))
+            self.objects.append(obj)
 
-    def _naming_property(self, prop):
-        def named(obj, value):
-            self.last_named = (value, obj)
-        return _watched(prop, named)
+    def _named(self, obj, name):
+        self.last_named = (name, obj)
 
     def file_of(self, name):
         """The file of the kernel object whose name was just computed, if it is ``name``."""
         last = self.last_named
         return kernel_file(self, last[1]) if last is not None and last[0] == name else None
 
-    def _making_init(self, init):
+    def _made(self, obj):
         """A kernel object made while :attr:`events` are recorded is one event."""
-        def made(obj):
-            if self.events is not None:
-                self.events.append(obj)
-        return _after_init(init, made)
-
-    def _recording_init(self, init):
-        """Instances of classes with an ``api`` property are the API pools that write
-        mode renders into the dispatch file."""
-        return _after_init(init, self.pools.append)
+        if self.events is not None:
+            self.events.append(obj)
 
     def fnmatch_hook(self, name, pattern):
         calls = len(self.fnmatch_calls)
@@ -185,41 +170,6 @@ def _after_init(init, after):
 
     wrapped._fmha_probe = True
     return wrapped
-
-
-def process_state(fmha_dir):
-    """What one run must not change for the next to be as fresh as a new process: the
-    working folder, ``sys.path``, the environment and the modules outside the tree."""
-    root = os.path.realpath(fmha_dir) + os.sep
-    others = sorted(name for name, module in sys.modules.items()
-                    if not os.path.realpath(getattr(module, "__file__", None) or "")
-                    .startswith(root))
-    return (os.getcwd(), list(sys.path), dict(os.environ), others)
-
-
-def list_isolated(recorder, fmha_dir, argv, initial_state, runs_state):
-    """``generate.py argv -l`` run here as a new process would run it (e.g. the other
-    ``--mask`` mode): the tree's modules imported afresh, without the probe's hooks;
-    only compiling is shared. It counts only when the earlier runs left nothing behind
-    that a new process would not have (the working folder, ``sys.path`` and the
-    environment of ``initial_state``, the outside modules of ``runs_state``, ``fnmatch``
-    the probe's hook); else ``unsafe`` says so and the caller runs a separate process."""
-    outcome = {"argv": argv, "how": "in-process"}
-    now = process_state(fmha_dir)
-    if now[:3] != initial_state[:3] or now != runs_state \
-            or fnmatch.fnmatch != recorder.fnmatch_hook:
-        outcome["unsafe"] = "an earlier run changed state outside the tree's modules"
-        return outcome
-    recorder.patching = False  # nothing to observe: the codegen's classes as they are
-    fnmatch.fnmatch = ORIGINAL_FNMATCH
-    started = time.time()
-    try:
-        listing, error = recorder.run(fmha_dir, argv)
-    finally:
-        fnmatch.fnmatch, recorder.patching = recorder.fnmatch_hook, True
-    outcome.update({"listing": listing, "error": error,
-                    "seconds": round(time.time() - started, 3)})
-    return outcome
 
 
 def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap):

@@ -1,10 +1,11 @@
 """Observe a CK FMHA codegen tree while its own generate.py runs.
 
 Run as a script by the interpreter that runs generate.py (maybe another Python than
-Sphinx's), so standard library only, nothing of sphinxext_fmha. It runs ``generate.py
--l`` in-process with hooks installed first: every ``codegen/`` class with a ``filename``
-property records the objects whose file name is asked for (the real kernel objects),
-and ``fnmatch.fnmatch`` records which pattern meets which name (how ``-f`` is split and
+Sphinx's), so it and the ``probe_*.py`` modules it loads by path use the standard
+library only, nothing of sphinxext_fmha. It runs ``generate.py -l`` in-process with
+hooks installed first: every ``codegen/`` class with a ``filename`` property records
+the objects whose file name is asked for (the real kernel objects), and
+``fnmatch.fnmatch`` records which pattern meets which name (how ``-f`` is split and
 applied is observed, not assumed). Then the kernel objects' fields are perturbed one at
 a time (``probe_perturb``), the API dispatch file is rendered from the pool the codegen
 built (:func:`render_dispatch`), and marker runs (``-f`` with markers) show how a filter
@@ -49,13 +50,10 @@ def _sibling(name):
 
 _perturb = _sibling("probe_perturb")  # a kernel's fields and what each writes in its name
 _recorder = _sibling("probe_recorder")  # the hooks, and the runs that watch through them
-_fork = _sibling("probe_fork")  # work done in a forked child, sent back as JSON
-_output = _sibling("probe_output")  # the result as written
+_output = _sibling("probe_output")  # forked work sent back as JSON; the result as written
 # what the batch runner (process/batch_script.py) and the tests use from here
 ORIGINAL_FNMATCH = _recorder.ORIGINAL_FNMATCH
-process_state = _recorder.process_state
-fork_json, collect_json = _fork.fork_json, _fork.collect_json
-write_whole = _output.write_whole
+fork_json, collect_json, write_whole = _output.fork_json, _output.collect_json, _output.write_whole
 
 
 def install_hooks(recorder):
@@ -67,8 +65,16 @@ def install_hooks(recorder):
 
     importlib.machinery.SourceFileLoader.exec_module = exec_module
     fnmatch.fnmatch = recorder.fnmatch_hook
+
+
+def enter_tree(fmha_dir):
+    """Run generate.py from its folder as its own process would, nothing written, each
+    source compiled once (only compiling is shared between runs)."""
     memoise_compilation()
     memoise_generated_code()
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, fmha_dir)
+    os.chdir(fmha_dir)
 
 
 #: (source path, source bytes) -> code object: each source compiled once per process
@@ -264,9 +270,12 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
     complete = {f for f, _ in kernels} == set(listing) - set(api_names)
     texts = None
     if not write and len(own) == 1 and len(api_names) == 1 and complete:
-        texts = kernel_texts(kernels)
+        try:  # each text rendered once, not once to ask (hasattr) and once to read
+            texts = dict(sorted((filename, obj.template) for filename, obj in kernels))
+        except AttributeError:  # a kernel without a template: write mode writes them
+            pass
     if texts is not None:
-        texts, api_text = dict(sorted(texts)), own[0].api
+        api_text = own[0].api
         # the bytes write mode writes: write_text of these very texts
         return _dispatch("pool", api_names[0], api_text, texts, trait_key,
                          {f: written_size(t) for f, t in texts.items()}, written_size(api_text))
@@ -294,7 +303,7 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
 
 def _dispatch(how, api_file, text, texts, trait_key, kernel_bytes, api_bytes):
     return {"how": how, "api_file": api_file, "text": text,
-            "kernel_traits": dict(zip(texts, _fork.keys_of(trait_key, list(texts.values())))),
+            "kernel_traits": dict(zip(texts, _output.keys_of(trait_key, list(texts.values())))),
             "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
             "kernel_bytes": kernel_bytes, "api_bytes": api_bytes}
 
@@ -304,18 +313,6 @@ def written_size(text):
     locale's encoding, each newline as the system writes it."""
     encoded = text.encode(locale.getpreferredencoding(False), "replace")
     return len(encoded) + text.count("\n") * (len(os.linesep) - 1)
-
-
-def kernel_texts(kernels):
-    """[(file, ``template``)] of every kernel, or None when one has no ``template`` (what
-    ``hasattr`` tells): each text is rendered once, not once to ask and once to read."""
-    texts = []
-    for filename, obj in kernels:
-        try:
-            texts.append((filename, obj.template))
-        except AttributeError:
-            return None
-    return texts
 
 
 def text_sha(text):
@@ -341,12 +338,9 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     forked = start_listing(fmha_dir, list(also_list)) if also_list is not None else None
     recorder = _recorder.Recorder(fmha_dir, run_generate, _sibling("probe_calls").CallLog)
     install_hooks(recorder)
-    sys.dont_write_bytecode = True
-    sys.path.insert(0, fmha_dir)
-    os.chdir(fmha_dir)
+    enter_tree(fmha_dir)
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
-    initial_state = process_state(fmha_dir)  # what a new process's generate.py sees
     recorder.calls.watching = True  # this run only: the factories' calls
     listing, error = run_generate(fmha_dir, list(argv), prefill=True)
     recorder.calls.watching = False
@@ -387,7 +381,6 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     recorder.calls.ask_the_others(part_types)
     result["factories"] = recorder.calls.summary(part_types)
     parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
-    runs_state = process_state(fmha_dir)  # what the marker runs start from
     calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, parts, MARKER.format(
         "next-api"), listing, records, OBSERVED_CALLS)
     result.update(found)
@@ -407,9 +400,10 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     if also_list is not None:
         if deliver is not None:
             deliver(result)
-        outcome = finish_listing(forked) if forked is not None else None
-        result["also_listed"] = outcome if outcome is not None else _recorder.list_isolated(
-            recorder, fmha_dir, list(also_list), initial_state, runs_state)
+        outcome = collect_json(forked) if forked is not None else None
+        # none (no fork, or the child failed): the caller lists it in a process of its own
+        result["also_listed"] = outcome if isinstance(outcome, dict) and "listing" in outcome \
+            else {"argv": list(also_list), "unsafe": "no forked listing"}
     return result
 
 
@@ -418,25 +412,13 @@ def start_listing(fmha_dir, argv):
     forked before the probe installs its hooks or imports the tree; it reuses only the
     compiled code the probe loaded) and sends the outcome; see :func:`fork_json`."""
     def listed():
-        # only compiling is shared (the code store the probe loaded), as in a batch
-        memoise_compilation()
-        memoise_generated_code()
-        sys.dont_write_bytecode = True
-        sys.path.insert(0, fmha_dir)
-        os.chdir(fmha_dir)
+        enter_tree(fmha_dir)  # as in a batch, with the code store the probe loaded
         started = time.time()
         listing, error = run_generate(fmha_dir, argv)
         return {"argv": argv, "how": "forked", "listing": listing, "error": error,
                 "seconds": round(time.time() - started, 3)}
 
     return fork_json(listed)
-
-
-def finish_listing(forked):
-    """The forked listing's outcome, or None when the child sent none (the caller then
-    lists in this process)."""
-    outcome = collect_json(forked)
-    return outcome if isinstance(outcome, dict) and "listing" in outcome else None
 
 
 def main():
@@ -447,32 +429,30 @@ def main():
     # The interpreter's last collection, at exit, would walk them all once more (0.5 s
     # after flash-attn 2.8.3's bwd): frozen first, they are skipped.
     atexit.register(gc.freeze)
-    fmha_dir, out_path = sys.argv[1], sys.argv[2]
-    argv = sys.argv[3:]
-    perturb = True
-    trait_reader = also_list = also_out = code_store = None
-    options = ("--no-perturb", "--perturb-all", "--trait-reader", "--also-list", "--also-out",
-               "--code-store")
-    while argv and argv[0] in options:
-        option, argv = argv[0], argv[1:]
-        if option == "--trait-reader":
-            trait_reader, argv = argv[0], argv[1:]
-        elif option == "--also-list":  # a JSON list: generate.py's arguments, no -l
-            also_list, argv = json.loads(argv[0]), argv[1:]
-        elif option == "--also-out":  # the other listing's own file, written after the result
-            also_out, argv = argv[0], argv[1:]
-        elif option == "--code-store":  # see load_code_store
-            code_store, argv = argv[0], argv[1:]
+    fmha_dir, out_path, *argv = sys.argv[1:]
+    # --trait-reader DIR, --code-store FILE (see load_code_store), --also-list JSON
+    # (generate.py's arguments, no -l), --also-out FILE (that listing's own file, written
+    # after the result), --no-perturb, --perturb-all; then generate.py's arguments
+    given = {"--perturb": True}
+    while argv and argv[0] in ("--no-perturb", "--perturb-all", "--trait-reader",
+                               "--also-list", "--also-out", "--code-store"):
+        option = argv.pop(0)
+        if option.startswith("--no-") or option.endswith("-all"):
+            given["--perturb"] = option == "--perturb-all" and "all"
         else:
-            perturb = False if option == "--no-perturb" else "all"
-    deliver = None
-    if also_out is not None:
-        def deliver(result):
-            write_whole(out_path, _output.share_record_fields(result))
-    result = probe(os.path.abspath(fmha_dir), argv, perturb=perturb, trait_reader=trait_reader,
-                   also_list=also_list, deliver=deliver, code_store=code_store)
-    if deliver is None:
+            given[option] = argv.pop(0)
+    also_list, also_out = given.get("--also-list"), given.get("--also-out")
+
+    def deliver(result):
         write_whole(out_path, _output.share_record_fields(result))
+
+    result = probe(os.path.abspath(fmha_dir), argv, perturb=given["--perturb"],
+                   trait_reader=given.get("--trait-reader"),
+                   also_list=json.loads(also_list) if also_list is not None else None,
+                   deliver=deliver if also_out is not None else None,
+                   code_store=given.get("--code-store"))
+    if also_out is None:
+        deliver(result)
     elif also_list is not None:
         write_whole(also_out, result["also_listed"])
 
