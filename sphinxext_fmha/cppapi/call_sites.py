@@ -11,14 +11,14 @@ from .lexing import (
     _IDENT_RE,
     _clean,
     _identifiers,
-    _match_paren,
     _normalize_memo,
     _reachable_aliases,
-    _squeeze,
     _template_calls,
     conditional_branches,
     constant_of,
+    match_paren,
     normalize_cpp,
+    squeeze,
     trait_template,
 )
 
@@ -209,9 +209,9 @@ def _calls_with_text(item: str) -> Tuple[Tuple[Tuple[str, ...], str], ...]:
     """(template arguments, the call's text squeezed) of each ``name<args>(...)``."""
     found = []
     for _name, args, start, end in _template_calls(item):
-        close = _match_paren(item, end)
+        close = match_paren(item, end)
         call = item[start : close + 1] if close is not None else item[start:]
-        found.append((args, _squeeze(call)))
+        found.append((args, squeeze(call)))
     return tuple(found)
 
 

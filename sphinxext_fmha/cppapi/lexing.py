@@ -5,8 +5,9 @@ are masked by :mod:`.masking`). Pure functions over text."""
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .const_eval import evaluate
 from .masking import strip_comments
@@ -17,29 +18,24 @@ __all__ = ["normalize_cpp", "constant_of", "conditional_branches", "split_templa
 _MEMO_SIZE = 1 << 16  # distinct texts kept by each memo of this module
 _WS_RE = re.compile(r"\s+")
 _CMP_RE = re.compile(r"\((-?\d+)(==|!=|<=|>=|<|>)(-?\d+)\)")
-_CMP_OPS = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<=": lambda a, b: a <= b,
-    ">=": lambda a, b: a >= b,
-    "<": lambda a, b: a < b,
-    ">": lambda a, b: a > b,
-}
+#: a C++ comparison operator's test
+COMPARE: Dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
+    "<": operator.lt, ">": operator.gt}
 _IDENT_RE = re.compile(r"(?<![\w.:])(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 
-def _squeeze(text: str) -> str:
+def squeeze(text: str) -> str:
     """Collapse blanks; keep one space only between two word characters."""
-    # str.split() and `\s` agree on what a blank is (both use str.isspace), and
-    # `_is_word` on what a word character is
+    # str.split() and `\s` agree on what a blank is (both use str.isspace); a word
+    # character is what `\w` matches (alphanumeric or `_`)
     words = text.split()
     if len(words) < 2:
         return words[0] if words else ""
     parts = [words[0]]
     append = parts.append
-    word_end = _is_word(words[0][-1])
+    word_end = words[0][-1].isalnum() or words[0][-1] == "_"
     for word in words[1:]:
-        # _is_word, written out: a 17 MB dispatch file has half a million words
         if word_end:
             first = word[0]
             if first.isalnum() or first == "_":
@@ -50,17 +46,14 @@ def _squeeze(text: str) -> str:
     return "".join(parts)
 
 
-def _is_word(char: str) -> bool:
-    """Whether a character is one ``\\w`` matches (what sre tests: alphanumeric or ``_``)."""
-    return char.isalnum() or char == "_"
-
-
+# Pure; a kernel file's trait value and the dispatch file's arguments repeat.
+@functools.lru_cache(maxsize=_MEMO_SIZE)
 def _fold_constants(text: str) -> str:
     """Fold ``(8>0)`` -> ``true``, constant template arguments (``64/2`` -> ``32``) and
     ``std::conditional_t<true,A,B>`` -> ``A``."""
     for _ in range(100):
         new = _CMP_RE.sub(
-            lambda m: "true" if _CMP_OPS[m.group(2)](int(m.group(1)), int(m.group(3))) else "false",
+            lambda m: "true" if COMPARE[m.group(2)](int(m.group(1)), int(m.group(3))) else "false",
             text,
         )
         if "<" in new and _OPERATOR_RE.search(new):
@@ -221,7 +214,7 @@ def _identifiers(text: str) -> Tuple[str, ...]:
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _clean(text: str) -> str:
     """Comments dropped, blanks squeezed."""
-    return _squeeze(strip_comments(text))
+    return squeeze(strip_comments(text))
 
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
@@ -249,11 +242,7 @@ def _substitute_and_fold(text: str, aliases: Optional[Mapping[str, str]]) -> str
             text = new
             if not changed:
                 break
-    return _fold_constants_memo(text)
-
-
-# Pure; a kernel file's trait value and the dispatch file's arguments repeat.
-_fold_constants_memo = functools.lru_cache(maxsize=_MEMO_SIZE)(lambda text: _fold_constants(text))
+    return _fold_constants(text)
 
 
 # --------------------------------------------------------------------------- templates
@@ -307,9 +296,9 @@ def split_template_args(text: str) -> List[str]:
             angle -= 1
         elif c == "," and paren == 0 and angle == 0:
             i = m.start()
-            args.append(_squeeze(text[start:i]))
+            args.append(squeeze(text[start:i]))
             start = i + 1
-    tail = _squeeze(text[start:])
+    tail = squeeze(text[start:])
     if tail or args:
         args.append(tail)
     return args
@@ -360,7 +349,7 @@ def trait_key(trait: str, extra_args: Sequence[str] = ()) -> str:
     return ",".join([trait, *extra_args])
 
 
-def _match_paren(text: str, open_at: int) -> Optional[int]:
+def match_paren(text: str, open_at: int) -> Optional[int]:
     """Index of the first ``)`` from ``open_at`` on where the parentheses since
     ``open_at`` balance (that of the ``(`` there), or None.
 
@@ -380,6 +369,3 @@ def _match_paren(text: str, open_at: int) -> Optional[int]:
         close = find(")", counted_to)
     return None
 
-
-match_paren = _match_paren
-squeeze = _squeeze

@@ -16,21 +16,12 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .allocation import collector_paused
 from .call_sites import CallFacts, Scope, statement_block_calls
-from .lexing import (
-    _match_angle,
-    _match_paren,
-    _squeeze,
-    constant_of,
-    normalize_cpp,
-    trait_key,
-)
+from .lexing import _match_angle, constant_of, match_paren, normalize_cpp, squeeze, trait_key
 from .masking import _mask
 
 __all__ = ["DispatchBlock", "DispatchLeaf", "DispatchScope", "DispatchTree", "parse_dispatch"]
@@ -52,7 +43,6 @@ class DispatchBlock:
     """
 
     kind: str
-    header: str = ""
     condition: str = ""
     name: str = ""
     line: int = 0
@@ -177,7 +167,9 @@ def _strip_template_prefix(code: str) -> str:
     return code
 
 
-def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
+# The dispatch file of a filtered run repeats the full file's branch headers verbatim.
+@functools.lru_cache(maxsize=1 << 16)
+def _header(code: str, raw: str) -> Tuple[str, str, str]:
     """(kind, condition, name) of a block header (code: masked, raw: with comments)."""
     code_s = code.strip()
     raw_s = raw.strip()
@@ -185,7 +177,7 @@ def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
     if m:
         kind = ("else if" if m.group(1) else "if") + (" constexpr" if m.group(2) else "")
         open_at = m.end() - 1
-        close = _match_paren(code_s, open_at)
+        close = match_paren(code_s, open_at)
         # code and raw have the same length, so indices carry over (comments
         # before the keyword are blank in code, not in raw)
         lead = len(code) - len(code.lstrip())
@@ -207,7 +199,7 @@ def _classify_header(code: str, raw: str) -> Tuple[str, str, str]:
         if params_at is not None:
             m2 = _FUNC_NAME_RE.search(head[: params_at + 1])
             if m2:
-                return "function", "", _squeeze(m2.group(1))
+                return "function", "", squeeze(m2.group(1))
     return "other", "", ""
 
 
@@ -225,11 +217,7 @@ def _find_params_open(head: str) -> Optional[int]:
     return None
 
 
-_PARSED: OrderedDict[str, DispatchTree] = OrderedDict()
-_PARSED_SIZE = 8
-_PARSED_LOCK = threading.Lock()
-
-
+@functools.lru_cache(maxsize=8)
 def parse_dispatch(text: str) -> DispatchTree:
     """Parse a generated API dispatch file into blocks and ordered leaves.
 
@@ -237,18 +225,8 @@ def parse_dispatch(text: str) -> DispatchTree:
     check, the coupling of the recommendation), so the last few trees are kept by
     text: the tree returned is shared, callers read it and never change it.
     """
-    with _PARSED_LOCK:
-        tree = _PARSED.get(text)
-        if tree is not None:
-            _PARSED.move_to_end(text)
-            return tree
     with collector_paused():
-        tree = _parse(text)
-    with _PARSED_LOCK:
-        _PARSED[text] = tree
-        while len(_PARSED) > _PARSED_SIZE:
-            _PARSED.popitem(last=False)
-    return tree
+        return _parse(text)
 
 
 def _parse(text: str) -> DispatchTree:
@@ -287,7 +265,7 @@ def _parse(text: str) -> DispatchTree:
                 chains[-1] = []
             seg_start = pos + 1
         elif c == "{":
-            kind, cond, name, header = _header(between, raw[seg_start:pos])
+            kind, cond, name = _header(between, raw[seg_start:pos])
             line += code.count("\n", counted_to, pos)
             counted_to = pos
             chain = chains[-1]
@@ -300,13 +278,7 @@ def _parse(text: str) -> DispatchTree:
                 chain[:] = []
             else:
                 chain[:] = []
-            block = DispatchBlock(
-                kind=kind,
-                header=header,
-                condition=cond,
-                name=name,
-                line=line,
-            )
+            block = DispatchBlock(kind=kind, condition=cond, name=name, line=line)
             stack[-1].items.append(block)
             stack.append(block)
             chains.append([])
@@ -324,15 +296,8 @@ def _parse(text: str) -> DispatchTree:
     return tree
 
 
-# The dispatch file of a filtered run repeats the full file's statements and branch
-# headers verbatim (indentation included): read once per text.
-_statement_text = functools.lru_cache(maxsize=1 << 17)(_squeeze)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _header(code: str, raw: str) -> Tuple[str, str, str, str]:
-    """:func:`_classify_header` and the header's text (comments kept, squeezed)."""
-    return (*_classify_header(code, raw), _squeeze(raw[len(code) - len(code.lstrip()) :]))
+# The dispatch file of a filtered run repeats the full file's statements verbatim.
+_statement_text = functools.lru_cache(maxsize=1 << 17)(squeeze)
 
 
 _CONDITIONAL_KINDS = ("if", "else if", "else", "if constexpr", "else if constexpr", "else constexpr")
@@ -425,7 +390,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
                     func = item.name
                     functions.append(item.name)
                     sub_scope = open_scope("", -1, -1, "function", item.name)
-                if item.kind in ("if constexpr",):
+                if item.kind == "if constexpr":
                     value = _constexpr_value(item.condition)
                     cx_chain = [value]
                     sub_dead = dead or value is False

@@ -63,7 +63,8 @@ class Routes:
                                if s.kind == "function"}
         self._index: Dict[int, DomainIndex] = {}
         self._path_units: Dict[int, Dict[int, int]] = {}
-        self._full = View(self, None)
+        #: the whole file's dispatch
+        self.full = View(self, None)
 
     def path_units(self, scope: int) -> Dict[int, int]:
         """The classes each variable may take under the top-level literals of every
@@ -86,10 +87,6 @@ class Routes:
             index = self._index[chain] = DomainIndex(
                 [(s, self.units[s]) for s in self.chains[chain]], self.theory.full)
         return index.admitting(domain, self.chains[chain].index(number))  # type: ignore[return-value]
-
-    @property
-    def full(self) -> View:
-        return self._full
 
     def view(self, kept: AbstractSet[int]) -> View:
         """The dispatch generate.py writes for the leaves ``kept`` (leaf orders)."""
@@ -191,8 +188,8 @@ class View:
         routes = self.routes
         theory = routes.theory
         scope = routes.tree.scopes[number]
-        own = _propagate(theory, parent, [routes.own[number]])
-        if own is None or not theory.satisfiable(own.nodes, own.domain):
+        own = self._extend(parent, [routes.own[number]])
+        if own is None:
             self._why[number] = {"kind": "never_holds", "terms": self._never_holds(number)}
             return None
         earlier = [s for s in routes.compatible(number, own.domain) if self.present[s]]
@@ -200,8 +197,8 @@ class View:
         extra = [theory.negate(routes.own[s]) for s in earlier]
         if before:
             extra.append(theory.negate(disjoin(before)))
-        way = _propagate(theory, own, extra) if extra else own
-        if way is None or not theory.satisfiable(way.nodes, way.domain):
+        way = self._extend(own, extra) if extra else own
+        if way is None:
             self._why[number] = self._shadowed_by(number, own, earlier)
             return None
         return way
@@ -366,7 +363,6 @@ def _propagate(theory: Theory, way: Way, nodes: Iterable[Node]) -> Optional[Way]
     domain decides is folded away (None: they exclude each other by that alone)."""
     found = narrow(theory, way.domain, [*way.nodes, *nodes])
     return None if found is None else Way(*found)
-
 
 
 def routes_of(tree: DispatchTree) -> Routes:

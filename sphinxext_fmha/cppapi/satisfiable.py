@@ -32,15 +32,13 @@ from math import gcd
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .condition_form import split_top, strip_parens
+from .lexing import COMPARE
 from .masking import strip_comments
 
-__all__ = ["Node", "Theory", "TRUE", "FALSE", "conjoin", "disjoin", "narrow", "negate",
-           "parse_condition"]
+__all__ = ["Node", "Theory", "conjoin", "disjoin", "narrow", "parse_condition"]
 
 #: a literal: ("v", variable number, classes as bits); ("&", children); ("|", children)
 Node = Union[bool, Tuple]
-TRUE: Node = True
-FALSE: Node = False
 
 # ------------------------------------------------------------------------ reading terms
 
@@ -152,15 +150,13 @@ def _atoms_of(formula: Tuple, found: Dict[Atom, None]) -> None:
 #: terms are taken as flags of their own (what is then decided still holds)
 _SIZE_LIMIT = 1 << 17
 
-_TESTS = {"<=": lambda v, n: v <= n, "<": lambda v, n: v < n, ">=": lambda v, n: v >= n,
-          ">": lambda v, n: v > n, "==": lambda v, n: v == n, "!=": lambda v, n: v != n}
 
 
 def _holds(atom: Atom, value: object) -> bool:
     kind = atom[0]
     if kind == "size":
         _, _, op, number, modulus = atom
-        return _TESTS[op](value % modulus if modulus else value, number)
+        return COMPARE[op](value % modulus if modulus else value, number)
     if kind == "eq":
         return value == atom[2]
     if kind == "prefix":
@@ -356,16 +352,6 @@ def _join(parts: Iterable[Node], tag: str) -> Node:
     if not items:
         return not absorbing
     return items[0] if len(items) == 1 else (tag, items)
-
-
-def negate(node: Node, full: Sequence[int]) -> Node:
-    """``!node`` in negation normal form."""
-    if isinstance(node, bool):
-        return not node
-    if node[0] == "v":
-        mask = full[node[1]] & ~node[2]
-        return True if mask == full[node[1]] else False if not mask else ("v", node[1], mask)
-    return (disjoin if node[0] == "&" else conjoin)(negate(part, full) for part in node[1])
 
 
 def _value(node: Node, domain: Mapping[int, int], full: Sequence[int]) -> Node:
