@@ -7,7 +7,9 @@ from typing import List, Tuple
 
 import pytest
 
+from sphinxext_fmha.analysis.analyze import Tree, module_rel_of
 from sphinxext_fmha.analysis.offer import tree_offer
+from sphinxext_fmha.errors import FmhaError
 from sphinxext_fmha.locate import FMHA_SUBDIR
 from sphinxext_fmha.model import ApiInfo, Gap, GenerateOption
 from sphinxext_fmha.process.launch import GenerateError
@@ -137,6 +139,15 @@ def test_synthetic_base(tmp_path):
     apis, gaps = discover_apis(root)
     assert gaps == []
     assert apis == [ApiInfo(name="toy", module="fmha_toy", source=f"{OPS}/fmha_toy.py", in_generate=True)]
+
+
+def test_a_relative_ck_root_is_read_from_any_folder(tmp_path, monkeypatch):
+    """CK's docs give their root relative (``..``); generate.py runs in its own folder."""
+    root = make_tree(tmp_path / "ck", "base")
+    monkeypatch.chdir(tmp_path)
+    apis, gaps = discover_apis(Path("ck") / root.relative_to(tmp_path / "ck"))
+    assert gaps == [] and _names(apis) == ["toy"]
+    assert [a.source for a in apis] == [OPS + "/fmha_toy.py"]
 
 
 def test_synthetic_new_api(tmp_path):
@@ -366,6 +377,9 @@ def test_an_api_of_functions_outside_codegen_ops(tmp_path):
         ("toy", "fmha_toy", f"{OPS}/fmha_toy.py"), ("more", "extra", "")]
     assert len(gaps) == 1 and "'more' runs list_blobs, write_blobs of " in gaps[0].what
     assert _list(root, tmp_path, "-a", "more").returncode == 0
+    tree = Tree.load(root)  # its guide is an error that says why, not a ValueError
+    with pytest.raises(FmhaError, match="'more': generate.py runs it, but not from a codegen/ops"):
+        module_rel_of(tree, tree.api("more"))
 
 
 def test_a_generate_py_that_parses_no_arguments(tmp_path):

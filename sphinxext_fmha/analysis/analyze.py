@@ -239,6 +239,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
 
 
 def module_rel_of(tree: Tree, info: ApiInfo) -> str:
+    if not info.source:  # generate.py's API runs functions of no codegen/ops module
+        raise FmhaError("API %r: generate.py runs it, but not from a codegen/ops/*.py module; "
+                        "it cannot be analysed (see `sphinxext-fmha apis`)" % info.name)
     return Path(info.source).relative_to(_fmha_rel(tree)).as_posix()
 
 

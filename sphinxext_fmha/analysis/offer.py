@@ -66,7 +66,7 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
     """The APIs (one per ``codegen/ops/*.py`` module, sorted, then table entries of no
     such module), generate.py's options in the order it adds them, and the gaps: a
     module generate.py does not offer, an API of no ops module, no handler table."""
-    fmha = fmha_dir(ck_root)
+    fmha = fmha_dir(ck_root).resolve()  # the child runs in it: a relative path would not hold
     check_generate_py(fmha)
     found = _observe(fmha, python, cache, timeout, inputs or tree_state(fmha))
     options = [GenerateOption(**option) for option in found["options"]]
