@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import List, Tuple
@@ -12,6 +13,7 @@ from sphinxext_fmha.analysis.offer import tree_offer
 from sphinxext_fmha.errors import FmhaError
 from sphinxext_fmha.locate import FMHA_SUBDIR
 from sphinxext_fmha.model import ApiInfo, Gap, GenerateOption
+from sphinxext_fmha.process.cache import DiskCache
 from sphinxext_fmha.process.launch import GenerateError
 
 from helpers.independent import run_generate
@@ -148,6 +150,19 @@ def test_a_relative_ck_root_is_read_from_any_folder(tmp_path, monkeypatch):
     apis, gaps = discover_apis(Path("ck") / root.relative_to(tmp_path / "ck"))
     assert gaps == [] and _names(apis) == ["toy"]
     assert [a.source for a in apis] == [OPS + "/fmha_toy.py"]
+
+
+def test_the_stored_offer_holds_for_a_copy_elsewhere(tmp_path):
+    """The store keeps the offer by the tree's content: a copy at another place (CK's docs
+    build copies the tree to a new folder each time) reads its APIs from its ops modules."""
+    cache = DiskCache(tmp_path / "cache")
+    first = make_tree(tmp_path / "a", "base")
+    copy = tmp_path / "b" / first.relative_to(tmp_path / "a")
+    shutil.copytree(first, copy, symlinks=True)
+    for root in (first, copy):
+        apis, _options, gaps, _arch = tree_offer(root, sys.executable, cache)
+        assert gaps == [] and [(a.name, a.source) for a in apis] == [("toy", OPS + "/fmha_toy.py")]
+    assert any((tmp_path / "cache").rglob("*"))  # the offer was stored, and read back above
 
 
 def test_synthetic_new_api(tmp_path):

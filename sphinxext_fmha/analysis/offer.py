@@ -85,14 +85,14 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
     for stem in stems:
         source = f"{_OPS}/{stem}.py"
         names = [name for name, entry in table.items()
-                 if entry["file"] == os.path.realpath(ops / f"{stem}.py")]
+                 if entry["file"] == f"codegen/ops/{stem}.py"]
         apis.extend(ApiInfo(name=name, module=stem, source=source) for name in names)
         if not names:
             apis.append(ApiInfo(name=stem, module=stem, source=source, in_generate=False))
             gaps.append(Gap(what=f"{stem} is not in generate.py's handler table", where=source,
                             why="generate.py cannot run this module; its name is used as the "
                                 "API name"))
-    known = {os.path.realpath(ops / f"{stem}.py") for stem in stems}
+    known = {f"codegen/ops/{stem}.py" for stem in stems}
     for name, entry in table.items():
         if entry["file"] not in known:
             apis.append(ApiInfo(name=name, module=entry["module"].rsplit(".", 1)[-1], source=""))

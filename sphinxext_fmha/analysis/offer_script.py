@@ -22,7 +22,17 @@ class Seen(BaseException):
     ``except Exception`` of generate.py's does not catch it)."""
 
 
-def _table(value, ops_dir):
+def _in_tree(path, fmha_dir):
+    """``path`` relative to ``fmha_dir`` if it is in it, as written or with links resolved
+    (kept in the store by the tree's content, not its place); else its real path."""
+    for base, where in ((fmha_dir, os.path.abspath(path)),
+                        (os.path.realpath(fmha_dir), os.path.realpath(path))):
+        if where.startswith(base + os.sep):
+            return os.path.relpath(where, base).replace(os.sep, "/")
+    return os.path.realpath(path)
+
+
+def _table(value, fmha_dir):
     """``{api: {"file", "module", "functions"}}`` if ``value`` is a handler table."""
     if not isinstance(value, dict) or not value:
         return None
@@ -30,12 +40,12 @@ def _table(value, ops_dir):
     for key, entry in value.items():
         functions = [f for f in (entry if isinstance(entry, (tuple, list)) else (entry,))
                      if hasattr(f, "__code__")]
-        files = {os.path.realpath(f.__code__.co_filename) for f in functions}
+        files = {_in_tree(f.__code__.co_filename, fmha_dir) for f in functions}
         if not isinstance(key, str) or len(files) != 1:
             return None
         table[key] = {"file": files.pop(), "module": functions[0].__module__,
                       "functions": [f.__name__ for f in functions]}
-    if any(entry["file"].startswith(ops_dir + os.sep) for entry in table.values()):
+    if any(entry["file"].startswith("codegen/ops/") for entry in table.values()):
         return table
     return None
 
@@ -54,7 +64,6 @@ def _arch_names(codegen_dir):
 
 def main():
     fmha_dir, out_path = os.path.abspath(sys.argv[1]), sys.argv[2]
-    ops_dir = os.path.realpath(os.path.join(fmha_dir, "codegen", "ops"))
     found = {"options": None, "table": None}
     original = argparse.ArgumentParser.parse_known_args
 
@@ -68,7 +77,7 @@ def main():
              "help": a.help if isinstance(a.help, str) else ""}
             for a in parser._actions if not isinstance(a, argparse._HelpAction)]
         for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
-            found["table"] = found["table"] or _table(value, ops_dir)
+            found["table"] = found["table"] or _table(value, fmha_dir)
         raise Seen
 
     argparse.ArgumentParser.parse_known_args = parse_known_args
