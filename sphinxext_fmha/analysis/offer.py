@@ -26,7 +26,6 @@ Offer = Tuple[List[ApiInfo], List[GenerateOption], List[Gap], List[str]]
 
 OFFER_SCRIPT = Path(__file__).with_name("offer_script.py")
 _SHOWN = "python generate.py"
-_OPS = FMHA_SUBDIR + "/codegen/ops"
 
 
 def _observe(fmha: Path, python: str, cache: Optional[DiskCache], timeout: float,
@@ -73,9 +72,11 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
     arch_names = sorted((n for n in found["arch_names"] if _TARGET.fullmatch(n)), key=natural)
     ops = fmha / "codegen" / "ops"
     stems = sorted(p.stem for p in ops.glob("*.py") if p.stem != "__init__")
+    in_fmha = {stem: f"codegen/ops/{stem}.py" for stem in stems}  # as offer_script keeps files
     table = found["table"]
     if table is None:
-        return [ApiInfo(name=stem, module=stem, source=f"{_OPS}/{stem}.py") for stem in stems], \
+        return [ApiInfo(name=stem, module=stem, source=f"{FMHA_SUBDIR}/{in_fmha[stem]}")
+                for stem in stems], \
             options, [Gap(what="API names", where=FMHA_SUBDIR + "/generate.py",
                           why="no handler table of codegen/ops functions among generate.py's "
                               "names when it parses its arguments; using the module names")], \
@@ -83,18 +84,16 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
     apis: List[ApiInfo] = []
     gaps: List[Gap] = []
     for stem in stems:
-        source = f"{_OPS}/{stem}.py"
-        names = [name for name, entry in table.items()
-                 if entry["file"] == f"codegen/ops/{stem}.py"]
+        source = f"{FMHA_SUBDIR}/{in_fmha[stem]}"
+        names = [name for name, entry in table.items() if entry["file"] == in_fmha[stem]]
         apis.extend(ApiInfo(name=name, module=stem, source=source) for name in names)
         if not names:
             apis.append(ApiInfo(name=stem, module=stem, source=source, in_generate=False))
             gaps.append(Gap(what=f"{stem} is not in generate.py's handler table", where=source,
                             why="generate.py cannot run this module; its name is used as the "
                                 "API name"))
-    known = {f"codegen/ops/{stem}.py" for stem in stems}
     for name, entry in table.items():
-        if entry["file"] not in known:
+        if entry["file"] not in in_fmha.values():
             apis.append(ApiInfo(name=name, module=entry["module"].rsplit(".", 1)[-1], source=""))
             gaps.append(Gap(what=f"generate.py's API {name!r} runs {', '.join(entry['functions'])}"
                                  f" of {entry['file']}, not of a codegen/ops/*.py module",
