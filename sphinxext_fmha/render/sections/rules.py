@@ -145,7 +145,7 @@ def skip_words(skip: SkipCondition) -> str:
     """What an assertion requires, with its message; "" for another kind."""
     if skip.kind != "assert":
         return ""
-    return "requires " + condition_words(skip.source) + (
+    return "requires " + python_condition_words(skip.source) + (
         " (%s)" % skip.message if skip.message else "")
 
 
@@ -173,22 +173,22 @@ def receipt_reading(receipt: Receipt) -> str:
     head = "receipt %s" % receipt.value
     if receipt.skips:
         # the function's kernels only: another blob function of the module keeps its own
-        parts = ["drops kernels where " + " and ".join(map(condition_words, receipt.when))
+        parts = ["drops kernels where " + " and ".join(map(python_condition_words, receipt.when))
                  if receipt.when else "drops every kernel of the function"]
     else:
         if receipt.effects:
             parts.append("runs " + "; ".join(receipt.effects))
         if receipt.when:
-            head += " when " + " and ".join(map(condition_words, receipt.when))
+            head += " when " + " and ".join(map(python_condition_words, receipt.when))
     return "%s: %s (in %s)" % (head, "; ".join(parts) or "no restriction", receipt.function)
 
 
 def _term_words(term: Sequence[str]) -> str:
     condition, guard = term
-    return condition_words(condition) + (" when " + condition_words(guard) if guard else "")
+    return python_condition_words(condition) + (" when " + python_condition_words(guard) if guard else "")
 
 
-def condition_words(source: str) -> str:
+def python_condition_words(source: str) -> str:
     """A Python condition's source text in words (the text itself if it does not parse)."""
     try:
         return read_condition(ast.parse(source.strip(), mode="eval").body)
