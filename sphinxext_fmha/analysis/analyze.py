@@ -1,9 +1,5 @@
-"""Build the :class:`~sphinxext_fmha.model.ApiModel` of one API of a CK tree.
-
-Data flows one way: locate the tree, read its source (``source.py``), observe its
-codegen running (``observe.py``), derive the grammar (``grammar.py``), and cross-check
-the parse of every name that generate.py's own unfiltered run lists.
-"""
+"""The :class:`~sphinxext_fmha.model.ApiModel` of one API of a CK tree: its source read,
+its codegen observed, the grammar derived, every name of the unfiltered listing parsed."""
 
 from __future__ import annotations
 
@@ -16,13 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
-from ..model import (
-    ApiInfo,
-    ApiModel,
-    Gap,
-    GenerateOption,
-    KernelType,
-)
+from ..model import ApiInfo, ApiModel, Gap, GenerateOption, KernelType
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache, TreeState
 from ..process.runner import GenerateRequest
@@ -42,7 +32,6 @@ from .observe import observe
 from .observed_factories import apply_observed_factories
 from .offer import tree_offer
 from .receipts_observed import note_unmet_terms
-from .segment_labels import disambiguate_labels, segment_label
 from .source import SourceFacts, analyze_source
 
 Progress = Optional[Callable[[str], None]]
@@ -160,10 +149,6 @@ def analyze_api(
     return build_model(tree, info, options, observed, facts, observed["listing"])
 
 
-def _fmha_rel(tree: Tree) -> Path:
-    return tree.fmha_dir.relative_to(tree.ck_root)
-
-
 def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
                 facts: SourceFacts, listed_files: Sequence[str]) -> ApiModel:
     gaps: List[Gap] = list(facts.gaps)
@@ -196,7 +181,6 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             description=_class_doc(observed, class_name, where),
         ))
 
-    _label_segments(kernel_types)
     for kernel_type in kernel_types:
         kernel_type.example_tokens = example_tokens(kernel_type)
     classify = class_of_name(kernel_types, {r["name"]: r["class"] for r in observed["records"]})
@@ -242,18 +226,7 @@ def module_rel_of(tree: Tree, info: ApiInfo) -> str:
     if not info.source:  # generate.py's API runs functions of no codegen/ops module
         raise FmhaError("API %r: generate.py runs it, but not from a codegen/ops/*.py module; "
                         "it cannot be analysed (see `sphinxext-fmha apis`)" % info.name)
-    return Path(info.source).relative_to(_fmha_rel(tree)).as_posix()
-
-
-def _label_segments(kernel_types: List[KernelType]) -> None:
-    """Each segment's fields in order and its label (a field with one value everywhere
-    is placed by the probe's perturbation too: it tries other values on it)."""
-    for kernel_type in kernel_types:
-        for segment in kernel_type.segments:
-            segment.fields.sort()
-            if not segment.literal:
-                segment.label = segment_label(segment.fields)
-        disambiguate_labels(kernel_type.segments)
+    return Path(info.source).relative_to(tree.fmha_dir.relative_to(tree.ck_root)).as_posix()
 
 
 def _first_listed(observed: dict, class_name: str) -> int:

@@ -1,21 +1,7 @@
-"""Derive the filename grammar of each kernel sub-type from probe observations.
-
-The probe (``probe_script.py``) perturbs one field of a real kernel object at a time and
-records which ``_``-separated pieces of the kernel name change. Here those influence
-ranges become segments:
-
-* fields whose ranges overlap in some kernel write the same segment (the four pad flags
-  write one ``_psskddv`` token);
-* pieces that no field writes are literal segments (``fmha_fwd``); a field with one
-  value in the whole tree still writes its segment (the probe changes it to a made-up
-  value), which then has one token (``_r1x4x1``, :attr:`Segment.constant`);
-* a field whose change only inserts pieces writes an absent-when-off token (``""``);
-  one that inserts in no name of the listing writes nothing here and has no segment;
-* the order of segments is the topological order of what every kernel shows.
-
-The grammar is then checked the honest way: every listed name is parsed with nothing
-but the token sets, must have exactly one parse, and must re-render identically.
-"""
+"""The file-name grammar of each kernel sub-type, from the probe's perturbations (which
+``_``-pieces of a name each field changes): fields whose ranges overlap write one segment,
+pieces no field writes are literals, a field that only inserts pieces writes an
+absent-when-off token, and the segments follow the topological order every name shows."""
 
 from __future__ import annotations
 

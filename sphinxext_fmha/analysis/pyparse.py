@@ -1,46 +1,24 @@
 """Parsing foreign Python source read-only, with a cache, and small ``ast`` helpers.
 
-Nothing here knows about Composable Kernel.  Files are parsed once per (path, sha256
-of the content), so the several collectors and the several APIs of one tree share one
-syntax tree per file; tokenize adds the comments that ``ast`` drops.
+Nothing here knows about Composable Kernel. Files are parsed once per (path, sha256 of
+the content), so the collectors and the APIs of one tree share one syntax tree per file.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import io
 import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
-
-__all__ = [
-    "ParsedModule",
-    "parse_module",
-    "segment",
-    "flat",
-    "dotted",
-    "walk_no_nested",
-    "fold_str",
-    "assigned_names",
-    "FunctionNode",
-    "FUNCTION_TYPES",
-    "Unknown",
-]
-
-
-class Unknown(Exception):
-    """A value a static reader of the source cannot determine."""
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 #: A ``def`` or ``async def`` (the analysis treats both alike).
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-# --------------------------------------------------------------------------------------
-# parsing with an in-process cache keyed by (path, sha256 of the content)
-# --------------------------------------------------------------------------------------
+FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @dataclass
@@ -81,7 +59,7 @@ class ParsedModule:
         if end_lineno is None or end_col is None:
             return None
         if self._raw_lines is None:
-            self._raw_lines = _split_lines_keepends(self.text)
+            self._raw_lines = _LINE.findall(self.text)
         lines = self._raw_lines
         if end_lineno >= len(lines):
             return None
@@ -124,19 +102,8 @@ class ParsedModule:
 
 
 _CACHE: Dict[Tuple[str, str], ParsedModule] = {}
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-def _split_lines_keepends(text: str) -> List[str]:
-    """Split like the tokenizer does (only \\r\\n, \\r and \\n end a line)."""
-    out: List[str] = []
-    start = 0
-    for m in _NEWLINE.finditer(text):
-        out.append(text[start:m.end()])
-        start = m.end()
-    if start < len(text):
-        out.append(text[start:])
-    return out
+#: A line with its end, split like the tokenizer does (only \r\n, \r and \n end a line).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def _comments(text: str) -> Dict[int, str]:
@@ -165,10 +132,7 @@ def parse_module(path: Path, root: Optional[Path] = None) -> ParsedModule:
     key = (str(path), sha)
     cached = _CACHE.get(key)
     if cached is not None:
-        if cached.relpath == relpath:
-            return cached
-        return ParsedModule(cached.path, relpath, cached.text, sha, cached.tree,
-                            cached.comments, cached.error, cached._parents, cached._lines, cached._raw_lines)
+        return cached if cached.relpath == relpath else dataclasses.replace(cached, relpath=relpath)
     tree: Optional[ast.Module]
     error = ""
     try:
@@ -181,18 +145,13 @@ def parse_module(path: Path, root: Optional[Path] = None) -> ParsedModule:
     return pm
 
 
-# --------------------------------------------------------------------------------------
-# small AST helpers
-# --------------------------------------------------------------------------------------
-
-
 def walk_no_nested(node: ast.AST) -> Iterator[ast.AST]:
     """Like ast.walk but does not descend into nested function/class definitions."""
     todo = list(ast.iter_child_nodes(node))
     while todo:
         n = todo.pop(0)
         yield n
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(n, (*FUNC, ast.ClassDef, ast.Lambda)):
             continue
         todo.extend(ast.iter_child_nodes(n))
 
@@ -252,3 +211,65 @@ def fold_str(node: ast.AST) -> Optional[str]:
         return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
     return None
 
+
+def decorators(node: ast.AST) -> List[str]:
+    """Dotted names of the decorators of ``node`` (``@a.b(...)`` gives ``a.b``)."""
+    out = []
+    for d in getattr(node, "decorator_list", []):
+        target = d.func if isinstance(d, ast.Call) else d
+        out.append(dotted(target) or "")
+    return out
+
+
+def is_dataclass(node: ast.ClassDef) -> bool:
+    """Whether a class's decorators make it a dataclass."""
+    return any((dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
+               == "dataclass" for d in node.decorator_list)
+
+
+def member(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
+    """The method ``name`` defined in the body of ``cls`` (not its bases)."""
+    for stmt in cls.body:
+        if isinstance(stmt, FUNC) and stmt.name == name:
+            return stmt
+    return None
+
+
+def names_in(node: ast.AST) -> Set[str]:
+    """Every name used below ``node``."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def key_text(key: Any) -> str:
+    """A dict key as shown in facts (tuples without quotes: ``(128, 128)``)."""
+    if isinstance(key, tuple):
+        return "(" + ", ".join(key_text(k) for k in key) + ")"
+    return str(key)
+
+
+def wrap(text: str, node: ast.AST) -> str:
+    """``text`` in parentheses when ``node`` binds looser than ``and``."""
+    if isinstance(node, (ast.BoolOp, ast.IfExp, ast.Lambda)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+        return f"({text})"
+    return text
+
+
+def function_params(fn: FunctionNode) -> List[str]:
+    """Parameter names of a function, keyword-only ones included."""
+    a = fn.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def mentions(node: ast.AST, names: Set[str]) -> bool:
+    """Whether ``node`` uses one of ``names``."""
+    return bool(names_in(node) & names)
+
+
+def stmt_line(node: ast.AST, pm: ParsedModule) -> int:
+    """Line of the statement holding ``node``."""
+    cur = node
+    parents = pm.parents
+    while cur in parents and not isinstance(cur, ast.stmt):
+        cur = parents[cur]
+    return getattr(cur, "lineno", getattr(node, "lineno", 1))

@@ -1,11 +1,5 @@
-"""The receipt numbers a tree's codegen compares ``receipt`` with, read from its source.
-
-generate.py's ``-r`` help does not list every receipt its codegen knows (flash-attn
-2.7.4 tests ``receipt == 3``; aiter's tree 800, 801 and 888), so a receipt is known
-when the help lists it or the codegen compares with it (``receipt == 3``,
-``receipt in (2, 3)``, ``receipt in range(100, 200)``).  Read with :mod:`ast`, never
-run.
-"""
+"""The receipt numbers a tree's codegen compares ``receipt`` with, read with :mod:`ast`:
+generate.py's ``-r`` help does not list them all (flash-attn 2.7.4 tests ``receipt == 3``)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Receipt conditions no listed kernel meets, and rules every listed kernel meets.
-
-A rule can keep nothing: flash-attn 2.8.3's fwd_splitkv tests ``dtype in ['fp16, bf16']``
-for the PyTorch receipt (one string no data type equals), so ``-r 4`` lists no split-KV
-kernel. Each term ``name in [constants]`` / ``name == constant`` is tied to the kernel
-field the receipt's function passes that name as (``Kernel(F_dtype=dtype)``;
-``pipeline.F_bias`` through ``F_pipeline=pipeline``) and compared with that field's
-values in the kernels generate.py lists without ``-r``. Only what is certain is said: a
-term of another form, a name passed as no field or a field no listed kernel has is left
-alone (and its rule is not said to drop none).
-"""
+"""Receipt conditions no listed kernel meets (2.8.3 fwd_splitkv's ``dtype in ['fp16, bf16']``),
+and rules every listed kernel meets: each ``name in [constants]``/``name == constant`` term,
+tied to the kernel field the name is passed as (``Kernel(F_dtype=dtype)``), against that
+field's listed values; a term of another form is left alone."""
 
 from __future__ import annotations
 

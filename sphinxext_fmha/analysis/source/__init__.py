@@ -1,20 +1,13 @@
-"""Static facts about one FMHA codegen ops module, read with ``ast`` + ``tokenize`` only:
-what only the source says (comments, conditions as written, where a factory is and when
-it is chosen). It never imports or executes the analysed code and never writes into the
-tree. The names that recognise a construct (``*Tile*`` classes, ``receipt`` parameters,
-``*Pool`` classes...) are heuristics; what cannot be determined is a
-:class:`~sphinxext_fmha.model.Gap`.
-
-One module per collector, each a function over the shared :class:`~.context.Context`,
-run in the order of :data:`COLLECTORS` (later ones read what earlier ones stored).
-"""
+"""What only an FMHA codegen ops module's source says (comments, conditions as written,
+where a factory is and when it is chosen), read with ``ast`` + ``tokenize``, never run.
+Collectors run in the order of :data:`COLLECTORS`: later ones read what earlier ones stored."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from .blob_functions import find_blob_functions
-from .classes import collect_classes
+from .classes import collect_classes, collect_tiles
 from .context import Context
 from .dispatcher import collect_dispatch
 from .factories import collect_factories
@@ -22,7 +15,6 @@ from .facts import SourceFacts
 from .receipt_collector import collect_receipts
 from .skips import collect_skip_conditions
 from .symbol_maps import collect_symbol_maps
-from .tile_classes import collect_tiles
 from .universe import Universe
 
 __all__ = ["SourceFacts", "analyze_source"]

@@ -9,12 +9,7 @@ import re
 from typing import List
 
 from ...model import Gap
-from ..pyparse import dotted, walk_no_nested
-from .astutil import (
-    FUNC,
-    FunctionNode,
-    function_params,
-)
+from ..pyparse import FUNC, FunctionNode, dotted, function_params, walk_no_nested
 from .context import Context
 
 __all__ = ["find_blob_functions"]

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...model import Gap
-from ..pyparse import ParsedModule, dotted, segment
-from .astutil import FUNC, FunctionNode
+from ..pyparse import FUNC, FunctionNode, ParsedModule, dotted, segment
 from .facts import ClassInfo, SourceFacts
 from .universe import Universe
 

@@ -9,13 +9,16 @@ import re
 from typing import List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap
-from ..pyparse import ParsedModule, dotted, segment, walk_no_nested
-from .astutil import (
+from ..pyparse import (
     FUNC,
     FunctionNode,
+    ParsedModule,
     decorators,
+    dotted,
     member,
+    segment,
     stmt_line,
+    walk_no_nested,
 )
 from .context import Context
 

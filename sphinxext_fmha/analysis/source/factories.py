@@ -7,10 +7,7 @@ import ast
 from typing import Dict, List, Tuple
 
 from ...model import Factory, Gap
-from ..pyparse import segment
-from .astutil import (
-    FUNC,
-)
+from ..pyparse import FUNC, segment
 from .context import Context
 
 __all__ = ["collect_factories"]

@@ -7,43 +7,32 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap, Receipt
-from ..pyparse import fold_str, parse_module, walk_no_nested
-from .astutil import (
-    function_params,
-    mentions,
-    names_in,
-)
+from ..pyparse import fold_str, function_params, mentions, names_in, parse_module, walk_no_nested
 from .context import Context
 
 __all__ = ["collect_receipts"]
 
 #: ``N < receipt`` read as ``receipt > N``.
-_MIRRORED: Dict[type, ast.cmpop] = {
-    ast.Lt: ast.Gt(), ast.LtE: ast.GtE(), ast.Gt: ast.Lt(), ast.GtE: ast.LtE(),
-}
+_MIRRORED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
 
 
 def collect_receipts(ctx: Context) -> None:
-    """Record what each receipt value keeps or drops (``facts.receipts``).
-
-    Values are labelled from the ``--receipt`` help text of generate.py.
-    """
+    """Record what each receipt value keeps or drops (``facts.receipts``), labelled from
+    generate.py's ``--receipt`` help text."""
     labels = _receipt_labels(ctx)
     referenced: Set[str] = set()
-    funcs = ctx.loop_functions()
-    for fn, label in funcs:
+    for fn, label in ctx.loop_functions():
         # closure: nested helpers see the enclosing function's receipt parameter
         names_here = set(function_params(fn)) | names_in(fn)
         if not (names_here & ctx.receipt_names):
             continue
-        parents = ctx.pm.parents
         for n in walk_no_nested(fn):
             if not isinstance(n, ast.If) or not mentions(n.test, ctx.receipt_names):
                 continue
-            parent = parents.get(n)
+            parent = ctx.pm.parents.get(n)
             if isinstance(parent, ast.If) and parent.orelse == [n] \
                     and mentions(parent.test, ctx.receipt_names):
                 continue  # an elif: handled with its chain head
@@ -55,17 +44,12 @@ def collect_receipts(ctx: Context) -> None:
                 conditions, keeps, drops, effects = _branch_conditions(ctx, cur.body)
                 when = [ctx.seg(o) for o in others]
                 skips = len(cur.body) == 1 and isinstance(cur.body[0], ast.Continue)
-                if skips:
-                    # ``if receipt == N and <cond>: continue``: a drop rule
-                    conditions = ["not (%s)" % " and ".join(when)] if when else ["False"]
-                    effects = []
+                if skips:  # ``if receipt == N and <cond>: continue``: a drop rule
+                    conditions, effects = ["not (%s)" % " and ".join(when)] if when else ["False"], []
                 comment = " ".join(ctx.pm.comments_above(cur.lineno)) or \
                     " ".join(ctx.pm.comments_above(cur.body[0].lineno))
-                # the module's own words for its branch first: generate.py's help names a
-                # receipt for every API at once (batch_prefill's 200 is
-                # "Aiter(mha_batch_prefill)" here, "Aiter(mha_varlen_fwd)" there); a
-                # branch of several receipts (2 and 3) has one comment for them all, and
-                # each is named by the help where it names it
+                # the module's own comment first (generate.py's help names a receipt for
+                # every API at once); a branch of several receipts takes the help's names
                 for v in values or ["?"]:
                     referenced.add(v)
                     help_label = _label_for(v, labels)
@@ -98,20 +82,15 @@ def collect_receipts(ctx: Context) -> None:
     # help-text values (and ranges) that this module never tests
     for lo, hi, text, where in labels:
         if lo != hi:
-            if not any(_overlaps(v, lo, hi) for v in referenced):
-                ctx.facts.receipts.append(Receipt(
-                    value=f"{lo}-{hi}", label=text, where=where, kind="unreferenced"))
-                continue
-            # a range the help names whose values the module tests only some of
-            # (batch_prefill tests receipt == 100 of 100-199: -r 101 filters nothing)
-            for low, high in _untested(lo, hi, referenced):
-                ctx.facts.receipts.append(Receipt(
-                    value=str(low) if low == high else f"{low}-{high}", label=text,
-                    where=where, kind="unreferenced"))
-            continue
-        if str(lo) not in referenced:
-            ctx.facts.receipts.append(Receipt(value=str(lo), label=text, where=where,
-                                              kind="unreferenced"))
+            # the whole range, or the parts the module does not test (batch_prefill
+            # tests receipt == 100 of 100-199: -r 101 filters nothing)
+            parts = (_untested(lo, hi, referenced) if any(_overlaps(v, lo, hi) for v in referenced)
+                     else [(lo, hi)])
+        else:
+            parts = [] if str(lo) in referenced else [(lo, lo)]
+        for low, high in parts:
+            ctx.facts.receipts.append(Receipt(value=str(low) if low == high else f"{low}-{high}",
+                                              label=text, where=where, kind="unreferenced"))
 
 
 def _bounds(value: str, lo: int, hi: int) -> Optional[Tuple[int, int]]:
@@ -234,18 +213,11 @@ def _receipt_values(ctx: Context, test: ast.AST) -> Tuple[List[str], List[ast.AS
                     values.extend(str(e.value) for e in other.elts if isinstance(e, ast.Constant))
                 elif isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and isinstance(other, ast.Constant) \
                         and isinstance(other.value, int):
-                    v = other.value
-                    # normalise to "receipt OP v"
-                    if rec_right:
-                        op = _MIRRORED[type(op)]
-                    if isinstance(op, ast.Gt):
-                        lo = v + 1
-                    elif isinstance(op, ast.GtE):
-                        lo = v
-                    elif isinstance(op, ast.Lt):
-                        hi = v - 1
-                    elif isinstance(op, ast.LtE):
-                        hi = v
+                    kind = _MIRRORED[type(op)] if rec_right else type(op)  # "receipt OP v"
+                    if kind in (ast.Gt, ast.GtE):
+                        lo = other.value + (kind is ast.Gt)
+                    else:
+                        hi = other.value - (kind is ast.Lt)
                 else:
                     values.append(ctx.seg(a))
     if lo is not None or hi is not None:
@@ -409,26 +381,10 @@ def rule_object_receipts(tree: ast.Module, receipt_names: Set[str],
                          label_for: Callable[[str], str],
                          where: Callable[[ast.AST], str],
                          comment_above: Callable[[int], str]) -> List[Receipt]:
-    """Receipts of every function that maps a receipt to a rule object. Newer CK
-    codegen no longer tests ``receipt`` inside the enumeration loop; a function such as
-    ``get_product(receipt)`` returns, per receipt, an object wrapping a predicate::
-
-        def get_product(receipt: int) -> Product:
-            if receipt == 4:  # PyTorch integration
-                def fit(problem_ctx, kernel_ctx) -> bool:
-                    cond = problem_ctx.dtype in ["fp16", "bf16"]
-                    cond &= kernel_ctx.pipeline.F_bias in ["no", "bias"]
-                    return cond
-                return Product(name="PyTorch integration", rule=fit)
-
-    Read: the values each branch selects, its label (the object's ``name=`` or the
-    comment above the branch) and what the predicate keeps (its ``cond = ...``/``cond
-    &= ...``/``return`` terms, with guards), as source text.
-
-    ``label_for(value)``: the label generate.py's ``--receipt`` help gives the value
-    ("" if none); ``where(node)``: ``file:line``; ``comment_above(line)``: the comment
-    right above a line ("" if none).
-    """
+    """Receipts of every function that maps a receipt to a rule object (newer CK:
+    ``get_product(receipt)`` returns per receipt a ``Product(name=..., rule=fit)``): the
+    values each branch selects, its label and the ``cond = ...``/``cond &= ...``/``return``
+    terms its predicate keeps, with guards, as source text."""
     receipts: List[Receipt] = []
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
         name = _receipt_name(fn, receipt_names)

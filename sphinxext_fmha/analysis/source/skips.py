@@ -8,12 +8,15 @@ import ast
 from typing import Iterator, List, Optional, Sequence, Set, Tuple
 
 from ...model import SkipCondition
-from ..pyparse import dotted, fold_str, segment, walk_no_nested
-from .astutil import (
+from ..pyparse import (
     FUNC,
+    dotted,
+    fold_str,
     function_params,
     mentions,
     names_in,
+    segment,
+    walk_no_nested,
     wrap,
 )
 from .context import Context

@@ -8,12 +8,7 @@ import ast
 from typing import Dict, Optional
 
 from ...model import Gap
-from ..pyparse import ParsedModule, assigned_names, dotted, segment
-from .astutil import (
-    FUNC,
-    FunctionNode,
-    key_text,
-)
+from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, dotted, key_text, segment
 from .context import Context
 from .facts import MapUse, SymbolMap
 

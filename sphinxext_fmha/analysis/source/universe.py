@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...model import Gap
-from ..pyparse import ParsedModule, assigned_names, parse_module
-from .astutil import FUNC, FunctionNode
+from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, parse_module
 
 __all__ = ["Universe"]
 

@@ -9,17 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ...guide_data import GuideData
 from ...model import Receipt, SkipCondition
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Dropdown,
-    Inlines,
-    Para,
-    Table,
-    codes,
-    join,
-)
+from ..ir import Block, BulletList, Code, Dropdown, Inlines, Para, Table, codes, join
 from .cells import fold, plural
 
 #: Reference tables of this section (the codegen's own rules) fold above this many rows.
