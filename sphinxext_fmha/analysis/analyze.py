@@ -1,22 +1,25 @@
 """The :class:`~sphinxext_fmha.model.ApiModel` of one API of a CK tree: its source read,
-its codegen observed, the grammar derived, every name of the unfiltered listing parsed."""
+its codegen observed, the grammar derived, every name of the unfiltered listing parsed,
+how ``-f`` reaches each sub-type (from the fnmatch calls of the probe's marker runs), the
+field reference's facts (per field: segment, comment, declaration, values, C++ symbols)."""
 
 from __future__ import annotations
 
 import functools
+import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import FmhaError, WarningType
 from ..locate import fmha_dir as fmha_dir_of
-from ..model import ApiInfo, ApiModel, Gap, GenerateOption, KernelType
+from ..model import ApiInfo, ApiModel, FieldInfo, FilterPart, FilterSpec, Gap, GenerateOption, KernelType
 from ..options import GENERATE_OPTIONS, Options, check_supported
 from ..process.cache import DiskCache, TreeState
 from ..process.runner import GenerateRequest
-from .field_info import fields_of
 from .filenames import (  # noqa: F401 - parse_filename, split_filename: for verify/parsed_listing.py
     baseline_of,
     example_tokens,
@@ -25,13 +28,13 @@ from .filenames import (  # noqa: F401 - parse_filename, split_filename: for ver
     parsed_once,
     split_filename,
 )
-from .filter_spec import class_of_name, read_filter_spec
 from .followers import followers_of
-from .grammar import Grammar, derive_grammar
+from .grammar import Grammar, derive_grammar, plain_values
 from .observe import observe
 from .observed_factories import apply_observed_factories
 from .offer import tree_offer
-from .receipts_observed import note_unmet_terms
+from .probe_script import MARKER
+from .receipts_observed import note_unmet_terms, receipts_in_source
 from .source import SourceFacts, analyze_source
 
 Progress = Optional[Callable[[str], None]]
@@ -87,20 +90,15 @@ class Tree:
     def effective_options(self, options: Options) -> Dict[str, Optional[str]]:
         """Every option the guide talks about, with the tree's default filled in."""
         result: Dict[str, Optional[str]] = {}
-        for dest in (spec.dest for spec in GENERATE_OPTIONS):
-            option = self.option(dest)
-            if option is None:
-                continue
-            value = getattr(options, dest)
-            result[dest] = str(value) if value is not None else option.default
+        for option in filter(None, (self.option(spec.dest) for spec in GENERATE_OPTIONS)):
+            value = getattr(options, option.dest)
+            result[option.dest] = str(value) if value is not None else option.default
         return result
 
     def receipt_values(self) -> List[Tuple[int, int]]:
         """Receipts the codegen compares with, as inclusive ranges (read once)."""
         cached = self.__dict__.get("_receipt_values")
         if cached is None:
-            from .receipt_numbers import receipts_in_source
-
             cached = self.__dict__["_receipt_values"] = receipts_in_source(self.fmha_dir)
         return cached
 
@@ -110,31 +108,21 @@ class Tree:
 
 def probe_argv(request: GenerateRequest, supported: set) -> List[str]:
     """generate.py arguments for the probe: the request's, minus listing and filter."""
-    argv = request.argv(supported)
     cleaned: List[str] = []
-    skip = False
-    for arg in argv:
+    skip = False  # the value of a dropped option
+    for arg in request.argv(supported):
         if skip:
             skip = False
-            continue
-        if arg in ("-l", "--list_blobs", "-f", "--filter", "-o", "--output_dir"):
+        elif arg in ("-l", "--list_blobs", "-f", "--filter", "-o", "--output_dir"):
             skip = True
-            continue
-        cleaned.append(arg)
+        else:
+            cleaned.append(arg)
     return cleaned
 
 
-def analyze_api(
-    ck_root: Path,
-    api: str,
-    options: Options = Options(),
-    *,
-    python: Optional[str] = None,
-    cache: Optional[DiskCache] = None,
-    timeout: float = 900,
-    progress: Progress = None,
-    tree: Optional[Tree] = None,
-) -> ApiModel:
+def analyze_api(ck_root: Path, api: str, options: Options = Options(), *, python: Optional[str] = None,
+                cache: Optional[DiskCache] = None, timeout: float = 900, progress: Progress = None,
+                tree: Optional[Tree] = None) -> ApiModel:
     """The model of ``api`` (the probe's own unfiltered generate.py run is its baseline)."""
     python = python or sys.executable
     tree = tree or Tree.load(ck_root, python, cache, timeout)
@@ -274,3 +262,177 @@ def _checks(model: ApiModel, facts: SourceFacts, listing_matches: bool) -> Dict[
         "listing_matches_observation": listing_matches,
         "all_names_parse": model.baseline.parsed == model.baseline.count,
     }
+
+
+def class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, str]):
+    """Which sub-type a name tested by fnmatch belongs to: a listed kernel's own
+    class, else the sub-type whose leading literal segment is the longest prefix
+    (names of kernels that a later rule drops are tested too)."""
+    prefixes = []
+    for kernel_type in kernel_types:
+        if kernel_type.segments and kernel_type.segments[0].literal:
+            for token in kernel_type.segments[0].tokens:
+                prefixes.append((len(token), token, kernel_type.class_name))
+    prefixes.sort(reverse=True)
+
+    def classify(name: str) -> str:
+        if name in name_to_class:
+            return name_to_class[name]
+        for _, token, class_name in prefixes:
+            if token and name.startswith(token):
+                return class_name
+        return ""
+
+    return classify
+
+
+def _per_class(summary: dict, classify) -> Dict[str, Dict[str, int]]:
+    if "raw" not in summary:
+        return summary["per_class"]
+    per_class: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for pattern, name in summary["raw"]:
+        per_class[classify(name)][pattern] += 1
+    return per_class
+
+
+def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[FilterSpec, Dict[str, int]]:
+    calls = _per_class(observed["fnmatch_calls"], classify)
+    marker_filter = observed["marker_filter"]
+    api_part = marker_filter.split(",")[0]
+    parts = api_part.split("@")
+    spec = FilterSpec()
+    positions: Dict[str, int] = {}
+    seen_patterns = {p for per in calls.values() for p in per}
+    spec.cli_split = None if any(MARKER.format("next-api") in p for p in seen_patterns) else ","
+    whole = api_part if spec.cli_split else marker_filter
+    applies: Dict[int, List[str]] = defaultdict(list)
+    for class_name in classes:
+        patterns = calls.get(class_name, {})
+        for pattern in patterns:
+            if pattern in (whole, marker_filter, api_part):
+                positions[class_name] = 0
+            elif pattern in parts:
+                spec.api_split = "@"
+                positions[class_name] = parts.index(pattern)
+        if class_name in positions:
+            applies[positions[class_name]].append(class_name)
+        else:
+            spec.unfiltered_types.append(class_name)
+    single = _per_class(observed.get("single_part_calls", {"per_class": {}}), classify)
+    empty_parts = _per_class(observed.get("empty_parts_calls", {"per_class": {}}), classify)
+    empty_filter = _per_class(observed.get("empty_filter_calls", {"per_class": {}}), classify)
+
+    def reaching(per_class: Dict[str, Dict[str, int]], class_names: List[str]) -> Optional[str]:
+        # The pattern fnmatch receives; no call at all: the part is not applied.
+        seen = {p for c in class_names for p in per_class.get(c, {})}
+        return sorted(seen)[0] if seen else None
+
+    for position in sorted(applies):
+        classes_here = sorted(applies[position])
+        spec.parts.append(FilterPart(
+            position=position, applies_to=classes_here,
+            missing_becomes=reaching(single, classes_here) if position > 0 else None,
+            empty_becomes=reaching(empty_parts, classes_here) if spec.api_split else None))
+    if "empty_filter_calls" in observed:
+        spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
+    normcase = observed.get("normcase", "Aa/")
+    spec.fnmatch_lowercases = normcase[:2] == "aa"
+    spec.fnmatch_backslashes = normcase[2:] == "\\"
+    # Trait-wise filtering repeats the same multi-part call pattern trait after trait;
+    # one multi-part group at the boundary of two per-class loops proves nothing.
+    groups = observed["fnmatch_calls"]["groups"]
+    shapes = Counter(tuple(p for p, _ in g) for g in groups if len(g) > 1)
+    spec.drops = "trait" if shapes and shapes.most_common(1)[0][1] >= 2 else "kernel"
+    return spec, positions
+
+
+def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[dict]],
+            observed: dict, facts: SourceFacts) -> List[FieldInfo]:
+    fields: Dict[str, FieldInfo] = {}
+    comments = {(c.name, f.name): f for c in facts.classes for f in c.fields}
+    class_where = {c.name: c.defined_at for c in facts.classes}
+    uses = defaultdict(list)
+    for use in facts.map_uses:
+        uses[use.field].append(use)
+    # Constant segments last: a path that varies in one sub-type and is constant in
+    # another (F_tile.F_bn1 of split-KV kernels and of their combine kernels) is
+    # described where it varies; the constant sub-type only adds itself.
+    passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
+    for constant, kernel_type in passes:
+        owners = observed.get("owners", {}).get(kernel_type.class_name, {})
+        leaves = [r["leaves"] for r in records_by_class[kernel_type.class_name]]
+        for segment in kernel_type.segments:
+            if segment.constant != constant:
+                continue
+            for path in segment.fields:
+                info = fields.get(path)
+                # where this sub-type's own class declares the field
+                owner = owners.get(path, kernel_type.class_name)
+                declared = comments.get((owner, path.split(".")[-1]))
+                defined_at = _line_of(class_where.get(owner, ""), declared)
+                comment = declared.comment if declared else ""
+                described = info is not None
+                if info is None:
+                    info = FieldInfo(path=path, segment=segment.label, comment=comment,
+                                     defined_at=defined_at)
+                    info.symbol_map = owner  # resolved into the map below
+                    fields[path] = info
+                if defined_at:
+                    info.defined_at_by_type.setdefault(kernel_type.class_name, defined_at)
+                if declared is not None:  # (its own comment, even none)
+                    info.comment_by_type.setdefault(kernel_type.class_name, comment)
+                if kernel_type.class_name not in info.kernel_types:
+                    info.kernel_types.append(kernel_type.class_name)
+                if described and constant:
+                    continue  # described where it varies
+                values = _column_texts(leaves, path)
+                info.values = sorted(set(info.values) | values, key=_natural)
+    for info in fields.values():
+        _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
+        if info.cpp_symbols:
+            info.hard_coded.extend(v for v in info.values if v not in info.cpp_symbols)
+    return [fields[p] for p in sorted(fields)]
+
+
+def _column_texts(leaves: List[dict], path: str) -> set:
+    """The distinct texts of one field over the kernels that have it."""
+    if all(map(dict.__contains__, leaves, repeat(path))):  # the usual case, at C speed
+        values = list(map(dict.__getitem__, leaves, repeat(path)))
+        # equal values of these types have equal texts: the texts of the distinct ones
+        return set(map(str, set(values) if plain_values(values) else values))
+    return {str(values[path]) for values in leaves if path in values}
+
+
+def _line_of(class_where: str, declared) -> str:
+    if not class_where or declared is None or not declared.line:
+        return class_where
+    return "%s:%d" % (class_where.rsplit(":", 1)[0], declared.line)
+
+
+def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) -> None:
+    info.symbol_map = ""
+    candidates = [u for u in uses.get(leaf, []) if u.owner == owner] or uses.get(leaf, [])
+    if not candidates:
+        return
+    use = sorted(candidates, key=lambda u: (u.map != candidates[0].map, u.where))[0]
+    info.symbol_map = use.map
+    symbol_map = facts.symbol_maps.get(use.map)
+    if symbol_map is None:
+        return
+    if symbol_map.entries:
+        info.cpp_symbols = dict(symbol_map.entries)
+    elif symbol_map.branches:
+        # A map chosen by an argument (get_mask_map(mask_impl)): the branch whose keys
+        # hold the observed values; values of another branch are hard-coded ones.
+        values = set(info.values)
+        branch = max(sorted(symbol_map.branches),
+                     key=lambda b: len(values & set(symbol_map.branches[b])))
+        info.symbol_map = "%s(%s)" % (use.map, branch)
+        info.cpp_symbols = dict(symbol_map.branches[branch])
+
+
+_NUM = re.compile(r"(\d+)")
+
+
+def _natural(text: str):
+    return [int(p) if p.isdigit() else p for p in _NUM.split(text)]

@@ -9,16 +9,14 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 from ..model import Gap, Segment
 from .segment_labels import disambiguate_labels, segment_label, short_name
 
-PIECE_SPLIT = re.compile(r"(?=_)")
-
 
 def _pieces(name: str) -> List[str]:
-    """``PIECE_SPLIT.split(name)`` (each ``_`` starts a piece) with ``str.split``."""
+    """The pieces of a name: each ``_`` starts one."""
     pieces = name.split("_")
     pieces[1:] = ["_" + piece for piece in pieces[1:]]
     return pieces
@@ -41,24 +39,15 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-class _Matcher:
-    """Two regular expressions over a grammar's token sets, one group per segment.
+def _matchers(candidates: List[List[str]]) -> Tuple[Pattern[str], Pattern[str]]:
+    """A group per segment. ``re`` tries a group's alternatives left to right and
+    backtracks, so a full match is the first parse with each segment's tokens longest
+    first (the order of :meth:`Grammar.parses`), the last one with them the other way
+    round: the two are the same exactly when there is one parse."""
+    def alternatives(token_sets: Iterable[List[str]]) -> Pattern[str]:
+        return re.compile("".join("(%s)" % "|".join(map(re.escape, tokens)) for tokens in token_sets))
 
-    Python's ``re`` tries the alternatives of a group from left to right and backtracks
-    into earlier groups, so a full match is the first parse in that order: the first of
-    all parses when each segment lists its tokens longest first (the depth-first order
-    of :meth:`Grammar.parses`), the last one when each lists them the other way round.
-    The first and the last parse are the same exactly when there is one parse.
-    """
-
-    def __init__(self, candidates: List[List[str]]) -> None:
-        self.first = re.compile(_alternatives(candidates, reverse=False))
-        self.last = re.compile(_alternatives(candidates, reverse=True))
-
-
-def _alternatives(candidates: List[List[str]], reverse: bool) -> str:
-    return "".join("(%s)" % "|".join(re.escape(token) for token in (tokens[::-1] if reverse else tokens))
-                   for tokens in candidates)
+    return alternatives(candidates), alternatives(tokens[::-1] for tokens in candidates)
 
 
 @dataclass
@@ -71,30 +60,24 @@ class Grammar:
 
     segments: List[Segment]
     gaps: List[Gap] = field(default_factory=list)
-    _compiled: Optional[Tuple[List[List[str]], Optional[_Matcher]]] = field(
-        default=None, init=False, repr=False, compare=False)
-
-    def _prepared(self) -> Tuple[List[List[str]], Optional[_Matcher]]:
-        if self._compiled is None:
-            candidates = [sorted(s.tokens, key=len, reverse=True) for s in self.segments]
-            # A segment without tokens spells nothing: no name parses.
-            matcher = _Matcher(candidates) if all(candidates) else None
-            self._compiled = (candidates, matcher)
-        return self._compiled
+    _compiled: Optional[Tuple[List[List[str]], Optional[Tuple[Pattern[str], Pattern[str]]]]] = \
+        field(default=None, init=False, repr=False, compare=False)
 
     def parses(self, name: str, limit: int = 2) -> List[List[str]]:
         """All token sequences (up to ``limit``) that spell ``name``, in depth-first
         order (each segment's tokens longest first)."""
-        candidates, matcher = self._prepared()
-        if matcher is None:
-            return []
-        match = matcher.first.fullmatch(name)
+        if self._compiled is None:
+            candidates = [sorted(s.tokens, key=len, reverse=True) for s in self.segments]
+            # A segment without tokens spells nothing: no name parses.
+            self._compiled = (candidates, _matchers(candidates) if all(candidates) else None)
+        candidates, matchers = self._compiled
+        match = matchers[0].fullmatch(name) if matchers is not None else None
         if match is None:
             return []
         tokens = match.groups()
         if limit == 1:
             return [list(tokens)]
-        last = matcher.last.fullmatch(name) if limit > 1 else None
+        last = matchers[1].fullmatch(name) if matchers is not None and limit > 1 else None
         if last is not None and last.groups() == tokens:
             return [list(tokens)]
         # Several parses (rare): the walk finds the first ``limit`` of them.
@@ -312,7 +295,7 @@ class _Names:
                 names.nodes.append(None)
                 names.texts.append(())
                 continue
-            texts = cutter.texts(record["name"], record_pieces)
+            texts = cutter.texts(record["name"])
             literal_key = (key,) + tuple(texts[i] for i in cutter.literals)
             if literal_key not in nodes_of:
                 nodes = _nodes(cutter.spans, texts)
@@ -338,11 +321,8 @@ class _Cutter:
             parts.append("(%s%s)" % (first, "(?:_[^_]*){%d}" % rest if rest else ""))
         self._pattern = re.compile("".join(parts))
 
-    def texts(self, name: str, pieces: List[str]) -> Tuple[str, ...]:
-        match = self._pattern.fullmatch(name)
-        if match is None:  # cannot happen: the spans partition the name's pieces
-            return tuple("".join(pieces[s:e]) for _, s, e in self.spans)
-        return match.groups()
+    def texts(self, name: str) -> Tuple[str, ...]:
+        return self._pattern.fullmatch(name).groups()  # type: ignore[union-attr]
 
 
 def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[dict],
@@ -384,12 +364,9 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
     names = _Names.cut(records, uf)
     inconsistent = sum(1 for nodes in names.nodes if nodes is None)
     if inconsistent:
-        gaps.append(Gap(
-            what="%d %s names whose field influence overlaps between segments" % (inconsistent, class_name),
-            where=class_name,
-            why="a field changed pieces that another field also writes; those names are "
-                "left to the parser alone",
-        ))
+        gaps.append(Gap("%d %s names whose field influence overlaps between segments"
+                        % (inconsistent, class_name), class_name, "a field changed pieces that "
+                        "another field also writes; those names are left to the parser alone"))
     # The order depends only on the distinct slot sequences.
     order = _topological(names.slots)
     if order is None:
@@ -434,23 +411,16 @@ def plain_values(column: Sequence[object]) -> bool:
 
 
 def _texts(values: List[object]) -> List[str]:
-    """:func:`_text` of each value (``str`` at C speed when no value is a dict)."""
+    """Each value's text: a dict's ``repr`` entry, else ``str`` (at C speed when no value
+    is a dict)."""
     if any(issubclass(kind, dict) for kind in set(map(type, values))):
-        return [_text(v) for v in values]
+        return [v.get("repr", "") if isinstance(v, dict) else str(v) for v in values]
     return list(map(str, values))
 
 
-def _text(value) -> str:
-    if isinstance(value, dict):
-        return value.get("repr", "")
-    return str(value)
-
-
 def _meaning(segment: Segment, token: str, combos: List[Dict[str, str]]) -> str:
-    shown = []
-    for combo in combos[:4]:
-        shown.append(", ".join("%s=%s" % (short_name(f), v) for f, v in combo.items()))
-    text = " | ".join(shown)
+    text = " | ".join(", ".join("%s=%s" % (short_name(f), v) for f, v in combo.items())
+                      for combo in combos[:4])
     if len(combos) > 4:
         text += " | ... (%d combinations)" % len(combos)
     if token == "":

@@ -1,13 +1,13 @@
 """Parsing foreign Python source read-only, with a cache, and small ``ast`` helpers.
 
 Nothing here knows about Composable Kernel. Files are parsed once per (path, sha256 of
-the content), so the collectors and the APIs of one tree share one syntax tree per file.
-"""
+the content), so the collectors and the APIs of one tree share one syntax tree per file."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import io
 import re
@@ -25,9 +25,7 @@ FUNC = (ast.FunctionDef, ast.AsyncFunctionDef)
 class ParsedModule:
     """One parsed file: its text, syntax tree (None when it does not parse) and comments.
 
-    ``relpath`` is the path shown in facts and gaps (``codegen/ops/fmha_fwd.py:12``);
-    the parent map and the line splits are computed on first use.
-    """
+    ``relpath`` is the path shown in facts and gaps (``codegen/ops/fmha_fwd.py:12``)."""
 
     path: Path
     relpath: str
@@ -36,51 +34,41 @@ class ParsedModule:
     tree: Optional[ast.Module]
     comments: Dict[int, str] = field(default_factory=dict)
     error: str = ""
-    _parents: Optional[Dict[ast.AST, ast.AST]] = None
-    _lines: Optional[List[str]] = None
-    _raw_lines: Optional[List[str]] = None
 
-    @property
+    @functools.cached_property
     def lines(self) -> List[str]:
         """The text split into lines (without line ends)."""
-        if self._lines is None:
-            self._lines = self.text.splitlines()
-        return self._lines
+        return self.text.splitlines()
+
+    @functools.cached_property
+    def _raw_lines(self) -> List[str]:
+        return _LINE.findall(self.text)
 
     def source_segment(self, node: ast.AST) -> Optional[str]:
         """Like ``ast.get_source_segment`` but with the line split cached."""
         try:
-            lineno = node.lineno - 1  # type: ignore[attr-defined]
-            end_lineno = node.end_lineno - 1  # type: ignore[attr-defined]
-            col = node.col_offset  # type: ignore[attr-defined]
-            end_col = node.end_col_offset  # type: ignore[attr-defined]
-        except AttributeError:
+            first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # a node made here has no position
             return None
-        if end_lineno is None or end_col is None:
-            return None
-        if self._raw_lines is None:
-            self._raw_lines = _LINE.findall(self.text)
         lines = self._raw_lines
-        if end_lineno >= len(lines):
+        if last >= len(lines) or end_col is None:
             return None
-        if lineno == end_lineno:
-            return lines[lineno].encode()[col:end_col].decode()
-        first = lines[lineno].encode()[col:].decode()
-        last = lines[end_lineno].encode()[:end_col].decode()
-        return "".join([first] + lines[lineno + 1:end_lineno] + [last])
+        if first == last:
+            return lines[first].encode()[col:end_col].decode()
+        return "".join([lines[first].encode()[col:].decode(), *lines[first + 1:last],
+                        lines[last].encode()[:end_col].decode()])
 
     def where(self, node: Any) -> str:
         """``relpath:line`` of ``node`` (just ``relpath`` for a node without a line)."""
         line = getattr(node, "lineno", None)
         return f"{self.relpath}:{line}" if line else self.relpath
 
-    @property
+    @functools.cached_property
     def parents(self) -> Dict[ast.AST, ast.AST]:
         """Child node -> parent node over the whole tree."""
-        if self._parents is None:
-            self._parents = {child: node for node in (ast.walk(self.tree) if self.tree else ())
-                             for child in ast.iter_child_nodes(node)}
-        return self._parents
+        return {child: node for node in (ast.walk(self.tree) if self.tree else ())
+                for child in ast.iter_child_nodes(node)}
 
     def comment_at(self, line: int) -> str:
         """The comment on ``line`` (1-based), or ``""``."""
@@ -89,16 +77,11 @@ class ParsedModule:
     def comments_above(self, line: int) -> List[str]:
         """Whole-line comments immediately above ``line`` (closest last)."""
         out: List[str] = []
-        lines = self.lines
-        i = line - 1  # 1-based line -> index of line above is line-2
-        while i - 1 >= 0:
-            src = lines[i - 1].strip()
-            if src.startswith("#"):
-                out.append(self.comments.get(i, src.lstrip("#").strip()))
-                i -= 1
-                continue
-            break
-        return list(reversed(out))
+        i = line - 1  # the line above, 1-based
+        while i >= 1 and self.lines[i - 1].strip().startswith("#"):
+            out.append(self.comments.get(i, self.lines[i - 1].strip().lstrip("#").strip()))
+            i -= 1
+        return out[::-1]
 
 
 _CACHE: Dict[Tuple[str, str], ParsedModule] = {}

@@ -1,7 +1,9 @@
-"""Receipt conditions no listed kernel meets (2.8.3 fwd_splitkv's ``dtype in ['fp16, bf16']``),
-and rules every listed kernel meets: each ``name in [constants]``/``name == constant`` term,
-tied to the kernel field the name is passed as (``Kernel(F_dtype=dtype)``), against that
-field's listed values; a term of another form is left alone."""
+"""Receipts in the codegen's source against what it lists: the numbers it compares
+``receipt`` with (the ``-r`` help does not list them all: flash-attn 2.7.4 tests
+``receipt == 3``), receipt conditions no listed kernel meets (2.8.3 fwd_splitkv's ``dtype in
+['fp16, bf16']``) and rules every listed kernel meets: each ``name in [constants]``/``name ==
+constant`` term, tied to the kernel field the name is passed as (``Kernel(F_dtype=dtype)``),
+against that field's listed values; a term of another form is left alone."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..model import Receipt
-from .pyparse import parse_module
+from .pyparse import FUNC, parse_module
 
-__all__ = ["note_unmet_terms"]
+__all__ = ["note_unmet_terms", "receipts_in_source"]
 
 
 def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
@@ -69,15 +71,9 @@ def _function_at(path: Path, line: int) -> Optional[ast.AST]:
         tree = parse_module(path).tree
     except (OSError, SyntaxError, ValueError):
         return None
-    if tree is None:
-        return None
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                node.lineno <= line <= (node.end_lineno or node.lineno):
-            if found is None or node.lineno >= found.lineno:
-                found = node
-    return found
+    return max((node for node in (ast.walk(tree) if tree is not None else ()) if isinstance(node, FUNC)
+                and node.lineno <= line <= (node.end_lineno or node.lineno)),
+               key=lambda node: node.lineno, default=None)
 
 
 def _fields_passed(function: ast.AST) -> Dict[str, str]:
@@ -129,3 +125,59 @@ def _constants(node: ast.AST, many: bool) -> Optional[Set[str]]:
     if items is None or not all(isinstance(item, ast.Constant) for item in items):
         return None
     return {str(item.value) for item in items}  # type: ignore[attr-defined]
+
+
+def _named_receipt(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return "receipt" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "receipt" in node.attr.lower()
+    return False
+
+
+def _int(node: ast.AST) -> Optional[int]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _values(node: ast.AST) -> Iterable[Tuple[int, int]]:
+    """Inclusive ranges a comparison operand names."""
+    single = _int(node)
+    if single is not None:
+        yield (single, single)
+    elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        for element in node.elts:
+            yield from _values(element)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+          and node.func.id == "range" and 1 <= len(node.args) <= 2):
+        bounds = [_int(arg) for arg in node.args]
+        if all(b is not None for b in bounds):
+            low, high = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
+            if low is not None and high is not None and high > low:
+                yield (low, high - 1)
+
+
+def receipts_in_source(fmha_dir: Path) -> List[Tuple[int, int]]:
+    """Sorted inclusive ranges of receipts compared with in generate.py and codegen/."""
+    fmha_dir = Path(fmha_dir)
+    files = [fmha_dir / "generate.py", *sorted((fmha_dir / "codegen").rglob("*.py"))]
+    found: Set[Tuple[int, int]] = set()
+    for path in files:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue  # an unreadable file adds nothing; the analysis reports it
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, operands, operands[1:]):
+                if not isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                    continue
+                if _named_receipt(left):
+                    found.update(_values(right))
+                elif _named_receipt(right) and isinstance(op, (ast.Eq, ast.NotEq)):
+                    found.update(_values(left))
+    return sorted(found)

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
+from os.path import commonprefix
 from typing import Dict, List, Sequence, Tuple
 
 from ..model import Segment
@@ -27,19 +28,11 @@ def _owner(path: str) -> str:
     return short_name(".".join(parts[:-1])) if len(parts) > 1 else ""
 
 
-def _common_prefix(names: Sequence[str]) -> str:
-    first, last = min(names), max(names)
-    i = 0
-    while i < len(first) and i < len(last) and first[i] == last[i]:
-        i += 1
-    return first[:i]
-
-
 def _shared(fields: Sequence[str]) -> Tuple[List[str], str, str, str]:
     """(short names, their common start, their common ending, the one owner or "")."""
     names = [short_name(f) for f in fields]
     owners = {_owner(f) for f in fields}
-    return (names, _common_prefix(names), _common_prefix([n[::-1] for n in names])[::-1],
+    return (names, commonprefix(names), commonprefix([n[::-1] for n in names])[::-1],
             owners.pop() if len(owners) == 1 else "")
 
 
@@ -72,13 +65,8 @@ def disambiguate_labels(segments: List[Segment]) -> None:
     ending where that tells them apart (``tile r0``, ``tile r1``), else a number
     (``tile r 1``, ``tile r 2``)."""
     for segment in segments:
-        if segment.literal:
-            segment.label = "literal"
-        else:
-            segment.label = re.sub(r" \d+$", "", segment.label)
-    seen: Dict[str, int] = defaultdict(int)
-    for segment in segments:
-        seen[segment.label] += 1
+        segment.label = "literal" if segment.literal else re.sub(r" \d+$", "", segment.label)
+    seen = Counter(segment.label for segment in segments)
     repeated: Dict[str, List[Segment]] = defaultdict(list)
     for segment in segments:
         if seen[segment.label] > 1 and not segment.literal:
@@ -89,14 +77,9 @@ def disambiguate_labels(segments: List[Segment]) -> None:
             for segment, label in zip(group, specific):
                 segment.label = label
                 seen[label] = 1
-    seen = defaultdict(int)
-    for segment in segments:
-        seen[segment.label] += 1
+    seen = Counter(segment.label for segment in segments)
     counters: Dict[str, int] = defaultdict(int)
     for segment in segments:
         if seen[segment.label] > 1:
             counters[segment.label] += 1
-            if segment.literal:
-                segment.label = "literal %d" % counters[segment.label]
-            else:
-                segment.label = "%s %d" % (segment.label, counters[segment.label])
+            segment.label = "%s %d" % (segment.label, counters[segment.label])

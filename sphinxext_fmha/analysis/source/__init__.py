@@ -8,10 +8,9 @@ from pathlib import Path
 
 from .blob_functions import find_blob_functions
 from .classes import collect_classes, collect_tiles
-from .context import Context
+from .context import Context, SourceFacts
 from .dispatcher import collect_dispatch
 from .factories import collect_factories
-from .facts import SourceFacts
 from .receipt_collector import collect_receipts
 from .skips import collect_skip_conditions
 from .symbol_maps import collect_symbol_maps

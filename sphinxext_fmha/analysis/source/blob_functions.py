@@ -1,6 +1,5 @@
 """Collector: the functions enumerating kernels (blob functions), their helpers, the
-names of ``fnmatch`` and of the receipt parameter.
-"""
+names of ``fnmatch`` and of the receipt parameter."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ from ...model import Gap
 from ..pyparse import FUNC, FunctionNode, dotted, function_params, walk_no_nested
 from .context import Context
 
-__all__ = ["find_blob_functions"]
-
 
 def find_blob_functions(ctx: Context) -> None:
     """Find the blob functions (loops with ``continue`` or ``product``) and their helpers.
@@ -24,13 +21,10 @@ def find_blob_functions(ctx: Context) -> None:
     tree = ctx.tree
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "fnmatch":
-            for a in node.names:
-                ctx.fnmatch_names.add(a.asname or a.name)
+            ctx.fnmatch_names.update(a.asname or a.name for a in node.names)
         elif isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "fnmatch":
-                    ctx.fnmatch_names.add(f"{a.asname or a.name}.fnmatch")
-                    ctx.fnmatch_names.add(f"{a.asname or a.name}.fnmatchcase")
+            ctx.fnmatch_names.update(f"{a.asname or a.name}.{f}" for a in node.names
+                                     if a.name == "fnmatch" for f in ("fnmatch", "fnmatchcase"))
     if not ctx.fnmatch_names:
         ctx.fnmatch_names = {"fnmatch.fnmatch", "fnmatch"}
     candidates: List[FunctionNode] = []

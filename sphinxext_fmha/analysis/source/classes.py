@@ -8,10 +8,7 @@ import re
 
 from ...model import Gap, TileClass, TileField
 from ..pyparse import FUNC, ParsedModule, decorators, is_dataclass, segment
-from .context import Context
-from .facts import ClassField, ClassInfo
-
-__all__ = ["collect_classes", "collect_tiles"]
+from .context import ClassField, ClassInfo, Context
 
 
 def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> ClassInfo:

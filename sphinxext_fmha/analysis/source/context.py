@@ -1,5 +1,6 @@
-"""The state the collectors share: the analysed module, the facts so far, and what
-earlier collectors found (blob functions, tile classes, receipt parameters ...)."""
+"""The state the collectors share: the analysed module, the facts so far (the dataclasses
+of :class:`SourceFacts`, the result of :func:`~.analyze_source`), and what earlier
+collectors found (blob functions, tile classes, receipt parameters ...)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,76 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
-from ...model import Gap
+from ...model import DispatchInfo, Factory, Gap, Receipt, SkipCondition, TileClass
 from ..pyparse import FUNC, FunctionNode, ParsedModule, dotted, segment
-from .facts import ClassInfo, SourceFacts
 from .universe import Universe
 
-__all__ = ["Context"]
+
+@dataclass
+class ClassField:
+    name: str
+    annotation: str = ""
+    comment: str = ""
+    line: int = 0
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    defined_at: str = ""
+    imported_from: str = ""
+    is_dataclass: bool = False
+    fields: List[ClassField] = field(default_factory=list)
+    name_source: str = ""
+
+
+@dataclass
+class SymbolMap:
+    """A module-level dict, or a function returning one dict per argument value."""
+
+    name: str
+    defined_at: str = ""
+    kind: str = "dict"  # "dict" | "function"
+    entries: Dict[str, str] = field(default_factory=dict)
+    branches: Dict[str, Dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class MapUse:
+    owner: str
+    path: str
+    field: str
+    map: str
+    where: str = ""
+
+
+@dataclass
+class Enumeration:
+    functions: Dict[str, str] = field(default_factory=dict)  # blob function -> where
+    takes_targets: bool = False  # a blob function has a ``targets`` parameter
+
+
+@dataclass
+class SourceFacts:
+    """Everything read statically from one ops module (paths relative to fmha_dir):
+    ``classes`` are the module's and those it imports from local modules
+    (``imported_from`` set); ``factories`` say where each factory is and when it is
+    chosen (their tables are observed); ``gaps``: what could not be determined."""
+
+    module: str
+    classes: List[ClassInfo] = field(default_factory=list)
+    tiles: List[TileClass] = field(default_factory=list)
+    symbol_maps: Dict[str, SymbolMap] = field(default_factory=dict)
+    map_uses: List[MapUse] = field(default_factory=list)
+    factories: List[Factory] = field(default_factory=list)
+    has_arch_factories: bool = False
+    #: the tile field giving the head dim where a tile table is a plain list
+    tile_hdim_field: str = ""
+    enumeration: Enumeration = field(default_factory=Enumeration)
+    skip_conditions: List[SkipCondition] = field(default_factory=list)
+    receipts: List[Receipt] = field(default_factory=list)
+    dispatch: DispatchInfo = field(default_factory=DispatchInfo)
+    gaps: List[Gap] = field(default_factory=list)
 
 
 @dataclass
@@ -36,16 +101,14 @@ class Context:
 
     @property
     def gaps(self) -> List[Gap]:
-        """The gaps of the facts (what could not be determined)."""
         return self.facts.gaps
 
-    def where(self, node: ast.AST, pm: Optional[ParsedModule] = None) -> str:
-        """``path:line`` of ``node`` in ``pm`` (default: the analysed module)."""
-        return (pm or self.pm).where(node)
+    def where(self, node: ast.AST) -> str:
+        return self.pm.where(node)
 
-    def seg(self, node: ast.AST, pm: Optional[ParsedModule] = None) -> str:
+    def seg(self, node: ast.AST) -> str:
         """Source text of ``node`` on one line."""
-        return segment(pm or self.pm, node)
+        return segment(self.pm, node)
 
     def owner_of(self, node: ast.AST) -> str:
         """The class holding ``node``, else the innermost function, else ``""``."""
@@ -86,13 +149,7 @@ class Context:
     def pool_class(self) -> Optional[ast.ClassDef]:
         """The class collecting kernels into the dispatcher (``*ApiPool``, ``register*``)."""
         classes = [n for n in self.tree.body if isinstance(n, ast.ClassDef)]
-        for c in classes:
-            if "apipool" in c.name.lower():
-                return c
-        for c in classes:
-            if any(isinstance(s, FUNC) and s.name.startswith("register") for s in c.body):
-                return c
-        for c in classes:
-            if "pool" in c.name.lower():
-                return c
-        return None
+        return next((c for c in classes if "apipool" in c.name.lower()), None) or next(
+            (c for c in classes if any(isinstance(s, FUNC) and s.name.startswith("register")
+                                       for s in c.body)), None) or next(
+            (c for c in classes if "pool" in c.name.lower()), None)

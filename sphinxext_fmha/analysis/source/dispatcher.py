@@ -1,12 +1,11 @@
 """Collector: the dispatcher, its loop levels, sorts and padding order (which kernels it
-never reaches is read from the API file generate.py renders, see ``cppapi/``).
-"""
+never reaches is read from the API file generate.py renders, see ``cppapi/``)."""
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Callable, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap
 from ..pyparse import (
@@ -21,8 +20,6 @@ from ..pyparse import (
     walk_no_nested,
 )
 from .context import Context
-
-__all__ = ["collect_dispatch"]
 
 
 def collect_dispatch(ctx: Context) -> None:
@@ -48,19 +45,14 @@ def collect_dispatch(ctx: Context) -> None:
 
 
 def _dispatch_method(ctx: Context, pool: ast.ClassDef) -> Optional[FunctionNode]:
-    props = [s for s in pool.body if isinstance(s, FUNC)]
-    for s in props:
-        if s.name == "api" and "property" in decorators(s):
-            return s
-    for s in props:
-        if s.name == "render":
-            return s
-    for s in props:
-        if any(isinstance(n, ast.For) for n in walk_no_nested(s)) and any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format"
-                for n in ast.walk(s)):
-            return s
-    return None
+    methods = [s for s in pool.body if isinstance(s, FUNC)]
+    tests: Sequence[Callable[[FunctionNode], bool]] = (
+        lambda s: s.name == "api" and "property" in decorators(s),
+        lambda s: s.name == "render",
+        lambda s: any(isinstance(n, ast.For) for n in walk_no_nested(s)) and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "format"
+            for n in ast.walk(s)))
+    return next((s for test in tests for s in methods if test(s)), None)
 
 
 def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> List[str]:
@@ -82,27 +74,18 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
         return ctx.seg(target)
 
     def descend(stmts: Sequence[ast.stmt], visited: Set[str]) -> None:
-        nested: List[ast.For] = []
-        for s in stmts:
-            for n in ast.walk(s):
-                if isinstance(n, ast.For) and n not in nested:
-                    nested.append(n)
-        first: Optional[ast.For] = None
-        for n in nested:
-            # outermost loop: not inside another loop of this block
-            if not any(n is not o and n in list(ast.walk(o)) for o in nested):
-                first = n
-                break
-        if first is None:
-            # follow self.method(...) calls
-            for s in stmts:
-                for n in ast.walk(s):
-                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                            and isinstance(n.func.value, ast.Name) and n.func.value.id == "self" \
-                            and n.func.attr in methods and n.func.attr not in visited:
-                        visited.add(n.func.attr)
-                        descend(methods[n.func.attr].body, visited)
-                        return
+        nested = list(dict.fromkeys(n for s in stmts for n in ast.walk(s) if isinstance(n, ast.For)))
+        # the outermost loop: not inside another loop of this block
+        first = next((n for n in nested if not any(n is not o and n in list(ast.walk(o)) for o in nested)),
+                     None)
+        if first is None:  # follow self.method(...) calls
+            called = next((n.func.attr for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call)
+                           and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                           and n.func.value.id == "self" and n.func.attr in methods
+                           and n.func.attr not in visited), None)
+            if called is not None:
+                visited.add(called)
+                descend(methods[called].body, visited)
             return
         levels.append(level_name(first))
         descend(first.body, visited)
@@ -124,11 +107,9 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
                     scopes.append((got[1], got[0]))
     for scope, pm in scopes:
         for n in ast.walk(scope):
-            if not isinstance(n, ast.Call):
-                continue
-            is_sorted = isinstance(n.func, ast.Name) and n.func.id == "sorted"
-            is_sort = isinstance(n.func, ast.Attribute) and n.func.attr == "sort"
-            if not (is_sorted or is_sort):
+            if not (isinstance(n, ast.Call) and (
+                    isinstance(n.func, ast.Name) and n.func.id == "sorted"
+                    or isinstance(n.func, ast.Attribute) and n.func.attr == "sort")):
                 continue
             text = segment(pm, n)
             key = next((kw.value for kw in n.keywords if kw.arg == "key"), None)
@@ -145,12 +126,8 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
                     if comment:
                         key_src += f"  # {comment}"
             comment = " ".join(pm.comments_above(stmt_line(n, pm)))
-            entry = f"{text} at {pm.where(n)}"
-            if key_src:
-                entry += f"; key returns {key_src}"
-            if comment:
-                entry += f"; comment: {comment}"
-            out.append(entry)
+            out.append(f"{text} at {pm.where(n)}" + (f"; key returns {key_src}" if key_src else "")
+                       + (f"; comment: {comment}" if comment else ""))
     return out
 
 

@@ -1,23 +1,18 @@
-"""Collector: the factory classes (or functions) that make the tiles.
-"""
+"""Collector: the factory classes (or functions) that make the tiles."""
 
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 from ...model import Factory, Gap
 from ..pyparse import FUNC, segment
 from .context import Context
 
-__all__ = ["collect_factories"]
-
 
 def _tile_method(ctx: Context, fn: ast.AST) -> bool:
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ctx.tile_names:
-            return True
-    return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ctx.tile_names
+               for n in ast.walk(fn))
 
 
 def collect_factories(ctx: Context) -> None:
@@ -43,10 +38,9 @@ def collect_factories(ctx: Context) -> None:
     if factory_classes:
         for name in factory_classes:
             pm, node = ctx.universe.classes[name]
-            fac = Factory(class_name=name, bases=[segment(pm, b) for b in node.bases],
-                          defined_at=pm.where(node), selected_by=selected.get(name, ""))
-            fac.arch = _arch_of(ctx, name)
-            factories.append(fac)
+            factories.append(Factory(class_name=name, bases=[segment(pm, b) for b in node.bases],
+                                     defined_at=pm.where(node), selected_by=selected.get(name, ""),
+                                     arch=_arch_of(ctx, name)))
     else:
         for fname, (fpm, fn) in ctx.universe.functions.items():
             if fn in ctx.blob_functions or not _tile_method(ctx, fn):
@@ -79,14 +73,10 @@ def _hdim_field(ctx: Context) -> str:
 
 def _arch_of(ctx: Context, cls_name: str) -> str:
     for owner in ctx.mro(cls_name):
-        pm, node = ctx.universe.classes[owner]
-        candidates: List[Tuple[str, ast.Call]] = []
-        for stmt in node.body:
-            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-                for t in stmt.targets:
-                    if isinstance(t, ast.Name):
-                        candidates.append((t.id, stmt.value))
-        candidates.sort(key=lambda c: 0 if "arch" in c[0].lower() else 1)
+        node = ctx.universe.classes[owner][1]
+        candidates = sorted(((t.id, s.value) for s in node.body if isinstance(s, ast.Assign)
+                             and isinstance(s.value, ast.Call) for t in s.targets
+                             if isinstance(t, ast.Name)), key=lambda c: "arch" not in c[0].lower())
         for stmt in node.body:
             # a plain ``arch = "gfx9"``
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) \

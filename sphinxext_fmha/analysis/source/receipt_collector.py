@@ -1,7 +1,6 @@
 """Collector: receipts, the ``receipt`` argument's values and what each keeps or drops,
 as source text (``render/sections/rules.py`` words it): branches of the enumeration
-loops that test it, and functions that map it to a rule object.
-"""
+loops that test it, and functions that map it to a rule object."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ from typing import Callable, List, Optional, Sequence, Set, Tuple
 from ...model import Gap, Receipt
 from ..pyparse import fold_str, function_params, mentions, names_in, parse_module, walk_no_nested
 from .context import Context
-
-__all__ = ["collect_receipts"]
 
 #: ``N < receipt`` read as ``receipt > N``.
 _MIRRORED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE}
@@ -157,9 +154,8 @@ def _receipt_labels(ctx: Context) -> List[Tuple[int, int, str, str]]:
             for line in text.split("\n"):
                 m = re.search(r"(\d+)\s*(?:-\s*(\d+))?\s*:\s*([^\n]+?)\s*$", line)
                 if m:
-                    lo = int(m.group(1))
-                    hi = int(m.group(2)) if m.group(2) else lo
-                    out.append((lo, hi, m.group(3).strip(), pm.where(n)))
+                    out.append((int(m.group(1)), int(m.group(2) or m.group(1)), m.group(3).strip(),
+                                pm.where(n)))
                 elif line.strip() and len(out) > first:
                     # a label's continuation line (2026 CK's receipt 700 spans two)
                     lo, hi, label, where = out[-1]
@@ -175,13 +171,10 @@ def _label_for(value: str, labels: List[Tuple[int, int, str, str]]) -> str:
     m = re.match(r"^(\d+)(?:-(\d+))?$", value)
     if not m:
         return ""
-    lo = int(m.group(1))
-    hi = int(m.group(2)) if m.group(2) else lo
-    exact = [label for label in labels if label[0] == lo and label[1] == hi]
-    if exact:
-        return exact[0][2]
-    inside = [label for label in labels if label[0] <= lo and hi <= label[1]]
-    return inside[0][2] if inside else ""
+    lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+    exact = next((text for low, high, text, _ in labels if (low, high) == (lo, hi)), None)
+    return exact if exact is not None else next(
+        (text for low, high, text, _ in labels if low <= lo and hi <= high), "")
 
 
 def _receipt_values(ctx: Context, test: ast.AST) -> Tuple[List[str], List[ast.AST]]:
@@ -225,59 +218,51 @@ def _receipt_values(ctx: Context, test: ast.AST) -> Tuple[List[str], List[ast.AS
     return values, others
 
 
+def _and(guard: Optional[ast.expr], test: ast.expr) -> ast.expr:
+    return test if guard is None else ast.BoolOp(op=ast.And(), values=[guard, test])
+
+
+def _shown(term: List[str]) -> str:
+    """A [condition, guard] term as one text: ``condition (when guard)``."""
+    return term[0] + (" (when %s)" % term[1] if term[1] else "")
+
+
 def _branch_conditions(ctx: Context, body: Sequence[ast.stmt]
                        ) -> Tuple[List[str], List[List[str]], List[List[str]], List[str]]:
     """(conditions as source, what it keeps and drops as [condition, guard], effects)."""
-    keep: List[str] = []
-    drop: List[str] = []
     keeps: List[List[str]] = []
     drops: List[List[str]] = []
     effects: List[str] = []
     cond_vars: Set[str] = set()
 
-    def term(expr: ast.AST, guard: Optional[ast.AST]) -> List[str]:
-        return [ctx.seg(expr), ctx.seg(guard) if guard is not None else ""]
+    def add(into: List[List[str]], expr: ast.AST, guard: Optional[ast.AST]) -> None:
+        into.append([ctx.seg(expr), ctx.seg(guard) if guard is not None else ""])
 
     def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.expr]) -> None:
         for s in stmts:
             if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
                     and not isinstance(s.value, (ast.Call, ast.ListComp, ast.Dict, ast.List)):
                 cond_vars.add(s.targets[0].id)
-                add_keep(s.value, guard)
+                add(keeps, s.value, guard)
             elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
-                    and isinstance(s.op, (ast.BitAnd,)) and s.target.id in cond_vars:
-                add_keep(s.value, guard)
+                    and isinstance(s.op, ast.BitAnd) and s.target.id in cond_vars:
+                add(keeps, s.value, guard)
             elif isinstance(s, ast.If):
-                conts = [x for x in s.body if isinstance(x, ast.Continue)]
-                if conts and len(s.body) == 1:
+                if len(s.body) == 1 and isinstance(s.body[0], ast.Continue):
                     t = s.test
-                    if isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(
-                            t.operand, ast.Name) and t.operand.id in cond_vars:
-                        continue  # ``if not cond: continue``
-                    text = ctx.seg(t)
-                    if guard is not None:
-                        text = f"{text} (when {ctx.seg(guard)})"
-                    drop.append(f"not ({text})")
-                    drops.append(term(t, guard))
+                    if not (isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not) and isinstance(
+                            t.operand, ast.Name) and t.operand.id in cond_vars):  # ``if not cond: continue``
+                        add(drops, t, guard)
                 else:
-                    g = s.test if guard is None else ast.BoolOp(op=ast.And(), values=[guard, s.test])
-                    visit(s.body, g)
+                    visit(s.body, _and(guard, s.test))
                     if s.orelse:
-                        ng = ast.UnaryOp(op=ast.Not(), operand=s.test)
-                        visit(s.orelse, ng if guard is None else ast.BoolOp(op=ast.And(), values=[guard, ng]))
-            elif isinstance(s, (ast.Pass,)):
-                continue
-            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
-                continue
-            else:
+                        visit(s.orelse, _and(guard, ast.UnaryOp(op=ast.Not(), operand=s.test)))
+            elif not (isinstance(s, ast.Pass)
+                      or isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)):
                 effects.append(ctx.seg(s))
 
-    def add_keep(expr: ast.AST, guard: Optional[ast.AST]) -> None:
-        keeps.append(term(expr, guard))
-        keep.append(f"{keeps[-1][0]} (when {keeps[-1][1]})" if guard is not None else keeps[-1][0])
-
     visit(body, None)
-    return keep + drop, keeps, drops, effects
+    return [*map(_shown, keeps), *("not (%s)" % _shown(d) for d in drops)], keeps, drops, effects
 
 
 _CMP_VALUES = (ast.Eq, ast.In)
@@ -316,15 +301,13 @@ def _rule_values(test: ast.AST, name: str) -> Optional[List[str]]:
 
 def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
     """(source terms, [condition, guard] each) of a predicate's body: what it keeps."""
-    terms: List[str] = []
     keeps: List[List[str]] = []
     accumulators: Set[str] = set()
 
     def add(expr: ast.AST, guard: Optional[ast.AST]) -> None:
         keeps.append([ast.unparse(expr), ast.unparse(guard) if guard is not None else ""])
-        terms.append(keeps[-1][0] + (" (when %s)" % keeps[-1][1] if guard is not None else ""))
 
-    def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.AST]) -> None:
+    def visit(stmts: Sequence[ast.stmt], guard: Optional[ast.expr]) -> None:
         for stmt in stmts:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
                     and isinstance(stmt.targets[0], ast.Name):
@@ -334,14 +317,13 @@ def _rule_terms(body: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
                     and isinstance(stmt.op, ast.BitAnd):
                 add(stmt.value, guard)
             elif isinstance(stmt, ast.If):
-                visit(stmt.body, stmt.test if guard is None else
-                      ast.BoolOp(op=ast.And(), values=[guard, stmt.test]))  # type: ignore[list-item]
+                visit(stmt.body, _and(guard, stmt.test))
             elif isinstance(stmt, ast.Return) and stmt.value is not None and not (
                     isinstance(stmt.value, ast.Name) and stmt.value.id in accumulators):
                 add(stmt.value, guard)
 
     visit(body, None)
-    return terms, keeps
+    return [_shown(k) for k in keeps], keeps
 
 
 def _rule_label(branch: Sequence[ast.stmt]) -> str:

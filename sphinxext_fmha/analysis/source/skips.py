@@ -1,6 +1,5 @@
 """Collector: skip conditions (``continue`` in enumeration loops, asserts, rule objects,
-conditions of the dispatcher).
-"""
+conditions of the dispatcher)."""
 
 from __future__ import annotations
 
@@ -21,26 +20,16 @@ from ..pyparse import (
 )
 from .context import Context
 
-__all__ = ["collect_skip_conditions"]
-
 
 def collect_skip_conditions(ctx: Context) -> None:
-    """Record the conditions that skip kernels (``facts.skip_conditions``: the source
-    of each, and an assertion's message, which says why).
-
-    Filter and receipt conditions are left to their own collectors.
-    """
+    """Record the conditions that skip kernels (``facts.skip_conditions``: the source of
+    each, an assertion's message); filter and receipt conditions have their own collectors."""
     seen: Set[Tuple[str, str]] = set()
     for fn, _ in ctx.loop_functions():
-        params = set(function_params(fn))
-        loop_vars: Set[str] = set()
-        for n in walk_no_nested(fn):
-            if isinstance(n, (ast.For, ast.comprehension)):
-                loop_vars |= names_in(n.target)
-            elif isinstance(n, ast.Assign):
-                for t in n.targets:
-                    loop_vars |= names_in(t)
-        options = params - loop_vars - ctx.receipt_names
+        loop_vars = {name for n in walk_no_nested(fn) for t in (
+            [n.target] if isinstance(n, (ast.For, ast.comprehension)) else
+            n.targets if isinstance(n, ast.Assign) else []) for name in names_in(t)}
+        options = set(function_params(fn)) - loop_vars - ctx.receipt_names
         for n in walk_no_nested(fn):
             if isinstance(n, ast.Continue):
                 loop = _innermost_loop(ctx, n, fn)
@@ -58,22 +47,16 @@ def collect_skip_conditions(ctx: Context) -> None:
                     continue  # receipt blocks: reported in receipts
                 if _in_receipt_block(ctx, n, fn):
                     continue
-                conds = [(t.test, pos) for t, pos in chain]
-                source = _combined(ctx, conds)
-                kind = "continue"
-                names = set().union(*(names_in(t) for t in tests))
-                if names & options:
-                    kind = "option"
+                source = _combined(ctx, [(t.test, pos) for t, pos in chain])
                 last = tests[-1]
-                if isinstance(last, ast.Compare) and len(last.ops) == 1 and isinstance(
-                        last.comparators[0], ast.Constant) and last.comparators[0].value is None:
-                    kind = "unsupported"
-                where = ctx.where(chain[-1][0])
-                key = (where, source)
-                if key in seen:
-                    continue
-                seen.add(key)
-                ctx.facts.skip_conditions.append(SkipCondition(source, where, kind))
+                kind = "unsupported" if isinstance(last, ast.Compare) and len(last.ops) == 1 \
+                    and isinstance(last.comparators[0], ast.Constant) \
+                    and last.comparators[0].value is None else \
+                    "option" if set().union(*map(names_in, tests)) & options else "continue"
+                key = (ctx.where(chain[-1][0]), source)
+                if key not in seen:
+                    seen.add(key)
+                    ctx.facts.skip_conditions.append(SkipCondition(source, key[0], kind))
             elif isinstance(n, ast.Assert) and _innermost_loop(ctx, n, fn) is not None:
                 msg = fold_str(n.msg) if n.msg is not None else None
                 ctx.facts.skip_conditions.append(SkipCondition(

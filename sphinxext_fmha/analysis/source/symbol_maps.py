@@ -1,6 +1,5 @@
 """Collector: symbol maps (module-level dicts, functions returning one dict per argument)
-and where the module subscripts them (``MAP[self.a.b]``, per owner class or function).
-"""
+and where the module subscripts them (``MAP[self.a.b]``, per owner class or function)."""
 
 from __future__ import annotations
 
@@ -9,10 +8,7 @@ from typing import Dict, Optional
 
 from ...model import Gap
 from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, dotted, key_text, segment
-from .context import Context
-from .facts import MapUse, SymbolMap
-
-__all__ = ["collect_symbol_maps"]
+from .context import Context, MapUse, SymbolMap
 
 #: What ``ast.literal_eval`` raises for an entry that is not a plain literal
 #: (``ValueError``: a name or a call; ``TypeError``: an unhashable key of a nested dict).
@@ -90,12 +86,10 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
                   dicts: Dict[str, ast.Dict]) -> Optional[SymbolMap]:
     param = fn.args.args[0].arg
     branches: Dict[str, Dict[str, str]] = {}
-    returns_dict = False
     parents = pm.parents
     for ret in [n for n in ast.walk(fn) if isinstance(n, ast.Return)]:
         val = ret.value
         if isinstance(val, ast.Name) and val.id in dicts:
-            returns_dict = True
             # find the condition choosing this return
             cur = parents.get(ret)
             child: ast.AST = ret
@@ -112,8 +106,5 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
             key = key if key is not None else "*"
             branches[key] = _dict_entries(dicts[val.id], pm)
         elif isinstance(val, ast.Dict):
-            returns_dict = True
             branches["*"] = _dict_entries(val, pm)
-    if not returns_dict:
-        return None
-    return SymbolMap(fn.name, pm.where(fn), "function", {}, branches)
+    return SymbolMap(fn.name, pm.where(fn), "function", {}, branches) if branches else None

@@ -1,20 +1,14 @@
-"""The analysed ops module and the local modules it imports, parsed and indexed.
-
-:class:`Universe` follows ``from X import ...`` statements that resolve to files of the
-analysed tree (never anything installed), indexes their top-level classes, functions
-and assignments, and resolves a name the way Python would (imports, ``*`` imports).
-"""
+"""The analysed ops module and the local modules it imports (``from X import`` of files
+of the tree, never anything installed), indexed, with names resolved the way Python would."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ...model import Gap
 from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, parse_module
-
-__all__ = ["Universe"]
 
 
 class Universe:
@@ -57,18 +51,13 @@ class Universe:
         return pm
 
     def resolve_import(self, pm: ParsedModule, node: ast.ImportFrom) -> Optional[str]:
-        mod = node.module or ""
-        parts = [p for p in mod.split(".") if p]
-        cand_base: Optional[Path]
-        if node.level:
-            base = Path(pm.relpath).parent
-            for _ in range(node.level - 1):
-                base = base.parent
-            cand_base = base.joinpath(*parts) if parts else base
-        else:
-            cand_base = Path(*parts) if parts else None
-        if cand_base is None:
+        parts = [p for p in (node.module or "").split(".") if p]
+        if not (node.level or parts):
             return None
+        base = Path(pm.relpath).parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        cand_base = base.joinpath(*parts) if node.level else Path(*parts)
         for cand in (cand_base.with_suffix(".py"), cand_base / "__init__.py"):
             if (self.root / cand).is_file():
                 return cand.as_posix()
@@ -141,25 +130,15 @@ class Universe:
 
     def visible_classes(self) -> List[Tuple[ParsedModule, ast.ClassDef, str]]:
         """Classes of the main module plus classes imported into it (by name or ``*``)."""
-        out: List[Tuple[ParsedModule, ast.ClassDef, str]] = []
-        seen: Set[str] = set()
         if self.main is None or self.main.tree is None:
-            return out
-        for node in self.main.tree.body:
-            if isinstance(node, ast.ClassDef):
-                out.append((self.main, node, ""))
-                seen.add(node.name)
-        for rel, orig in self.imported_names.values():
-            got = self.origin_of(orig, rel)
+            return []
+        out = [(self.main, node, "") for node in self.main.tree.body if isinstance(node, ast.ClassDef)]
+        seen = {node.name for _, node, _ in out}
+        imported = [self.origin_of(orig, rel) for rel, orig in self.imported_names.values()]
+        starred = [(pm, node) for pm in map(self.modules.get, self.star_modules)
+                   if pm is not None and pm.tree is not None for node in pm.tree.body]
+        for got in imported + starred:
             if got and isinstance(got[1], ast.ClassDef) and got[1].name not in seen:
                 out.append((got[0], got[1], got[0].relpath))
                 seen.add(got[1].name)
-        for rel in self.star_modules:
-            pm = self.modules.get(rel)
-            if pm is None or pm.tree is None:
-                continue
-            for node in pm.tree.body:
-                if isinstance(node, ast.ClassDef) and node.name not in seen:
-                    out.append((pm, node, pm.relpath))
-                    seen.add(node.name)
         return out

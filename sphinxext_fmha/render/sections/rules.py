@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from ...guide_data import GuideData
 from ...model import Receipt, SkipCondition
@@ -87,12 +87,8 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
                            FOLD_SHORT))
     if unused:
         wheres = sorted({r.where for r in unused if r.where})
-        named: List[Inlines] = []
-        for receipt in unused:
-            item: Inlines = [Code(receipt.value)]
-            if receipt.label:
-                item.append(" (%s)" % receipt.label)
-            named.append(item)
+        named: List[Inlines] = [[Code(r.value), *([" (%s)" % r.label] if r.label else [])]
+                                for r in unused]
         lead: Inlines = [plural(len(unused), "receipt"), " not referenced in this module, so "
                          "only the conditions that apply to every receipt hold"]
         lead += [" (", *codes(wheres), ")"] if wheres else []
@@ -150,11 +146,8 @@ def receipt_reading(receipt: Receipt) -> str:
             head, receipt.rule_name, "keeps only kernels where " + "; ".join(map(
                 _term_words, receipt.keeps)) if receipt.keeps else "no restriction",
             receipt.function)
-    parts = []
-    if receipt.keeps:
-        parts.append("keeps only kernels where " + "; ".join(map(_term_words, receipt.keeps)))
-    if receipt.drops:
-        parts.append("drops kernels where " + "; ".join(map(_term_words, receipt.drops)))
+    parts = [verb + "; ".join(map(_term_words, terms)) for verb, terms in (
+        ("keeps only kernels where ", receipt.keeps), ("drops kernels where ", receipt.drops)) if terms]
     if receipt.kind == "other":
         body = "; ".join(parts) or ("runs " + "; ".join(receipt.effects) if receipt.effects
                                     else "no restriction")
@@ -193,15 +186,6 @@ _NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: 
             ast.Gt: ast.LtE, ast.LtE: ast.Gt}
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    """``a.b.c`` for a chain of names and attributes, else None."""
-    parts: List[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return ".".join([node.id] + parts[::-1]) if isinstance(node, ast.Name) else None
-
-
 def _const(v: Any) -> str:
     if isinstance(v, str):
         return '""' if v == "" else v if _BARE.match(v) else repr(v).replace("'", '"')
@@ -211,9 +195,11 @@ def _const(v: Any) -> str:
 def _term(node: ast.AST) -> str:
     if isinstance(node, ast.Constant):
         return _const(node.value)
-    path = _dotted(node)
-    if path is not None:  # ``self.F_pipeline.F_spad`` -> ``pipeline.spad``
-        parts = path.split(".")
+    chain = node
+    while isinstance(chain, ast.Attribute):
+        chain = chain.value
+    if isinstance(chain, ast.Name):  # ``self.F_pipeline.F_spad`` -> ``pipeline.spad``
+        parts = ast.unparse(node).split(".")
         parts = parts[1:] if parts[0] == "self" and len(parts) > 1 else parts
         return ".".join(_PREFIX.sub("", p) for p in parts)
     if isinstance(node, ast.List):
@@ -246,7 +232,6 @@ def _compare_one(left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool = Fa
     if negate:
         op = _NEGATED[type(op)]()
     lhs = _term(left)
-    none = isinstance(right, ast.Constant) and right.value is None
     seq = isinstance(right, (ast.List, ast.Tuple, ast.Set))
     text_in = isinstance(left, ast.Constant) and isinstance(left.value, str)
     # two names compared: "dpad is dvpad" would read as a value named dvpad
@@ -255,9 +240,9 @@ def _compare_one(left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool = Fa
     if isinstance(op, ast.NotEq) and not isinstance(right, ast.Constant):
         return f"{lhs} differs from {_term(right)}"
     if isinstance(op, (ast.Eq, ast.Is)):
-        return f"{lhs} is None" if none else f"{lhs} is {_term(right)}"
+        return f"{lhs} is {_term(right)}"
     if isinstance(op, (ast.NotEq, ast.IsNot)):
-        return f"{lhs} is not None" if none else f"{lhs} is not {_term(right)}"
+        return f"{lhs} is not {_term(right)}"
     if isinstance(op, ast.In):
         if seq:
             return f"{lhs} is {_alts(right.elts)}"  # type: ignore[attr-defined]
