@@ -46,14 +46,9 @@ def parse_filename(model: ApiModel, grammars: Dict[str, Grammar], filename: str)
     memo = grammars.parsed if isinstance(grammars, Grammars) and grammars.model_id == id(model) else None
     if memo is not None and filename in memo:
         return [(kernel_type, list(tokens)) for kernel_type, tokens in memo[filename]]
-    found = []
-    for kernel_type in model.kernel_types:
-        name = split_filename(filename, kernel_type.arch_suffixes)
-        if name is None:
-            continue
-        parses = grammars[kernel_type.class_name].parses(name)
-        for tokens in parses:
-            found.append((kernel_type, tokens))
+    found = [(kernel_type, tokens) for kernel_type in model.kernel_types
+             for name in [split_filename(filename, kernel_type.arch_suffixes)] if name is not None
+             for tokens in grammars[kernel_type.class_name].parses(name)]
     if memo is not None:
         memo[filename] = [(kernel_type, tuple(tokens)) for kernel_type, tokens in found]
     return found
@@ -98,7 +93,9 @@ def baseline_of(model: ApiModel, grammars: Dict[str, Grammar], listed_files: Seq
     baseline = Baseline(count=len(listed_files))
     for filename in listed_files:
         found = parse_filename(model, grammars, filename)
-        if len(found) == 1 and "".join(found[0][1]) + _suffix_of(filename, found[0][0]) == filename:
+        # one parse that spells the name back, with the suffix it was split from
+        if len(found) == 1 and "".join(found[0][1]) + filename[len(
+                split_filename(filename, found[0][0].arch_suffixes) or ""):] == filename:
             baseline.parsed += 1
         elif not found:
             baseline.unparsed.append(filename)
@@ -111,8 +108,3 @@ def parsed_once(model: ApiModel, filename: str) -> Optional[Tuple[str, List[str]
     """(sub-type, tokens) of a file the model's grammars parse exactly once."""
     found = parse_filename(model, grammars_of(model), filename)
     return (found[0][0].class_name, found[0][1]) if len(found) == 1 else None
-
-
-def _suffix_of(filename: str, kernel_type: KernelType) -> str:
-    name = split_filename(filename, kernel_type.arch_suffixes) or ""
-    return filename[len(name):]

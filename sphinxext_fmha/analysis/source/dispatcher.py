@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap
 from ..pyparse import (
@@ -132,44 +132,28 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
 
 
 def _padding_order(ctx: Context) -> str:
-    hints: List[str] = []
-    seen: Set[str] = set()
+    """What the module's comments, and the docstrings of the ``*dup*`` functions its blob
+    functions and pool call (``check_duplicates_and_paddings``), say of how padding orders
+    the kernels."""
+    hints: Dict[str, str] = {}  # each text once, where it is said first
     rel_words = r"matter|later|earlier|first|before|after|pad"
     for line, text in sorted(ctx.pm.comments.items()):
-        hint = (re.search(r"\border\b", text, re.I) and re.search(rel_words, text, re.I)) or (
-            re.search(r"\bpad", text, re.I)
-            and re.search(r"\b(later|earlier|first|before|after|order)\b", text, re.I))
-        if hint and text not in seen:
-            seen.add(text)
-            hints.append(f"{text} ({ctx.rel}:{line})")
-    for detail, where in _duplicate_checks(ctx):
-        if re.search(r"pad|order", detail, re.I) and detail not in seen:
-            seen.add(detail)
-            hints.append(f"{detail} (called at {where})")
-    return "; ".join(hints)
-
-
-def _duplicate_checks(ctx: Context) -> List[Tuple[str, str]]:
-    """(what the called function says, where it is called) of each call of a ``*dup*``
-    function in the blob functions and the pool (a check such as
-    ``check_duplicates_and_paddings`` may say how padding orders the kernels)."""
-    scopes: List[ast.AST] = list(ctx.blob_functions)
+        if (re.search(r"\border\b", text, re.I) and re.search(rel_words, text, re.I)) or (
+                re.search(r"\bpad", text, re.I)
+                and re.search(r"\b(later|earlier|first|before|after|order)\b", text, re.I)):
+            hints.setdefault(text, f"{text} ({ctx.rel}:{line})")
     pool = ctx.pool_class()
-    if pool is not None:
-        scopes.append(pool)
-    out: List[Tuple[str, str]] = []
-    for scope in scopes:
+    for scope in [*ctx.blob_functions, *([pool] if pool is not None else [])]:
         for n in ast.walk(scope):
-            if not isinstance(n, ast.Call):
-                continue
-            fname = (dotted(n.func) or "").split(".")[-1]
-            if fname == "set" or (isinstance(n.func, ast.Attribute) and n.func.attr == "add") \
-                    or "dup" not in fname.lower():
+            fname = (dotted(n.func) or "").split(".")[-1] if isinstance(n, ast.Call) else ""
+            if "dup" not in fname.lower():
                 continue
             got = ctx.universe.origin_of(fname)
             doc = loc = ""
             if got is not None and isinstance(got[1], FUNC):
                 doc = " ".join((ast.get_docstring(got[1]) or "").split())
                 loc = got[0].where(got[1])
-            out.append(((f"{fname} defined at {loc}: {doc}" if loc else doc).strip(), ctx.where(n)))
-    return out
+            detail = (f"{fname} defined at {loc}: {doc}" if loc else doc).strip()
+            if re.search(r"pad|order", detail, re.I):
+                hints.setdefault(detail, f"{detail} (called at {ctx.where(n)})")
+    return "; ".join(hints.values())

@@ -265,9 +265,6 @@ def _branch_conditions(ctx: Context, body: Sequence[ast.stmt]
     return [*map(_shown, keeps), *("not (%s)" % _shown(d) for d in drops)], keeps, drops, effects
 
 
-_CMP_VALUES = (ast.Eq, ast.In)
-
-
 def _receipt_name(fn: ast.FunctionDef, names: Set[str]) -> Optional[str]:
     params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
     return next((p for p in params if p in names or "receipt" in p.lower()), None)
@@ -285,7 +282,7 @@ def _rule_values(test: ast.AST, name: str) -> Optional[List[str]]:
             out.extend(part)
         return out
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], _CMP_VALUES)):
+            and isinstance(test.ops[0], (ast.Eq, ast.In))):
         return None
     left, right = test.left, test.comparators[0]
     if isinstance(right, ast.Name) and right.id == name:
@@ -350,13 +347,9 @@ def _is_rule_branch(branch: Sequence[ast.stmt]) -> bool:
 
 
 def _predicate(branch: Sequence[ast.stmt]) -> Tuple[List[str], List[List[str]]]:
-    for stmt in branch:
-        if isinstance(stmt, ast.FunctionDef):
-            return _rule_terms(stmt.body)
-    for node in (n for s in branch for n in ast.walk(s)):
-        if isinstance(node, ast.Lambda):
-            return _rule_terms([ast.Return(value=node.body)])
-    return [], []
+    body = next((s.body for s in branch if isinstance(s, ast.FunctionDef)), None) or next(
+        ([ast.Return(value=n.body)] for s in branch for n in ast.walk(s) if isinstance(n, ast.Lambda)), None)
+    return _rule_terms(body) if body else ([], [])
 
 
 def rule_object_receipts(tree: ast.Module, receipt_names: Set[str],
