@@ -53,12 +53,8 @@ def split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
 
 
 def _split_symbol(text: str, op: str) -> List[str]:
-    """:func:`split_top` for a symbol operator (``&&``, ``||``, ``==``): the text between
-    occurrences of ``op`` (found left to right without overlap, as ``str.split`` does)
-    is joined to the next part while the brackets before the occurrence do not balance.
-
-    The same as scanning bracket by bracket: ``op`` holds no bracket, so occurrences that
-    overlap lie at one depth, and one inside brackets splits nothing either way."""
+    """:func:`split_top` for a symbol operator: ``str.split``, pieces joined again while
+    the brackets before an occurrence do not balance (``op`` holds no bracket)."""
     pieces = text.split(op)
     if len(pieces) == 1:
         return [text.strip()]
@@ -88,7 +84,6 @@ def _scanner(op: str) -> re.Pattern:
     return re.compile(r"[()\[\]{}]|" + re.escape(op))
 
 
-# Pure; the terms of a dispatch file's conditions repeat thousands of times.
 @functools.lru_cache(maxsize=1 << 16)
 def strip_parens(text: str) -> str:
     text = text.strip()
@@ -140,14 +135,11 @@ def _atom(expr: str) -> Condition:
         return expr == "true"
     if expr.startswith("!") and not expr.startswith("!="):
         return _negate(_form(expr[1:]))
-    m = _COMPARE_STR_RE.match(expr)
-    if m:
+    if (m := _COMPARE_STR_RE.match(expr)):
         return f"{m.group(1)} == {m.group(2)}"
-    m = _COMPARE_PREFIX_RE.match(expr)
-    if m:
+    if (m := _COMPARE_PREFIX_RE.match(expr)):
         return ("starts", m.group(1), m.group(2))
-    m = _BOOL_CMP_RE.match(expr)
-    if m and split_top(m.group(1), "==") == [m.group(1).strip()]:
+    if (m := _BOOL_CMP_RE.match(expr)) and split_top(m.group(1), "==") == [m.group(1).strip()]:
         subject = _atom(m.group(1))
         return subject if m.group(2) == "true" else _negate(subject)
     if len(split_top(expr, "||")) > 1 or len(split_top(expr, "&&")) > 1:
@@ -155,19 +147,13 @@ def _atom(expr: str) -> Condition:
     return expr
 
 
-# Pure and called for every term of every dispatch branch (hundreds of thousands of
-# calls for a few thousand distinct conditions on a large bwd API file).
+# hundreds of thousands of calls for a few thousand distinct conditions (a large bwd file)
 @functools.lru_cache(maxsize=65536)
 def condition_form(cond: str) -> Condition:
-    """A dispatcher condition as data (:data:`~sphinxext_fmha.schema.token_dispatch.
-    Condition`).
-
-    ``t.``/``a.`` prefixes go; ``true /*...*/`` (a check the generator disabled) and
-    ``(true)`` terms of a conjunction are True; ``x == true`` -> ``x``, ``x == false``
-    -> not ``x``; ``s.compare("fp16") == 0`` -> ``s == "fp16"``; ``s.compare(0, 6,
-    "gfx950") == 0`` -> ``("starts", "s", '"gfx950"')``; ``&&``/``||``/``!`` -> and/or/
-    not.  Other terms are kept verbatim (blanks squeezed); nothing is inferred.
-    """
+    """A dispatcher condition as data (a ``token_dispatch.Condition``): ``t.``/``a.`` go,
+    ``true /*...*/`` (a check the generator disabled) is True, ``x == false`` -> not ``x``,
+    ``s.compare("fp16") == 0`` -> ``s == "fp16"``, ``s.compare(0, 6, "gfx950") == 0`` ->
+    ``("starts", "s", '"gfx950"')``; other terms verbatim (squeezed), nothing inferred."""
     text = _TRUE_COMMENT_RE.sub("true", cond)
     text = strip_comments(text)
     text = _WS_RE.sub(" ", text).strip()
