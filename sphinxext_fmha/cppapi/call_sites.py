@@ -50,11 +50,8 @@ def classify_args(
             dropped.extend(names)
         elif kind == "trait":
             branches = conditional_branches(folded)
-            if branches is None:
-                traits.append((names[0], folded))
-            else:
-                traits += [(names[0], branch) for branch in branches]
-                undecided += branches
+            traits += [(names[0], branch) for branch in ([folded] if branches is None else branches)]
+            undecided += branches or []
         else:
             extras.append(folded)
     return traits, extras, dropped, undecided
@@ -65,12 +62,11 @@ _ArgClass = Tuple[str, str, Tuple[str, ...]]  # ("trait" | "dropped" | "extra", 
 
 def _arg_class(arg: str, aliases: Mapping[str, str]) -> _ArgClass:
     """(kind, folded text, the trait's alias or the aliases a ``void`` drops) of one argument."""
+    return _decided(arg, aliases, normalize_cpp(arg, aliases))
+
+
+def _decided(arg: str, aliases: Mapping[str, str], folded: str) -> _ArgClass:
     names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
-    return _decided(arg, aliases, names_in_arg, normalize_cpp(arg, aliases))
-
-
-def _decided(arg: str, aliases: Mapping[str, str], names_in_arg: List[str],
-             folded: str) -> _ArgClass:
     if folded == "void":
         return "dropped", folded, tuple(names_in_arg)
     if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
@@ -101,9 +97,7 @@ def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
 @functools.lru_cache(maxsize=1 << 16)
 def _arg_class_of(arg: str, reach_raw: Tuple[Tuple[str, str], ...],
                   reach: Tuple[Tuple[str, str], ...]) -> _ArgClass:
-    aliases = dict(reach_raw)
-    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
-    return _decided(arg, aliases, names_in_arg, _normalize_memo(_clean(arg), reach))
+    return _decided(arg, dict(reach_raw), _normalize_memo(_clean(arg), reach))
 
 
 class CallFacts(NamedTuple):

@@ -14,40 +14,22 @@ from .masking import strip_comments
 __all__ = ["condition_form", "split_top", "strip_parens"]
 
 
-def _word_at(text: str, i: int, word: str) -> bool:
-    """Whether ``word`` at ``text[i:]`` stands alone (not part of a longer name)."""
-    before_ok = i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")
-    end = i + len(word)
-    after_ok = end >= len(text) or not (text[end].isalnum() or text[end] == "_")
-    return before_ok and after_ok
-
-
 def split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     """``text`` split on ``op`` outside brackets, parts stripped; ``whole_word``: only
     where ``op`` stands alone (the word operators ``and``/``or``)."""
     if not whole_word:
         return _split_symbol(text, op)
     parts: List[str] = []
-    depth = 0
-    start = 0
-    i = 0
-    scanner = _scanner(op)  # jumps to the next bracket or occurrence of op
-    while True:
-        m = scanner.search(text, i)
-        if m is None:
-            break
-        i = m.start()
-        c = text[i]
+    depth = start = 0
+    for m in _word_scanner(op).finditer(text):
+        c = m.group()
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and _word_at(text, i, op):
-            parts.append(text[start:i])
-            i += len(op)
-            start = i
-            continue
-        i += 1
+        elif depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
     parts.append(text[start:])
     return [p.strip() for p in parts]
 
@@ -78,10 +60,10 @@ def _split_symbol(text: str, op: str) -> List[str]:
     return parts
 
 
-@functools.cache  # (functools.cache: Python 3.9+; the probe may run 3.8)
-def _scanner(op: str) -> re.Pattern:
-    # a bracket first: the operators never contain one, so the order decides nothing
-    return re.compile(r"[()\[\]{}]|" + re.escape(op))
+@functools.cache
+def _word_scanner(op: str) -> re.Pattern:
+    # a bracket, or ``op`` standing alone (not part of a longer name or a member)
+    return re.compile(r"[()\[\]{}]|(?<![\w.])%s(?!\w)" % re.escape(op))
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Set
 
 from .lexing import bool_locals, constant_value
 from .masking import matches_not_after
@@ -101,13 +101,11 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     launching = {leaf.function for leaf in [*tree.leaves, *tree.discarded]}
     calls = [call for f in functions for call in _calls_in(f, names)]
     dispatchers: Set[str] = set(launching)
-    changed = True
-    while changed:  # callers of dispatchers are dispatchers
-        changed = False
-        for call in calls:
-            if call.callee in dispatchers and call.caller not in dispatchers:
-                dispatchers.add(call.caller)
-                changed = True
+    while True:  # callers of dispatchers are dispatchers
+        callers = {call.caller for call in calls if call.callee in dispatchers} - dispatchers
+        if not callers:
+            break
+        dispatchers |= callers
     calls = [c for c in calls if c.caller in dispatchers and c.callee in dispatchers]
     ordered = list(dict.fromkeys(f.name for f in functions if f.name in dispatchers))
     called = {c.callee for c in calls}
@@ -120,13 +118,10 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
 
 def _reachable(entry: str, calls: List[FunctionCall]) -> List[str]:
     seen = [entry]
-    queue = [entry]
-    while queue:
-        current = queue.pop(0)
+    for current in seen:  # (grows while read: breadth first)
         for call in calls:
             if call.caller == current and not call.never and call.callee not in seen:
                 seen.append(call.callee)
-                queue.append(call.callee)
     return seen
 
 
@@ -135,11 +130,10 @@ def _dead_reason(calls: List[FunctionCall]) -> List[Dict[str, str]]:
     constantly false, that condition (``false_when``); no call: no entry point calls it."""
     reasons: List[Dict[str, str]] = []
     for call in calls:
-        never = next((c for c in call.conditions if constant_value(c) is False), None)
-        cond: Optional[str] = never or (call.conditions[-1] if call.conditions else None)
         reason = {"caller": call.caller}
-        if call.never and cond:
-            reason["false_when"] = cond
+        if call.never and call.conditions:
+            reason["false_when"] = next(
+                (c for c in call.conditions if constant_value(c) is False), call.conditions[-1])
         if reason not in reasons:
             reasons.append(reason)
     return reasons

@@ -200,22 +200,12 @@ def _normalize_memo(clean: str, aliases: Tuple[Tuple[str, str], ...]) -> str:
 
 def _substitute_and_fold(text: str, aliases: Optional[Mapping[str, str]]) -> str:
     if aliases:
+        names = aliases
+        # (a text that names an alias changes: no other test of a change is needed)
         for _ in range(20):
-            if aliases.keys().isdisjoint(_identifiers(text)):
-                break  # nothing to replace: the substitution below would change nothing
-            changed = False
-
-            def repl(m: re.Match[str]) -> str:
-                nonlocal changed
-                name = m.group(0)
-                if name in aliases:
-                    changed = True
-                    return aliases[name]
-                return name
-
-            text = _IDENT_RE.sub(repl, text)
-            if not changed:
+            if names.keys().isdisjoint(_identifiers(text)):
                 break
+            text = _IDENT_RE.sub(lambda m: names[m[0]] if m[0] in names else m[0], text)
     return _fold_constants(text)
 
 
@@ -398,14 +388,10 @@ def evaluate(text: str) -> Optional[Value]:
         elif name is not None:
             tokens.append({"true": True, "false": False}.get(name, _UNDECIDED))
             if text.startswith("(", m.end()) and name[0] != '"':  # a call: its value
-                depth = 0
-                for end in range(m.end(), len(text)):
-                    depth += {"(": 1, ")": -1}.get(text[end], 0)
-                    if not depth:
-                        pos = end + 1
-                        break
-                else:
+                close = match_paren(text, m.end())
+                if close is None:
                     return None
+                pos = close + 1
                 continue
         else:
             tokens.append(op)

@@ -222,13 +222,7 @@ def _parse(text: str) -> DispatchTree:
         if last != seg_start:
             between = code[seg_start:pos]
         last = pos + 1
-        if c == ";":
-            stmt = _statement_text(between)
-            if stmt:
-                stack[-1].items.append(stmt)
-                chains[-1] = []
-            seg_start = pos + 1
-        elif c == "{":
+        if c == "{":
             kind, cond, name = _header(between, raw[seg_start:pos])
             line += code.count("\n", counted_to, pos)
             counted_to = pos
@@ -246,15 +240,16 @@ def _parse(text: str) -> DispatchTree:
             stack[-1].items.append(block)
             stack.append(block)
             chains.append([])
-            seg_start = pos + 1
-        else:  # "}"
+        else:
             stmt = _statement_text(between)
-            if stmt:  # trailing statement without ';' (should not happen)
+            if stmt:  # (before a "}": a trailing statement without ';')
                 stack[-1].items.append(stmt)
-            if len(stack) > 1:
+                if c == ";":
+                    chains[-1] = []
+            if c == "}" and len(stack) > 1:
                 stack.pop()
                 chains.pop()
-            seg_start = pos + 1
+        seg_start = pos + 1
     tree = DispatchTree(root=root)
     _collect_leaves(tree)
     return tree

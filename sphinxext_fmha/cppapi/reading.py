@@ -45,10 +45,7 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
             calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
                           "form": condition_form(cpp) if value is None else value,
                           "never": call.never, "statement": call.statement})
-        order: Dict[str, None] = {}  # an ordered set
-        for leaf in tree.leaves:
-            for filename in match.files_of(leaf.order):
-                order.setdefault(filename)
+        order = dict.fromkeys(f for leaf in tree.leaves for f in match.files_of(leaf.order))
         by_order = {leaf.order: leaf for leaf in tree.leaves}
         # one row per distinct term, shared by every kernel it reaches (2.8.3's bwd has
         # 168,384 term rows of 86 terms: made once each, and pickled once each)

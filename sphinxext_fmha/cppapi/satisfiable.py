@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
-from math import gcd
+from math import lcm
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .condition_form import split_top, strip_parens
@@ -133,11 +133,7 @@ def _holds(atom: Atom, value: object) -> bool:
 def _representatives(kind: str, atoms: Sequence[Atom]) -> Optional[Iterable[object]]:
     """Values of one variable among which every class of its terms has one."""
     if kind == "size":
-        period = 1
-        for atom in atoms:
-            if atom[4]:
-                period = period * atom[4] // gcd(period, atom[4])
-        top = max(atom[3] for atom in atoms) + period + 1
+        top = max(atom[3] for atom in atoms) + lcm(*[atom[4] for atom in atoms if atom[4]]) + 1
         # a size is at least 1 (a head dim, a length), unless a term of the file names
         # 0 itself (``a.seqlen_k != 0``: the codegen expects empty sequences)
         low = 0 if any(not atom[4] and atom[3] == 0 for atom in atoms) else 1
