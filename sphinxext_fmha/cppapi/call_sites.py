@@ -34,15 +34,10 @@ _CONSTEXPR_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?constexpr\s+(?:const\s
 def classify_args(
     args: Sequence[str], aliases: Mapping[str, str]
 ) -> Tuple[List[Tuple[str, str]], List[str], List[str], List[str]]:
-    """Split call template arguments into traits, extra arguments, dropped.
-
-    A trait is an argument that names a ``using`` alias whose value is a
-    template-id; ``void`` (e.g. from ``std::conditional_t<false, X, void>``)
-    means "not launched"; anything else (``<arch tag>``) is extra. A
-    ``std::conditional_t`` whose condition the text does not decide may be either
-    branch: each is a trait, also listed as undecided.
-    Returns ([(alias, trait text)], extras, dropped aliases, undecided trait texts).
-    """
+    """([(alias, trait text)], extras, dropped aliases, undecided trait texts) of a call's
+    template arguments: a trait names a ``using`` alias of a template-id, ``void`` (from
+    ``std::conditional_t<false, X, void>``) is not launched, the rest (arch tag) extra;
+    each branch of an undecided ``std::conditional_t`` is a trait, and undecided."""
     traits: List[Tuple[str, str]] = []
     extras: List[str] = []
     dropped: List[str] = []
@@ -55,11 +50,8 @@ def classify_args(
             dropped.extend(names)
         elif kind == "trait":
             branches = conditional_branches(folded)
-            if branches is None:
-                traits.append((names[0], folded))
-            else:
-                traits += [(names[0], branch) for branch in branches]
-                undecided += branches
+            traits += [(names[0], branch) for branch in ([folded] if branches is None else branches)]
+            undecided += branches or []
         else:
             extras.append(folded)
     return traits, extras, dropped, undecided
@@ -69,14 +61,12 @@ _ArgClass = Tuple[str, str, Tuple[str, ...]]  # ("trait" | "dropped" | "extra", 
 
 
 def _arg_class(arg: str, aliases: Mapping[str, str]) -> _ArgClass:
-    """What one template argument is (see :func:`classify_args`): ``names`` holds the
-    trait's alias, or the aliases a ``void`` argument drops."""
+    """(kind, folded text, the trait's alias or the aliases a ``void`` drops) of one argument."""
+    return _decided(arg, aliases, normalize_cpp(arg, aliases))
+
+
+def _decided(arg: str, aliases: Mapping[str, str], folded: str) -> _ArgClass:
     names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
-    return _decided(arg, aliases, names_in_arg, normalize_cpp(arg, aliases))
-
-
-def _decided(arg: str, aliases: Mapping[str, str], names_in_arg: List[str],
-             folded: str) -> _ArgClass:
     if folded == "void":
         return "dropped", folded, tuple(names_in_arg)
     if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
@@ -89,17 +79,14 @@ def _decided(arg: str, aliases: Mapping[str, str], names_in_arg: List[str],
 
 
 def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
-    """:func:`_arg_class` under a plain dict of normalised aliases: it depends only on the
-    aliases the argument's names reach (its own text's, and its cleaned text's for the
-    folding), so it is kept per (argument, those aliases): every leaf of a dispatch file
-    passes the same argument names, under values that repeat from leaf to leaf."""
+    """:func:`_arg_class` under a plain dict, kept per (argument, the aliases its names
+    reach): every leaf of a dispatch file passes the same names under repeating values."""
     if not aliases:
         return _arg_class_of(arg, (), ())
     value = aliases.get(arg)
     if value is not None and _identifiers(arg) == (arg,) and \
             aliases.keys().isdisjoint(_identifiers(value)):
-        # the argument is an alias (one identifier: its own cleaned text) whose value
-        # names no alias: what the general way below finds, found at once
+        # an alias whose value names no alias: the general way below, at once
         alone: Tuple[Tuple[str, str], ...] = ((arg, value),)
         return _arg_class_of(arg, alone, alone)
     clean = _clean(arg)
@@ -110,10 +97,7 @@ def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
 @functools.lru_cache(maxsize=1 << 16)
 def _arg_class_of(arg: str, reach_raw: Tuple[Tuple[str, str], ...],
                   reach: Tuple[Tuple[str, str], ...]) -> _ArgClass:
-    aliases = dict(reach_raw)
-    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
-    return _decided(arg, aliases, names_in_arg, _normalize_memo(_clean(arg), reach))
-
+    return _decided(arg, dict(reach_raw), _normalize_memo(_clean(arg), reach))
 
 
 class CallFacts(NamedTuple):
@@ -129,9 +113,8 @@ class CallFacts(NamedTuple):
 
 
 class Scope:
-    """The ``using`` aliases visible at a statement of one block: the enclosing
-    blocks' (shared, never changed here) until the block declares its own, then a copy
-    (inner names shadow outer ones)."""
+    """The ``using`` aliases visible at a statement of one block: the enclosing blocks'
+    (shared, never changed) until the block declares its own, then a copy."""
 
     def __init__(self, outer: Dict[str, str]) -> None:
         self.visible = outer
@@ -140,10 +123,9 @@ class Scope:
 
     def statement(self, item: str) -> List[CallFacts]:
         """Take in one statement; the launching calls it makes."""
-        alias = _using_parts(item)
-        declared = alias if alias is not None else _constexpr_parts(item)
+        declared = _declaration(item)
         if declared is not None:
-            name, clean, names = declared
+            alias, name, clean, names = declared
             visible = self.visible
             # normalize_cpp(value, visible), its memo reached directly
             alias_value = _normalize_memo(clean, () if visible.keys().isdisjoint(names)
@@ -151,7 +133,7 @@ class Scope:
             if not self._own:
                 self.visible = dict(visible)
                 self._own = True
-            if alias is not None:
+            if alias:
                 self.visible[name] = alias_value
             else:  # a constant: its value when the text decides it, else its name alone
                 value = _constant_memo(alias_value)
@@ -177,33 +159,22 @@ class Scope:
         return found
 
 
-# A dispatch file repeats its `using` statements from leaf to leaf.
 @functools.lru_cache(maxsize=1 << 16)
-def _using_parts(item: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
-    """(alias, its value cleaned, the identifiers of that) of a ``using`` statement."""
-    m = _USING_RE.match(item)
+def _declaration(item: str) -> Optional[Tuple[bool, str, str, Tuple[str, ...]]]:
+    """(a ``using`` alias?, its name, its value cleaned, the identifiers of that) of a
+    ``using`` statement or a constant's declaration."""
+    alias = _USING_RE.match(item)
+    m = alias or (_CONSTEXPR_RE.match(item) if item.startswith(("static", "constexpr", "inline"))
+                  else None)
     if m is None:
         return None
     clean = _clean(m.group(2))
-    return m.group(1), clean, _identifiers(clean)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _constexpr_parts(item: str) -> Optional[Tuple[str, str, Tuple[str, ...]]]:
-    """(name, its expression cleaned, the identifiers of that) of a constant's declaration."""
-    if not item.startswith(("static", "constexpr", "inline")):
-        return None
-    m = _CONSTEXPR_RE.match(item)
-    if m is None:
-        return None
-    clean = _clean(m.group(2))
-    return m.group(1), clean, _identifiers(clean)
+    return alias is not None, m.group(1), clean, _identifiers(clean)
 
 
 _constant_memo = functools.lru_cache(maxsize=1 << 16)(constant_of)
 
 
-# The call statement of every leaf of a dispatch file is the same text.
 @functools.lru_cache(maxsize=1 << 16)
 def _calls_with_text(item: str) -> Tuple[Tuple[Tuple[str, ...], str], ...]:
     """(template arguments, the call's text squeezed) of each ``name<args>(...)``."""
@@ -215,9 +186,7 @@ def _calls_with_text(item: str) -> Tuple[Tuple[Tuple[str, ...], str], ...]:
     return tuple(found)
 
 
-# A block of statements only (the innermost branch that declares traits and launches)
-# gives the same calls for the same statements under the same enclosing aliases: the
-# dispatch file of a filtered run repeats the full file's branches verbatim.
+# A filtered run's dispatch file repeats the full file's innermost branches verbatim.
 @functools.lru_cache(maxsize=1 << 16)
 def statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str], ...]
                            ) -> Tuple[CallFacts, ...]:

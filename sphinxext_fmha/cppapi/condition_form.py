@@ -14,51 +14,29 @@ from .masking import strip_comments
 __all__ = ["condition_form", "split_top", "strip_parens"]
 
 
-def _word_at(text: str, i: int, word: str) -> bool:
-    """Whether ``word`` at ``text[i:]`` stands alone (not part of a longer name)."""
-    before_ok = i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")
-    end = i + len(word)
-    after_ok = end >= len(text) or not (text[end].isalnum() or text[end] == "_")
-    return before_ok and after_ok
-
-
 def split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
     """``text`` split on ``op`` outside brackets, parts stripped; ``whole_word``: only
     where ``op`` stands alone (the word operators ``and``/``or``)."""
     if not whole_word:
         return _split_symbol(text, op)
     parts: List[str] = []
-    depth = 0
-    start = 0
-    i = 0
-    scanner = _scanner(op)  # jumps to the next bracket or occurrence of op
-    while True:
-        m = scanner.search(text, i)
-        if m is None:
-            break
-        i = m.start()
-        c = text[i]
+    depth = start = 0
+    for m in _word_scanner(op).finditer(text):
+        c = m.group()
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
-        elif depth == 0 and _word_at(text, i, op):
-            parts.append(text[start:i])
-            i += len(op)
-            start = i
-            continue
-        i += 1
+        elif depth == 0:
+            parts.append(text[start : m.start()])
+            start = m.end()
     parts.append(text[start:])
     return [p.strip() for p in parts]
 
 
 def _split_symbol(text: str, op: str) -> List[str]:
-    """:func:`split_top` for a symbol operator (``&&``, ``||``, ``==``): the text between
-    occurrences of ``op`` (found left to right without overlap, as ``str.split`` does)
-    is joined to the next part while the brackets before the occurrence do not balance.
-
-    The same as scanning bracket by bracket: ``op`` holds no bracket, so occurrences that
-    overlap lie at one depth, and one inside brackets splits nothing either way."""
+    """:func:`split_top` for a symbol operator: ``str.split``, pieces joined again while
+    the brackets before an occurrence do not balance (``op`` holds no bracket)."""
     pieces = text.split(op)
     if len(pieces) == 1:
         return [text.strip()]
@@ -82,13 +60,12 @@ def _split_symbol(text: str, op: str) -> List[str]:
     return parts
 
 
-@functools.cache  # (functools.cache: Python 3.9+; the probe may run 3.8)
-def _scanner(op: str) -> re.Pattern:
-    # a bracket first: the operators never contain one, so the order decides nothing
-    return re.compile(r"[()\[\]{}]|" + re.escape(op))
+@functools.cache
+def _word_scanner(op: str) -> re.Pattern:
+    # a bracket, or ``op`` standing alone (not part of a longer name or a member)
+    return re.compile(r"[()\[\]{}]|(?<![\w.])%s(?!\w)" % re.escape(op))
 
 
-# Pure; the terms of a dispatch file's conditions repeat thousands of times.
 @functools.lru_cache(maxsize=1 << 16)
 def strip_parens(text: str) -> str:
     text = text.strip()
@@ -140,14 +117,11 @@ def _atom(expr: str) -> Condition:
         return expr == "true"
     if expr.startswith("!") and not expr.startswith("!="):
         return _negate(_form(expr[1:]))
-    m = _COMPARE_STR_RE.match(expr)
-    if m:
+    if (m := _COMPARE_STR_RE.match(expr)):
         return f"{m.group(1)} == {m.group(2)}"
-    m = _COMPARE_PREFIX_RE.match(expr)
-    if m:
+    if (m := _COMPARE_PREFIX_RE.match(expr)):
         return ("starts", m.group(1), m.group(2))
-    m = _BOOL_CMP_RE.match(expr)
-    if m and split_top(m.group(1), "==") == [m.group(1).strip()]:
+    if (m := _BOOL_CMP_RE.match(expr)) and split_top(m.group(1), "==") == [m.group(1).strip()]:
         subject = _atom(m.group(1))
         return subject if m.group(2) == "true" else _negate(subject)
     if len(split_top(expr, "||")) > 1 or len(split_top(expr, "&&")) > 1:
@@ -155,19 +129,13 @@ def _atom(expr: str) -> Condition:
     return expr
 
 
-# Pure and called for every term of every dispatch branch (hundreds of thousands of
-# calls for a few thousand distinct conditions on a large bwd API file).
+# hundreds of thousands of calls for a few thousand distinct conditions (a large bwd file)
 @functools.lru_cache(maxsize=65536)
 def condition_form(cond: str) -> Condition:
-    """A dispatcher condition as data (:data:`~sphinxext_fmha.schema.token_dispatch.
-    Condition`).
-
-    ``t.``/``a.`` prefixes go; ``true /*...*/`` (a check the generator disabled) and
-    ``(true)`` terms of a conjunction are True; ``x == true`` -> ``x``, ``x == false``
-    -> not ``x``; ``s.compare("fp16") == 0`` -> ``s == "fp16"``; ``s.compare(0, 6,
-    "gfx950") == 0`` -> ``("starts", "s", '"gfx950"')``; ``&&``/``||``/``!`` -> and/or/
-    not.  Other terms are kept verbatim (blanks squeezed); nothing is inferred.
-    """
+    """A dispatcher condition as data (a ``token_dispatch.Condition``): ``t.``/``a.`` go,
+    ``true /*...*/`` (a check the generator disabled) is True, ``x == false`` -> not ``x``,
+    ``s.compare("fp16") == 0`` -> ``s == "fp16"``, ``s.compare(0, 6, "gfx950") == 0`` ->
+    ``("starts", "s", '"gfx950"')``; other terms verbatim (squeezed), nothing inferred."""
     text = _TRUE_COMMENT_RE.sub("true", cond)
     text = strip_comments(text)
     text = _WS_RE.sub(" ", text).strip()

@@ -1,21 +1,14 @@
-"""Entry points of a dispatch file and the calls between its dispatch functions.
-
-Newer CK writes several dispatch functions into one API file (``fmha_fwd_v2``,
-``fmha_fwd_v3``, ``fmha_fwd_all``) and a public ``fmha_fwd()`` that calls them under
-conditions (``if (args.max_seqlen_q > 1) { r = fmha_fwd_v3(...); ... }`` or
-``if (false and can_dispatch_v3)``).  This module reads those calls from the parsed
-blocks: which function is an entry point (no other dispatch function calls it), which
-calls it makes and when, and which functions no entry point can run because every
-call to them sits behind a condition that is constantly false.
-"""
+"""Entry points of a dispatch file and the calls between its dispatch functions: newer
+CK's public ``fmha_fwd()`` calls ``fmha_fwd_v3``/``fmha_fwd_v2`` under conditions (``if
+(false and can_dispatch_v3)``); a function every call of which is constantly false is dead."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Set
 
-from .constants import bool_locals, constant_value
+from .lexing import bool_locals, constant_value
 from .masking import matches_not_after
 from .parse import DispatchBlock, DispatchTree
 
@@ -26,11 +19,8 @@ _CONDITIONAL = ("if", "else if", "else", "if constexpr", "else if constexpr")
 
 @dataclass
 class FunctionCall:
-    """``caller`` calls ``callee`` when every one of ``conditions`` holds.
-
-    ``never``: one of the conditions is constantly false, so the call never runs;
-    ``statement``: the calling statement (comment-free, blanks squeezed).
-    """
+    """``caller`` calls ``callee`` when all ``conditions`` hold (``never``: one is
+    constantly false) in ``statement`` (comment-free, squeezed)."""
 
     caller: str
     callee: str
@@ -42,10 +32,8 @@ class FunctionCall:
 
 @dataclass
 class EntryPoints:
-    """``dispatchers``: functions that launch kernels or call a function that does, in
-    file order; ``entries``: the dispatchers no other dispatcher calls; ``calls`` in
-    source order; ``dead``: dispatcher -> why no entry point can run it (see
-    :func:`_dead_reason`)."""
+    """``dispatchers``: functions that launch kernels (or call one that does), in file
+    order; ``entries``: those no other calls; ``dead``: dispatcher -> :func:`_dead_reason`."""
 
     dispatchers: List[str] = field(default_factory=list)
     entries: List[str] = field(default_factory=list)
@@ -54,27 +42,18 @@ class EntryPoints:
 
 
 def _function_blocks(block: DispatchBlock) -> List[DispatchBlock]:
-    found: List[DispatchBlock] = []
-    for item in block.blocks:
-        if item.kind == "function":
-            found.append(item)
-        else:
-            found.extend(_function_blocks(item))
-    return found
+    return [f for item in block.blocks
+            for f in ([item] if item.kind == "function" else _function_blocks(item))]
 
 
 def _statements(block: DispatchBlock) -> List[str]:
-    out = list(block.statements)
-    for item in block.blocks:
-        out.extend(_statements(item))
-    return out
+    return [*block.statements, *(s for item in block.blocks for s in _statements(item))]
 
 
 def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
     if not names:
         return []
-    # the names first (a leading look-behind would make the search try every position);
-    # what precedes a match is checked after it
+    # the names first: a leading look-behind would make the search try every position
     pattern = re.compile(r"(%s)\s*\(" % "|".join(sorted(map(re.escape, names))))
     env = bool_locals(_statements(function))
     calls: List[FunctionCall] = []
@@ -108,9 +87,8 @@ _QUALIFIER_RE = re.compile(r"[\w:.>]")
 
 
 def read_entry_points(tree: DispatchTree) -> EntryPoints:
-    """Entry points, calls and dead dispatchers of a parsed dispatch file, read once per
-    tree (:func:`.parse.parse_dispatch` shares a tree between the readers of one file):
-    the result is shared too, read it, never change it."""
+    """Entry points, calls and dead dispatchers of a parsed file, read once per tree and
+    shared: never change it."""
     found = tree.derived.get("entry_points")
     if found is None:
         found = tree.derived["entry_points"] = _read_entry_points(tree)
@@ -123,16 +101,13 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     launching = {leaf.function for leaf in [*tree.leaves, *tree.discarded]}
     calls = [call for f in functions for call in _calls_in(f, names)]
     dispatchers: Set[str] = set(launching)
-    changed = True
-    while changed:  # callers of dispatchers are dispatchers
-        changed = False
-        for call in calls:
-            if call.callee in dispatchers and call.caller not in dispatchers:
-                dispatchers.add(call.caller)
-                changed = True
+    while True:  # callers of dispatchers are dispatchers
+        callers = {call.caller for call in calls if call.callee in dispatchers} - dispatchers
+        if not callers:
+            break
+        dispatchers |= callers
     calls = [c for c in calls if c.caller in dispatchers and c.callee in dispatchers]
-    ordered = [f.name for f in functions if f.name in dispatchers]
-    ordered = list(dict.fromkeys(ordered))
+    ordered = list(dict.fromkeys(f.name for f in functions if f.name in dispatchers))
     called = {c.callee for c in calls}
     entries = [name for name in ordered if name not in called]
     reached = {name for entry in entries for name in _reachable(entry, calls)}
@@ -143,13 +118,10 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
 
 def _reachable(entry: str, calls: List[FunctionCall]) -> List[str]:
     seen = [entry]
-    queue = [entry]
-    while queue:
-        current = queue.pop(0)
+    for current in seen:  # (grows while read: breadth first)
         for call in calls:
             if call.caller == current and not call.never and call.callee not in seen:
                 seen.append(call.callee)
-                queue.append(call.callee)
     return seen
 
 
@@ -158,11 +130,10 @@ def _dead_reason(calls: List[FunctionCall]) -> List[Dict[str, str]]:
     constantly false, that condition (``false_when``); no call: no entry point calls it."""
     reasons: List[Dict[str, str]] = []
     for call in calls:
-        never = next((c for c in call.conditions if constant_value(c) is False), None)
-        cond: Optional[str] = never or (call.conditions[-1] if call.conditions else None)
         reason = {"caller": call.caller}
-        if call.never and cond:
-            reason["false_when"] = cond
+        if call.never and call.conditions:
+            reason["false_when"] = next(
+                (c for c in call.conditions if constant_value(c) is False), call.conditions[-1])
         if reason not in reasons:
             reasons.append(reason)
     return reasons

@@ -1,34 +1,28 @@
-"""Text-level C++ helpers for the generated dispatch and kernel files: squeezing
-blanks, folding constants, and splitting template argument lists (comments and strings
-are masked by :mod:`.masking`). Pure functions over text."""
+"""Text-level C++ helpers for the generated dispatch and kernel files: squeezing blanks,
+folding constant expressions as a compiler would (``64/2``, ``(1 > 0)``), splitting
+template argument lists. Pure functions over text."""
 
 from __future__ import annotations
 
 import functools
 import operator
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .const_eval import evaluate
 from .masking import strip_comments
 
 __all__ = ["normalize_cpp", "constant_of", "conditional_branches", "split_template_args",
-           "find_template_calls", "trait_template", "trait_key", "match_paren", "squeeze"]
+           "find_template_calls", "trait_template", "trait_key", "match_paren", "squeeze",
+           "constant_value", "bool_locals", "evaluate", "COMPARE"]
 
 _MEMO_SIZE = 1 << 16  # distinct texts kept by each memo of this module
 _WS_RE = re.compile(r"\s+")
 _CMP_RE = re.compile(r"\((-?\d+)(==|!=|<=|>=|<|>)(-?\d+)\)")
-#: a C++ comparison operator's test
-COMPARE: Dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
-    "<": operator.lt, ">": operator.gt}
 _IDENT_RE = re.compile(r"(?<![\w.:])(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 
 def squeeze(text: str) -> str:
-    """Collapse blanks; keep one space only between two word characters."""
-    # str.split() and `\s` agree on what a blank is (both use str.isspace); a word
-    # character is what `\w` matches (alphanumeric or `_`)
+    r"""Collapse blanks; keep one space only between two word characters (``\w``)."""
     words = text.split()
     if len(words) < 2:
         return words[0] if words else ""
@@ -46,16 +40,13 @@ def squeeze(text: str) -> str:
     return "".join(parts)
 
 
-# Pure; a kernel file's trait value and the dispatch file's arguments repeat.
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _fold_constants(text: str) -> str:
     """Fold ``(8>0)`` -> ``true``, constant template arguments (``64/2`` -> ``32``) and
     ``std::conditional_t<true,A,B>`` -> ``A``."""
     for _ in range(100):
-        new = _CMP_RE.sub(
-            lambda m: "true" if COMPARE[m.group(2)](int(m.group(1)), int(m.group(3))) else "false",
-            text,
-        )
+        new = _CMP_RE.sub(lambda m: "true" if COMPARE[m.group(2)](int(m.group(1)), int(m.group(3)))
+                          else "false", text)
         if "<" in new and _OPERATOR_RE.search(new):
             new = _fold_args(new)
         new = _fold_conditional(new)
@@ -66,7 +57,6 @@ def _fold_constants(text: str) -> str:
 
 
 def _fold_args(text: str) -> str:
-    """Each template argument that is a constant expression replaced by its value."""
     pos = 0
     while True:
         m = _TEMPLATE_NAME_RE.search(text, pos)
@@ -82,7 +72,6 @@ def _fold_args(text: str) -> str:
         pos = open_at + 1
 
 
-# what can only be a type or a name: no operator of a constant expression in it
 _NOT_CONSTANT_RE = re.compile(r"^[\w:. ]*$")
 # an operator (but `<` `>`, which template-ids have too: a comparison in a template
 # argument is in parentheses, folded before)
@@ -101,10 +90,9 @@ _IS_SAME = "std::is_same_v"
 
 
 def constant_of(text: str) -> Optional[str]:
-    """``true``, ``false`` or the integer a constant expression (already normalised)
-    folds to, else None: ``std::is_same_v<T,U>`` is true when the two type texts are the
-    same (different texts may still name one type: undecided); any other template-id
-    is a value the text does not give."""
+    """``true``, ``false`` or the integer a normalised constant expression folds to, else
+    None: ``std::is_same_v<T,U>`` is true for the same type texts (else undecided: two
+    texts may name one type); any other template-id is a value the text does not give."""
     pos = 0
     parts: List[str] = []
     for m in _TEMPLATE_NAME_RE.finditer(text):
@@ -163,33 +151,22 @@ def _fold_conditional(text: str) -> str:
 
 
 def normalize_cpp(text: str, aliases: Optional[Mapping[str, str]] = None) -> str:
-    """Canonical text of a C++ type/expression for comparisons.
-
-    Comments are dropped, blanks squeezed, identifiers found in ``aliases``
-    (already normalised values) replaced by their values (repeatedly), and
-    integer comparisons in parentheses and ``std::conditional_t`` with a
-    literal condition folded.
-    """
+    """Canonical text of a C++ type/expression for comparisons: comments dropped, blanks
+    squeezed, identifiers of ``aliases`` (normalised values) replaced (repeatedly), and
+    constants and ``std::conditional_t`` with a literal condition folded."""
     if aliases is None or type(aliases) is dict:
-        # Pure on (text, the aliases it can reach): a dispatch file repeats the same
-        # statements and arguments thousands of times under the same few aliases.
+        # a dispatch file repeats its statements thousands of times under a few aliases
         clean = _clean(text)
         return _normalize_memo(clean, _reachable_aliases(clean, aliases) if aliases else ())
-    # A lazy mapping (a kernel file's aliases) resolves values on first lookup, in
-    # the order the substitution asks for them: keep that order.
+    # a lazy mapping (a kernel file's aliases) resolves in the order asked: keep it
     return _substitute_and_fold(_clean(text), aliases)
 
 
 def _reachable_aliases(text: str, aliases: Mapping[str, str]) -> Tuple[Tuple[str, str], ...]:
-    """The (name, value) pairs of ``aliases`` the substitution in :func:`_normalize` can
-    use on ``text``: names in the text, then names in their values, and so on.
-
-    The result of :func:`_normalize` depends on ``aliases`` only through these: a
-    replaced identifier never joins its neighbours into a new name (identifiers are
-    matched greedily and not after ``[\\w.:]``), so every name the substitution meets
-    is a name of the text or of a value.  Found in a fixed order, so equal inputs
-    give equal keys.
-    """
+    """The (name, value) pairs of ``aliases`` the substitution can use on ``text`` (names
+    of the text, of their values, and so on), in a fixed order: the normalised text
+    depends on ``aliases`` only through them (a replaced identifier never joins its
+    neighbours into a new name), so they key its memo."""
     names = aliases.keys()
     found: Dict[str, str] = {}
     pending = [text]
@@ -207,13 +184,12 @@ def _reachable_aliases(text: str, aliases: Mapping[str, str]) -> Tuple[Tuple[str
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _identifiers(text: str) -> Tuple[str, ...]:
-    """The distinct identifiers of ``text`` in order (statements and values repeat)."""
+    """The distinct identifiers of ``text``, in order."""
     return tuple(dict.fromkeys(_IDENT_RE.findall(text)))
 
 
 @functools.lru_cache(maxsize=_MEMO_SIZE)
 def _clean(text: str) -> str:
-    """Comments dropped, blanks squeezed."""
     return squeeze(strip_comments(text))
 
 
@@ -223,29 +199,14 @@ def _normalize_memo(clean: str, aliases: Tuple[Tuple[str, str], ...]) -> str:
 
 
 def _substitute_and_fold(text: str, aliases: Optional[Mapping[str, str]]) -> str:
-    """:func:`normalize_cpp` of text already :func:`_clean`."""
     if aliases:
+        names = aliases
+        # (a text that names an alias changes: no other test of a change is needed)
         for _ in range(20):
-            if aliases.keys().isdisjoint(_identifiers(text)):
-                break  # nothing to replace: the substitution below would change nothing
-            changed = False
-
-            def repl(m: re.Match[str]) -> str:
-                nonlocal changed
-                name = m.group(0)
-                if name in aliases:
-                    changed = True
-                    return aliases[name]
-                return name
-
-            new = _IDENT_RE.sub(repl, text)
-            text = new
-            if not changed:
+            if names.keys().isdisjoint(_identifiers(text)):
                 break
+            text = _IDENT_RE.sub(lambda m: names[m[0]] if m[0] in names else m[0], text)
     return _fold_constants(text)
-
-
-# --------------------------------------------------------------------------- templates
 
 
 # The scanners below visit only the characters that can change their state.
@@ -305,11 +266,11 @@ def split_template_args(text: str) -> List[str]:
 
 
 _TEMPLATE_NAME_RE = re.compile(r"(?<![\w.:>])((?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*)\s*<")
+_PAREN_AFTER_RE = re.compile(r"[ \t\r\n]*\(")
 
 
 def find_template_calls(code: str) -> List[Tuple[str, List[str], int, int]]:
-    """Every ``name<args>(`` in comment-free ``code``: (name, args, start, end)
-    where ``end`` is the index of the ``(``."""
+    """Every ``name<args>(`` in comment-free ``code``: (name, args, start, index of ``(``)."""
     return [(name, list(args), start, end) for name, args, start, end in _template_calls(code)]
 
 
@@ -327,10 +288,9 @@ def _template_calls(code: str) -> Tuple[Tuple[str, Tuple[str, ...], int, int], .
         if close is None:
             pos = m.end()
             continue
-        j = close + 1
-        while j < len(code) and code[j] in " \t\r\n":
-            j += 1
-        if j < len(code) and code[j] == "(":
+        paren = _PAREN_AFTER_RE.match(code, close + 1)
+        if paren:
+            j = paren.end() - 1
             out.append((m.group(1), tuple(split_template_args(code[open_at + 1 : close])), m.start(), j))
             pos = j
         else:
@@ -339,22 +299,18 @@ def _template_calls(code: str) -> Tuple[Tuple[str, Tuple[str, ...], int, int], .
 
 def trait_template(trait: str) -> str:
     """``fmha_fwd_traits_<...>`` -> ``fmha_fwd_traits_`` (the trait's kind)."""
-    i = trait.find("<")
-    return trait[:i] if i >= 0 else trait
+    return trait.partition("<")[0]
 
 
 def trait_key(trait: str, extra_args: Sequence[str] = ()) -> str:
-    """The text a leaf and a kernel file must share: the normalised trait
-    followed by the call's other template arguments (e.g. the arch tag)."""
+    """The text a leaf and a kernel file share: the trait, then the call's other
+    template arguments (the arch tag)."""
     return ",".join([trait, *extra_args])
 
 
 def match_paren(text: str, open_at: int) -> Optional[int]:
-    """Index of the first ``)`` from ``open_at`` on where the parentheses since
-    ``open_at`` balance (that of the ``(`` there), or None.
-
-    Steps from ``)`` to ``)`` and counts the ``(`` between (``str`` methods, no
-    character loop)."""
+    """Index of the ``)`` closing the ``(`` at ``open_at``, or None (steps from ``)`` to
+    ``)`` counting the ``(`` between: ``str`` methods, no character loop)."""
     find = text.find
     count = text.count
     opened = closed = 0
@@ -369,3 +325,141 @@ def match_paren(text: str, open_at: int) -> Optional[int]:
         close = find(")", counted_to)
     return None
 
+
+# Deciding whether a dispatcher condition is constant (``false and can_dispatch_v3``):
+# word operators read as symbols, local ``const bool`` names replaced by their values.
+_BOOL_LOCAL_RE = re.compile(r"^(?:const\s+|constexpr\s+)*(?:bool|auto)\s+([A-Za-z_]\w*)\s*=\s*(.+)$", re.S)
+_WORD_OP_RE = re.compile(r"\b(and|or|not)\b")
+_SYMBOLS = {"and": "&&", "or": "||", "not": "!"}
+
+
+def _symbols(text: str) -> str:
+    return normalize_cpp(_WORD_OP_RE.sub(lambda m: _SYMBOLS[m.group(1)], text))
+
+
+def constant_value(expr: str, env: Optional[Mapping[str, str]] = None) -> Optional[bool]:
+    """True/False when condition ``expr`` is constant (under ``env``'s locals), else None."""
+    aliases = {name: _symbols(value) for name, value in (env or {}).items()}
+    return {"true": True, "false": False}.get(constant_of(normalize_cpp(_symbols(expr), aliases))
+                                              or "")
+
+
+def bool_locals(statements: List[str]) -> Dict[str, str]:
+    """``const bool name = expr;`` statements of a function body: name -> expr."""
+    env: Dict[str, str] = {}
+    for statement in statements:
+        if "bool" not in statement and "auto" not in statement:
+            continue  # (the pattern needs one of them: a dispatch file has 100,000 statements)
+        m = _BOOL_LOCAL_RE.match(statement.strip())
+        if m:
+            env[m.group(1)] = m.group(2)
+    return env
+
+
+# The value of a C++ constant expression, or None: any other name or call is undecided,
+# unless ``&&``/``||`` decide without it. Template-ids are the caller's to hide first
+# (:func:`constant_of`): ``<``/``>`` compare here.
+Value = Union[bool, int]
+
+_TOKEN_RE = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_][\w:.]*|\"[^\"]*\")|"
+                       r"(<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%<>&|^!~()]))")
+# binary operators, loosest first (C++'s precedence)
+_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="),
+           ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
+_UNDECIDED = object()  # a name whose value the text does not give
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def evaluate(text: str) -> Optional[Value]:
+    tokens: List[object] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if m is None or m.end() == pos:
+            return None
+        number, name, op = m.groups()
+        if number is not None:
+            tokens.append(int(number, 0) if not number.startswith("0") or len(number) == 1
+                          or number[1] in "xX" else int(number, 8))
+        elif name is not None:
+            tokens.append({"true": True, "false": False}.get(name, _UNDECIDED))
+            if text.startswith("(", m.end()) and name[0] != '"':  # a call: its value
+                close = match_paren(text, m.end())
+                if close is None:
+                    return None
+                pos = close + 1
+                continue
+        else:
+            tokens.append(op)
+        pos = m.end()
+    try:
+        value, end = _binary(tokens, 0, 0)
+    except (_Unreadable, IndexError):
+        return None
+    if end != len(tokens) or value is _UNDECIDED:
+        return None
+    return value
+
+
+def _binary(tokens: List[object], at: int, level: int):
+    if level == len(_LEVELS):
+        return _unary(tokens, at)
+    left, at = _binary(tokens, at, level + 1)
+    ops = _LEVELS[level]
+    while at < len(tokens) and isinstance(tokens[at], str) and tokens[at] in ops:
+        op = tokens[at]
+        right, at = _binary(tokens, at + 1, level + 1)
+        left = _apply(op, left, right)  # type: ignore[arg-type]
+    return left, at
+
+
+def _unary(tokens: List[object], at: int):
+    token = tokens[at]
+    if token in ("!", "~", "-", "+"):
+        value, at = _unary(tokens, at + 1)
+        if value is _UNDECIDED:
+            return value, at
+        if token == "!":
+            return not value, at
+        number = int(value)
+        return (~number if token == "~" else -number if token == "-" else number), at
+    if token == "(":
+        value, at = _binary(tokens, at + 1, 0)
+        if tokens[at] != ")":
+            raise _Unreadable
+        return value, at + 1
+    if isinstance(token, str):
+        raise _Unreadable
+    return token, at + 1
+
+
+def _apply(op: str, left: object, right: object) -> object:
+    if op in ("&&", "||"):
+        # decided by one side alone when that side is false (&&) or true (||)
+        stop = op == "||"
+        if any(v is not _UNDECIDED and bool(v) is stop for v in (left, right)):
+            return stop
+        return _UNDECIDED if _UNDECIDED in (left, right) else not stop
+    if left is _UNDECIDED or right is _UNDECIDED:
+        return _UNDECIDED
+    a, b = int(left), int(right)  # type: ignore[call-overload]
+    if op in ("/", "%"):
+        if b == 0:
+            raise _Unreadable
+        quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C++ truncates
+        return quotient if op == "/" else a - b * quotient
+    if op in ("<<", ">>") and not 0 <= b < 64:
+        raise _Unreadable
+    return _BINARY[op](a, b)
+
+
+#: a C++ comparison operator's test
+COMPARE: Dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
+    "<": operator.lt, ">": operator.gt}
+_BINARY = {**COMPARE, "+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_,
+           "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift}

@@ -1,22 +1,7 @@
-"""Does a generated set link, and which generated kernels can run?  Without a compiler.
-
-:func:`link_report` compares the kernel specialisations the API dispatch file
-instantiates with the ones the generated kernel files define (the same normalised
-template-argument text on both sides, see :mod:`.matching`):
-
-* ``missing``: specialisations the dispatch file instantiates that no generated file
-  defines.  The build would fail to link.  Branches an ``if constexpr`` discards do
-  not instantiate anything and are not counted; a dispatch function that no entry
-  point can run (a disabled ``fmha_fwd_v3``) still instantiates its kernels.
-* ``unreferenced``: generated kernels no dispatch branch instantiates (e.g. split-KV
-  combine kernels no ``fmha_fwd_splitkv_combine_traits_<...>`` of any entry names).
-* ``unreachable``: generated kernels that are instantiated, but only in dispatch
-  functions no entry point can run, only in branches whose conditions hold for no
-  call, or only in branches the earlier branches of their if-else chain always take
-  (:mod:`.routes`), with the reason.
-
-Pure: text in, data out; no process, no file system.
-"""
+"""Does a generated set link, and which kernels can run? Without a compiler: the
+specialisations the dispatch file instantiates against those the kernel files define
+(:mod:`.matching`); a branch an ``if constexpr`` discards instantiates nothing, a dead
+dispatch function still does; unreachable kernels are decided by :mod:`.routes`."""
 
 from __future__ import annotations
 
@@ -34,12 +19,9 @@ __all__ = ["LinkReport", "link_report", "link_report_from_keys", "partners", "un
 
 @dataclass
 class LinkReport:
-    """What :func:`link_report` found; see the module docstring.
-
-    ``missing``: (dispatch function, trait template, specialisation key), in try order;
-    ``unreferenced``: kernel files, sorted; ``unreachable``: kernel file -> reasons
-    (see :func:`unreachable_kernels`).
-    """
+    """``missing``: (dispatch function, trait template, key) instantiated but not generated,
+    in try order; ``unreferenced``: kernel files no branch instantiates, sorted;
+    ``unreachable``: kernel file -> :func:`unreachable_kernels` reasons."""
 
     missing: List[Tuple[str, str, str]] = field(default_factory=list)
     unreferenced: List[str] = field(default_factory=list)
@@ -47,16 +29,11 @@ class LinkReport:
 
     @property
     def links(self) -> bool:
-        """Every instantiated specialisation is generated."""
         return not self.missing
 
 
 def link_report(api_text: str, kernel_texts: Mapping[str, str]) -> LinkReport:
-    """Link check of one generated set.
-
-    ``api_text``: the API dispatch ``.cpp``; ``kernel_texts``: kernel file name -> its
-    text (every ``.cpp`` that ``generate.py -o`` wrote besides the API file).
-    """
+    """Link check of one generated set (``kernel_texts``: kernel file -> its text)."""
     return link_report_from_keys(api_text, {name: kernel_trait_key(text)
                                             for name, text in kernel_texts.items()})
 
@@ -67,17 +44,12 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
     tree = parse_dispatch(api_text)
     match = match_leaves_to_kernels(tree, kernel_traits)
     entry_points = read_entry_points(tree)
-    report = LinkReport()
     by_order = {leaf.order: leaf for leaf in tree.leaves}
-    seen = set()
+    missing: Dict[str, Tuple[str, str, str]] = {}
     for order, key in match.unmatched:
-        if key in seen:
-            continue
-        seen.add(key)
-        report.missing.append((by_order[order].function, trait_template(key), key))
-    report.unreferenced = list(match.unreached)
-    report.unreachable = unreachable_kernels(tree, match, entry_points)
-    return report
+        missing.setdefault(key, (by_order[order].function, trait_template(key), key))
+    return LinkReport(list(missing.values()), list(match.unreached),
+                      unreachable_kernels(tree, match, entry_points))
 
 
 def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,

@@ -1,10 +1,6 @@
-"""Link dispatch leaves to generated kernel files by the template arguments both sides use.
-
-Every kernel file explicitly specialises the template its leaf calls with the same
-``fmha_*_traits_<...>`` argument list (spelled through local ``using`` aliases), plus the
-same extra arguments such as the arch tag.  Both sides are normalised
-(:func:`~.lexing.normalize_cpp`) and compared as text.
-"""
+"""Link dispatch leaves to generated kernel files: each kernel file specialises the
+template its leaf calls with the same trait and extra arguments (spelled through local
+``using`` aliases), compared as normalised text (:func:`~.lexing.normalize_cpp`)."""
 
 from __future__ import annotations
 
@@ -21,8 +17,6 @@ from .parse import DispatchLeaf, DispatchTree
 __all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leaves_to_kernels"]
 
 
-# --------------------------------------------------------------------------- kernel files
-
 # Both start with a word; the word boundary before it is checked after a match (a
 # leading ``\b`` would make the search try every position of the file).
 _USING_DECL_RE = re.compile(r"using\s+([A-Za-z_]\w*)\s*=\s*([^;]*);")
@@ -31,38 +25,25 @@ _WORD_CHAR_RE = re.compile(r"\w")
 
 
 def kernel_trait_keys(text: str) -> List[str]:
-    """Keys of every explicit specialisation ``template<> R f<trait, ...>(...)``
-    in a generated kernel ``.cpp`` (aliases of the file expanded), in order,
-    without duplicates."""
+    """Keys of every ``template<> R f<trait, ...>(...)`` of a kernel ``.cpp`` (its aliases
+    expanded), in order, without duplicates."""
     code = mask_code_only(text)
     aliases = _LazyAliases(
-        {m.group(1): m.group(2) for m in matches_not_after(_WORD_CHAR_RE, _USING_DECL_RE, code)}
-    )
-    keys: List[str] = []
-    # A kernel file specialises several functions for one trait (launch, oneshot,
-    # get_name): the same arguments give the same keys again, which are already in
-    # ``keys`` (an alias's value, once computed, never changes).
+        {m.group(1): m.group(2) for m in matches_not_after(_WORD_CHAR_RE, _USING_DECL_RE, code)})
+    keys: Dict[str, None] = {}  # an ordered set
+    # several functions specialised for one trait (launch, get_name): same keys again
     seen_args: set = set()
     for m in matches_not_after(_WORD_CHAR_RE, _EXPLICIT_SPECIALISATION_RE, code):
-        stop = len(code)
-        for ch in "{;":
-            k = code.find(ch, m.end())
-            if k >= 0:
-                stop = min(stop, k)
-        head = code[m.end() : stop]
-        calls = find_template_calls(head)
-        if not calls:
+        stop = min([k for k in (code.find("{", m.end()), code.find(";", m.end())) if k >= 0],
+                   default=len(code))
+        calls = find_template_calls(code[m.end() : stop])
+        args = tuple(calls[0][1]) if calls else None
+        if args is None or args in seen_args:
             continue
-        _, args, _, _ = calls[0]
-        if tuple(args) in seen_args:
-            continue
-        seen_args.add(tuple(args))
+        seen_args.add(args)
         traits, extras, _, _ = classify_args(args, aliases)
-        for _, trait in traits:
-            key = trait_key(trait, extras)
-            if key not in keys:
-                keys.append(key)
-    return keys
+        keys.update(dict.fromkeys(trait_key(trait, extras) for _, trait in traits))
+    return list(keys)
 
 
 class _LazyAliases(_AbcMapping):
@@ -105,20 +86,12 @@ def kernel_trait_key(text: str) -> str:
     return "\n".join(kernel_trait_keys(text))
 
 
-# --------------------------------------------------------------------------- matching
-
-
 @dataclass
 class DispatchMatch:
-    """Result of :func:`match_leaves_to_kernels`.
-
-    ``leaf_kernels``: leaf order -> kernel files it launches (one list entry per
-    trait argument, ``None`` when no generated kernel specialises it).
-    ``kernel_leaves``: kernel file -> orders of the leaves that launch it.
-    ``unmatched``: (leaf order, key) for traits no generated kernel specialises.
-    ``unreached``: kernel files no leaf launches, sorted.
-    ``kinds``: kernel file -> trait template name (``fmha_bwd_dot_do_o_traits_``).
-    """
+    """``leaf_kernels``: leaf order -> a kernel file per trait (None: not generated);
+    ``kernel_leaves``: kernel file -> its leaves; ``unmatched``: (leaf order, key) not
+    generated; ``unreached``: kernel files no leaf launches, sorted; ``kinds``: kernel
+    file -> trait template (``fmha_bwd_dot_do_o_traits_``)."""
 
     leaf_kernels: Dict[int, List[Optional[str]]] = field(default_factory=dict)
     kernel_leaves: Dict[str, List[int]] = field(default_factory=dict)
@@ -135,14 +108,9 @@ def match_leaves_to_kernels(
     leaves: Union[DispatchTree, Iterable[DispatchLeaf]],
     kernel_traits: Mapping[str, str],
 ) -> DispatchMatch:
-    """Link each leaf to the kernel files that specialise its traits.
-
-    ``kernel_traits`` maps kernel file name -> :func:`kernel_trait_key` of its
-    text (``GenerateRunner.generate_api_file(...).kernel_traits``; the
-    ApiFileResult itself is accepted too).  Kernel files
-    with an empty key (nothing specialised) are reported as unreached.  For a parsed
-    tree the result is kept with the tree and shared: read it, never change it.
-    """
+    """Each leaf linked to the kernel files that specialise its traits (``kernel_traits``:
+    file -> :func:`kernel_trait_key`, or an ApiFileResult). For a parsed tree the result
+    is kept with the tree and shared: never change it."""
     kernel_traits = getattr(kernel_traits, "kernel_traits", kernel_traits)  # an ApiFileResult
     if not isinstance(kernel_traits, _AbcMapping):
         raise TypeError(
@@ -151,7 +119,6 @@ def match_leaves_to_kernels(
         )
     if not isinstance(leaves, DispatchTree):
         return _match(leaves, kernel_traits)
-    # the readers of one dispatch file share its tree and match it to the same kernels
     key = ("match", tuple(kernel_traits.items()))
     found = leaves.derived.get(key)
     if found is None:
@@ -180,7 +147,7 @@ def _match(leaves: Iterable[DispatchLeaf], kernel_traits: Mapping[str, str]) -> 
                 if trait not in leaf.undecided:  # (the call may never name it)
                     result.unmatched.append((leaf.order, key))
                 continue
-            files.append(names[0] if len(names) == 1 else names[0])
+            files.append(names[0])
             for name in names:
                 orders = reached.setdefault(name, [])
                 if not orders or orders[-1] != leaf.order:

@@ -1,16 +1,6 @@
-"""Parse the API dispatch ``.cpp`` that generate.py writes into blocks and ordered leaves.
-
-The dispatcher is a tree of ``if(cond) {...} else if(cond) {...}`` chains whose
-innermost blocks declare kernel traits and call a kernel template with them::
-
-    using trait_ = fmha_fwd_traits_<64, FmhaFwdFp16, ...>;
-    return fmha_fwd_<trait_, <arch tag>>(s, a);
-
-Each such call site is a :class:`DispatchLeaf`, numbered in source order, which
-is the order the C++ tries them (first match wins; every leaf returns).  Calls from
-one dispatch function to another (``fmha_fwd`` -> ``fmha_fwd_v3``) are kept as
-read by :mod:`.entry_points`.
-"""
+"""Parse the API dispatch ``.cpp`` generate.py writes into blocks and ordered leaves: each
+call site launching kernels (``return fmha_fwd_<trait_, arch>(s, a);`` under ``if``/``else``
+chains) is a :class:`DispatchLeaf`, numbered in the order the C++ tries them."""
 
 from __future__ import annotations
 
@@ -27,20 +17,12 @@ from .masking import _mask
 __all__ = ["DispatchBlock", "DispatchLeaf", "DispatchScope", "DispatchTree", "parse_dispatch"]
 
 
-# --------------------------------------------------------------------------- model
-
-
 @dataclass
 class DispatchBlock:
-    """One ``{...}`` block of the dispatch file.
-
-    ``kind``: ``if``, ``else if``, ``else``, ``if constexpr``, ``else if constexpr``,
-    ``function``, ``namespace``, ``loop``, ``switch`` or ``other``.
-    ``condition``: the text inside the parentheses (comments kept, blanks
-    squeezed); for ``else`` the negation of the chain's previous conditions.
-    ``items``: statements (str, comment-free, squeezed) and nested blocks, in
-    source order.
-    """
+    """One ``{...}`` block: ``kind`` (``if``, ``else if``, ``else``, ``if constexpr``,
+    ``function``, ``namespace``, ``loop``, ``switch``, ``other``...), ``condition`` (comments
+    kept, blanks squeezed; an ``else``'s: the chain's earlier ones negated), ``items``
+    (statements comment-free and squeezed, and nested blocks, in source order)."""
 
     kind: str
     condition: str = ""
@@ -59,15 +41,11 @@ class DispatchBlock:
 
 @dataclass
 class DispatchLeaf:
-    """A call site that launches kernels; ``order`` is the try order (0-based).
-
-    ``path_conditions``: conditions of the enclosing branches, outermost first,
-    excluding ``condition`` (the innermost branch's).  ``trait_args``: the
-    normalised trait types the call passes (one per launched kernel), in
-    argument order; ``extra_args``: the call's other template arguments (arch
-    tag), appended to each trait to form :attr:`keys`.  ``declared_traits``:
-    every trait alias in scope (alias -> text), launched or not.
-    """
+    """A call site that launches kernels; ``order``: the try order (0-based).
+    ``path_conditions``: the enclosing branches' (outermost first) but the innermost
+    (``condition``); ``trait_args``: one normalised trait per launched kernel;
+    ``extra_args`` (arch tag) follow each in :attr:`keys`; ``declared_traits``: every
+    trait alias in scope, launched or not."""
 
     order: int
     path_conditions: List[str]
@@ -78,13 +56,11 @@ class DispatchLeaf:
     trait_names: List[str] = field(default_factory=list)
     declared_traits: Dict[str, str] = field(default_factory=dict)
     not_launched: List[str] = field(default_factory=list)
-    #: trait texts a ``std::conditional_t`` the text does not decide may launch or not
     undecided: List[str] = field(default_factory=list)
     function: str = ""
     line: int = 0
     discarded: bool = False
-    #: depths (indices into :attr:`conditions`) of the branches an ``if constexpr``
-    #: chooses (its ``else`` too): decided when the code is compiled, not per call
+    #: depths (into :attr:`conditions`) of ``if constexpr`` branches (and their ``else``)
     compile_time: Tuple[int, ...] = ()
     #: the innermost :class:`DispatchScope` around the call (a number; -1: none)
     scope: int = -1
@@ -97,18 +73,14 @@ class DispatchLeaf:
 
     @property
     def conditions(self) -> List[str]:
-        """All conditions from the outermost branch to the leaf's own."""
         return [*self.path_conditions, self.condition] if self.condition else list(self.path_conditions)
 
 
 @dataclass
 class DispatchScope:
-    """A function body or one branch of an if-else chain, as the calls run through them.
-
-    ``parent``: the enclosing scope (-1 for a function body); ``chain``: the number of
-    the if-else chain the branch belongs to (its earlier branches are the scopes of the
-    same chain before it); ``items``: what the scope runs in order that may launch
-    kernels, ``("chain", number)`` or ``("leaf", order)``."""
+    """A function body or one branch of an if-else chain: ``parent`` scope (-1: none),
+    ``chain`` number (its earlier branches: the chain's scopes before it), ``items``: what
+    it runs in order that may launch, ``("chain", number)`` or ``("leaf", order)``."""
 
     condition: str
     parent: int
@@ -129,8 +101,6 @@ class DispatchTree:
     derived: Dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-# --------------------------------------------------------------------------- parsing
-
 _HEADER_KW_RE = re.compile(r"^(else\s+)?if\b\s*(constexpr\b)?\s*\(")
 _TEMPLATE_PREFIX_RE = re.compile(r"^\s*template\s*<")
 _ATTR_RE = re.compile(r"\[\[.*?\]\]")
@@ -142,9 +112,8 @@ _TRAILING_QUALIFIERS_RE = re.compile(r"\)\s*(?:const|noexcept|override|final|mut
 
 
 def _positions_of(text: str, chars: str) -> List[int]:
-    """Where any of ``chars`` occurs in ``text``, in order: ``str.find`` scans memory
-    for one character far faster than a pattern tries every character of a 17 MB
-    dispatch file."""
+    """Where any of ``chars`` occurs, in order (``str.find`` scans memory far faster than
+    a pattern tries every character of a 17 MB dispatch file)."""
     found: List[int] = []
     find = text.find
     append = found.append
@@ -178,8 +147,7 @@ def _header(code: str, raw: str) -> Tuple[str, str, str]:
         kind = ("else if" if m.group(1) else "if") + (" constexpr" if m.group(2) else "")
         open_at = m.end() - 1
         close = match_paren(code_s, open_at)
-        # code and raw have the same length, so indices carry over (comments
-        # before the keyword are blank in code, not in raw)
+        # code and raw have the same length: indices carry over
         lead = len(code) - len(code.lstrip())
         cond_raw = raw[lead + open_at + 1 : lead + close] if close is not None else raw_s
         return kind, " ".join(cond_raw.split()), ""  # (`\s` and str.split: one idea of a blank)
@@ -219,12 +187,8 @@ def _find_params_open(head: str) -> Optional[int]:
 
 @functools.lru_cache(maxsize=8)
 def parse_dispatch(text: str) -> DispatchTree:
-    """Parse a generated API dispatch file into blocks and ordered leaves.
-
-    One build reads the same dispatch file several times (the reading, the link
-    check, the coupling of the recommendation), so the last few trees are kept by
-    text: the tree returned is shared, callers read it and never change it.
-    """
+    """The blocks and ordered leaves of a dispatch file; one build reads a file several
+    times (reading, link check, coupling): the tree is shared, never change it."""
     with collector_paused():
         return _parse(text)
 
@@ -258,13 +222,7 @@ def _parse(text: str) -> DispatchTree:
         if last != seg_start:
             between = code[seg_start:pos]
         last = pos + 1
-        if c == ";":
-            stmt = _statement_text(between)
-            if stmt:
-                stack[-1].items.append(stmt)
-                chains[-1] = []
-            seg_start = pos + 1
-        elif c == "{":
+        if c == "{":
             kind, cond, name = _header(between, raw[seg_start:pos])
             line += code.count("\n", counted_to, pos)
             counted_to = pos
@@ -282,15 +240,16 @@ def _parse(text: str) -> DispatchTree:
             stack[-1].items.append(block)
             stack.append(block)
             chains.append([])
-            seg_start = pos + 1
-        else:  # "}"
+        else:
             stmt = _statement_text(between)
-            if stmt:  # trailing statement without ';' (should not happen)
+            if stmt:  # (before a "}": a trailing statement without ';')
                 stack[-1].items.append(stmt)
-            if len(stack) > 1:
+                if c == ";":
+                    chains[-1] = []
+            if c == "}" and len(stack) > 1:
                 stack.pop()
                 chains.pop()
-            seg_start = pos + 1
+        seg_start = pos + 1
     tree = DispatchTree(root=root)
     _collect_leaves(tree)
     return tree
@@ -304,10 +263,8 @@ _CONDITIONAL_KINDS = ("if", "else if", "else", "if constexpr", "else if constexp
 
 
 def _constexpr_value(cond: str) -> Optional[bool]:
-    """Value of an ``if constexpr`` condition when it is certain, else None: the
-    constant expressions the template arguments are folded with (:func:`.lexing.constant_of`:
-    ``std::is_same_v<A, B>`` of different names stays undecided, they could be aliases
-    of one type)."""
+    """Value of an ``if constexpr`` condition when certain (:func:`.lexing.constant_of`),
+    else None."""
     value = constant_of(normalize_cpp(cond))
     return None if value is None else value not in ("false", "0")
 
@@ -322,22 +279,10 @@ def _collect_leaves(tree: DispatchTree) -> None:
     def add(facts: CallFacts, block: DispatchBlock, conds: List[str], function: str,
             dead: bool, compile_time: Tuple[int, ...], scope: int) -> None:
         leaf = DispatchLeaf(
-            order=-1 if dead else len(leaves),
-            path_conditions=list(conds[:-1]),
-            condition=conds[-1] if conds else "",
-            trait_args=list(facts.trait_args),
-            call=facts.call,
-            extra_args=list(facts.extra_args),
-            trait_names=list(facts.trait_names),
-            declared_traits=dict(facts.declared_traits),
-            not_launched=list(facts.not_launched),
-            undecided=list(facts.undecided),
-            function=function,
-            line=block.line,
-            discarded=dead,
-            compile_time=compile_time,
-            scope=scope,
-        )
+            -1 if dead else len(leaves), list(conds[:-1]), conds[-1] if conds else "",
+            list(facts.trait_args), facts.call, list(facts.extra_args), list(facts.trait_names),
+            dict(facts.declared_traits), list(facts.not_launched), list(facts.undecided),
+            function, block.line, dead, compile_time, scope)
         if dead:
             discarded.append(leaf)
             return
@@ -372,24 +317,25 @@ def _collect_leaves(tree: DispatchTree) -> None:
         chain = -1  # the current if / else-if chain (a number; -1: not in one)
         for item in block.items:
             if isinstance(item, DispatchBlock):
-                func = function
-                sub_dead = dead
-                sub_scope = scope
-                # a branch of an `if constexpr` chain (its `else` too) is chosen when the
-                # code is compiled, not by a call's arguments
-                constant = item.kind.endswith("constexpr") or (
-                    item.kind == "else" and cx_chain is not None)
+                func, sub_dead, sub_scope, sub_conds, sub_constant = \
+                    function, dead, scope, conds, compile_time
                 if item.kind in _CONDITIONAL_KINDS:
                     if item.kind.startswith("if") or chain < 0:
                         chain = chain_count[0]
                         chain_count[0] += 1
                     sub_scope = open_scope(item.condition, scope, chain, item.kind, function)
+                    sub_conds = [*conds, item.condition]
+                    # a branch of an `if constexpr` chain (its `else` too) is chosen when
+                    # the code is compiled, not by a call's arguments
+                    if item.kind.endswith("constexpr") or (item.kind == "else" and cx_chain is not None):
+                        sub_constant = (*compile_time, len(conds))
                 else:
                     chain = -1
-                if item.kind == "function":
-                    func = item.name
-                    functions.append(item.name)
-                    sub_scope = open_scope("", -1, -1, "function", item.name)
+                    if item.kind == "function":
+                        func = item.name
+                        functions.append(func)
+                        sub_scope = open_scope("", -1, -1, "function", func)
+                        sub_conds, sub_constant = [], ()
                 if item.kind == "if constexpr":
                     value = _constexpr_value(item.condition)
                     cx_chain = [value]
@@ -404,15 +350,6 @@ def _collect_leaves(tree: DispatchTree) -> None:
                     cx_chain = None
                 elif item.kind.startswith("if") or item.kind not in _CONDITIONAL_KINDS:
                     cx_chain = None
-                sub_conds = conds
-                sub_constant = compile_time
-                if item.kind in _CONDITIONAL_KINDS:
-                    sub_conds = [*conds, item.condition]
-                    if constant:
-                        sub_constant = (*compile_time, len(conds))
-                elif item.kind == "function":
-                    sub_conds = []
-                    sub_constant = ()
                 walk(item, visible.visible, sub_conds, func, sub_dead, sub_constant,
                      sub_scope)
                 if item.kind == "else":

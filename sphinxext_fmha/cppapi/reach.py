@@ -1,28 +1,8 @@
-"""The conditions under which the dispatcher reaches each generated kernel.
-
-A kernel is launched by one or more leaves (call sites).  Its conditions are the
-top-level ``&&`` terms of every enclosing branch, each tagged with a *slot* (dispatch
-function, nesting depth, position in the conjunction) so that the same template slot
-of different kernels can be compared (:mod:`sphinxext_fmha.verify.token_facts`).  A
-kernel of a dispatch function that an entry point calls under conditions has those too
-(slots ``<function>/call/<index>``): 2026 CK tries ``fmha_fwd_v3`` only when
-``args.max_seqlen_q > 1``.
-
-Two readings keep the result exact:
-
-* a branch whose sibling branches launch the *same* kernel with a different partner
-  (``if (t.has_lse) {... combine_traits_<..., true ...>} else {... <..., false ...>}``)
-  chooses a sub-kernel: it is recorded as a :class:`SubKernelChoice`, and it is a
-  condition of the partner kernel, not of the kernel both branches launch; a term of
-  such branches that every branch launching that kernel has selects it as well (2.8.3
-  bwd's ``t.is_group_mode == false`` picks the batch dot_do_o kernel, not only its
-  dq_dk_dv partner): it is that kernel's condition and no choice;
-* terms that differ between the leaves that reach one kernel are not conditions of
-  that kernel: they are left out and the kernel is marked ``varying`` (the number of
-  reaching leaves is kept), never intersected into a false claim; so is a main kernel
-  whose launches choose their partners on conditions not tested in full (``c``
-  without ``!(c)``; an ``if constexpr`` is chosen when compiling and tests no call).
-"""
+"""The conditions under which the dispatcher reaches each kernel: the ``&&`` terms of
+its leaves' branches (and of the calls into their function), each in a *slot* (function,
+depth, position) so the same slot of different kernels compares. Exact: a branch that
+only picks a partner kernel is a :class:`SubKernelChoice`, not the main kernel's
+condition; terms its leaves do not share are left out and the kernel is ``varying``."""
 
 from __future__ import annotations
 
@@ -34,9 +14,8 @@ from typing import DefaultDict, Dict, List, Optional, Set, Tuple
 from ..schema.token_dispatch import Condition
 from .allocation import collector_paused
 from .condition_form import condition_form, split_top, strip_parens
-from .constants import constant_value
 from .entry_points import read_entry_points
-from .lexing import trait_template
+from .lexing import constant_value, trait_template
 from .masking import strip_comments
 from .matching import DispatchMatch
 from .parse import DispatchLeaf, DispatchTree
@@ -55,12 +34,8 @@ class Term:
 
 @dataclass
 class KernelReach:
-    """How the dispatcher reaches one kernel file.
-
-    ``terms``: conditions shared by every leaf that reaches it, outermost first;
-    ``leaves``: try orders of those leaves; ``functions``: their dispatch functions;
-    ``varying``: some leaves add conditions the others do not (left out of ``terms``).
-    """
+    """``terms`` every leaf reaching the kernel shares (outermost first), those
+    ``leaves`` and their ``functions``; ``varying``: some leaves add terms the others lack."""
 
     terms: List[Term] = field(default_factory=list)
     leaves: List[int] = field(default_factory=list)
@@ -91,12 +66,8 @@ def _condition_cpps(condition: str) -> Tuple[str, ...]:
 
 
 def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
-    """leaf order -> (depth where a partner choice starts, number of its conditions).
-
-    Leaves that launch the same first trait from sibling branches of one chain, with
-    different other traits, differ by a sub-kernel choice at the first depth where
-    their conditions part.
-    """
+    """leaf order -> (depth where a partner choice starts, number of its conditions):
+    leaves launching the same first trait with different others part there."""
     by_main: Dict[Tuple[str, str], List[DispatchLeaf]] = {}
     partners: Dict[int, Tuple[str, ...]] = {}  # leaf order -> its other keys
     for leaf in leaves:
@@ -128,9 +99,8 @@ def kernel_reach(tree: DispatchTree, match: DispatchMatch
 
 
 class _Terms:
-    """The distinct terms of one :func:`kernel_reach` call, each with a number: term
-    lists are lists of numbers, which compare and intersect in C (equal terms of one
-    slot in different conditions, such as ``t.is_group_mode == false``, are one)."""
+    """The distinct terms of one :func:`kernel_reach` call, numbered: term lists of
+    numbers compare and intersect in C."""
 
     def __init__(self) -> None:
         self.terms: List[Term] = []
@@ -148,10 +118,8 @@ class _Terms:
         return found
 
     def of_call(self, callee: str, conditions: List[str]) -> List[int]:
-        """The numbers of the terms of the conditions of a call of ``callee`` (slots
-        ``<callee>/call/<index>``: no branch depth, never one of a branch's slots); a
-        constant one is its value (``if (false and can_dispatch_v3)``, its ``else``
-        ``!(false and can_dispatch_v3)``)."""
+        """The numbers of the terms of a call of ``callee`` (slots ``<callee>/call/<index>``);
+        a constant one's form is its value (``if (false and can_dispatch_v3)``)."""
         cpps = [cpp for condition in conditions for cpp in _condition_cpps(condition)]
         return [self._numbered("%s/call/%d" % (callee, index), cpp, constant_value(cpp))
                 for index, cpp in enumerate(cpps)]
@@ -167,8 +135,7 @@ class _Terms:
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
     choice_depths = _choice_depths(tree.leaves)
-    # kernel file -> (leaf, its terms, chosen terms after them (a main kernel's)) of each
-    # leaf that launches it
+    # kernel file -> (leaf, its terms, a main kernel's chosen terms) of each leaf launching it
     per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int]]]] = \
         collections.defaultdict(list)
     none: List[int] = []  # the main kernel's chosen terms (shared: never changed)
@@ -187,34 +154,28 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     entry_terms = _entry_terms(tree, numbered)
     for leaf in tree.leaves:
         function = leaf.function
-        span = choice_depths.get(leaf.order)
+        start, stop = choice_depths.get(leaf.order, (-1, -1))  # (-1, -1): no choice
         terms: List[int] = list(entry_terms.get(function, ()))
         chosen: List[int] = []
-        if span is None:
-            for depth, condition in enumerate(leaf.conditions):
-                terms += known((function, depth, condition)) or terms_of(function, depth, condition)
-        else:
-            start, stop = span
-            heads: Tuple[int, ...] = ()  # the chosen terms at the depth where the choice starts
-            for depth, condition in enumerate(leaf.conditions):
-                found = known((function, depth, condition)) or terms_of(function, depth, condition)
-                if start <= depth < stop:
-                    chosen += found
-                    if depth == start:
-                        heads = found
-                    if depth in leaf.compile_time:
-                        fixed.update(found)
-                else:
-                    terms += found
+        heads: Tuple[int, ...] = ()  # the chosen terms at the depth where the choice starts
+        for depth, condition in enumerate(leaf.conditions):
+            found = known((function, depth, condition)) or terms_of(function, depth, condition)
+            if start <= depth < stop:
+                chosen += found
+                if depth == start:
+                    heads = found
+                if depth in leaf.compile_time:
+                    fixed.update(found)
+            else:
+                terms += found
         files = leaf_kernels.get(leaf.order, no_files)
-        if span is not None and heads:
+        if heads:
             pending.append((files[0] if files else None, heads, _kinds(tuple(leaf.trait_args))))
         for position, filename in enumerate(files):
             if filename is None:
                 continue
-            # the main kernel's own terms are those before the choice; the chosen ones
-            # that all its leaves share select it too (2.8.3 bwd: ``t.is_group_mode``
-            # picks the dot_do_o kernel as well as its partners)
+            # the main kernel's own terms come before the choice; the chosen ones all its
+            # leaves share select it too (2.8.3 bwd: ``t.is_group_mode`` picks dot_do_o)
             per_kernel[filename].append((leaf, terms, chosen) if position == 0
                                         else (leaf, terms + chosen, none))
     result: Dict[str, KernelReach] = {}
@@ -229,19 +190,15 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             selecting[filename] = set(shared)
         own_choices = selecting.get(filename, set())
         if not varying:
-            # a main kernel is reached wherever its terms hold only if the choices among
-            # its launches are made in full (``if (c)`` with its ``else``); 2.8.3 bwd's
-            # batch ``_ps`` dot_do_o kernel is launched when ``a.seqlen_q % 32 != 0`` or
-            # ``a.seqlen_q % 32 == 0 and a.seqlen_q % 64 != 0``: not for every seqlen_q.
-            # (An ``if constexpr`` is chosen when compiling: no per-call condition.)
+            # reached wherever its terms hold only if the choices among its launches are
+            # made in full (``if (c)`` and its ``else``; an ``if constexpr`` tests no call):
+            # 2.8.3 bwd's ``_ps`` dot_do_o kernel runs for some seqlen_q only
             loose = {n for _, _, after in entries for n in after
                      if all_terms[n].form is not True and n not in fixed} - own_choices
             varying = bool(loose) and not _complete(loose, all_terms)
         result[filename] = KernelReach(
-            terms=[all_terms[n] for n in common + shared],
-            leaves=[leaf.order for leaf, _, _ in entries],
-            functions=list(dict.fromkeys([leaf.function for leaf, _, _ in entries])),
-            varying=varying)
+            [all_terms[n] for n in common + shared], [leaf.order for leaf, _, _ in entries],
+            list(dict.fromkeys([leaf.function for leaf, _, _ in entries])), varying)
     # a choice is a term where the leaves of one main kernel part: one every leaf of
     # that kernel has selects the kernel, not only its partners
     for main_file, heads, kinds in pending:
@@ -250,21 +207,18 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             if number in own:
                 continue
             key = (number, kinds)
-            if key in choice_of:
-                choice = choice_of[key]
-            else:
-                choice = choice_of[key] = _choice_for(all_terms[number], kinds, choices)
+            if key not in choice_of:
+                choice_of[key] = _choice_for(all_terms[number], kinds, choices)
+            choice = choice_of[key]
             if choice is not None:
                 choice.count += 1
     return result, list(choices.values())
 
 
 def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
-    """dispatch function -> the terms every way into it from an entry point has: the
-    conditions of the calls to it and its callers' own (2026 CK's ``fmha_fwd`` calls
-    ``fmha_fwd_v3`` only ``if (args.max_seqlen_q > 1)``: a condition of every kernel v3
-    launches).  A way is what the call's enclosing branches test; what an earlier call
-    left (``fmha_fwd_v2`` runs when v3 declined) is a try order, no term."""
+    """dispatch function -> the terms of every way into it from an entry point (2026 CK's
+    ``fmha_fwd`` calls ``fmha_fwd_v3`` only ``if (args.max_seqlen_q > 1)``); what an
+    earlier call left (v2 runs when v3 declined) is a try order, no term."""
     points = read_entry_points(tree)
     found: Dict[str, List[int]] = {}
 
@@ -289,19 +243,17 @@ def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
 def _choice_for(term: Term, kinds: Tuple[str, str],
                 choices: Dict[Tuple[str, str, str], SubKernelChoice]
                 ) -> Optional[SubKernelChoice]:
-    """The choice a term where a partner choice starts counts toward (made on first sight,
-    in order, in ``choices``); None for an always true term."""
+    """The choice a term where a partner choice starts counts toward (made on first
+    sight, in ``choices``); None for an always true term."""
     if term.form is True:
         return None  # deeper branches of a chosen partner are their own conditions
     main_kind, partner_kind = kinds
     # `if (c)` and its `else` (`!(c)`) are one choice
     head = _choice_head(term.cpp)
     key = (head, main_kind, partner_kind)
-    choice = choices.get(key)
-    if choice is None:
-        choice = choices[key] = SubKernelChoice(head, condition_form(head),
-                                                main_kind, partner_kind)
-    return choice
+    if key not in choices:
+        choices[key] = SubKernelChoice(head, condition_form(head), main_kind, partner_kind)
+    return choices[key]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -314,10 +266,8 @@ def _kinds(trait_args: Tuple[str, ...]) -> Tuple[str, str]:
 
 
 def _common(branches: List[Tuple[str, List[int]]], all_terms: List[Term]) -> List[int]:
-    """The terms every branch that reaches a kernel has (``branches``: each one's dispatch
-    function and term numbers). Within one function by number; across functions (newer
-    CK dispatches every bwd kernel from two) by their C++ text: a term numbers its slot,
-    and the same condition in another function is another slot."""
+    """The terms every branch (function, term numbers) reaching a kernel has: by number
+    within one function, by C++ text across functions (a number is per slot)."""
     by_function: Dict[str, List[List[int]]] = {}
     for function, terms in branches:
         by_function.setdefault(function, []).append(terms)
@@ -329,8 +279,7 @@ def _common(branches: List[Tuple[str, List[int]]], all_terms: List[Term]) -> Lis
 
 
 def _complete(numbers: Set[int], all_terms: List[Term]) -> bool:
-    """Whether the terms ``numbers`` are choices made in full: each condition tested
-    with its ``else`` (``c`` and ``!(c)``)."""
+    """Whether each condition of ``numbers`` is tested with its ``else`` (``c``, ``!(c)``)."""
     sides: Dict[str, Set[bool]] = {}
     for number in numbers:
         cpp = all_terms[number].cpp
@@ -340,8 +289,7 @@ def _complete(numbers: Set[int], all_terms: List[Term]) -> bool:
 
 
 def _kept(first: List[int], others: List[List[int]]) -> List[int]:
-    """The terms of ``first`` that every one of ``others`` has, in order (terms by
-    number: :class:`_Terms`)."""
+    """The terms of ``first`` that every one of ``others`` has, in order."""
     differing = [other for other in others if other != first]
     if not differing:
         return list(first)

@@ -1,26 +1,6 @@
-"""Everything the guide says about one generated API dispatch file, as plain data.
-
-:func:`read_dispatch` turns the file's text and the generated kernels' trait keys into
-a JSON-able dict (cached on disk by the session; rendered by the dispatch and field
-sections):
-
-``entries``, ``calls``, ``dead``
-    entry points, the calls between dispatch functions and the functions no entry
-    point can run (:mod:`.entry_points`);
-``kernels``
-    kernel file -> ``{"terms": [[slot, cpp, form], ...], "varying": bool}`` (:mod:`.reach`;
-    a form: a :data:`~sphinxext_fmha.schema.token_dispatch.Condition`);
-``choices``
-    sub-kernel choices (``[{"condition", "form", "main_kind", "partner_kind",
-    "count"}]``);
-``levels``
-    per dispatch function and nesting depth, an example condition and how many
-    distinct ones there are: the dispatch order as the file has it;
-``order``
-    kernel files in the order the dispatcher tries them (first leaf);
-``unreferenced``, ``unreachable``, ``missing``, ``kinds``
-    the link check (:mod:`.link_check`) and each kernel file's trait template.
-"""
+"""Everything the guide says about one generated API dispatch file, as a JSON-able dict
+(cached by the session): entry points and calls (:mod:`.entry_points`), each kernel's
+conditions (:mod:`.reach`), sub-kernel choices, dispatch levels and order, the link check."""
 
 from __future__ import annotations
 
@@ -29,9 +9,8 @@ from typing import Any, Dict, List, Mapping, Tuple
 from ..schema.token_dispatch import Condition
 from .allocation import collector_paused
 from .condition_form import condition_form
-from .constants import constant_value
 from .entry_points import read_entry_points
-from .lexing import trait_template
+from .lexing import constant_value, trait_template
 from .link_check import unreachable_kernels
 from .matching import match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
@@ -54,50 +33,43 @@ def dispatch_levels(tree: DispatchTree) -> List[Dict[str, Any]]:
 def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, Any]:
     """The reading of one API dispatch file (see the module docstring)."""
     with collector_paused():
-        return _read_dispatch(api_text, kernel_traits)
-
-
-def _read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, Any]:
-    tree = parse_dispatch(api_text)
-    match = match_leaves_to_kernels(tree, kernel_traits)
-    entry_points = read_entry_points(tree)
-    reach, choices = kernel_reach(tree, match)
-    calls = []
-    for call in entry_points.calls:  # (a constant condition's form is its value)
-        conditions = call.conditions
-        cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
-        value = constant_value(cpp) if cpp else True
-        calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
-                      "form": condition_form(cpp) if value is None else value,
-                      "never": call.never, "statement": call.statement})
-    order: Dict[str, None] = {}  # an ordered set
-    for leaf in tree.leaves:
-        for filename in match.files_of(leaf.order):
-            order.setdefault(filename)
-    by_order = {leaf.order: leaf for leaf in tree.leaves}
-    # one row per distinct term, shared by every kernel it reaches (2.8.3's bwd has
-    # 168,384 term rows of 86 terms: made once each, and pickled once each)
-    rows: Dict[int, List[Any]] = {}
-    missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
-                                 for o, k in match.unmatched))
-    return {
-        "entries": entry_points.entries,
-        "dispatchers": entry_points.dispatchers,
-        "calls": calls,
-        "dead": entry_points.dead,
-        "kernels": {name: {"terms": [rows.get(id(t)) or rows.setdefault(id(t), [t.slot, t.cpp, t.form])
-                                     for t in r.terms], "varying": r.varying}
-                    for name, r in sorted(reach.items())},
-        "choices": [{"condition": c.condition, "form": c.form, "main_kind": c.main_kind,
-                     "partner_kind": c.partner_kind, "count": c.count} for c in choices],
-        "levels": dispatch_levels(tree),
-        "order": list(order),
-        "discarded": len(tree.discarded),
-        "unreferenced": list(match.unreached),
-        "unreachable": unreachable_kernels(tree, match, entry_points),
-        "missing": [list(m) for m in missing],
-        "kinds": dict(sorted(match.kinds.items())),
-    }
+        tree = parse_dispatch(api_text)
+        match = match_leaves_to_kernels(tree, kernel_traits)
+        entry_points = read_entry_points(tree)
+        reach, choices = kernel_reach(tree, match)
+        calls = []
+        for call in entry_points.calls:  # (a constant condition's form is its value)
+            conditions = call.conditions
+            cpp = " && ".join("(%s)" % c if len(conditions) > 1 else c for c in conditions)
+            value = constant_value(cpp) if cpp else True
+            calls.append({"caller": call.caller, "callee": call.callee, "when": cpp,
+                          "form": condition_form(cpp) if value is None else value,
+                          "never": call.never, "statement": call.statement})
+        order = dict.fromkeys(f for leaf in tree.leaves for f in match.files_of(leaf.order))
+        by_order = {leaf.order: leaf for leaf in tree.leaves}
+        # one row per distinct term, shared by every kernel it reaches (2.8.3's bwd has
+        # 168,384 term rows of 86 terms: made once each, and pickled once each)
+        rows: Dict[int, List[Any]] = {}
+        missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
+                                     for o, k in match.unmatched))
+        return {
+            "entries": entry_points.entries,
+            "dispatchers": entry_points.dispatchers,
+            "calls": calls,
+            "dead": entry_points.dead,
+            "kernels": {name: {"terms": [rows.get(id(t)) or rows.setdefault(id(t), [t.slot, t.cpp, t.form])
+                                         for t in r.terms], "varying": r.varying}
+                        for name, r in sorted(reach.items())},
+            "choices": [{"condition": c.condition, "form": c.form, "main_kind": c.main_kind,
+                         "partner_kind": c.partner_kind, "count": c.count} for c in choices],
+            "levels": dispatch_levels(tree),
+            "order": list(order),
+            "discarded": len(tree.discarded),
+            "unreferenced": list(match.unreached),
+            "unreachable": unreachable_kernels(tree, match, entry_points),
+            "missing": [list(m) for m in missing],
+            "kinds": dict(sorted(match.kinds.items())),
+        }
 
 
 def readable_terms(reading: Mapping[str, Any]) -> Dict[str, List[Condition]]:

@@ -1,20 +1,8 @@
-"""Which dispatch leaf a call reaches: the API file's if-else chains as formulas.
-
-A call runs the first leaf whose way in it meets: at every depth its branch's condition
-holds and no earlier branch of that chain's does (an ``else if`` is tried only when
-the branches before it are not), and nothing run before it in its scope (an earlier
-chain or call) returned.  An entry point's calls compose the same way: ``fmha_fwd``
-runs ``fmha_fwd_v3`` when ``args.max_seqlen_q > 1`` and, when no kernel of it took the
-call, ``fmha_fwd_v2``.  Each leaf's way in is a conjunction of formulas
-(:mod:`.satisfiable`), decided exactly.
-
-A :class:`View` is the file with only some kernels: generate.py writes the dispatch of a
-filtered set from the same templates, with the branches of the dropped kernels left out
-(a chain keeps its other branches in order; a block left empty goes).  The reasoning
-about a set (what a dropped kernel's calls reach instead, which kernels a set never
-runs) reads that view.
-Pure: a parsed tree in, formulas and answers out.
-"""
+"""Which dispatch leaf a call reaches, decided exactly (:mod:`.satisfiable`): the first
+leaf whose branch conditions hold, no earlier branch of each chain's does and nothing
+run before it in its scope returned; entry points' calls compose the same way. A
+:class:`View` is the dispatch generate.py writes for a filtered set (dropped kernels'
+branches left out)."""
 
 from __future__ import annotations
 
@@ -32,16 +20,16 @@ __all__ = ["DomainIndex", "Routes", "View", "Way", "routes_of"]
 
 @dataclass
 class Way:
-    """The calls that reach one scope or leaf: every one of ``nodes`` holds and each
-    variable lies in its classes of ``domain`` (variable number -> bits)."""
+    """The calls that reach one scope or leaf: all ``nodes`` hold, each variable in its
+    classes of ``domain`` (variable number -> bits)."""
 
     domain: Dict[int, int]
     nodes: Tuple[Node, ...]
 
 
 class Routes:
-    """The routing formulas of one parsed dispatch file (its :class:`Theory` built
-    over every condition the file has)."""
+    """The routing formulas of one parsed dispatch file (a :class:`Theory` of all its
+    conditions)."""
 
     def __init__(self, tree: DispatchTree, entry_points: Optional[EntryPoints] = None
                  ) -> None:
@@ -63,12 +51,11 @@ class Routes:
                                if s.kind == "function"}
         self._index: Dict[int, DomainIndex] = {}
         self._path_units: Dict[int, Dict[int, int]] = {}
-        #: the whole file's dispatch
         self.full = View(self, None)
 
     def path_units(self, scope: int) -> Dict[int, int]:
-        """The classes each variable may take under the top-level literals of every
-        branch from the function body down to ``scope`` (no question asked)."""
+        """The classes each variable may take under the top-level literals of the branches
+        from the function body down to ``scope``."""
         found = self._path_units.get(scope)
         if found is None:
             parent = self.tree.scopes[scope].parent
@@ -79,8 +66,8 @@ class Routes:
         return found
 
     def compatible(self, number: int, domain: Mapping[int, int]) -> List[int]:
-        """The branches before ``number`` in its chain whose top-level literals admit a
-        value of ``domain`` (the others take none of its calls)."""
+        """The branches before ``number`` in its chain whose top-level literals admit
+        ``domain`` (the others take none of its calls)."""
         chain = self.tree.scopes[number].chain
         index = self._index.get(chain)
         if index is None:
@@ -116,8 +103,7 @@ class View:
         self._index: Optional[DomainIndex] = None
 
     def takers(self, way: Way) -> List[int]:
-        """The leaves of the view (orders) whose branches' literals admit a call of
-        ``way``: the only ones that may run one of its calls."""
+        """The leaves of the view whose branches' literals admit a call of ``way``."""
         if self._index is None:
             routes = self.routes
             self._index = DomainIndex(
@@ -137,8 +123,6 @@ class View:
                                                         for n, m in other.domain.items())]))
         return disjoin(found)
 
-    # ---------------------------------------------------------------- the way in
-
     def leaf_way(self, order: int) -> Optional[Way]:
         """The calls that run leaf ``order`` (None: none does)."""
         leaf = self.routes.tree.leaves[order]
@@ -153,11 +137,10 @@ class View:
         return self._extend(way, [self.routes.theory.negate(disjoin(before))])
 
     def why_not(self, order: int) -> Dict[str, Any]:
-        """Why no call runs leaf ``order`` (after :meth:`leaf_way` said so), as a fact:
-        ``kind`` ``no_entry`` (``function``), ``never_holds`` (``terms``: the fewest
-        that exclude each other, as forms; empty: not found), ``same_condition``,
-        ``taken_by`` (``earlier``, ``own``: the conditions' forms),
-        ``taken_together``, ``returns_before_chain`` or ``returns_before``."""
+        """Why no call runs leaf ``order`` (after :meth:`leaf_way`): ``kind`` ``no_entry``
+        (``function``), ``never_holds`` (``terms``: the fewest that exclude each other),
+        ``same_condition``, ``taken_by`` (``earlier``, ``own``), ``taken_together``,
+        ``returns_before_chain`` or ``returns_before``."""
         scope = self.routes.tree.leaves[order].scope
         while scope >= 0:
             if scope in self._why:
@@ -178,9 +161,7 @@ class View:
                 self._why[number] = {"kind": "no_entry", "function": scope.function}
         else:
             parent = self.scope_way(scope.parent)
-            way = None
-            if parent is not None:
-                way = self._branch_way(number, parent)
+            way = None if parent is None else self._branch_way(number, parent)
         self._ways[number] = way
         return way
 
@@ -200,12 +181,10 @@ class View:
         way = self._extend(own, extra) if extra else own
         if way is None:
             self._why[number] = self._shadowed_by(number, own, earlier)
-            return None
         return way
 
     def _before(self, parent: int, item: Tuple[str, int]) -> List[Node]:
-        """What returns in scope ``parent`` before ``item`` runs (formulas, relative to
-        the scope)."""
+        """What returns in scope ``parent`` before ``item`` runs (formulas)."""
         found: List[Node] = []
         for other in self.routes.tree.scopes[parent].items:
             if other == item:
@@ -235,12 +214,8 @@ class View:
         """The calls for which scope ``number``, once entered, runs a leaf."""
         found = self._taken.get(number)
         if found is None:
-            if not self.present[number]:
-                found = False
-            else:
-                found = disjoin(self._item_taken(item)
-                                for item in self.routes.tree.scopes[number].items)
-            self._taken[number] = found
+            found = self._taken[number] = self.present[number] and disjoin(
+                self._item_taken(item) for item in self.routes.tree.scopes[number].items)
         return found
 
     def entry(self, function: str) -> Node:
@@ -253,18 +228,13 @@ class View:
         if function in points.entries or not any(c.callee == function for c in points.calls):
             found = True
         else:
-            ways = []
-            for call in points.calls:
-                if call.callee != function:
-                    continue
-                ways.append(conjoin([self.entry(call.caller), *self._call_condition(call)]))
-            found = disjoin(ways)
+            found = disjoin([conjoin([self.entry(call.caller), *self._call_condition(call)])
+                             for call in points.calls if call.callee == function])
         self._entry[function] = found
         return found
 
     def _call_condition(self, call) -> List[Node]:
-        """The call's conditions, and that no call before it in its caller stopped the
-        call: returned a kernel's result (or returned at all)."""
+        """The call's conditions, and that no earlier call of its caller returned."""
         theory = self.routes.theory
         nodes = [theory.formula(c) for c in call.conditions]
         for earlier in self.routes.entry_points.calls:
@@ -284,8 +254,6 @@ class View:
         if found is None or not self.routes.theory.satisfiable(found.nodes, found.domain):
             return None
         return found
-
-    # ---------------------------------------------------------------- reasons
 
     def _never_holds(self, number: int) -> List[Any]:
         """Which terms around a branch exclude each other."""
@@ -326,9 +294,8 @@ def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> List[Any]:
 
 
 class DomainIndex:
-    """Items found by the classes their domains admit (a domain: variable number ->
-    classes as bits): a chain of a large fwd file has a hundred branches, each asked
-    about all those before it; a set's kernels are asked about by every dropped one."""
+    """Items found by the classes their domains (variable number -> bits) admit: a large
+    fwd file's chain has a hundred branches, each asked about all those before it."""
 
     def __init__(self, items: Sequence[Tuple[object, Mapping[int, int]]],
                  full: Sequence[int]) -> None:
@@ -359,15 +326,13 @@ class DomainIndex:
 
 
 def _propagate(theory: Theory, way: Way, nodes: Iterable[Node]) -> Optional[Way]:
-    """``way`` narrowed by ``nodes``: their literals narrow the domain and what the
-    domain decides is folded away (None: they exclude each other by that alone)."""
+    """``way`` narrowed by ``nodes`` (None: their literals exclude each other)."""
     found = narrow(theory, way.domain, [*way.nodes, *nodes])
     return None if found is None else Way(*found)
 
 
 def routes_of(tree: DispatchTree) -> Routes:
-    """The :class:`Routes` of a parsed tree, made once per tree (the link check, the
-    policy and the losses of one file share it, and its full view's answers)."""
+    """The :class:`Routes` of a parsed tree, made once per tree and shared."""
     found = tree.derived.get("routes")
     if found is None:
         found = tree.derived["routes"] = Routes(tree)

@@ -1,34 +1,13 @@
-"""Dispatch conditions as formulas over a call's variables, decided exactly.
-
-A branch condition of an API dispatch file is a formula (``&&``, ``||``, ``!``) over
-terms of a few shapes, each a test of one variable of the call:
-
-* a size compared with a number, or its remainder (``t.hdim_q <= 128``,
-  ``a.seqlen_k % 64 == 0``, ``a.seqlen_k != 0``); a size is an integer from 0;
-* a flag (``t.has_lse``, ``t.is_group_mode == true``);
-* a value that is equal or not (``t.bias_type == bias_enum::alibi``,
-  ``a.cu_seqlen_k_ptr == nullptr``, ``t.data_type.compare("fp16") == 0``) or starts
-  with a text (``device_name.compare(0, 6, "gfx950") == 0``);
-* anything else (``a.seqlen_q == a.seqlen_k``, a function call) is a flag of its own,
-  the same text being the same flag: what is decided then holds whatever it means.
-
-``t.`` / ``a.`` (and ``traits.`` / ``args.``) are the same call: ``t.hdim_q`` and
-``a.hdim_q`` are one head size.  Each variable's values fall into finitely many classes
-(the values that meet the same terms of the file): every size above the largest bound
-repeats with the moduli's period, a text is one of the literals, one of them extended,
-or none of them, and a value named by no ``==`` is another value still.  A formula is
-then a formula over those classes, and :meth:`Theory.satisfiable` decides it exactly
-by splitting on its literals (each a set of classes of one variable).  Complements,
-implications and duplicates of conditions are all questions of that one procedure
-(``A and not B`` holds for no call).
-Pure: text in, answers out.
-"""
+"""Dispatch conditions as formulas over a call's variables, decided exactly. A term tests
+one variable (a size against a number or modulus, a flag, a value, a text prefix; any
+other text is a flag of its own; ``t.``/``a.`` name one call); each variable's values
+fall into finitely many classes, so :meth:`Theory.satisfiable` decides by splitting."""
 
 from __future__ import annotations
 
 import functools
 import re
-from math import gcd
+from math import lcm
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .condition_form import split_top, strip_parens
@@ -39,8 +18,6 @@ __all__ = ["Node", "Theory", "conjoin", "disjoin", "narrow", "parse_condition"]
 
 #: a literal: ("v", variable number, classes as bits); ("&", children); ("|", children)
 Node = Union[bool, Tuple]
-
-# ------------------------------------------------------------------------ reading terms
 
 _NAME = r"[A-Za-z_][\w]*(?:\s*(?:\.|->|::)\s*[A-Za-z_]\w*)*"
 _COMPARE_EQ = re.compile(r'^(%s)\s*\.\s*compare\(\s*"([^"]*)"\s*\)\s*(==|!=)\s*0$' % _NAME)
@@ -60,8 +37,7 @@ _TRUE_COMMENT = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
 _FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
 
 # An atom: ("size", name, op, number, modulus) | ("flag", name) | ("eq", name, value) |
-# ("prefix", name, text) | ("opaque", text). A parsed formula ("af") has atoms at its
-# leaves and "!" nodes; :class:`Theory` compiles it to class literals.
+# ("prefix", name, text) | ("opaque", text)
 Atom = Tuple
 
 
@@ -71,26 +47,19 @@ def _name(text: str) -> str:
 
 def _atom(text: str) -> Tuple[Atom, bool]:
     """(atom, polarity) of one comparison (the text holds no ``&&``/``||``)."""
-    m = _COMPARE_PREFIX.match(text)
-    if m and int(m.group(2)) == len(m.group(3)) and m.group(3):
+    if (m := _COMPARE_PREFIX.match(text)) and int(m.group(2)) == len(m.group(3)) and m.group(3):
         return ("prefix", _name(m.group(1)), m.group(3)), m.group(4) == "=="
-    m = _COMPARE_EQ.match(text)
-    if m:
+    if (m := _COMPARE_EQ.match(text)):
         return ("eq", _name(m.group(1)), '"%s"' % m.group(2)), m.group(3) == "=="
-    m = _FLAG_CMP.match(text)
-    if m:
+    if (m := _FLAG_CMP.match(text)):
         return ("flag", _name(m.group(1))), (m.group(2) == "==") == (m.group(3) == "true")
-    m = _MODULO.match(text)
-    if m and int(m.group(2)) > 0:
+    if (m := _MODULO.match(text)) and int(m.group(2)) > 0:
         return ("size", _name(m.group(1)), m.group(3), int(m.group(4)), int(m.group(2))), True
-    m = _BOUND.match(text)
-    if m:
+    if (m := _BOUND.match(text)):
         return ("size", _name(m.group(1)), m.group(2), int(m.group(3)), 0), True
-    m = _BOUND_FLIPPED.match(text)
-    if m:
+    if (m := _BOUND_FLIPPED.match(text)):
         return ("size", _name(m.group(3)), _FLIP[m.group(2)], int(m.group(1)), 0), True
-    m = _VALUE.match(text)
-    if m:
+    if (m := _VALUE.match(text)):
         return ("eq", _name(m.group(1)), re.sub(r"\s+", "", m.group(3))), m.group(2) == "=="
     if _FLAG.match(text):
         return ("flag", _name(text)), True
@@ -144,12 +113,9 @@ def _atoms_of(formula: Tuple, found: Dict[Atom, None]) -> None:
             _atoms_of(part, found)
 
 
-# ------------------------------------------------------------------------ value classes
-
 #: the widest range of sizes searched for the classes of one variable; past it, its
 #: terms are taken as flags of their own (what is then decided still holds)
 _SIZE_LIMIT = 1 << 17
-
 
 
 def _holds(atom: Atom, value: object) -> bool:
@@ -167,11 +133,7 @@ def _holds(atom: Atom, value: object) -> bool:
 def _representatives(kind: str, atoms: Sequence[Atom]) -> Optional[Iterable[object]]:
     """Values of one variable among which every class of its terms has one."""
     if kind == "size":
-        period = 1
-        for atom in atoms:
-            if atom[4]:
-                period = period * atom[4] // gcd(period, atom[4])
-        top = max(atom[3] for atom in atoms) + period + 1
+        top = max(atom[3] for atom in atoms) + lcm(*[atom[4] for atom in atoms if atom[4]]) + 1
         # a size is at least 1 (a head dim, a length), unless a term of the file names
         # 0 itself (``a.seqlen_k != 0``: the codegen expects empty sequences)
         low = 0 if any(not atom[4] and atom[3] == 0 for atom in atoms) else 1
@@ -185,11 +147,8 @@ def _representatives(kind: str, atoms: Sequence[Atom]) -> Optional[Iterable[obje
 
 class Theory:
     """The variables of a set of conditions, each cut into the classes of values that
-    meet the same of its terms; conditions compile to formulas over those classes.
-
-    Build it once over every condition a question may involve (a dispatch file's):
-    a condition it has not seen is compiled all the same, its new terms read as flags
-    of their own (true for some calls, false for others)."""
+    meet the same terms; conditions compile to formulas over those classes (a term it
+    was not built with is a flag of its own)."""
 
     def __init__(self, conditions: Iterable[str] = ()) -> None:
         seen: Dict[Atom, None] = {}
@@ -197,7 +156,9 @@ class Theory:
             _atoms_of(parse_condition(condition), seen)
         by_variable: Dict[Tuple[str, str], List[Atom]] = {}
         for atom in seen:
-            by_variable.setdefault(_variable_of(atom), []).append(atom)
+            # a value and a prefix test one text; the others their own kind
+            kind = "text" if atom[0] in ("eq", "prefix") else atom[0]
+            by_variable.setdefault((kind, atom[1]), []).append(atom)
         #: atom -> (variable number, classes where it holds, as bits)
         self._literal: Dict[Atom, Tuple[int, int]] = {}
         #: per variable number: every class, as bits
@@ -233,8 +194,6 @@ class Theory:
         self.full.append((1 << len(classes)) - 1)
         self.variables.append((name, kept))
 
-    # -------------------------------------------------------------------- formulas
-
     def formula(self, condition: str) -> Node:
         """The compiled formula of a C++ condition."""
         found = self._compiled.get(("c", condition))
@@ -265,9 +224,8 @@ class Theory:
         return True if mask == self.full[number] else False if not mask else ("v", number, mask)
 
     def negate(self, node: Node) -> Node:
-        """``!node``: a literal's other classes; a compound node is negated only as far
-        as a question needs (what a domain decides first folds it away: a set's whole
-        dispatch negated, for one kernel's calls, is mostly other data types)."""
+        """``!node``: a literal's other classes; a compound node is negated lazily (what a
+        domain decides first folds it away)."""
         if isinstance(node, bool):
             return not node
         if node[0] == "v":
@@ -276,18 +234,14 @@ class Theory:
             return node[1]
         return ("!", node)
 
-    # -------------------------------------------------------------------- deciding
-
     def satisfiable(self, nodes: Sequence[Node], domain: Optional[Mapping[int, int]] = None
                     ) -> bool:
-        """Whether some call meets every one of ``nodes`` (within ``domain``: variable
-        number -> the classes it may take)."""
+        """Whether some call meets all ``nodes`` (within ``domain``: variable -> classes)."""
         return self.witness(nodes, domain) is not None
 
     def witness(self, nodes: Sequence[Node], domain: Optional[Mapping[int, int]] = None
                 ) -> Optional[Dict[int, int]]:
-        """Classes (variable number -> bits) within which every call meets ``nodes``,
-        or None when no call does."""
+        """Classes (variable -> bits) within which every call meets ``nodes``, or None."""
         return _solve(list(nodes), dict(domain or {}), self.full)
 
     def example(self, found: Mapping[int, int]) -> Dict[str, object]:
@@ -305,15 +259,6 @@ class Theory:
             if isinstance(part, tuple) and part[0] == "v":
                 found[part[1]] = found.get(part[1], self.full[part[1]]) & part[2]
         return found
-
-
-def _variable_of(atom: Atom) -> Tuple[str, str]:
-    kind = atom[0]
-    if kind in ("eq", "prefix"):
-        return ("text", atom[1])
-    if kind == "opaque":
-        return ("opaque", atom[1])
-    return (kind, atom[1])
 
 
 def _conjuncts(node: Node) -> Tuple[Node, ...]:
@@ -437,8 +382,8 @@ def _solve(nodes: List[Node], domain: Dict[int, int], full: Sequence[int]
 
 def narrow(theory: Theory, domain: Mapping[int, int], nodes: Iterable[Node]
            ) -> Optional[Tuple[Dict[int, int], Tuple[Node, ...]]]:
-    """(domain, the formulas left) of ``nodes`` added to ``domain``; None when what
-    their literals say excludes every call (a disjunction left may still)."""
+    """(domain, the formulas left) of ``nodes`` added to ``domain``; None when their
+    literals exclude every call."""
     found = dict(domain)
     pending = _fold(list(nodes), found, theory.full)
     return None if pending is None else (found, tuple(pending))
