@@ -134,11 +134,11 @@ class FilterPart:
     position: int
     #: The sub-types (class names) whose names this part is matched against.
     applies_to: List[str] = field(default_factory=list)
-    #: The pattern fnmatch receives when the user's ``-f`` has no such part (``"*"``,
-    #: say); ``null``: the part is then not applied (and always for the first part).
+    #: The pattern fnmatch receives when ``-f`` has no such part (``"*"``, say); ``null``:
+    #: the part is then not applied (always for the first part).
     missing_becomes: Optional[str] = None
-    #: The pattern fnmatch receives when the part is given but empty (``""`` matches
-    #: no name); ``null``: an empty part is not applied.
+    #: The pattern fnmatch receives when the part is empty (``""`` matches no name);
+    #: ``null``: an empty part is not applied.
     empty_becomes: Optional[str] = None
 
 
@@ -154,8 +154,8 @@ class Followers:
     leader_type: str
     #: How many listed kernels follow another one this way.
     count: int = 0
-    #: ``{segment label: tokens}`` only these kernels carry: ``-f`` never tests a name
-    #: with one of them, so a pattern that requires one selects none of them.
+    #: ``{segment label: tokens}`` only these kernels carry (``-f`` never tests a name with
+    #: one: a pattern requiring one selects none of them).
     tokens: Dict[str, List[str]] = field(default_factory=dict)
     #: One of them and the kernel it follows: ``[kernel file, follower file]``.
     example: List[str] = field(default_factory=list)
@@ -165,8 +165,7 @@ class Followers:
 class FilterSpec:
     """How ``generate.py -f`` reaches fnmatch for this API, as observed."""
 
-    #: The separator that splits ``-f`` into one filter per API (``","``); ``null``
-    #: when every API gets the whole pattern.
+    #: The separator that splits ``-f`` into one filter per API (``","``), or ``null``.
     cli_split: Optional[str] = None
     #: The separator that splits this API's filter into parts (``"@"``), or ``null``.
     api_split: Optional[str] = None
@@ -174,8 +173,8 @@ class FilterSpec:
     parts: List[FilterPart] = field(default_factory=list)
     #: What an empty ``-f`` does, when that is known.
     empty_filter: str = ""
-    #: What a failed match drops: ``"kernel"`` (that kernel only) or ``"trait"`` (every
-    #: kernel generated together with it).
+    #: What a failed match drops: ``"kernel"`` (that one) or ``"trait"`` (every kernel
+    #: generated with it).
     drops: str = "kernel"
     #: Sub-types that ``-f`` does not filter at all.
     unfiltered_types: List[str] = field(default_factory=list)

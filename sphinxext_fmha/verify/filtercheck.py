@@ -122,12 +122,11 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
             named = any(tok.strip("_") and tok.strip("_") in filter for tok in segment.tokens)
             numeric = all(_numeric(v) for combos in segment.values.values()
                           for combo in combos for v in combo.values())
-            reduced = any(c.selected != c.baseline for c in counts)
             rows.append(SegmentBreakdown(
                 kernel_type=kernel_type.class_name, segment=segment.label, counts=counts,
                 kept=kept, dropped=dropped,
-                side_effect=bool(dropped) and not named and not numeric and bool(chosen) and reduced and
-                len(kept) < len([c for c in counts if c.baseline])))
+                side_effect=bool(dropped) and not named and not numeric and bool(chosen)
+                and len(kept) < len([c for c in counts if c.baseline])))
     return rows
 
 

@@ -42,13 +42,10 @@ def parse_needs(items: Iterable[str]) -> List[Tuple[str, List[str]]]:
 
 def _segments_named(model: ApiModel, label: str) -> List[Tuple[str, int]]:
     """(sub-type, segment index) of every segment labelled ``label`` (case aside)."""
-    found = [(k.class_name, i) for k in model.kernel_types for i, s in enumerate(k.segments)
-             if not s.literal and s.label == label]
-    if not found:
-        found = [(k.class_name, i) for k in model.kernel_types
-                 for i, s in enumerate(k.segments)
-                 if not s.literal and s.label.lower() == label.lower()]
-    return found
+    every = [(k.class_name, i, s.label) for k in model.kernel_types
+             for i, s in enumerate(k.segments) if not s.literal]
+    return [(c, i) for c, i, seen in every if seen == label] or [
+        (c, i) for c, i, seen in every if seen.lower() == label.lower()]
 
 
 def _value_tokens(model: ApiModel, where: Sequence[Tuple[str, int]], value: str) -> List[str]:

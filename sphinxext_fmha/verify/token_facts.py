@@ -386,13 +386,10 @@ def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
         g.files for by_token in dispatch.groups.values() for found in by_token.values()
         for g in found))
     number = dict(zip(every, count()))
-    groups = []
-    for (class_name, index), by_token in dispatch.groups.items():
-        tokens = []
-        for token, found in by_token.items():
-            tokens.append([token, [[g.cpp, g.forms, g.where, g.kernels, g.unreached, g.varying,
-                                    list(map(number.__getitem__, g.files))] for g in found]])
-        groups.append([class_name, index, tokens])
+    groups = [[class_name, index, [[token, [[g.cpp, g.forms, g.where, g.kernels, g.unreached,
+                                              g.varying, list(map(number.__getitem__, g.files))]
+                                             for g in found]] for token, found in by_token.items()]]
+              for (class_name, index), by_token in dispatch.groups.items()]
     return {"files": list(number), "groups": groups,
             "shared": [[class_name, [list(term) for term in terms]]
                        for class_name, terms in dispatch.shared.items()],
