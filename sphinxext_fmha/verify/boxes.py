@@ -180,8 +180,8 @@ class TypeBoxes:
         self._effective: Dict[Tuple[int, str], FrozenSet[str]] = {}
 
     def effective(self, index: int, glob: str) -> FrozenSet[str]:
-        """The values of segment ``index`` a token glob matches (a glob ending in
-        ``*`` also with the character that always follows)."""
+        """The values of segment ``index`` a token glob matches (ending in ``*``: also with
+        the character that always follows)."""
         key = (index, glob)
         found = self._effective.get(key)
         if found is None:

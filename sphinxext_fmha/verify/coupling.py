@@ -23,8 +23,7 @@ class Coupling:
 
 def coupling_of(groups: Sequence[Sequence[str]], type_of: Mapping[str, str],
                 source: str = "dispatch") -> Optional[Coupling]:
-    """``groups``: file lists launched (or generated) together; ``type_of``: file ->
-    sub-type. None when nothing is coupled."""
+    """``groups``: files launched (or generated) together; ``type_of``: file -> sub-type."""
     groups = [[f for f in g if f in type_of] for g in groups]
     groups = [g for g in groups if len({type_of[f] for f in g}) > 1]
     if not groups:

@@ -269,8 +269,7 @@ def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
 
 def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, tree: DispatchTree,
                     match: DispatchMatch) -> None:
-    """Confirm that the API dispatch file of the filtered write-mode run reaches
-    exactly the generated kernels; record the try order."""
+    """Whether the filtered run's dispatch file reaches exactly its kernels; the try order."""
     order: List[str] = []
     for leaf in tree.leaves:
         for filename in match.files_of(leaf.order):

@@ -25,8 +25,7 @@ class ParsedListing:
     @classmethod
     def of(cls, model: ApiModel, files: Sequence[str],
            known: Optional[ParsedListing] = None) -> ParsedListing:
-        """``known``: a listing already parsed with the same model (the unfiltered
-        one): its files are not parsed again."""
+        """``known``: a listing parsed with the same model, whose files are not parsed again."""
         grammars = None
         parsed: Dict[str, Tuple[str, List[str]]] = {}
         unparsed: List[str] = []
@@ -53,8 +52,8 @@ class ParsedListing:
         return split_filename(filename, kernel_type.arch_suffixes) or filename
 
     def kernel_names(self, model: ApiModel) -> Dict[str, str]:
-        """file -> :meth:`kernel_name` of every parsed file (computed once per model:
-        every filter predicted against this listing needs them)."""
+        """file -> :meth:`kernel_name` of every parsed file (once per model: every filter
+        predicted against this listing needs them)."""
         if self._names is None or self._names[0] is not model:
             self._names = (model, {f: self.kernel_name(model, f) for f in self.parsed})
         return self._names[1]

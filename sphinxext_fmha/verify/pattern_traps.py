@@ -15,8 +15,7 @@ def pattern_traps(model: ApiModel, listing: ParsedListing) -> List[PatternTrap]:
     """Every token of a segment that ``-f`` can choose whose ``*TOKEN*`` matches
     kernels of its sub-type that do not carry it."""
     names = listing.kernel_names(model)
-    # class -> [(file, name, tokens)]: counted in files, as every other count of the
-    # guide (newer CK writes one name per architecture, each its own file)
+    # class -> [(file, name, tokens)]: counted in files (newer CK: one per architecture)
     per_type: Dict[str, List[tuple]] = defaultdict(list)
     for file, (class_name, tokens) in listing.parsed.items():
         per_type[class_name].append((file, names[file], tokens))

@@ -197,8 +197,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
 
 def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
                    wanted: Set[str]) -> Tuple[Recommendation, Set[str]]:
-    """The fewest verified ``-f`` runs selecting ``wanted`` (no decisions), and the
-    union of their listings."""
+    """The fewest verified ``-f`` runs selecting ``wanted`` (no decisions), and their union."""
     kernels = kernels_of(inputs.baseline)
     result = Recommendation(api=inputs.model.api)
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
@@ -235,8 +234,7 @@ def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set
     result.note_facts += synthesis.notes
     claimed = target | set(synthesis.extra)
     if predicted > claimed:
-        # The semantics force more kernels than the keep set: the closest expressible
-        # superset, said with its cost.
+        # the semantics force more kernels: the closest expressible superset, with its cost
         extra = Counter(k.kernel_type for k in kernels if k.file in predicted - claimed)
         result.note_facts.append(Note("superset", {"extra": dict(sorted(extra.items()))}))
         claimed = set(predicted)

@@ -112,8 +112,7 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
 
 
 def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
-    """The one command's own write-mode run: the set's dispatch file (a driver run for
-    one filter would select and write the same set again)."""
+    """One command: its own write-mode run is the set's dispatch file (no driver run)."""
     run = result.runs[0]
     if not run.written or not run.count:
         return  # _run noted why a write failed; nothing selected writes nothing
@@ -153,8 +152,7 @@ def _error(error: Exception) -> Dict[str, str]:
 
 def driver_command(api: str, options: Options, filters: Sequence[str],
                    ck_root: str = ".") -> str:
-    """``ck_root``: the CK root as seen from where the command runs (the folder of
-    generate.py, as the listing commands)."""
+    """``ck_root``: the CK root seen from generate.py's folder (where the command runs)."""
     parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api]
     for dest, value in options.given().items():
         parts += [cli_flag(dest), str(value)]

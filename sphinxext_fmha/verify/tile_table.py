@@ -221,8 +221,7 @@ def tile_names(model: ApiModel, records: Sequence[dict]) -> Dict[str, str]:
 
 def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractSet[str]] = None,
                 names: Optional[Mapping[str, str]] = None) -> List[TileTable]:
-    """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files;
-    ``names``: the tiles' own names (:func:`tile_names`)."""
+    """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files."""
     layouts = _layouts(model)
     per_type: Dict[str, List[Tuple[str, Sequence[str]]]] = defaultdict(list)
     for file, (class_name, tokens) in sorted(parsed.parsed.items()):

@@ -73,8 +73,7 @@ class _Rows:
         self._groups: Dict[Tuple[Tuple[int, ...], int], int] = {}
 
     def keys(self, combo: Sequence[int], size: Optional[int] = None) -> List[int]:
-        """Per row (of the first ``size``; None: all), one integer for its values in
-        the columns ``combo``."""
+        """Per row (of the first ``size``), one integer for its values in the columns ``combo``."""
         combo = tuple(combo)
         size = self.sizes[-1] if size is None else size
         found = self._keys.get((combo, size))
@@ -103,8 +102,7 @@ class _Rows:
 
 
 def _determining(rows: _Rows, codes: Sequence[int], limit: int = 3) -> List[Tuple[int, ...]]:
-    """The smallest sets of columns whose values determine the value ``codes`` (all of
-    that size)."""
+    """The smallest sets of columns whose values determine the value ``codes``."""
     cuts = [codes[:size] for size in rows.sizes]
     scale = max(codes, default=0) + 1
     columns = rows.varying if len(set(codes)) > 1 else range(len(rows.columns))
