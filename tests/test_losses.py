@@ -125,7 +125,7 @@ def test_a_value_kept_with_every_value_it_exists_with_is_dropped_nowhere():
     from types import SimpleNamespace
 
     from sphinxext_fmha.render.sections.recommendation import _drop_cell
-    from sphinxext_fmha.verify.decisions import _dropped_elsewhere
+    from sphinxext_fmha.verify.policy import _dropped_elsewhere
 
     kernel_type = SimpleNamespace(segments=[SimpleNamespace(label=label)
                                             for label in ("lit", "dtype", "squant")])

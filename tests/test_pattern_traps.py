@@ -74,14 +74,15 @@ def test_a_plain_pattern_matches_as_fnmatch_does_where_it_folds_names(lowercases
     import fnmatch
     from types import SimpleNamespace
 
-    from sphinxext_fmha.verify.pattern_traps import _folder, _matching
+    from sphinxext_fmha.verify.filtercheck import normcase
+    from sphinxext_fmha.verify.pattern_traps import _matching
 
     model = SimpleNamespace(filter=SimpleNamespace(fnmatch_lowercases=lowercases,
                                                    fnmatch_backslashes=backslashes))
     names = ["fmha_FWD_d128_Fp16", "fmha_fwd_d128_fp16_pagedkv", "a/b_qr_pagedkv_x",
              "A\\B_QR_PAGEDKV", "fmha_fwd_d64"]
     kernels = [(str(i), name, ()) for i, name in enumerate(names)]
-    seen = [(file, _folder(model)(name)) for file, name, _ in kernels]
+    seen = [(file, normcase(model)(name)) for file, name, _ in kernels]
 
     def fold(text: str) -> str:
         text = text.lower() if lowercases else text

@@ -1,13 +1,194 @@
-"""The model of one API (:class:`ApiModel`) and the parts not said elsewhere."""
+"""The model of one API (:class:`ApiModel`), the model stage's artifact: its kernel
+sub-types, their name segments and fields, how ``-f`` is matched, and the gaps."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .filters import FilterSpec
-from .kernels import FieldInfo, Gap, KernelType
 from .tile_model import Factory, TileClass
+
+
+@dataclass
+class Gap:
+    """Something the analysis could not determine; never guessed silently."""
+
+    #: What is unknown, in a few words.
+    what: str
+    #: The codegen location it concerns (``path:line``), if any.
+    where: str = ""
+    #: Why it could not be established.
+    why: str = ""
+    #: The guide section that needs the fact (``""``: the whole guide).
+    section: str = ""
+    #: The codegen object it concerns (a factory's name), if one.
+    subject: str = ""
+
+
+@dataclass
+class Segment:
+    """One labelled part of a kernel name: its tokens are the exact text it contributes
+    (leading separator included; ``""`` for a feature absent when off)."""
+
+    #: A readable name: the field the segment encodes (``hdim``, ``pad``, ...),
+    #: ``literal N`` for text that no field writes.
+    label: str
+    #: Dotted paths of the kernel-object fields that choose the token
+    #: (``F_pipeline.F_bias``); empty for a literal segment.
+    fields: List[str] = field(default_factory=list)
+    #: ``{token: meaning}`` for every token seen in the listing.
+    tokens: Dict[str, str] = field(default_factory=dict)
+    #: ``{token: [{field path: value}, ...]}``: the field values that produce each token.
+    values: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
+    #: True when no field writes the text (``fmha_bwd``): the same in every kernel name.
+    literal: bool = False
+
+    @property
+    def constant(self) -> bool:
+        """A field segment with one token in this tree (a tile part always ``_r1x4x1``):
+        information, never a keep/drop choice (no JSON key)."""
+        return not self.literal and len(self.tokens) == 1
+
+
+@dataclass
+class KernelType:
+    """A kernel sub-type: a codegen class whose objects become ``.cpp`` files, named by
+    one token of each of :attr:`segments`, one of :attr:`arch_suffixes`, then ``.cpp``."""
+
+    #: The codegen class (JSON key ``"class"``), e.g. ``FmhaFwdKernel``.
+    class_name: str
+    #: Whether the class is a frozen dataclass.
+    frozen: bool
+    #: Which ``@``-separated part of ``-f`` filters this sub-type (0 when the pattern is
+    #: not split); ``null`` when ``-f`` does not filter it.
+    filter_position: Optional[int]
+    #: How many kernel files generate.py lists for this sub-type.
+    count: int
+    #: Suffixes between the name and ``.cpp`` (``_gfx9``); ``[""]`` when there are none.
+    arch_suffixes: List[str] = field(default_factory=list)
+    #: The parts of the kernel name, in order.
+    segments: List[Segment] = field(default_factory=list)
+    #: One real file name of this sub-type, from the listing.
+    example: str = ""
+    #: :attr:`example`'s kernel name cut by the grammar, one token per segment (empty
+    #: when it cannot be cut): what the file-name diagram shows.
+    example_tokens: List[str] = field(default_factory=list)
+    #: Where the class is defined (``path:line``).
+    defined_at: str = ""
+    #: The class's docstring, if it has one.
+    description: str = ""
+
+
+@dataclass
+class FieldInfo:
+    """A field of a kernel object that reaches the kernel name."""
+
+    #: Dotted path from the kernel object (``F_pipeline.F_mask``).
+    path: str
+    #: The sub-types (class names) that have the field.
+    kernel_types: List[str] = field(default_factory=list)
+    #: The :attr:`Segment.label` of the segment it writes.
+    segment: str = ""
+    #: Every value observed while generate.py ran, in natural order.
+    values: List[str] = field(default_factory=list)
+    #: The comment next to the field's declaration.
+    comment: str = ""
+    #: Where the field is declared (``path:line``).
+    defined_at: str = ""
+    #: Per sub-type (class name), where its own class declares the field and the comment
+    #: there (a split-KV kernel and its combine kernel both declare ``F_hdim``).
+    defined_at_by_type: Dict[str, str] = field(default_factory=dict)
+    comment_by_type: Dict[str, str] = field(default_factory=dict)
+    #: The codegen dict or function that maps its values to C++ symbols, if any.
+    symbol_map: str = ""
+    #: ``{value: C++ symbol}`` from that map.
+    cpp_symbols: Dict[str, str] = field(default_factory=dict)
+    #: Observed values missing from the map (hard-coded somewhere else).
+    hard_coded: List[str] = field(default_factory=list)
+    #: A coarse kind of field (``pad``, ``mask``, ``bias``, ...), when known.
+    category: str = ""
+
+
+@dataclass
+class PatternTrap:
+    """A token whose natural pattern ``*TOKEN*`` selects other kernels too (``_ps`` in
+    ``_pssk``), counted over the sub-type's listed names with generate.py's matching."""
+
+    kernel_type: str
+    segment: str
+    token: str
+    #: kernels of the sub-type that carry the token
+    carriers: int
+    #: ``*TOKEN*`` and how many of the sub-type's kernels it matches
+    loose: str
+    loose_count: int
+    #: a pattern that matches exactly the carriers (``*TOKEN`` or ``*TOKEN_*``), if any
+    exact: str = ""
+
+
+@dataclass
+class FilterPart:
+    """One part of a split ``-f`` pattern."""
+
+    #: 0 for the first part (or the whole pattern when it is not split).
+    position: int
+    #: The sub-types (class names) whose names this part is matched against.
+    applies_to: List[str] = field(default_factory=list)
+    #: The pattern fnmatch receives when ``-f`` has no such part (``"*"``, say); ``null``:
+    #: the part is then not applied (always for the first part).
+    missing_becomes: Optional[str] = None
+    #: The pattern fnmatch receives when the part is empty (``""`` matches no name);
+    #: ``null``: an empty part is not applied.
+    empty_becomes: Optional[str] = None
+
+
+@dataclass
+class Followers:
+    """Kernels the codegen generates right after another kernel passed its filter without
+    testing their own names (newer batch_prefill's ``_64bit`` twins): ``-f`` keeps or
+    drops them with that kernel. Observed: none is generated when every call fails."""
+
+    #: Their sub-type.
+    kernel_type: str
+    #: The sub-type of the kernels they follow.
+    leader_type: str
+    #: How many listed kernels follow another one this way.
+    count: int = 0
+    #: ``{segment label: tokens}`` only these kernels carry (``-f`` never tests a name with
+    #: one: a pattern requiring one selects none of them).
+    tokens: Dict[str, List[str]] = field(default_factory=dict)
+    #: One of them and the kernel it follows: ``[kernel file, follower file]``.
+    example: List[str] = field(default_factory=list)
+
+
+@dataclass
+class FilterSpec:
+    """How ``generate.py -f`` reaches fnmatch for this API, as observed."""
+
+    #: The separator that splits ``-f`` into one filter per API (``","``), or ``null``.
+    cli_split: Optional[str] = None
+    #: The separator that splits this API's filter into parts (``"@"``), or ``null``.
+    api_split: Optional[str] = None
+    #: The parts, by position.
+    parts: List[FilterPart] = field(default_factory=list)
+    #: What an empty ``-f`` does, when that is known.
+    empty_filter: str = ""
+    #: What a failed match drops: ``"kernel"`` (that one) or ``"trait"`` (every kernel
+    #: generated with it).
+    drops: str = "kernel"
+    #: Sub-types that ``-f`` does not filter at all.
+    unfiltered_types: List[str] = field(default_factory=list)
+    #: Where the filter handling was read (``path:line``).
+    source: List[str] = field(default_factory=list)
+    #: Sub-type -> the pattern fnmatch receives when this API's filter text is empty
+    #: (``-f ''``, or nothing before the first ``cli_split``); ``null``: not applied.
+    when_empty: Dict[str, Optional[str]] = field(default_factory=dict)
+    #: What the ``os.path.normcase`` fnmatch applies in generate.py's interpreter does:
+    #: lower-case, and turn ``/`` into ``\\`` (Windows); both false on POSIX.
+    fnmatch_lowercases: bool = False
+    fnmatch_backslashes: bool = False
+    #: Kernels generated with another one whose name ``-f`` tests in their stead.
+    followers: List[Followers] = field(default_factory=list)
 
 
 @dataclass
@@ -57,17 +238,14 @@ class Receipt:
     skips: bool = False
     #: For ``other``: the values the chain tests before it.
     before: List[str] = field(default_factory=list)
-    #: Its conditions that no kernel generate.py lists without ``-r`` meets, each as
-    #: [condition, the field it tests, the values the listed kernels have there]
-    #: (read by ``sphinxext_fmha.analysis.receipts_observed``).
+    #: Its conditions no kernel generate.py lists without ``-r`` meets, each as
+    #: [condition, the field it tests, the values the listed kernels have there].
     unmet: List[List[str]] = field(default_factory=list)
-    #: When every condition is a term that each kernel generate.py lists without ``-r``
-    #: meets, so the rule drops none of them: each term as [condition, the field it
-    #: tests, the values the listed kernels have there]; else empty (read there too).
+    #: When every kernel listed without ``-r`` meets every condition (the rule drops none):
+    #: each term as [condition, the field it tests, the values the listed kernels have].
     met: List[List[str]] = field(default_factory=list)
     #: When every condition is a plain term on a kernel field (``dtype in ['fp16',
-    #: 'bf16']``): each as [condition, the field it tests, the values it keeps...]; else
-    #: empty (read there too).
+    #: 'bf16']``): each as [condition, the field it tests, the values it keeps...].
     terms: List[List[str]] = field(default_factory=list)
 
 
@@ -132,12 +310,9 @@ class ApiInfo:
 @dataclass
 class ApiModel:
     """Everything the analysis established about one API of one CK tree, for one set of
-    generate.py options: the JSON that ``sphinxext-fmha analyze --format json`` prints.
-
-    The kernel names come from a real ``generate.py -l`` run and the codegen observed
-    while it ran; the rest is read from the codegen's source. What could not be
-    established is in :attr:`gaps`.
-    """
+    generate.py options (``sphinxext-fmha analyze --format json``): kernel names from a
+    real ``generate.py -l`` run and the codegen observed while it ran, the rest read from
+    the source; what could not be established is in :attr:`gaps`."""
 
     #: The API (``fwd``, ``bwd``, ...), as ``generate.py -a`` takes it.
     api: str
@@ -169,15 +344,13 @@ class ApiModel:
     gaps: List[Gap] = field(default_factory=list)
     #: The default listing and how much of it the segments parse.
     baseline: Baseline = field(default_factory=Baseline)
-    #: ``generate.py -l FILE`` appends to FILE instead of writing it afresh (older
-    #: trees): run twice, a listing command lists every kernel twice. Observed by the
-    #: probe (a line it put into the file first is still there after the run).
+    #: ``generate.py -l FILE`` appends to FILE instead of writing it afresh (older trees:
+    #: run twice, a listing command lists every kernel twice), as the probe observed.
     list_appends: bool = False
 
     @property
     def fmha_dir(self) -> str:
-        """The folder of generate.py relative to the CK root (``example/ck_tile/01_fmha``),
-        read from :attr:`source`; computed, so not a JSON key."""
+        """generate.py's folder relative to the CK root, from :attr:`source` (no JSON key)."""
         source = self.source.replace("\\", "/")
         return source.split("/codegen/", 1)[0] if "/codegen/" in source else ""
 

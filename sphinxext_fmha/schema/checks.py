@@ -81,61 +81,56 @@ class FilterCheck:
     baseline_per_type: Dict[str, int] = field(default_factory=dict)
     #: Per sub-type and segment, each token's kernels before and after the filter.
     breakdown: List[SegmentBreakdown] = field(default_factory=list)
-    #: The breakdown's side effects in words (filled where they are rendered: the CLI).
+    #: The breakdown's side effects in words (filled where rendered: the CLI).
     side_effects: List[str] = field(default_factory=list)
     #: What the model predicts the filter selects, in all and per sub-type.
     predicted: int = 0
     predicted_per_type: Dict[str, int] = field(default_factory=dict)
     #: The prediction is exactly the listing (and every listed name parses).
     verified: bool = False
-    #: :attr:`note_facts` in words (filled where they are rendered: the CLI).
+    #: :attr:`note_facts` in words (filled where rendered: the CLI).
     notes: List[str] = field(default_factory=list)
     #: What did not go as the model predicts, in order.
     note_facts: List[Note] = field(default_factory=list)
     #: The listed kernel files, sorted.
     files: List[str] = field(default_factory=list)
-    #: The written dispatch file was read: how many of its launches name a kernel that
-    #: was not generated, the generated kernels no launch reaches, and the kernels in
-    #: the order its branches try them.
+    #: The written dispatch file was read: its launches of kernels not generated, the
+    #: generated kernels no launch reaches, and the kernels in the order it tries them.
     dispatch_checked: bool = False
     dispatch_unmatched: int = 0
     dispatch_unreached: List[str] = field(default_factory=list)
     dispatch_order: List[str] = field(default_factory=list)
     #: Sub-types the filter addresses and selects nothing of.
     misses: List[FilterMiss] = field(default_factory=list)
-    #: The same ``-f`` wrote its kernels in write mode (``-o`` into a temporary folder):
-    #: exactly the listed ones, and its dispatch file links (every kernel specialisation
-    #: it instantiates is among them). False when write mode fails, when it names
-    #: kernels that were not generated, or when nothing was selected.
+    #: The same ``-f`` in write mode (``-o`` into a temporary folder) wrote exactly the
+    #: listed kernels and a dispatch file that links. False when write mode fails, names
+    #: kernels not generated, or nothing was selected.
     write_verified: bool = False
     #: The write-mode command (``python generate.py ... -o generated``).
     write_command: str = ""
     #: Why write mode failed: the last line of generate.py's error (``AssertionError: 0
     #: matching FmhaFwdSplitKVCombineKernel ...``); ``""`` when it wrote.
     write_error: str = ""
-    #: The kernel specialisations (trait keys) the dispatch file instantiates that the
-    #: filter does not generate: the build would fail to link. Read from the written
-    #: dispatch file; when write mode fails, the partners that the full listing's
-    #: dispatch file launches with the selected kernels (of the sub-type with the most
-    #: kernels) and that the filter leaves out.
+    #: The kernel specialisations (trait keys) the written dispatch file instantiates that
+    #: the filter does not generate (the build would not link); when write mode fails,
+    #: the partners the full dispatch file launches with the selected main kernels that
+    #: the filter leaves out.
     unresolved: List[str] = field(default_factory=list)
     #: The kernel files of the full listing that define :attr:`unresolved` (the
     #: partners the filter leaves out), and how many per sub-type.
     unresolved_kernels: List[str] = field(default_factory=list)
     unresolved_per_type: Dict[str, int] = field(default_factory=dict)
-    #: Kernels whose own names match the pattern but that ``-f`` never tests: they are
-    #: generated with another kernel and kept or dropped with it (see
-    #: :class:`Followers`).
+    #: Kernels whose own names match the pattern but that ``-f`` never tests: kept or
+    #: dropped with the kernel they are generated with (:class:`Followers`).
     untested_matches: int = 0
 
 
 @dataclass
 class PartnerWrite:
-    """What generate.py does with a filter that keeps one kernel of the main sub-type
-    and none of the kernels one dispatch call launches with it (its partners), where
-    each ``@`` part filters its own sub-types on its own: a real filter, listed and
-    written (newer CK asserts in ``write_blobs``; older CK writes a dispatch file that
-    names the missing kernels)."""
+    """What generate.py does with a filter keeping one main kernel and none of the
+    partners one dispatch call launches with it (each ``@`` part filtering on its own),
+    listed and written (newer CK asserts in ``write_blobs``, older CK writes a dispatch
+    file naming the missing kernels)."""
 
     #: The ``-f`` value, and the write-mode command.
     filter: str
@@ -173,10 +168,8 @@ class FilterFacts:
     """What the filter mechanism section states beyond the probe, each measured with
     generate.py runs of its own."""
 
-    #: What a filter that keeps a kernel without its partners does (``null``: not
-    #: applicable: the parts are not independent, or nothing is launched together).
+    #: What a filter keeping a kernel without its partners does (``null``: not applicable).
     partner_write: Optional[PartnerWrite] = None
-    #: What ``--targets`` gives, for the guide's targets and for each architecture
-    #: family the codegen names that they do not generate (when generate.py has
-    #: ``--targets`` and this API's codegen takes them).
+    #: What ``--targets`` gives for the guide's targets and for each architecture family
+    #: the codegen names that they do not generate (where this API takes ``--targets``).
     targets: List[TargetListing] = field(default_factory=list)

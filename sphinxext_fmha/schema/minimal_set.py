@@ -27,49 +27,42 @@ class Decision:
     keep: List[str] = field(default_factory=list)
     #: Tokens of the full listing no kernel of the set carries.
     drop: List[str] = field(default_factory=list)
-    #: The policy, as applied, in words (filled where it is rendered: the CLI's JSON;
-    #: empty in the cache); made from :attr:`category`, :attr:`follows` and the facts below.
+    #: The policy as applied, in words (filled where rendered: the CLI's JSON), made from
+    #: :attr:`category`, :attr:`follows` and the facts below.
     reason: str = ""
     #: Where a problem class has no preferred variant and its nearest is kept: ``""``
-    #: (nowhere), ``applied``, or ``keeps_every_kernel`` (that keeps every kernel of the
-    #: segment: none is dropped).
+    #: (nowhere), ``applied``, or ``keeps_every_kernel`` (none of the segment dropped).
     nearest: str = ""
     #: Tokens the policy keeps that the verified commands do not select.
     unselected: List[str] = field(default_factory=list)
     #: Dropped tokens none of whose kernels the full API ever runs.
     never_run: List[str] = field(default_factory=list)
-    #: Dropped tokens of a segment kept whole none of whose kernels the rules of the
-    #: other segments keep.
+    #: Dropped tokens of a segment kept whole that the other segments' rules drop.
     unkept: List[str] = field(default_factory=list)
-    #: ``{token: sentence}``: the kernels each token's loss takes away, the inputs that
-    #: lose their kernel and the kept kernel that serves them instead, if any (filled
-    #: where it is rendered: the CLI's JSON; empty in the cache).
+    #: ``{token: sentence}``: the kernels each token's loss takes away, the inputs that lose
+    #: their kernel and the kept one serving them instead (filled where rendered).
     losses: Dict[str, str] = field(default_factory=dict)
-    #: ``{token: parts}``: what each sentence of :attr:`losses` says: ``kernels`` (not
-    #: generated, said under this token), ``more`` and ``elsewhere`` (the others, said
-    #: under those dropped values), ``clauses`` (``[{"kind": unread, no_kernel, partly,
-    #: served or never, "count", "stand_in": the kept tokens that take the calls,
-    #: "only": the terms under which they do, "terms": the calls no kept kernel takes,
-    #: "why": why the API never launches them}]``); a follower's: ``follows``, ``of``
-    #: and ``kept_with`` (a partial keep's values).
+    #: ``{token: parts}`` each sentence of :attr:`losses` says: ``kernels`` (said under this
+    #: token), ``more`` and ``elsewhere`` (the others, said under those dropped values),
+    #: ``clauses`` (``[{"kind": unread, no_kernel, partly, served or never, "count",
+    #: "stand_in": the kept tokens taking the calls, "only": under which terms, "terms": the
+    #: calls no kept kernel takes, "why": why never launched}]``); a follower's:
+    #: ``follows``, ``of`` and ``kept_with`` (a partial keep's values).
     loss_parts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    #: Tokens kept only together with some values of other segments (the nearest
-    #: variant where a problem class has nothing preferred):
-    #: ``[{"token": ..., "kept_with": {segment: [tokens]}}]``.
+    #: Tokens kept only with some values of other segments (the nearest variant where a
+    #: problem class has nothing preferred): ``[{"token", "kept_with": {segment: [tokens]}}]``.
     partial: List[Dict[str, Any]] = field(default_factory=list)
     #: The sub-type this one follows (kept exactly with the kernels of that sub-type the
     #: dispatcher launches it with), or ``""``.
     follows: str = ""
-    #: ``{token: facts}`` beside :attr:`losses`, what its first sentence is made from:
-    #: ``kernels`` (not generated, said under this token), ``no_kernel``, ``served``,
-    #: ``partly``, ``unsettled``, ``unread``, ``never`` (how many of them: their inputs
-    #: find no kernel; a kept variant takes them; takes some of them; may take them;
-    #: their conditions were not read; the API never launches them), ``calls`` (the
-    #: dispatch terms every one of them is reached under and no kept kernel of the
-    #: sub-type is: what a call that loses them asks for), ``served_by`` (the kept
-    #: tokens that take their inputs), ``follows`` (a follower's main sub-type),
-    #: ``elsewhere`` (the dropped values they are said under instead), ``not_needed``
-    #: (a value the workload does not name).
+    #: ``{token: facts}`` its first sentence is made from: ``kernels`` (said under this
+    #: token); how many of them ``no_kernel`` (their inputs find none), ``served`` (a kept
+    #: variant takes them), ``partly`` (some), ``unsettled`` (may), ``unread`` (conditions
+    #: not read), ``never`` (never launched); ``calls`` (the dispatch terms all of them and
+    #: no kept kernel of the sub-type are reached under: what a call losing them asks
+    #: for), ``served_by`` (the kept tokens taking their inputs), ``follows`` (a
+    #: follower's main sub-type), ``elsewhere`` (the dropped values they are said under
+    #: instead), ``not_needed`` (a value the workload does not name).
     loss_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
@@ -89,18 +82,15 @@ class FilterRun:
     written: bool = False
     #: Sub-types the filter addresses and selects nothing of.
     misses: List[FilterMiss] = field(default_factory=list)
-    #: What the pattern keeps and excludes, in words (filled where the guide is rendered:
-    #: the CLI's JSON and the pages; empty in the cache).
+    #: What the pattern keeps and excludes, in words (filled where rendered).
     gloss: str = ""
-    #: What the gloss is made from: per ``@`` part and sub-type it filters, ``{"part":
-    #: its position, "kernel_type", "pattern": the part's pattern, "stretches": [{"text":
-    #: the text between two ``*``, "segments": the labels of the segments whose whole
-    #: token it is in every selected name, "brackets": its ``[...]`` and ``?`` pieces,
-    #: "place": start, middle or end}], "whole": no ``*`` at all, "selected", "of": its
-    #: kernels the part selects, of all, "kept" / "excluded": {segment: [tokens some /
-    #: no selected kernel carries]} for the segments it leaves tokens out of (tiles only
-    #: where the pattern writes them)}``, read by matching the pattern against the
-    #: listed names and cutting them with the model's segments.
+    #: What the gloss is made from, per ``@`` part and sub-type it filters: ``{"part",
+    #: "kernel_type", "pattern", "stretches": [{"text": between two ``*``, "segments": the
+    #: labels of the segments whose whole token it is in every selected name, "brackets":
+    #: its ``[...]`` and ``?`` pieces, "place": start, middle or end}], "whole": no ``*``,
+    #: "selected", "of": its kernels selected, of all, "kept" / "excluded": {segment:
+    #: [tokens some / no selected kernel carries]} where it leaves tokens out (tiles only
+    #: where the pattern writes them)}``.
     reading: List[Dict[str, Any]] = field(default_factory=list)
 
 
@@ -168,9 +158,8 @@ class Recommendation:
     #: Combinations of needed values (``{segment: token}``) no kernel of a sub-type that
     #: decides for itself has: the workload's calls with them find no kernel in any set.
     needs_unmet: List[Dict[str, str]] = field(default_factory=list)
-    #: Kernels of the full listing the workload's values allow (the kernels whose named
-    #: segments carry a needed value, and the partners their dispatch launches): the
-    #: universe the policy chose from; 0 without needs.
+    #: Kernels of the full listing the workload's values allow (and the partners their
+    #: dispatch launches): what the policy chose from; 0 without needs.
     workload_count: int = 0
     #: Kernel files and generated source bytes of the set and of the full API, from
     #: their write-mode output; null when either was not written.
@@ -186,8 +175,8 @@ class Recommendation:
     #: The union equals the keep set and every run was predicted.
     verified: bool = False
     merge_command: str = ""
-    #: Why the runs' dispatch files do not serve their union, in words (filled where it
-    #: is rendered: the CLI's JSON, for several runs).
+    #: Why the runs' dispatch files do not serve their union, in words (filled where
+    #: rendered, for several runs).
     merge_caution: str = ""
     #: ``sphinxext-fmha generate`` for the union (one dispatch file).
     driver_command: str = ""
@@ -195,7 +184,7 @@ class Recommendation:
     driver_verified: bool = False
     #: ``{sub-type: {"full": n, "minimal": m}}`` plus ``"total"``; minimal = the union.
     counts: Dict[str, Dict[str, int]] = field(default_factory=dict)
-    #: :attr:`note_facts` in words (filled where they are rendered: the CLI's JSON).
+    #: :attr:`note_facts` in words (filled where rendered).
     notes: List[str] = field(default_factory=list)
     #: What did not go as the policy meant, in order.
     note_facts: List[Note] = field(default_factory=list)
@@ -206,16 +195,13 @@ class Recommendation:
     #: Kernels of the set no dispatch call reaches.
     links_unreferenced: List[str] = field(default_factory=list)
     #: Kernels of the set launched only by dispatch functions no entry point runs (a
-    #: disabled ``fmha_fwd_v3``) -> why: generated, and never run. The reasons are
-    #: facts (one per leaf that launches the kernel, see ``unreachable_kernels`` in
-    #: ``cppapi/link_check.py``), said in
-    #: :attr:`links_unreachable` where they are rendered (the CLI's JSON).
+    #: disabled ``fmha_fwd_v3``) -> why, as facts (one per leaf launching it, see
+    #: ``unreachable_kernels`` in ``cppapi/link_check.py``).
     unreachable_facts: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
-    #: :attr:`unreachable_facts` in words, kernel -> why (filled where they are rendered).
+    #: :attr:`unreachable_facts` in words, kernel -> why (filled where rendered).
     links_unreachable: Dict[str, str] = field(default_factory=dict)
-    #: Kernels of :attr:`unreachable_facts` that come with a kernel the set runs: their
-    #: file names differ from its name only in the arch suffix (the value), which ``-f``
-    #: is not matched against.
+    #: Kernels of :attr:`unreachable_facts` whose file names differ from a kernel the set
+    #: runs only in the arch suffix (the value), which ``-f`` does not see.
     arch_namesakes: Dict[str, str] = field(default_factory=dict)
     #: Kernels of the full listing no dispatch call reaches.
     full_unreferenced: List[str] = field(default_factory=list)
@@ -237,8 +223,7 @@ class Recommendation:
     #: The tiles per problem (architecture, data type, head dim), with the kernels the
     #: set keeps of each (``TileUse.kept``).
     tile_tables: List[TileTable] = field(default_factory=list)
-    #: How the sub-types are coupled, in words (``""`` when they are not; filled where
-    #: it is rendered: the CLI's JSON; empty in the cache).
+    #: How the sub-types are coupled, in words (``""``: they are not; filled where rendered).
     coupling: str = ""
     #: The coupling it says: ``{"followers": [sub-types launched with the primary's
     #: kernels], "primary": sub-type, "source": "dispatch" (the API dispatch file) or

@@ -53,12 +53,11 @@ class Factory:
     unsupported_dtypes: List[str] = field(default_factory=list)
     #: ``{dtype: {head size: [tile, ...]}}``, tiles as source text.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    #: ``{tile: source text}``: constructor arguments of a tile that are not plain
-    #: numbers (a condition such as ``CppConstraint('...')``), as the source writes them
-    #: (else the text of the tile's field that differs from its default).
+    #: ``{tile: source text}``: a tile's constructor arguments that are not plain numbers
+    #: (``CppConstraint('...')``), else the text of its field that differs from the default.
     tile_notes: Dict[str, str] = field(default_factory=dict)
-    #: :attr:`tiles`, :attr:`dtypes` and :attr:`unsupported_dtypes` are what its tile
-    #: method returned to generate.py's own run (else: the source's reading).
+    #: :attr:`tiles` and the dtypes are what its tile method returned to generate.py's
+    #: own run (else: the source's reading).
     observed: bool = False
 
 
@@ -77,8 +76,8 @@ class TileUse:
     in_source: Optional[bool] = None
     #: The source's condition on the tile (:attr:`Factory.tile_notes`), if any.
     note: str = ""
-    #: ``{field: [values]}``: other problem fields (``mode``) whose values, of those the
-    #: row's kernels have, the tile is used with only some of.
+    #: ``{field: [values]}``: other problem fields (``mode``) the tile is used with only
+    #: some of the row's values of.
     only: Dict[str, List[str]] = field(default_factory=dict)
 
 

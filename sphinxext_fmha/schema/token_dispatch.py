@@ -17,14 +17,10 @@ TokenCounts = Dict[Tuple[str, int], Dict[str, int]]
 
 @dataclass
 class ConditionGroup:
-    """Kernels of one token that the dispatcher reaches under the same condition.
-
-    ``cpp``/``forms``: the condition's terms, C++ and :data:`Condition` (empty: none);
-    ``where``: for the other segments that shape the condition, the tokens the group
-    covers; ``kernels``: how many kernels; ``unreached``: the group is the token's
-    kernels that no dispatch branch launches; ``varying``: some of its kernels are
-    reached by several branches whose extra conditions differ (those are left out).
-    """
+    """Kernels of one token the dispatcher reaches under the same condition: ``cpp``/
+    ``forms``, its terms (C++ and :data:`Condition`); ``where``, the tokens of the other
+    segments shaping it the group covers; ``unreached``: kernels no branch launches;
+    ``varying``: some are reached by branches whose extra conditions differ."""
 
     cpp: List[str] = field(default_factory=list)
     forms: List[Condition] = field(default_factory=list)

@@ -1,20 +1,14 @@
-"""Candidate fnmatch patterns as boxes, and the fewest of them that cover a set.
-
-A *box* picks a set of values per segment of one sub-type's names; it is safe when no
-unwanted kernel has all its tokens in it (bit masks make the test one ``&``). It is
-written segment by segment: ``*`` for a free segment, else one token glob
-(``_d[1236][245]*``). Every pattern is still checked with fnmatch's meaning against the
-names themselves (a ``*`` may reach over several segments): a box only finds candidates.
-"""
+"""Candidate fnmatch patterns as boxes (per segment a set of values; safe when no
+unwanted kernel has all its tokens in it, one bit-mask ``&``), and the fewest of them
+that cover a set. Every pattern is still checked with fnmatch against the names."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from functools import reduce
+from operator import or_
 from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple
-
-__all__ = ["Named", "NameSet", "TypeBoxes", "box_lower_bound", "greedy_cover", "merge_classes",
-           "tail_globs", "token_globs"]
 
 _CLASS_UNSAFE = set("!^-[]\\")
 
@@ -185,15 +179,9 @@ class TypeBoxes:
         self.all_unwanted = (1 << len(self.unwanted)) - 1
         self._effective: Dict[Tuple[int, str], FrozenSet[str]] = {}
 
-    def _mask(self, masks: Dict[str, int], values: FrozenSet[str]) -> int:
-        out = 0
-        for value in values:
-            out |= masks.get(value, 0)
-        return out
-
     def effective(self, index: int, glob: str) -> FrozenSet[str]:
-        """The values of segment ``index`` a token glob matches (a glob ending in
-        ``*`` also with the character that always follows)."""
+        """The values of segment ``index`` a token glob matches (ending in ``*``: also with
+        the character that always follows)."""
         key = (index, glob)
         found = self._effective.get(key)
         if found is None:
@@ -227,7 +215,8 @@ class TypeBoxes:
                     effective = self.effective(index, glob)
                     if not trial <= effective or "" in effective:
                         continue
-                    globs[index], masks[index] = glob, self._mask(self.umask[index], effective)
+                    globs[index], masks[index] = glob, reduce(
+                        or_, (self.umask[index].get(v, 0) for v in effective), 0)
                     if not self._inside(globs, masks):
                         chosen[index] = effective
                         break
@@ -312,10 +301,7 @@ def greedy_cover(candidates: Dict[str, int], wanted: int) -> List[str]:
         chosen.append(best)
         left &= ~candidates[best]
     for pattern in sorted(chosen, key=lambda p: (bin(candidates[p]).count("1"), p)):
-        rest = 0
-        for other in chosen:
-            if other != pattern:
-                rest |= candidates[other]
+        rest = reduce(or_, (candidates[other] for other in chosen if other != pattern), 0)
         if len(chosen) > 1 and candidates[pattern] & wanted & ~rest == 0:
             chosen.remove(pattern)
     return chosen
@@ -332,19 +318,15 @@ def box_lower_bound(boxes: TypeBoxes) -> int:
 
 def merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
     """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
-    changed = True
-    while changed:
-        changed = False
-        for i, first in enumerate(patterns):
-            for j in range(i + 1, len(patterns)):
-                merged = _merge_two(first, patterns[j])
-                if merged and not unwanted.any_match(merged):
-                    patterns = patterns[:i] + [merged] + patterns[i + 1:j] + patterns[j + 1:]
-                    changed = True
-                    break
-            if changed:
-                break
-    return patterns
+    while True:
+        found = next(((i, j, merged) for i in range(len(patterns))
+                      for j in range(i + 1, len(patterns))
+                      for merged in [_merge_two(patterns[i], patterns[j])]
+                      if merged and not unwanted.any_match(merged)), None)
+        if found is None:
+            return patterns
+        i, j, merged = found
+        patterns = patterns[:i] + [merged] + patterns[i + 1:j] + patterns[j + 1:]
 
 
 _PIECE = re.compile(r"\[[^\]]*\]|.")

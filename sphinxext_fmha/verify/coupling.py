@@ -1,17 +1,11 @@
-"""Sub-kernels that must be generated together: a dispatch call launching several
-(split-KV and its combine kernel; bwd's three of one trait) does not link without all
-(newer CK refuses to write it). Read from the full API dispatch file, else from the
-observed traits. The sub-type with most kernels decides; a follower is kept exactly
-when a kept main kernel is launched with it.
-"""
+"""Sub-kernels a dispatch call launches together (split-KV and its combine kernel), which
+do not link apart: read from the full API dispatch file, else from the observed traits."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Set
-
-__all__ = ["Coupling", "coupling_of"]
 
 
 @dataclass
@@ -29,8 +23,7 @@ class Coupling:
 
 def coupling_of(groups: Sequence[Sequence[str]], type_of: Mapping[str, str],
                 source: str = "dispatch") -> Optional[Coupling]:
-    """``groups``: file lists launched (or generated) together; ``type_of``: file ->
-    sub-type. None when nothing is coupled."""
+    """``groups``: files launched (or generated) together; ``type_of``: file -> sub-type."""
     groups = [[f for f in g if f in type_of] for g in groups]
     groups = [g for g in groups if len({type_of[f] for f in g}) > 1]
     if not groups:

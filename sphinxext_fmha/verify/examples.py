@@ -1,11 +1,6 @@
-"""Example workloads a guide works out, chosen from the tree itself (no CK version,
-dtype or head dim named here): counted in the main sub-type's listing, over its two
-problem segments with most values (hdim and dtype so far). ``common``: their most
-common pair; ``receipt``: the values the first ``-r`` receipt keeps where its conditions
-test fields the sub-type's segments write; else ``pairs``: their two most common values
-each (a segment of two values or fewer left unnamed). Two workloads, as each costs cold
-runs; ties go to token order; a repeat is left out.
-"""
+"""Example workloads chosen from the tree itself (no CK version, dtype or head dim named
+here): ``common``, ``receipt`` or ``pairs`` (:class:`~sphinxext_fmha.model.Workload`),
+counted in the main sub-type's listing over its two problem segments with most values."""
 
 from __future__ import annotations
 
@@ -16,11 +11,10 @@ from ..model import NO_TOKEN, ApiModel, KernelType, Need, Receipt, Segment, Work
 from .parsed_listing import ParsedListing
 from .policy import classify
 
-__all__ = ["example_workloads"]
-
 
 def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
-    """The example workloads of this API (at most two, see the module)."""
+    """At most two (each costs cold runs; a repeat left out, ties to token order):
+    ``common``, then the values of the first receipt that names some, else ``pairs``."""
     if not model.kernel_types:
         return []
     main = max(model.kernel_types, key=lambda k: (k.count, k.class_name))
@@ -53,11 +47,10 @@ def example_workloads(model: ApiModel, parsed: ParsedListing) -> List[Workload]:
             found.append(Workload("pairs", needs, main.class_name, len(kept)))
     if receipt is not None:
         found.append(receipt)
-    unique: List[Workload] = []
+    unique: Dict[Tuple, Workload] = {}
     for workload in found:
-        if all(_key(workload) != _key(other) for other in unique):
-            unique.append(workload)
-    return unique
+        unique.setdefault(_key(workload), workload)
+    return list(unique.values())
 
 
 def _need(main: KernelType, index: int, tokens: Sequence[str]) -> Need:

@@ -1,12 +1,10 @@
-"""Facts about ``-f`` that take generate.py runs of their own (the guide's filter
-mechanism section): what a filter that keeps a kernel without its dispatch partners
-does in write mode, and what each ``--targets`` value gives. Pure: the runs are made
-by the caller (the session); here they are planned and read."""
+"""Facts about ``-f`` that take generate.py runs of their own (the filter mechanism
+section): a filter keeping a kernel without its dispatch partners, and ``--targets``.
+Pure: the caller makes the runs; here they are planned and read."""
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
@@ -16,14 +14,11 @@ from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 from ..model import ApiModel, PartnerWrite, TargetListing
 from ..process.runner import ApiFileResult
+from .boxes import escape
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
 
-__all__ = ["PartnerPlan", "partner_plan", "partner_write", "targets_to_measure",
-           "target_listing", "NOTHING"]
-
-#: A filter part that matches no kernel name (no wildcard, no ``@``, no ``,``).
-NOTHING = "fmha-selects-nothing"
+NOTHING = "fmha-selects-nothing"  # a filter part matching no kernel name
 
 
 @dataclass
@@ -51,7 +46,7 @@ def partner_plan(model: ApiModel, baseline: ParsedListing,
     if main is None:
         return None
     name = baseline.kernel_name(model, main)
-    exact = re.sub(r"([*?\[])", r"[\1]", name)  # fnmatch's own escape
+    exact = escape(name)
     assert fnmatch.fnmatchcase(name, exact)
     text = exact
     if spec.api_split:

@@ -1,9 +1,5 @@
-"""Prove what a ``generate.py -f`` filter selects, and predict it from the model.
-
-The measured side is a real ``generate.py -l -f FILTER`` run; the predicted side uses
-only the model (grammar, observed filter mechanics, observed traits). They must agree:
-when they do not, the model is wrong and the check says so with both numbers.
-"""
+"""What a ``generate.py -f`` filter selects, measured (a real ``-l`` run) and predicted from
+the model alone; when they disagree the model is wrong and the check says so."""
 
 from __future__ import annotations
 
@@ -49,27 +45,27 @@ def api_patterns(model: ApiModel, filter: str) -> Dict[str, Optional[str]]:
     return patterns
 
 
+def normcase(model: ApiModel) -> Callable[[str], str]:
+    """A name or pattern as generate.py's fnmatch compares it: its interpreter's
+    ``os.path.normcase`` (lower case and ``\\`` on Windows, nothing on POSIX)."""
+    spec = model.filter
+
+    def fold(text: str) -> str:
+        text = text.lower() if spec.fnmatch_lowercases else text
+        return text.replace("/", "\\") if spec.fnmatch_backslashes else text
+    return fold
+
+
 def matcher_as_generate(model: ApiModel, pattern: Optional[str]) -> Callable[[str], bool]:
-    """``fnmatch.fnmatch`` as generate.py's interpreter does it (its ``normcase``),
-    compiled once for many names; None: the kernel is not filtered."""
+    """``fnmatch.fnmatch`` as generate.py does it, compiled once for many names; None:
+    the kernel is not filtered."""
     if pattern is None:
         return lambda name: True
-    spec = model.filter
-    lower, backslashes = spec.fnmatch_lowercases, spec.fnmatch_backslashes
-    if lower:
-        pattern = pattern.lower()
-    if backslashes:
-        pattern = pattern.replace("/", "\\")
-    match = re.compile(fnmatch.translate(pattern)).match
-
-    def matches(name: str) -> bool:
-        if lower:
-            name = name.lower()
-        if backslashes:
-            name = name.replace("/", "\\")
-        return match(name) is not None
-
-    return matches
+    fold = normcase(model)
+    match = re.compile(fnmatch.translate(fold(pattern))).match
+    if not (model.filter.fnmatch_lowercases or model.filter.fnmatch_backslashes):
+        return lambda name: match(name) is not None
+    return lambda name: match(fold(name)) is not None
 
 
 def predict(model: ApiModel, baseline: ParsedListing, filter: str,
@@ -126,12 +122,11 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
             named = any(tok.strip("_") and tok.strip("_") in filter for tok in segment.tokens)
             numeric = all(_numeric(v) for combos in segment.values.values()
                           for combo in combos for v in combo.values())
-            reduced = any(c.selected != c.baseline for c in counts)
             rows.append(SegmentBreakdown(
                 kernel_type=kernel_type.class_name, segment=segment.label, counts=counts,
                 kept=kept, dropped=dropped,
-                side_effect=bool(dropped) and not named and not numeric and bool(chosen) and reduced and
-                len(kept) < len([c for c in counts if c.baseline])))
+                side_effect=bool(dropped) and not named and not numeric and bool(chosen)
+                and len(kept) < len([c for c in counts if c.baseline])))
     return rows
 
 
@@ -216,7 +211,7 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         match = match_leaves_to_kernels(tree, api_file.kernel_traits)
     if listing.count == 0:
         check.note_facts.append(Note("selects_none"))
-    elif api_file is not None and match is not None:
+    elif api_file is not None and match is not None:  # (the same: for the type checker)
         _check_dispatch(check, api_file, tree, match)
     _check_written(check, baseline, api_file, match, write_error, full_api)
     if followers and filter:
@@ -274,8 +269,7 @@ def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
 
 def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, tree: DispatchTree,
                     match: DispatchMatch) -> None:
-    """Confirm that the API dispatch file of the filtered write-mode run reaches
-    exactly the generated kernels; record the try order."""
+    """Whether the filtered run's dispatch file reaches exactly its kernels; the try order."""
     order: List[str] = []
     for leaf in tree.leaves:
         for filename in match.files_of(leaf.order):

@@ -1,7 +1,5 @@
-"""Which head dims each head-dim token serves: ``_d192`` is a dispatch bucket, tried
-under ``t.hdim_q <= 192 && t.hdim_v <= 128`` and ``... <= 192``. Per head-dim token,
-the (hdim_q, hdim_v) upper bounds of its kernels' buckets, from the dispatch reading.
-"""
+"""Per head-dim token, the (hdim_q, hdim_v) bounds of the dispatch buckets its kernels
+are tried under (``_d192``: ``t.hdim_q <= 192 && t.hdim_v <= 128``)."""
 
 from __future__ import annotations
 
@@ -10,8 +8,6 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..analysis.grammar import short_name
 from ..model import ApiModel
-
-__all__ = ["Buckets", "head_dim_buckets"]
 
 #: (kernel class, segment index) -> token -> its buckets' (hdim_q, hdim_v) bounds
 Buckets = Dict[Tuple[str, int], Dict[str, List[Tuple[int, Optional[int]]]]]

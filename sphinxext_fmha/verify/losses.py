@@ -1,33 +1,18 @@
-"""What the minimal set loses, read from the verified set and the dispatch conditions.
-
-For each token with kernels outside the set, each kernel it takes away has a
-:class:`~.standins.Fate`: what the set's own dispatch runs for the calls it ran (the
-kept kernels that take them, and whether some now find none), or why the full API
-never ran it. One clause per group of kernels with the same answer.
-"""
+"""What the minimal set loses: per dropped token, one clause per group of its kernels
+with the same :class:`~.standins.Fate` (who takes their calls, or why they never ran),
+and the dispatch terms a call that loses it asks for (:func:`note_call_terms`)."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import (
-    AbstractSet,
-    Any,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-)
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..model import Decision
 from ..schema.token_dispatch import Condition
 from .standins import Fate
 from .synthesis import Kernel
 
-__all__ = ["describe_losses", "within"]
 
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
@@ -37,16 +22,13 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                     never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
                     ) -> None:
     """Fill ``decision.loss_parts`` (token -> what its sentence says) for each token
-    with lost kernels.
-
-    ``labels``: sub-type -> its segment labels; ``followers``: follower sub-type ->
-    the sub-type it follows; ``fates``: dropped kernel file -> what the set runs for
-    its calls (:meth:`~.standins.SetDispatch.fates`; none without a dispatch file);
-    ``never_run``: kernel file -> why the full API never launches it."""
+    with lost kernels. ``labels``: sub-type -> its segment labels; ``followers``: follower
+    sub-type -> the one it follows; ``fates``: dropped file -> its
+    :class:`~.standins.Fate` (none without a dispatch file); ``never_run``: kernel file ->
+    why the full API never launches it."""
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
-    kept_per_type: Dict[str, List[Set[str]]] = {}  # sub-type -> per segment, its kept tokens
     #: sub-type -> its kernels not kept, each with the segments whose token no kept kernel has
     dropped_per_type: Dict[str, List[Tuple[Kernel, Tuple[int, ...]]]] = {}
     only_with = _kept_only_with(decisions, labels)
@@ -71,32 +53,24 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                     decision.loss_parts[token] = dict(decision.loss_facts[token],
                                                       kept_with=partial["kept_with"])
             continue
-        # A tile is no choice of the filter, but a tile none of the kept kernels has is
-        # lost all the same (newer CK has tiles only some features use): said as for
-        # any other value.
-        kept_tokens = kept_per_type.get(decision.kernel_type)
-        if kept_tokens is None:
-            kept_own = [k.tokens for k in own if k.file in kept]
-            kept_tokens = kept_per_type[decision.kernel_type] = [
-                {tokens[i] for tokens in kept_own} for i in range(len(seg_labels))]
+        # A tile none of the kept kernels has is lost as any other value (newer CK has
+        # tiles only some features use).
         tiles = {i for i, label in enumerate(seg_labels)
                  if categories.get((decision.kernel_type, label)) == "tile"}
         dropped = dropped_per_type.get(decision.kernel_type)
         if dropped is None:
+            kept_own = [k.tokens for k in own if k.file in kept]
+            kept_tokens = [{tokens[i] for tokens in kept_own} for i in range(len(seg_labels))]
             limits = only_with.get(decision.kernel_type, {})
             dropped = dropped_per_type[decision.kernel_type] = [
                 (k, tuple(i for i, t in enumerate(k.tokens) if t not in kept_tokens[i]
                           or not within(k, limits.get((i, t)))))
                 for k in own if k.file not in kept]
-        # per token: the dropped kernels that carry it, and those whose every other token
-        # is kept; a kernel that carries another dropped value but this token where the
-        # set keeps it (a pad kept only with mode _group) is lost for that other value,
-        # not for this one (one whose every value is kept, only not in this combination,
-        # stays counted: no value names it better)
-        # A kernel with several dropped values is lost for the one a call asks for
-        # (a rope kernel that pads fully is lost with rope, not with the padding): it
-        # is said under the values of the highest rank it carries, and the others name
-        # those values instead of leaving the kernel unsaid under every one of them.
+        # per token, the dropped kernels that carry it; one carrying it where the set keeps
+        # it (a pad kept only with mode _group) is lost for its other dropped values. One
+        # with several is lost for the value a call asks for (a rope kernel that pads fully
+        # is lost with rope): said under its values of the highest rank, the others name
+        # those values.
         ranks = [_rank(categories.get((decision.kernel_type, label))) for label in seg_labels]
         total_of: Counter = Counter()
         alone_of: Dict[str, List[Kernel]] = {}
@@ -170,14 +144,10 @@ _LOST = ("lost",)
 def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet[int],
              by_file: Mapping[str, Kernel], fates: Mapping[str, Fate],
              conditions: Mapping[str, Sequence[Condition]],
-             never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
-             elsewhere: Sequence[str] = (),
-             facts: Optional[Dict[str, object]] = None,
-             ) -> Dict[str, object]:
-    """What the sentence says (:attr:`~sphinxext_fmha.model.Decision.loss_parts`):
-    one clause per group of kernels with the same fate (merged and ordered where they
-    are worded); ``facts`` gets how many kernels each kind of clause says (the keys of
-    :attr:`~sphinxext_fmha.model.Decision.loss_facts`)."""
+             never_run: Mapping[str, List[Dict[str, Any]]], elsewhere: Sequence[str],
+             facts: Dict[str, object]) -> Dict[str, object]:
+    """What the sentence says (``Decision.loss_parts``): one clause per group of kernels
+    with the same fate; ``facts`` gets how many kernels each kind of clause says."""
     said: Counter = Counter()
     groups: Counter = Counter()
     # why the API never launches them (facts, keyed by their JSON) -> how many
@@ -200,8 +170,7 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
         # (a leaf launches partners too: the stand-in is the kernel of this sub-type)
         other = next((by_file[s] for s in fate.stand_ins if s in by_file
                       and by_file[s].kernel_type == kernel.kernel_type), None)
-        # a stand-in is named by its token here, then every other it differs in (tiles
-        # aside)
+        # a stand-in is named by its token here, then every other it differs in but tiles
         named: Tuple[str, ...] = (fate.stand_ins[0],) if other is None else (
             other.tokens[index], *(c for i, (c, t) in enumerate(zip(other.tokens, kernel.tokens))
                                    if c != t and i != index and i not in tiles))
@@ -220,11 +189,9 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
     for why, count in idle.values():
         clauses.append({"kind": "never", "count": count, "why": why})
         said["never"] += count
-    if facts is not None:
-        facts.update(kernels=len(alone), more=total - len(alone), elsewhere=list(elsewhere),
-                     **said)
-    return {"kernels": len(alone), "more": total - len(alone), "elsewhere": list(elsewhere),
-            "clauses": clauses}
+    counts = {"kernels": len(alone), "more": total - len(alone), "elsewhere": list(elsewhere)}
+    facts.update(counts, **said)
+    return dict(counts, clauses=clauses)
 
 
 def _own_terms(alone: Sequence[Kernel], index: int,
@@ -239,3 +206,40 @@ def _own_terms(alone: Sequence[Kernel], index: int,
             break
         common.intersection_update(conditions.get(kernel.file, ()))
     return [t for t in first if t in common]
+
+
+def note_call_terms(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
+                    conditions: Mapping[str, Sequence[Condition]],
+                    labels: Mapping[str, List[str]]) -> None:
+    """Add ``calls`` to the loss facts of each dropped token that has them."""
+    if not conditions:
+        return
+    kept_terms: Dict[str, Set[Condition]] = {}
+    lost: Dict[str, List[Kernel]] = {}
+    for kernel in kernels:
+        if kernel.file in kept:
+            kept_terms.setdefault(kernel.kernel_type, set()).update(
+                conditions.get(kernel.file, ()))
+        else:
+            lost.setdefault(kernel.kernel_type, []).append(kernel)
+    for decision in decisions:
+        if decision.kernel_type not in labels or decision.follows:
+            continue
+        index = labels[decision.kernel_type].index(decision.segment)
+        theirs = kept_terms.get(decision.kernel_type, set())
+        # per token, the terms every lost kernel with it has (None: one has none)
+        common: Dict[str, Optional[List[Condition]]] = {}
+        for kernel in lost.get(decision.kernel_type, ()):
+            token = kernel.tokens[index]
+            facts = decision.loss_facts.get(token)
+            if facts is None or facts.get("not_needed") or facts.get("follows"):
+                continue
+            terms = conditions.get(kernel.file, ())
+            if token not in common:
+                common[token] = list(terms) if terms else None
+            elif common[token] is not None:
+                mine = set(terms)
+                common[token] = [t for t in common[token] or () if t in mine] if mine else None
+        for token, shared in common.items():
+            if shared is not None:
+                decision.loss_facts[token]["calls"] = [t for t in shared if t not in theirs]

@@ -1,13 +1,6 @@
-"""What ``--mask`` changes, read from two real listings (no grammar, no assumption).
-
-``-m generic`` changes the mask words of the names (``nmask``/``mask`` become
-``nmask``/``mc``/``mg`` in 2025 CK) and the count. :func:`compare_mask_modes` compares
-the ``_``-separated words of two listings: ``only_this``/``only_other``, and
-``hard_coded``: the other mode's mask words (at its words' places, never beside one)
-that this listing also carries, in fewer kernels: a pipeline that sets that mask
-whatever the mode. Feature words written only when on (2024's ``_bias``) stand beside
-a mask word somewhere, and are no mask value.
-"""
+"""What ``--mask`` changes, read from two real listings: the words only one mode's names
+have, and the other mode's mask words this listing carries anyway (``hard_coded``: a
+pipeline that sets its mask whatever the mode)."""
 
 from __future__ import annotations
 
@@ -16,8 +9,6 @@ from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import PurePosixPath
 from typing import Dict, List, Sequence, Tuple
-
-__all__ = ["MaskModes", "compare_mask_modes"]
 
 
 @dataclass
@@ -60,16 +51,15 @@ def _holding(named: List[List[str]], words: set) -> List[List[str]]:
 
 def compare_mask_modes(this_mode: str, this_files: Sequence[str],
                        other_mode: str, other_files: Sequence[str]) -> MaskModes:
-    """Compare the listings of one API in two mask modes (see the module docstring)."""
+    """Compare the listings of one API in two mask modes; a feature word written only when
+    on (2024's ``_bias``) stands beside a mask word somewhere, and is no mask value."""
     named = list(map(_words, other_files))
     this_words: Counter = Counter(chain.from_iterable(map(set, map(_words, this_files))))
     other_words: Counter = Counter(chain.from_iterable(map(set, named)))
     only_this = sorted(set(this_words) - set(other_words))
     only_other = sorted(set(other_words) - set(this_words))
-    # the other mode's mask vocabulary: the words that stand where its own words stand,
-    # i.e. between the same words before and after (a place counted by position would
-    # also take feature words of names that are just as long); only the words a hard
-    # coded value can be are looked up, in the names that hold one
+    # the other mode's mask vocabulary: the words between the same words before and after
+    # as its own (by position would also take feature words of names just as long)
     wanted = set(only_other)
     places = {_context(words, i) for words in _holding(named, wanted)
               for i, w in enumerate(words) if w in wanted}

@@ -1,16 +1,10 @@
-"""A workload: the values of some segments its calls use, and the kernels they allow.
-
-``:need: dtype=fp16,bf16; hdim=64,128`` (``recommend --need dtype=fp16,bf16``) names
-segments as the field reference labels them, and values as their tokens (with or
-without the leading ``_``) or as a field's value where that names one token (``128``
-for ``_d128``). The workload's calls use exactly these values: the set is chosen among
-the kernels whose named segments carry one of them (and the partners their dispatch
-launches), the policy deciding the segments not named (:func:`workload_scope`).
-"""
+"""A workload (``:need: dtype=fp16,bf16; hdim=64,128``): segments by label, values by
+token or field value, and the kernels they allow (:func:`workload_scope`)."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections import Counter
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
@@ -19,11 +13,7 @@ from ..errors import FmhaError, WarningType
 from ..model import NO_TOKEN, ApiModel, Decision, Need, natural
 from .synthesis import Kernel
 
-__all__ = ["NeedError", "needed_decisions", "needs_key", "parse_needs", "resolve_needs",
-           "split_needs", "unmet_combinations", "workload_scope"]
-
-#: Combinations checked at most (the product of the named values per sub-type).
-_MOST_COMBINATIONS = 4096
+_MOST_COMBINATIONS = 4096  # checked at most (the product of the named values per sub-type)
 
 
 class NeedError(FmhaError):
@@ -52,19 +42,15 @@ def parse_needs(items: Iterable[str]) -> List[Tuple[str, List[str]]]:
 
 def _segments_named(model: ApiModel, label: str) -> List[Tuple[str, int]]:
     """(sub-type, segment index) of every segment labelled ``label`` (case aside)."""
-    found = [(k.class_name, i) for k in model.kernel_types for i, s in enumerate(k.segments)
-             if not s.literal and s.label == label]
-    if not found:
-        found = [(k.class_name, i) for k in model.kernel_types
-                 for i, s in enumerate(k.segments)
-                 if not s.literal and s.label.lower() == label.lower()]
-    return found
+    every = [(k.class_name, i, s.label) for k in model.kernel_types
+             for i, s in enumerate(k.segments) if not s.literal]
+    return [(c, i) for c, i, seen in every if seen == label] or [
+        (c, i) for c, i, seen in every if seen.lower() == label.lower()]
 
 
 def _value_tokens(model: ApiModel, where: Sequence[Tuple[str, int]], value: str) -> List[str]:
-    """The tokens of these segments ``value`` names: the token itself (``_fp16``,
-    ``fp16``; the empty one as ``(no token)``), else the tokens one of whose fields has
-    that value (``128`` for ``_d128``), else the same ignoring case."""
+    """The tokens of these segments ``value`` names: the token (``_fp16``, ``fp16``,
+    ``(no token)``), else those a field value names (``128``), else the same ignoring case."""
     tokens: Dict[str, Dict[str, List[Dict[str, str]]]] = {}
     for class_name, index in where:
         segment = model.kernel_type(class_name).segments[index]
@@ -110,8 +96,7 @@ def resolve_needs(model: ApiModel, parsed: Sequence[Tuple[str, Sequence[str]]]) 
                 need.tokens.append(tokens[0])
                 need.given.append(value)
     for need in needs.values():
-        order = {t: n for n, t in enumerate(sorted(need.tokens, key=natural))}
-        pairs = sorted(zip(need.tokens, need.given), key=lambda p: order[p[0]])
+        pairs = sorted(zip(need.tokens, need.given), key=lambda p: natural(p[0]))
         need.tokens, need.given = [t for t, _ in pairs], [g for _, g in pairs]
     return list(needs.values())
 
@@ -136,20 +121,14 @@ def workload_scope(model: ApiModel, kernels: Sequence[Kernel], needs: Sequence[N
                    deciding: Sequence[str],
                    partners: Optional[Mapping[str, Set[str]]] = None) -> Set[str]:
     """The kernel files the workload allows: of the sub-types that decide for themselves,
-    those whose named segments each carry a needed token; of the others (followers),
-    the partners their dispatch launches (``partners``: main kernel file -> the files
-    launched with it), or, with no partners known, those that carry the needed tokens."""
+    those whose named segments each carry a needed token; of the followers, the
+    ``partners`` (main file -> files launched with it) of those, or without partners
+    the followers that carry the needed tokens."""
     named = _named(model, needs)
-    scope: Set[str] = set()
-    followers = [k for k in kernels if k.kernel_type not in deciding]
-    for kernel in kernels:
-        if kernel.kernel_type in deciding and _carries(kernel, named):
-            scope.add(kernel.file)
+    scope = {k.file for k in kernels if k.kernel_type in deciding and _carries(k, named)}
     if partners:
-        scope |= {p for f in list(scope) for p in partners.get(f, ())}
-    else:
-        scope |= {k.file for k in followers if _carries(k, named)}
-    return scope
+        return scope | {p for f in scope for p in partners.get(f, ())}
+    return scope | {k.file for k in kernels if k.kernel_type not in deciding and _carries(k, named)}
 
 
 def _carries(kernel: Kernel, named: Mapping[str, Mapping[int, Set[str]]]) -> bool:
@@ -159,9 +138,8 @@ def _carries(kernel: Kernel, named: Mapping[str, Mapping[int, Set[str]]]) -> boo
 
 def unmet_combinations(model: ApiModel, kernels: Sequence[Kernel], needs: Sequence[Need],
                        deciding: Sequence[str]) -> List[Dict[str, str]]:
-    """The combinations of needed tokens (one per named segment a sub-type has) that no
-    kernel of a sub-type deciding for itself carries, in the segments' order; a sub-type
-    with too many combinations to list is checked value by value only."""
+    """The combinations of needed tokens (one per named segment) no kernel of a sub-type
+    deciding for itself carries; too many to list: checked value by value only."""
     named = _named(model, needs)
     unmet: List[Dict[str, str]] = []
     for kernel_type in model.kernel_types:
@@ -173,10 +151,7 @@ def unmet_combinations(model: ApiModel, kernels: Sequence[Kernel], needs: Sequen
         carried = {tuple(k.tokens[i] for i in indices) for k in kernels
                    if k.kernel_type == kernel_type.class_name}
         choices = [sorted(mine[i], key=natural) for i in indices]
-        total = 1
-        for choice in choices:
-            total *= len(choice)
-        if total <= _MOST_COMBINATIONS:
+        if math.prod(map(len, choices)) <= _MOST_COMBINATIONS:
             missing = [dict(zip(labels, combo)) for combo in itertools.product(*choices)
                        if combo not in carried]
         else:

@@ -1,6 +1,5 @@
-"""A listing parsed with the model's grammar, once: the token facts, filter checks and
-recommendation read the same unfiltered listing, and a filtered one reuses its parses.
-"""
+"""A listing parsed with the model's grammar once, shared by the token facts, filter
+checks and recommendation (a filtered listing reuses the unfiltered one's parses)."""
 
 from __future__ import annotations
 
@@ -10,8 +9,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.analyze import grammars_of, parse_filename, split_filename
 from ..model import ApiModel
-
-__all__ = ["ParsedListing"]
 
 
 @dataclass
@@ -28,28 +25,23 @@ class ParsedListing:
     @classmethod
     def of(cls, model: ApiModel, files: Sequence[str],
            known: Optional[ParsedListing] = None) -> ParsedListing:
-        """``known``: a listing already parsed with the same model (the unfiltered
-        one): its files are not parsed again."""
+        """``known``: a listing parsed with the same model, whose files are not parsed again."""
         grammars = None
         parsed: Dict[str, Tuple[str, List[str]]] = {}
         unparsed: List[str] = []
         done = known.parsed if known is not None else {}
         failed = set(known.unparsed) if known is not None else set()
         for filename in files:
-            found_before = done.get(filename)
-            if found_before is not None:
-                parsed[filename] = found_before
+            if filename in done:
+                parsed[filename] = done[filename]
                 continue
-            if filename in failed:
-                unparsed.append(filename)
-                continue
-            if grammars is None:
-                grammars = grammars_of(model)
-            found = parse_filename(model, grammars, filename)
-            if len(found) == 1:
-                parsed[filename] = (found[0][0].class_name, found[0][1])
-            else:
-                unparsed.append(filename)
+            if filename not in failed:
+                grammars = grammars or grammars_of(model)
+                found = parse_filename(model, grammars, filename)
+                if len(found) == 1:
+                    parsed[filename] = (found[0][0].class_name, found[0][1])
+                    continue
+            unparsed.append(filename)
         return cls(list(files), parsed, unparsed)
 
     def per_type(self) -> Dict[str, int]:
@@ -60,8 +52,8 @@ class ParsedListing:
         return split_filename(filename, kernel_type.arch_suffixes) or filename
 
     def kernel_names(self, model: ApiModel) -> Dict[str, str]:
-        """file -> :meth:`kernel_name` of every parsed file (computed once per model:
-        every filter predicted against this listing needs them)."""
+        """file -> :meth:`kernel_name` of every parsed file (once per model: every filter
+        predicted against this listing needs them)."""
         if self._names is None or self._names[0] is not model:
             self._names = (model, {f: self.kernel_name(model, f) for f in self.parsed})
         return self._names[1]

@@ -1,8 +1,5 @@
-"""What a ``-f`` pattern keeps and excludes: its literal stretches spell the segments
-whose whole token they cover in every matched name (fnmatch over the sub-types its
-part filters, names cut by the grammar); a token no matched name carries is excluded.
-Worded in ``render/`` (:attr:`~sphinxext_fmha.model.FilterRun.reading`).
-"""
+"""What a ``-f`` pattern keeps and excludes: the segments its literal stretches spell in
+every matched name, and the tokens no matched name carries (worded in ``render/``)."""
 
 from __future__ import annotations
 
@@ -12,8 +9,6 @@ from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple
 from ..model import ApiModel, natural
 from .boxes import matcher
 from .synthesis import Kernel
-
-__all__ = ["pattern_pieces", "run_reading"]
 
 _PIECE = re.compile(r"\*+|\?|\[[^\]]+\]|[^*?\[]+|\[")
 #: literal text: an escaped character (``[*]``) or any other

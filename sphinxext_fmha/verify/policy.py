@@ -1,11 +1,7 @@
-"""Which kernels the minimal set keeps: the policy, applied per problem class.
-
-Segments are classified from what the code says about them (field names and values).
-Problem properties (head dimension, data type, mode, and the arch suffix) are never
-lost: within each problem class the preferred variants are kept, and where a class has
-no preferred variant of a segment (group mode only exists fully padded, fp8 only
-quantised) the nearest variant is kept for that class only.
-"""
+"""Which kernels the minimal set keeps: segments classified from their fields' names and
+values; problem properties never lost; within each problem class the preferred
+variants kept, else the nearest one for that class only. Then keep/drop per segment as
+the verified commands select it (:func:`segment_decisions`: the facts of a Why)."""
 
 from __future__ import annotations
 
@@ -14,19 +10,21 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
-from ..model import ApiModel, KernelType, Segment
+from ..model import ApiModel, Decision, KernelType, Segment, natural
+from .coupling import Coupling
+from .losses import within
 from .standins import SetDispatch
 from .synthesis import Kernel
 
-__all__ = ["CHOSEN", "COVERED", "PROBLEM", "Plan", "classify", "plan_keep_set", "preference"]
-
 OFF_VALUES = {"f", "no", "0", "false", "none", "s_no"}
-
 #: Categories the policy chooses within (the others are kept whole).
 CHOSEN = ("padding", "optional feature", "mask", "deterministic", "tuning")
-#: Categories that make the problem classes the policy keeps every one of (``needed``:
-#: a segment the workload names, see :mod:`.needs`).
+#: Categories of the problem classes the policy keeps every one of (``needed``: named by
+#: the workload).
 PROBLEM = ("problem", "subject", "needed")
+#: Categories whose variants run the same calls in other ways (padding, tuned tiles and
+#: loads): one is dropped wherever the kept ones run every call it ran.
+COVERED = ("padding", "tuning")
 
 
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
@@ -43,9 +41,8 @@ def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api:
         return "mask"
     if "determin" in joined:
         return "deterministic"
-    # 'skip' (skip_min_seqlen_q) is not among these: the dispatcher tests it for
-    # equality with the call's flag, so it is a feature a call asks for, not a
-    # specialisation of the same work
+    # not 'skip' (skip_min_seqlen_q): the dispatcher tests it against the call's flag, a
+    # feature a call asks for
     if any(k in joined for k in ("trload", "max_seq", "maxq")):
         return "tuning"
     if names and all(n in ("hdim", "dtype", "mode") for n in names):
@@ -59,14 +56,9 @@ def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api:
 
 
 def _pad_level(value: str) -> int:
-    """0: no padding (the kernel needs full tiles), 1: padded to a moderate alignment
-    (> 1), 2: fully padded (any size; alignment 1 or a plain "true")."""
+    """0: no padding (full tiles), 1: a moderate alignment (> 1), 2: fully padded."""
     lowered = value.lower()
-    if lowered in OFF_VALUES:
-        return 0
-    if lowered.isdigit():
-        return 1 if int(lowered) > 1 else 2
-    return 2
+    return 0 if lowered in OFF_VALUES else 1 if lowered.isdigit() and int(lowered) > 1 else 2
 
 
 def _on_fields(combo: Dict[str, str]) -> int:
@@ -114,9 +106,8 @@ def plan_keep_set(model: ApiModel, kernels: Sequence[Kernel], types: Sequence[st
                   dispatch: Optional[SetDispatch] = None,
                   needed: AbstractSet[Tuple[str, str]] = frozenset()) -> Plan:
     """The keep set. With the full ``dispatch``: never-run kernels left out, padding and
-    tuning variants dropped where the kept ones run all their calls; without it every
-    padding variant and the general tuning one kept. ``needed``: (sub-type, segment)
-    a workload names, every value kept as a problem property."""
+    tuning variants dropped where the kept ones run all their calls. ``needed``:
+    (sub-type, segment) a workload names, every value kept as a problem property."""
     tile_fields = {f.name for tile in model.tiles for f in tile.fields}
     never = _never_run(kernels, dispatch.never_run()) if dispatch is not None else set()
     plan = Plan()
@@ -161,11 +152,6 @@ def _never_run(kernels: Sequence[Kernel], never: Mapping[str, object]) -> Set[st
     return {k.file for k in kernels if k.file in never and k.name not in running}
 
 
-#: Categories whose variants run the same calls in other ways (padding, tuned tiles and
-#: loads): one is dropped wherever the kept ones run every call it ran.
-COVERED = ("padding", "tuning")
-
-
 def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kernel]]],
                   dispatch: SetDispatch, others: AbstractSet[str]) -> None:
     """Drop each padding or tuning variant, per problem (every arch together), where the
@@ -206,9 +192,8 @@ def _drop_covered(plan: Plan, covered: Sequence[Tuple[KernelType, int, List[Kern
 
 
 def _class_of(kernel: Kernel, problem: Sequence[int]) -> Tuple[str, ...]:
-    """A problem, every arch together: ``-f`` sees the name without its arch suffix, so
-    a variant dropped on one arch and kept on another would come back with its twin
-    (and the set would keep a kernel its own dispatch never runs)."""
+    """A problem, every arch together: ``-f`` does not see the arch suffix, so a variant
+    dropped on one arch only would come back with its twin."""
     return tuple(kernel.tokens[i] for i in problem)
 
 
@@ -222,9 +207,8 @@ def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
         key = (stem[len("".join(kernel.tokens)):],) + tuple(kernel.tokens[i] for i in problem)
         classes.setdefault(key, []).append(kernel)
     for members in classes.values():
-        # Per segment, the best rank this class offers; a kernel is kept when it
-        # reaches the best on every chosen segment. If no kernel does (the best
-        # values never occur together), keep the kernels of least total rank.
+        # Kept: the kernels with the class's best rank on every chosen segment, else
+        # (the best values never occur together) those of least total rank.
         best = {i: min(ranks[i].get(k.tokens[i], 0) for k in members) for i in chosen}
         kept = [k for k in members if all(ranks[i].get(k.tokens[i], 0) == best[i] for i in chosen)]
         if not kept:
@@ -237,3 +221,123 @@ def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
                 if ranks[i].get(kernel.tokens[i], 0) > 0:
                     plan.relaxed.setdefault((kernel_type.class_name, segments[i].label),
                                             set()).add(kernel.tokens[i])
+
+
+def segment_decisions(model: ApiModel, kernels: Sequence[Kernel], union: Set[str],
+                      plan: Plan, coupling: Optional[Coupling], never: Set[str]
+                      ) -> List[Decision]:
+    """Keep/drop per segment as the union has them; partial keeps with the problem
+    values they are kept with."""
+    decisions: List[Decision] = []
+    for kernel_type in model.kernel_types:
+        name = kernel_type.class_name
+        own = [k for k in kernels if k.kernel_type == name]
+        chosen = [k for k in own if k.file in union]
+        follows = coupling.primary if coupling and name in coupling.followers else ""
+        problem = [i for i, s in enumerate(kernel_type.segments)
+                   if plan.categories.get((name, s.label)) in PROBLEM]
+        for index, segment in enumerate(kernel_type.segments):
+            if segment.literal or segment.constant:  # one token: nothing to decide
+                continue
+            key = (name, segment.label)
+            category = plan.categories.get(key, "other")
+            full = Counter(k.tokens[index] for k in own)
+            kept = Counter(k.tokens[index] for k in chosen)
+            order = [t for t in segment.tokens if full.get(t)]
+            decision = Decision(kernel_type=name, segment=segment.label,
+                                fields=list(segment.fields), category=category,
+                                keep=[t for t in order if kept.get(t)],
+                                drop=[t for t in order if not kept.get(t)],
+                                follows=follows)
+            if follows:
+                # a value only some kept main kernels bring along is kept with those values
+                # only (2.8.3 fwd_splitkv: the combine kernels' _npad with dtype _fp8)
+                for token in decision.keep:
+                    if kept[token] < full[token]:
+                        kept_with = _follower_kept_with(kernel_type, own, chosen, index,
+                                                        token, problem)
+                        if kept_with:
+                            decision.partial.append({"token": token, "kept_with": kept_with,
+                                                     "dropped": True})
+            elif category in CHOSEN:
+                ranks = plan.ranks.get(key, {})
+                for token in decision.keep:
+                    if ranks.get(token, 0) > 0:
+                        kept_with = _kept_with(kernel_type, chosen, index, token, problem)
+                        decision.partial.append({
+                            "token": token, "kept_with": kept_with,
+                            "dropped": _dropped_elsewhere(kernel_type, own, index, token,
+                                                          kept_with)})
+                # (COVERED: the rule says where a variant goes, the Keep column says where)
+                if decision.partial and category not in COVERED:
+                    decision.nearest = "applied" if decision.drop or any(
+                        p["dropped"] for p in decision.partial) else "keeps_every_kernel"
+            if not follows:
+                _outcome(decision, own, plan.keep, index, never)
+            decisions.append(decision)
+    return decisions
+
+
+def _outcome(decision: Decision, own: Sequence[Kernel], planned: Set[str], index: int,
+             never: Set[str]) -> None:
+    """What the rule does not say of the selected set: a kept value no selected kernel
+    carries, one the full API never runs, or (keep-all rules) one the other rules drop."""
+    meant = {k.tokens[index] for k in own if k.file in planned}
+    decision.unselected = [t for t in decision.drop if t in meant]
+    decision.never_run = [t for t in decision.drop if t not in meant
+                          and all(k.file in never for k in own if k.tokens[index] == t)]
+    if decision.category not in CHOSEN:
+        decision.unkept = [t for t in decision.drop
+                           if t not in meant and t not in decision.never_run]
+
+
+def _dropped_elsewhere(kernel_type, own: Sequence[Kernel], index: int, token: str,
+                       kept_with: Dict[str, List[str]]) -> bool:
+    """Whether a kernel carries ``token`` outside the values it is kept with (2.8.3
+    fwd_splitkv's ``_squant`` exists with ``_fp8`` only: dropped nowhere); none: yes."""
+    if not kept_with:
+        return True
+    labels = [s.label for s in kernel_type.segments]
+    where = {labels.index(label): set(values) for label, values in kept_with.items()}
+    return any(k.tokens[index] == token and not within(k, where) for k in own)
+
+
+def _kept_with(kernel_type, chosen: Sequence[Kernel], index: int, token: str,
+               problem: Sequence[int]) -> Dict[str, List[str]]:
+    """The problem values the token is kept with: one segment whose values explain it
+    (every kept kernel with those values carries the token) when there is one."""
+    carrying = [k for k in chosen if k.tokens[index] == token]
+    differing: Dict[str, List[str]] = {}
+    for p in problem:
+        values = {k.tokens[p] for k in carrying}
+        if values == {k.tokens[p] for k in chosen}:
+            continue
+        label = kernel_type.segments[p].label
+        differing[label] = [t for t in kernel_type.segments[p].tokens if t in values]
+        if all(k.tokens[index] == token for k in chosen if k.tokens[p] in values):
+            return {label: differing[label]}
+    return differing
+
+
+def _follower_kept_with(kernel_type, own: Sequence[Kernel], chosen: Sequence[Kernel],
+                        index: int, token: str, problem: Sequence[int]
+                        ) -> Dict[str, List[str]]:
+    """The other problem values a follower's token is kept with, where fewer than it
+    exists with (2.7.4 combine _squant: _d64, _d128 of _d64/_d128/_d256); else empty."""
+    carrying = [k for k in own if k.tokens[index] == token]
+    narrower: Dict[int, Set[str]] = {}  # segment -> the values it is kept with
+    for p in problem:
+        if p == index:
+            continue
+        kept_values = {k.tokens[p] for k in chosen if k.tokens[index] == token}
+        if kept_values != {k.tokens[p] for k in carrying}:
+            narrower[p] = kept_values
+    # a segment the others imply is not said (the combine _npad kept with dtype _fp8:
+    # every fp8 combine kernel has one of the head dimensions it is kept with)
+    for p in list(narrower):
+        rest = {q: values for q, values in narrower.items() if q != p}
+        if all(k.tokens[p] in narrower[p] for k in carrying
+               if all(k.tokens[q] in values for q, values in rest.items())):
+            del narrower[p]
+    return {kernel_type.segments[p].label: sorted(values, key=natural)
+            for p, values in narrower.items()}

@@ -1,15 +1,6 @@
-"""The minimal kernel set, the commands that select it, and what it costs.
-
-Pure functions over the model, the parsed listing, the traits, the full API dispatch
-file and a small runner (:class:`RecommendRunner`). In order: a workload (:mod:`.needs`)
-narrows the kernels; the policy picks a keep set per problem (:mod:`.policy`), launched
-partners follow their main kernel (:mod:`.coupling`); filters are synthesised for the
-tree's semantics (:mod:`.synthesis`; whole-token patterns where they cost at most one
-run more) and checked in-process; every command runs with generate.py and several are
-written together by the driver, whose dispatch file must link (:mod:`.set_runs`).
-Every statement (keep/drop, tiles, counts, losses, build cost) is then computed from
-the union of the runs, not from the policy's intent.
-"""
+"""The minimal kernel set, the commands that select it, and what it costs: a workload
+narrows the kernels, the policy picks a keep set, filters are synthesised and run; every
+statement is then read from the union of the runs, not from the policy's intent."""
 
 from __future__ import annotations
 
@@ -20,28 +11,19 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 from ..analysis.filenames import split_filename
 from ..cppapi.link_check import link_report_from_keys, partners
-from ..model import (
-    ApiModel,
-    Need,
-    Note,
-    Recommendation,
-)
+from ..model import ApiModel, Need, Note, Recommendation
 from ..options import Options
 from .coupling import Coupling, coupling_of
-from .decisions import segment_decisions
 from .filtercheck import ParsedListing, predict
-from .loss_calls import note_call_terms
-from .losses import describe_losses
+from .losses import describe_losses, note_call_terms
 from .needs import needed_decisions, unmet_combinations, workload_scope
 from .pattern_reading import run_reading
-from .policy import Plan, plan_keep_set
+from .policy import Plan, plan_keep_set, segment_decisions
 from .set_runs import ApiFile, RecommendRunner, source_bytes, verified_runs
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
 
-__all__ = ["Prepared", "RecommendInputs", "RecommendRunner", "finish", "prepare",
-           "select_exactly"]
 
 @dataclass
 class RecommendInputs:
@@ -135,13 +117,11 @@ def prepare(inputs: RecommendInputs) -> Prepared:
     target = _with_leaders(set(plan.keep) - {k.file for k in kernels
                                              if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
-        kept_main = {f for f in target if type_of.get(f) == coupling.primary}
-        target |= coupling.follow(kept_main)
+        target |= coupling.follow({f for f in target if type_of.get(f) == coupling.primary})
         result.coupled = {"followers": list(coupling.followers),
                           "primary": coupling.primary, "source": coupling.source}
     if dispatch is not None:
-        # a kernel its own set never runs (an earlier branch of the set takes its calls)
-        # is no kernel of a minimal set
+        # a kernel its own set never runs (an earlier branch takes its calls) is left out
         idle = set(dispatch.runs_nothing(dispatch.view(target), target))
         if idle:
             target -= idle
@@ -160,8 +140,7 @@ def prepare(inputs: RecommendInputs) -> Prepared:
 def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
            ) -> Recommendation:
     """The runs of the prepared filters, and everything read from them."""
-    model, result, kernels, scope = inputs.model, prepared.result, prepared.kernels, \
-        prepared.scope
+    model, result, kernels, scope = inputs.model, prepared.result, prepared.kernels, prepared.scope
     plan, coupling, dispatch = prepared.plan, prepared.coupling, prepared.dispatch
     if not prepared.filters:
         result.counts = _counts(inputs, prepared.type_of, set(), scope)
@@ -183,15 +162,12 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
                 f for f in union if f in never_run and f not in result.unreachable_facts
                 and f not in result.links_unreferenced)
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
-    result.decisions = segment_decisions(model, scope, union, plan, coupling,
-                                  set(dispatch.never_run()) if dispatch is not None else set())
-    followers = coupling.followers if coupling else []
-    follows = {t: coupling.primary for t in followers} if coupling else {}
-    if dispatch is not None:
-        result.emptied = _emptied(dispatch, union)
+    full_never = set(dispatch.never_run()) if dispatch is not None else set()
+    result.decisions = segment_decisions(model, scope, union, plan, coupling, full_never)
+    follows = {t: coupling.primary for t in coupling.followers} if coupling else {}
     result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
     if dispatch is not None:  # what the commands do with the kernels the full API never runs
-        full_never = set(dispatch.never_run())
+        result.emptied = _emptied(dispatch, union)
         selected = {f: True for f in union if f in full_never}
         result.never_run_left_out = sum(1 for k in scope
                                         if k.file in full_never and k.file not in union)
@@ -204,13 +180,11 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
                         labels, follows, fates, never_run)
         note_call_terms(chosen, scope, union, inputs.conditions, labels)
+        result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
     needed_decisions(result.decisions, kernels, union, labels, follows)
-    result.tiles = {d.kernel_type: {} for d in result.decisions if d.category == "tile"}
     for decision in result.decisions:
         if decision.category == "tile":
-            result.tiles[decision.kernel_type][decision.segment] = decision.keep
-    if not inputs.brief:
-        result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
+            result.tiles.setdefault(decision.kernel_type, {})[decision.segment] = decision.keep
     result.counts = _counts(inputs, prepared.type_of, union, scope)
     if result.build is not None and inputs.full_api is not None \
             and inputs.full_api.kernel_bytes:
@@ -223,8 +197,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
 
 def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
                    wanted: Set[str]) -> Tuple[Recommendation, Set[str]]:
-    """The fewest verified ``-f`` runs selecting ``wanted`` (no decisions), and the
-    union of their listings."""
+    """The fewest verified ``-f`` runs selecting ``wanted`` (no decisions), and their union."""
     kernels = kernels_of(inputs.baseline)
     result = Recommendation(api=inputs.model.api)
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
@@ -261,8 +234,7 @@ def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set
     result.note_facts += synthesis.notes
     claimed = target | set(synthesis.extra)
     if predicted > claimed:
-        # The semantics force more kernels than the keep set: the closest expressible
-        # superset, said with its cost.
+        # the semantics force more kernels: the closest expressible superset, with its cost
         extra = Counter(k.kernel_type for k in kernels if k.file in predicted - claimed)
         result.note_facts.append(Note("superset", {"extra": dict(sorted(extra.items()))}))
         claimed = set(predicted)
@@ -292,33 +264,33 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
                 categories: Mapping[Tuple[str, str], str]) -> Tuple[Synthesis, Set[str]]:
     """The first variant whose predicted selection is the target, and that prediction;
     whole-token patterns when they take at most one run more."""
-    tried = []
-    exact = None
     named = {n.segment for n in inputs.needs}
     pinned = {k.class_name: {i for i, s in enumerate(k.segments) if s.label in named}
               for k in inputs.model.kernel_types}
     loose = {k.class_name: {i for i, s in enumerate(k.segments)
                             if categories.get((k.class_name, s.label)) == "tile"}
              for k in inputs.model.kernel_types} if named else {}
+
+    def attempt(narrow: bool, literal: bool) -> Synthesis:
+        return synthesize(inputs.model, kernels, target, primary,
+                          coupling.partners if coupling else None, narrow_followers=narrow,
+                          style=Style(literal=literal, pinned=pinned, loose=loose), bound=False)
+
+    tried = []
     for narrow in (True, False):
-        synthesis = synthesize(inputs.model, kernels, target, primary,
-                               coupling.partners if coupling else None, narrow_followers=narrow,
-                               style=Style(pinned=pinned, loose=loose), bound=False)
+        synthesis = attempt(narrow, False)
         predicted = _predicted(inputs, synthesis)
         if predicted == target | set(synthesis.extra):
-            exact = (synthesis, predicted)
             break
         tried.append((synthesis, predicted))
-    if exact is None:
+    else:
         return min(tried, key=lambda t: len(t[1] ^ target))
-    if all(_plain(text) for text in exact[0].filters):
+    exact = (synthesis, predicted)
+    if all(_plain(text) for text in synthesis.filters):
         return exact
     for narrow in (True, False):
-        literal = synthesize(inputs.model, kernels, target, primary,
-                             coupling.partners if coupling else None, narrow_followers=narrow,
-                             style=Style(literal=True, pinned=pinned, loose=loose),
-                             bound=False)
-        if len(literal.filters) > len(exact[0].filters) + 1:
+        literal = attempt(narrow, True)
+        if len(literal.filters) > len(synthesis.filters) + 1:
             continue
         predicted = _predicted(inputs, literal)
         if predicted == target | set(literal.extra):

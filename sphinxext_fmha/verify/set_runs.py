@@ -1,5 +1,5 @@
-"""The runs of a set's filters: each run with generate.py (side by side), their union,
-the driver run for several, and whether the written set links and what it costs."""
+"""The runs of a set's filters with generate.py, their union, the driver run for
+several, and whether the written set links and what it costs."""
 
 from __future__ import annotations
 
@@ -12,16 +12,13 @@ from ..cppapi.link_check import link_report_from_keys
 from ..model import ApiModel, BuildCost, FilterCheck, FilterRun, Note, Recommendation
 from ..options import Options, cli_flag
 
-__all__ = ["ApiFile", "RecommendRunner", "driver_command", "source_bytes", "verified_runs"]
-
 PARALLEL_RUNS = 2
 
 
 class ApiFile(Protocol):
     text: str
     kernel_traits: Dict[str, str]
-    #: bytes of each kernel file and of the dispatch file write mode wrote (empty / 0:
-    #: not measured)
+    #: bytes of each kernel file and of the dispatch file write mode wrote (empty: not measured)
     kernel_bytes: Dict[str, int]
     api_bytes: int
 
@@ -57,7 +54,6 @@ def verified_runs(model: ApiModel, options: Options, runner: RecommendRunner,
         result.note_facts.append(Note("runs_differ", {
             "union": len(union), "claimed": len(claimed), "missing": len(claimed - union),
             "extra": len(union - claimed)}))
-    _merge_advice(runner, result)
     if len(result.runs) > 1:
         result.driver_command = driver_command(
             model.api, options, [r.filter for r in result.runs],
@@ -74,9 +70,8 @@ def source_bytes(written: ApiFile) -> int:
 
 def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation) -> Set[str]:
     union: Set[str] = set()
-    # The runs and (several) the driver run for their union, batched; should a run be
-    # left out as redundant below, the driver runs again for the rest (none for one:
-    # its own write-mode run says whether the set links). They run side by side.
+    # The runs and (several) the driver run for their union, side by side; should a run
+    # be left out as redundant below, the driver runs again for the rest.
     runner.prefetch(filters, driver=len(filters) > 1)
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         checks = list(pool.map(runner.check, filters))
@@ -95,19 +90,14 @@ def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation
     return union
 
 
-def _merge_advice(runner: RecommendRunner, result: Recommendation) -> None:
-    if len(result.runs) < 2:
-        return
-    for number, run in enumerate(result.runs, 1):
-        run.command = runner.listing_command(run.filter, "kernels_%d.txt" % number)
-    listings = " ".join("kernels_%d.txt" % i for i in range(1, len(result.runs) + 1))
-    result.merge_command = "sort -u %s > kernels.txt" % listings
-
-
 def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+    """Several runs: each lists into its own file, merged; the driver lists and writes
+    their union."""
+    listings = ["kernels_%d.txt" % number for number in range(1, len(result.runs) + 1)]
+    for run, listing in zip(result.runs, listings):
+        run.command = runner.listing_command(run.filter, listing)
+    result.merge_command = "sort -u %s > kernels.txt" % " ".join(listings)
     filters = [r.filter for r in result.runs]
-    if not filters:
-        return
     try:
         driven = set(runner.driver_listing(filters))
         result.driver_verified = driven == union
@@ -122,8 +112,7 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
 
 
 def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
-    """The one command's own write-mode run: the set's dispatch file (a driver run for
-    one filter would select and write the same set again)."""
+    """One command: its own write-mode run is the set's dispatch file (no driver run)."""
     run = result.runs[0]
     if not run.written or not run.count:
         return  # _run noted why a write failed; nothing selected writes nothing
@@ -163,8 +152,7 @@ def _error(error: Exception) -> Dict[str, str]:
 
 def driver_command(api: str, options: Options, filters: Sequence[str],
                    ck_root: str = ".") -> str:
-    """``ck_root``: the CK root as seen from where the command runs (the folder of
-    generate.py, as the listing commands)."""
+    """``ck_root``: the CK root seen from generate.py's folder (where the command runs)."""
     parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api]
     for dest, value in options.given().items():
         parts += [cli_flag(dest), str(value)]

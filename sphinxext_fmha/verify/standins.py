@@ -1,14 +1,5 @@
-"""What a set of kernels runs for the calls a dropped kernel ran: the dispatch of a set.
-
-The full API dispatch file says which leaf every call runs (:mod:`..cppapi.routes`);
-generate.py writes a filtered set's dispatch from the same templates, without the
-branches of the kernels it did not generate.  So whether a kept kernel takes a dropped
-kernel's calls, whether some of those calls now find no kernel at all, and which
-kernels the set itself never runs are exact questions over the two dispatches (a
-kernel's calls are those that run it in the dispatch it was in).  Used by the policy
-(a variant is dropped only where kept ones run every call it ran) and by *What you
-lose*; the answers are facts (:class:`Fate`), said in words elsewhere.
-"""
+"""What a set of kernels runs for the calls a dropped kernel ran: exact questions over
+the full API dispatch and the one generate.py writes for the set (:class:`Fate`)."""
 
 from __future__ import annotations
 
@@ -23,17 +14,12 @@ from ..cppapi.reach import condition_terms_cpp
 from ..cppapi.routes import DomainIndex, Routes, View, Way, routes_of
 from ..schema.token_dispatch import Condition
 
-__all__ = ["Fate", "SetDispatch", "set_dispatch"]
-
 
 @dataclass(frozen=True)
 class Fate:
-    """What becomes of the calls a dropped kernel ran.
-
-    ``never``: why the full API never runs it (no call loses it); else ``stand_ins``:
-    the kept kernels that now run some of its calls, ``lost``: some of its calls now
-    run no kernel, ``only_when``: the terms (forms) of the first stand-in that the
-    kernel's calls do not all meet (where ``lost``, the calls it still takes)."""
+    """What becomes of the calls a dropped kernel ran: ``never``, why the full API never
+    runs it; else ``stand_ins``, the kept kernels that now run some of them; ``lost``:
+    some now run no kernel; ``only_when``: the first stand-in's terms they do not all meet."""
 
     never: Tuple[Dict[str, Any], ...] = ()
     stand_ins: Tuple[str, ...] = ()
@@ -53,10 +39,6 @@ class SetDispatch:
         self._files = [(order, frozenset(self.match.files_of(order)))
                        for order in self.match.leaf_kernels]
         self._never: Optional[Dict[str, List[Dict[str, Any]]]] = None
-
-    @property
-    def full(self) -> View:
-        return self.routes.full
 
     def never_run(self) -> Dict[str, List[Dict[str, Any]]]:
         """Kernel files no call of the full API runs -> why (facts, see
@@ -88,9 +70,8 @@ class SetDispatch:
 
     def loses(self, name: str, before: View, after: View) -> bool:
         """Whether some call that ran ``name`` in ``before`` runs no kernel in ``after``;
-        yes for a kernel no leaf names (2024 CK's split-KV combine kernels, launched
-        through a template the reading does not link): what runs its calls is not
-        established, so it is never dropped for another."""
+        yes for a kernel no leaf names (2024 CK's split-KV combine kernels): never dropped
+        for another on calls not established."""
         if name not in self.leaves_of:
             return True
         theory = self.routes.theory
@@ -118,7 +99,7 @@ class SetDispatch:
             if name in never:
                 found[name] = Fate(never=tuple(never[name]))
                 continue
-            ways = self.ways(self.full, name)
+            ways = self.ways(self.routes.full, name)
             if not ways:
                 continue  # launched by no leaf: said with the unreferenced kernels
             stand_ins: Dict[str, Way] = {}
@@ -136,11 +117,8 @@ class SetDispatch:
                         stand_ins[other] = their
                 lost = lost or theory.satisfiable(
                     [*way.nodes, theory.negate(after.runs_some(way))], way.domain)
-            only: Tuple[Condition, ...] = ()
-            if lost and stand_ins:
-                first = next(iter(stand_ins))
-                only = self._narrowing(ways, first)
-            found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=only)
+            found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=self._narrowing(
+                ways, next(iter(stand_ins))) if lost and stand_ins else ())
         return found
 
     def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[Condition, ...]:

@@ -1,17 +1,7 @@
-"""fnmatch filters that select exactly a wanted kernel set, per filter semantics.
-
-``-f`` is fnmatch: no negation, no alternation. A name is a sequence of segment tokens
-(one may be empty when a feature is off); pinning consecutive segments writes their
-tokens adjacent, so an omitted segment is "the token before directly followed by the
-token after". Candidates are maximal safe boxes (:mod:`.boxes`) grown from each wanted
-kernel, plus patterns on how names end across segments (``*[_p][psv][ckrs]``); a greedy
-set cover picks among them, checked here with fnmatch's meaning and again by
-generate.py. The patterns become ``-f`` values by the tree's
-:class:`~sphinxext_fmha.model.FilterSpec`: one pattern for every sub-type, ``@`` parts
-zipped, or whole-trait parts (the main sub-type's patterns, the others ``*``); coupled
-parts (split-KV and combine) share one follower pattern when one selects that part's
-wanted kernels, else each run selects its own main kernels' partners.
-"""
+"""fnmatch ``-f`` values that select exactly a wanted kernel set: a greedy cover of the
+maximal safe boxes (:mod:`.boxes`) grown from each wanted kernel and of name endings,
+checked with fnmatch's meaning, joined into ``-f`` values by the tree's
+:class:`~sphinxext_fmha.model.FilterSpec` (``@`` parts, whole traits, coupled parts)."""
 
 from __future__ import annotations
 
@@ -30,8 +20,6 @@ from .boxes import (
     tail_globs,
     write_box,
 )
-
-__all__ = ["Kernel", "Style", "Synthesis", "cover", "synthesize"]
 
 
 @dataclass(frozen=True)
@@ -66,43 +54,33 @@ class Synthesis:
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[Note] = field(default_factory=list)
-    #: no fewer box patterns can select the set (:func:`~.boxes.box_lower_bound`);
-    #: 0 when not computed
+    #: no fewer box patterns can select the set (0: not computed)
     lower_bound: int = 0
-
-
-def _safe(pattern: str, unwanted: NameSet) -> bool:
-    return not unwanted.any_match(pattern)
 
 
 def _generalise(kernel: Kernel, order: Sequence[int], unwanted: NameSet) -> str:
     """The seed freed segment by segment (for boxes whose ``*`` reaches an unwanted name)."""
-    pinned = set(range(len(kernel.tokens)))
-    best = _pattern(kernel.tokens, pinned, False)
+    tokens = kernel.tokens
+    pinned = set(range(len(tokens)))
+    best = write_box([escape(t) for t in tokens], tokens, False)
     for index in order:
         trial = pinned - {index}
         for boundary in (False, True):
-            candidate = _pattern(kernel.tokens, trial, boundary)
+            candidate = write_box([escape(t) if i in trial else None
+                                   for i, t in enumerate(tokens)], tokens, boundary)
             # A boundary character can swallow the separator of the next pinned token:
             # a candidate must still match its own kernel.
-            if matcher(candidate)(kernel.name) and _safe(candidate, unwanted):
+            if matcher(candidate)(kernel.name) and not unwanted.any_match(candidate):
                 pinned, best = trial, candidate
                 break
     return best
 
 
-def _pattern(tokens: Sequence[str], pinned: Set[int], boundary: bool) -> str:
-    """Pinned segments written out, consecutive ones adjacent, ``*`` elsewhere;
-    ``boundary`` adds the first character of the token after each pinned run."""
-    return write_box([escape(t) if i in pinned else None for i, t in enumerate(tokens)],
-                     tokens, boundary)
-
-
-def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = (),
+def cover(kernels: Sequence[Kernel], wanted: Set[str],
           allowed: AbstractSet[str] = frozenset(), style: Style = PLAIN) -> List[str]:
     """Patterns whose fnmatch union over ``kernels`` is exactly the ``wanted`` files,
     give or take ``allowed`` ones: a greedy cover of the maximal safe boxes grown from
-    every wanted kernel in two segment orders (``order`` is ignored: derived per type)."""
+    every wanted kernel in two segment orders."""
     wanted_names = sorted({k.name for k in kernels if k.file in wanted})
     if not wanted_names:
         return []
@@ -119,10 +97,7 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
             found = candidates[pattern] = sum(bits[n] for n in wanted_names if match(n))
         return found
 
-    groups: Dict[Tuple[str, int], List[Kernel]] = {}
-    for kernel in kernels:
-        groups.setdefault((kernel.kernel_type, len(kernel.tokens)), []).append(kernel)
-    for group in groups.values():
+    for group in _by_type(kernels):
         names = {k.name for k in group}
         own = names & set(wanted_names)
         if not own:
@@ -131,16 +106,14 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
         first = _generalise_order(group, {k.file for k in group if k.name in own})
         pinned = [i for i in first if any(boxes.umask[i].values())]
         orders = [first, [i for i in first if i not in pinned] + pinned[::-1]]
-        # the segments a workload names: freed last (they stay written when they can),
-        # and first (one of several values each a run of its own may be worse than a
-        # pattern that leaves it free and pins another segment)
+        # the segments a workload names: freed last (they stay written when they can), and
+        # first (a run per value may be worse than freeing it and pinning another segment)
         named = style.pinned.get(group[0].kernel_type, frozenset())
         if named:
             orders = [[i for i in o if (i in named) == first_named]
                       + [i for i in o if (i in named) != first_named]
                       for first_named in (False, True) for o in orders]
-        # tiles before every other segment: a reader keys a set by its values, not by
-        # the tile only they have
+        # tiles first: a reader keys a set by its values, not by the tile only they have
         early = style.loose.get(group[0].kernel_type, frozenset())
         orders = [[i for i in o if i in early] + [i for i in o if i not in early]
                   for o in orders]
@@ -154,10 +127,10 @@ def cover(kernels: Sequence[Kernel], wanted: Set[str], order: Sequence[int] = ()
                 for strict in (False, True):
                     globs = boxes.grow(seed.tokens, segment_order, strict, style.literal)
                     pattern = write_box(globs, seed.tokens)
-                    if matcher(pattern)(name) and _safe(pattern, forbidden):
+                    if matcher(pattern)(name) and not forbidden.any_match(pattern):
                         # Without the separator after a pinned run it may cover more.
                         loose = write_box(globs, ())
-                        if loose != pattern and matcher(loose)(name) and _safe(loose, forbidden):
+                        if loose != pattern and matcher(loose)(name) and not forbidden.any_match(loose):
                             coverage(loose)
                         break
                 else:
@@ -190,7 +163,7 @@ def _named_tails(wanted: Sequence[Kernel], unwanted: Sequence[Kernel], forbidden
                          if tuple(k.tokens[i] for i in named) == combination])
         for tail in _tail_candidates(members, alike):
             pattern = head.rstrip("*") + "*" + tail.lstrip("*")
-            if _safe(pattern, forbidden):
+            if not forbidden.any_match(pattern):
                 found.append(pattern)
     return found
 
@@ -211,7 +184,7 @@ def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
     for stems, suffix in groups:
         if not all(stems):
             continue
-        found += [g for g in tail_globs(stems, suffix) if _safe(g, forbidden)][:1]
+        found += [g for g in tail_globs(stems, suffix) if not forbidden.any_match(g)][:1]
     return found
 
 
@@ -244,19 +217,22 @@ def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str], style: Style = P
     return cover(kernels, wanted, style=style)
 
 
-def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
-    wanted_names = {k.name for k in kernels if k.file in wanted}
+def _by_type(kernels: Sequence[Kernel]) -> List[List[Kernel]]:
+    """The kernels per sub-type and number of segments (boxes are drawn in one)."""
     groups: Dict[Tuple[str, int], List[Kernel]] = {}
     for kernel in kernels:
         groups.setdefault((kernel.kernel_type, len(kernel.tokens)), []).append(kernel)
+    return list(groups.values())
+
+
+def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
+    wanted_names = {k.name for k in kernels if k.file in wanted}
     bound = 0
-    for group in groups.values():
+    for group in _by_type(kernels):
         names = {k.name for k in group}
-        if names & wanted_names and names - wanted_names:
-            bound = max(bound, box_lower_bound(TypeBoxes(group, names & wanted_names,
-                                                         names - wanted_names)))
-        elif names & wanted_names:
-            bound = max(bound, 1)
+        if names & wanted_names:
+            bound = max(bound, box_lower_bound(TypeBoxes(
+                group, names & wanted_names, names - wanted_names)) if names - wanted_names else 1)
     return bound
 
 
@@ -265,13 +241,11 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                partners: Optional[Mapping[str, Set[str]]] = None,
                narrow_followers: bool = True, style: Style = PLAIN,
                bound: bool = True) -> Synthesis:
-    """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics.
-
-    ``primary``: the sub-type whose patterns decide where whole traits drop, and for
-    coupled parts (newer CK refuses a split-KV kernel without its combine kernel);
-    ``partners``: main kernel file -> files launched with it; ``narrow_followers``:
-    with trait dropping, the other parts get a pattern rather than ``*``; ``bound``:
-    compute :attr:`Synthesis.lower_bound` (a second pass, for the tests)."""
+    """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics. ``primary``:
+    the sub-type whose patterns decide where whole traits drop, and for coupled parts;
+    ``partners``: main kernel file -> files launched with it; ``narrow_followers``: with
+    trait dropping, the other parts get a pattern rather than ``*``; ``bound``: compute
+    :attr:`Synthesis.lower_bound` (a second pass, for the tests)."""
     spec = model.filter
     lower_bound = _lower_bound if bound else (lambda kernels, wanted: 0)
     result = Synthesis()
@@ -300,9 +274,8 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
         if position is not None:
             own = [k for k in kernels if k.kernel_type == primary]
             width = max(p for p, _ in parts) + 1
-            # The other parts: one pattern that keeps every wanted kernel of theirs
-            # (so no wanted trait is dropped) and leaves out kernels no wanted trait
-            # needs -- kernels outside every trait are filtered by it alone.
+            # The other parts: one pattern keeping every wanted kernel of theirs (no wanted
+            # trait dropped), leaving out those no wanted trait needs.
             others = ["*"] * width
             if narrow_followers:
                 for p, members in parts:
@@ -331,8 +304,8 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
     width = max(lists) + 1
     runs = max(len(v) for v in lists.values())
     for run in range(runs):
-        # Independent parts: run i takes each part's i-th pattern (its last one when
-        # the part has fewer), never an empty part (that means "no filter").
+        # Independent parts: run i takes each part's i-th pattern (else its last), never
+        # an empty part (that means "no filter").
         fields = [lists[p][min(run, len(lists[p]) - 1)] if p in lists else "*"
                   for p in range(width)]
         result.filters.append(spec.api_split.join(fields))
@@ -372,15 +345,14 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
                                  main_position: pattern}))
             continue
         for chosen, mine, fitting in _split_by_partners(main, selected, followers, target,
-                                                        partners, style):
+                                                        partners, columns):
             for refined in cover(main, mine, allowed=fitting - mine, style=style):
                 filters.append(join({**chosen, main_position: refined}))
     selections = {text: _selects(separator, parts, text) for text in filters}
     # Followers in the target but launched by no selected main kernel still need a run.
     if {k.file for _, m in parts for k in m if k.file in target} - set().union(*selections.values()):
         return None
-    # A run whose selection the other runs make anyway is left out (runs are
-    # self-contained, so the others stay coupled).
+    # A run whose selection the others make anyway is left out (each stays coupled).
     kept = list(selections)
     for text in sorted(kept, key=lambda t: (len(selections[t]), t)):
         rest = set().union(*(selections[t] for t in kept if t != text))
@@ -405,17 +377,15 @@ def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
     if not own_needed:
         return _part_patterns(members, set())
     allowed = {k.file for k in members if k.file in target} - own_needed
-    return cover(members, own_needed, _generalise_order(members, own_needed), allowed,
-                 style)
+    return cover(members, own_needed, allowed, style)
 
 
 def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
                        followers: Sequence[Tuple[int, List[Kernel]]], target: Set[str],
-                       partners: Mapping[str, Set[str]], style: Style = PLAIN
+                       partners: Mapping[str, Set[str]], columns: Mapping[int, List[str]]
                        ) -> List[Tuple[Dict[int, str], Set[str], Set[str]]]:
-    """({part: follower pattern}, main kernels it serves, main kernels it could serve)."""
-    needed = {f for s in selected for f in partners.get(s, ())}
-    columns = {p: _follower_patterns(m, needed, target, style) for p, m in followers}
+    """({part: follower pattern}, main kernels it serves, main kernels it could serve);
+    ``columns``: per follower part, the patterns of the selected kernels' partners."""
     main_files = {k.file for k in main}
     out = []
     left = set(selected)

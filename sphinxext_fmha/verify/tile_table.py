@@ -1,23 +1,17 @@
-"""The tiles each sub-type really has, per problem, from the parsed listing.
-
-A kernel's tile is what its tile segments write; its problem is its arch suffix, dtype,
-head dim and any other field that keys the tiles. The source's factory tables only add
-where and when an entry is used, and every disagreement: the listing is the truth.
-"""
+"""The tiles each sub-type really has, per problem, from the parsed listing; the
+source's factory tables only add where an entry is used, and disagreements."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..analysis.grammar import short_name
-from ..model import ApiModel, Factory, KernelType, Segment, TileRow, TileSource, TileTable, TileUse
-from ..schema.names import natural
+from ..model import ApiModel, Factory, KernelType, Segment, TileRow, TileSource, TileTable, TileUse, natural
 from .filtercheck import ParsedListing
 from .policy import classify
-
-__all__ = ["tile_names", "tile_tables"]
 
 _QUALIFIERS = re.compile(r"\[(.*)\]\s*$")
 _LEADING_NUMBER = re.compile(r"^\(?\s*(\d+)")
@@ -63,9 +57,8 @@ class _Layout:
         heads = {f.split(".")[0] for i in tiles for f in segments[i].fields}
         self.tile_part = heads.pop() if len(heads) == 1 and all(
             "." in f for i in tiles for f in segments[i].fields) else ""
-        # the tile's text: its segments and the literal text between them, not a
-        # segment of another kind that stands between two (2.8.3 bwd's convert_dq:
-        # ``_b64x128_batch_o2`` has the tile ``b64x128_o2`` and the mode ``batch``)
+        # the tile's text: its segments and the literal text between them, not a segment
+        # of another kind (2.8.3 bwd convert_dq's ``_b64x128_batch_o2``: tile ``b64x128_o2``)
         self.tile_span = [i for i in range(tiles[0], tiles[-1] + 1)
                           if i in tiles or segments[i].literal] if tiles else []
         self.tile_labels = [segments[i].label for i in tiles]
@@ -101,13 +94,10 @@ def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
     #: (row key, tile) -> per other problem segment, the values the tile is used with
     used_with: Dict[Tuple[Tuple[str, ...], str], List[Set[str]]] = defaultdict(
         lambda: [set() for _ in layout.others])
-    known: Dict[Tuple[int, str], str] = {}  # (segment, token) -> value: once per token
 
+    @functools.cache  # once per token
     def value(i: int, token: str) -> str:
-        found = known.get((i, token))
-        if found is None:
-            found = known[(i, token)] = _value(segments[i], token)
-        return found
+        return _value(segments[i], token)
 
     for file, tokens in kernels:
         key = ((_arch(file, tokens),) if has_arch else ()) + tuple(
@@ -138,8 +128,7 @@ def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
 
 
 def _orders(kernel_type: KernelType, layout: _Layout, has_arch: bool):
-    """Sort keys per column: arch suffixes and data types in listing order, numbers
-    naturally."""
+    """Sort keys per column: arch suffixes and data types in listing order, numbers naturally."""
     segments = kernel_type.segments
     arches = [s.lstrip("_") for s in kernel_type.arch_suffixes]
 
@@ -232,8 +221,7 @@ def tile_names(model: ApiModel, records: Sequence[dict]) -> Dict[str, str]:
 
 def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractSet[str]] = None,
                 names: Optional[Mapping[str, str]] = None) -> List[TileTable]:
-    """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files;
-    ``names``: the tiles' own names (:func:`tile_names`)."""
+    """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files."""
     layouts = _layouts(model)
     per_type: Dict[str, List[Tuple[str, Sequence[str]]]] = defaultdict(list)
     for file, (class_name, tokens) in sorted(parsed.parsed.items()):

@@ -1,11 +1,6 @@
 """Per token: how many listed kernels carry it, and the exact dispatch conditions that
-reach them (:func:`sphinxext_fmha.cppapi.reading.read_dispatch`), never intersected.
-
-Every condition term has a *slot* (its place in the ``if`` template); a slot belongs to
-the segments common to every smallest set whose tokens determine its text (the arch
-suffix counting as one), and a token's condition is, per kernel, the terms of its
-segment's slots. Kernels with one condition form a group naming the tokens of the other
-determining segments (hdim, tile, ...) it covers."""
+reach them, grouped. A condition term's *slot* belongs to the segments common to every
+smallest set whose tokens determine its text."""
 
 from __future__ import annotations
 
@@ -18,8 +13,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..model import ApiModel, ConditionGroup, TokenCounts, TokenDispatch
 from ..schema.token_dispatch import Condition
 from .parsed_listing import ParsedListing
-
-__all__ = ["TokenCounts", "token_counts", "ConditionGroup", "TokenDispatch", "token_dispatch"]
 
 
 def _rows_per_class(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
@@ -56,13 +49,9 @@ _Term = Tuple[str, Condition]
 
 
 class _Rows:
-    """The columns of a kernel class, for :func:`_determining`.
-
-    Most column sets do not determine a slot and a few rows show it: each test looks at
-    64 rows, then 4 times as many... How a set splits the rows is kept per set. Columns
-    with one value split nothing and are not combined. A column is kept as numbered
-    values, a set of columns as one mixed-radix integer per row (C speed, no tuples).
-    """
+    """The columns of a kernel class, for :func:`_determining`: most column sets do not
+    determine a slot and a few rows show it, so each test looks at 64 rows, then 4 times
+    as many...; a set of columns is one mixed-radix integer per row (C speed)."""
 
     def __init__(self, columns: List[List[str]]) -> None:
         self.columns = columns
@@ -84,8 +73,7 @@ class _Rows:
         self._groups: Dict[Tuple[Tuple[int, ...], int], int] = {}
 
     def keys(self, combo: Sequence[int], size: Optional[int] = None) -> List[int]:
-        """Per row (of the first ``size``; None: all), one integer for its values in
-        the columns ``combo``."""
+        """Per row (of the first ``size``), one integer for its values in the columns ``combo``."""
         combo = tuple(combo)
         size = self.sizes[-1] if size is None else size
         found = self._keys.get((combo, size))
@@ -114,8 +102,7 @@ class _Rows:
 
 
 def _determining(rows: _Rows, codes: Sequence[int], limit: int = 3) -> List[Tuple[int, ...]]:
-    """The smallest sets of columns whose values determine the value ``codes`` (all of
-    that size)."""
+    """The smallest sets of columns whose values determine the value ``codes``."""
     cuts = [codes[:size] for size in rows.sizes]
     scale = max(codes, default=0) + 1
     columns = rows.varying if len(set(codes)) > 1 else range(len(rows.columns))
@@ -246,10 +233,9 @@ _CONSTANTS = frozenset(("true", "false", "nullptr"))
 
 
 def _same_slots(slots: Mapping[str, List[Optional[_Term]]]) -> Dict[str, str]:
-    """slot -> the slot of another dispatch function it is one with. Newer CK writes one
-    ``if`` template into several functions (``fmha_fwd_v2``, ``_v3``): a term at the same
-    place testing a subset of the names is the same slot, owned by the same segments
-    (v3 alone never varies its dtype); the function with most kernels there tells."""
+    """slot -> the slot of another dispatch function it is one with: newer CK writes one
+    ``if`` template into several functions (``fmha_fwd_v2``, ``_v3``); the function with
+    most kernels at a place owns the terms there testing a subset of its names."""
     places: Dict[str, Dict[str, List[Optional[_Term]]]] = {}  # depth/index -> function -> column
     for slot, column in slots.items():
         parts = slot.rsplit("/", 2)
@@ -398,13 +384,10 @@ def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
         g.files for by_token in dispatch.groups.values() for found in by_token.values()
         for g in found))
     number = dict(zip(every, count()))
-    groups = []
-    for (class_name, index), by_token in dispatch.groups.items():
-        tokens = []
-        for token, found in by_token.items():
-            tokens.append([token, [[g.cpp, g.forms, g.where, g.kernels, g.unreached, g.varying,
-                                    list(map(number.__getitem__, g.files))] for g in found]])
-        groups.append([class_name, index, tokens])
+    groups = [[class_name, index, [[token, [[g.cpp, g.forms, g.where, g.kernels, g.unreached,
+                                              g.varying, list(map(number.__getitem__, g.files))]
+                                             for g in found]] for token, found in by_token.items()]]
+              for (class_name, index), by_token in dispatch.groups.items()]
     return {"files": list(number), "groups": groups,
             "shared": [[class_name, [list(term) for term in terms]]
                        for class_name, terms in dispatch.shared.items()],
