@@ -15,11 +15,7 @@ from ..bump_data import FilterComparison
 from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
 from ..model import Recommendation
 from .diagram import diagram_text
-from .guide_blocks import (
-    guide_sections,
-    header_inlines,
-    recommendation_sections,
-)
+from .guide_blocks import guide_sections, header_inlines, recommendation_sections
 from .ir import (
     Admonition,
     Block,

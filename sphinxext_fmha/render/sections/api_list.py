@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from ..ir import (
-    Code,
-    DocLink,
-    Inlines,
-    Table,
-)
+from ..ir import Code, DocLink, Inlines, Table
 
 
 def api_list_table(rows: Sequence[Tuple[str, str, Optional[int], str]],

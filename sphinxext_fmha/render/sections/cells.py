@@ -5,22 +5,9 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence
 
-from ...model import (
-    NO_TOKEN,
-    ApiModel,
-    KernelType,
-    natural,
-)
+from ...model import NO_TOKEN, ApiModel, KernelType, natural
 from ...schema.token_dispatch import Condition
-from ..ir import (
-    Block,
-    Code,
-    Dropdown,
-    Emph,
-    Inlines,
-    codes,
-    join,
-)
+from ..ir import Block, Code, Dropdown, Emph, Inlines, codes, join
 from .condition_words import condition_words
 
 #: Tables with more rows than this are folded into a dropdown.

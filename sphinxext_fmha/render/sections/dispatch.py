@@ -6,16 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from ...guide_data import GuideData
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Inlines,
-    Para,
-    Strong,
-    Table,
-    join,
-)
+from ..ir import Block, BulletList, Code, Inlines, Para, Strong, Table, join
 from .cells import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
 from .never_run import dead_text, never_run_texts
 

@@ -9,33 +9,9 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
-from ...model import (
-    ApiModel,
-    FieldInfo,
-    KernelType,
-    Segment,
-)
-from ..ir import (
-    Block,
-    Code,
-    Inlines,
-    LocalLink,
-    Para,
-    Strong,
-    Table,
-    codes,
-    join,
-    text_of,
-)
-from .cells import (
-    FOLD_ROWS,
-    condition_inlines,
-    fold,
-    natural,
-    short_field,
-    token_cell,
-    words_say_more,
-)
+from ...model import ApiModel, FieldInfo, KernelType, Segment
+from ..ir import Block, Code, Inlines, LocalLink, Para, Strong, Table, codes, join, text_of
+from .cells import FOLD_ROWS, condition_inlines, fold, natural, short_field, token_cell, words_say_more
 from .condition_words import condition_words
 
 #: a :class:`~sphinxext_fmha.model.ConditionGroup` (renderers read it as plain data)

@@ -13,11 +13,7 @@ from collections import Counter
 from typing import Dict, List, Optional
 
 from ...guide_data import GuideData
-from ...model import (
-    FieldInfo,
-    KernelType,
-    Segment,
-)
+from ...model import FieldInfo, KernelType, Segment
 from ..ir import (
     Block,
     BulletList,
@@ -33,13 +29,7 @@ from ..ir import (
     join,
     text_of,
 )
-from .cells import (
-    filterable,
-    fold,
-    natural,
-    short_field,
-    token_cell,
-)
+from .cells import filterable, fold, natural, short_field, token_cell
 from .field_conditions import (
     LEVEL_WORD_RE,
     SEVERAL,

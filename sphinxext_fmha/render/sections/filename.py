@@ -5,24 +5,8 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ...guide_data import GuideData
-from ...model import (
-    ApiModel,
-    KernelType,
-    Segment,
-)
-from ..ir import (
-    Block,
-    Code,
-    Diagram,
-    DiagramPart,
-    Emph,
-    Inlines,
-    Para,
-    SubHeading,
-    Table,
-    codes,
-    join,
-)
+from ...model import ApiModel, KernelType, Segment
+from ..ir import Block, Code, Diagram, DiagramPart, Emph, Inlines, Para, SubHeading, Table, codes, join
 from .cells import natural, token_cell
 
 

@@ -5,24 +5,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ...guide_data import GuideData
-from ...model import (
-    FilterSpec,
-    KernelType,
-    PartnerWrite,
-    TargetListing,
-)
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Emph,
-    Inlines,
-    Para,
-    Strong,
-    Table,
-    codes,
-    join,
-)
+from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing
+from ..ir import Block, BulletList, Code, Emph, Inlines, Para, Strong, Table, codes, join
 from .cells import plural
 
 

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ...model import (
-    ApiModel,
-    FilterCheck,
-    FilterMiss,
-    FilterRun,
-    SegmentBreakdown,
-    token_list,
-)
+from ...model import ApiModel, FilterCheck, FilterMiss, FilterRun, SegmentBreakdown, token_list
 from ..ir import (
     Admonition,
     Block,

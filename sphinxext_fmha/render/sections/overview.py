@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ...guide_data import GuideData, source_rel
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Inlines,
-    Para,
-    Table,
-)
+from ..ir import Block, BulletList, Code, Inlines, Para, Table
 from .cells import arch_suffixes, part_label, plural
 
 
