@@ -1,7 +1,9 @@
-"""Small helpers every section uses: natural sort, token cells, plurals, folding."""
+"""Small helpers every section uses: natural sort, token cells, plurals, folding, where
+the commands run."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import List, Optional, Sequence
 
@@ -89,4 +91,20 @@ def condition_inlines(cpp: str, form: Condition) -> Inlines:
     words = condition_words(form)
     if words_say_more(cpp, words):
         out.append(" (%s)" % words)
+    return out
+
+
+def where_commands_run(model: ApiModel, driver: bool = False, several: bool = True) -> Inlines:
+    """"Run these commands in example/ck_tile/01_fmha ..." (``driver``: a
+    ``sphinxext-fmha generate`` command is among them)."""
+    folder = model.fmha_dir or "the folder of generate.py"
+    out: Inlines = ["Run %s in " % ("these commands" if several else "this command"),
+                    Code(folder), " of the CK tree (where generate.py is)"]
+    if driver and model.fmha_dir:
+        out += ["; the driver command runs there too (", Code("--ck-root %s" % posixpath.relpath(
+            ".", model.fmha_dir)), " is the CK tree's root)"]
+    out.append(".")
+    if model.list_appends:
+        out += [" This tree's generate.py appends to the ", Code("-l"), " file instead of "
+                "writing it afresh, so each listing command removes its file first."]
     return out

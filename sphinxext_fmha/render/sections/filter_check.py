@@ -19,9 +19,8 @@ from ..ir import (
     inlines,
     join,
 )
-from .cells import FOLD_ROWS, fold, plural, token_cell
+from .cells import FOLD_ROWS, fold, plural, token_cell, where_commands_run
 from .filter_write import write_blocks
-from .where import where_commands_run
 
 
 def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bool]] = (),

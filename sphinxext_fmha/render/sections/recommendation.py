@@ -21,13 +21,10 @@ from ..ir import (
     Table,
     join,
 )
-from .cells import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
-from .loss_lead import loss_lead
-from .loss_words import loss_sentences, served_by
+from .cells import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text, where_commands_run
+from .loss_words import loss_lead, loss_sentences, served_by
 from .never_run import never_run_texts
-from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
-from .set_notes import set_notes
-from .where import where_commands_run
+from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
 #: What sections 6 and 7 say of a workload whose values no kernel has together.
