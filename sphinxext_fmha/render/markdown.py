@@ -1,9 +1,6 @@
-"""The guide as GitHub-flavoured Markdown (same content as the Sphinx directive).
-
-:func:`guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
-Folded blocks become ``<details>``, admonitions GitHub alerts, the file-name diagram a
-fenced block with a numbered ruler.
-"""
+"""The guide as GitHub-flavoured Markdown (what ``sphinxext-fmha guide API -o FILE``
+writes): folded blocks become ``<details>``, admonitions GitHub alerts, the file-name
+diagram a fenced block with a numbered ruler."""
 
 from __future__ import annotations
 
@@ -118,10 +115,7 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
         elif isinstance(block, BulletList):
             out.append("\n".join("- " + _inline(item) for item in block.items))
         elif isinstance(block, Table):
-            lines = []
-            if block.title:
-                lines.append("**%s**" % _inline(block.title).replace("**", ""))
-                lines.append("")
+            lines = ["**%s**" % _inline(block.title).replace("**", ""), ""] if block.title else []
             order = column_order(block)
             lines.append("| " + " | ".join(_escape(block.header[i], True) for i in order) + " |")
             lines.append("|" + "|".join(" --- " for _ in order) + "|")
@@ -176,11 +170,8 @@ def _section_markdown(blocks: Sequence[Block], level: int) -> List[str]:
     chunks = blocks_markdown(blocks, level)
     jump = _jump_markdown(blocks)
     if jump:
-        lead = 0
-        for block in blocks:
-            if not isinstance(block, Para) or block.anchor:
-                break
-            lead += 1
+        lead = next((i for i, b in enumerate(blocks) if not isinstance(b, Para) or b.anchor),
+                    len(blocks))
         chunks[lead:lead] = ["\n\n".join(jump)]
     return chunks
 

@@ -12,12 +12,8 @@ from ...schema.token_dispatch import Condition
 from ..ir import Block, Code, Dropdown, Emph, Inlines, codes, join
 from .condition_words import condition_words
 
-#: Tables with more rows than this are folded into a dropdown.
-FOLD_ROWS = 8
-
-
-#: Lists with more items than this are folded into a dropdown.
-FOLD_ITEMS = 8
+#: Tables with more rows, lists with more items than this are folded into a dropdown.
+FOLD_ROWS = FOLD_ITEMS = 8
 
 
 def token_cell(token: str) -> Inlines:
@@ -28,11 +24,13 @@ def plural(count: int, word: str, plural: Optional[str] = None) -> str:
     return "%d %s" % (count, word if count == 1 else (plural or word + "s"))
 
 
+def percent(part: int, whole: int) -> str:
+    return "%.1f %%" % (100.0 * part / whole) if whole else "-"
+
+
 def fold(title: Inlines, blocks: List[Block], size: int, limit: int = FOLD_ROWS) -> List[Block]:
     """``blocks`` as they are, or folded into a dropdown when ``size`` > ``limit``."""
-    if size > limit:
-        return [Dropdown(title=title, blocks=blocks)]
-    return blocks
+    return [Dropdown(title=title, blocks=blocks)] if size > limit else blocks
 
 
 def _plain(condition: str) -> str:
@@ -71,10 +69,7 @@ def part_label(kernel_type: KernelType, model: ApiModel) -> Inlines:
 
 
 def arch_suffixes(kernel_type: KernelType) -> Inlines:
-    suffixes = [s for s in kernel_type.arch_suffixes if s]
-    if not suffixes:
-        return [Emph("none")]
-    return codes(suffixes)
+    return codes([s for s in kernel_type.arch_suffixes if s]) or [Emph("none")]
 
 
 def tokens_natural(tokens: Sequence[str]) -> Inlines:

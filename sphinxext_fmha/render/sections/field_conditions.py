@@ -1,7 +1,5 @@
-"""The field reference's dispatch conditions: per token, the condition the dispatcher
-tests before it calls the token's kernels (as C++, its plain words where they say more,
-a link where another segment showed it first), the conditions per kernel group where a
-token has several, and the conditions every kernel of a sub-type shares."""
+"""The field reference's dispatch conditions: per token (a link where shown before), per
+kernel group where a token has several, and those every kernel of a sub-type shares."""
 
 from __future__ import annotations
 
@@ -47,15 +45,7 @@ LEVEL_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def dispatch_levels(model: ApiModel, segment: Segment) -> List[str]:
     names = {segment.label} | {short_field(p) for p in segment.fields}
-    levels = []
-    for level in model.dispatch.order:
-        words = set(LEVEL_WORD_RE.findall(level))
-        if words & names:
-            levels.append(level)
-    return levels
-
-
-# --------------------------------------------------------------------------- conditions
+    return [level for level in model.dispatch.order if set(LEVEL_WORD_RE.findall(level)) & names]
 
 
 def _cpp_text(group: ConditionGroup) -> str:
@@ -233,8 +223,6 @@ def _one_to_one(where: List[str], groups: List[ConditionGroup]
             kept.append(column)
     return kept, follows
 
-
-# --------------------------------------------------------------------------- the section
 
 
 def shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:

@@ -1,10 +1,6 @@
-"""Section 4: the field reference (tokens, meanings, C++ symbols, dispatch conditions).
-
-Each fact is said once: a condition as C++ (its plain words only where they say more
-than the C++), a condition another segment already showed as a link to it, a symbol
-map of several fields once per map, and the mark of a kernel group reached by branches
-with differing extra conditions as a dagger explained once in the section's lead.
-"""
+"""Section 4: the field reference (tokens, meanings, C++ symbols, dispatch conditions),
+each fact said once: a condition shown before as a link to it, a symbol map of several
+fields once per map, a mark (dagger, arrow) explained once in the section's lead."""
 
 from __future__ import annotations
 
@@ -280,14 +276,10 @@ def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
 def _pattern_traps(data: GuideData, kernel_type: KernelType, segment: Segment) -> List[Block]:
     """The tokens whose ``*TOKEN*`` also selects kernels without them, with the pattern
     that selects exactly theirs where there is one."""
-    items: List[Inlines] = []
-    for trap in data.pattern_traps:
-        if trap.kernel_type != kernel_type.class_name or trap.segment != segment.label:
-            continue
-        item: Inlines = [Code(trap.loose), " (%d kernels, not %d" % (trap.loose_count,
-                                                                   trap.carriers)]
-        item += ([": exactly ", Code(trap.exact), ")"] if trap.exact else [")"])
-        items.append(item)
+    items: List[Inlines] = [
+        [Code(t.loose), " (%d kernels, not %d" % (t.loose_count, t.carriers),
+         *([": exactly ", Code(t.exact), ")"] if t.exact else [")"])]
+        for t in data.pattern_traps if t.kernel_type == kernel_type.class_name and t.segment == segment.label]
     if not items:
         return []
     lead = "Patterns that also match names without the token"

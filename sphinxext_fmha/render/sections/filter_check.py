@@ -31,11 +31,8 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
     blocks.append(CodeBlock(check.command, "bash"))
     summary: Inlines = ["generate.py selects ", Strong(str(check.count)), " of %d kernels"
                         % check.baseline_count]
-    if check.verified:
-        summary.append("; the model predicts the same set.")
-    else:
-        summary.append("; the model predicts %d (the model is wrong for this filter)."
-                       % check.predicted)
+    summary.append("; the model predicts the same set." if check.verified else
+                   "; the model predicts %d (the model is wrong for this filter)." % check.predicted)
     blocks.append(Para(summary))
     classes = list(check.baseline_per_type) or list(check.per_type)
     if model is not None:

@@ -81,8 +81,6 @@ def _read(side: TreeSelection, class_name: str) -> Inlines:
     return [Code(pattern), " (%d match)" % side.matched_per_type.get(class_name, 0)]
 
 
-# -- changes ---------------------------------------------------------------------------
-
 def _becomes(value: Optional[str]) -> Inlines:
     """What a missing or empty part becomes, in words."""
     if value is None:
@@ -207,8 +205,6 @@ def change_inlines(ch: Change, c: FilterComparison) -> Inlines:
                          % (_values(ch.values), plural(ch.count, "kernel"))]
     return [kind]
 
-
-# -- the migrated runs -------------------------------------------------------------------
 
 def run_gloss(run: MigratedRun, all_per_type: Dict[str, int]) -> str:
     """What one run keeps, plainly: per sub-type, none, every kernel, or the tokens that

@@ -9,10 +9,10 @@ import re
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ...model import Decision, Recommendation, token_list
-from ..ir import Code, Inlines, text_of
+from ..ir import Code, Inlines, join, text_of
 from .condition_words import condition_words
+from .dispatch import never_run_text, never_run_texts
 from .gloss import gloss_text
-from .never_run import never_run_text, never_run_texts
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
 
 __all__ = ["fill_words", "loss_lead", "loss_sentence", "loss_sentences", "served_by"]
@@ -24,15 +24,8 @@ _MOST_TOKENS = 4
 
 
 def _tokens(tokens: Sequence[str]) -> Inlines:
-    shown = list(tokens[:_MOST_TOKENS])
-    out: Inlines = []
-    for number, token in enumerate(shown):
-        if number:
-            out.append(", ")
-        out.append(Code(token) if token else token_list([token]))
-    if len(tokens) > len(shown):
-        out.append(" and %d more" % (len(tokens) - len(shown)))
-    return out
+    out = join([[Code(token) if token else token_list([token])] for token in tokens[:_MOST_TOKENS]])
+    return out + ([" and %d more" % (len(tokens) - _MOST_TOKENS)] if len(tokens) > _MOST_TOKENS else [])
 
 
 def _kernels(count: int) -> str:

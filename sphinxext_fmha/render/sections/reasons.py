@@ -1,8 +1,6 @@
-"""The Why of the minimal set: per segment, the policy's rule in words and what the
-verified set does that the rule does not say (made from the facts :class:`~sphinxext_fmha.
-model.Decision` carries: its category, ``nearest``, ``unselected``, ``never_run``,
-``unkept``); the coupling of its sub-types; why several runs need the driver; the notes
-under the set: what did not go as the policy meant (from ``Recommendation.note_facts``)."""
+"""The Why of the minimal set (per segment, the policy's rule and what the verified set
+does that the rule does not say), the coupling of its sub-types, why several runs need
+the driver, and the notes under the set (what did not go as the policy meant)."""
 
 from __future__ import annotations
 
