@@ -7,8 +7,6 @@ from typing import Any, Sequence
 
 from ..model import ApiModel, FilterCheck, token_list
 
-__all__ = ["apis_text", "check_text", "model_text"]
-
 
 def apis_text(apis: Sequence[Any], options: Sequence[Any], gaps: Sequence[Any]) -> str:
     """``apis``: each API and its module, generate.py's options, what was not read."""

@@ -35,8 +35,6 @@ from .ir import (
 )
 from .sections.filter_diff import comparison_blocks
 
-__all__ = ["blocks_markdown", "comparison_markdown", "guide_markdown", "render_recommendation_markdown"]
-
 _ESCAPE = re.compile(r"([\\`*_\[\]<>])")
 
 

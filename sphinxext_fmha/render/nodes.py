@@ -33,10 +33,6 @@ from .ir import (
     wrap_commands,
 )
 
-__all__ = ["fmha_diagram", "fmha_guide", "fmha_section", "fmha_playground_link", "LinkFactory",
-           "blocks_to_nodes", "anchor_id", "inlines_to_nodes", "sections_to_nodes", "dropdown_node",
-           "problem_node"]
-
 #: Builds the node of a link to another document: (docname, content nodes) -> node.
 LinkFactory = Callable[[str, List[nodes.Node]], nodes.Node]
 

@@ -14,8 +14,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..model import ApiModel, FilterSpec
 
-__all__ = ["ALPHABET", "FORMAT", "playground_data", "parts_explained", "to_script_json"]
-
 FORMAT = 1
 #: Base-64 digits, in value order.
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"

@@ -13,8 +13,6 @@ from ..ir import Block, BulletList, Code, Inlines, Para, Strong, Table, join
 from .cells import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
 from .condition_words import condition_words
 
-__all__ = ["dispatch_section", "never_run_text", "never_run_texts"]
-
 _NEVER_TRIED = {
     "same_condition": "an earlier branch of its if-else chain has the same condition",
     "taken_together": "the earlier branches of its if-else chain take every call its "

@@ -12,8 +12,6 @@ from ..ir import text_of as plain_text
 from .cells import FOLD_ITEMS, fold, plural, token_cell
 from .filter_check import _expectation_blocks as expectation_blocks
 
-__all__ = ["comparison_blocks", "comparison_json", "change_inlines", "run_gloss"]
-
 #: Change kinds said under "Names" (folded when many), after the others.
 _NAMING = ("segment-added", "segment-removed", "token-renamed", "token-added", "token-removed")
 

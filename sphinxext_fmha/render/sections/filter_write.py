@@ -10,8 +10,6 @@ from ...model import FilterCheck
 from ..ir import Admonition, Block, Code, Inlines, Para, Strong, join, text_of
 from .cells import plural
 
-__all__ = ["write_blocks", "write_warnings"]
-
 #: The longest error line quoted in full (an assertion may print a whole kernel object).
 _ERROR_SHOWN = 160
 

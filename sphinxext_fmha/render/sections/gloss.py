@@ -9,8 +9,6 @@ from typing import Any, Dict, List, Sequence
 from ...model import NO_TOKEN
 from ..ir import Code, Inlines, join, text_of
 
-__all__ = ["gloss_inlines", "gloss_text"]
-
 
 def _stretch(stretch: Dict[str, Any]) -> Inlines:
     """One stretch between stars: its text, and the segments its literal text spells."""

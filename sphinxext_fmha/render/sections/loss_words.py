@@ -15,8 +15,6 @@ from .dispatch import never_run_text, never_run_texts
 from .gloss import gloss_text
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
 
-__all__ = ["fill_words", "loss_lead", "loss_sentence", "loss_sentences", "served_by"]
-
 #: The first sentence's length, at most.
 MOST_WORDS = 30
 #: Tokens a sentence names at most (the rest are counted).

@@ -24,9 +24,6 @@ from ..ir import (
 from .cells import percent, plural, token_cell
 from .gloss import gloss_inlines
 
-__all__ = ["build_blocks", "build_table", "examples_section", "needs_inlines", "run_gloss",
-           "unmet_blocks", "unmet_text", "workload_lead", "NEEDED_REASON", "WORKLOAD_TITLE"]
-
 #: The title of section 5 for a workload's set (``:need:``).
 WORKLOAD_TITLE = "Kernel set for the workload"
 #: The Why of a segment the workload names.
