@@ -159,14 +159,10 @@ def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: s
                   -g.kernels, [natural(t) for _, ts in sorted(g.where.items()) for t in ts]))]
     if not groups:
         return []
-    where: List[str] = []
-    for _, group in groups:
-        where += [w for w in group.where if w not in where]
-    where, follows = _one_to_one(where, [g for _, g in groups])
+    where, follows = _one_to_one(list(dict.fromkeys(w for _, g in groups for w in g.where)),
+                                 [g for _, g in groups])
     terms = _pivot([g for _, g in groups])
-    variables: List[str] = []
-    for found in terms or []:
-        variables += [v for v in found if v not in variables]
+    variables = list(dict.fromkeys(v for found in terms or [] for v in found))
     if terms is not None:
         pivoted.append(True)
     rows = []

@@ -51,10 +51,8 @@ def fields_section(data: GuideData) -> List[Block]:
                      "dispatcher tries its branches in order: a kernel is also reached only "
                      "when the branches tried before it do not match."]
     blocks: List[Block] = [Para(lead)]
-    for kernel_type in model.kernel_types:
-        if kernel_type not in filtered_types:
-            blocks.append(Para([Code(kernel_type.class_name), " is not filtered by ", Code("-f"),
-                                "; its segments are shown in the file name section."]))
+    blocks += [Para([Code(k.class_name), " is not filtered by ", Code("-f"), "; its segments are shown "
+                     "in the file name section."]) for k in model.kernel_types if k not in filtered_types]
     shown = Conditions()
     pivoted: List[bool] = []
     for kernel_type in filtered_types:

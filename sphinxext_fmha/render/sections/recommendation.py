@@ -317,12 +317,8 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
     plus ``total``)."""
     counts = dict(rec.counts) if rec is not None and rec.counts else {}
     total = counts.pop("total", None)
-    if model is not None:
-        classes = [k.class_name for k in model.kernel_types]
-        full: Dict[str, int] = {k.class_name: k.count for k in model.kernel_types}
-    else:
-        classes = list(counts)
-        full = {}
+    classes = [k.class_name for k in model.kernel_types] if model is not None else list(counts)
+    full: Dict[str, int] = {k.class_name: k.count for k in model.kernel_types} if model is not None else {}
     minimal: Dict[str, int] = {}
     for class_name, values in counts.items():
         if not isinstance(values, dict):
