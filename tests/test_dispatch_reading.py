@@ -19,7 +19,7 @@ from sphinxext_fmha.cppapi.entry_points import read_entry_points
 from sphinxext_fmha.cppapi.link_check import link_report
 from sphinxext_fmha.cppapi.parse import parse_dispatch
 from sphinxext_fmha.render.sections.condition_words import condition_words
-from sphinxext_fmha.render.sections.never_run import never_run_text, never_run_texts
+from sphinxext_fmha.render.sections.dispatch import never_run_text, never_run_texts
 from sphinxext_fmha.render.sections.rules import receipt_reading
 from sphinxext_fmha.session import Options, Session
 

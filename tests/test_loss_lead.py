@@ -9,7 +9,7 @@ import re
 from sphinxext_fmha.model import Decision, Recommendation
 from sphinxext_fmha.render.ir import text_of
 from sphinxext_fmha.render.markdown import render_recommendation_markdown
-from sphinxext_fmha.render.sections.loss_lead import loss_lead
+from sphinxext_fmha.render.sections.loss_words import loss_lead
 
 
 def _words(facts) -> str:

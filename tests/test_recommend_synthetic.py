@@ -214,7 +214,7 @@ def test_a_set_without_the_full_dispatch_file_says_what_it_cannot_use(tmp_path, 
     and its notes say why coupling and the dispatch conditions are not used, with the
     first line of the failure."""
     from sphinxext_fmha.process.launch import GenerateError
-    from sphinxext_fmha.render.sections.set_notes import set_notes
+    from sphinxext_fmha.render.sections.reasons import set_notes
 
     session = Session(_make(tmp_path, "base"), cache_dir=tmp_path / "cache")
 

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 from sphinxext_fmha.cppapi.link_check import link_report_from_keys
 from sphinxext_fmha.cppapi.parse import parse_dispatch
-from sphinxext_fmha.render.sections.never_run import never_run_texts
+from sphinxext_fmha.render.sections.dispatch import never_run_texts
 from sphinxext_fmha.verify.standins import SetDispatch
 
 # a branch: (C++ condition, python test of a call, children or a kernel name)

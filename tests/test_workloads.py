@@ -20,7 +20,7 @@ import pytest
 
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.sections.gloss import gloss_text
-from sphinxext_fmha.render.sections.set_notes import set_notes
+from sphinxext_fmha.render.sections.reasons import set_notes
 
 from helpers.analysis_fixtures import cached_listing, with_analysis_group
 from helpers.gloss_oracle import check_claims, gloss_claims, gloss_parts

@@ -7,8 +7,6 @@ from typing import Any, Sequence
 
 from ..model import ApiModel, FilterCheck, token_list
 
-__all__ = ["apis_text", "check_text", "model_text"]
-
 
 def apis_text(apis: Sequence[Any], options: Sequence[Any], gaps: Sequence[Any]) -> str:
     """``apis``: each API and its module, generate.py's options, what was not read."""
@@ -25,21 +23,17 @@ def model_text(model: ApiModel) -> str:
     lines = ["API %s (%s)" % (model.api, model.source),
              "options: " + ", ".join("%s=%s" % kv for kv in model.options.items())]
     for kernel_type in model.kernel_types:
-        lines.append("")
-        lines.append("%s: %d kernels, filter part %s, arch suffixes %s" % (
+        lines += ["", "%s: %d kernels, filter part %s, arch suffixes %s" % (
             kernel_type.class_name, kernel_type.count, kernel_type.filter_position,
-            ", ".join(repr(s) for s in kernel_type.arch_suffixes)))
-        lines.append("  example: %s" % kernel_type.example)
+            ", ".join(repr(s) for s in kernel_type.arch_suffixes)), "  example: %s" % kernel_type.example]
         for segment in kernel_type.segments:
             tokens = ", ".join(repr(t) for t in list(segment.tokens)[:6])
             more = " ..." if len(segment.tokens) > 6 else ""
             lines.append("  %-16s %s%s" % (segment.label, tokens, more))
-    lines.append("")
-    lines.append("baseline: %d listed, %d parsed, %d unparsed, %d ambiguous" % (
+    lines += ["", "baseline: %d listed, %d parsed, %d unparsed, %d ambiguous" % (
         model.baseline.count, model.baseline.parsed, len(model.baseline.unparsed),
-        len(model.baseline.ambiguous)))
-    for gap in model.gaps:
-        lines.append("gap: %s at %s (%s)" % (gap.what, gap.where, gap.why))
+        len(model.baseline.ambiguous))]
+    lines += ["gap: %s at %s (%s)" % (gap.what, gap.where, gap.why) for gap in model.gaps]
     return "\n".join(lines)
 
 
@@ -49,17 +43,12 @@ def check_text(check: FilterCheck) -> str:
              "selected %d of %d kernels (model predicts %d): %s" % (
                  check.count, check.baseline_count, check.predicted,
                  "verified" if check.verified else "NOT verified")]
-    for kernel_type, count in check.per_type.items():
-        lines.append("  %-32s %d of %d" % (kernel_type, count, check.baseline_per_type.get(kernel_type, 0)))
-    for row in check.breakdown:
-        if row.dropped:
-            lines.append("  %s / %s: dropped %s" % (row.kernel_type, row.segment,
-                                                   token_list(row.dropped)))
-    for effect in check.side_effects:
-        lines.append("side effect: " + effect)
+    lines += ["  %-32s %d of %d" % (kernel_type, count, check.baseline_per_type.get(kernel_type, 0))
+              for kernel_type, count in check.per_type.items()]
+    lines += ["  %s / %s: dropped %s" % (row.kernel_type, row.segment, token_list(row.dropped))
+              for row in check.breakdown if row.dropped]
+    lines += ["side effect: " + effect for effect in check.side_effects]
     if check.untested_matches:
         lines.append("not tested: %d kernels whose names match are generated with another "
                      "kernel, which -f tests instead" % check.untested_matches)
-    for note in check.notes:
-        lines.append("note: " + note)
-    return "\n".join(lines)
+    return "\n".join(lines + ["note: " + note for note in check.notes])

@@ -1,8 +1,5 @@
-"""The file-name diagram: labelled segments over a real kernel file name.
-
-:func:`diagram_html` (styled by ``static/fmha.css``, following light and dark themes)
-and :func:`diagram_text` (a numbered ruler, for LaTeX, text and Markdown).
-"""
+"""The file-name diagram, labelled segments over a real kernel file name: HTML (styled by
+``static/fmha.css``) or a numbered ruler (LaTeX, text and Markdown)."""
 
 from __future__ import annotations
 

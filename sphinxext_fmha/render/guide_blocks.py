@@ -1,15 +1,14 @@
 """The kernel selection guide as :mod:`.ir` sections, in order (each built by its
-module in :mod:`.sections`); deterministic: no date but the header's, no absolute path.
-"""
+module in :mod:`.sections`), and the table of APIs; deterministic: no date but the
+header's, no absolute path."""
 
 from __future__ import annotations
 
 import importlib
-from typing import Callable, List, Sequence, cast
+from typing import Callable, List, Optional, Sequence, Tuple, cast
 
 from ..guide_data import SECTION_BY_NAME, SECTION_TITLES, GuideData, SectionNeed
-from .ir import Block, Section
-from .sections.api_list import api_list_table
+from .ir import Block, Code, DocLink, Inlines, Section, Table
 from .sections.filename import filename_blocks
 from .sections.filter_check import (
     commands_miss_warnings,
@@ -55,3 +54,22 @@ def _title(name: str, data: GuideData) -> str:
     if name == "minimal" and data.recommendation is not None and data.recommendation.needs:
         return WORKLOAD_TITLE
     return SECTION_TITLES[name]
+
+
+def api_list_table(rows: Sequence[Tuple[str, str, Optional[int], str]],
+                   link: Optional[str] = None) -> Table:
+    """``rows``: (api, module, kernels or None, note); ``link``: a docname template
+    with ``{api}``."""
+    body: List[List[Inlines]] = []
+    notes = any(note for _, _, _, note in rows)
+    for api, module, count, note in rows:
+        name: Inlines = [Code(api)]
+        if link:
+            name = [DocLink(target=link.format(api=api), content=[Code(api)])]
+        row: List[Inlines] = [name, [Code(module)], [str(count)] if count is not None else ["-"]]
+        if notes:
+            row.append([note] if note else [])
+        body.append(row)
+    # A Notes column only when some API has a note (an empty column tells nothing).
+    return Table(header=["API", "Module", "Kernels"] + (["Notes"] if notes else []), rows=body,
+                 classes=["fmha-apis"])

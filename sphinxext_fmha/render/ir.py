@@ -1,6 +1,5 @@
 """A tiny document model: the guide is written once as these blocks and turned into
-docutils nodes (:mod:`.nodes`) or Markdown (:mod:`.markdown`), so both say the same.
-"""
+docutils nodes (:mod:`.nodes`) or Markdown (:mod:`.markdown`), so both say the same."""
 
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ from typing import List, Optional, Sequence, Union
 
 @dataclass
 class Code:
-    """Inline literal text (``code``)."""
-
     text: str
 
 
@@ -151,9 +148,6 @@ class Section:
     blocks: List[Block]
 
 
-# --------------------------------------------------------------------------- helpers
-
-
 def inlines(*parts: Inline) -> Inlines:
     return [p for p in parts if p != ""]
 
@@ -173,17 +167,6 @@ def text_of(parts: Sequence[Inline]) -> str:
     return "".join(out)
 
 
-def cell(value: Union[Inline, Inlines, int, None]) -> Inlines:
-    """Normalise one table cell."""
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return value
-    if isinstance(value, int):
-        return [str(value)]
-    return [value]
-
-
 def join(items: Sequence[Inlines], sep: str = ", ") -> Inlines:
     out: Inlines = []
     for index, item in enumerate(items):
@@ -196,8 +179,6 @@ def join(items: Sequence[Inlines], sep: str = ", ") -> Inlines:
 def codes(values: Sequence[str], sep: str = ", ") -> Inlines:
     return join([[Code(v)] for v in values], sep)
 
-
-# --------------------------------------------------------------------------- layout
 
 _NUMBER = re.compile(r"^[-+]?[\d.,]*\d[\d.,]*\s*%?$|^-$")
 
@@ -238,11 +219,8 @@ _AFTER_SLASH = re.compile(r"(?<=/)")
 
 
 def break_points(text: str) -> List[str]:
-    """``text`` cut where a line may break: tokens, numbers, ``file.py:line`` references
-    and words of up to 12 characters stay whole; long C++ names and field paths break
-    after ``::``, ``<``, ``,`` and ``.`` and between tokens (before an inner ``_``); paths
-    after their slashes; a long tile shape between its numbers (``b128x128x32|x128``).
-    Whitespace breaks as it does."""
+    """``text`` cut where a line may break (the patterns above say where; short words,
+    numbers and ``file.py:line`` references stay whole); whitespace breaks as it does."""
     pieces: List[str] = []
     for word in re.split(r"(\s+)", text):
         if len(word) <= _WHOLE or word.isspace():

@@ -1,9 +1,6 @@
-"""The guide as GitHub-flavoured Markdown (same content as the Sphinx directive).
-
-:func:`guide_markdown` is what ``sphinxext-fmha guide API -o FILE`` writes.
-Folded blocks become ``<details>``, admonitions GitHub alerts, the file-name diagram a
-fenced block with a numbered ruler.
-"""
+"""The guide as GitHub-flavoured Markdown (what ``sphinxext-fmha guide API -o FILE``
+writes): folded blocks become ``<details>``, admonitions GitHub alerts, the file-name
+diagram a fenced block with a numbered ruler."""
 
 from __future__ import annotations
 
@@ -15,11 +12,7 @@ from ..bump_data import FilterComparison
 from ..guide_data import RECOMMENDATION_SECTIONS, GuideData, parse_sections
 from ..model import Recommendation
 from .diagram import diagram_text
-from .guide_blocks import (
-    guide_sections,
-    header_inlines,
-    recommendation_sections,
-)
+from .guide_blocks import guide_sections, header_inlines, recommendation_sections
 from .ir import (
     Admonition,
     Block,
@@ -41,8 +34,6 @@ from .ir import (
     wrap_commands,
 )
 from .sections.filter_diff import comparison_blocks
-
-__all__ = ["blocks_markdown", "comparison_markdown", "guide_markdown", "render_recommendation_markdown"]
 
 _ESCAPE = re.compile(r"([\\`*_\[\]<>])")
 
@@ -122,10 +113,7 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
         elif isinstance(block, BulletList):
             out.append("\n".join("- " + _inline(item) for item in block.items))
         elif isinstance(block, Table):
-            lines = []
-            if block.title:
-                lines.append("**%s**" % _inline(block.title).replace("**", ""))
-                lines.append("")
+            lines = ["**%s**" % _inline(block.title).replace("**", ""), ""] if block.title else []
             order = column_order(block)
             lines.append("| " + " | ".join(_escape(block.header[i], True) for i in order) + " |")
             lines.append("|" + "|".join(" --- " for _ in order) + "|")
@@ -180,11 +168,8 @@ def _section_markdown(blocks: Sequence[Block], level: int) -> List[str]:
     chunks = blocks_markdown(blocks, level)
     jump = _jump_markdown(blocks)
     if jump:
-        lead = 0
-        for block in blocks:
-            if not isinstance(block, Para) or block.anchor:
-                break
-            lead += 1
+        lead = next((i for i, b in enumerate(blocks) if not isinstance(b, Para) or b.anchor),
+                    len(blocks))
         chunks[lead:lead] = ["\n\n".join(jump)]
     return chunks
 

@@ -1,9 +1,6 @@
-"""Turn :mod:`.ir` blocks into docutils nodes (and sphinx-design's dropdown *shape*,
-built by hand). The Sphinx glue (:mod:`sphinxext_fmha.directives.extension`) resolves
-the placeholders: :class:`fmha_guide`/:class:`fmha_section` into sections, rubrics or
-bare content by where the directive sits; :class:`fmha_diagram` into HTML or its
-literal-block fallback by builder.
-"""
+"""Turn :mod:`.ir` blocks into docutils nodes (sphinx-design's dropdown *shape* built by
+hand); :mod:`sphinxext_fmha.directives.extension` resolves the placeholder nodes
+(guide/section by where the directive sits, diagram by builder)."""
 
 from __future__ import annotations
 
@@ -35,10 +32,6 @@ from .ir import (
     text_of,
     wrap_commands,
 )
-
-__all__ = ["fmha_diagram", "fmha_guide", "fmha_section", "fmha_playground_link", "LinkFactory",
-           "blocks_to_nodes", "anchor_id", "inlines_to_nodes", "sections_to_nodes", "dropdown_node",
-           "problem_node"]
 
 #: Builds the node of a link to another document: (docname, content nodes) -> node.
 LinkFactory = Callable[[str, List[nodes.Node]], nodes.Node]
@@ -75,10 +68,7 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
             out.append(nodes.emphasis(part.text, part.text))
         elif isinstance(part, DocLink):
             content = inlines_to_nodes(part.content, link)
-            if link is not None:
-                out.append(link(part.target, content))
-            else:
-                out.append(nodes.inline("", "", *content))
+            out.append(link(part.target, content) if link is not None else nodes.inline("", "", *content))
         elif isinstance(part, LocalLink):
             # resolved into a reference by sections_to_nodes, which knows the ids
             out.append(nodes.inline("", "", *inlines_to_nodes(part.content, link),
@@ -91,7 +81,8 @@ def inlines_to_nodes(parts: Sequence[Inline], link: Optional[LinkFactory] = None
 
 
 def _text(text: str) -> List[nodes.Node]:
-    """Plain text whose long words may wrap where a literal's may (:func:`_literal`)."""
+    """Text that may wrap at :func:`break_points`: an empty ``fmha-wbr`` inline between
+    pieces, a break opportunity in ``fmha.css`` (copied text stays exact)."""
     pieces = break_points(text)
     out: List[nodes.Node] = [nodes.Text(pieces[0])]
     for piece in pieces[1:]:
@@ -100,15 +91,9 @@ def _text(text: str) -> List[nodes.Node]:
 
 
 def _literal(text: str) -> nodes.literal:
-    """Inline code that may wrap at :func:`break_points`: an empty ``fmha-wbr`` inline
-    between pieces, a break opportunity in ``fmha.css`` (copied text stays exact)."""
-    pieces = break_points(text)
-    node = nodes.literal(text, pieces[0])
-    if len(pieces) > 1:
+    node = nodes.literal(text, "", *(_text(text) if text else []))
+    if len(node.children) > 1:
         node["classes"].append("fmha-brk")
-    for piece in pieces[1:]:
-        node += nodes.inline("", "", classes=["fmha-wbr"])
-        node += nodes.Text(piece)
     return node
 
 
@@ -134,13 +119,8 @@ def _table(table: Table, link: Optional[LinkFactory]) -> nodes.table:
     widths = _widths(table)
     for index in order:
         group += nodes.colspec(colwidth=widths[index])
-    head = nodes.thead()
-    group += head
-    row = nodes.row()
-    for index in order:
-        title = table.header[index]
-        row += nodes.entry("", nodes.paragraph(title, "", *_text(title)))
-    head += row
+    group += nodes.thead("", nodes.row("", *[nodes.entry("", nodes.paragraph(
+        table.header[i], "", *_text(table.header[i]))) for i in order]))
     body = nodes.tbody()
     group += body
     for cells in table.rows:
@@ -172,20 +152,10 @@ def dropdown_node(title: List[nodes.Node], content: List[nodes.Node],
                   opened: bool = False) -> nodes.container:
     """A sphinx-design dropdown: ``<details>`` in HTML; elsewhere (and without
     sphinx-design) the container as is, a rubric and the content."""
-    node = nodes.container(
-        "",
-        is_div=True,
-        design_component="dropdown",
-        opened=opened,
-        type="dropdown",
-        has_title=True,
-        icon=None,
-        chevron=None,
-        container_classes=["sd-mb-3", "fmha-dropdown"],
-        title_classes=[],
-        body_classes=[],
-        classes=[],
-    )
+    node = nodes.container("", is_div=True, design_component="dropdown", opened=opened,
+                           type="dropdown", has_title=True, icon=None, chevron=None,
+                           container_classes=["sd-mb-3", "fmha-dropdown"], title_classes=[],
+                           body_classes=[], classes=[])
     node += nodes.rubric("", "", *title)
     node.extend(content)
     return node
@@ -210,10 +180,8 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
                 para["classes"].append("fmha-anchored")
             out.append(para)
         elif isinstance(block, BulletList):
-            bullets = nodes.bullet_list(bullet="-")
-            for item in block.items:
-                bullets += nodes.list_item("", _paragraph(item, link))
-            out.append(bullets)
+            out.append(nodes.bullet_list("", *[nodes.list_item("", _paragraph(item, link))
+                                               for item in block.items], bullet="-"))
         elif isinstance(block, Table):
             out.append(_table(block, link))
         elif isinstance(block, CodeBlock):
@@ -277,11 +245,8 @@ def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, Li
             groups[-1][1].append(anchored)
             name = anchored["fmha_anchor"]
             anchored["fmha_id"] = anchor_id(prefix, "%s-%s" % (group, name) if group else name)
-            target = nodes.target("", "", ids=[anchored["fmha_id"]])
-            if anchored.parent is None:
-                content.insert(content.index(anchored), target)
-            else:
-                anchored.parent.insert(anchored.parent.index(anchored), target)
+            where = content if anchored.parent is None else anchored.parent
+            where.insert(where.index(anchored), nodes.target("", "", ids=[anchored["fmha_id"]]))
     return groups
 
 

@@ -1,13 +1,11 @@
-"""The data a filter playground embeds: an API's verified listing, factored.
-
-The model's filter rules, the listing parsed into tokens and (where whole traits
-drop) the trait groups; the browser (``static/fmha-playground.js``) rebuilds the names
-and applies generate.py's rules. Encoding ``v`` = 1, small for the largest API: a
-type's kernels are rows of token indices (segments with several tokens, and the arch
-suffix when several), base 64 with as many digits as each needs, sorted by file name,
-each row one digit of columns shared with the row before then the rest; a trait is a
-row of kernel indices, an index past the kernels naming an ``unlisted`` member.
-"""
+"""The data a filter playground embeds: the model's filter rules, the verified listing
+parsed into tokens and (where whole traits drop) the trait groups; the browser
+(``static/fmha-playground.js``) rebuilds the names and applies generate.py's rules.
+Encoding ``v`` = 1, small for the largest API: a type's kernels are rows of token indices
+(segments with several tokens, and the arch suffix when several), base 64 with as many
+digits as each needs, sorted by file name, each row one digit of columns shared with the
+row before then the rest; a trait is a row of kernel indices, an index past the kernels
+naming an ``unlisted`` member."""
 
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..model import ApiModel, FilterSpec
-
-__all__ = ["ALPHABET", "FORMAT", "playground_data", "parts_explained", "to_script_json"]
 
 FORMAT = 1
 #: Base-64 digits, in value order.
@@ -32,11 +28,7 @@ def _width(count: int) -> int:
 
 
 def _digits(value: int, width: int) -> str:
-    out = []
-    for _ in range(width):
-        out.append(ALPHABET[value % len(ALPHABET)])
-        value //= len(ALPHABET)
-    return "".join(reversed(out))
+    return "".join(ALPHABET[value // len(ALPHABET) ** i % len(ALPHABET)] for i in reversed(range(width)))
 
 
 def _pack_rows(rows: Sequence[Sequence[int]], widths: Sequence[int]) -> str:
@@ -46,9 +38,8 @@ def _pack_rows(rows: Sequence[Sequence[int]], widths: Sequence[int]) -> str:
     out: List[str] = []
     previous: Sequence[int] = ()
     for row in rows:
-        shared = 0
-        while shared < len(row) and shared < len(previous) and row[shared] == previous[shared]:
-            shared += 1
+        shared = next((i for i, (a, b) in enumerate(zip(row, previous)) if a != b),
+                      min(len(row), len(previous)))
         out.append(ALPHABET[shared])
         out.extend(_digits(v, w) for v, w in zip(row[shared:], widths[shared:]))
         previous = row
@@ -73,25 +64,12 @@ def _type_table(kernel_type, files: List[Tuple[str, List[str]]]) -> Tuple[Dict[s
     if len(suffixes) > 1:
         columns.append((-1, suffixes))
     ordered = sorted(files, key=lambda item: item[0])
-    rows = []
-    for name, parsed in ordered:
-        row = []
-        for index, tokens in columns:
-            if index < 0:
-                row.append(tokens.index(name[len("".join(parsed)):-len(".cpp")]))
-            else:
-                row.append(tokens.index(parsed[index]))
-        rows.append(row)
+    rows = [[tokens.index(name[len("".join(parsed)):-len(".cpp")] if index < 0 else parsed[index])
+             for index, tokens in columns] for name, parsed in ordered]
     widths = [_width(len(tokens)) for _, tokens in columns]
-    table = {
-        "name": kernel_type.class_name,
-        "segments": segments,
-        "suffixes": suffixes or [""],
-        "columns": [index for index, _ in columns],
-        "widths": widths,
-        "count": len(rows),
-        "rows": _pack_rows(rows, widths),
-    }
+    table = {"name": kernel_type.class_name, "segments": segments, "suffixes": suffixes or [""],
+             "columns": [index for index, _ in columns], "widths": widths, "count": len(rows),
+             "rows": _pack_rows(rows, widths)}
     return table, {name: i for i, (name, _) in enumerate(ordered)}
 
 
@@ -116,24 +94,15 @@ def playground_data(model: ApiModel, parsed: Dict[str, Tuple[str, List[str]]],
         return sorted(type_index[c] for c in class_names if c in type_index)
 
     data: Dict[str, Any] = {
-        "v": FORMAT,
-        "api": model.api,
-        "total": len(rows_of),
-        "command": list(command),
-        "cliSplit": spec.cli_split,
-        "apiSplit": spec.api_split,
+        "v": FORMAT, "api": model.api, "total": len(rows_of), "command": list(command),
+        "cliSplit": spec.cli_split, "apiSplit": spec.api_split,
         "parts": [{"position": p.position, "types": type_list(p.applies_to),
                    "missing": p.missing_becomes, "empty": p.empty_becomes} for p in spec.parts],
         "whenEmpty": ({str(type_index[c]): v for c, v in spec.when_empty.items() if c in type_index}
                       if spec.when_empty else None),
-        "unfiltered": type_list(spec.unfiltered_types),
-        "lowercase": spec.fnmatch_lowercases,
-        "backslashes": spec.fnmatch_backslashes,
-        "drops": spec.drops,
-        "types": tables,
-        "traits": None,
-        "followers": None,
-    }
+        "unfiltered": type_list(spec.unfiltered_types), "lowercase": spec.fnmatch_lowercases,
+        "backslashes": spec.fnmatch_backslashes, "drops": spec.drops, "types": tables,
+        "traits": None, "followers": None}
     if spec.drops == "trait" and traits:
         data["traits"] = _trait_table(traits, rows_of, tables)
     pairs = sorted(rows_of[f] + rows_of[leader] for f, leader in (followers or {}).items()

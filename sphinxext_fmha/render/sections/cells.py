@@ -1,34 +1,19 @@
-"""Small helpers every section uses: natural sort, token cells, plurals, folding."""
+"""Small helpers every section uses: natural sort, token cells, plurals, folding, where
+the commands run."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import List, Optional, Sequence
 
-from ...model import (
-    NO_TOKEN,
-    ApiModel,
-    KernelType,
-    natural,
-)
+from ...model import NO_TOKEN, ApiModel, KernelType, natural
 from ...schema.token_dispatch import Condition
-from ..ir import (
-    Block,
-    Code,
-    Dropdown,
-    Emph,
-    Inlines,
-    codes,
-    join,
-)
+from ..ir import Block, Code, Dropdown, Emph, Inlines, codes, join
 from .condition_words import condition_words
 
-#: Tables with more rows than this are folded into a dropdown.
-FOLD_ROWS = 8
-
-
-#: Lists with more items than this are folded into a dropdown.
-FOLD_ITEMS = 8
+#: Tables with more rows, lists with more items than this are folded into a dropdown.
+FOLD_ROWS = FOLD_ITEMS = 8
 
 
 def token_cell(token: str) -> Inlines:
@@ -39,11 +24,13 @@ def plural(count: int, word: str, plural: Optional[str] = None) -> str:
     return "%d %s" % (count, word if count == 1 else (plural or word + "s"))
 
 
+def percent(part: int, whole: int) -> str:
+    return "%.1f %%" % (100.0 * part / whole) if whole else "-"
+
+
 def fold(title: Inlines, blocks: List[Block], size: int, limit: int = FOLD_ROWS) -> List[Block]:
     """``blocks`` as they are, or folded into a dropdown when ``size`` > ``limit``."""
-    if size > limit:
-        return [Dropdown(title=title, blocks=blocks)]
-    return blocks
+    return [Dropdown(title=title, blocks=blocks)] if size > limit else blocks
 
 
 def _plain(condition: str) -> str:
@@ -82,10 +69,7 @@ def part_label(kernel_type: KernelType, model: ApiModel) -> Inlines:
 
 
 def arch_suffixes(kernel_type: KernelType) -> Inlines:
-    suffixes = [s for s in kernel_type.arch_suffixes if s]
-    if not suffixes:
-        return [Emph("none")]
-    return codes(suffixes)
+    return codes([s for s in kernel_type.arch_suffixes if s]) or [Emph("none")]
 
 
 def tokens_natural(tokens: Sequence[str]) -> Inlines:
@@ -102,4 +86,20 @@ def condition_inlines(cpp: str, form: Condition) -> Inlines:
     words = condition_words(form)
     if words_say_more(cpp, words):
         out.append(" (%s)" % words)
+    return out
+
+
+def where_commands_run(model: ApiModel, driver: bool = False, several: bool = True) -> Inlines:
+    """"Run these commands in example/ck_tile/01_fmha ..." (``driver``: a
+    ``sphinxext-fmha generate`` command is among them)."""
+    folder = model.fmha_dir or "the folder of generate.py"
+    out: Inlines = ["Run %s in " % ("these commands" if several else "this command"),
+                    Code(folder), " of the CK tree (where generate.py is)"]
+    if driver and model.fmha_dir:
+        out += ["; the driver command runs there too (", Code("--ck-root %s" % posixpath.relpath(
+            ".", model.fmha_dir)), " is the CK tree's root)"]
+    out.append(".")
+    if model.list_appends:
+        out += [" This tree's generate.py appends to the ", Code("-l"), " file instead of "
+                "writing it afresh, so each listing command removes its file first."]
     return out

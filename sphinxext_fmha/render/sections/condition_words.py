@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from ...schema.token_dispatch import Condition
 
-__all__ = ["condition_words"]
-
 
 def condition_words(form: Condition) -> str:
     """True -> always, False -> never; a junction's part that holds the other junction

@@ -1,23 +1,81 @@
 """The dispatch section: entry points, the order the API file tries, sub-kernel choices,
-and the kernels that are generated but unreachable (with the reason)."""
+and the kernels that are generated but unreachable, with why the API never runs a kernel
+in words (from the facts of :func:`~sphinxext_fmha.cppapi.link_check.unreachable_kernels`
+and ``EntryPoints.dead``)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from collections import Counter
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ...guide_data import GuideData
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Inlines,
-    Para,
-    Strong,
-    Table,
-    join,
-)
+from ..ir import Block, BulletList, Code, Inlines, Para, Strong, Table, join
 from .cells import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
-from .never_run import dead_text, never_run_texts
+from .condition_words import condition_words
+
+_NEVER_TRIED = {
+    "same_condition": "an earlier branch of its if-else chain has the same condition",
+    "taken_together": "the earlier branches of its if-else chain take every call its "
+                      "condition admits between them, none alone",
+    "returns_before_chain": "the statements before its chain return for every call it admits",
+}
+
+
+#: conditions longer than this are not named in a reason (one reason is said once for
+#: all the kernels that share it)
+_QUOTED = 80
+
+
+def dead_text(calls: Sequence[Mapping[str, str]], function: str) -> str:
+    """Why no entry point runs the dispatch function ``function``."""
+    if not calls:
+        return "no entry point calls %s" % function
+    return "; ".join(dict.fromkeys(
+        "%s calls it only when `%s`, which is always false" % (c["caller"], c["false_when"])
+        if "false_when" in c else "its caller %s is not reachable" % c["caller"]
+        for c in calls))
+
+
+def _why_text(why: Mapping[str, Any]) -> str:
+    kind = why["kind"]
+    if kind == "no_entry":
+        return "no entry point runs %s" % why["function"]
+    if kind == "returns_before":
+        return "earlier statements of its function return for every call that reaches it"
+    if kind == "never_holds":
+        terms = list(map(condition_words, why["terms"]))
+        return "never holds: " + (
+            "its conditions exclude each other" if not terms else
+            "its term `%s` holds for no call" % terms[0] if len(terms) == 1 else
+            "%s hold together for no call" % " and ".join(terms))
+    if kind == "taken_by":
+        earlier, own = (condition_words(why[k]) for k in ("earlier", "own"))
+        return "is never tried: " + (
+            "an earlier branch of its if-else chain, `%s`, takes every call its condition "
+            "`%s` admits" % (earlier, own) if max(len(earlier), len(own)) <= _QUOTED else
+            "an earlier branch of its if-else chain takes every call its condition admits")
+    return "is never tried: " + _NEVER_TRIED[kind]
+
+
+def _reason_text(reason: Mapping[str, Any]) -> str:
+    if "dead" in reason:
+        return "launched only by %s: %s" % (reason["dead"],
+                                            dead_text(reason["calls"], reason["dead"]))
+    if "branch" in reason:
+        return "its branch in %s %s" % (reason["branch"] or "the API file",
+                                        _why_text(reason["why"]))
+    return "no dispatch branch names it"  # {"unreferenced": True}
+
+
+def never_run_text(reasons: Sequence[Mapping[str, Any]]) -> str:
+    """Why the API never runs a kernel (its reasons, one per leaf that launches it)."""
+    return "; ".join(dict.fromkeys(_reason_text(r) for r in reasons))
+
+
+def never_run_texts(unreachable: Mapping[str, List[Dict[str, Any]]]) -> Dict[str, str]:
+    """:func:`never_run_text` of each kernel."""
+    return {name: never_run_text(reasons) for name, reasons in unreachable.items()}
+
 
 
 def dispatch_section(data: GuideData) -> List[Block]:
@@ -91,8 +149,7 @@ def _levels(reading: Mapping[str, Any]) -> List[Block]:
                   rows=rows, classes=["fmha-dispatch-levels"])
     lead = Para(["The API file's nested ", Code("if"), " levels, outermost first (branches "
                  "are tried in source order; the first match returns):"])
-    return [lead] + fold(["Dispatch levels (%d)" % len(rows)], [table],
-                                              len(rows))
+    return [lead] + fold(["Dispatch levels (%d)" % len(rows)], [table], len(rows))
 
 
 def _try_orders(data: GuideData) -> List[Block]:
@@ -139,9 +196,8 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
             "on it)." if len(found) > 1 else
             " (%s choose their partners on it)." % plural(found[0]["count"], "launch call")]))
         if len(found) > 1:
-            rows: List[List[Inlines]] = []
-            for c in found:
-                rows.append([condition_inlines(c["condition"], c["form"]), [str(c["count"])]])
+            rows: List[List[Inlines]] = [[condition_inlines(c["condition"], c["form"]),
+                                          [str(c["count"])]] for c in found]
             table = Table(header=["Condition", "Launch calls"], rows=rows,
                           classes=["fmha-choices"], counts_after=None)
             blocks.extend(fold(["Sub-kernel choices: ", *partners, " (%d conditions)"
@@ -158,9 +214,7 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
     kinds: Dict[str, str] = reading.get("kinds") or {}
     unreferenced = reading.get("unreferenced") or []
     if unreferenced:
-        by_kind: Dict[str, int] = {}
-        for name in unreferenced:
-            by_kind[kinds.get(name, "")] = by_kind.get(kinds.get(name, ""), 0) + 1
+        by_kind = Counter(kinds.get(name, "") for name in unreferenced)
         blocks.append(Para([Strong("Generated but never referenced:"), " ",
                             plural(len(unreferenced), "kernel"), " (",
                             *join([[Code(k or "?"), " %d" % n] for k, n in sorted(by_kind.items())]),
@@ -195,11 +249,10 @@ def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
     if reading.get("discarded"):
         blocks.append(Para([plural(reading["discarded"], "call site"), " sit in branches an ",
                             Code("if constexpr"), " discards (nothing is instantiated there)."]))
-    if not blocks:
-        if reading:
-            blocks.append(Para(["Every generated kernel is referenced by the API file and "
-                                "reachable from an entry point."]))
-        else:
-            blocks.append(Para(["The API dispatch file could not be read, so reachability "
-                                "is not established."]))
+    if not blocks and reading:
+        blocks.append(Para(["Every generated kernel is referenced by the API file and "
+                            "reachable from an entry point."]))
+    elif not blocks:
+        blocks.append(Para(["The API dispatch file could not be read, so reachability is "
+                            "not established."]))
     return blocks

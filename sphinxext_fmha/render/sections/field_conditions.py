@@ -1,7 +1,5 @@
-"""The field reference's dispatch conditions: per token, the condition the dispatcher
-tests before it calls the token's kernels (as C++, its plain words where they say more,
-a link where another segment showed it first), the conditions per kernel group where a
-token has several, and the conditions every kernel of a sub-type shares."""
+"""The field reference's dispatch conditions: per token (a link where shown before), per
+kernel group where a token has several, and those every kernel of a sub-type shares."""
 
 from __future__ import annotations
 
@@ -9,33 +7,9 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
-from ...model import (
-    ApiModel,
-    FieldInfo,
-    KernelType,
-    Segment,
-)
-from ..ir import (
-    Block,
-    Code,
-    Inlines,
-    LocalLink,
-    Para,
-    Strong,
-    Table,
-    codes,
-    join,
-    text_of,
-)
-from .cells import (
-    FOLD_ROWS,
-    condition_inlines,
-    fold,
-    natural,
-    short_field,
-    token_cell,
-    words_say_more,
-)
+from ...model import ApiModel, FieldInfo, KernelType, Segment
+from ..ir import Block, Code, Inlines, LocalLink, Para, Strong, Table, codes, join, text_of
+from .cells import FOLD_ROWS, condition_inlines, fold, natural, short_field, token_cell, words_say_more
 from .condition_words import condition_words
 
 #: a :class:`~sphinxext_fmha.model.ConditionGroup` (renderers read it as plain data)
@@ -71,15 +45,7 @@ LEVEL_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def dispatch_levels(model: ApiModel, segment: Segment) -> List[str]:
     names = {segment.label} | {short_field(p) for p in segment.fields}
-    levels = []
-    for level in model.dispatch.order:
-        words = set(LEVEL_WORD_RE.findall(level))
-        if words & names:
-            levels.append(level)
-    return levels
-
-
-# --------------------------------------------------------------------------- conditions
+    return [level for level in model.dispatch.order if set(LEVEL_WORD_RE.findall(level)) & names]
 
 
 def _cpp_text(group: ConditionGroup) -> str:
@@ -193,14 +159,10 @@ def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: s
                   -g.kernels, [natural(t) for _, ts in sorted(g.where.items()) for t in ts]))]
     if not groups:
         return []
-    where: List[str] = []
-    for _, group in groups:
-        where += [w for w in group.where if w not in where]
-    where, follows = _one_to_one(where, [g for _, g in groups])
+    where, follows = _one_to_one(list(dict.fromkeys(w for _, g in groups for w in g.where)),
+                                 [g for _, g in groups])
     terms = _pivot([g for _, g in groups])
-    variables: List[str] = []
-    for found in terms or []:
-        variables += [v for v in found if v not in variables]
+    variables = list(dict.fromkeys(v for found in terms or [] for v in found))
     if terms is not None:
         pivoted.append(True)
     rows = []
@@ -257,8 +219,6 @@ def _one_to_one(where: List[str], groups: List[ConditionGroup]
             kept.append(column)
     return kept, follows
 
-
-# --------------------------------------------------------------------------- the section
 
 
 def shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:

@@ -1,10 +1,6 @@
-"""Section 4: the field reference (tokens, meanings, C++ symbols, dispatch conditions).
-
-Each fact is said once: a condition as C++ (its plain words only where they say more
-than the C++), a condition another segment already showed as a link to it, a symbol
-map of several fields once per map, and the mark of a kernel group reached by branches
-with differing extra conditions as a dagger explained once in the section's lead.
-"""
+"""Section 4: the field reference (tokens, meanings, C++ symbols, dispatch conditions),
+each fact said once: a condition shown before as a link to it, a symbol map of several
+fields once per map, a mark (dagger, arrow) explained once in the section's lead."""
 
 from __future__ import annotations
 
@@ -13,11 +9,7 @@ from collections import Counter
 from typing import Dict, List, Optional
 
 from ...guide_data import GuideData
-from ...model import (
-    FieldInfo,
-    KernelType,
-    Segment,
-)
+from ...model import FieldInfo, KernelType, Segment
 from ..ir import (
     Block,
     BulletList,
@@ -33,13 +25,7 @@ from ..ir import (
     join,
     text_of,
 )
-from .cells import (
-    filterable,
-    fold,
-    natural,
-    short_field,
-    token_cell,
-)
+from .cells import filterable, fold, natural, short_field, token_cell
 from .field_conditions import (
     LEVEL_WORD_RE,
     SEVERAL,
@@ -65,10 +51,8 @@ def fields_section(data: GuideData) -> List[Block]:
                      "dispatcher tries its branches in order: a kernel is also reached only "
                      "when the branches tried before it do not match."]
     blocks: List[Block] = [Para(lead)]
-    for kernel_type in model.kernel_types:
-        if kernel_type not in filtered_types:
-            blocks.append(Para([Code(kernel_type.class_name), " is not filtered by ", Code("-f"),
-                                "; its segments are shown in the file name section."]))
+    blocks += [Para([Code(k.class_name), " is not filtered by ", Code("-f"), "; its segments are shown "
+                     "in the file name section."]) for k in model.kernel_types if k not in filtered_types]
     shown = Conditions()
     pivoted: List[bool] = []
     for kernel_type in filtered_types:
@@ -290,14 +274,10 @@ def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
 def _pattern_traps(data: GuideData, kernel_type: KernelType, segment: Segment) -> List[Block]:
     """The tokens whose ``*TOKEN*`` also selects kernels without them, with the pattern
     that selects exactly theirs where there is one."""
-    items: List[Inlines] = []
-    for trap in data.pattern_traps:
-        if trap.kernel_type != kernel_type.class_name or trap.segment != segment.label:
-            continue
-        item: Inlines = [Code(trap.loose), " (%d kernels, not %d" % (trap.loose_count,
-                                                                   trap.carriers)]
-        item += ([": exactly ", Code(trap.exact), ")"] if trap.exact else [")"])
-        items.append(item)
+    items: List[Inlines] = [
+        [Code(t.loose), " (%d kernels, not %d" % (t.loose_count, t.carriers),
+         *([": exactly ", Code(t.exact), ")"] if t.exact else [")"])]
+        for t in data.pattern_traps if t.kernel_type == kernel_type.class_name and t.segment == segment.label]
     if not items:
         return []
     lead = "Patterns that also match names without the token"

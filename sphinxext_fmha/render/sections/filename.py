@@ -5,24 +5,8 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ...guide_data import GuideData
-from ...model import (
-    ApiModel,
-    KernelType,
-    Segment,
-)
-from ..ir import (
-    Block,
-    Code,
-    Diagram,
-    DiagramPart,
-    Emph,
-    Inlines,
-    Para,
-    SubHeading,
-    Table,
-    codes,
-    join,
-)
+from ...model import ApiModel, KernelType, Segment
+from ..ir import Block, Code, Diagram, DiagramPart, Emph, Inlines, Para, SubHeading, Table, codes, join
 from .cells import natural, token_cell
 
 
@@ -74,11 +58,8 @@ def filename_blocks(model: ApiModel, kernel_types: Optional[Sequence[KernelType]
         if headings and len(model.kernel_types) > 1:
             blocks.append(SubHeading([Code(kernel_type.class_name)]))
         diagram = diagram_of(kernel_type)
-        if diagram is not None:
-            blocks.append(diagram)
-        else:
-            blocks.append(Para(["No example name of ", Code(kernel_type.class_name),
-                                " could be cut into its segments."]))
+        blocks.append(diagram if diagram is not None else Para([
+            "No example name of ", Code(kernel_type.class_name), " could be cut into its segments."]))
         if legend:
             blocks.append(_legend(kernel_type, diagram))
     return blocks

@@ -5,25 +5,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ...guide_data import GuideData
-from ...model import (
-    FilterSpec,
-    KernelType,
-    PartnerWrite,
-    TargetListing,
-)
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Emph,
-    Inlines,
-    Para,
-    Strong,
-    Table,
-    codes,
-    join,
-)
+from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing
+from ..ir import Block, BulletList, Code, Emph, Inlines, Para, Strong, Table, codes, join
 from .cells import plural
+from .filter_write import error_text
 
 
 def filter_section(data: GuideData) -> List[Block]:
@@ -68,16 +53,10 @@ def filter_section(data: GuideData) -> List[Block]:
                          *codes([c for p in spec.parts for c in p.applies_to]), "."])
     blocks: List[Block] = [BulletList(items)]
     if spec.api_split and spec.parts:
-        rows: List[List[Inlines]] = []
-        for part in spec.parts:
-            classes = part.applies_to
-            if part.position == 0:
-                missing: Inlines = [Emph("(always present)")]
-            elif part.missing_becomes is None or part.missing_becomes == "":
-                missing = ["not applied (no filtering)"]
-            else:
-                missing = [Code(part.missing_becomes)]
-            rows.append([[str(part.position)], codes(classes), missing])
+        rows: List[List[Inlines]] = [
+            [[str(p.position)], codes(p.applies_to), [Emph("(always present)")] if p.position == 0
+             else [Code(p.missing_becomes)] if p.missing_becomes else ["not applied (no filtering)"]]
+            for p in spec.parts]
         blocks.append(Table(header=["Part", "Applies to", "When missing"], rows=rows,
                             classes=["fmha-parts"]))
         if spec.api_split and len(spec.parts) > 1:
@@ -128,8 +107,7 @@ def _partner_item(write: PartnerWrite, split: bool) -> Inlines:
         Code(write.main_type), " kernel, none of its partners): ", Code("-l"), " lists %s, "
         "and write mode (" % plural(write.listed, "kernel"), Code("-o"), ") "]
     if write.error:
-        return item + [Strong("fails"), ": ", Code(write.error if len(write.error) <= 160
-                                                   else write.error[:159] + "…"), "."]
+        return item + [Strong("fails"), ": ", Code(error_text(write.error)), "."]
     if write.unresolved:
         return item + ["writes a dispatch file that instantiates %s it does not generate: "
                        % plural(write.unresolved, "kernel specialisation"),
@@ -162,9 +140,7 @@ def _targets_item(listings: List[TargetListing]) -> Inlines:
     item += join(parts, "; ") + ["."]
     empty = [t.targets for t in listings if not t.count and not t.default]
     if empty:
-        named: Inlines = join([[Code(t)] for t in empty[:-1]])
-        if len(empty) > 1:
-            named.append(" or ")
+        named = codes(empty[:-1]) + ([" or "] if len(empty) > 1 else [])
         item += [" With ", Code("--targets"), " ", *named, Code(empty[-1]),
                  ", this codegen generates no kernel of this API."]
     return item

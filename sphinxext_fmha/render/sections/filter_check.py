@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ...model import (
-    ApiModel,
-    FilterCheck,
-    FilterMiss,
-    FilterRun,
-    SegmentBreakdown,
-    token_list,
-)
+from ...model import ApiModel, FilterCheck, FilterMiss, FilterRun, SegmentBreakdown, token_list
 from ..ir import (
     Admonition,
     Block,
@@ -26,9 +19,8 @@ from ..ir import (
     inlines,
     join,
 )
-from .cells import FOLD_ROWS, fold, plural, token_cell
+from .cells import FOLD_ROWS, fold, plural, token_cell, where_commands_run
 from .filter_write import write_blocks
-from .where import where_commands_run
 
 
 def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bool]] = (),
@@ -39,11 +31,8 @@ def filter_check_blocks(check: FilterCheck, expectations: Iterable[Tuple[str, bo
     blocks.append(CodeBlock(check.command, "bash"))
     summary: Inlines = ["generate.py selects ", Strong(str(check.count)), " of %d kernels"
                         % check.baseline_count]
-    if check.verified:
-        summary.append("; the model predicts the same set.")
-    else:
-        summary.append("; the model predicts %d (the model is wrong for this filter)."
-                       % check.predicted)
+    summary.append("; the model predicts the same set." if check.verified else
+                   "; the model predicts %d (the model is wrong for this filter)." % check.predicted)
     blocks.append(Para(summary))
     classes = list(check.baseline_per_type) or list(check.per_type)
     if model is not None:

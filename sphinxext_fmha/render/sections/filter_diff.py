@@ -12,8 +12,6 @@ from ..ir import text_of as plain_text
 from .cells import FOLD_ITEMS, fold, plural, token_cell
 from .filter_check import _expectation_blocks as expectation_blocks
 
-__all__ = ["comparison_blocks", "comparison_json", "change_inlines", "run_gloss"]
-
 #: Change kinds said under "Names" (folded when many), after the others.
 _NAMING = ("segment-added", "segment-removed", "token-renamed", "token-added", "token-removed")
 
@@ -80,8 +78,6 @@ def _read(side: TreeSelection, class_name: str) -> Inlines:
         return ["not filtered"]
     return [Code(pattern), " (%d match)" % side.matched_per_type.get(class_name, 0)]
 
-
-# -- changes ---------------------------------------------------------------------------
 
 def _becomes(value: Optional[str]) -> Inlines:
     """What a missing or empty part becomes, in words."""
@@ -207,8 +203,6 @@ def change_inlines(ch: Change, c: FilterComparison) -> Inlines:
                          % (_values(ch.values), plural(ch.count, "kernel"))]
     return [kind]
 
-
-# -- the migrated runs -------------------------------------------------------------------
 
 def run_gloss(run: MigratedRun, all_per_type: Dict[str, int]) -> str:
     """What one run keeps, plainly: per sub-type, none, every kernel, or the tokens that

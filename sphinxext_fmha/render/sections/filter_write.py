@@ -10,13 +10,11 @@ from ...model import FilterCheck
 from ..ir import Admonition, Block, Code, Inlines, Para, Strong, join, text_of
 from .cells import plural
 
-__all__ = ["write_blocks", "write_warnings"]
-
 #: The longest error line quoted in full (an assertion may print a whole kernel object).
 _ERROR_SHOWN = 160
 
 
-def _error_text(error: str) -> str:
+def error_text(error: str) -> str:
     return error if len(error) <= _ERROR_SHOWN else error[:_ERROR_SHOWN - 1] + "…"
 
 
@@ -39,7 +37,7 @@ def write_blocks(check: FilterCheck) -> List[Block]:
         return []
     if check.write_error:
         body: Inlines = [Strong("Write mode fails:"), " ", Code(check.write_command),
-                         " stops with ", Code(_error_text(check.write_error)),
+                         " stops with ", Code(error_text(check.write_error)),
                          "; the listing (", Code("-l"), ") succeeds, so this set can be listed "
                          "but not written."]
         if check.unresolved:
@@ -63,7 +61,7 @@ def write_warnings(api: str, filter: str, check: FilterCheck) -> List[str]:
     build log and ``check`` on stderr)."""
     if check.write_error:
         return ["%s -f %r lists %s but fails in write mode: %s (command: %s)"
-                % (api, filter, plural(check.count, "kernel"), _error_text(check.write_error),
+                % (api, filter, plural(check.count, "kernel"), error_text(check.write_error),
                    check.write_command)]
     if check.unresolved:
         return ["%s -f %r would not link: the dispatch file %s writes instantiates %s that "

@@ -6,16 +6,7 @@ from typing import List
 
 from ...guide_data import GuideData
 from ...model import Gap
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Dropdown,
-    Inlines,
-    Para,
-    Strong,
-    Table,
-)
+from ..ir import Block, BulletList, Code, Dropdown, Inlines, Para, Strong, Table
 from .cells import FOLD_ITEMS, fold
 
 

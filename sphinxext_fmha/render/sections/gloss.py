@@ -1,19 +1,13 @@
-"""A run's pattern in plain words: what it keeps and what it excludes.
-
-Made from :attr:`~sphinxext_fmha.model.FilterRun.reading` (the pattern's stretches
-between stars, the segments they spell, the tokens no selected name carries): "Names
-containing `_nlogits_nbias` (logits, bias), then `_nlse_ndropout_nskip` (lse, dropout,
-skip); that leaves out `_logits` (logits); `_alibi`, `_bias` (bias); ...".
-"""
+"""A run's pattern in plain words, what it keeps and excludes, from
+:attr:`~sphinxext_fmha.model.FilterRun.reading`: "Names containing `_nlogits_nbias` (logits,
+bias), then ...; that leaves out `_logits` (logits); `_alibi`, `_bias` (bias); ..."."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
 from ...model import NO_TOKEN
-from ..ir import Code, Inlines, text_of
-
-__all__ = ["gloss_inlines", "gloss_text"]
+from ..ir import Code, Inlines, join, text_of
 
 
 def _stretch(stretch: Dict[str, Any]) -> Inlines:
@@ -39,11 +33,9 @@ def _names(reading: Dict[str, Any]) -> Inlines:
         place = stretch.get("place")
         if number:
             out.append(", and ending in " if place == "end" else ", then ")
-        elif reading.get("whole"):
-            out.append("that are ")
         else:
-            out.append({"start": "starting with ", "end": "ending in "}.get(place,
-                                                                          "containing "))
+            out.append("that are " if reading.get("whole") else
+                       {"start": "starting with ", "end": "ending in "}.get(place, "containing "))
         out.extend(_stretch(stretch))
     return out
 
@@ -54,12 +46,7 @@ _MOST_LISTED = 3
 
 
 def _tokens(tokens: Sequence[str]) -> Inlines:
-    out: Inlines = []
-    for position, token in enumerate(tokens):
-        if position:
-            out.append(", ")
-        out.append(Code(token) if token else NO_TOKEN)
-    return out
+    return join([[Code(token) if token else NO_TOKEN] for token in tokens])
 
 
 def _left_out(reading: Dict[str, Any]) -> Inlines:
@@ -87,10 +74,7 @@ def _left_out(reading: Dict[str, Any]) -> Inlines:
     # tokens leave out, and what else the selected names lack is the set's table's
     others = [label for label in excluded if label not in spelled] if brackets else []
     for number, label in enumerate(others):
-        if not number:
-            out.append("; through the bracket positions, its names have ")
-        else:
-            out.append("; ")
+        out.append("; " if number else "; through the bracket positions, its names have ")
         gone, have = excluded[label], kept.get(label, [])
         if len(gone) > _MOST_LISTED and len(have) < len(gone):
             out += ["only "] + _tokens(have) + [" (%s)" % label]

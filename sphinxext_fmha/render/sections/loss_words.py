@@ -1,21 +1,85 @@
-"""What a dropped variant loses, in full: the folded sentence of What you lose, made
-from :attr:`~sphinxext_fmha.model.Decision.loss_parts` (one clause per group of kernels
-with the same fate: the kept variant that serves their calls, the calls no kept kernel
-takes, or why the API never launched them)."""
+"""What a dropped variant loses: the first sentence of What you lose, at most
+:data:`MOST_WORDS` words from :attr:`~sphinxext_fmha.model.Decision.loss_facts`, and the
+folded one in full from :attr:`~sphinxext_fmha.model.Decision.loss_parts` (one clause per
+group of kernels with the same fate)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ...model import Decision, Recommendation, token_list
+from ..ir import Code, Inlines, join, text_of
 from .condition_words import condition_words
+from .dispatch import never_run_text, never_run_texts
 from .gloss import gloss_text
-from .never_run import never_run_text, never_run_texts
-from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
-from .set_notes import set_notes
+from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
 
-__all__ = ["fill_words", "loss_sentence", "loss_sentences", "served_by"]
+#: The first sentence's length, at most.
+MOST_WORDS = 30
+#: Tokens a sentence names at most (the rest are counted).
+_MOST_TOKENS = 4
+
+
+def _tokens(tokens: Sequence[str]) -> Inlines:
+    out = join([[Code(token) if token else token_list([token])] for token in tokens[:_MOST_TOKENS]])
+    return out + ([" and %d more" % (len(tokens) - _MOST_TOKENS)] if len(tokens) > _MOST_TOKENS else [])
+
+
+def _kernels(count: int) -> str:
+    return "%d kernel%s not generated" % (count, "" if count == 1 else "s")
+
+
+def loss_lead(facts: Dict[str, Any]) -> Inlines:
+    """The sentence, shortened to :data:`MOST_WORDS` words (the calls' condition is
+    left to the folded text when it would not fit)."""
+    for calls in (list(facts.get("calls") or []), []):
+        sentence = _sentence(facts, calls)
+        if len(text_of(sentence).split()) <= MOST_WORDS:
+            return sentence
+    return _sentence(dict(facts, served_by=[], elsewhere=[]), [])
+
+
+def _sentence(facts: Dict[str, Any], calls: List[Any]) -> Inlines:
+    count = int(facts.get("kernels") or 0)
+    tail = " (%s)." % _kernels(count)
+    if facts.get("not_needed"):
+        return ["The workload does not call it" + tail]
+    if facts.get("follows"):
+        if "of" in facts:
+            return ["Nothing calls the %d of its %d kernels not generated: no kept "
+                    % (count, facts["of"]), Code(facts["follows"]), " kernel launches them."]
+        return ["Nothing calls them: no kept ", Code(facts["follows"]),
+                " kernel launches them" + tail]
+    if facts.get("elsewhere") and not any(facts.get(k) for k in _OUTCOMES):
+        return ["Its %d kernels are counted under the dropped " % count]  \
+            + _tokens(facts["elsewhere"]) + ["."]
+    who: Inlines = ["Calls with "]
+    for number, term in enumerate(calls):
+        who += [" and " if number else "", Code(condition_words(term))]
+    if not calls:
+        who = ["Calls these kernels served"]
+    lost, served, partly, unsettled = (int(facts.get(k) or 0) for k in
+                                       ("no_kernel", "served", "partly", "unsettled"))
+    if lost and not (served or partly or unsettled):
+        return who + [" find no kernel" + tail]
+    if lost or partly:
+        return ["Some " + text_of(who[:1]).lower()] + who[1:] + [" find no kernel" + tail]
+    if served:
+        return who + [" run the kept "] + _tokens(facts.get("served_by") or []) + \
+            [" variant instead" + tail]
+    if unsettled:
+        return ["Whether " + text_of(who[:1]).lower()] + who[1:] + \
+            [" still find a kernel is not established" + tail]
+    if facts.get("unread"):
+        return ["Their dispatch conditions were not read" + tail]
+    if facts.get("never"):
+        return ["No call loses them: the API never launches these %d kernels." % count]
+    return [_kernels(count)[0].upper() + _kernels(count)[1:] + "."]
+
+
+#: The outcomes of a variant's own kernels (its facts' counts).
+_OUTCOMES = ("no_kernel", "served", "partly", "unsettled", "unread", "never")
 
 
 def loss_sentences(decision: Decision) -> Dict[str, str]:

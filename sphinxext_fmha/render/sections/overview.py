@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ...guide_data import GuideData, source_rel
-from ..ir import (
-    Block,
-    BulletList,
-    Code,
-    Inlines,
-    Para,
-    Table,
-)
+from ..ir import Block, BulletList, Code, Inlines, Para, Table
 from .cells import arch_suffixes, part_label, plural
 
 
@@ -20,10 +13,8 @@ def header_inlines(data: GuideData) -> Inlines:
     """``Generated: YYYY-MM-DD | Source: codegen/ops/fmha_<api>.py | Targets: ... | Mask mode: ...``"""
     model = data.model
     opts = model.options
-    if "targets" in opts:
-        targets = ", ".join(t for t in str(opts.get("targets") or "").split(",") if t) or "all"
-    else:
-        targets = "all (not selectable in this tree)"
+    targets = (", ".join(t for t in str(opts.get("targets") or "").split(",") if t) or "all"
+               if "targets" in opts else "all (not selectable in this tree)")
     mask = opts.get("mask") or "not selectable in this tree"
     parts = ["Generated: %s" % data.date, "Source: %s" % source_rel(model),
              "Targets: %s" % targets, "Mask mode: %s" % mask]
@@ -43,12 +34,10 @@ def types_section(data: GuideData) -> List[Block]:
     if data.api_file:
         intro += [", plus the API dispatch file ", Code(data.api_file)]
     intro.append(".")
-    rows: List[List[Inlines]] = []
-    for kernel_type in model.kernel_types:
-        rows.append([[Code(kernel_type.class_name)], [str(kernel_type.count)],
-                     part_label(kernel_type, model), arch_suffixes(kernel_type),
-                     [Code(kernel_type.defined_at)] if kernel_type.defined_at else [],
-                     [Code(kernel_type.example)] if kernel_type.example else []])
+    rows: List[List[Inlines]] = [
+        [[Code(k.class_name)], [str(k.count)], part_label(k, model), arch_suffixes(k),
+         [Code(k.defined_at)] if k.defined_at else [], [Code(k.example)] if k.example else []]
+        for k in model.kernel_types]
     blocks: List[Block] = [Para(intro), Table(
         header=["Class", "Kernels", "Filter position", "Arch suffixes", "Defined at",
                 "Example file name"],

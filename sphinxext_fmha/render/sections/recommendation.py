@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ...guide_data import SECTION_TITLES, GuideData
-from ...model import ApiModel, Decision, Recommendation
+from ...model import ApiModel, Decision, Recommendation, natural
 from ..ir import (
     Admonition,
     Block,
@@ -21,13 +21,10 @@ from ..ir import (
     Table,
     join,
 )
-from .cells import FOLD_ITEMS, fold, natural, token_cell, tokens_natural, verified_text
-from .loss_lead import loss_lead
-from .loss_words import loss_sentences, served_by
-from .never_run import never_run_texts
-from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text
-from .set_notes import set_notes
-from .where import where_commands_run
+from .cells import FOLD_ITEMS, fold, percent, token_cell, tokens_natural, verified_text, where_commands_run
+from .dispatch import never_run_texts
+from .loss_words import loss_lead, loss_sentences, served_by
+from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
 
 #: What sections 6 and 7 say of a workload whose values no kernel has together.
@@ -49,14 +46,10 @@ def _never_run_blocks(rec: Recommendation) -> List[Block]:
 
 
 def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
-    order: List[str] = []
     grouped: Dict[str, List[Decision]] = {}
     for decision in rec.decisions:
-        if decision.kernel_type not in grouped:
-            order.append(decision.kernel_type)
-            grouped[decision.kernel_type] = []
-        grouped[decision.kernel_type].append(decision)
-    return [(k, grouped[k]) for k in order]
+        grouped.setdefault(decision.kernel_type, []).append(decision)
+    return list(grouped.items())
 
 
 def minimal_section(data: GuideData) -> List[Block]:
@@ -324,12 +317,8 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
     plus ``total``)."""
     counts = dict(rec.counts) if rec is not None and rec.counts else {}
     total = counts.pop("total", None)
-    if model is not None:
-        classes = [k.class_name for k in model.kernel_types]
-        full: Dict[str, int] = {k.class_name: k.count for k in model.kernel_types}
-    else:
-        classes = list(counts)
-        full = {}
+    classes = [k.class_name for k in model.kernel_types] if model is not None else list(counts)
+    full: Dict[str, int] = {k.class_name: k.count for k in model.kernel_types} if model is not None else {}
     minimal: Dict[str, int] = {}
     for class_name, values in counts.items():
         if not isinstance(values, dict):
@@ -352,7 +341,7 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
             row.append([str(workload.get(class_name, 0))])
         if with_minimal:
             row += [[str(minimal.get(class_name, 0))],
-                    [_reduction(full.get(class_name, 0), minimal.get(class_name, 0))]]
+                    [percent(full.get(class_name, 0) - minimal.get(class_name, 0), full.get(class_name, 0))]]
         rows.append(row)
     total_full = sum(full.get(c, 0) for c in classes)
     total_min = sum(minimal.get(c, 0) for c in classes)
@@ -363,7 +352,7 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
     if workload and isinstance(total, dict):
         total_row.append([Strong(str(total.get("workload", 0)))])
     if with_minimal:
-        total_row += [[Strong(str(total_min))], [Strong(_reduction(total_full, total_min))]]
+        total_row += [[Strong(str(total_min))], [Strong(percent(total_full - total_min, total_full))]]
     rows.append(total_row)
     return Table(header=header, rows=rows, classes=["fmha-counts"])
 
@@ -378,12 +367,6 @@ def recommendation_sections(rec: Recommendation, model: Optional[ApiModel] = Non
         Section("counts", SECTION_TITLES["counts"], [_count_table(rec, model)]
                 + build_blocks(rec)),
     ]
-
-
-def _reduction(full: int, minimal: int) -> str:
-    if not full:
-        return "-"
-    return "%.1f %%" % (100.0 * (full - minimal) / full)
 
 
 def counts_section(data: GuideData) -> List[Block]:

@@ -1,7 +1,6 @@
-"""The tiles section: the tiles each sub-type really has per problem, from the listing;
-the factories' tables (as generate.py's run got them, else as read from the source) add
-where they are, when they are used and their conditions, and every entry where they
-disagree with the listing."""
+"""The tiles section: each sub-type's tiles per problem, from the listing; the factories'
+tables (as generate.py's run got them, else read from the source) add where and when
+they are used, and every entry where they disagree with the listing."""
 
 from __future__ import annotations
 
@@ -70,7 +69,7 @@ def _tile_cell(uses: Sequence[TileUse], observed: bool) -> Inlines:
 
 
 def _key_cell(column: str, value: str) -> Inlines:
-    return codes([v for v in value.split(", ")]) if column == "dtype" else [Code(value)]
+    return codes(value.split(", ")) if column == "dtype" else [Code(value)]
 
 
 def _source_line(source: TileSource) -> Inlines:
@@ -137,15 +136,11 @@ def _segments_named(table: TileTable) -> Inlines:
 
 
 def _grid(table: TileTable, observed: bool) -> List[Block]:
-    blocks: List[Block] = []
-    merged = _merged_rows(table)
-    header = list(table.columns) + ["Tiles (kernels)"]
     rows = [[_key_cell(c, keys.get(c, "")) for c in table.columns] + [_tile_cell(uses, observed)]
-            for keys, uses in merged]
-    grid = Table(header=header, rows=rows, classes=["fmha-tiles"], counts_after=None)
-    blocks.extend(fold([Code(table.kernel_type), ": %s" % plural(len(rows), "tile row")],
-                       [grid], len(rows)))
-    return blocks
+            for keys, uses in _merged_rows(table)]
+    grid = Table(header=list(table.columns) + ["Tiles (kernels)"], rows=rows, classes=["fmha-tiles"],
+                 counts_after=None)
+    return fold([Code(table.kernel_type), ": %s" % plural(len(rows), "tile row")], [grid], len(rows))
 
 
 def _comparison(table: TileTable, observed: bool) -> List[Block]:
@@ -155,9 +150,9 @@ def _comparison(table: TileTable, observed: bool) -> List[Block]:
     archs = {r.keys.get("arch", "") for r in table.rows}
     matched = {s.arch for s in table.sources}
     facts: List[Inlines] = [_source_line(s) for s in table.sources]
+
     def origin(it: str) -> str:
         return "as generate.py's run got %s" % it if observed else "read from the source"
-
     if len(facts) == 1:
         blocks.append(Para(["Tile table %s: " % origin("it"), *facts[0], "."]))
     elif facts:
@@ -228,10 +223,8 @@ def tiles_section(data: GuideData) -> List[Block]:
     else:
         intro = ("From the listing: each problem's tiles and their kernels (per data type "
                  "of the row).")
-        if any(u.kept is not None for t in data.tile_tables for r in t.rows for u in r.tiles):
-            blocks.append(Para([intro + " ", Emph("kept"), ": of them in the minimal set."]))
-        else:
-            blocks.append(Para([intro]))
+        kept = any(u.kept is not None for t in data.tile_tables for r in t.rows for u in r.tiles)
+        blocks.append(Para([intro + " ", Emph("kept"), ": of them in the minimal set."] if kept else [intro]))
     for table in data.tile_tables:
         blocks.append(SubHeading([Code(table.kernel_type)]))
         blocks.extend(_table_blocks(table, any(f.observed for f in model.factories)))

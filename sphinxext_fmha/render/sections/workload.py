@@ -18,13 +18,11 @@ from ..ir import (
     Strong,
     SubHeading,
     Table,
+    join,
     text_of,
 )
-from .cells import plural, token_cell
+from .cells import percent, plural, token_cell
 from .gloss import gloss_inlines
-
-__all__ = ["build_blocks", "build_table", "examples_section", "needs_inlines", "run_gloss",
-           "unmet_blocks", "unmet_text", "workload_lead", "NEEDED_REASON", "WORKLOAD_TITLE"]
 
 #: The title of section 5 for a workload's set (``:need:``).
 WORKLOAD_TITLE = "Kernel set for the workload"
@@ -34,16 +32,8 @@ NEEDED_REASON = "the workload's values (its calls use exactly these)"
 
 def needs_inlines(needs: Sequence[Need]) -> Inlines:
     """``dtype _bf16, _fp16; hdim _d64, _d128``."""
-    out: Inlines = []
-    for number, need in enumerate(needs):
-        if number:
-            out.append("; ")
-        out.append(need.segment + " ")
-        for position, token in enumerate(need.tokens):
-            if position:
-                out.append(", ")
-            out.extend(token_cell(token))
-    return out
+    return join([[need.segment + " ", *join([token_cell(t) for t in need.tokens])]
+                 for need in needs], "; ")
 
 
 def workload_lead(rec: Recommendation) -> List[Block]:
@@ -93,15 +83,12 @@ def _bytes(count: int) -> str:
 
 
 def build_table(build: BuildCost) -> Table:
-    def share(part: int, whole: int) -> str:
-        return "%.1f %%" % (100.0 * part / whole) if whole else "-"
-
     return Table(header=["Build", "Kernel files (translation units)", "Generated source"],
                  rows=[[["The set"], [str(build.kernel_files)], [_bytes(build.source_bytes)]],
                        [["The full API"], [str(build.full_kernel_files)],
                         [_bytes(build.full_source_bytes)]],
-                       [["Share"], [share(build.kernel_files, build.full_kernel_files)],
-                        [share(build.source_bytes, build.full_source_bytes)]]],
+                       [["Share"], [percent(build.kernel_files, build.full_kernel_files)],
+                        [percent(build.source_bytes, build.full_source_bytes)]]],
                  classes=["fmha-build"], counts_after=None)
 
 
@@ -140,8 +127,6 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
         if workload.label:
             blocks.append(Para(["generate.py's ", Code("--receipt"), " help says: %s"
                                 % workload.label]))
-        # the need holds the values the receipt's rule keeps; the policy decides every
-        # other segment, so the set is not what `-r` alone generates
         blocks.append(Para(["The values below are those its rule keeps; the policy decides "
                             "every other segment, so the set can be smaller than what ",
                             Code("-r %s" % workload.receipt), " generates."]))
