@@ -1,21 +1,8 @@
-"""A page's whole analysis, ahead, in a worker interpreter.
-
-The worker (``python -m sphinxext_fmha prepare``: this package run by name, its own
-folder first on the path, so the same code and its results under the same keys) computes
-what a guide shows into the store on the other core while this process reads other
-pages. Its generate.py runs go through its own launcher, in sessions of their own: ours
-finds them below the worker when it stops it, and they end with it. It says on stdout,
-per API, how long the analysis took (JSON lines); its step lines (``fmha: ...``) are
-passed on. A page whose results are not stored waits for a running worker of its API,
-or claims the worker's memo key first (the worker never starts) and computes as without
-workers; what the worker could not keep the page computes, and reports any failure
-itself. Not worth a worker: an API whose probe took less than a worker's start-up (as
-the first worker measured it). No Sphinx imports.
-
-Kept because measured (issue 42, ``benchmarks/bench_build.py``, the cold flash-attn 2.8.3
-gallery, two rounds side by side): (cold - warm) / plain ``-l`` 12.7x with workers, 15.5x
-without (13.6-17.5x): 18 % of the extension's own wall time, for the same CPU (49.8 s).
-(A worker taking later pages' guides along, b6a9b78, made no cold build faster: gone.)
+"""A page's whole analysis, ahead, in a worker interpreter (``python -m sphinxext_fmha
+prepare``) that fills the store on the other core; a page waits for its worker or claims it
+first. How: ``docs/internals.md``. Kept because measured (issue 42, the cold flash-attn 2.8.3
+gallery, ``benchmarks/bench_build.py``): (cold - warm) / plain ``-l`` 12.7x with workers,
+15.5x without (13.6-17.5x): 18 % of the extension's own wall time, for the same CPU (49.8 s).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The corpus of real CK FMHA trees: load the pinned list, fetch and cache the trees.
-
-Each entry pins a PyPI sdist shipping a CK checkout under ``ck_prefix``.
-:func:`fetch_tree` downloads it from the index pip would use (:mod:`.package_index`),
-checks its sha256, keeps it in ``<cache>/sdists/`` and extracts only
-``<ck_prefix>/example/ck_tile/01_fmha/`` to ``<cache>/trees/<sdist stem>/``, read-only
-(nothing may write into a tree it analyses); a stamp file holding the archive's sha256
-marks a finished extraction, and a tree without one is extracted again.
+"""The corpus of real CK FMHA trees: the pinned list of PyPI sdists, each downloaded
+(:mod:`.package_index`), its sha256 checked, and its ``01_fmha`` folder extracted read-only
+to ``<cache>/trees/<sdist stem>/`` (a stamp file marks a finished extraction).
 """
 
 from __future__ import annotations

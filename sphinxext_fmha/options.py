@@ -1,15 +1,6 @@
-"""The generate.py options the guides can set, in one table, and their validation.
-
-One row per option (:data:`GENERATE_OPTIONS`): the argparse ``dest`` (also the field of
-:class:`Options`, the directive option, the CLI option and ``fmha_<dest>``), the flag
-generate.py is called with and the long flag the ``sphinxext-fmha`` CLI takes.
-Everything that turns options into flags, or checks that a tree's generate.py has an
-option, reads this table.
-
-Values are checked before any process runs (:func:`parse_options`); checks that need the
-tree (the option exists, ``-m`` is one of the alternatives its help lists, the receipt
-is one its ``-r`` help lists) take the tree's options as read from its generate.py.
-A leaf module: no imports from the rest of the package but :mod:`~sphinxext_fmha.errors`.
+"""The generate.py options the guides can set, in one table (:data:`GENERATE_OPTIONS`:
+dest, generate.py flag, CLI flag), and their validation before any process runs (against
+the tree's own help where it is needed). A leaf module: imports only :mod:`.errors`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""``fmha_strict = True``: every problem is a located error line, and the build ends with
-a non-zero exit status, without a traceback or Sphinx's crash report.
-
-Problems are recorded per document in the environment (merged from parallel readers,
-dropped on re-read) and set the exit status at ``build-finished``; documents with
-problems are read again next build, so an incremental build fails until they are fixed.
+"""``fmha_strict = True``: every problem is a located error line and the build exits
+non-zero; problems are kept per document in the environment, so an incremental build fails
+until they are fixed.
 """
 
 from __future__ import annotations

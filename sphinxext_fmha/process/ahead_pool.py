@@ -1,14 +1,6 @@
-"""The one seam of the package's scheduling: work started ahead of the pages that need
-it, in a thread pool (:mod:`concurrent.futures`) sized by :data:`WORKERS`, the cores
-this process may run on (the batch interpreters run that many side by side too).
-
-A step is (its kind, a callable) that does one expensive step (a probe, a listing, a
-batch of filtered runs, a worker interpreter) through the memo, where the page will
-look for its result or its failure; it never raises here, and one that returns False
-did nothing (a page got there first: not counted). Steps start in the order given,
-except that a kind at its limit lets a thread take the next step of another kind.
-Nothing new starts once the process is interrupted or after :meth:`Ahead.stop`; the
-launcher kills the children that are running then. No Sphinx imports here.
+"""The one seam of the package's scheduling: steps started ahead of the pages, in a
+:mod:`concurrent.futures` pool sized by :data:`WORKERS` (the cores we may run on). A step
+never raises here; one that returns False did nothing. See ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Run generate.py through ``batch_script.py``: a page's filtered runs in one
-interpreter (:func:`prefetch`), and the driver, one run for the union of several
-filters (:func:`run_driver`, :func:`cached_listing`, :func:`cached_write`).
-
-The batch's results go into the runner's cache under the keys of the separate runs
-they stand for, so ``list_kernels`` / ``generate_api_file`` / the driver's cached reads
-find them unchanged. A job the batch could not run safely is left out: the normal path
-then runs it as its own process. One interpreter runs every job, its runs in children it
-forks, as many at a time as we have cores (a second interpreter would only add its own
-start-up). No Sphinx imports here.
+"""Run generate.py through ``batch_script.py``: a page's filtered runs in one interpreter
+(:func:`prefetch`, stored under the keys of the separate runs), and the driver, one run for
+the union of several filters (:func:`run_driver`, :func:`cached_listing`,
+:func:`cached_write`). No Sphinx imports here.
 """
 
 from __future__ import annotations

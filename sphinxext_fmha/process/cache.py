@@ -1,12 +1,7 @@
-"""The one store: content-hash keys, one codec (pickle), and the tree's content hash.
-
-Entries are files named by a sha256 key (:meth:`DiskCache.key_for`: canonical JSON of
-the key's parts), each ``zlib(pickle((key, value)))``, written atomically; an entry
-that cannot be read is deleted and is a miss; a folder that cannot be written keeps
-this process's entries in memory after one warning. A result is keyed by the tree as
-it was when its work started (:func:`tree_state`) and stored only if the tree is
-unchanged when it is done. Why pickle, and the rest: ``docs/store.md``. No Sphinx
-imports here.
+"""The one store: files named by a sha256 content-hash key, each ``zlib(pickle((key,
+value)))`` written atomically; an unreadable entry is a miss; an unwritable folder keeps
+entries in memory after one warning; a result is kept only if the tree did not change
+while it was computed (:func:`tree_state`). Why pickle: ``docs/store.md``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,7 @@
-"""The one way this package starts a child process (:func:`run`).
-
-* an argv list, never a shell; standard input from ``/dev/null`` (a child that reads
-  stdin gets EOF instead of blocking until the timeout);
-* standard output and error go to files in a scratch folder, never to pipes: a
-  grandchild that keeps them open cannot make us wait for it;
-* its own session / process group, killed (SIGKILL) with every process of the run when
-  the timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter
-  exit; once the child has ended, whatever of its run still runs is killed too;
-* ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
-  folder goes when the scratch folder goes. Scratch folders (:func:`scratch`) are
-  removed in every case, a SIGTERM included (where: :mod:`~.scratch_place`).
-
-Every process of a run is found by a mark (:func:`new_mark`) in the child's environment,
-inherited by everything it starts: a grandchild that called ``setsid()`` and whose
-parent already exited, which no process group and no walk down the process tree reaches
-any more, still carries it. A watchdog process (``watchdog_script.py``, started with the
-first child, in a session of its own) ends them all when this process dies without
-cleaning up (a SIGKILL, the OOM killer, a CI runner's hard timeout): it reads the
-process groups and scratch folders to clean up from a pipe only we write. Not a
-parent-death signal (``PR_SET_PDEATHSIG``): it is sent when the *thread* that started
-the child ends (ours are started from pool threads), it must be set between fork and
-exec (``preexec_fn``, unsafe with threads), and it does not reach grandchildren.
-
-Children run at our own CPU priority: a nice value ranks nothing where Linux has
-autogroups (a child in a session of its own is an autogroup of its own), and where it
-did the cold builds were no faster (``benchmarks/README.md``, 2026-12-04). The wait
-polls in short slices, so a timeout holds to a fraction of a second whatever the
-children do, and a stop request (interpreter exit) is seen by worker threads too.
+"""The one way this package starts a child process (:func:`run`): an argv, stdin from
+``/dev/null``, output to files, its own session killed with every process of its run (found
+by a mark, :func:`new_mark`) at its timeout, on SIGINT/SIGTERM, at exit, and by a watchdog
+when we die. Why each: ``docs/internals.md``.
 """
 
 from __future__ import annotations

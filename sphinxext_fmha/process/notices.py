@@ -1,11 +1,6 @@
-"""Warnings that are not failures: the work goes on, and the reader is told once.
-
-A cache that cannot be written, a result that is not kept because the CK tree changed
-while it was computed, a temporary folder with no room: the process layer says so here,
-once per process and subject, and carries on. The CLI prints each on standard error
-(the default); the Sphinx glue makes each a warning of its kind (:func:`set_handler`).
-
-No Sphinx imports here.
+"""Warnings that are not failures (a cache not written, a result not kept, a full temporary
+folder): said once per process and subject, on stderr or through :func:`set_handler` (the
+Sphinx glue). No Sphinx imports here.
 """
 
 from __future__ import annotations

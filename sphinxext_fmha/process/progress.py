@@ -1,12 +1,7 @@
-"""One line per expensive step for the build log (Sphinx) or a terminal (CLI).
-
-A step line is written when the step has finished, so lines from runs side by side
-never interleave half-written: ``fmha: bwd of flash_attn-2.8.3: probing generate.py
-(7,824 kernels)... 14.2 s``. Steps answered from the cache write nothing. Progress
-callbacks receive :class:`StepLine` for these, and plain strings for "still running"
-notes, so the Sphinx side can show steps in normal builds and notes only with ``-v``.
-
-No Sphinx imports here.
+"""One line per expensive step, written when it has finished (lines of runs side by side
+never interleave): ``fmha: bwd of flash_attn-2.8.3: probing generate.py (7,824
+kernels)... 14.2 s``; a :class:`StepLine`, while "still running" notes are plain strings
+(Sphinx shows those only with ``-v``). No Sphinx imports here.
 """
 
 from __future__ import annotations

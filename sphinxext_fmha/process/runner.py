@@ -1,11 +1,7 @@
-"""Run a CK tree's own ``generate.py`` (listing and API-file generation), cached.
-
-``python -B generate.py ...`` through the launcher, cwd = the ``01_fmha`` folder
-(generate.py imports ``codegen.ops`` from its own folder), outputs (``-l FILE`` /
-``-o DIR``) in a scratch folder: nothing is ever written into the analysed tree.
-Results are kept in the store keyed by the tree's content digest when the run started,
-the request, the interpreter and :data:`RUNNER_FORMAT`, and only if the tree's files
-are unchanged when the run is done (``inputs``, see :mod:`~.cache`). No Sphinx imports.
+"""Run a CK tree's own ``generate.py`` (listing and write mode) through the launcher, in
+its folder, its outputs in a scratch folder (never in the tree); results kept in the store,
+keyed by the tree's digest when the run started, the request, the interpreter and
+:data:`RUNNER_FORMAT`. No Sphinx imports here.
 """
 
 from __future__ import annotations
