@@ -23,11 +23,11 @@ from .kernel_guide import (
     FilterCheckDirective,
     KernelGuideDirective,
     KernelSetDirective,
+    WarningTypesDirective,
 )
 from .page_scan import setup_ahead
 from .playground import JS_FILE, is_interactive, setup_playground
-from .strict import setup_strict
-from .warning_types import WarningTypesDirective
+from .sphinx_glue import setup_strict
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"
