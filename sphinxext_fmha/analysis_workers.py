@@ -53,10 +53,8 @@ def _options_key(options: object) -> str:
 
 
 class AnalysisWorkers:
-    """The worker steps of one session, and the pages' wait for them. ``observe(api,
-    options)`` is the probe's observation (through the memo), ``keep_other(api,
-    options)`` keeps the other ``--mask`` listing, ``stored(kind, api, options)`` says
-    whether the store has a result already."""
+    """The worker steps of one session, and the pages' wait for them (``observe``: the
+    probe's observation; ``keep_other``: keeps the other ``--mask`` listing)."""
 
     def __init__(self, memo: Memo, place: WorkerPlace, *,
                  observe: Callable[[str, Options], dict],
@@ -76,8 +74,7 @@ class AnalysisWorkers:
 
     def step(self, api: str, options: Options, sections: Optional[str],
              kinds: Sequence[str]) -> Optional[Item]:
-        """The worker step for the guide of ``api`` (``sections``, None: all); None when
-        the results of ``kinds`` (what the page keeps) are all stored."""
+        """The worker step for the guide of ``api``; None when ``kinds`` are all stored."""
         if not self.place.has_mask:
             kinds = [kind for kind in kinds if kind != "mask-modes"]
         if all(self._stored(kind, api, options) for kind in kinds):
@@ -96,10 +93,9 @@ class AnalysisWorkers:
         self._builds += 1
 
     def _ahead(self, key: Tuple) -> bool:
-        """A worker step: once the probe of its own guide is done, the costliest guide
-        whose probe is done and whose worker has not started yet (this process reads
-        the pages in order, so the longest analyses are the ones to take off it). False
-        when no worker was started."""
+        """A worker step: once its own probe is done, the costliest guide whose probe is
+        done and whose worker has not started (the pages are read in order, so the
+        longest analyses are the ones to take off them). False when none started."""
         with self._lock:
             planned = self._pending.get(key)
         if planned is not None:
@@ -132,14 +128,12 @@ class AnalysisWorkers:
         return bool(started)
 
     def _ready_kernels(self, key: Tuple) -> int:
-        """How many kernels the guide of ``key`` has when its probe is done (else -1)."""
         api, options = self._pending[key][:2]
         observed = self.memo.value(("observation", api, options))
         return len(observed.get("listing") or []) if isinstance(observed, dict) else -1
 
     def _worth_it(self, observed: dict) -> bool:
-        """Whether analysing this API is worth starting an interpreter: its probe's work
-        (listing, perturbation, dispatch file) took longer than a worker's start-up."""
+        """Whether the probe's work took longer than a worker's start-up."""
         seconds = observed.get("seconds") or {}
         probe = sum(float(seconds.get(part) or 0.0) for part in ("observe", "perturb"))
         probe += float((observed.get("dispatch") or {}).get("seconds") or 0.0)
@@ -166,8 +160,7 @@ class AnalysisWorkers:
                             "analysed in a worker interpreter" if ok else _NOT_COMPLETE,
                             time.monotonic() - started)
 
-        # its own generate.py runs each have the per-run timeout; the worker as a whole
-        # gets room for the probe-free analysis and a few of them
+        # room for the probe-free analysis and a few generate.py runs of the timeout each
         outcome = run_worker(current_interpreter(), args, timeout=4 * place.timeout,
                              on_api=done_with,
                              on_step=None if progress is None else
@@ -183,9 +176,8 @@ class AnalysisWorkers:
         return outcome.ok or kept == [True]
 
     def wait_or_claim(self, parts: Sequence[object]) -> bool:
-        """Wait for the worker of these results' API (``parts``: the API first, the
-        options last, as stored), or claim it so that it never starts; True when one
-        ran and kept its results."""
+        """Wait for the worker of these results' API (``parts``: as stored), or claim it
+        so that it never starts; True when one ran and kept its results."""
         if not self._keys or not parts or not isinstance(parts[-1], dict):
             return False
         key = self._keys.get((str(parts[0]), _options_key(parts[-1])))
@@ -204,8 +196,7 @@ STEP_PREFIX = "fmha: "
 
 @dataclass
 class WorkerOutcome:
-    """How a worker ended: ``ok`` when every API was analysed and kept; the seconds of
-    the whole process and of each API's analysis (the difference is its start-up)."""
+    """How a worker ended (``ok``: every API analysed and kept), and its seconds."""
 
     ok: bool
     seconds: float
@@ -233,12 +224,9 @@ def prepare_argv(ck_root: Path, apis: Sequence[str], *, cache_dir: Path, python:
 def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
                on_api: Optional[Callable[[str, bool, float], None]] = None,
                on_step: Optional[Callable[[str], None]] = None) -> WorkerOutcome:
-    """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a worker
-    that cannot start, fails or times out is an outcome that is not ok, with the
-    :class:`GenerateError` that says why). While the worker runs: ``on_api(api, kept,
-    seconds)`` as soon as it says it is done with an API (``kept``: with no problem;
-    its analysis's seconds), while it goes on with the next; ``on_step(line)`` for each
-    of its step lines (else they are only in the outcome)."""
+    """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a failure is
+    an outcome not ok, with its :class:`GenerateError`). While it runs: ``on_api(api, kept,
+    seconds)`` as soon as it is done with an API; ``on_step(line)`` for its step lines."""
     argv = [interpreter, "-m", "sphinxext_fmha", *args]
     display = shlex.join(["sphinxext-fmha", *args])
     try:
@@ -258,9 +246,7 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
                         if line.startswith(STEP_PREFIX):
                             on_step(line)
 
-            # the scratch folder as working folder: ``-m`` puts it first on the path,
-            # and it holds no module that could stand in for ours
-            # its guide is read later: the runs of the page being read come first
+            # cwd: the scratch folder (first on the path with ``-m``), which holds no module
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
                           display=display, env=env,
                           watch=watch if on_api is not None or on_step is not None else None)
@@ -289,7 +275,6 @@ def _api_record(line: str) -> Optional[Tuple[str, bool, float]]:
 
 
 class _NewLines:
-    """The whole lines a child has added to one of its output files since last asked."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.offset = path, 0
@@ -307,6 +292,5 @@ class _NewLines:
 
 
 def current_interpreter() -> str:
-    """The interpreter that runs this package (the worker needs this package; the
-    interpreter that runs generate.py may not have it)."""
+    """The interpreter that runs this package (generate.py's may not have it)."""
     return sys.executable

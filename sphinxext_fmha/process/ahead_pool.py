@@ -22,7 +22,6 @@ __all__ = ["Ahead", "AheadPool", "Item", "WORKERS", "in_background"]
 
 
 def _cores() -> int:
-    """The cores this process may run on (as a container or ``taskset`` limits it)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on macOS or Windows
@@ -45,8 +44,7 @@ Item = Tuple[str, Callable[[], object]]
 
 
 class AheadPool:
-    """Runs items in ``workers`` pool threads; ``on_done(seconds, ran)`` is called once,
-    by the last thread to end, with how many items of each kind ran."""
+    """Runs items in ``workers`` threads; the last to end calls ``on_done(seconds, ran)``."""
 
     def __init__(self, items: Sequence[Item], workers: int = WORKERS,
                  on_done: Optional[Callable[[float, Counter[str]], None]] = None,
@@ -119,9 +117,8 @@ class AheadPool:
 
 
 class Ahead:
-    """One build's steps started ahead, over a memo: each step computes a memo key
-    (skipped when a page started it first), and what it promises (a listing its probe
-    makes, a filter its batch runs) lets a page wait for it instead of running it."""
+    """One build's steps started ahead, each a memo key (skipped when a page started it
+    first); what a step promises (a listing, a filter's runs) a page waits for."""
 
     def __init__(self, memo: Memo) -> None:
         self.memo = memo
@@ -144,8 +141,7 @@ class Ahead:
 
     def listing(self, runner: GenerateRunner, request: GenerateRequest,
                 probed: Optional[GenerateRequest] = None) -> Optional[Item]:
-        """``generate.py -l`` (None when kept, or when a probe started ahead lists it:
-        the probe of ``probed`` lists ``request`` too)."""
+        """``generate.py -l`` (None when kept, or when the probe of ``probed`` lists it)."""
         if probed is not None and ("list", probed) in self._promised:
             self._promised.setdefault(("list", request), self._promised[("list", probed)])
         if runner.has_result("list", request) or self.promised(("list", request)):
@@ -170,8 +166,8 @@ class Ahead:
         return entry[0] if entry is not None else None
 
     def wait_for(self, made: Hashable) -> None:
-        """Wait for the step that makes ``made`` (or do its work now); its failure is
-        left to the page's own run, which says what is wrong."""
+        """Wait for the step that makes ``made`` (or do its work now); its failure is left
+        to the page's own run."""
         entry = self._promised.get(made)
         if entry is not None:
             try:
@@ -181,9 +177,8 @@ class Ahead:
 
     def start(self, steps: Sequence[Item], progress: Progress, fmha_dir: Path,
               limits: Mapping[str, int], wait: bool = False) -> None:
-        """Start ``steps`` in the background (``wait``: and wait for them: Sphinx's
-        parallel readers are forked processes, which inherit no thread); one line
-        says what ran once all are done."""
+        """Start ``steps`` in the background (``wait``: and wait: forked readers inherit no
+        thread); one line says what ran once all are done."""
         self._end_pool()  # a build before this one did not stop it
         apis = sorted({key[1] for key, _ in self._promised.values() if key[0] == "observation"})
 
@@ -197,8 +192,7 @@ class Ahead:
                 self._pool.wait()
 
     def stop(self) -> None:
-        """Start nothing more, wait for what runs, and forget the failures kept for the
-        pages and the promises (the end of a build's reading)."""
+        """The end of a build's reading: start nothing more, wait, forget failures and promises."""
         self._end_pool()
         self.memo.forget_failures()
         self._promised.clear()

@@ -57,8 +57,8 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     a time; returns how many results were stored."""
     todo = missing(runner, requests, dispatch)
     runs_of_drivers = [d for d in dict.fromkeys([*([driver] if driver else []), *drivers])
-                       if not (runner.has_driver_result("list", d) and
-                               (not dispatch or runner.has_driver_result("api", d)))]
+                       if not (runner.has_result("list", d) and
+                               (not dispatch or runner.has_result("api", d)))]
     runs = (len(todo) + len(runs_of_drivers)) * (2 if dispatch else 1)
     if runs < MIN_JOBS or runner.cache is None:
         return 0
@@ -76,8 +76,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
             found.get("kernel_bytes"), int(found.get("api_bytes") or 0)
         ) if dispatch and found and not found.get("error") else None
         if isinstance(job, DriverRun):
-            runner.store_driver_listing(job, listed_kernels(result["listing"]), seconds,
-                                        inputs=inputs)
+            runner.store_driver_listing(job, listed_kernels(result["listing"]), inputs=inputs)
             if written is not None:
                 runner.store_driver_write(job, written, inputs=inputs)
         else:
@@ -177,13 +176,12 @@ def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
     inputs = runner.state()
     files = runner.stored_driver_listing(run, inputs)
     if files is None:
-        started = time.monotonic()
         with scratch("fmha-driver-list-") as tmp:
             run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
                        run.request.argv(runner.options), ["-l", str(tmp / "kernels.txt")],
                        runner.timeout)
             files = listed_kernels(listing_lines(tmp / "kernels.txt"))
-        runner.store_driver_listing(run, files, time.monotonic() - started, inputs=inputs)
+        runner.store_driver_listing(run, files, inputs=inputs)
     return files
 
 

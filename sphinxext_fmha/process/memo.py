@@ -9,11 +9,9 @@ __all__ = ["Memo"]
 
 
 class Memo:
-    """Results computed once per process, each under its own lock, so a result being
-    computed (by a page, or ahead of it in the background) is waited for, not computed
-    again. A failure of work started ahead is kept until :meth:`forget_failures` (the
-    end of the build's reading): every page that needs it gets it, and nothing runs the
-    failing step again in that build."""
+    """A result being computed (by a page, or ahead of it) is waited for, not computed
+    again; a failure of work started ahead is kept for the pages until
+    :meth:`forget_failures` (the end of the build's reading)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -117,7 +117,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], d
     from ..process.batch import prefetch as run_batches
 
     if not missing(runner, list(requests)) and all(
-            runner.has_driver_result(kind, run) for run in drivers for kind in ("list", "api")):
+            runner.has_result(kind, run) for run in drivers for kind in ("list", "api")):
         return
     observed = observe()
     dispatch = observed.get("dispatch") or {}
