@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .options import GENERATE_OPTIONS, Options
-from .process.ahead_pool import Item
+from .process.ahead_pool import Item, Memo
 from .process.launch import GenerateError, child_environment, output_files, run, scratch
-from .process.memo import Memo
 from .process.progress import StepLine, report_step
 
 __all__ = ["WORKER", "AnalysisWorkers", "WorkerPlace", "STEP_PREFIX", "WorkerOutcome",

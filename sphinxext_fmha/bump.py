@@ -321,10 +321,9 @@ def _token_changes(class_name: str, label: str, before: Mapping[str, List[Dict[s
 
 def _migrate(session: Session, side: Side, api: str, options: Options,
              target: Set[str]) -> Tuple[Migration, Set[str]]:
-    """The runs for ``target`` (with what whole-trait dropping forces along), and the
-    union of their listings. When generate.py refuses to write them (newer CK asserts
-    that each split-KV kernel has its combine kernel), the runs for the target with the
-    kernels the dispatch launches with it, if generate.py writes those."""
+    """The runs for ``target`` (with what whole-trait dropping forces along) and the union
+    of their listings; when write mode refuses them (newer CK's split-KV assertion), the
+    runs with the kernels the dispatch launches with them, if those are written."""
     wanted = set(target)
     if side.model.filter.drops == "trait":
         wanted |= forced_by_traits(target, session.traits(api, options))

@@ -128,8 +128,7 @@ def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
 
 
 class Step(str):
-    """A finished step of :func:`fetch_tree` (``fmha: fetching ... 2.1 s``); its other
-    messages are plain strings, for a verbose log."""
+    """A finished step of :func:`fetch_tree` (``fmha: fetching ... 2.1 s``)."""
 
 
 def _step(what: str, started: float) -> Step:
@@ -286,8 +285,7 @@ def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
 
 
 def _chmod_tree(top: Path, writable: bool) -> None:
-    """Every file and folder below (and including) ``top``: read-only (a-w), or
-    writable again (files u+w, folders u+rwx)."""
+    """``top`` and everything below: read-only (a-w), or writable again (u+w, folders u+rwx)."""
     for dirpath, _dirnames, filenames in os.walk(top):
         for path, grant in [(dirpath, 0o700), *((os.path.join(dirpath, f), 0o200)
                                                  for f in filenames)]:

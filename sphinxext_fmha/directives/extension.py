@@ -121,8 +121,7 @@ def _rename_anchors(content: List[nodes.Node], renamed: Dict[str, str]) -> None:
 
 
 class ResolveDiagrams(SphinxPostTransform):
-    """HTML builders: the diagram becomes its raw HTML (``formats``: Sphinx decides
-    which builder is HTML, without the deprecated ``self.app``)."""
+    """HTML builders (``formats``, not the deprecated ``self.app``): the diagram's raw HTML."""
 
     default_priority = 300
     formats = ("html",)
@@ -133,8 +132,7 @@ class ResolveDiagrams(SphinxPostTransform):
 
 
 class DiagramFallback(SphinxPostTransform):
-    """Every other builder (runs after :class:`ResolveDiagrams`): the fallback, a literal
-    block with the name and a numbered ruler."""
+    """Every other builder (after :class:`ResolveDiagrams`): the literal-block fallback."""
 
     default_priority = 301
 

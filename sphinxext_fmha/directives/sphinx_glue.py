@@ -50,8 +50,7 @@ def clear_sessions() -> None:
 
 
 def directive_options(config: Any, session: Any, given: Dict[str, Any]) -> Options:
-    """The options in effect for a directive whose options are ``given``: see
-    :meth:`FmhaDirective.session_and_options`."""
+    """The options in effect for a directive (:meth:`FmhaDirective.session_and_options`)."""
     own = {k: given.get(k) for k in OPTION_SPEC}
     values = merge_options(fmha_config(config).options(), **own)
     origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
@@ -81,8 +80,7 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
 
 
 def session_at(config: Any, root: Path):
-    """The Session of the CK tree at ``root`` (:func:`get_session`'s, for another tree:
-    a filter check's ``:against:``)."""
+    """:func:`get_session` for the tree at ``root`` (a filter check's ``:against:``)."""
     from ..process.notices import set_handler
 
     set_handler(_notice)

@@ -1,6 +1,7 @@
 """The one seam of the package's scheduling: steps started ahead of the pages, in a
-:mod:`concurrent.futures` pool sized by :data:`WORKERS` (the cores we may run on). A step
-never raises here; one that returns False did nothing. See ``docs/internals.md``.
+:mod:`concurrent.futures` pool sized by :data:`WORKERS` (the cores we may run on), and the
+:class:`Memo` where pages find their results. A step never raises here; one that returns
+False did nothing. See ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Counter, Deque, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Counter, Deque, Dict, Hashable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .launch import install_handlers, interrupts
-from .memo import Memo
 from .progress import Progress, report_ahead
 from .runner import GenerateRequest, GenerateRunner
 
-__all__ = ["Ahead", "AheadPool", "Item", "WORKERS", "in_background"]
+__all__ = ["Ahead", "AheadPool", "Item", "Memo", "WORKERS", "in_background"]
 
 
 def _cores() -> int:
@@ -37,6 +37,65 @@ def in_background(work: Callable[..., object], *args: object, name: str) -> Futu
     started = pool.submit(work, *args)
     pool.shutdown(wait=False)
     return started
+
+
+class Memo:
+    """A result being computed (by a page, or ahead of it) is waited for, not computed
+    again; a failure of work started ahead is kept for the pages until
+    :meth:`forget_failures` (the end of the build's reading)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key_locks: Dict[Tuple, threading.Lock] = {}
+        self._values: Dict[Tuple, object] = {}
+        self._failed: Dict[Tuple, BaseException] = {}
+        self._started: Set[Tuple] = set()
+
+    def _known(self, key: Tuple, ahead: bool) -> Tuple[bool, object]:
+        """(whether the answer is known, the answer); raises a kept failure."""
+        with self._lock:
+            if key in self._values:
+                return True, self._values[key]
+            if key in self._failed:
+                raise self._failed[key]
+            if ahead and key in self._started:
+                return True, None  # a page got there first: it computes or computed it
+            return False, None
+
+    def once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
+        """``compute()``'s value for ``key``; ``ahead``: work started ahead of a page,
+        skipped when anything already started it, its failure kept for the pages."""
+        known, value = self._known(key, ahead)
+        if known:
+            return value
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            known, value = self._known(key, ahead)
+            if known:
+                return value
+            with self._lock:
+                self._started.add(key)
+            try:
+                value = compute()
+            except Exception as error:
+                if ahead:
+                    with self._lock:
+                        self._failed[key] = error
+                raise
+            with self._lock:
+                self._values[key] = value
+            return value
+
+    def value(self, key: Tuple) -> object:
+        """The value computed for ``key``, or None (not computed, or being computed)."""
+        with self._lock:
+            return self._values.get(key)
+
+    def forget_failures(self) -> None:
+        with self._lock:
+            self._failed.clear()
+            self._started = set(self._values)
 
 
 #: (what it is, for the progress line; the work)

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Union
 
 from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
@@ -27,7 +27,7 @@ from .progress import options_shown, report_step
 
 __all__ = ["RUNNER_FORMAT", "GenerateError", "GenerateRequest", "ListingResult", "ApiFileResult",
            "DriverRun", "GenerateRunner", "total_processes_started", "interpreter_id",
-           "check_generate_py", "listing_lines", "read_written"]
+           "api_file_result", "check_generate_py", "listing_lines", "read_written"]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes (3: the
 #: results themselves, pickled by the store).
@@ -116,10 +116,9 @@ def listing_lines(path: Path) -> List[str]:
                             % (path, error.strerror or error)) from None
 
 
-def read_written(outdir: Path, display: str) -> Tuple[str, str, Dict[str, str], Dict[str, int],
-                                                    int]:
-    """What write mode wrote into ``outdir``: the dispatch file's name and text, each kernel
-    file's trait keys and bytes (its source read once and dropped), the dispatch file's bytes."""
+def read_written(outdir: Path, display: str) -> Dict[str, Any]:
+    """What write mode wrote into ``outdir``, as :func:`api_file_result` reads it (each kernel
+    source read once, for its trait keys, and dropped)."""
     written = sorted(outdir.rglob("*.cpp"), key=lambda p: p.name)
     api_paths = [p for p in written if _API_FILE_RE.search(p.name)]
     kernels = [p for p in written if not _API_FILE_RE.search(p.name)]
@@ -127,10 +126,24 @@ def read_written(outdir: Path, display: str) -> Tuple[str, str, Dict[str, str], 
         found = ", ".join(p.name for p in api_paths) or "none"
         raise GenerateError(f"{display}: expected one *_api.cpp in the output, found {found}",
                             command=display)
-    return (api_paths[0].name, api_paths[0].read_text(encoding="utf-8", errors="replace"),
-            {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-             for p in kernels},
-            {p.name: p.stat().st_size for p in kernels}, api_paths[0].stat().st_size)
+    return {"api_file": api_paths[0].name,
+            "text": api_paths[0].read_text(encoding="utf-8", errors="replace"),
+            "kernel_traits": {p.name: kernel_trait_key(p.read_text(encoding="utf-8",
+                                                                   errors="replace"))
+                              for p in kernels},
+            "kernel_bytes": {p.name: p.stat().st_size for p in kernels},
+            "api_bytes": api_paths[0].stat().st_size}
+
+
+def api_file_result(command: str, found: Mapping[str, Any], seconds: float,
+                    **more: Any) -> ApiFileResult:
+    """The write-mode result of what a run wrote (:func:`read_written`), or of what the
+    probe or a batch rendered (the same keys)."""
+    return ApiFileResult(command=command, api_file=found["api_file"], text=found["text"],
+                         kernel_files=sorted(found["kernel_traits"]),
+                         kernel_traits=dict(found["kernel_traits"]), seconds=round(seconds, 3),
+                         kernel_bytes=dict(found.get("kernel_bytes") or {}),
+                         api_bytes=int(found.get("api_bytes") or 0), **more)
 
 
 def _kept(cache: DiskCache, key: str, cls: type):
@@ -275,24 +288,18 @@ class GenerateRunner:
             outdir = workdir / "generated"
             outdir.mkdir()
             seconds = self._run(req, ["-o", str(outdir)], display, workdir)
-            api_file, text, kernel_traits, kernel_bytes, api_bytes = read_written(outdir, display)
-        result = self.store_api_file(req, api_file, text, kernel_traits, seconds,
-                                     from_cache=False, kernel_bytes=kernel_bytes,
-                                     api_bytes=api_bytes, inputs=inputs)
+            written = read_written(outdir, display)
+        result = self.store_api_file(req, written, seconds, from_cache=False, inputs=inputs)
         self._report(req, "-o", seconds, result.count)
         return result
 
-    def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
-                       kernel_traits: Dict[str, str], seconds: float,
-                       from_cache: bool = True, kernel_bytes: Optional[Dict[str, int]] = None,
-                       api_bytes: int = 0, *, inputs: TreeState) -> ApiFileResult:
-        """Keep a write-mode result for ``req`` (the probe's too, which renders the same
-        files without writing them); ``inputs``: the tree when the run started."""
-        result = ApiFileResult(
-            command=self.api_file_command(req), api_file=api_file, text=text,
-            kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
-            seconds=round(seconds, 3), from_cache=from_cache, request=req,
-            kernel_bytes=dict(kernel_bytes or {}), api_bytes=int(api_bytes))
+    def store_api_file(self, req: GenerateRequest, written: Mapping[str, Any], seconds: float,
+                       from_cache: bool = True, *, inputs: TreeState) -> ApiFileResult:
+        """Keep what write mode wrote for ``req`` (:func:`api_file_result`; the probe's
+        too, which renders the same files without writing them); ``inputs``: the tree
+        when the run started."""
+        result = api_file_result(self.api_file_command(req), written, seconds,
+                                 from_cache=from_cache, request=req)
         if self.cache is not None:
             key = self._key("api", req, inputs)
             self.cache.put(key, dataclasses.replace(result, from_cache=True), inputs)

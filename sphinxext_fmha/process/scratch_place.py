@@ -25,10 +25,8 @@ _USUAL = ("/tmp", "/var/tmp", "/usr/tmp")
 
 
 def scratch_parent() -> Optional[str]:
-    """The folder to make scratch folders in, or None for the system's temporary folder
-    (what :func:`tempfile.mkdtemp` picks: the environment's choice, or its default;
-    not :data:`tempfile.tempdir`, which the first call of :func:`tempfile.gettempdir`
-    sets, chosen or not)."""
+    """The folder to make scratch folders in, or None for what :func:`tempfile.mkdtemp`
+    picks (not :data:`tempfile.tempdir`, which :func:`tempfile.gettempdir` sets anyway)."""
     chosen = next((os.environ[var] for var in TEMP_VARIABLES if os.environ.get(var)), None)
     if chosen is not None:
         room = free_space(chosen)

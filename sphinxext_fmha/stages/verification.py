@@ -110,9 +110,8 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
 
 def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], dict],
              parallel: int, drivers: Sequence[DriverRun]) -> None:
-    """Run ``requests`` (filtered) and ``drivers`` not cached yet in a batch interpreter
-    (:mod:`~sphinxext_fmha.process.batch`), ``parallel`` at a time, with the trait keys
-    of the kernels the probe observed (``observe``, not called when all are cached)."""
+    """Run ``requests`` and ``drivers`` not cached yet in a batch interpreter, with the
+    trait keys the probe observed (``observe``: not called when all are cached)."""
     from ..process.batch import missing
     from ..process.batch import prefetch as run_batches
 
