@@ -150,9 +150,8 @@ _FOUND: Dict[Tuple[str, str], Union[Path, CKRootNotFound]] = {}
 
 
 def find_ck_root(given: Optional[PathLike], start: PathLike) -> Path:
-    """The CK root ``given`` names (the CLI's ``--ck-root``, ``fmha_ck_root``), else the
-    one found upward from ``start``.  Remembered, failures too (a page's every
-    directive asks), until :func:`forget_roots`."""
+    """The CK root ``given`` names, else the one found upward from ``start``; remembered,
+    failures too (every directive of a page asks), until :func:`forget_roots`."""
     key = (str(given or ""), str(start))
     with _LOCK:
         if key not in _FOUND:

@@ -35,9 +35,8 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Pause automatic collection for the block. Nested and concurrent blocks (a page and
-    work started ahead in another thread) share the pause: the collector resumes when the
-    last of them ends, and only if it ran before the first began."""
+    """Pause automatic collection for the block; nested and concurrent blocks share the
+    pause: the collector resumes when the last ends, if it ran before the first began."""
     global _paused, _resume
     with _lock:
         if _paused == 0:

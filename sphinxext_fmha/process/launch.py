@@ -296,8 +296,7 @@ class Outcome:
         return f"exit code {self.returncode}"
 
     def error(self, message: str = "", kind: Optional[WarningType] = None) -> GenerateError:
-        """The :class:`GenerateError` for this outcome: what failed, where, and the end
-        of its stderr (a full scratch folder is the likely cause when it is full)."""
+        """The :class:`GenerateError` for this outcome: what failed, where, its stderr's end."""
         tail = self.stderr_tail()
         lines = tail.splitlines()
         text = (message or f"{self.command} failed: {self.status()}")
