@@ -1,21 +1,8 @@
-"""A page's whole analysis, ahead, in a worker interpreter.
-
-The worker (``python -m sphinxext_fmha prepare``: this package run by name, its own
-folder first on the path, so the same code and its results under the same keys) computes
-what a guide shows into the store on the other core while this process reads other
-pages. Its generate.py runs go through its own launcher, in sessions of their own: ours
-finds them below the worker when it stops it, and they end with it. It says on stdout,
-per API, how long the analysis took (JSON lines); its step lines (``fmha: ...``) are
-passed on. A page whose results are not stored waits for a running worker of its API,
-or claims the worker's memo key first (the worker never starts) and computes as without
-workers; what the worker could not keep the page computes, and reports any failure
-itself. Not worth a worker: an API whose probe took less than a worker's start-up (as
-the first worker measured it). No Sphinx imports.
-
-Kept because measured (issue 42, ``benchmarks/bench_build.py``, the cold flash-attn 2.8.3
-gallery, two rounds side by side): (cold - warm) / plain ``-l`` 12.7x with workers, 15.5x
-without (13.6-17.5x): 18 % of the extension's own wall time, for the same CPU (49.8 s).
-(A worker taking later pages' guides along, b6a9b78, made no cold build faster: gone.)
+"""A page's whole analysis, ahead, in a worker interpreter (``python -m sphinxext_fmha
+prepare``) that fills the store on the other core; a page waits for its worker or claims it
+first. How: ``docs/internals.md``. Kept because measured (issue 42, the cold flash-attn 2.8.3
+gallery, ``benchmarks/bench_build.py``): (cold - warm) / plain ``-l`` 12.7x with workers,
+15.5x without (13.6-17.5x): 18 % of the extension's own wall time, for the same CPU (49.8 s).
 """
 
 from __future__ import annotations
@@ -32,9 +19,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .options import GENERATE_OPTIONS, Options
-from .process.ahead_pool import Item
+from .process.ahead_pool import Item, Memo
 from .process.launch import GenerateError, child_environment, output_files, run, scratch
-from .process.memo import Memo
 from .process.progress import StepLine, report_step
 
 __all__ = ["WORKER", "AnalysisWorkers", "WorkerPlace", "STEP_PREFIX", "WorkerOutcome",
@@ -66,10 +52,8 @@ def _options_key(options: object) -> str:
 
 
 class AnalysisWorkers:
-    """The worker steps of one session, and the pages' wait for them. ``observe(api,
-    options)`` is the probe's observation (through the memo), ``keep_other(api,
-    options)`` keeps the other ``--mask`` listing, ``stored(kind, api, options)`` says
-    whether the store has a result already."""
+    """The worker steps of one session, and the pages' wait for them (``observe``: the
+    probe's observation; ``keep_other``: keeps the other ``--mask`` listing)."""
 
     def __init__(self, memo: Memo, place: WorkerPlace, *,
                  observe: Callable[[str, Options], dict],
@@ -89,8 +73,7 @@ class AnalysisWorkers:
 
     def step(self, api: str, options: Options, sections: Optional[str],
              kinds: Sequence[str]) -> Optional[Item]:
-        """The worker step for the guide of ``api`` (``sections``, None: all); None when
-        the results of ``kinds`` (what the page keeps) are all stored."""
+        """The worker step for the guide of ``api``; None when ``kinds`` are all stored."""
         if not self.place.has_mask:
             kinds = [kind for kind in kinds if kind != "mask-modes"]
         if all(self._stored(kind, api, options) for kind in kinds):
@@ -109,10 +92,9 @@ class AnalysisWorkers:
         self._builds += 1
 
     def _ahead(self, key: Tuple) -> bool:
-        """A worker step: once the probe of its own guide is done, the costliest guide
-        whose probe is done and whose worker has not started yet (this process reads
-        the pages in order, so the longest analyses are the ones to take off it). False
-        when no worker was started."""
+        """A worker step: once its own probe is done, the costliest guide whose probe is
+        done and whose worker has not started (the pages are read in order, so the
+        longest analyses are the ones to take off them). False when none started."""
         with self._lock:
             planned = self._pending.get(key)
         if planned is not None:
@@ -145,14 +127,12 @@ class AnalysisWorkers:
         return bool(started)
 
     def _ready_kernels(self, key: Tuple) -> int:
-        """How many kernels the guide of ``key`` has when its probe is done (else -1)."""
         api, options = self._pending[key][:2]
         observed = self.memo.value(("observation", api, options))
         return len(observed.get("listing") or []) if isinstance(observed, dict) else -1
 
     def _worth_it(self, observed: dict) -> bool:
-        """Whether analysing this API is worth starting an interpreter: its probe's work
-        (listing, perturbation, dispatch file) took longer than a worker's start-up."""
+        """Whether the probe's work took longer than a worker's start-up."""
         seconds = observed.get("seconds") or {}
         probe = sum(float(seconds.get(part) or 0.0) for part in ("observe", "perturb"))
         probe += float((observed.get("dispatch") or {}).get("seconds") or 0.0)
@@ -179,8 +159,7 @@ class AnalysisWorkers:
                             "analysed in a worker interpreter" if ok else _NOT_COMPLETE,
                             time.monotonic() - started)
 
-        # its own generate.py runs each have the per-run timeout; the worker as a whole
-        # gets room for the probe-free analysis and a few of them
+        # room for the probe-free analysis and a few generate.py runs of the timeout each
         outcome = run_worker(current_interpreter(), args, timeout=4 * place.timeout,
                              on_api=done_with,
                              on_step=None if progress is None else
@@ -196,9 +175,8 @@ class AnalysisWorkers:
         return outcome.ok or kept == [True]
 
     def wait_or_claim(self, parts: Sequence[object]) -> bool:
-        """Wait for the worker of these results' API (``parts``: the API first, the
-        options last, as stored), or claim it so that it never starts; True when one
-        ran and kept its results."""
+        """Wait for the worker of these results' API (``parts``: as stored), or claim it
+        so that it never starts; True when one ran and kept its results."""
         if not self._keys or not parts or not isinstance(parts[-1], dict):
             return False
         key = self._keys.get((str(parts[0]), _options_key(parts[-1])))
@@ -217,8 +195,7 @@ STEP_PREFIX = "fmha: "
 
 @dataclass
 class WorkerOutcome:
-    """How a worker ended: ``ok`` when every API was analysed and kept; the seconds of
-    the whole process and of each API's analysis (the difference is its start-up)."""
+    """How a worker ended (``ok``: every API analysed and kept), and its seconds."""
 
     ok: bool
     seconds: float
@@ -246,12 +223,9 @@ def prepare_argv(ck_root: Path, apis: Sequence[str], *, cache_dir: Path, python:
 def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
                on_api: Optional[Callable[[str, bool, float], None]] = None,
                on_step: Optional[Callable[[str], None]] = None) -> WorkerOutcome:
-    """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a worker
-    that cannot start, fails or times out is an outcome that is not ok, with the
-    :class:`GenerateError` that says why). While the worker runs: ``on_api(api, kept,
-    seconds)`` as soon as it says it is done with an API (``kept``: with no problem;
-    its analysis's seconds), while it goes on with the next; ``on_step(line)`` for each
-    of its step lines (else they are only in the outcome)."""
+    """Run ``interpreter -m sphinxext_fmha <args>`` to its end; never raises (a failure is
+    an outcome not ok, with its :class:`GenerateError`). While it runs: ``on_api(api, kept,
+    seconds)`` as soon as it is done with an API; ``on_step(line)`` for its step lines."""
     argv = [interpreter, "-m", "sphinxext_fmha", *args]
     display = shlex.join(["sphinxext-fmha", *args])
     try:
@@ -271,9 +245,7 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
                         if line.startswith(STEP_PREFIX):
                             on_step(line)
 
-            # the scratch folder as working folder: ``-m`` puts it first on the path,
-            # and it holds no module that could stand in for ours
-            # its guide is read later: the runs of the page being read come first
+            # cwd: the scratch folder (first on the path with ``-m``), which holds no module
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
                           display=display, env=env,
                           watch=watch if on_api is not None or on_step is not None else None)
@@ -302,7 +274,6 @@ def _api_record(line: str) -> Optional[Tuple[str, bool, float]]:
 
 
 class _NewLines:
-    """The whole lines a child has added to one of its output files since last asked."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.offset = path, 0
@@ -320,6 +291,5 @@ class _NewLines:
 
 
 def current_interpreter() -> str:
-    """The interpreter that runs this package (the worker needs this package; the
-    interpreter that runs generate.py may not have it)."""
+    """The interpreter that runs this package (generate.py's may not have it)."""
     return sys.executable

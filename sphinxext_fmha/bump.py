@@ -1,12 +1,7 @@
-"""One ``-f`` filter in an old and a new CK tree: ``sphinxext-fmha diff`` and ``:against:``.
-
-Each tree's generate.py lists what the filter selects; the facts say why the lists
-differ (reason codes, ``bump_data.CHANGE_KINDS``: the renderer words them); and the
-fewest runs the synthesis finds (:meth:`Session.select
-<sphinxext_fmha.session.Session.select>`) select the old selection's counterparts in the
-new tree. An old kernel's counterparts are the new tree's kernels of the same name (one
-per arch suffix); where its name is gone, those of its sub-type whose field values (read
-from the tokens) equal its own on every field both trees name.
+"""One ``-f`` filter in an old and a new CK tree (``sphinxext-fmha diff``, ``:against:``):
+what each lists, why they differ (reason codes, ``bump_data.CHANGE_KINDS``), and the fewest
+runs that select the old selection's counterparts in the new tree (same name; else same
+sub-type and equal values on every field both trees name).
 """
 
 from __future__ import annotations
@@ -326,10 +321,9 @@ def _token_changes(class_name: str, label: str, before: Mapping[str, List[Dict[s
 
 def _migrate(session: Session, side: Side, api: str, options: Options,
              target: Set[str]) -> Tuple[Migration, Set[str]]:
-    """The runs for ``target`` (with what whole-trait dropping forces along), and the
-    union of their listings. When generate.py refuses to write them (newer CK asserts
-    that each split-KV kernel has its combine kernel), the runs for the target with the
-    kernels the dispatch launches with it, if generate.py writes those."""
+    """The runs for ``target`` (with what whole-trait dropping forces along) and the union
+    of their listings; when write mode refuses them (newer CK's split-KV assertion), the
+    runs with the kernels the dispatch launches with them, if those are written."""
     wanted = set(target)
     if side.model.filter.drops == "trait":
         wanted |= forced_by_traits(target, session.traits(api, options))

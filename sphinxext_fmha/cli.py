@@ -25,6 +25,7 @@ from .options import GENERATE_OPTIONS, OptionError, Options, check_filter_text, 
 from .process.batch import run_driver
 from .process.cache import cache_dir_problem
 from .process.launch import install_handlers
+from .process.notices import to_stderr
 from .render.cli_text import apis_text, check_text, model_text
 from .render.guide_blocks import fill_check_words
 
@@ -132,7 +133,7 @@ def _session(args, ck_root: Optional[str] = None):
         raise OptionError("--cache-dir: %s" % problem, kind=WarningType.CACHE)
     root = find_ck_root(ck_root if ck_root is not None else args.ck_root, Path.cwd())
     shown = getattr(args, "progress", "auto")
-    progress = (_to_stderr if shown == "always" or (shown == "auto" and _stderr_is_a_terminal())
+    progress = (to_stderr if shown == "always" or (shown == "auto" and _stderr_is_a_terminal())
                 else None)
     return open_session(root, "--python", python=args.python, cache_dir=cache_dir,
                         timeout=args.timeout, progress=progress)
@@ -143,18 +144,6 @@ def _options(args, session) -> Options:
                          **{spec.dest: getattr(args, spec.dest) for spec in GENERATE_OPTIONS})
 
 
-def _to_stderr(text: str) -> None:
-    """One line on stderr; a closed or broken one (``2>&-``) is no error of ours."""
-    stream = sys.stderr
-    if stream is None:
-        return
-    try:
-        stream.write(text + "\n")
-        stream.flush()
-    except (OSError, ValueError):  # stderr gone: nothing left to tell
-        pass
-
-
 def _stderr_is_a_terminal() -> bool:
     try:
         return sys.stderr is not None and sys.stderr.isatty()
@@ -163,7 +152,7 @@ def _stderr_is_a_terminal() -> bool:
 
 
 def _say(message: str) -> None:
-    _to_stderr("sphinxext-fmha: %s" % message)
+    to_stderr("sphinxext-fmha: %s" % message)
 
 
 def _quiet_stdout() -> None:

@@ -1,11 +1,6 @@
-"""The corpus of real CK FMHA trees: load the pinned list, fetch and cache the trees.
-
-Each entry pins a PyPI sdist shipping a CK checkout under ``ck_prefix``.
-:func:`fetch_tree` downloads it from the index pip would use (:mod:`.package_index`),
-checks its sha256, keeps it in ``<cache>/sdists/`` and extracts only
-``<ck_prefix>/example/ck_tile/01_fmha/`` to ``<cache>/trees/<sdist stem>/``, read-only
-(nothing may write into a tree it analyses); a stamp file holding the archive's sha256
-marks a finished extraction, and a tree without one is extracted again.
+"""The corpus of real CK FMHA trees: the pinned list of PyPI sdists, each downloaded
+(:mod:`.package_index`), its sha256 checked, and its ``01_fmha`` folder extracted read-only
+to ``<cache>/trees/<sdist stem>/`` (a stamp file marks a finished extraction).
 """
 
 from __future__ import annotations
@@ -133,8 +128,7 @@ def tree_by_name(name: str, path: Union[str, Path, None] = None) -> CorpusTree:
 
 
 class Step(str):
-    """A finished step of :func:`fetch_tree` (``fmha: fetching ... 2.1 s``); its other
-    messages are plain strings, for a verbose log."""
+    """A finished step of :func:`fetch_tree` (``fmha: fetching ... 2.1 s``)."""
 
 
 def _step(what: str, started: float) -> Step:
@@ -291,8 +285,7 @@ def _extract(tree: CorpusTree, archive: Path, dest: Path) -> int:
 
 
 def _chmod_tree(top: Path, writable: bool) -> None:
-    """Every file and folder below (and including) ``top``: read-only (a-w), or
-    writable again (files u+w, folders u+rwx)."""
+    """``top`` and everything below: read-only (a-w), or writable again (u+w, folders u+rwx)."""
     for dirpath, _dirnames, filenames in os.walk(top):
         for path, grant in [(dirpath, 0o700), *((os.path.join(dirpath, f), 0o200)
                                                  for f in filenames)]:

@@ -35,9 +35,8 @@ __all__ = ["DirectiveUse", "collect_examples", "collect_guide",
 
 
 def open_session(root: Path, python_origin: str, **settings: Any) -> Session:
-    """The Session of the CK tree at ``root`` (``settings``: :class:`Session`'s), its
-    interpreter checked once: one that is not a Python is a configuration error naming
-    where it was given (``--python``, ``fmha_python``), before the session runs it."""
+    """The Session of the CK tree at ``root``; an interpreter that is not a Python is a
+    configuration error naming where it was given (``--python``, ``fmha_python``)."""
     fmha = fmha_dir(root)
     check_generate_py(fmha)
     try:
@@ -51,9 +50,8 @@ def open_session(root: Path, python_origin: str, **settings: Any) -> Session:
 def collect_guide(session: Session, api: str, options: Options = Options(),
                   sections: Optional[Sequence[str]] = None,
                   needs: Sequence[Need] = ()) -> GuideData:
-    """What the guide of ``api`` shows in ``sections`` (None: all) for the workload
-    ``needs`` (none: the default set). The model's failures raise; the optional facts'
-    are recorded as ``*_problem``."""
+    """What the guide of ``api`` shows in ``sections`` (None: all) for ``needs``; the
+    model's failures raise, the optional facts' are kept as ``*_problem``."""
     names = parse_sections(list(sections) if sections is not None else None)
     shown = needs_of(names)
     conditions = SectionNeed.DISPATCH in shown
@@ -186,11 +184,9 @@ class DirectiveUse:
 def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
                 workers: bool = True) -> List[AheadStep]:
     """The expensive steps these directives (in reading order) will need, in the order
-    pages need them: the probes; from the last guide back, its other ``--mask`` listing
-    and (``workers``) the guide in a worker interpreter; the filter checks' batches; an
-    API list's listings. Nothing cached; a use that cannot be planned is left to its
-    page. Workers take guides from the last while this process reads from the first,
-    never the first guide (:meth:`Session.analysis_ahead`)."""
+    pages need them: the probes; from the last guide back (never the first), its other
+    ``--mask`` listing and its worker; the filter checks' batches; the API lists'
+    listings. A use that cannot be planned is left to its page."""
     filters: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
         if use.directive == "fmha-filter-check" and use.filter:

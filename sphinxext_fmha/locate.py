@@ -1,12 +1,6 @@
-"""Find the Composable Kernel (CK) root that holds the FMHA code generator.
-
-A *CK root* is a folder that contains ``example/ck_tile/01_fmha/codegen/ops/``.  CK
-is often vendored by another project (flash-attention keeps it at
-``csrc/composable_kernel``, aiter at ``3rdparty/composable_kernel`` ...), so a path
-that is not itself a CK root is searched for such sub-roots too.
-
-:func:`find_ck_root` is the one lookup the CLI and the directives make (a given path,
-else upward); its failure is a :class:`CKRootNotFound` (``fmha.ck-root``).
+"""Find the CK root (a folder holding ``example/ck_tile/01_fmha/codegen/ops/``), also
+vendored below the given path (flash-attention's ``csrc/composable_kernel``, aiter's
+``3rdparty/composable_kernel``); :func:`find_ck_root` is the CLI's and directives' lookup.
 """
 
 from __future__ import annotations
@@ -104,19 +98,10 @@ def _search(bases: Iterable[Path], searched: List[str]) -> Optional[Path]:
 
 def locate_ck_root(path: Optional[PathLike] = None, start: Optional[PathLike] = None, *,
                    stop: Optional[PathLike] = None) -> Path:
-    """Return the CK root (the folder containing ``example/ck_tile/01_fmha``).
-
-    With ``path``: accept the CK root itself, its ``01_fmha`` folder, or a parent
-    repository that holds CK as a subfolder/submodule (see :data:`CANDIDATE_SUBROOTS`
-    and any first/second-level folder named like ``composable_kernel``).
-
-    Without ``path``: walk up from ``start`` (default: the current directory) looking
-    for a ``.ck-project-root`` marker file; the marked folder is the CK root or holds
-    it as a sub-root.  Without a marker, each ancestor and its candidate sub-roots are
-    checked, nearest first, up to ``stop`` (default: the file system root).
-
-    Raises :class:`CKRootNotFound` listing every folder it checked.
-    """
+    """The CK root: ``path`` itself, its ``01_fmha`` folder or a repository holding CK
+    (:data:`CANDIDATE_SUBROOTS`, folders named like ``composable_kernel``); without ``path``,
+    the nearest ``.ck-project-root`` marker or ancestor (or its sub-roots) above ``start``,
+    up to ``stop``. Raises :class:`CKRootNotFound` listing every folder it checked."""
     searched: List[str] = []
     if path is not None:
         try:
@@ -165,9 +150,8 @@ _FOUND: Dict[Tuple[str, str], Union[Path, CKRootNotFound]] = {}
 
 
 def find_ck_root(given: Optional[PathLike], start: PathLike) -> Path:
-    """The CK root ``given`` names (the CLI's ``--ck-root``, ``fmha_ck_root``), else the
-    one found upward from ``start``.  Remembered, failures too (a page's every
-    directive asks), until :func:`forget_roots`."""
+    """The CK root ``given`` names, else the one found upward from ``start``; remembered,
+    failures too (every directive of a page asks), until :func:`forget_roots`."""
     key = (str(given or ""), str(start))
     with _LOCK:
         if key not in _FOUND:

@@ -1,15 +1,6 @@
-"""The generate.py options the guides can set, in one table, and their validation.
-
-One row per option (:data:`GENERATE_OPTIONS`): the argparse ``dest`` (also the field of
-:class:`Options`, the directive option, the CLI option and ``fmha_<dest>``), the flag
-generate.py is called with and the long flag the ``sphinxext-fmha`` CLI takes.
-Everything that turns options into flags, or checks that a tree's generate.py has an
-option, reads this table.
-
-Values are checked before any process runs (:func:`parse_options`); checks that need the
-tree (the option exists, ``-m`` is one of the alternatives its help lists, the receipt
-is one its ``-r`` help lists) take the tree's options as read from its generate.py.
-A leaf module: no imports from the rest of the package but :mod:`~sphinxext_fmha.errors`.
+"""The generate.py options the guides can set, in one table (:data:`GENERATE_OPTIONS`:
+dest, generate.py flag, CLI flag), and their validation before any process runs (against
+the tree's own help where it is needed). A leaf module: imports only :mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -79,8 +70,7 @@ class OptionError(FmhaError):
 
 def check_supported(requested: Iterable[str], supported: Iterable[str],
                     origins: Optional[Mapping[str, str]] = None) -> None:
-    """Raise :class:`OptionError` when a requested option dest is not among the tree's
-    generate.py options (``supported``: argparse dests)."""
+    """:class:`OptionError` when a requested dest is not one of the tree's (``supported``)."""
     have = set(supported)
     missing = [dest for dest in requested if dest not in have]
     if not missing:
@@ -131,13 +121,9 @@ _WORD_RE = re.compile(r"^[A-Za-z0-9_]+$")
 def parse_options(tree: Any = None, *, targets: object = None,
                   mask: object = None, receipt: object = None, optdim: object = None,
                   origins: Optional[Mapping[str, str]] = None) -> Options:
-    """Check option values and build :class:`Options` (raises :class:`OptionError`).
-
-    ``origins`` names where each value came from (``fmha_receipt``, ``:receipt:``,
-    ``--receipt``); messages start with it (default: the dest).  ``tree`` (its
-    ``options`` read from generate.py, and ``receipt_values()``: the receipts its codegen
-    tests) adds the checks that need the tree.
-    """
+    """Check option values and build :class:`Options` (or :class:`OptionError`, starting
+    with where the value came from, ``origins``: ``fmha_receipt``, ``:receipt:``...);
+    ``tree`` (its generate.py options and ``receipt_values()``) adds the tree's checks."""
     def name(dest: str) -> str:
         return (origins or {}).get(dest, dest)
 
@@ -203,13 +189,9 @@ def merge_options(base: Options, **overrides: object) -> Dict[str, object]:
 
 def check_filter_text(api: str, filter_text: str, cli_split: Optional[str],
                       api_split: Optional[str]) -> None:
-    """Reject a ``-f`` pattern for one API that generate.py would cut up silently.
-
-    ``cli_split``: the separator generate.py splits ``-f`` on into one filter per API (a
-    second part would go to a second API, so it is dropped); ``api_split``: the separator
-    this API splits its own filter on into sub-filters (None: it has none, so the
-    separator would be matched literally and select nothing).  Both as observed.
-    """
+    """Reject a ``-f`` pattern for one API that generate.py would cut up silently: at
+    ``cli_split`` (one filter per API: a second part is dropped), or at an ``api_split``
+    this API does not have (the separator would be matched literally). Both as observed."""
     if cli_split and cli_split in filter_text:
         first = filter_text.split(cli_split)[0]
         raise OptionError(

@@ -1,5 +1,5 @@
 """One CK tree's stages (:mod:`.stages`, :mod:`.verify`, :mod:`.cppapi`), each run once
-per process (:class:`~.process.memo.Memo`) and kept in the store
+per process (:class:`~.process.ahead_pool.Memo`) and kept in the store
 (:class:`~.process.cache.DiskCache`); the steps a page will need go to the one
 scheduling seam (:class:`~.process.ahead_pool.Ahead`). No Sphinx imports here."""
 
@@ -15,10 +15,9 @@ from .analysis_workers import WORKER, AnalysisWorkers, WorkerPlace
 from .cppapi.reading import read_dispatch, readable_terms
 from .locate import fmha_dir as fmha_dir_of
 from .model import ApiInfo, ApiModel, FilterCheck, FilterFacts, Need, Recommendation, Workload
-from .process.ahead_pool import WORKERS, Ahead, Item
+from .process.ahead_pool import WORKERS, Ahead, Item, Memo
 from .process.batch import missing
 from .process.cache import DiskCache, code_digest, tree_files, tree_state
-from .process.memo import Memo
 from .process.runner import (
     DriverRun,
     GenerateError,

@@ -316,7 +316,7 @@ def test_a_worker_takes_the_costliest_ready_guide_and_its_page_waits_for_it(
     import threading
 
     from sphinxext_fmha.options import Options
-    from sphinxext_fmha.process.memo import Memo as _Memo
+    from sphinxext_fmha.process.ahead_pool import Memo as _Memo
 
     memo = _Memo()
     reading_order = ["small", "big", "late", "tiny", "mid"]  # the first page is a sixth
@@ -370,7 +370,7 @@ def test_the_worker_s_own_other_mask_listing_is_kept_before_it_starts(tmp_path,
                                                                      monkeypatch):
     """The worker reads the other ``--mask`` listing from the store: it is kept first."""
     from sphinxext_fmha.options import Options
-    from sphinxext_fmha.process.memo import Memo as _Memo
+    from sphinxext_fmha.process.ahead_pool import Memo as _Memo
 
     memo, events = _Memo(), []
 

@@ -36,25 +36,23 @@ class ConfigProblem(ValueError):
         self.kind = kind
 
 
-def _spec(default: Any, rebuild: str, types: Tuple[type, ...], doc: str) -> Any:
-    return field(default=default, metadata={"rebuild": rebuild, "types": types, "doc": doc})
+def _spec(default: Any, rebuild: str, types: Tuple[type, ...]) -> Any:
+    return field(default=default, metadata={"rebuild": rebuild, "types": types})
 
 
 @dataclass(frozen=True)
 class FmhaConfig:
     """The validated ``fmha_*`` values (the field name without ``fmha_``)."""
 
-    ck_root: Optional[str] = _spec(None, "env", _PATH_TYPES, "the CK tree")
-    targets: Optional[str] = _spec(None, "env", (str, list, tuple, type(None)),
-                                   "generate.py --targets")
-    mask: Optional[str] = _spec(None, "env", (str, type(None)), "generate.py -m")
-    receipt: Optional[int] = _spec(None, "env", (int, str, type(None)), "generate.py -r")
-    optdim: Optional[str] = _spec(None, "env", (str, int, list, tuple, type(None)),
-                                  "generate.py --optdim")
-    cache_dir: Optional[str] = _spec(None, "", _PATH_TYPES, "the run cache")
-    python: Optional[str] = _spec(None, "env", (str, type(None)), "the interpreter")
-    timeout: float = _spec(900, "env", (int, float), "seconds per run")
-    strict: bool = _spec(False, "env", (bool,), "problems fail the build")
+    ck_root: Optional[str] = _spec(None, "env", _PATH_TYPES)
+    targets: Optional[str] = _spec(None, "env", (str, list, tuple, type(None)))
+    mask: Optional[str] = _spec(None, "env", (str, type(None)))
+    receipt: Optional[int] = _spec(None, "env", (int, str, type(None)))
+    optdim: Optional[str] = _spec(None, "env", (str, int, list, tuple, type(None)))
+    cache_dir: Optional[str] = _spec(None, "", _PATH_TYPES)  # (another cache: no rebuild)
+    python: Optional[str] = _spec(None, "env", (str, type(None)))
+    timeout: float = _spec(900, "env", (int, float))
+    strict: bool = _spec(False, "env", (bool,))
 
     def options(self) -> Options:
         """The generate.py options every directive starts from."""

@@ -23,11 +23,11 @@ from .kernel_guide import (
     FilterCheckDirective,
     KernelGuideDirective,
     KernelSetDirective,
+    WarningTypesDirective,
 )
 from .page_scan import setup_ahead
 from .playground import JS_FILE, is_interactive, setup_playground
-from .strict import setup_strict
-from .warning_types import WarningTypesDirective
+from .sphinx_glue import setup_strict
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"
@@ -121,8 +121,7 @@ def _rename_anchors(content: List[nodes.Node], renamed: Dict[str, str]) -> None:
 
 
 class ResolveDiagrams(SphinxPostTransform):
-    """HTML builders: the diagram becomes its raw HTML (``formats``: Sphinx decides
-    which builder is HTML, without the deprecated ``self.app``)."""
+    """HTML builders (``formats``, not the deprecated ``self.app``): the diagram's raw HTML."""
 
     default_priority = 300
     formats = ("html",)
@@ -133,8 +132,7 @@ class ResolveDiagrams(SphinxPostTransform):
 
 
 class DiagramFallback(SphinxPostTransform):
-    """Every other builder (runs after :class:`ResolveDiagrams`): the fallback, a literal
-    block with the name and a numbered ruler."""
+    """Every other builder (after :class:`ResolveDiagrams`): the literal-block fallback."""
 
     default_priority = 301
 

@@ -1,7 +1,7 @@
 """The directives: ``fmha-kernel-guide``, ``fmha-kernel-set`` (the guide's set sections
 for a ``:need:`` workload), ``fmha-filter-check`` (with ``:against:``: the filter in the
 tree it was written for, a CK root or a corpus tree, and in the page's), ``fmha-api-list``,
-``fmha-filename``. They build docutils nodes directly (never ``nested_parse`` of
+``fmha-filename``, ``fmha-warning-types``. They build docutils nodes directly (never ``nested_parse`` of
 generated markup), so a reStructuredText page and a MyST page give the same doctree.
 """
 
@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Tuple
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx import addnodes
+from sphinx.util.docutils import SphinxDirective
 
 from ..bump import compare_filter
 from ..corpus import CorpusError, fetch_tree, load_corpus, tree_by_name
@@ -42,13 +43,14 @@ from ..render.guide_blocks import (
     miss_text,
     miss_warnings,
 )
-from ..render.ir import Para
+from ..render.ir import Code, Inlines, Para, Table
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
 from ..render.sections.filter_write import write_warnings
 from .sphinx_glue import OPTION_SPEC, FmhaDirective, directive_options, logger, session_at
 
 __all__ = ["ApiListDirective", "FilenameDirective", "FilterCheckDirective",
-           "KernelGuideDirective", "KernelSetDirective", "HEADINGS", "SET_SECTIONS", "THIS_TREE"]
+           "KernelGuideDirective", "KernelSetDirective", "WarningTypesDirective", "HEADINGS",
+           "SET_SECTIONS", "THIS_TREE"]
 
 #: Values of ``:headings:``.
 HEADINGS = ("auto", "section", "rubric", "none")
@@ -364,3 +366,21 @@ class FilenameDirective(FmhaDirective):
         self.set_source_info(container)
         container.extend(blocks_to_nodes(blocks))
         return [container]
+
+
+class WarningTypesDirective(SphinxDirective):
+    """``.. fmha-warning-types::``: ``fmha.<subtype>`` and when it is reported, from
+    :class:`~sphinxext_fmha.errors.WarningType` (so the documentation cannot drift)."""
+
+    def run(self) -> List[nodes.Node]:
+        rows: List[List[Inlines]] = [
+            [[Code(kind.subtype)],
+             [Code(part) if index % 2 else part  # ``a `code` b``: text and literals
+              for index, part in enumerate(re.split(r"`([^`]*)`", kind.when[0].upper()
+                                                    + kind.when[1:])) if part]]
+            for kind in WarningType]
+        table = blocks_to_nodes([Table(["Subtype", "When"], rows, classes=["fmha-warning-types"],
+                                       counts_after=None)])
+        for node in table:
+            self.set_source_info(node)
+        return table

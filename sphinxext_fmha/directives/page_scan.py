@@ -1,17 +1,6 @@
-"""Start the expensive steps the pages will need before Sphinx reads them.
-
-At ``env-before-read-docs`` the sources of the pages about to be read are scanned for
-this extension's directives (reStructuredText ``.. fmha-...::`` and MyST fences, with
-their ``:option: value`` lines; a notebook's markdown cells); the guide service says
-which steps they need (:func:`~sphinxext_fmha.guide.steps_ahead`: generate.py runs, and
-guides analysed in worker interpreters), and the session starts them in the background
-while Sphinx reads the pages in order. A page finds the result ready, waits for it, or
-gets the failure, which it reports at its own file and line. The scan only decides what
-starts early, never what a page shows: a directive it misses is computed when its page
-is read. When Sphinx reads in parallel (``-j``), its readers are forked processes, which
-inherit no thread: the steps then run before the reading starts, and the readers
-inherit the results (no worker interpreter: the readers work side by side already).
-The steps stop at the end of the reading (``env-updated``) or of the build.
+"""Start the expensive steps the pages will need before Sphinx reads them: the pages'
+sources are scanned for our directives at ``env-before-read-docs``; the scan decides what
+starts early, never what a page shows. How: ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Shared Sphinx glue: the per-process Session memo, problem reporting: every failure
 is one located ``fmha.<kind>`` warning with the failed command and its stderr tail,
-and a short admonition in the page (an error with ``fmha_strict``, :mod:`.strict`).
+and a short admonition in the page; ``fmha_strict = True``: an error line, and the build
+exits non-zero (problems kept per document, so an incremental build fails until fixed).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -24,12 +25,11 @@ from ..locate import find_ck_root, forget_roots
 from ..options import GENERATE_OPTIONS, OptionError, Options, merge_options, parse_options
 from ..render.nodes import problem_node
 from .config import fmha_config
-from .strict import record_problem, suppressed
 
 logger = logging.getLogger("sphinxext_fmha")
 
 __all__ = ["FmhaDirective", "OPTION_SPEC", "clear_sessions", "directive_options", "get_session",
-           "logger", "session_at"]
+           "logger", "record_problem", "session_at", "setup_strict"]
 
 #: Options every directive takes (generate.py options; they override the config).
 OPTION_SPEC = {spec.dest: directives.unchanged for spec in GENERATE_OPTIONS}
@@ -50,8 +50,7 @@ def clear_sessions() -> None:
 
 
 def directive_options(config: Any, session: Any, given: Dict[str, Any]) -> Options:
-    """The options in effect for a directive whose options are ``given``: see
-    :meth:`FmhaDirective.session_and_options`."""
+    """The options in effect for a directive (:meth:`FmhaDirective.session_and_options`)."""
     own = {k: given.get(k) for k in OPTION_SPEC}
     values = merge_options(fmha_config(config).options(), **own)
     origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
@@ -81,8 +80,7 @@ def get_session(config: Any, confdir: Path, srcdir: Path):
 
 
 def session_at(config: Any, root: Path):
-    """The Session of the CK tree at ``root`` (:func:`get_session`'s, for another tree:
-    a filter check's ``:against:``)."""
+    """:func:`get_session` for the tree at ``root`` (a filter check's ``:against:``)."""
     from ..process.notices import set_handler
 
     set_handler(_notice)
@@ -198,3 +196,58 @@ def _first_line(text: str) -> str:
             word = "<path>"
         words.append(word)
     return " ".join(words) + ("" if line.endswith(".") else ".") + " See the build log."
+
+
+# --------------------------------------------------------------------------- strict
+
+_ATTR = "fmha_problems"
+
+
+def _problems(env: Any) -> Dict[str, List[str]]:
+    return vars(env).setdefault(_ATTR, {})
+
+
+def suppressed(config: Any, subtype: str) -> bool:
+    """True when ``suppress_warnings`` silences ``fmha.<subtype>``."""
+    wanted = getattr(config, "suppress_warnings", None) or []
+    return "fmha" in wanted or ("fmha." + subtype) in wanted or "fmha.*" in wanted
+
+
+def record_problem(env: Any, docname: str, text: str) -> None:
+    """Remember one problem of ``docname`` (strict mode)."""
+    _problems(env).setdefault(docname, []).append(text)
+
+
+def _purge(app: Any, env: Any, docname: str) -> None:
+    _problems(env).pop(docname, None)
+
+
+def _merge(app: Any, env: Any, docnames: Set[str], other: Any) -> None:
+    mine = _problems(env)
+    for docname, texts in _problems(other).items():
+        if docname in docnames:
+            mine.setdefault(docname, []).extend(texts)
+
+
+def _outdated(app: Any, env: Any, added: Set[str], changed: Set[str],
+              removed: Set[str]) -> List[str]:
+    if not fmha_config(app.config).strict:
+        return []
+    return sorted(d for d in _problems(env) if d not in removed and d in env.found_docs)
+
+
+def _finished(app: Any, exception: Any) -> None:
+    if exception is not None or not fmha_config(app.config).strict:
+        return
+    count = sum(len(texts) for texts in _problems(app.env).values())
+    count += len(app.config.__dict__.get("_fmha_config_problems", []))
+    if count:
+        logger.error("fmha_strict: %d problem(s) reported above; the build fails", count)
+        app.statuscode = 1
+
+
+def setup_strict(app: Any) -> None:
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("env-get-outdated", _outdated)
+    app.connect("build-finished", _finished)

@@ -1,14 +1,7 @@
-"""The one seam of the package's scheduling: work started ahead of the pages that need
-it, in a thread pool (:mod:`concurrent.futures`) sized by :data:`WORKERS`, the cores
-this process may run on (the batch interpreters run that many side by side too).
-
-A step is (its kind, a callable) that does one expensive step (a probe, a listing, a
-batch of filtered runs, a worker interpreter) through the memo, where the page will
-look for its result or its failure; it never raises here, and one that returns False
-did nothing (a page got there first: not counted). Steps start in the order given,
-except that a kind at its limit lets a thread take the next step of another kind.
-Nothing new starts once the process is interrupted or after :meth:`Ahead.stop`; the
-launcher kills the children that are running then. No Sphinx imports here.
+"""The one seam of the package's scheduling: steps started ahead of the pages, in a
+:mod:`concurrent.futures` pool sized by :data:`WORKERS` (the cores we may run on), and the
+:class:`Memo` where pages find their results. A step never raises here; one that returns
+False did nothing. See ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -19,18 +12,16 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Counter, Deque, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Counter, Deque, Dict, Hashable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .launch import install_handlers, interrupts
-from .memo import Memo
 from .progress import Progress, report_ahead
 from .runner import GenerateRequest, GenerateRunner
 
-__all__ = ["Ahead", "AheadPool", "Item", "WORKERS", "in_background"]
+__all__ = ["Ahead", "AheadPool", "Item", "Memo", "WORKERS", "in_background"]
 
 
 def _cores() -> int:
-    """The cores this process may run on (as a container or ``taskset`` limits it)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on macOS or Windows
@@ -48,13 +39,71 @@ def in_background(work: Callable[..., object], *args: object, name: str) -> Futu
     return started
 
 
+class Memo:
+    """A result being computed (by a page, or ahead of it) is waited for, not computed
+    again; a failure of work started ahead is kept for the pages until
+    :meth:`forget_failures` (the end of the build's reading)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key_locks: Dict[Tuple, threading.Lock] = {}
+        self._values: Dict[Tuple, object] = {}
+        self._failed: Dict[Tuple, BaseException] = {}
+        self._started: Set[Tuple] = set()
+
+    def _known(self, key: Tuple, ahead: bool) -> Tuple[bool, object]:
+        """(whether the answer is known, the answer); raises a kept failure."""
+        with self._lock:
+            if key in self._values:
+                return True, self._values[key]
+            if key in self._failed:
+                raise self._failed[key]
+            if ahead and key in self._started:
+                return True, None  # a page got there first: it computes or computed it
+            return False, None
+
+    def once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
+        """``compute()``'s value for ``key``; ``ahead``: work started ahead of a page,
+        skipped when anything already started it, its failure kept for the pages."""
+        known, value = self._known(key, ahead)
+        if known:
+            return value
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            known, value = self._known(key, ahead)
+            if known:
+                return value
+            with self._lock:
+                self._started.add(key)
+            try:
+                value = compute()
+            except Exception as error:
+                if ahead:
+                    with self._lock:
+                        self._failed[key] = error
+                raise
+            with self._lock:
+                self._values[key] = value
+            return value
+
+    def value(self, key: Tuple) -> object:
+        """The value computed for ``key``, or None (not computed, or being computed)."""
+        with self._lock:
+            return self._values.get(key)
+
+    def forget_failures(self) -> None:
+        with self._lock:
+            self._failed.clear()
+            self._started = set(self._values)
+
+
 #: (what it is, for the progress line; the work)
 Item = Tuple[str, Callable[[], object]]
 
 
 class AheadPool:
-    """Runs items in ``workers`` pool threads; ``on_done(seconds, ran)`` is called once,
-    by the last thread to end, with how many items of each kind ran."""
+    """Runs items in ``workers`` threads; the last to end calls ``on_done(seconds, ran)``."""
 
     def __init__(self, items: Sequence[Item], workers: int = WORKERS,
                  on_done: Optional[Callable[[float, Counter[str]], None]] = None,
@@ -127,9 +176,8 @@ class AheadPool:
 
 
 class Ahead:
-    """One build's steps started ahead, over a memo: each step computes a memo key
-    (skipped when a page started it first), and what it promises (a listing its probe
-    makes, a filter its batch runs) lets a page wait for it instead of running it."""
+    """One build's steps started ahead, each a memo key (skipped when a page started it
+    first); what a step promises (a listing, a filter's runs) a page waits for."""
 
     def __init__(self, memo: Memo) -> None:
         self.memo = memo
@@ -152,8 +200,7 @@ class Ahead:
 
     def listing(self, runner: GenerateRunner, request: GenerateRequest,
                 probed: Optional[GenerateRequest] = None) -> Optional[Item]:
-        """``generate.py -l`` (None when kept, or when a probe started ahead lists it:
-        the probe of ``probed`` lists ``request`` too)."""
+        """``generate.py -l`` (None when kept, or when the probe of ``probed`` lists it)."""
         if probed is not None and ("list", probed) in self._promised:
             self._promised.setdefault(("list", request), self._promised[("list", probed)])
         if runner.has_result("list", request) or self.promised(("list", request)):
@@ -178,8 +225,8 @@ class Ahead:
         return entry[0] if entry is not None else None
 
     def wait_for(self, made: Hashable) -> None:
-        """Wait for the step that makes ``made`` (or do its work now); its failure is
-        left to the page's own run, which says what is wrong."""
+        """Wait for the step that makes ``made`` (or do its work now); its failure is left
+        to the page's own run."""
         entry = self._promised.get(made)
         if entry is not None:
             try:
@@ -189,9 +236,8 @@ class Ahead:
 
     def start(self, steps: Sequence[Item], progress: Progress, fmha_dir: Path,
               limits: Mapping[str, int], wait: bool = False) -> None:
-        """Start ``steps`` in the background (``wait``: and wait for them: Sphinx's
-        parallel readers are forked processes, which inherit no thread); one line
-        says what ran once all are done."""
+        """Start ``steps`` in the background (``wait``: and wait: forked readers inherit no
+        thread); one line says what ran once all are done."""
         self._end_pool()  # a build before this one did not stop it
         apis = sorted({key[1] for key, _ in self._promised.values() if key[0] == "observation"})
 
@@ -205,8 +251,7 @@ class Ahead:
                 self._pool.wait()
 
     def stop(self) -> None:
-        """Start nothing more, wait for what runs, and forget the failures kept for the
-        pages and the promises (the end of a build's reading)."""
+        """The end of a build's reading: start nothing more, wait, forget failures and promises."""
         self._end_pool()
         self.memo.forget_failures()
         self._promised.clear()

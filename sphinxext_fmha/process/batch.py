@@ -1,13 +1,7 @@
-"""Run generate.py through ``batch_script.py``: a page's filtered runs in one
-interpreter (:func:`prefetch`), and the driver, one run for the union of several
-filters (:func:`run_driver`, :func:`cached_listing`, :func:`cached_write`).
-
-The batch's results go into the runner's cache under the keys of the separate runs
-they stand for, so ``list_kernels`` / ``generate_api_file`` / the driver's cached reads
-find them unchanged. A job the batch could not run safely is left out: the normal path
-then runs it as its own process. One interpreter runs every job, its runs in children it
-forks, as many at a time as we have cores (a second interpreter would only add its own
-start-up). No Sphinx imports here.
+"""Run generate.py through ``batch_script.py``: a page's filtered runs in one interpreter
+(:func:`prefetch`, stored under the keys of the separate runs), and the driver, one run for
+the union of several filters (:func:`run_driver`, :func:`cached_listing`,
+:func:`cached_write`). No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -22,7 +16,15 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 from .ahead_pool import WORKERS
 from .launch import GenerateError, run, scratch
 from .progress import report_step
-from .runner import ApiFileResult, DriverRun, GenerateRequest, GenerateRunner, listing_lines, read_written
+from .runner import (
+    ApiFileResult,
+    DriverRun,
+    GenerateRequest,
+    GenerateRunner,
+    api_file_result,
+    listing_lines,
+    read_written,
+)
 
 __all__ = ["missing", "prefetch", "BATCH_SCRIPT", "DRIVER_SCRIPT", "run_driver",
            "cached_listing", "cached_write"]
@@ -57,14 +59,13 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
              dispatch: bool = True, known_keys: Optional[Dict[str, str]] = None,
              parallel: int = PARALLEL_BATCHES, driver: Optional[DriverRun] = None,
              drivers: Sequence[DriverRun] = ()) -> int:
-    """Run the requests not yet cached (same API and options, different filters), and
-    the ``driver`` runs (``driver`` and ``drivers``: each one's listing and, with
-    ``dispatch``, its write) not cached, in one batch interpreter, ``parallel`` runs at
-    a time; returns how many results were stored."""
+    """Run the requests (same API and options, other filters) and driver runs not cached
+    yet (with ``dispatch``: their write mode too) in one batch interpreter, ``parallel``
+    at a time; how many results were stored."""
     todo = missing(runner, requests, dispatch)
     runs_of_drivers = [d for d in dict.fromkeys([*([driver] if driver else []), *drivers])
-                       if not (runner.has_driver_result("list", d) and
-                               (not dispatch or runner.has_driver_result("api", d)))]
+                       if not (runner.has_result("list", d) and
+                               (not dispatch or runner.has_result("api", d)))]
     runs = (len(todo) + len(runs_of_drivers)) * (2 if dispatch else 1)
     if runs < MIN_JOBS or runner.cache is None:
         return 0
@@ -77,22 +78,16 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     for job, result in _run_batch(runner, jobs, base, argv, dispatch, known_keys or {}, forks):
         seconds = float(result.get("seconds", 0.0))
         found = result.get("dispatch") or {}
-        written = write_result(
-            found["api_file"], found["text"], found["kernel_traits"], seconds,
-            found.get("kernel_bytes"), int(found.get("api_bytes") or 0)
-        ) if dispatch and found and not found.get("error") else None
+        written = dispatch and found and not found.get("error")
         if isinstance(job, DriverRun):
-            runner.store_driver_listing(job, listed_kernels(result["listing"]), seconds,
-                                        inputs=inputs)
-            if written is not None:
-                runner.store_driver_write(job, written, inputs=inputs)
+            runner.store_driver_listing(job, listed_kernels(result["listing"]), inputs=inputs)
+            if written:
+                runner.store_driver_write(job, api_file_result(WRITE_COMMAND, found, seconds),
+                                          inputs=inputs)
         else:
             runner.store_listing(job, result["listing"], seconds, inputs=inputs)
-            if written is not None:
-                runner.store_api_file(job, written.api_file, written.text,
-                                      written.kernel_traits, seconds,
-                                      kernel_bytes=written.kernel_bytes,
-                                      api_bytes=written.api_bytes, inputs=inputs)
+            if written:
+                runner.store_api_file(job, found, seconds, inputs=inputs)
         stored += 1
     what = "%d filtered run%s in one interpreter, %d at a time" % (
         stored, "" if stored == 1 else "s", forks)
@@ -103,9 +98,8 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
 def _run_batch(runner: GenerateRunner, jobs: List[Job], base: GenerateRequest,
                argv: List[str], dispatch: bool, known_keys: Dict[str, str],
                forks: int) -> List[Tuple[Job, dict]]:
-    """Run ``jobs`` in one interpreter, ``forks`` runs at a time: (job, its result) of
-    each that ran without error (none when the batch failed: the separate runs will
-    say what is wrong)."""
+    """(job, its result) of each of ``jobs`` that ran without error (none when the batch
+    failed: the separate runs will say what is wrong)."""
     assert runner.cache is not None
     specs = [{"filter": j.filter, "dispatch": dispatch} if isinstance(j, GenerateRequest)
              else {"driver": True, "filters": list(j.filters), "separator": j.separator,
@@ -142,13 +136,8 @@ def _run_batch(runner: GenerateRunner, jobs: List[Job], base: GenerateRequest,
 def run_driver(python: str, fmha_dir: Path, separator: str, filters: Sequence[str],
                generate_args: Sequence[str], out_args: Sequence[str], timeout: float,
                progress: Optional[Callable[[str], None]] = None) -> None:
-    """Run the driver; raise :class:`~sphinxext_fmha.process.launch.GenerateError` (with
-    the tail of its stderr) when it fails or times out.
-
-    ``separator``: the API's sub-filter separator ('' for none); ``generate_args``:
-    generate.py's arguments without ``-f``; ``out_args``: ``-l FILE`` or ``-o DIR``;
-    ``progress``: told every :data:`PROGRESS_EVERY` seconds that it still runs.
-    """
+    """Run the driver (``separator``: the API's sub-filter separator or ''; ``out_args``:
+    ``-l FILE`` or ``-o DIR``); :class:`GenerateError` when it fails or times out."""
     argv = [python, "-B", str(DRIVER_SCRIPT), str(fmha_dir), separator, *filters, "--",
             *generate_args, *out_args]
     display = shlex.join(["python", DRIVER_SCRIPT.name, ".", separator, *filters, "--",
@@ -168,37 +157,25 @@ def listed_kernels(lines: Iterable[str]) -> List[str]:
     return sorted(n for n in names if not n.endswith("_api.cpp"))
 
 
-def write_result(api_file: str, text: str, kernel_traits: Dict[str, str],
-                 seconds: float = 0.0, kernel_bytes: Optional[Dict[str, int]] = None,
-                 api_bytes: int = 0) -> ApiFileResult:
-    return ApiFileResult(command=WRITE_COMMAND, api_file=api_file, text=text,
-                         kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
-                         seconds=seconds, kernel_bytes=dict(kernel_bytes or {}),
-                         api_bytes=api_bytes)
-
-
 def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
     """The kernel files (API file left out, sorted) the driver run lists: from the
     cache, else run (and kept there)."""
     inputs = runner.state()
     files = runner.stored_driver_listing(run, inputs)
     if files is None:
-        started = time.monotonic()
         with scratch("fmha-driver-list-") as tmp:
             run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
                        run.request.argv(runner.options), ["-l", str(tmp / "kernels.txt")],
                        runner.timeout)
             files = listed_kernels(listing_lines(tmp / "kernels.txt"))
-        runner.store_driver_listing(run, files, time.monotonic() - started, inputs=inputs)
+        runner.store_driver_listing(run, files, inputs=inputs)
     return files
 
 
 def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
-    """The driver in write mode (``-o`` into a temporary folder): the dispatch file and
-    each kernel file's trait keys, for a link check; from the cache, else run (and kept
-    there). Write mode runs code listing mode skips (newer CK asserts in ``write_blobs``
-    that every split-KV kernel has its combine kernel), so a set that lists can still
-    fail here; the failure is raised with generate.py's stderr."""
+    """The driver's write mode (for a link check), from the cache, else run and kept; a
+    set that lists can still fail here (newer CK asserts in ``write_blobs`` that every
+    split-KV kernel has its combine kernel), raised with generate.py's stderr."""
     inputs = runner.state()
     result = runner.stored_driver_write(run, inputs)
     if result is not None:
@@ -210,6 +187,6 @@ def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
         run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
                    run.request.argv(runner.options), ["-o", str(out)], runner.timeout)
         written = read_written(out, "the driver run")
-    result = write_result(*written[:3], round(time.monotonic() - started, 3), *written[3:])
+    result = api_file_result(WRITE_COMMAND, written, time.monotonic() - started)
     runner.store_driver_write(run, result, inputs=inputs)
     return result

@@ -1,7 +1,7 @@
-"""generate.py in one interpreter: several ``-f`` runs of one API, each as a fresh
-process would run it (the batch), or one run for the union of several filters (the
-driver). Run by the interpreter that runs generate.py: standard library only (the
-batch loads the probe script's run helpers by path).
+"""generate.py in one interpreter: several ``-f`` runs of one API, each in a child forked
+before anything of the tree ran (the batch), or one run for the union of several filters
+(the driver). Standard library only (run by generate.py's interpreter). Why and how:
+``docs/internals.md``.
 
 usage: batch_script.py JOBS.json OUT.json
        batch_script.py FMHA_DIR SEPARATOR FILTER [FILTER ...] -- GENERATE_ARGS...
@@ -10,26 +10,6 @@ JOBS: {"fmha_dir", "argv", "probe_script", "trait_reader", "known_keys": {sha: k
        "parallel": int (forked runs at once), "code_store": path (see probe_script.py),
        "jobs": [{"filter": str, "dispatch": bool}
                 | {"driver": true, "filters": [str], "separator": str, "dispatch": bool}]}
-
-The batch installs no hook. Every run is a child forked from this interpreter before it
-ran anything of the tree (what a new process is: no tree module imported, no state left
-by another run), ``parallel`` at once, its result sent back through a pipe. The tree's
-sources are compiled here first (or loaded from the code store), so the children share
-the code objects instead of compiling them each. A job yields its listing and, when
-asked, the dispatch file and its kernels' trait keys from a write-mode run (write mode
-checks what listing mode does not); a write-mode failure is the job's dispatch error,
-and the caller runs that ``-o`` as its own process, which says why.
-
-The driver: generate.py takes one filter and rewrites the dispatch file on every run;
-here it runs once, the first filter on its command line and ``fnmatch.fnmatch`` widened
-so that a name passes when it matches the same part of ANY filter: one consistent
-dispatch file for everything selected. generate.py asks once per kernel, and thousands
-of filters (a deployment's every kernel) made that kernels times filters Python calls
-with fnmatch's pattern cache thrashing; so the filters' parts are sorted once
-(:func:`any_of`): names without wildcards into a set, ``PREFIX*`` by their prefixes, the
-rest into a few regular expressions of many alternatives: the work grows with the
-filters only where they have wildcards, and then in C. A batch's driver job installs
-the same widening in its children only.
 """
 
 import fnmatch

@@ -1,12 +1,7 @@
-"""The one store: content-hash keys, one codec (pickle), and the tree's content hash.
-
-Entries are files named by a sha256 key (:meth:`DiskCache.key_for`: canonical JSON of
-the key's parts), each ``zlib(pickle((key, value)))``, written atomically; an entry
-that cannot be read is deleted and is a miss; a folder that cannot be written keeps
-this process's entries in memory after one warning. A result is keyed by the tree as
-it was when its work started (:func:`tree_state`) and stored only if the tree is
-unchanged when it is done. Why pickle, and the rest: ``docs/store.md``. No Sphinx
-imports here.
+"""The one store: files named by a sha256 content-hash key, each ``zlib(pickle((key,
+value)))`` written atomically; an unreadable entry is a miss; an unwritable folder keeps
+entries in memory after one warning; a result is kept only if the tree did not change
+while it was computed (:func:`tree_state`). Why pickle: ``docs/store.md``.
 """
 
 from __future__ import annotations
@@ -70,18 +65,15 @@ def _canon(obj: Any) -> Any:
 
 
 def load_json(data: bytes) -> Any:
-    """The value of the JSON bytes a child (the probe script) wrote: by orjson (2.8.3
-    bwd's probe result, 34 MB, in 0.10 s instead of json's 0.15 s), or by ``json`` when
-    the text starts with :data:`JSON_WROTE_IT` (an integer beyond 64 bits, which orjson
-    would read as a float). Raises ``ValueError`` on text that is not JSON."""
+    """The JSON a child wrote, by orjson (2.8.3 bwd's 34 MB probe result in 0.10 s, json
+    0.15 s), or by ``json`` after :data:`JSON_WROTE_IT` (integers orjson reads as floats)."""
     if data[:1] == JSON_WROTE_IT:
         return json.loads(data)
     return orjson.loads(data)  # orjson.JSONDecodeError is a ValueError
 
 
 class _Unpickler(pickle.Unpickler):
-    """Reads back only this package's classes and plain builtins: an entry that names
-    anything else is not ours (a miss)."""
+    """Reads back only this package's classes and plain builtins (anything else: a miss)."""
 
     def find_class(self, module: str, name: str) -> Any:
         if module.partition(".")[0] not in _SAFE_MODULES | {"sphinxext_fmha"}:
@@ -95,8 +87,7 @@ def encode(key: str, value: Any) -> bytes:
 
 
 def decode(data: bytes, key: str) -> Any:
-    """The value of an entry :func:`encode` made for ``key``; raises ``ValueError``
-    for anything else."""
+    """The value of an entry :func:`encode` made for ``key``; else ``ValueError``."""
     if not data.startswith(MAGIC):
         raise ValueError("not an entry of this store")
     try:
@@ -109,8 +100,7 @@ def decode(data: bytes, key: str) -> Any:
 
 
 def cache_dir_problem(path: Path) -> Optional[str]:
-    """Why ``path`` cannot be a cache folder (it or a parent is a file, it is not
-    writable), or None when it can (it need not exist yet)."""
+    """Why ``path`` cannot be a cache folder (below a file, not writable), or None."""
     path = Path(path)
     probe = path
     while not probe.exists():
@@ -126,8 +116,7 @@ def cache_dir_problem(path: Path) -> Optional[str]:
 
 
 class DiskCache:
-    """Values stored as ``<root>/<key[:2]>/<key>.pickle``; in this process's memory
-    once a write failed (see the module docstring)."""
+    """Values stored as ``<root>/<key[:2]>/<key>.pickle`` (in memory once a write failed)."""
 
     def __init__(self, root: Optional[Path] = None) -> None:
         #: entries kept in memory because the folder cannot take them (None: it can),
@@ -159,10 +148,8 @@ class DiskCache:
         return self.root / key[:2] / f"{key}.pickle"
 
     def code_store_path(self, fmha_dir: Union[str, Path], python: str) -> Path:
-        """Where the interpreters that run one tree's generate.py keep the code they
-        compiled (``load_code_store`` in the probe script: ``marshal``, the one format
-        of code objects), one file per tree (however its path is spelled) and Python:
-        beside the entries, in a folder of its own."""
+        """Where the interpreters that run one tree's generate.py keep the code they compiled
+        (``marshal``, the probe script's ``load_code_store``): one file per tree and Python."""
         key = self.key_for("code-store", os.path.realpath(fmha_dir), python)
         return self.root / "compiled" / (key + ".marshal")
 
@@ -191,10 +178,8 @@ class DiskCache:
             return None
 
     def put(self, key: str, value: Any, inputs: Optional[TreeState] = None) -> Optional[Path]:
-        """Keep ``value`` under ``key``; its path, or None when it was not written to
-        the folder. ``inputs``: the tree as it was when the work that computed
-        ``value`` started (the key was made from its digest): when its files changed
-        since, nothing is kept (and a warning names them)."""
+        """Keep ``value`` under ``key``: its path, or None when not written to the folder;
+        nothing is kept (a warning names the files) when the tree changed since ``inputs``."""
         path = self.path_for(key)
         if inputs is not None:
             changed = inputs.changed()
@@ -275,13 +260,11 @@ def code_digest() -> str:
 
 
 def tree_files(fmha_dir: Path) -> List[Path]:
-    """``generate.py`` and every ``codegen/**/*.py`` (no ``__pycache__``), sorted
-    by their POSIX path relative to ``fmha_dir``."""
+    """``generate.py`` and every ``codegen/**/*.py``, sorted by their relative POSIX path."""
     return [Path(path) for _, path in _tree_entries(str(fmha_dir))]
 
 
 def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
-    """(relative POSIX path, path) of :func:`tree_files`, on plain strings."""
     files: List[Tuple[str, str]] = []
     gen = os.path.join(fmha_dir, "generate.py")
     if os.path.isfile(gen):
@@ -309,8 +292,7 @@ _DIGEST_LOCK = threading.Lock()
 
 @dataclasses.dataclass(frozen=True)
 class TreeState:
-    """A CK tree's codegen files as they are at one moment: their stat signatures
-    (``stamp``) and the content digest (``digest``) cache keys are made of."""
+    """A CK tree's codegen files at one moment: stat signatures and the content digest."""
 
     root: str
     stamp: Stamp
@@ -324,15 +306,9 @@ class TreeState:
 
 
 def tree_state(fmha_dir: Path) -> TreeState:
-    """The tree's state now (see :class:`TreeState`).
-
-    The digest is sha256 over relative paths and contents of generate.py and
-    codegen/**/*.py, memoised in-process per (resolved path, stamp), so calling it
-    often (every cache key of a build) costs a directory walk and some ``stat`` calls,
-    made on plain strings: through ``pathlib`` they cost ten times more (2.7 ms a
-    call, 0.6 s of a cold 2.8.3 gallery's keys). Files written while they are read
-    are read again: the digest is always that of the stamp's contents.
-    """
+    """The tree's state now. The digest is memoised per (path, stamp): a call costs a walk
+    and ``stat`` calls, on plain strings (through ``pathlib``: 2.7 ms a call, 0.6 s of a
+    cold 2.8.3 gallery's keys); files written while read are read again."""
     root = os.path.realpath(fmha_dir)
     stamp = _tree_stamp(root)
     if not stamp:
@@ -377,8 +353,7 @@ def tree_digest(fmha_dir: Path) -> str:
 
 
 def _tree_stamp(root: str) -> Stamp:
-    """(POSIX path relative to ``root``, stat signature) of the files of
-    :func:`tree_files`, in the same order; a file gone meanwhile is left out."""
+    """(relative POSIX path, stat signature) of :func:`tree_files`; a file gone is left out."""
     found = []
     for rel, path in _tree_entries(root):
         try:

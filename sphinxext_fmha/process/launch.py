@@ -1,32 +1,7 @@
-"""The one way this package starts a child process (:func:`run`).
-
-* an argv list, never a shell; standard input from ``/dev/null`` (a child that reads
-  stdin gets EOF instead of blocking until the timeout);
-* standard output and error go to files in a scratch folder, never to pipes: a
-  grandchild that keeps them open cannot make us wait for it;
-* its own session / process group, killed (SIGKILL) with every process of the run when
-  the timeout passes, when this process gets SIGINT or SIGTERM, and at interpreter
-  exit; once the child has ended, whatever of its run still runs is killed too;
-* ``TMPDIR`` points into the scratch folder, so whatever the child leaves in its temp
-  folder goes when the scratch folder goes. Scratch folders (:func:`scratch`) are
-  removed in every case, a SIGTERM included (where: :mod:`~.scratch_place`).
-
-Every process of a run is found by a mark (:func:`new_mark`) in the child's environment,
-inherited by everything it starts: a grandchild that called ``setsid()`` and whose
-parent already exited, which no process group and no walk down the process tree reaches
-any more, still carries it. A watchdog process (``watchdog_script.py``, started with the
-first child, in a session of its own) ends them all when this process dies without
-cleaning up (a SIGKILL, the OOM killer, a CI runner's hard timeout): it reads the
-process groups and scratch folders to clean up from a pipe only we write. Not a
-parent-death signal (``PR_SET_PDEATHSIG``): it is sent when the *thread* that started
-the child ends (ours are started from pool threads), it must be set between fork and
-exec (``preexec_fn``, unsafe with threads), and it does not reach grandchildren.
-
-Children run at our own CPU priority: a nice value ranks nothing where Linux has
-autogroups (a child in a session of its own is an autogroup of its own), and where it
-did the cold builds were no faster (``benchmarks/README.md``, 2026-12-04). The wait
-polls in short slices, so a timeout holds to a fraction of a second whatever the
-children do, and a stop request (interpreter exit) is seen by worker threads too.
+"""The one way this package starts a child process (:func:`run`): an argv, stdin from
+``/dev/null``, output to files, its own session killed with every process of its run (found
+by a mark, :func:`new_mark`) at its timeout, on SIGINT/SIGTERM, at exit, and by a watchdog
+when we die. Why each: ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -102,7 +77,6 @@ class GenerateError(FmhaError):
 
 
 def total_processes_started() -> int:
-    """Children started by this Python process."""
     return _TOTAL_STARTED
 
 
@@ -125,8 +99,7 @@ def _note_started(display: str, cwd: Path) -> None:
 
 
 def _watchdog() -> Tuple[str, Optional[int]]:
-    """(this process's token, the write end of its watchdog's pipe or None), the
-    watchdog started on first use."""
+    """(this process's token, its watchdog's pipe or None), started on first use."""
     with _LOCK:
         if "token" not in _WATCHDOG:
             _WATCHDOG.update(token=os.urandom(6).hex(), fd=None)
@@ -150,8 +123,7 @@ def _watchdog() -> Tuple[str, Optional[int]]:
 
 
 def _tell(what: str, value: object) -> None:
-    """One registration for the watchdog: one write below the pipe's atomic size, so
-    lines from threads and forks never interleave."""
+    """One line for the watchdog, in one write below the pipe's atomic size (no interleaving)."""
     fd = _watchdog()[1]
     if fd is not None:
         with contextlib.suppress(OSError):  # the watchdog is gone: nothing to tell
@@ -180,11 +152,9 @@ def live_children() -> List[int]:
 
 
 def _kill_group(group: int, run: _Run, below: bool = True) -> None:
-    """SIGKILL the child's process group and every process that carries the run's mark
-    (started no earlier than the run), and (``below``: while the child lives, the only
-    time they can be told apart from strangers) everything below the child, with the
-    process groups they lead or belong to (a process one of them forks after the look
-    at ``/proc``, such as the probe's forked listing, is in such a group)."""
+    """SIGKILL the child's group, every process with the run's mark, and (``below``: only
+    while the child lives can they be told from strangers) everything below the child,
+    with the groups they lead or belong to (what they fork meanwhile is in one)."""
     found = processes(run.mark.__eq__, roots=[group] if below else [], since=run.since)
     kill(found, [group])
 
@@ -225,9 +195,8 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def install_handlers() -> None:
-    """Kill our children on SIGINT/SIGTERM, when nobody else handles those signals.
-    Only the default handlers are replaced (and only from the main thread); Ctrl-C still
-    raises KeyboardInterrupt and SIGTERM still ends the process."""
+    """Kill our children on SIGINT/SIGTERM where the default handlers are in place (main
+    thread only); Ctrl-C still raises KeyboardInterrupt and SIGTERM still ends us."""
     if threading.current_thread() is not threading.main_thread():
         return
     for signum, default in ((signal.SIGINT, signal.default_int_handler),
@@ -252,10 +221,8 @@ if _register is not None:
 
 @contextlib.contextmanager
 def scratch(prefix: str) -> Iterator[Path]:
-    """A temporary folder that is removed in every case (exception, SIGTERM, exit), where
-    :func:`~.scratch_place.scratch_parent` says. An ``OSError`` of the work done in it
-    (a full disk, most often) comes out as a :class:`GenerateError` that names the file,
-    the folder and the room left there."""
+    """A temporary folder removed in every case (exception, SIGTERM, exit); an ``OSError``
+    in it (a full disk) is a :class:`GenerateError` naming the file, folder and room left."""
     parent = scratch_parent()
     try:
         path = tempfile.mkdtemp(prefix=prefix, dir=parent)
@@ -283,8 +250,7 @@ def scratch(prefix: str) -> Iterator[Path]:
 
 
 def child_environment(workdir: Path, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """Our environment for a Python child: no bytecode written, no interactive hooks,
-    temporary files inside ``workdir``."""
+    """Our environment for a Python child: no bytecode, no hooks, its temp files in ``workdir``."""
     env = dict(os.environ)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     for var in ("PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONINSPECT"):
@@ -330,8 +296,7 @@ class Outcome:
         return f"exit code {self.returncode}"
 
     def error(self, message: str = "", kind: Optional[WarningType] = None) -> GenerateError:
-        """The :class:`GenerateError` for this outcome: what failed, where, and the end
-        of its stderr (a full scratch folder is the likely cause when it is full)."""
+        """The :class:`GenerateError` for this outcome: what failed, where, its stderr's end."""
         tail = self.stderr_tail()
         lines = tail.splitlines()
         text = (message or f"{self.command} failed: {self.status()}")
@@ -356,16 +321,11 @@ def run(argv: Sequence[str], *, cwd: Path, workdir: Path, timeout: float, displa
         progress_every: float = 10.0,
         when_written: Optional[Tuple[Path, Callable[[], None]]] = None,
         watch: Optional[Callable[[], None]] = None) -> Outcome:
-    """Run ``argv`` to its end or its timeout; its :class:`Outcome` (a non-zero exit is
-    not an error here), or :class:`GenerateError` when it cannot start.
-
-    ``workdir``: a :func:`scratch` folder for the output files. ``progress`` gets
-    ``"<label>: still running (N s)"`` every ``progress_every`` seconds.
-    ``when_written``: (a file, a callback) called once, in this thread, as soon as the
-    child has created the file (written whole and renamed into place), while the child
-    may still run. ``watch``: called in this thread at every poll and once after the
-    end: it may read what the child has written so far (its output in ``workdir``).
-    """
+    """Run ``argv`` to its end or timeout: its :class:`Outcome`, or :class:`GenerateError`
+    when it cannot start. ``workdir``: a :func:`scratch` folder for the output files;
+    ``progress`` gets ``"<label>: still running (N s)"`` every ``progress_every`` s;
+    ``when_written`` (a file, a callback): called once, here, when the child has created
+    the file; ``watch``: called here at every poll and once after the end."""
     display = display or " ".join(argv)
     mark = new_mark()
     env = dict(child_environment(workdir) if env is None else env)

@@ -1,11 +1,6 @@
-"""Warnings that are not failures: the work goes on, and the reader is told once.
-
-A cache that cannot be written, a result that is not kept because the CK tree changed
-while it was computed, a temporary folder with no room: the process layer says so here,
-once per process and subject, and carries on. The CLI prints each on standard error
-(the default); the Sphinx glue makes each a warning of its kind (:func:`set_handler`).
-
-No Sphinx imports here.
+"""Warnings that are not failures (a cache not written, a result not kept, a full temporary
+folder): said once per process and subject, on stderr or through :func:`set_handler` (the
+Sphinx glue). No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from typing import Callable, List, Optional, Set, Tuple
 
 from ..errors import WarningType
 
-__all__ = ["Handler", "notice", "set_handler", "said"]
+__all__ = ["Handler", "notice", "set_handler", "said", "to_stderr"]
 
 Handler = Callable[[WarningType, str], None]
 
@@ -27,15 +22,17 @@ _SEEN: Set[str] = set()
 _SAID: List[Tuple[WarningType, str]] = []
 
 
-def _to_stderr(kind: WarningType, message: str) -> None:
-    stream = sys.stderr
-    if stream is None:  # closed (``2>&-``): nobody to tell
-        return
+def to_stderr(line: str) -> None:
+    """One line on stderr; a closed (``2>&-``) or broken one is no error of ours."""
     try:
-        stream.write("sphinxext-fmha: warning: %s\n" % message)
-        stream.flush()
-    except (OSError, ValueError):  # a broken or closed stream is no error of ours
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # (None when closed)
         pass
+
+
+def _to_stderr(kind: WarningType, message: str) -> None:
+    to_stderr("sphinxext-fmha: warning: " + message)
 
 
 def set_handler(handler: Optional[Handler]) -> None:

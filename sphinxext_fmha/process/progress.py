@@ -1,12 +1,7 @@
-"""One line per expensive step for the build log (Sphinx) or a terminal (CLI).
-
-A step line is written when the step has finished, so lines from runs side by side
-never interleave half-written: ``fmha: bwd of flash_attn-2.8.3: probing generate.py
-(7,824 kernels)... 14.2 s``. Steps answered from the cache write nothing. Progress
-callbacks receive :class:`StepLine` for these, and plain strings for "still running"
-notes, so the Sphinx side can show steps in normal builds and notes only with ``-v``.
-
-No Sphinx imports here.
+"""One line per expensive step, written when it has finished (lines of runs side by side
+never interleave): ``fmha: bwd of flash_attn-2.8.3: probing generate.py (7,824
+kernels)... 14.2 s``; a :class:`StepLine`, while "still running" notes are plain strings
+(Sphinx shows those only with ``-v``). No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -28,8 +23,7 @@ class StepLine(str):
 
 
 def tree_label(fmha_dir: Path) -> str:
-    """The name a reader knows the tree by: the sdist folder that ships it (a
-    ``PKG-INFO`` beside it), else the CK checkout's folder name."""
+    """The sdist folder that ships the tree (a ``PKG-INFO``), else the CK checkout's name."""
     fmha_dir = Path(fmha_dir)
     ck_root = fmha_dir.parents[2] if len(fmha_dir.parents) > 2 else fmha_dir
     for folder in [ck_root, *list(ck_root.parents)[:_SDIST_LEVELS]]:
@@ -77,9 +71,8 @@ def report_step(progress: Progress, fmha_dir: Path, argv: Sequence[str], what: s
 
 def report_ahead(progress: Progress, fmha_dir: Path, apis: Sequence[str],
                  steps: Mapping[str, int], workers: int, seconds: float) -> None:
-    """Write ``fmha: 6 APIs of <tree>: started ahead of the pages, 2 at a time: 6
-    probes, 6 listings... <s> s`` once the steps started ahead have all finished
-    (each of them wrote its own line too)."""
+    """``fmha: 6 APIs of <tree>: started ahead of the pages, 2 at a time: 6 probes, 6
+    listings... <s> s``, once all the steps started ahead have finished."""
     if progress is None:
         return
     who = apis[0] if len(apis) == 1 else "%d APIs" % len(apis) if apis else "the pages"

@@ -1,11 +1,7 @@
-"""Run a CK tree's own ``generate.py`` (listing and API-file generation), cached.
-
-``python -B generate.py ...`` through the launcher, cwd = the ``01_fmha`` folder
-(generate.py imports ``codegen.ops`` from its own folder), outputs (``-l FILE`` /
-``-o DIR``) in a scratch folder: nothing is ever written into the analysed tree.
-Results are kept in the store keyed by the tree's content digest when the run started,
-the request, the interpreter and :data:`RUNNER_FORMAT`, and only if the tree's files
-are unchanged when the run is done (``inputs``, see :mod:`~.cache`). No Sphinx imports.
+"""Run a CK tree's own ``generate.py`` (listing and write mode) through the launcher, in
+its folder, its outputs in a scratch folder (never in the tree); results kept in the store,
+keyed by the tree's digest when the run started, the request, the interpreter and
+:data:`RUNNER_FORMAT`. No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Union
 
 from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
@@ -31,7 +27,7 @@ from .progress import options_shown, report_step
 
 __all__ = ["RUNNER_FORMAT", "GenerateError", "GenerateRequest", "ListingResult", "ApiFileResult",
            "DriverRun", "GenerateRunner", "total_processes_started", "interpreter_id",
-           "check_generate_py", "listing_lines", "read_written"]
+           "api_file_result", "check_generate_py", "listing_lines", "read_written"]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes (3: the
 #: results themselves, pickled by the store).
@@ -48,13 +44,9 @@ _PY_VERSIONS: Dict[str, Union[str, GenerateError]] = {}
 
 
 def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
-    """Interpreter version + executable basename (part of every cache key).
-
-    Raises :class:`GenerateError` when ``python`` cannot run (within ``timeout``, or
-    a minute at most: a Python prints its version at once) or is not a Python. Both
-    the answer and the failure are kept for the process, per interpreter file as it
-    is now: a build does not wait for a hanging interpreter twice.
-    """
+    """Interpreter version + basename (in every cache key); :class:`GenerateError` when
+    ``python`` cannot run (within a minute at most) or is not a Python. Answer and failure
+    are kept per interpreter file: a build does not wait for a hanging one twice."""
     base = os.path.basename(python)
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return f"{sys.version.split()[0]}|{base}"
@@ -96,8 +88,7 @@ def _python_version(python: str, cwd: Path, timeout: float) -> str:
 
 
 def check_generate_py(fmha_dir: Path) -> None:
-    """Raise :class:`GenerateError` (an input error: ``CK_ROOT``) when ``fmha_dir`` has
-    no generate.py that can be run: none, a folder, a symlink loop, unreadable."""
+    """:class:`GenerateError` (``CK_ROOT``) when ``fmha_dir`` has no generate.py that can run."""
     path = Path(fmha_dir) / "generate.py"
     try:
         mode = path.stat().st_mode  # through symlinks: a loop is ELOOP
@@ -115,8 +106,7 @@ def check_generate_py(fmha_dir: Path) -> None:
 
 
 def listing_lines(path: Path) -> List[str]:
-    """The lines of a listing generate.py wrote (none when it wrote no file); bytes
-    that are not UTF-8 read as U+FFFD, as the probe reads them."""
+    """The lines of a listing generate.py wrote (none without a file; bad UTF-8 as U+FFFD)."""
     try:
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
@@ -126,11 +116,9 @@ def listing_lines(path: Path) -> List[str]:
                             % (path, error.strerror or error)) from None
 
 
-def read_written(outdir: Path, display: str) -> Tuple[str, str, Dict[str, str], Dict[str, int],
-                                                    int]:
-    """What write mode wrote into ``outdir``: the dispatch file's name and text, each
-    kernel file's trait keys and bytes, the dispatch file's bytes. The kernel sources
-    are read once (for their trait keys) and dropped."""
+def read_written(outdir: Path, display: str) -> Dict[str, Any]:
+    """What write mode wrote into ``outdir``, as :func:`api_file_result` reads it (each kernel
+    source read once, for its trait keys, and dropped)."""
     written = sorted(outdir.rglob("*.cpp"), key=lambda p: p.name)
     api_paths = [p for p in written if _API_FILE_RE.search(p.name)]
     kernels = [p for p in written if not _API_FILE_RE.search(p.name)]
@@ -138,15 +126,28 @@ def read_written(outdir: Path, display: str) -> Tuple[str, str, Dict[str, str], 
         found = ", ".join(p.name for p in api_paths) or "none"
         raise GenerateError(f"{display}: expected one *_api.cpp in the output, found {found}",
                             command=display)
-    return (api_paths[0].name, api_paths[0].read_text(encoding="utf-8", errors="replace"),
-            {p.name: kernel_trait_key(p.read_text(encoding="utf-8", errors="replace"))
-             for p in kernels},
-            {p.name: p.stat().st_size for p in kernels}, api_paths[0].stat().st_size)
+    return {"api_file": api_paths[0].name,
+            "text": api_paths[0].read_text(encoding="utf-8", errors="replace"),
+            "kernel_traits": {p.name: kernel_trait_key(p.read_text(encoding="utf-8",
+                                                                   errors="replace"))
+                              for p in kernels},
+            "kernel_bytes": {p.name: p.stat().st_size for p in kernels},
+            "api_bytes": api_paths[0].stat().st_size}
+
+
+def api_file_result(command: str, found: Mapping[str, Any], seconds: float,
+                    **more: Any) -> ApiFileResult:
+    """The write-mode result of what a run wrote (:func:`read_written`), or of what the
+    probe or a batch rendered (the same keys)."""
+    return ApiFileResult(command=command, api_file=found["api_file"], text=found["text"],
+                         kernel_files=sorted(found["kernel_traits"]),
+                         kernel_traits=dict(found["kernel_traits"]), seconds=round(seconds, 3),
+                         kernel_bytes=dict(found.get("kernel_bytes") or {}),
+                         api_bytes=int(found.get("api_bytes") or 0), **more)
 
 
 def _kept(cache: DiskCache, key: str, cls: type):
-    """The result of type ``cls`` the cache keeps under ``key``, or None (an entry of
-    another shape is dropped)."""
+    """The ``cls`` result kept under ``key``, or None (an entry of another shape is dropped)."""
     hit = cache.get(key)
     if hit is not None and not isinstance(hit, cls):
         cache.delete(key)
@@ -171,42 +172,37 @@ class GenerateRunner:
         self._options = set(options) if options is not None else None
         self._lock = threading.Lock()
         self.processes_started = 0
-        # The last write-mode results this runner stored or read, by cache key: the
-        # guide's sections ask for the same dispatch file many times, and reading it
-        # back from the cache means decompressing and decoding megabytes each time.
+        # the last write-mode results stored or read, by key: the sections ask for the same
+        # dispatch file many times, and the store decompresses megabytes each time
         self._api_results: OrderedDict[str, ApiFileResult] = OrderedDict()
 
     @property
     def options(self) -> Optional[Set[str]]:
-        """The tree's generate.py option dests, as the analysis read them: a request for
-        another option is refused before any run (None: not checked)."""
+        """The tree's generate.py option dests: another is refused before any run (None: all)."""
         return self._options
 
     def state(self) -> TreeState:
-        """The tree now: what a run starting now is keyed by and checked against."""
         return tree_state(self.fmha_dir)
 
-    def digest(self) -> str:
-        return self.state().digest
-
     def python_id(self) -> str:
-        """The interpreter's id in cache keys (version + basename); checks that
-        ``python`` is a Python (raises :class:`GenerateError`)."""
+        """The interpreter's id in cache keys (:func:`interpreter_id`)."""
         return interpreter_id(self.python, self.fmha_dir, self.timeout)
 
-    def _key(self, kind: str, req: GenerateRequest, inputs: Optional[TreeState] = None) -> str:
-        return DiskCache.key_for("generate-run", RUNNER_FORMAT, kind,
-                                 (inputs or self.state()).digest, req.as_dict(), self.python_id())
+    def _key(self, kind: str, req: Union[GenerateRequest, DriverRun],
+             inputs: Optional[TreeState] = None) -> str:
+        # a driver run's keys are its own ("driver-run"), not those of the separate runs
+        return DiskCache.key_for("driver-run" if isinstance(req, DriverRun) else "generate-run",
+                                 RUNNER_FORMAT, kind, (inputs or self.state()).digest,
+                                 req.as_dict(), self.python_id())
 
-    def has_result(self, kind: str, req: GenerateRequest) -> bool:
-        """Whether the cache holds ``req``'s result (``kind``: "list" or "api")."""
+    def has_result(self, kind: str, req: Union[GenerateRequest, DriverRun]) -> bool:
+        """Whether the cache holds the result of a request or driver run ("list", "api")."""
         return self.cache is not None and self.cache.has(self._key(kind, req))
 
     def listing_command(self, req: GenerateRequest, listing: str = "kernels.txt",
                         appends: bool = False) -> str:
-        """The command a reader runs for ``req``'s listing (no absolute paths);
-        ``appends``: this generate.py appends to the ``-l`` file, so the command removes
-        it first (run twice, it would list every kernel twice)."""
+        """The command a reader runs for ``req``'s listing; ``appends``: this generate.py
+        appends to the ``-l`` file, so the command removes it first."""
         command = self._display(req, ["-l", listing])
         return "rm -f %s && %s" % (shlex.quote(listing), command) if appends else command
 
@@ -219,9 +215,8 @@ class GenerateRunner:
 
     def _run(self, req: GenerateRequest, out_args: List[str], display: str, workdir: Path,
              command: Optional[List[str]] = None) -> float:
-        """Run generate.py (or ``command``, a script that runs it: the batch) through
-        the launcher; return wall seconds or raise :class:`GenerateError` with the tail
-        of its stderr."""
+        """Run generate.py (or ``command``: the batch) through the launcher: its wall seconds,
+        or :class:`GenerateError` with the tail of its stderr."""
         argv = command or [self.python, "-B", str(self.fmha_dir / "generate.py"),
                            *req.argv(self.options), *out_args]
         with self._lock:
@@ -260,8 +255,7 @@ class GenerateRunner:
 
     def store_listing(self, req: GenerateRequest, names: Sequence[str], seconds: float,
                       from_cache: bool = True, *, inputs: TreeState) -> ListingResult:
-        """Keep ``names`` (basenames ``generate.py -l`` wrote for ``req``) as that
-        listing's result; the probe, whose run is that listing, stores it here too.
+        """Keep ``names`` (basenames ``-l`` wrote) as ``req``'s listing (the probe's too);
         ``inputs``: the tree when the run started."""
         api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
         files = sorted({n for n in names if not _API_FILE_RE.search(n)})
@@ -294,26 +288,18 @@ class GenerateRunner:
             outdir = workdir / "generated"
             outdir.mkdir()
             seconds = self._run(req, ["-o", str(outdir)], display, workdir)
-            api_file, text, kernel_traits, kernel_bytes, api_bytes = read_written(outdir, display)
-        result = self.store_api_file(req, api_file, text, kernel_traits, seconds,
-                                     from_cache=False, kernel_bytes=kernel_bytes,
-                                     api_bytes=api_bytes, inputs=inputs)
+            written = read_written(outdir, display)
+        result = self.store_api_file(req, written, seconds, from_cache=False, inputs=inputs)
         self._report(req, "-o", seconds, result.count)
         return result
 
-    def store_api_file(self, req: GenerateRequest, api_file: str, text: str,
-                       kernel_traits: Dict[str, str], seconds: float,
-                       from_cache: bool = True, kernel_bytes: Optional[Dict[str, int]] = None,
-                       api_bytes: int = 0, *, inputs: TreeState) -> ApiFileResult:
-        """Keep a write-mode result for ``req``; the probe, which renders the same
-        dispatch file and kernel trait keys without writing files, stores it here too
-        (with the bytes of the texts write mode writes). ``inputs``: the tree when the
-        run started."""
-        result = ApiFileResult(
-            command=self.api_file_command(req), api_file=api_file, text=text,
-            kernel_files=sorted(kernel_traits), kernel_traits=dict(kernel_traits),
-            seconds=round(seconds, 3), from_cache=from_cache, request=req,
-            kernel_bytes=dict(kernel_bytes or {}), api_bytes=int(api_bytes))
+    def store_api_file(self, req: GenerateRequest, written: Mapping[str, Any], seconds: float,
+                       from_cache: bool = True, *, inputs: TreeState) -> ApiFileResult:
+        """Keep what write mode wrote for ``req`` (:func:`api_file_result`; the probe's
+        too, which renders the same files without writing them); ``inputs``: the tree
+        when the run started."""
+        result = api_file_result(self.api_file_command(req), written, seconds,
+                                 from_cache=from_cache, request=req)
         if self.cache is not None:
             key = self._key("api", req, inputs)
             self.cache.put(key, dataclasses.replace(result, from_cache=True), inputs)
@@ -340,43 +326,32 @@ class GenerateRunner:
 
     # ------------------------------------------------------------------ driver
 
-    def _driver_key(self, kind: str, run: DriverRun, inputs: Optional[TreeState] = None) -> str:
-        # Keys of their own ("driver-run"): the entries of separate runs are unchanged.
-        return DiskCache.key_for("driver-run", RUNNER_FORMAT, kind, (inputs or self.state()).digest,
-                                 run.as_dict(), self.python_id())
-
-    def has_driver_result(self, kind: str, run: DriverRun) -> bool:
-        """Whether the cache holds the driver's listing ("list") or write ("api")."""
-        return self.cache is not None and self.cache.has(self._driver_key(kind, run))
-
     def stored_driver_listing(self, run: DriverRun,
                               inputs: Optional[TreeState] = None) -> Optional[List[str]]:
-        """The kernel files the driver run lists (as ``driver.driver_listing`` gives
-        them), when the cache holds them for the tree ``inputs``."""
+        """The kernel files the driver run lists, when kept for the tree ``inputs``."""
         if self.cache is None:
             return None
-        key = self._driver_key("list", run, inputs)
+        key = self._key("list", run, inputs)
         hit = _kept(self.cache, key, list)
         return None if hit is None else list(hit)
 
-    def store_driver_listing(self, run: DriverRun, files: Sequence[str],
-                             seconds: float, *, inputs: TreeState) -> None:
+    def store_driver_listing(self, run: DriverRun, files: Sequence[str], *,
+                             inputs: TreeState) -> None:
         if self.cache is not None:
-            self.cache.put(self._driver_key("list", run, inputs), list(files), inputs)
+            self.cache.put(self._key("list", run, inputs), list(files), inputs)
 
     def stored_driver_write(self, run: DriverRun,
                             inputs: Optional[TreeState] = None) -> Optional[ApiFileResult]:
-        """The driver's write-mode result (dispatch file, trait keys), when cached for
-        the tree ``inputs``."""
+        """The driver's write-mode result, when kept for the tree ``inputs``."""
         if self.cache is None:
             return None
-        key = self._driver_key("api", run, inputs)
+        key = self._key("api", run, inputs)
         hit = _kept(self.cache, key, ApiFileResult)
         return None if hit is None else dataclasses.replace(hit, from_cache=True)
 
     def store_driver_write(self, run: DriverRun, result: ApiFileResult, *,
                            inputs: TreeState) -> None:
         if self.cache is not None:
-            self.cache.put(self._driver_key("api", run, inputs), dataclasses.replace(
+            self.cache.put(self._key("api", run, inputs), dataclasses.replace(
                 result, seconds=round(result.seconds, 3), request=None,
                 kernel_files=sorted(result.kernel_traits)), inputs)

@@ -1,19 +1,6 @@
-"""Where scratch folders go: the system's temporary folder, or another one with room.
-
-Scratch folders hold files that live a few seconds (every filtered run a page checks
-writes its kernel files in write mode; each probe's result goes through a file). They
-went to a memory-backed folder (``/dev/shm``) where there was room: measured in a cold
-flash-attn 2.8.3 gallery (``benchmarks/``, issue 42, two rounds), that saved 6 % of the
-build's CPU (49.8 s against 53.2 s) and nothing of its wall time, under the 10 % that
-keeps such a trick; now the system's folder is used, as ``tempfile`` picks it.
-
-The choice someone made is kept: ``TMPDIR``, ``TEMP`` or ``TMP`` set in the environment,
-unless its file system has less than :data:`LOW_FREE` bytes free: then the system's
-usual temporary folder is used when one has room, with one warning that names the
-chosen folder and its free space. Scratch folders are removed when the work ends, fails
-or is interrupted (SIGINT, SIGTERM; see :mod:`~.launch`).
-
-No Sphinx imports here.
+"""Where scratch folders go: the system's temporary folder (``TMPDIR`` and the like), or
+another one with room when it has less than :data:`LOW_FREE` free. Why not ``/dev/shm``
+(6 % of CPU, under the 10 % that keeps a trick): ``docs/internals.md``. No Sphinx imports.
 """
 
 from __future__ import annotations
@@ -38,10 +25,8 @@ _USUAL = ("/tmp", "/var/tmp", "/usr/tmp")
 
 
 def scratch_parent() -> Optional[str]:
-    """The folder to make scratch folders in, or None for the system's temporary folder
-    (what :func:`tempfile.mkdtemp` picks: the environment's choice, or its default;
-    not :data:`tempfile.tempdir`, which the first call of :func:`tempfile.gettempdir`
-    sets, chosen or not)."""
+    """The folder to make scratch folders in, or None for what :func:`tempfile.mkdtemp`
+    picks (not :data:`tempfile.tempdir`, which :func:`tempfile.gettempdir` sets anyway)."""
     chosen = next((os.environ[var] for var in TEMP_VARIABLES if os.environ.get(var)), None)
     if chosen is not None:
         room = free_space(chosen)

@@ -1,17 +1,6 @@
-"""Find every process of a run, and end them when the process that started them dies.
-
-Standard library only: run as a script, it is the watchdog that :mod:`~.launch` starts
-beside a process that starts children; imported, :func:`processes` and :func:`kill`
-are how the launcher itself finds and ends what a run left behind. A process of a run
-is found by its mark (:data:`MARKS`, see :mod:`~.launch`), or below a live ancestor
-when it cleared its environment.
-
-As a script (``watchdog_script.py TOKEN OWNER_PID``) it reads lines from its standard
-input, a pipe whose only writer is the owner: ``["group", PGID]`` / ``["ended", PGID]``
-and ``["folder", PATH]`` / ``["removed", PATH]``. When the pipe ends, or the owner is no
-longer its parent (it died), it kills every process marked ``TOKEN/...``, every group
-still registered and everything below them, removes the folders still registered, and
-exits. The marks need ``/proc`` (Linux); the groups and folders work everywhere.
+"""Find every process of a run (:func:`processes`, :func:`kill`: used by :mod:`~.launch`),
+and, run as ``watchdog_script.py TOKEN OWNER_PID``, end them and remove their scratch
+folders when the owner dies. Standard library only; protocol: ``docs/internals.md``.
 """
 
 import contextlib

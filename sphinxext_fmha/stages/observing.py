@@ -36,8 +36,7 @@ def other_mask(tree: Tree, options: Options) -> Optional[Tuple[str, str]]:
 
 
 def probe_runs(tree: Tree, api: str, options: Options) -> ProbeRuns:
-    """The probe's runs; the probe also lists the other ``--mask`` mode (what
-    mask_modes compares) in its interpreter, where the codegen is imported already."""
+    """The probe's runs, with the other ``--mask`` mode's listing (made in its interpreter)."""
     request = tree.request(api, options)
     supported = tree.supported_dests()
     modes = other_mask(tree, options)
@@ -50,9 +49,8 @@ def probe_runs(tree: Tree, api: str, options: Options) -> ProbeRuns:
 def observe_runs(runner: GenerateRunner, runs: ProbeRuns, *, cache: DiskCache, timeout: float,
                  progress: Optional[Callable[[str], None]]
                  ) -> Tuple[dict, Optional[Callable[[], None]]]:
-    """(the observation, what keeps the other ``--mask`` listing it made, if any). The
-    probe's run is the unfiltered ``generate.py -l``, and it rendered the dispatch file
-    write mode writes: both are kept as those runs' results, so neither runs again."""
+    """(the observation, what keeps the other ``--mask`` listing it made, if any); its
+    listing and dispatch file are kept as the results of ``-l`` and ``-o``."""
     request, argv, other, also_argv = runs
     inputs = runner.state()
     observed = observe(runner.fmha_dir, argv, python=runner.python, cache=cache,
@@ -61,10 +59,8 @@ def observe_runs(runner: GenerateRunner, runs: ProbeRuns, *, cache: DiskCache, t
     runner.store_listing(request, observed["listing"], seconds, inputs=inputs)
     dispatch = observed.get("dispatch") or {}
     if dispatch and not dispatch.get("error"):
-        runner.store_api_file(request, dispatch["api_file"], dispatch["text"],
-                              dispatch["kernel_traits"], float(dispatch.get("seconds", 0.0)),
-                              kernel_bytes=dispatch.get("kernel_bytes"),
-                              api_bytes=int(dispatch.get("api_bytes") or 0), inputs=inputs)
+        runner.store_api_file(request, dispatch, float(dispatch.get("seconds", 0.0)),
+                              inputs=inputs)
     if other is None or also_argv is None:
         return observed, None
     return observed, lambda: _keep_other_listing(runner, cache, other, argv, also_argv, inputs)
@@ -72,9 +68,8 @@ def observe_runs(runner: GenerateRunner, runs: ProbeRuns, *, cache: DiskCache, t
 
 def _keep_other_listing(runner: GenerateRunner, cache: DiskCache, request: GenerateRequest,
                         argv: List[str], also_argv: List[str], inputs: TreeState) -> None:
-    """Keep the other listing the probe made (waiting for it while the probe still
-    lists it) as that run's result, when it ran cleanly (else that listing runs as a
-    process and says what is wrong)."""
+    """Keep the other listing the probe made (waiting for it) as that run's result, when
+    it ran cleanly (else that listing runs as a process and says what is wrong)."""
     also = observe_also(runner.fmha_dir, argv, also_argv, python=runner.python,
                         cache=cache, inputs=inputs) or {}
     if "listing" in also and not also.get("error"):

@@ -113,7 +113,7 @@ class RecommendRunner:
         # The driver's write-mode run is independent of its listing: start it now, on
         # the other core (driver_write takes its result), unless a batch kept it.
         run = driver_run(self.base, filters)
-        if not self.runner.has_driver_result("api", run):
+        if not self.runner.has_result("api", run):
             self._writes[run.filters] = in_background(cached_write, self.runner, run,
                                                        name="fmha-driver-write")
         return cached_listing(self.runner, run)

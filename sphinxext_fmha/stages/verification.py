@@ -110,14 +110,13 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
 
 def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], dict],
              parallel: int, drivers: Sequence[DriverRun]) -> None:
-    """Run ``requests`` (filtered) and ``drivers`` not cached yet in a batch interpreter
-    (:mod:`~sphinxext_fmha.process.batch`), ``parallel`` at a time, with the trait keys
-    of the kernels the probe observed (``observe``, not called when all are cached)."""
+    """Run ``requests`` and ``drivers`` not cached yet in a batch interpreter, with the
+    trait keys the probe observed (``observe``: not called when all are cached)."""
     from ..process.batch import missing
     from ..process.batch import prefetch as run_batches
 
     if not missing(runner, list(requests)) and all(
-            runner.has_driver_result(kind, run) for run in drivers for kind in ("list", "api")):
+            runner.has_result(kind, run) for run in drivers for kind in ("list", "api")):
         return
     observed = observe()
     dispatch = observed.get("dispatch") or {}
