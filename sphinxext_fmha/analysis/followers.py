@@ -1,10 +1,5 @@
-"""Kernels generated with another kernel whose name ``-f`` tests in their stead.
-
-The probe observes them (``observe_followers`` in the probe script: made right after
-another kernel's fnmatch call, never tested, not generated when every call fails);
-here they are summed up per sub-type for the model, with the tokens only they carry
-(which ``-f`` therefore never sees).
-"""
+"""Kernels generated with another kernel whose name ``-f`` tests in their stead (observed
+by the probe), summed up per sub-type with the tokens only they carry (``-f`` never sees them)."""
 
 from __future__ import annotations
 
