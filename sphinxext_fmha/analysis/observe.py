@@ -78,22 +78,13 @@ def _memo_key(cache: Optional[DiskCache], key: str) -> str:  # one memo per cach
     return "%s|%s" % (cache.root if cache is not None else "", key)
 
 
-def observe(
-    fmha_dir: Path,
-    argv: List[str],
-    *,
-    python: Optional[str] = None,
-    cache: Optional[DiskCache] = None,
-    timeout: float = 900,
-    progress: Optional[Callable[[str], None]] = None,
-    also_list: Optional[List[str]] = None,
-    inputs: Optional[TreeState] = None,
-) -> dict:
+def observe(fmha_dir: Path, argv: List[str], *, python: Optional[str] = None,
+            cache: Optional[DiskCache] = None, timeout: float = 900,
+            progress: Optional[Callable[[str], None]] = None,
+            also_list: Optional[List[str]] = None, inputs: Optional[TreeState] = None) -> dict:
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content).
-
-    ``also_list``: one more listing's arguments (no ``-l``), listed by the probe as a new
-    process would, got from :func:`observe_also`. ``inputs``: the tree as the caller found
-    it (default: now); the result is kept only if the tree is still so at the end."""
+    ``also_list``: one more listing's arguments (no ``-l``), see :func:`observe_also`;
+    ``inputs``: the tree as found (default: now), kept only if still so at the end."""
     python = python or sys.executable
     inputs = inputs or tree_state(fmha_dir)
     key = _probe_key(fmha_dir, argv, python, also_list, inputs, timeout)
@@ -126,15 +117,9 @@ def observe(
     return result
 
 
-def observe_also(
-    fmha_dir: Path,
-    argv: List[str],
-    also_list: List[str],
-    *,
-    python: Optional[str] = None,
-    cache: Optional[DiskCache] = None,
-    inputs: Optional[TreeState] = None,
-) -> Optional[dict]:
+def observe_also(fmha_dir: Path, argv: List[str], also_list: List[str], *,
+                 python: Optional[str] = None, cache: Optional[DiskCache] = None,
+                 inputs: Optional[TreeState] = None) -> Optional[dict]:
     """The other listing of :func:`observe`'s probe with these arguments (``listing`` and
     ``error``, or ``unsafe``), waited for while that probe runs; None when neither this
     process nor the cache has it (the caller lists it itself)."""

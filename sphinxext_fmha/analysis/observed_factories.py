@@ -64,10 +64,15 @@ def _calls_of(factory: Factory, factories: Sequence[Factory], calls: List[dict],
     return own
 
 
-def _tiles_of(call: dict, objects: List[list], tile_classes: Set[str]) -> List[int]:
+def _refs(call: dict) -> List[Tuple[Optional[str], int]]:
+    """(table key or None for a list, object index) of each object a call returned."""
     result = call.get("result") or {}
-    refs = [i for _, ids in result.get("keys", []) for i in ids] + list(result.get("items", []))
-    return [i for i in refs if objects[i][0] in tile_classes]
+    return [(key, i) for key, ids in result.get("keys", []) for i in ids] + [
+        (None, i) for i in result.get("items", [])]
+
+
+def _tiles_of(call: dict, objects: List[list], tile_classes: Set[str]) -> List[int]:
+    return [i for _, i in _refs(call) if objects[i][0] in tile_classes]
 
 
 def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], hdim_field: str
@@ -82,10 +87,7 @@ def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], h
             continue
         others = tuple((k, v) for k, v in params.items() if k != param)
         table: _Table = {}
-        result = call.get("result") or {}
-        tiles = [(key, i) for key, ids in result.get("keys", []) for i in ids] + [
-            (None, i) for i in result.get("items", [])]
-        for key, index in tiles:
+        for key, index in _refs(call):
             cls, name, fields = objects[index][:3]
             if cls in tile_classes and name:
                 if key is None:  # a list of tiles: keyed by each tile's head dim
