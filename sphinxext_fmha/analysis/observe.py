@@ -142,10 +142,9 @@ def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                also_list: Optional[List[str]] = None, memo_key: str = "",
                keep_also: Optional[Callable[[dict], None]] = None,
                code_store: Optional[Path] = None) -> Tuple[dict, bytes]:
-    """The probe's result and its JSON text. With ``also_list``, a thread of its own waits
-    for the probe, hands over the result once written and the other listing (under
-    ``memo_key``; to ``keep_also`` when clean) at the end. ``code_store``: the compiled
-    code of the tree's interpreters (see the probe script)."""
+    """The probe's result and its JSON text. With ``also_list``, a thread waits for the
+    probe, handing over the result once written, the other listing (under ``memo_key``;
+    to ``keep_also`` when clean) at the end. ``code_store``: see the probe script."""
     command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), "RESULT",
                "--trait-reader", str(TRAIT_READER)]
     if code_store is not None:

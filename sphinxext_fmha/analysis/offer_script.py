@@ -11,8 +11,7 @@ import sys
 
 
 class Seen(BaseException):
-    """Stops generate.py once its arguments are asked for (not an ``Exception``: an
-    ``except Exception`` of generate.py's does not catch it)."""
+    """Stops generate.py once its arguments are asked for (``except Exception`` misses it)."""
 
 
 def _in_tree(path, fmha_dir):

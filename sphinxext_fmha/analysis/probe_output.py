@@ -22,8 +22,8 @@ def keys_of(trait_key, texts):
 
 
 def fork_json(compute):
-    """Fork a child that sends ``compute()`` as JSON through a pipe and leaves without
-    running any exit handler; (pid, read end), or None where this system cannot fork."""
+    """Fork a child that sends ``compute()`` as JSON through a pipe, running no exit
+    handler; (pid, read end), or None where this system cannot fork."""
     if not hasattr(os, "fork"):
         return None
     read_end, write_end = os.pipe()
@@ -59,11 +59,9 @@ def collect_json(forked):
 
 
 def summarise_calls(calls, name_to_class, raw_up_to):
-    """Compress an fnmatch log: patterns per class, and the trait groups (consecutive
-    calls up to the first repeated pattern) as [pattern index, record index] lists. A
-    call is tied to a record by its object's file (``("file", filename)``) if known, else
-    by name; a name no listed kernel has gets -2 - k, k its place in ``unlisted``. Up
-    to ``raw_up_to`` calls, the calls themselves too (``raw``)."""
+    """An fnmatch log as patterns per class and trait groups (calls up to a repeated
+    pattern) of [pattern index, record index] (by the call's file, else name; -2 - k: the
+    k-th name in ``unlisted``); up to ``raw_up_to`` calls, the calls too (``raw``)."""
     per_class, patterns, pattern_index, groups, unlisted = {}, [], {}, [], {}
     current, current_patterns = [], set()
     for pattern, name, filename in calls:
@@ -89,8 +87,7 @@ def summarise_calls(calls, name_to_class, raw_up_to):
     return summary
 
 
-#: Record fields that a few distinct values fill in thousands of records (the influence
-#: ranges of a name layout, the names of the parts): see :func:`share_record_fields`.
+#: Record fields a few distinct values fill in thousands of records (share_record_fields)
 SHARED_RECORD_FIELDS = ("influence", "parts")
 
 

@@ -226,13 +226,10 @@ def _typed(value, value_type=None):
 
 
 def perturb_influence(records, objects, candidates, every_kernel=False, typed_items=None):
-    """Fill ``record["influence"]`` for every record, perturbing few kernels.
-
-    What a field rewrites depends on its value and on the tokens before it that come and
-    go (the layout fields: their change moved a name's pieces, seen on one record per
-    (field, value)); then each (field, value, layout) is perturbed once and shared.
-    ``every_kernel``: every field of every record (the tests' reference). ``typed_items``:
-    each record's (path, value type, value)s, when the caller has them."""
+    """Fill ``record["influence"]`` for every record, perturbing few kernels: what a field
+    rewrites depends on its value and on the layout fields before it (whose change moved
+    a name's pieces, seen on one record per (field, value)); each (field, value, layout)
+    is perturbed once. ``every_kernel``: all of them (the tests' reference)."""
     if typed_items is None:
         typed_items = [[(p, type(v), v) for p, v in r["leaves"].items()
                         if isinstance(v, SCALARS)] for r in records]

@@ -1,10 +1,7 @@
-"""Observe a CK FMHA codegen tree while its own generate.py runs in this process.
-
-Run by generate.py's interpreter (maybe not Sphinx's): it and the ``probe_*.py`` it loads
-by path use the standard library only. Hooks record the kernel objects whose file name is
-asked for and each fnmatch call (how ``-f`` is applied is observed, not assumed); then
-fields are perturbed, the dispatch file rendered and marker runs made (``probe_recorder``).
-"""
+"""Observe a CK FMHA codegen tree while its own generate.py runs in this process, run by
+generate.py's interpreter (stdlib only, as the ``probe_*.py`` it loads by path): the kernel
+objects and fnmatch calls (how ``-f`` applies is observed), then perturbation, the
+dispatch file and marker runs."""
 
 import atexit
 import dataclasses
@@ -220,11 +217,10 @@ def load_trait_reader(package_dir):
 
 
 def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=False):
-    """The API dispatch file write mode would write, and each kernel file's trait key:
-    ``pool.api`` and each ``k.template`` of the unfiltered run, as write mode writes them.
-    With no single pool of the kernels' module (some trees build it in write mode only),
-    or ``write`` (write mode's own checks decide whether a filtered set writes at all,
-    e.g. newer CK's split-KV/combine assertion), write mode runs into a temporary folder."""
+    """The API dispatch file write mode would write (the unfiltered run's ``pool.api``),
+    each kernel file's trait key (its ``template``). With no single pool of the kernels'
+    module (built in write mode only), or ``write`` (write mode's own checks decide, e.g.
+    newer CK's split-KV/combine assertion), write mode runs into a temporary folder."""
     api_names = [n for n in listing if API_FILE.search(n)]
     modules = {type(obj).__module__ for _, obj in kernels}
     own = [p for p in pools if type(p).__module__ in modules]
