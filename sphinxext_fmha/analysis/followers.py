@@ -1,10 +1,5 @@
-"""Kernels generated with another kernel whose name ``-f`` tests in their stead.
-
-The probe observes them (``observe_followers`` in the probe script: made right after
-another kernel's fnmatch call, never tested, not generated when every call fails);
-here they are summed up per sub-type for the model, with the tokens only they carry
-(which ``-f`` therefore never sees).
-"""
+"""Kernels generated with another kernel whose name ``-f`` tests in their stead (observed
+by the probe), summed up per sub-type with the tokens only they carry (``-f`` never sees them)."""
 
 from __future__ import annotations
 
@@ -33,24 +28,17 @@ def followers_of(model: ApiModel, followers: Mapping[str, str], listed: List[str
             groups[(mine[0], theirs[0])].append(follower)
     # per sub-type and segment, the tokens of the kernels -f tests
     tested: Dict[Tuple[str, int], Set[str]] = defaultdict(set)
-    for filename in listed:
-        if filename in followers:
-            continue
-        found = parsed(filename)
-        if found is not None:
-            for index, token in enumerate(found[1]):
-                tested[(found[0], index)].add(token)
+    for found in filter(None, (parsed(f) for f in listed if f not in followers)):
+        for index, token in enumerate(found[1]):
+            tested[(found[0], index)].add(token)
     result = []
     for (kind, leader_kind), files in sorted(groups.items()):
         labels = [s.label for s in model.kernel_type(kind).segments]
-        only: Dict[str, List[str]] = {}
+        only: Dict[str, Set[str]] = defaultdict(set)
         for filename in files:
-            tokens = parsed(filename)[1]  # type: ignore[index]
-            for index, token in enumerate(tokens):
+            for index, token in enumerate(parsed(filename)[1]):  # type: ignore[index]
                 if token and token not in tested[(kind, index)] and index < len(labels):
-                    only.setdefault(labels[index], [])
-                    if token not in only[labels[index]]:
-                        only[labels[index]].append(token)
+                    only[labels[index]].add(token)
         result.append(Followers(kernel_type=kind, leader_type=leader_kind, count=len(files),
                                 tokens={k: sorted(v) for k, v in sorted(only.items())},
                                 example=[followers[files[0]], files[0]]))

@@ -1,8 +1,5 @@
-"""Run the probe (``probe_script.py``) against a tree in a subprocess, with a cache.
-
-The probe imports the tree's codegen, so it runs in its own process, with the
-interpreter chosen for generate.py, without writing bytecode into the tree.
-"""
+"""Run the probe (``probe_script.py``, which imports the tree's codegen) in a process of
+generate.py's interpreter, writing no bytecode into the tree; results cached."""
 
 from __future__ import annotations
 
@@ -25,9 +22,9 @@ from ..process.progress import options_shown, report_step
 from ..process.runner import interpreter_id
 
 PROBE_SCRIPT = Path(__file__).with_name("probe_script.py")
-#: The probe and the modules it loads by their path (``probe_*.py`` beside it).
+#: The probe and the modules it loads by path; the stdlib-only package it loads by path
+#: for kernel files' trait keys
 PROBE_FILES = sorted(Path(__file__).parent.glob("probe_*.py"))
-#: The probe loads this stdlib-only reader package by path for kernel files' trait keys.
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
 #: Results kept in this process (the model and the session read the same probe).
 _MEMO_SIZE = 4
@@ -55,10 +52,8 @@ def _probe_version() -> str:
 
 
 def read_result(text: bytes) -> dict:
-    """The probe's result from the JSON bytes it wrote, the record fields it wrote once
-    per distinct value (``share_record_fields``) back in every record, a copy each. A
-    heavy probe's result is a million containers that all survive: collector passes
-    while they are made would free nothing."""
+    """The probe's result, each record's shared fields (``share_record_fields``) put back,
+    a copy each. Its million containers all survive: collector passes would free nothing."""
     with collector_paused():
         result = load_json(text)
         tables = result.pop("record_tables", None) if isinstance(result, dict) else None
@@ -79,29 +74,17 @@ def _probe_key(fmha_dir: Path, argv: List[str], python: str,
                              _probe_version(), interpreter_id(python, fmha_dir, timeout))
 
 
-def _memo_key(cache: Optional[DiskCache], key: str) -> str:
-    """One memo per cache: its files stay the truth."""
+def _memo_key(cache: Optional[DiskCache], key: str) -> str:  # one memo per cache
     return "%s|%s" % (cache.root if cache is not None else "", key)
 
 
-def observe(
-    fmha_dir: Path,
-    argv: List[str],
-    *,
-    python: Optional[str] = None,
-    cache: Optional[DiskCache] = None,
-    timeout: float = 900,
-    progress: Optional[Callable[[str], None]] = None,
-    also_list: Optional[List[str]] = None,
-    inputs: Optional[TreeState] = None,
-) -> dict:
+def observe(fmha_dir: Path, argv: List[str], *, python: Optional[str] = None,
+            cache: Optional[DiskCache] = None, timeout: float = 900,
+            progress: Optional[Callable[[str], None]] = None,
+            also_list: Optional[List[str]] = None, inputs: Optional[TreeState] = None) -> dict:
     """Probe results for ``generate.py <argv>`` in ``fmha_dir`` (cached by content).
-
-    ``also_list``: one more listing's arguments (``-l`` left out), listed by the probe
-    as a new process would; the result comes as soon as the probe's own work is done,
-    that listing (which can take longer) from :func:`observe_also`. ``inputs``: the tree
-    as the caller found it (default: now); the result is kept only if the tree is still
-    so when the probe is done."""
+    ``also_list``: one more listing's arguments (no ``-l``), see :func:`observe_also`;
+    ``inputs``: the tree as found (default: now), kept only if still so at the end."""
     python = python or sys.executable
     inputs = inputs or tree_state(fmha_dir)
     key = _probe_key(fmha_dir, argv, python, also_list, inputs, timeout)
@@ -134,19 +117,12 @@ def observe(
     return result
 
 
-def observe_also(
-    fmha_dir: Path,
-    argv: List[str],
-    also_list: List[str],
-    *,
-    python: Optional[str] = None,
-    cache: Optional[DiskCache] = None,
-    inputs: Optional[TreeState] = None,
-) -> Optional[dict]:
-    """The other listing of :func:`observe`'s probe with these arguments (``listing``
-    and ``error``, or ``unsafe`` when the probe could not list it as a new process
-    would), waited for while that probe runs; None when neither this process nor the
-    cache has it (the caller lists it itself)."""
+def observe_also(fmha_dir: Path, argv: List[str], also_list: List[str], *,
+                 python: Optional[str] = None, cache: Optional[DiskCache] = None,
+                 inputs: Optional[TreeState] = None) -> Optional[dict]:
+    """The other listing of :func:`observe`'s probe with these arguments (``listing`` and
+    ``error``, or ``unsafe``), waited for while that probe runs; None when neither this
+    process nor the cache has it (the caller lists it itself)."""
     python = python or sys.executable
     key = _probe_key(fmha_dir, argv, python, also_list, inputs)
     with _MEMO_LOCK:
@@ -161,20 +137,14 @@ def _also_key(key: str) -> str:
     return DiskCache.key_for("probe-also", key)
 
 
-def display_command(argv: List[str]) -> str:
-    return "python generate.py " + " ".join(shlex.quote(a) for a in argv)
-
-
 def _run_probe(fmha_dir: Path, argv: List[str], python: str, timeout: float,
                progress: Optional[Callable[[str], None]],
                also_list: Optional[List[str]] = None, memo_key: str = "",
                keep_also: Optional[Callable[[dict], None]] = None,
                code_store: Optional[Path] = None) -> Tuple[dict, bytes]:
-    """The probe's result and its JSON text. With ``also_list``, the probe process is
-    waited for in a thread of its own, which hands over the result as soon as it is
-    written and the other listing (:func:`observe_also`, under ``memo_key``; to
-    ``keep_also`` when it is clean) when the probe ends. ``code_store``: where the
-    tree's interpreters keep their compiled code (see the probe script)."""
+    """The probe's result and its JSON text. With ``also_list``, a thread waits for the
+    probe, handing over the result once written, the other listing (under ``memo_key``;
+    to ``keep_also`` when clean) at the end. ``code_store``: see the probe script."""
     command = [python, "-B", str(PROBE_SCRIPT), str(fmha_dir), "RESULT",
                "--trait-reader", str(TRAIT_READER)]
     if code_store is not None:
@@ -219,9 +189,9 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
                    early: Optional[Future[Tuple[dict, bytes]]] = None,
                    also: Optional[Callable[[dict], None]] = None,
                    also_list: Optional[List[str]] = None) -> Tuple[dict, bytes]:
-    """Run the probe process to its end; ``early``: set as soon as the result is
-    written; ``also`` gets the other listing when the probe ends."""
-    shown = display_command(argv)
+    """Run the probe process to its end; ``early``: set once the result is written;
+    ``also``: given the other listing at the end."""
+    shown = "python generate.py " + " ".join(shlex.quote(a) for a in argv)
     with scratch("fmha-observe-") as workdir:
         out, also_out = workdir / "probe.json", workdir / "also.json"
         command = [{"RESULT": str(out), "ALSO": str(also_out)}.get(a, a) for a in command]
@@ -254,12 +224,10 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
                             own, kernels=_kernels(listed))
             also(listed)
             return early.result()
-        if outcome.timed_out:
-            error = outcome.error("%s timed out after %g s" % (shown, timeout))
-            raise ProbeError(str(error), shown, error.stderr_tail)
-        if not outcome.ok or not out.exists():
-            status = outcome.status() if not outcome.ok else "exit code 0 but no result"
-            error = outcome.error("%s failed (%s)" % (shown, status))
+        if outcome.timed_out or not outcome.ok or not out.exists():
+            error = outcome.error("%s timed out after %g s" % (shown, timeout) if outcome.timed_out
+                                  else "%s failed (%s)" % (shown, outcome.status() if not outcome.ok
+                                                           else "exit code 0 but no result"))
             raise ProbeError(str(error), shown, error.stderr_tail)
         try:
             text = out.read_bytes()

@@ -1,14 +1,7 @@
-"""The factories' tile tables as generate.py's own run computed them.
-
-The probe (``probe_calls.py``) keeps every call of a codegen function or factory method
-that returned tiles or nothing, with its arguments. A factory whose tile method was
-called gets its tables from those calls: per data type, head-dim key and the other
-arguments (``[tr_load=t]`` where they change the table), the tiles' own names, and the
-conditions its tiles carry (a ``CppConstraint`` as the C++ it writes). A factory the
-run did not call gets the table the probe asked it for with the run's arguments (it
-stays not ``observed``). The source reading keeps what it alone knows (where a factory
-is, when it is chosen).
-"""
+"""The factories' tile tables as generate.py's own run computed them (``probe_calls.py``):
+per data type, head-dim key and the other arguments (``[tr_load=t]`` where they change
+the table), the tiles' names and conditions. A factory the run did not call gets the
+table the probe asked it for (not ``observed``)."""
 
 from __future__ import annotations
 
@@ -50,10 +43,8 @@ def apply_observed_factories(factories: Sequence[Factory], observed: Optional[di
 
 def _calls_of(factory: Factory, factories: Sequence[Factory], calls: List[dict],
               objects: List[list], tile_classes: Set[str]) -> List[dict]:
-    """The calls made through ``factory`` (a function factory: the function's own). A
-    factory generate.py used that inherits its tile method as a static method (whose
-    calls are known by the class that defines it) gets that base's calls: they do not
-    depend on the class."""
+    """The calls made through ``factory`` (a function factory: the function's own); one
+    inheriting its tile method as a static method also gets the defining base's calls."""
     name = factory.class_name
     own = [c for c in calls if c["through"] == name or (not c["through"] and c["method"] == name)]
     if not own or any(_tiles_of(c, objects, tile_classes) for c in own):
@@ -73,10 +64,15 @@ def _calls_of(factory: Factory, factories: Sequence[Factory], calls: List[dict],
     return own
 
 
-def _tiles_of(call: dict, objects: List[list], tile_classes: Set[str]) -> List[int]:
+def _refs(call: dict) -> List[Tuple[Optional[str], int]]:
+    """(table key or None for a list, object index) of each object a call returned."""
     result = call.get("result") or {}
-    refs = [i for _, ids in result.get("keys", []) for i in ids] + list(result.get("items", []))
-    return [i for i in refs if objects[i][0] in tile_classes]
+    return [(key, i) for key, ids in result.get("keys", []) for i in ids] + [
+        (None, i) for i in result.get("items", [])]
+
+
+def _tiles_of(call: dict, objects: List[list], tile_classes: Set[str]) -> List[int]:
+    return [i for _, i in _refs(call) if objects[i][0] in tile_classes]
 
 
 def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], hdim_field: str
@@ -91,10 +87,7 @@ def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], h
             continue
         others = tuple((k, v) for k, v in params.items() if k != param)
         table: _Table = {}
-        result = call.get("result") or {}
-        tiles = [(key, i) for key, ids in result.get("keys", []) for i in ids] + [
-            (None, i) for i in result.get("items", [])]
-        for key, index in tiles:
+        for key, index in _refs(call):
             cls, name, fields = objects[index][:3]
             if cls in tile_classes and name:
                 if key is None:  # a list of tiles: keyed by each tile's head dim
@@ -109,8 +102,7 @@ def _per_dtype(calls: List[dict], objects: List[list], tile_classes: Set[str], h
 
 def _merge(combos: List[Tuple[Tuple[Tuple[str, Any], ...], _Table]]) -> _Table:
     """One data type's tables over its other arguments: keys get ``[param=value]`` only
-    when those arguments change the table (tables differ, or some are empty), as the
-    source reading writes them."""
+    when those change the table (tables differ, or some are empty)."""
     filled = [(others, table) for others, table in combos if table]
     qualify = any(others for others, _ in combos) and (
         len({repr(sorted(t.items())) for _, t in filled}) > 1 or len(filled) < len(combos))

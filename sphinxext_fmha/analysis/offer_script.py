@@ -1,14 +1,7 @@
-"""Run a CK tree's generate.py up to its ``parse_args`` and write what it offers.
-
-Executed as a script by the interpreter that runs generate.py (standard library only,
-nothing of sphinxext_fmha): ``offer_script.py <01_fmha folder> <result.json>``. The
-parser's ``parse_known_args`` (which ``parse_args`` calls) is patched to record the
-parser's options and, from the names of the frame that asked, the handler table: a
-dict whose every value holds functions of one file, some of them in ``codegen/ops``.
-Then the run stops, before generate.py lists or writes anything, and the ``name`` of
-every ``ArchTrait`` the codegen holds once imported (module and class attributes, and
-their items) is noted.
-"""
+"""``offer_script.py <01_fmha folder> <result.json>``, run by generate.py's interpreter
+(stdlib only): generate.py runs up to ``parse_known_args``, which records the parser's
+options and, among the asking frame's names, the handler table (a dict whose values hold
+functions of one file, some in ``codegen/ops``); then the ``ArchTrait`` names it holds."""
 
 import argparse
 import json
@@ -18,13 +11,12 @@ import sys
 
 
 class Seen(BaseException):
-    """Stops generate.py once its arguments are asked for (not an ``Exception``: an
-    ``except Exception`` of generate.py's does not catch it)."""
+    """Stops generate.py once its arguments are asked for (``except Exception`` misses it)."""
 
 
 def _in_tree(path, fmha_dir):
-    """``path`` relative to ``fmha_dir`` if it is in it, as written or with links resolved
-    (kept in the store by the tree's content, not its place); else its real path."""
+    """``path`` relative to ``fmha_dir`` if in it, as written or with links resolved (the
+    store keys by the tree's content, not its place); else its real path."""
     for base, where in ((fmha_dir, os.path.abspath(path)),
                         (os.path.realpath(fmha_dir), os.path.realpath(path))):
         if where.startswith(base + os.sep):

@@ -1,19 +1,7 @@
-"""What the codegen's factories return while generate.py runs.
-
-While the probe's unfiltered run is watched, every function of a codegen module and
-every static or class method of its plain classes is wrapped: a call whose result holds
-dataclass objects (a tile table, a list of pipelines), or nothing, is kept with its
-arguments and the class it was made through (a static method inherited gets a wrapper on
-each class that inherits it, where that changes nothing its subclasses inherit). The
-result is copied when returned: callers change it afterwards (a subclass adds a tile to
-its base's table). A class method reached through ``super()`` is not kept: the class it
-was made through has its own call.
-
-:func:`summary` keeps the calls whose objects are parts of the listed kernels, each
-object once. A plain class the run did not call a tile method through is then asked
-for its table with the run's arguments (:meth:`CallLog.ask_the_others`, kept with
-``"asked": True``).
-"""
+"""What the codegen's factories return while generate.py runs: each call of a codegen
+function or plain class's static/class method whose result holds dataclass objects (a
+tile table), or nothing, kept with its arguments and the class it was made through; the
+result copied at once (callers change it afterwards: a subclass adds to its base's table)."""
 
 import dataclasses
 import enum
@@ -22,48 +10,37 @@ import itertools
 import os
 import types
 
-SCALARS = (str, int, float, bool, type(None))
 _SKIP = object()
 
 
-def _is_object(value):
-    return hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type)
-
-
-def _holds_objects(value):
-    if isinstance(value, (list, tuple)):
-        return bool(value) and _is_object(value[0])
-    return _is_object(value)
-
-
-def _kept(result):
-    """A copy of a result worth keeping (None, empty, or holding dataclass objects);
-    _SKIP for anything else."""
-    if result is None:
-        return None
-    kind = type(result)
-    if kind is dict:
-        if result and not any(_holds_objects(v) for v in itertools.islice(result.values(), 4)):
-            return _SKIP
-        return {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in result.items()}
-    if kind in (list, tuple):
-        if result and not _is_object(result[0]):
-            return _SKIP
-        return list(result)
-    return _SKIP
-
-
 class CallLog:
-    def __init__(self, fmha_dir):
+    def __init__(self, fmha_dir, scalars, is_object):
+        """``scalars``, ``is_object``: probe_perturb's plain values and dataclass check."""
         self.fmha_dir = fmha_dir
+        self.scalars, self.is_object = scalars, is_object
         self.calls = []
         self.watching = False
         self.modules = set()
         self.classes = []  # the plain classes wrapped, in the order their modules ran
 
+    def _kept(self, result):
+        """A copy of a result worth keeping (None, empty, or holding dataclass objects);
+        _SKIP for anything else."""
+        is_object = self.is_object
+        if result is None:
+            return None
+        if type(result) is dict:
+            if result and not any(is_object(v[0] if v else None) if isinstance(v, (list, tuple))
+                                  else is_object(v) for v in itertools.islice(result.values(), 4)):
+                return _SKIP
+            return {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in result.items()}
+        if type(result) in (list, tuple) and not (result and not is_object(result[0])):
+            return list(result)
+        return _SKIP
+
     def wrap_module(self, module):
-        """Wrap the functions and the plain classes' static and class methods of one
-        codegen module (while :attr:`watching`: the run being observed)."""
+        """Wrap one codegen module's functions and its plain classes' static and class
+        methods (while :attr:`watching`: the run being observed)."""
         if not self.watching:
             return
         name = module.__name__
@@ -75,31 +52,20 @@ class CallLog:
                 setattr(module, attr, self._wrap(value, None, attr, "function"))
             elif isinstance(value, type) and value.__module__ == name \
                     and not dataclasses.is_dataclass(value) and not issubclass(value, enum.Enum):
-                self._wrap_class(value)
                 classes.append(value)
+                for method, raw in list(vars(value).items()):  # its own (inherited: below)
+                    kind = "static" if isinstance(raw, staticmethod) else \
+                        "class" if isinstance(raw, classmethod) else None
+                    if kind and not method.startswith("__") \
+                            and not hasattr(raw.__func__, "_fmha_original"):
+                        wrapper = self._wrap(raw.__func__, value, method, kind)
+                        setattr(value, method, type(raw)(wrapper))
         self.classes.extend(classes)
         self._wrap_inherited_statics(classes)
 
-    def _wrap_class(self, cls):
-        # the class's own methods (inherited static methods: _wrap_inherited_statics)
-        for attr, raw in list(vars(cls).items()):
-            if attr.startswith("__"):
-                continue
-            if isinstance(raw, staticmethod):
-                kind = "static"
-            elif isinstance(raw, classmethod):
-                kind = "class"
-            else:
-                continue
-            if hasattr(raw.__func__, "_fmha_original"):
-                continue
-            wrapper = self._wrap(raw.__func__, cls, attr, kind)
-            setattr(cls, attr, staticmethod(wrapper) if kind == "static" else classmethod(wrapper))
-
     def _wrap_inherited_statics(self, classes):
-        """A static method a class inherits is known by the class it is called through
-        only if that class has a wrapper of its own: set one where no subclass then
-        inherits anything else (a diamond's other branch keeps its own method)."""
+        """An inherited static method is known by the class it is called through only if
+        that class has its own wrapper: set one where no subclass then inherits otherwise."""
         for cls in classes:
             subs = [c for c in classes if c is not cls and cls in c.__mro__]
             for attr in dir(cls):
@@ -119,7 +85,7 @@ class CallLog:
         def wrapped(*args, **kwargs):
             result = fn(*args, **kwargs)
             if log.watching:
-                kept = _kept(result)
+                kept = log._kept(result)
                 if kept is not _SKIP:
                     if kind == "class":
                         # kept as the call of the class it was made through, unless that
@@ -139,16 +105,16 @@ class CallLog:
         return wrapped
 
     def ask_the_others(self, part_types):
-        """Call each tile method the run called (one whose result held objects of
-        ``part_types``) through every other wrapped class that has it, with each set of
-        arguments the run used; the calls that return are kept as asked."""
+        """Call each tile method the run called (its result held ``part_types``) through
+        every other wrapped class that has it, with the run's arguments: kept as asked."""
         asked = {}  # method -> the argument sets the run used
         through = {}  # method -> the classes the run called it through
         for name, attr, _, kind, args, kwargs, kept in list(self.calls):
-            if kind == "function" or not _holds(kept, part_types):
+            values = kept.values() if isinstance(kept, dict) else [kept] if kept is not None else []
+            if kind == "function" or not any(type(o) in part_types for v in values
+                                             for o in (v if isinstance(v, list) else [v])):
                 continue
-            asked.setdefault(attr, [])
-            if (args, kwargs) not in asked[attr]:
+            if (args, kwargs) not in asked.setdefault(attr, []):
                 asked[attr].append((args, kwargs))
             through.setdefault(attr, set()).add(name)
         for attr, argument_sets in asked.items():
@@ -160,7 +126,7 @@ class CallLog:
                 kind = "class" if isinstance(_raw(cls, attr), classmethod) else "static"
                 for args, kwargs in argument_sets:
                     try:
-                        kept = _kept(method(*args, **kwargs))
+                        kept = self._kept(method(*args, **kwargs))
                     except (Exception, SystemExit):  # noqa: BLE001 - a table it does not have
                         continue
                     if kept is not _SKIP:
@@ -185,7 +151,7 @@ class CallLog:
                 fields, notes = {}, {}
                 for f in dataclasses.fields(obj):
                     value = getattr(obj, f.name, None)
-                    if isinstance(value, SCALARS):
+                    if isinstance(value, self.scalars):
                         fields[f.name] = value
                     elif _not_default(f, value):
                         notes[f.name] = str(value)
@@ -201,7 +167,7 @@ class CallLog:
                 items = [(None, kept)] if kept is not None else []
             # the parts of the listed kernels only (a table may list pipeline names
             # beside its tiles); a result that holds other objects only is no table
-            found = any(_is_object(o) for _, objs in items for o in objs)
+            found = any(self.is_object(o) for _, objs in items for o in objs)
             items = [(k, [o for o in objs if type(o) in part_types]) for k, objs in items]
             if found and not any(objs for _, objs in items):
                 continue
@@ -209,7 +175,7 @@ class CallLog:
             names = code.co_varnames[:code.co_argcount]
             params = dict(zip(names[1:] if kind == "class" else names, args))
             params.update(kwargs)
-            params = {k: v for k, v in params.items() if isinstance(v, SCALARS)}
+            params = {k: v for k, v in params.items() if isinstance(v, self.scalars)}
             result = None if kept is None else (
                 {"keys": [[_key_text(k), [ref(o) for o in objs]] for k, objs in items]}
                 if isinstance(kept, dict) else {"items": [ref(o) for _, objs in items for o in objs]})
@@ -224,13 +190,6 @@ class CallLog:
         return {"calls": calls, "objects": objects}
 
 
-def _holds(kept, part_types):
-    """Whether a kept result holds an object of ``part_types``."""
-    values = kept.values() if isinstance(kept, dict) else [kept] if kept is not None else []
-    return any(type(o) in part_types for v in values
-               for o in (v if isinstance(v, list) else [v]))
-
-
 def _definer(cls, attr):
     """The class whose own attribute ``cls.attr`` is, or None."""
     return next((base for base in cls.__mro__ if attr in vars(base)), None)
@@ -243,8 +202,8 @@ def _raw(cls, attr):
 
 
 def _shadows(sub, cls, attr, definer):
-    """Whether an attribute set on ``cls`` would hide from ``sub`` what it now inherits
-    from a class other than ``definer``."""
+    """Whether ``cls.attr`` set would hide from ``sub`` what it inherits from another class
+    than ``definer`` (a diamond's other branch)."""
     own = _definer(sub, attr)
     return own is not definer and sub.__mro__.index(own) > sub.__mro__.index(cls)
 

@@ -10,8 +10,7 @@ PARALLEL_TEXTS = 400
 
 def keys_of(trait_key, texts):
     """``trait_key`` of every text, on two cores when there are many: a forked child
-    reads the second half from memory it shares with this process and sends its keys
-    back through a pipe. Whatever goes wrong there, this process computes them itself."""
+    sends the second half's keys (whatever goes wrong there, this process computes them)."""
     half = len(texts) // 2
     forked = fork_json(lambda: [trait_key(text) for text in texts[half:]]) \
         if len(texts) >= PARALLEL_TEXTS else None
@@ -23,8 +22,8 @@ def keys_of(trait_key, texts):
 
 
 def fork_json(compute):
-    """Fork a child that sends ``compute()`` as JSON through a pipe and leaves without
-    running any exit handler; (pid, read end), or None where this system cannot fork."""
+    """Fork a child that sends ``compute()`` as JSON through a pipe, running no exit
+    handler; (pid, read end), or None where this system cannot fork."""
     if not hasattr(os, "fork"):
         return None
     read_end, write_end = os.pipe()
@@ -60,25 +59,17 @@ def collect_json(forked):
 
 
 def summarise_calls(calls, name_to_class, raw_up_to):
-    """Compress an fnmatch log: patterns per class, and the trait groups (consecutive
-    calls up to the first repeated pattern) as [pattern index, record index] lists.
-    A call is tied to a record by the file of the object it names when that is known
-    (``("file", filename)`` keys), else by the name; a name that no listed kernel has
-    gets the index -2 - k, k its place in ``unlisted``. Up to ``raw_up_to`` calls, the
-    calls themselves too (``raw``)."""
-    per_class = {}
-    patterns = []
-    pattern_index = {}
-    groups = []
-    current = []
-    current_patterns = set()
-    unlisted = {}
+    """An fnmatch log as patterns per class and trait groups (calls up to a repeated
+    pattern) of [pattern index, record index] (by the call's file, else name; -2 - k: the
+    k-th name in ``unlisted``); up to ``raw_up_to`` calls, the calls too (``raw``)."""
+    per_class, patterns, pattern_index, groups, unlisted = {}, [], {}, [], {}
+    current, current_patterns = [], set()
     for pattern, name, filename in calls:
         index, cls = name_to_class.get(("file", filename), name_to_class.get(name, (-1, "")))
         if index == -1:
             index = -2 - unlisted.setdefault(name, len(unlisted))
-        per_class.setdefault(cls, {}).setdefault(pattern, 0)
-        per_class[cls][pattern] += 1
+        counts = per_class.setdefault(cls, {})
+        counts[pattern] = counts.get(pattern, 0) + 1
         if pattern not in pattern_index:
             pattern_index[pattern] = len(patterns)
             patterns.append(pattern)
@@ -96,18 +87,15 @@ def summarise_calls(calls, name_to_class, raw_up_to):
     return summary
 
 
-#: Record fields that a few distinct values fill in thousands of records (the influence
-#: ranges of a name layout, the names of the parts): see :func:`share_record_fields`.
+#: Record fields a few distinct values fill in thousands of records (share_record_fields)
 SHARED_RECORD_FIELDS = ("influence", "parts")
 
 
 def share_record_fields(result):
     """``result`` as written, changed in place: each distinct value of a
-    SHARED_RECORD_FIELDS field is written once, and every record holds the index of its
-    value in ``result["record_tables"][field]`` (the analysis's ``observe.read_result``
-    puts the values back). 2.8.3's bwd probe has 7,824 records,
-    8 distinct influence tables and 5 distinct part lists: written in full, they were
-    a third of the result and most of the time spent writing and reading it."""
+    SHARED_RECORD_FIELDS field written once in ``result["record_tables"][field]``, each
+    record holding its index (``observe.read_result`` puts them back). 2.8.3's bwd: 7,824
+    records, 8 influence tables, 5 part lists, a third of the result written in full."""
     records = result.get("records") or []
     tables = {}
     for field in SHARED_RECORD_FIELDS:
@@ -116,8 +104,8 @@ def share_record_fields(result):
         values, index = [], {}
         for record in records:
             value = record[field]
-            # repr: made in C, equal only for equal values of JSON data (its dicts are
-            # made in one order: equal ones that differ in order are only kept twice)
+            # repr: made in C, equal only for equal JSON data (dicts differing in order
+            # only are kept twice)
             key = repr(value)
             found = index.get(key)
             if found is None:
@@ -140,12 +128,10 @@ def write_whole(path, data):
 
 
 def json_bytes(data):
-    """``data`` as key-sorted JSON: by orjson where the interpreter that runs generate.py
-    has it (2.8.3 bwd's result, 34 MB, in 0.04 s instead of 0.4 s), else by ``json``'s C
-    encoder behind a blank, which tells the reader (``load_json`` in the extension's
-    cache module) to read it with ``json`` too: orjson would read an integer beyond 64
-    bits, which only ``json`` writes, as a float. Imported here, after the runs:
-    generate.py saw the modules a new process has."""
+    """``data`` as key-sorted JSON: by orjson where generate.py's interpreter has it (2.8.3
+    bwd's 34 MB in 0.04 s, not 0.4 s), else by ``json`` behind a blank, telling the reader
+    (``cache.load_json``) to use ``json`` too (orjson reads an int beyond 64 bits as a
+    float). Imported after the runs: generate.py saw the modules a new process has."""
     try:
         import orjson  # noqa: PLC0415 - optional, and only once the runs are over
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)

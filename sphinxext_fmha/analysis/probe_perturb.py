@@ -1,9 +1,5 @@
-"""A kernel object's fields, and which part of its name each field writes.
-
-:func:`observe_records` reads every listed kernel object's fields;
-:func:`perturb_influence` changes them one at a time (on few kernels) to see which name
-pieces each one rewrites.
-"""
+"""A kernel object's fields (:func:`observe_records`), and which pieces of its name each
+one rewrites when changed alone, on few kernels (:func:`perturb_influence`)."""
 
 import collections
 import copy
@@ -14,17 +10,17 @@ import re
 
 PIECE_SPLIT = re.compile(r"(?=_)")
 MAX_ALTERNATIVES = 3
+#: a plain value; is_object below: a dataclass object (probe_calls is given both)
 SCALARS = (str, int, float, bool, type(None))
 
 
 def observe_records(kernels, domains):
-    """The record of every (file, kernel object) of ``kernels`` (class, module, file,
-    name, scalar leaves, parts), and what perturbing them needs: each record's scalar
-    leaves as (path, value type, value), per class the class that declares each leaf
-    path, the values to try on each field (``{(class, path): values}``) and the codegen
-    dict that widened them (``{"class:path": dict}``, see :func:`alternatives_for`)."""
+    """The record of every (file, kernel object), and what perturbing them needs: each
+    record's scalar leaves as (path, value type, value), per class the class declaring
+    each leaf path, ``{(class, path): values to try}`` and ``{"class:path": the codegen
+    dict that widened them}`` (:func:`alternatives_for`)."""
     records = []
-    scalars = []  # each record's scalar leaves as (path, value type, value)
+    scalars = []
     tallies = {}  # class -> Counter of (path, value type, value)
     owners = {}
     for filename, obj in kernels:
@@ -70,20 +66,17 @@ def _fields_of(cls):
 
 @functools.cache
 def _paths_of(cls, prefix):
-    """[(field, its attribute path)] of a dataclass under ``prefix``: the path strings
-    are made once per class and place, not once per kernel."""
+    """[(field, its attribute path)]: made once per class and place, not per kernel."""
     return [(name, prefix + name) for name in _fields_of(cls)]
 
 
-def _is_dataclass_instance(value):
-    cls = type(value)
-    return hasattr(cls, "__dataclass_fields__") and not isinstance(value, type)
+def is_object(value):
+    return hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type)
 
 
 def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
-    """Flatten a dataclass object into {attribute path: scalar value}; ``owners``
-    collects the class that declares each path's last attribute, ``scalars`` the
-    scalar leaves as (path, value type, value), in order."""
+    """A dataclass object as {attribute path: scalar value}; ``owners`` gets the class
+    declaring each path's last attribute, ``scalars`` the (path, value type, value)s."""
     if out is None:
         out = {}
     if depth > 4:
@@ -97,7 +90,7 @@ def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
             out[path] = value
             if scalars is not None:
                 scalars.append((path, type(value), value))
-        elif _is_dataclass_instance(value):
+        elif is_object(value):
             leaves(value, path + ".", depth + 1, owners, out, scalars)
         else:
             out[path] = {"repr": repr(value)}
@@ -106,11 +99,11 @@ def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
 
 def part_names(obj):
     """{field: [class, name]} of the kernel's dataclass parts that name themselves (its
-    tile, its pipeline): the codegen's own text for each part, constant pieces included."""
+    tile, its pipeline), constant pieces included."""
     out = {}
     for name in _fields_of(type(obj)):
         value = getattr(obj, name, None)
-        if _is_dataclass_instance(value):
+        if is_object(value):
             try:
                 text = value.name
             except Exception:  # noqa: BLE001 - a part that cannot name itself is left out
@@ -124,9 +117,9 @@ def part_types(kernels):
     """The classes of the kernels' dataclass parts (tiles, pipelines)."""
     found = set()
     for obj in kernels:
-        if _is_dataclass_instance(obj):
+        if is_object(obj):
             found.update(type(v) for v in (getattr(obj, f, None) for f in _fields_of(type(obj)))
-                         if _is_dataclass_instance(v))
+                         if is_object(v))
     return found
 
 
@@ -166,8 +159,8 @@ def map_domains(modules):
 
 
 def alternatives_for(observed, domains):
-    """Candidate values of one field: what was observed, widened by the smallest
-    codegen dict whose keys contain every observed string value."""
+    """One field's values to try: those observed, widened by the smallest codegen dict
+    whose keys hold every observed string."""
     values = list(observed)
     if values and all(isinstance(v, str) for v in values):
         fitting = [d for d in domains if set(values) <= set(d[2])]
@@ -178,12 +171,9 @@ def alternatives_for(observed, domains):
 
 
 def constant_alternatives(path, value, typed_sets):
-    """Values to try on a field that has one value in every kernel of its class, so
-    that changing it still shows which name text the field writes (a tile size that
-    is always 1, a flag that is always off): the other values of the smallest other
-    field of the class that has this value among several (an always-``f`` flag takes
-    the ``t`` of the t/f flags), then a made-up value of the same type. A value the
-    name cannot render is no evidence (see :func:`field_ranges`), as for any other."""
+    """Values to try on a field with one value in every kernel of its class (a tile size
+    always 1): the other values of the smallest other field having this value among
+    several (an always-``f`` flag takes the ``t`` of the t/f flags), then a made-up one."""
     key = _typed(value)
     fitting = [values for other, values in typed_sets.items()
                if other != path and key in values and len(values) > 1]
@@ -205,8 +195,7 @@ def constant_alternatives(path, value, typed_sets):
 
 def field_ranges(obj, record, paths, candidates):
     """{path: [first, end)} of the name pieces that changing each field of ``paths``
-    rewrites in ``obj``'s name (the union over up to MAX_ALTERNATIVES values), and
-    whether some change altered the number of pieces."""
+    rewrites (over up to MAX_ALTERNATIVES values), and the paths that moved pieces."""
     pieces = PIECE_SPLIT.split(record["name"])
     ranges = {}
     shifts = set()
@@ -237,17 +226,10 @@ def _typed(value, value_type=None):
 
 
 def perturb_influence(records, objects, candidates, every_kernel=False, typed_items=None):
-    """Fill ``record["influence"]`` for every record, perturbing few kernels.
-
-    The pieces a field rewrites depend on its own value and on where its token stands,
-    i.e. on the tokens before it that come and go or change their number of pieces. So
-    the first pass perturbs one representative per (field, value); the fields whose
-    change altered a name's piece count there are the layout fields. Then each
-    (field, value, layout) is perturbed once, on its first record, and every record
-    of the same layout takes that result. ``every_kernel`` perturbs every field of
-    every record (the reference the tests compare with). ``typed_items``: each record's
-    scalar fields as (path, value type, value), when the caller has them already."""
-    # (path, value type, value): 1, 1.0 and True apart
+    """Fill ``record["influence"]`` for every record, perturbing few kernels: what a field
+    rewrites depends on its value and on the layout fields before it (whose change moved
+    a name's pieces, seen on one record per (field, value)); each (field, value, layout)
+    is perturbed once. ``every_kernel``: all of them (the tests' reference)."""
     if typed_items is None:
         typed_items = [[(p, type(v), v) for p, v in r["leaves"].items()
                         if isinstance(v, SCALARS)] for r in records]

@@ -1,9 +1,5 @@
-"""The probe's hooks, and the runs that watch generate.py through them.
-
-A :class:`Recorder` keeps the kernel objects whose file name is asked for and the
-``fnmatch`` calls; :func:`marker_run` observes how a filter travels,
-:func:`observe_followers` the kernels ``-f`` keeps with another.
-"""
+"""The probe's hooks (:class:`Recorder`: the kernel objects whose file name is asked for,
+the fnmatch calls), and the runs that watch generate.py through them."""
 
 import dataclasses
 import fnmatch
@@ -19,8 +15,7 @@ ORIGINAL_FNMATCH = fnmatch.fnmatch
 
 
 def _class_place(cls, path):
-    """(line of the ``class`` statement in ``path``, 0 if not found; the class's own
-    docstring, cleaned as ``ast.get_docstring`` does, or "")."""
+    """(line of the ``class`` statement in ``path`` or 0, the class's own docstring)."""
     doc = cls.__dict__.get("__doc__") or ""
     if dataclasses.is_dataclass(cls) and doc.startswith(cls.__name__ + "("):
         doc = ""  # the signature @dataclass writes where the class has no docstring
@@ -31,10 +26,8 @@ def _class_place(cls, path):
 
 
 class ObservedEnough(BaseException):
-    """Raised by the fnmatch hook in a marker run once the calls it observes are all
-    made: nothing later in the run can change them. A BaseException, so that no
-    ``except Exception`` of the codegen takes it for its own error; whether it reached
-    ``probe_script.run_generate`` is checked (``reached``), see :func:`marker_run`."""
+    """Raised by the fnmatch hook in a marker run once the calls it observes are made (no
+    ``except Exception`` of the codegen takes it; ``reached``: run_generate got it)."""
 
     def __init__(self):
         super().__init__("the observed fnmatch calls are complete")
@@ -43,7 +36,7 @@ class ObservedEnough(BaseException):
 
 class Recorder:
     """What the hooks see while generate.py runs in this process; ``run``: runs it
-    (``probe_script.run_generate``), ``call_log``: ``probe_calls.CallLog``."""
+    (``probe_script.run_generate``), ``call_log``: makes a ``probe_calls.CallLog``."""
 
     def __init__(self, fmha_dir, run, call_log):
         self.fmha_dir = os.path.realpath(fmha_dir)
@@ -58,16 +51,13 @@ class Recorder:
         self.max_calls = None
         self.stop_after = None  # N: the call after the first N ends the run (marker runs)
         self.stop = None  # the ObservedEnough raised in this run, if any
-        # (name, object) of the last kernel object whose name was asked for, and each
-        # kernel class's own filename getter: an fnmatch call on that name is tied to
-        # that object's file (names repeat across arch suffixes, files do not).
+        # the last kernel object named, and each kernel class's filename getter: an
+        # fnmatch call on that name is tied to its file (names repeat across archs)
         self.last_named = None
         self.filename_getters = {}
-        # None, or the run's events in order: a kernel object made (the object) or an
-        # fnmatch call (its index in fnmatch_calls): see observe_followers
+        # None, or the run's kernel objects made and fnmatch calls (indexes), in order
         self.events = None
 
-    # -- hooks -------------------------------------------------------------
     def patch_module(self, module):
         path = getattr(module, "__file__", None) or ""
         if not os.path.realpath(path).startswith(os.path.join(self.fmha_dir, "codegen")):
@@ -173,12 +163,10 @@ def _after_init(init, after):
 
 
 def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap):
-    """How ``-f`` travels, after the unfiltered run: ``parts`` joined by ``@`` and
-    another API's part (``next_api``) show which part each kernel class is matched
-    against, a single part what missing parts become, empty parts (``@@@``) and an empty
-    filter which pattern, if any, reaches fnmatch: the first ``cap`` fnmatch calls of
-    each run ({result key: calls}, the unfiltered run's too) and the other result
-    entries (the runs' errors and ends; the followers, when a kernel came untested)."""
+    """How ``-f`` travels: ``parts`` joined by ``@`` and another API's part (``next_api``)
+    show which part each kernel class is matched against, a single part what missing
+    parts become, ``@@@`` and an empty filter what reaches fnmatch. The first ``cap``
+    calls of each run ({result key: calls}), and the other result entries."""
     marker_filter = "@".join(parts) + "," + next_api
     calls = {"unfiltered_calls": recorder.fnmatch_calls}
     recorder.pass_first = recorder.max_calls = cap
@@ -203,12 +191,9 @@ def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap
 
 
 def marker_run(recorder, fmha_dir, argv, ends):
-    """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` (the hook
-    lets the first ``recorder.pass_first`` pass and refuses the rest) and the run's
-    error; how the run ended is appended to ``ends``. Nothing later can change those
-    calls, so the run stops at the next one ("stopped"); a run with fewer calls runs to
-    its end ("complete"). When the codegen caught the stop, the run went on unlike a
-    real one: it runs again, to its end ("ran again")."""
+    """The first ``recorder.max_calls`` fnmatch calls of ``generate.py argv`` and its error;
+    ``ends`` gets how it ended: stopped at the next call ("stopped"), fewer calls
+    ("complete"), or, the codegen having caught the stop, run again to its end."""
     recorder.fnmatch_calls, recorder.stop = [], None
     recorder.stop_after = recorder.max_calls
     try:
@@ -237,43 +222,37 @@ def kernel_file(recorder, obj):
         return None
 
 
-def kernel_name(obj):
+def _untested(recorder, obj, listed, tested):
+    """Whether a kernel object's file is listed and ``tested`` has neither it nor the
+    object's name."""
+    filename = kernel_file(recorder, obj)
+    if filename not in listed or filename in tested:
+        return False
     try:
-        return str(obj.name)
+        return str(obj.name) not in tested
     except Exception:  # noqa: BLE001 - no name: the file alone identifies it
-        return None
+        return True
+
+
+def _tested(calls):
+    return {name for _, name, _ in calls} | {f for _, _, f in calls if f}
 
 
 def untested_made(recorder, events, listed):
-    """Listed kernels made between the first and the last fnmatch call of the run whose
-    names no call of the run tested (their files): kernels generated with another one,
-    a ``_64bit`` twin after its kernel passed (``observe_followers`` says which). A
-    kernel made after the last call may still be tested by the next one: not counted."""
-    calls = recorder.fnmatch_calls
+    """Listed kernels made between the run's first and last fnmatch call that no call
+    tested (a ``_64bit`` twin made after its kernel passed; after the last call, the next
+    one may still test it)."""
     positions = [i for i, e in enumerate(events) if isinstance(e, int)]
-    if not positions:
-        return []
-    tested = {name for _, name, _ in calls} | {f for _, _, f in calls if f}
-    found = []
-    for event in events[positions[0]:positions[-1]]:
-        if isinstance(event, int):
-            continue
-        filename = kernel_file(recorder, event)
-        if filename in listed and filename not in tested and kernel_name(event) not in tested:
-            found.append(filename)
-    return found
+    tested = _tested(recorder.fnmatch_calls)
+    return [kernel_file(recorder, e) for e in events[positions[0]:positions[-1]]
+            if not isinstance(e, int) and _untested(recorder, e, listed, tested)] \
+        if positions else []
 
 
 def observe_followers(recorder, fmha_dir, argv, listing, records):
-    """Listed kernels whose own names ``-f`` never tests -> the kernel they follow.
-
-    Two runs of ``generate.py argv`` to their end: one where the hook lets every call
-    pass (each kernel made and each call, in order), one where it refuses every call
-    (what is generated whatever ``-f`` says: never followers). A listed kernel of the
-    first run that no call tested and that the second does not generate follows the
-    kernel of the last call before it was made: the codegen made it right after that
-    kernel passed, so ``-f`` keeps or drops it with that kernel (and, where whole
-    traits are dropped, with that trait). ({file: leader file}, error)."""
+    """({listed kernel ``-f`` never tests: the kernel it follows}, error): of a run where
+    every call passes, one no call tested and not made when every call fails follows the
+    last call's kernel before it."""
     listed = set(listing)
     by_name = {}
     for record in records:
@@ -292,20 +271,14 @@ def observe_followers(recorder, fmha_dir, argv, listing, records):
         recorder.events, recorder.fnmatch_calls = None, []
     if error or refused_error:
         return {}, error or refused_error
-    tested = {name for _, name, _ in calls} | {f for _, _, f in calls if f}
-    anyway = set(generated_anyway)
-    followers = {}
-    leader = None
+    tested, anyway = _tested(calls), set(generated_anyway)
+    followers, leader = {}, None
     for event in events:
         if isinstance(event, int):
             _, name, filename = calls[event]
             files = {filename} if filename else by_name.get(name, set())
             leader = next(iter(files)) if len(files) == 1 and files <= listed else None
-            continue
-        filename = kernel_file(recorder, event)
-        if leader is None or filename not in listed or filename in tested \
-                or filename in anyway or filename in followers \
-                or kernel_name(event) in tested:
-            continue
-        followers[filename] = leader
+        elif leader is not None and kernel_file(recorder, event) not in anyway \
+                and _untested(recorder, event, listed, tested):
+            followers.setdefault(kernel_file(recorder, event), leader)
     return followers, None

@@ -1,19 +1,7 @@
-"""Observe a CK FMHA codegen tree while its own generate.py runs.
-
-Run as a script by the interpreter that runs generate.py (maybe another Python than
-Sphinx's), so it and the ``probe_*.py`` modules it loads by path use the standard
-library only, nothing of sphinxext_fmha. It runs ``generate.py -l`` in-process with
-hooks installed first: every ``codegen/`` class with a ``filename`` property records
-the objects whose file name is asked for (the real kernel objects), and
-``fnmatch.fnmatch`` records which pattern meets which name (how ``-f`` is split and
-applied is observed, not assumed). Then the kernel objects' fields are perturbed one at
-a time (``probe_perturb``), the API dispatch file is rendered from the pool the codegen
-built (:func:`render_dispatch`), and marker runs (``-f`` with markers) show how a filter
-travels to fnmatch (``probe_recorder``). ``--also-list`` lists one more option set as a
-new process would, in a child forked first (:func:`start_listing`). The JSON result is
-written as soon as the probe's own work is done; that listing, which can take longer,
-goes to its own file (``--also-out``) when it ends.
-"""
+"""Observe a CK FMHA codegen tree while its own generate.py runs in this process, run by
+generate.py's interpreter (stdlib only, as the ``probe_*.py`` it loads by path): the kernel
+objects and fnmatch calls (how ``-f`` applies is observed), then perturbation, the
+dispatch file and marker runs."""
 
 import atexit
 import dataclasses
@@ -39,8 +27,8 @@ OBSERVED_CALLS = 600
 
 
 def _sibling(name):
-    """The module ``name`` beside this file, loaded by its path (nothing is added to
-    ``sys.path``, where the codegen's own modules are looked up)."""
+    """The module ``name`` beside this file, loaded by its path (``sys.path`` is the
+    codegen's)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
     spec = importlib.util.spec_from_file_location("_fmha_" + name, path)
     module = importlib.util.module_from_spec(spec)
@@ -51,20 +39,10 @@ def _sibling(name):
 _perturb = _sibling("probe_perturb")  # a kernel's fields and what each writes in its name
 _recorder = _sibling("probe_recorder")  # the hooks, and the runs that watch through them
 _output = _sibling("probe_output")  # forked work sent back as JSON; the result as written
+_calls = _sibling("probe_calls")  # what the codegen's factories return
 # what the batch runner (process/batch_script.py) and the tests use from here
 ORIGINAL_FNMATCH = _recorder.ORIGINAL_FNMATCH
 fork_json, collect_json, write_whole = _output.fork_json, _output.collect_json, _output.write_whole
-
-
-def install_hooks(recorder):
-    original_exec = importlib.machinery.SourceFileLoader.exec_module
-
-    def exec_module(loader, module):
-        original_exec(loader, module)
-        recorder.patch_module(module)
-
-    importlib.machinery.SourceFileLoader.exec_module = exec_module
-    fnmatch.fnmatch = recorder.fnmatch_hook
 
 
 def enter_tree(fmha_dir):
@@ -77,19 +55,16 @@ def enter_tree(fmha_dir):
     os.chdir(fmha_dir)
 
 
-#: (source path, source bytes) -> code object: each source compiled once per process
-#: (see :func:`memoise_compilation`).
+#: (source path, source bytes) -> code object (:func:`memoise_compilation`); the keys of
+#: COMPILED and GENERATED this process used (its code store keeps them), and compiled
 COMPILED: dict = {}
-#: the keys of COMPILED and GENERATED this process used (what its code store keeps),
-#: and those it compiled itself (none: the store it loaded had them all)
 USED: set = set()
 FRESH: set = set()
 
 
 def memoise_compilation():
-    """Compile each source once per process: every run here imports the tree afresh
-    (new module objects, new state), but code objects are immutable, so reusing them
-    is the same as compiling the same bytes again (nothing is written: ``-B``)."""
+    """Compile each source once per process: every run imports the tree afresh (new
+    modules, new state), but code objects are immutable (nothing is written: ``-B``)."""
     loader = importlib.machinery.SourceFileLoader
     original = loader.source_to_code
     if getattr(original, "_fmha_probe", False):
@@ -108,8 +83,7 @@ def memoise_compilation():
     loader.source_to_code = source_to_code
 
 
-#: source text -> code object, of the functions ``dataclasses`` writes as text and
-#: runs with ``exec`` (``__init__``, ``__repr__``, ``__eq__``, ... of every dataclass).
+#: source text -> code object, of what ``dataclasses`` writes and runs with ``exec``
 GENERATED: dict = {}
 
 
@@ -123,11 +97,8 @@ def generated_code(source):
 
 
 def memoise_generated_code():
-    """Compile each text ``dataclasses`` generates once per process: every run defines
-    the codegen's dataclasses afresh, and compiling their generated text is most of
-    what importing the codegen costs (same text, same code object). The text is
-    compiled as ``exec`` would (``dataclasses`` has no ``__future__`` flags) and run
-    with the namespaces ``exec`` would use."""
+    """Compile each text ``dataclasses`` generates once per process (most of what
+    importing the codegen costs), as ``exec`` would, run in the namespaces it would use."""
 
     def exec_memoised(source, globals=None, locals=None):
         if globals is None:  # the caller's namespaces, as exec takes them
@@ -140,24 +111,20 @@ def memoise_generated_code():
     dataclasses.exec = exec_memoised
 
 
-def _code_store_tag():
-    """Who may read a code store: code objects are marshalled for one bytecode version
-    and optimisation level (what a ``.pyc`` file's magic number says)."""
-    return ("fmha-code-store", 1, importlib.util.MAGIC_NUMBER, sys.flags.optimize,
-            sys.version)
+#: Who may read a code store: marshalled code is for one bytecode version and -O level
+CODE_STORE_TAG = ("fmha-code-store", 1, importlib.util.MAGIC_NUMBER, sys.flags.optimize,
+                  sys.version)
 
 
 def load_code_store(path):
-    """Fill the compile memos (COMPILED, GENERATED) from ``path``, written by an earlier
-    probe or batch of the same interpreter: a ``.pyc`` file's content, but outside the
-    tree and for the dataclasses' generated code too. How many entries it loaded; a
-    missing, partial or foreign store is ignored (0)."""
+    """Fill COMPILED and GENERATED from ``path`` (an earlier probe or batch of the same
+    interpreter wrote it): how many entries; a missing, partial or foreign store: 0."""
     if not path:
         return 0
     try:
         with open(path, "rb") as handle:
             tag, compiled, generated = marshal.load(handle)
-        if tag != _code_store_tag() or not isinstance(compiled, dict) \
+        if tag != CODE_STORE_TAG or not isinstance(compiled, dict) \
                 or not isinstance(generated, dict):
             return 0
     except (OSError, EOFError, ValueError, TypeError):
@@ -168,9 +135,8 @@ def load_code_store(path):
 
 
 def save_code_store(path):
-    """Write what this process compiled or loaded and used to ``path`` (renamed into
-    place), unless it compiled nothing itself. Failing only costs later processes
-    their compiling."""
+    """Write what this process used to ``path`` (renamed into place), unless it compiled
+    nothing itself. Failing only costs later processes their compiling."""
     if not path or not FRESH & USED:
         return
     compiled = {key: code for key, code in COMPILED.items() if key in USED}
@@ -179,23 +145,13 @@ def save_code_store(path):
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(part, "wb") as handle:
-            marshal.dump((_code_store_tag(), compiled, generated), handle)
+            marshal.dump((CODE_STORE_TAG, compiled, generated), handle)
         os.replace(part, path)
     except (OSError, ValueError):
         try:
             os.unlink(part)
         except OSError:
             pass
-
-
-def forget_codegen_modules(fmha_dir):
-    """Drop the tree's modules so that the next run imports them as a fresh process
-    would (some generate.py versions skip modules that are already imported)."""
-    root = os.path.realpath(fmha_dir)
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None) or ""
-        if path and os.path.realpath(path).startswith(root + os.sep):
-            del sys.modules[name]
 
 
 #: The line the probe's unfiltered run finds in its listing file before generate.py
@@ -207,7 +163,13 @@ def run_generate(fmha_dir, argv, output_dir=None, prefill=False):
     """Run generate.py as __main__ in this process; returns the listed basenames (or,
     with ``output_dir``, write mode into that folder and no names) and an error.
     ``prefill``: the listing file holds LISTING_SENTINEL before the run."""
-    forget_codegen_modules(fmha_dir)
+    # the tree's modules imported afresh, as by a new process (some generate.py versions
+    # skip modules already imported)
+    root = os.path.realpath(fmha_dir) + os.sep
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if path and os.path.realpath(path).startswith(root):
+            del sys.modules[name]
     with tempfile.TemporaryDirectory(prefix="fmha-probe-") as tmp:
         listing = os.path.join(tmp, "list.txt")
         if prefill:
@@ -241,9 +203,8 @@ API_FILE = re.compile(r"_api\.cpp$")
 
 
 def load_trait_reader(package_dir):
-    """``kernel_trait_key`` of the package's C++ dispatch-file reader (``cppapi/``, no
-    Sphinx, standard library only), loaded by path as a package of its own: this
-    script imports nothing from sphinxext_fmha, and may run in another Python."""
+    """``kernel_trait_key`` of the package's stdlib-only dispatch-file reader (``cppapi/``),
+    loaded by path as a package of its own (this script may run in another Python)."""
     name = "fmha_probe_cppapi"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(
@@ -256,14 +217,10 @@ def load_trait_reader(package_dir):
 
 
 def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=False):
-    """The API dispatch file write mode would write, and each kernel file's trait key.
-
-    Write mode writes ``pool.api`` of the pool its enumeration built and ``k.template``
-    of every kernel: the unfiltered run built the same, so they are rendered here. When
-    that run built no single pool of the kernels' own module (some trees build it in
-    write mode only), or when ``write`` asks for it (write mode's own checks, such as
-    newer CK's assertion that each split-KV kernel has its combine kernel, decide
-    whether a filtered set writes at all), write mode runs into a temporary folder."""
+    """The API dispatch file write mode would write (the unfiltered run's ``pool.api``),
+    each kernel file's trait key (its ``template``). With no single pool of the kernels'
+    module (built in write mode only), or ``write`` (write mode's own checks decide, e.g.
+    newer CK's split-KV/combine assertion), write mode runs into a temporary folder."""
     api_names = [n for n in listing if API_FILE.search(n)]
     modules = {type(obj).__module__ for _, obj in kernels}
     own = [p for p in pools if type(p).__module__ in modules]
@@ -322,22 +279,24 @@ def text_sha(text):
 
 def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
           also_list=None, deliver=None, code_store=None):
-    """What the unfiltered run of ``generate.py argv`` shows (see the module docstring).
-
-    ``also_list``: one more listing's arguments (``result["also_listed"]``);
-    ``deliver``: called with the result before that listing is waited for (it may
-    outlast the probe's own work), so that its reader can start; ``code_store``: the
-    compiled code this interpreter's earlier processes kept (:func:`load_code_store`),
-    loaded first (the other listing's child finds it too) and kept for later ones."""
+    """What the unfiltered run of ``generate.py argv`` shows. ``also_list``: one more
+    listing's arguments (``result["also_listed"]``); ``deliver``: given the result before
+    that listing is waited for; ``code_store``: see :func:`load_code_store`."""
     started = time.time()
     load_code_store(code_store)
-    # The other listing starts first, in a forked child, while this process is still
-    # what a new process is (no hooks, no codegen imported): it runs on the other core
-    # while the probe works (on a heavy tree each listing takes as long as the probe's
-    # own), at no interpreter start-up.
+    # The other listing is forked first, while this process is as a new one (no hooks,
+    # no codegen imported): it runs on the other core while the probe works.
     forked = start_listing(fmha_dir, list(also_list)) if also_list is not None else None
-    recorder = _recorder.Recorder(fmha_dir, run_generate, _sibling("probe_calls").CallLog)
-    install_hooks(recorder)
+    recorder = _recorder.Recorder(fmha_dir, run_generate, lambda where: _calls.CallLog(
+        where, _perturb.SCALARS, _perturb.is_object))
+    original_exec = importlib.machinery.SourceFileLoader.exec_module
+
+    def exec_module(loader, module):
+        original_exec(loader, module)
+        recorder.patch_module(module)
+
+    importlib.machinery.SourceFileLoader.exec_module = exec_module
+    fnmatch.fnmatch = recorder.fnmatch_hook
     enter_tree(fmha_dir)
 
     # The real, unfiltered run: the kernel objects and the listing come from it.
@@ -347,12 +306,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     save_code_store(code_store)  # the next probes and batches start while this one works
     appends = LISTING_SENTINEL in listing
     listing = [name for name in listing if name != LISTING_SENTINEL]
-    result = {
-        "listing": listing,
-        "listing_appends": appends,
-        "error": error,
-        "kernel_classes": recorder.kernel_classes,
-    }
+    result = {"listing": listing, "listing_appends": appends, "error": error,
+              "kernel_classes": recorder.kernel_classes}
     observe_seconds = time.time() - started
 
     kernels = recorder.listed_kernels(listing)
@@ -408,9 +363,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
 
 
 def start_listing(fmha_dir, argv):
-    """Fork a child that runs ``generate.py argv -l`` as a new process would (it is
-    forked before the probe installs its hooks or imports the tree; it reuses only the
-    compiled code the probe loaded) and sends the outcome; see :func:`fork_json`."""
+    """Fork a child that runs ``generate.py argv -l`` as a new process would (forked
+    before any hook or import of the tree) and sends the outcome (:func:`fork_json`)."""
     def listed():
         enter_tree(fmha_dir)  # as in a batch, with the code store the probe loaded
         started = time.time()
@@ -422,12 +376,9 @@ def start_listing(fmha_dir, argv):
 
 
 def main():
-    # This process keeps nearly every object it makes (kernel objects, records, calls,
-    # rendered texts) until it ends: the cyclic collector's passes walk them all again
-    # and again and free next to nothing. Reference counting still frees the rest.
+    # This process keeps nearly every object it makes until it ends: the cyclic
+    # collector's passes (the one at exit too: 0.5 s after 2.8.3's bwd) free next to nothing.
     gc.disable()
-    # The interpreter's last collection, at exit, would walk them all once more (0.5 s
-    # after flash-attn 2.8.3's bwd): frozen first, they are skipped.
     atexit.register(gc.freeze)
     fmha_dir, out_path, *argv = sys.argv[1:]
     # --trait-reader DIR, --code-store FILE (see load_code_store), --also-list JSON
