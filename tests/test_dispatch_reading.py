@@ -169,7 +169,17 @@ def test_branches_that_hold_for_no_call(corpus_root, sessions):
     branch under ``a.hdim_q % 128 == 0``: no head size but 0 meets both, so those
     kernels are compiled and never run. Independent read: the innermost condition of
     each kernel's call in the written API file, and the head size in its name."""
-    root = corpus_root("flash-attn-2.8.3")
+    expected = _never_run_d96(corpus_root("flash-attn-2.8.3"))
+    assert len(expected) == 64 and all("_d96_" in n and "_npad_" in n for n in expected)
+    reading = _session(sessions, corpus_root, "flash-attn-2.8.3").dispatch_reading("fwd")
+    assert set(reading["unreachable"]) == expected
+    assert all("hdim_q <= 96 and hdim_q % 128 == 0" in why
+               for why in never_run_texts(reading["unreachable"]).values())
+
+
+def _never_run_d96(root) -> set:
+    """The kernels whose ``a.hdim_q % N == 0`` term asks for a head size above their
+    ``_dNN`` bucket (read with this file's regex reader)."""
     out = cached_write(root, "fwd")
     api = next(out.glob("*_api.cpp")).read_text()
     assert re.search(r"t\.hdim_q\s*<=\s*96\b", api)  # d96 kernels sit under hdim_q <= 96
@@ -180,11 +190,26 @@ def test_branches_that_hold_for_no_call(corpus_root, sessions):
             m = re.fullmatch(r"a\.hdim_q\s*%\s*(\d+)\s*==\s*0", term)
             if m and int(m.group(1)) > hdim:
                 expected.add(name)
-    assert len(expected) == 64 and all("_d96_" in n and "_npad_" in n for n in expected)
-    reading = _session(sessions, corpus_root, "flash-attn-2.8.3").dispatch_reading("fwd")
-    assert set(reading["unreachable"]) == expected
-    assert all("hdim_q <= 96 and hdim_q % 128 == 0" in why
-               for why in never_run_texts(reading["unreachable"]).values())
+    return expected
+
+
+@_group("flash-attn-2.8.3", "fwd")
+def test_the_head_dim_row_says_how_many_of_its_kernels_never_run(corpus_root, sessions):
+    """The field reference's "serves" cell of ``_d96`` would read as if every ``_d96``
+    kernel served head sizes up to 96: it says how many never run, and only there."""
+    from sphinxext_fmha.guide import collect_guide
+    from sphinxext_fmha.render.markdown import guide_markdown
+
+    root = corpus_root("flash-attn-2.8.3")
+    expected = _never_run_d96(root)
+    session = _session(sessions, corpus_root, "flash-attn-2.8.3")
+    text = guide_markdown(collect_guide(session, "fwd", sections=["fields"]), ["fields"])
+    rows = re.findall(r"^\| `(_d\d+)` \| \d+ \|.*\| ([^|]*\dx[^|]*) \|$", text, re.M)
+    assert {token for token, _ in rows} >= {"_d64", "_d96", "_d128"}
+    for token, serves in rows:
+        count = sum(1 for name in expected if "%s_" % token in name)
+        assert ("never run: %d " % count in serves + " ") == (count > 0), (token, serves)
+    assert any("never run: 64" in serves for token, serves in rows if token == "_d96")
 
 
 # --------------------------------------------------------------------------- synthetic
@@ -620,3 +645,43 @@ def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_ch
     # and the terms every branch of one kernel has are no choice
     for trait, branches in launches.items():
         assert not set.intersection(*branches) & listed, trait
+
+
+#: rocm-libraries' bwd API at the end of 2026: a launcher object's constructor tests the
+#: branches of fmha_bwd<2> and hands the traits to ``this->init`` instead of launching
+LAUNCHER_API = textwrap.dedent(r"""
+    #include "fmha_bwd.hpp"
+    fmha_bwd_launcher::fmha_bwd_launcher(const fmha_bwd_traits& t){
+        if(t.data_type.compare("fp16") == 0) {
+            if(t.hdim_q <= @@BOUND@@) {
+                using trait_ = fmha_bwd_traits_<64, FmhaBwdFp16, false>;
+                this->init<trait_, toy::gfx9_t>(t);
+                return;
+            }
+        }
+    }
+    template <>
+    float fmha_bwd<2>(const fmha_bwd_traits& t, fmha_bwd_args a, const toy::stream_config& s){
+        float r = -1;
+        if(t.data_type.compare("fp16") == 0) {
+            if(t.hdim_q <= 64) {
+                using trait_ = fmha_bwd_traits_<64, FmhaBwdFp16, false>;
+                r = fmha_bwd_<trait_, toy::gfx9_t>(s, a);
+                return r;
+            }
+        }
+        return r;
+    }
+""")
+
+
+@pytest.mark.parametrize("bound", ["64", "128"])
+def test_a_launcher_with_the_entry_points_branches_is_its_twin(bound):
+    reading_tree = parse_dispatch(LAUNCHER_API.replace("@@BOUND@@", bound))
+    entry = read_entry_points(reading_tree)
+    assert entry.entries == ["fmha_bwd<2>"]
+    if bound == "64":  # the same branches and declarations, statement for statement
+        assert entry.twins == {"fmha_bwd_launcher::fmha_bwd_launcher":
+                               {"of": "fmha_bwd<2>", "call": "this->init"}}
+    else:  # one condition differs: not the entry point's choices
+        assert entry.twins == {}

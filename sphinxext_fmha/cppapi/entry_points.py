@@ -39,6 +39,11 @@ class EntryPoints:
     entries: List[str] = field(default_factory=list)
     calls: List[FunctionCall] = field(default_factory=list)
     dead: Dict[str, List[Dict[str, str]]] = field(default_factory=dict)
+    #: function that launches nothing yet tests an entry point's branches and declares its
+    #: traits, statement for statement -> {"of": that entry point, "call": what it calls
+    #: with the traits where the entry point launches} (2026 bwd: ``fmha_bwd_launcher``'s
+    #: constructor passes them to ``this->init``)
+    twins: Dict[str, Dict[str, str]] = field(default_factory=dict)
 
 
 def _function_blocks(block: DispatchBlock) -> List[DispatchBlock]:
@@ -113,7 +118,49 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     reached = {name for entry in entries for name in _reachable(entry, calls)}
     dead = {name: _dead_reason([c for c in calls if c.callee == name])
             for name in ordered if name not in reached}
-    return EntryPoints(ordered, entries, calls, dead)
+    return EntryPoints(ordered, entries, calls, dead, _twins(functions, ordered, entries))
+
+
+_DECLARATION_RE = re.compile(r"^(?:using\s|(?:static\s+)?constexpr\s)")
+_CALLED_RE = re.compile(r"^(?:\w+\s*=\s*)?([\w:>.-]+?)\s*[<(]")
+
+
+def _skeleton(block: DispatchBlock) -> tuple:
+    """A block's branches and declarations, without what it does with them."""
+    return tuple(
+        (item.kind, item.condition, _skeleton(item)) if isinstance(item, DispatchBlock)
+        else item for item in block.items
+        if isinstance(item, DispatchBlock) or _DECLARATION_RE.match(item))
+
+
+def _first_call(block: DispatchBlock) -> str:
+    """The name called by the first statement of a leaf block that declares nothing."""
+    for item in block.items:
+        if isinstance(item, DispatchBlock):
+            found = _first_call(item)
+            if found:
+                return found
+        elif block.blocks == [] and not _DECLARATION_RE.match(item):
+            match = _CALLED_RE.match(item)
+            if match:
+                return match.group(1)
+    return ""
+
+
+def _twins(functions: List[DispatchBlock], dispatchers: List[str], entries: List[str]
+           ) -> Dict[str, Dict[str, str]]:
+    candidates = [f for f in functions if f.name not in dispatchers and f.blocks]
+    if not candidates:
+        return {}
+    shapes = {f.name: _skeleton(f) for f in functions if f.name in entries}
+    twins: Dict[str, Dict[str, str]] = {}
+    for function in candidates:
+        shape = _skeleton(function)
+        of = next((e for e, s in shapes.items() if s == shape), None)
+        call = _first_call(function)
+        if of is not None and call:
+            twins[function.name] = {"of": of, "call": call}
+    return twins
 
 
 def _reachable(entry: str, calls: List[FunctionCall]) -> List[str]:

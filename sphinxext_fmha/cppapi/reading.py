@@ -57,6 +57,7 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
             "dispatchers": entry_points.dispatchers,
             "calls": calls,
             "dead": entry_points.dead,
+            "twins": entry_points.twins,
             "kernels": {name: {"terms": [rows.get(id(t)) or rows.setdefault(id(t), [t.slot, t.cpp, t.form])
                                          for t in r.terms], "varying": r.varying}
                         for name, r in sorted(reach.items())},

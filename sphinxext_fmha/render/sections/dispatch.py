@@ -113,6 +113,12 @@ def _entry_points(reading: Mapping[str, Any]) -> List[Block]:
         "Entry points of the API file: ", *join([[Code(e)] for e in entries]),
         "." if len(reading.get("dispatchers", [])) <= 1 else
         "; dispatch functions: %s." % ", ".join(reading.get("dispatchers", []))])]
+    for twin, of in sorted((reading.get("twins") or {}).items()):
+        blocks.append(Para([Code(twin), " is an entry point too: it tests the branches of ",
+                            Code(of["of"]), " and declares the same kernel traits, statement "
+                            "for statement, and passes them to ", Code(of["call"]),
+                            " where ", Code(of["of"]), " launches the kernels. What this guide "
+                            "reads from ", Code(of["of"]), " holds for it."]))
     calls = reading.get("calls") or []
     if calls:
         items: List[Inlines] = []

@@ -198,7 +198,8 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
                                   conditions.get(token, [])))
         if buckets:
             row.append([", ".join("%dx%s" % (q, "any" if v is None else v)
-                                  for q, v in buckets.get(token, []))])
+                                  for q, v in buckets.get(token, []))]
+                       + _never_run_note(data, kernel_type, conditions.get(token, [])))
         row.append([str(counts.get(token, 0))])
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
@@ -209,6 +210,24 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         model.filter, kernel_type.class_name, segment.label)
     return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
                             [table], len(rows)) + undecided + traps + details
+
+
+def _never_run_note(data: GuideData, kernel_type: KernelType,
+                    groups: List[ConditionGroup]) -> Inlines:
+    """The token's kernels the API never runs, per arch suffix: a bucket a branch tried
+    earlier always takes on one arch (2026 bwd: gfx950 tries the trload ``_d64`` before
+    ``_d32``) serves nothing there, though its condition reads as if it did."""
+    never = (data.dispatch_reading or {}).get("unreachable") or {}
+    suffixes = sorted((s for s in kernel_type.arch_suffixes if s), key=len, reverse=True)
+    per_arch: Counter = Counter()
+    for file in {f for g in groups for f in g.files if f in never}:
+        stem = file[:-len(".cpp")] if file.endswith(".cpp") else file
+        per_arch[next((s for s in suffixes if stem.endswith(s)), "")] += 1
+    if not per_arch:
+        return []
+    said = join([["%d " % n, Code(arch)] if arch else ["%d" % n]
+                 for arch, n in sorted(per_arch.items())], ", ")
+    return ["; never run: ", *said, " (see Dispatch)"]
 
 
 def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
