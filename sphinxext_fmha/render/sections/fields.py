@@ -227,7 +227,7 @@ def _never_run_note(data: GuideData, kernel_type: KernelType,
         return []
     said = join([["%d " % n, Code(arch)] if arch else ["%d" % n]
                  for arch, n in sorted(per_arch.items())], ", ")
-    return ["; never run: ", *said, " (see Dispatch)"]
+    return ["; ", *said, " never run"]
 
 
 def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
