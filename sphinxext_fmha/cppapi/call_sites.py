@@ -123,7 +123,7 @@ class Scope:
 
     def statement(self, item: str) -> List[CallFacts]:
         """Take in one statement; the launching calls it makes."""
-        declared = _declaration(item)
+        declared = declaration(item)
         if declared is not None:
             alias, name, clean, names = declared
             visible = self.visible
@@ -160,7 +160,7 @@ class Scope:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _declaration(item: str) -> Optional[Tuple[bool, str, str, Tuple[str, ...]]]:
+def declaration(item: str) -> Optional[Tuple[bool, str, str, Tuple[str, ...]]]:
     """(a ``using`` alias?, its name, its value cleaned, the identifiers of that) of a
     ``using`` statement or a constant's declaration."""
     alias = _USING_RE.match(item)

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Set
 
+from .call_sites import declaration
 from .lexing import bool_locals, constant_value
 from .masking import matches_not_after
 from .parse import DispatchBlock, DispatchTree
@@ -121,30 +122,24 @@ def _read_entry_points(tree: DispatchTree) -> EntryPoints:
     return EntryPoints(ordered, entries, calls, dead, _twins(functions, ordered, entries))
 
 
-_DECLARATION_RE = re.compile(r"^(?:using\s|(?:static\s+)?constexpr\s)")
 _CALLED_RE = re.compile(r"^(?:\w+\s*=\s*)?([\w:>.-]+?)\s*[<(]")
 
 
 def _skeleton(block: DispatchBlock) -> tuple:
-    """A block's branches and declarations, without what it does with them."""
+    """A block's branches and declarations (as the leaf reader tells them), without what
+    it does with them."""
     return tuple(
         (item.kind, item.condition, _skeleton(item)) if isinstance(item, DispatchBlock)
         else item for item in block.items
-        if isinstance(item, DispatchBlock) or _DECLARATION_RE.match(item))
+        if isinstance(item, DispatchBlock) or declaration(item) is not None)
 
 
 def _first_call(block: DispatchBlock) -> str:
     """The name called by the first statement of a leaf block that declares nothing."""
-    for item in block.items:
-        if isinstance(item, DispatchBlock):
-            found = _first_call(item)
-            if found:
-                return found
-        elif block.blocks == [] and not _DECLARATION_RE.match(item):
-            match = _CALLED_RE.match(item)
-            if match:
-                return match.group(1)
-    return ""
+    if block.blocks:
+        return next((found for sub in block.blocks if (found := _first_call(sub))), "")
+    return next((m.group(1) for item in block.statements if declaration(item) is None
+                 if (m := _CALLED_RE.match(item))), "")
 
 
 def _twins(functions: List[DispatchBlock], dispatchers: List[str], entries: List[str]
