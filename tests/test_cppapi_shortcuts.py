@@ -169,11 +169,11 @@ def test_repeated_statement_blocks_are_read_under_their_own_outer_aliases():
     # the same leaf statements, under another enclosing alias: other traits
     text = _DISPATCH.format(tile=64) + _DISPATCH.format(tile=128).replace("run_one", "run_two")
     tree = parse_dispatch(text)
-    assert [(leaf.function, leaf.trait_args, leaf.declared_traits) for leaf in tree.leaves] == [
-        ("run_one", ["k_traits_<ns::tile<64>,1>"], {"trait_": "k_traits_<ns::tile<64>,1>"}),
-        ("run_one", ["k_traits_<ns::tile<64>,2>"], {"trait_": "k_traits_<ns::tile<64>,2>"}),
-        ("run_two", ["k_traits_<ns::tile<128>,1>"], {"trait_": "k_traits_<ns::tile<128>,1>"}),
-        ("run_two", ["k_traits_<ns::tile<128>,2>"], {"trait_": "k_traits_<ns::tile<128>,2>"}),
+    assert [(leaf.function, leaf.trait_args) for leaf in tree.leaves] == [
+        ("run_one", ["k_traits_<ns::tile<64>,1>"]),
+        ("run_one", ["k_traits_<ns::tile<64>,2>"]),
+        ("run_two", ["k_traits_<ns::tile<128>,1>"]),
+        ("run_two", ["k_traits_<ns::tile<128>,2>"]),
     ]
     # a filtered file: a subset of the same branches, read again (from the memos)
     subset = parse_dispatch(_DISPATCH.format(tile=128).replace("run_one", "run_two")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import gc
 import os
 import threading
@@ -20,7 +21,6 @@ _lock = threading.Lock()
 #: blocks paused now, in all threads; whether the collector ran before the first of them
 _paused = 0
 _resume = False
-_freeze_registered = False
 
 
 def _new_lock_in_child() -> None:
@@ -62,11 +62,7 @@ def _age_survivors() -> None:
     gc.unfreeze()
 
 
+@functools.cache  # (registered once per process)
 def freeze_at_exit() -> None:
-    """Let the interpreter's last collection skip what is alive at exit (the handler is
-    registered once per process; see the module docstring)."""
-    global _freeze_registered
-    with _lock:
-        if not _freeze_registered:
-            atexit.register(gc.freeze)
-            _freeze_registered = True
+    """Let the interpreter's last collection skip what is alive at exit."""
+    atexit.register(gc.freeze)

@@ -1,5 +1,5 @@
 """What a statement of a dispatch block launches: the template arguments of each call
-classified (trait, extra argument, dropped) under the ``using`` aliases in scope."""
+classified (trait, extra argument, not launched) under the ``using`` aliases in scope."""
 
 from __future__ import annotations
 
@@ -16,10 +16,7 @@ from .lexing import (
     _template_calls,
     conditional_branches,
     constant_of,
-    match_paren,
     normalize_cpp,
-    squeeze,
-    trait_template,
 )
 
 __all__ = ["CallFacts", "Scope", "classify_args", "statement_block_calls"]
@@ -31,55 +28,43 @@ _CONSTEXPR_RE = re.compile(r"^(?:static\s+)?(?:inline\s+)?constexpr\s+(?:const\s
                            re.S)
 
 
-def classify_args(
-    args: Sequence[str], aliases: Mapping[str, str]
-) -> Tuple[List[Tuple[str, str]], List[str], List[str], List[str]]:
-    """([(alias, trait text)], extras, dropped aliases, undecided trait texts) of a call's
-    template arguments: a trait names a ``using`` alias of a template-id, ``void`` (from
-    ``std::conditional_t<false, X, void>``) is not launched, the rest (arch tag) extra;
-    each branch of an undecided ``std::conditional_t`` is a trait, and undecided."""
-    traits: List[Tuple[str, str]] = []
+def classify_args(args: Sequence[str], aliases: Mapping[str, str]
+                  ) -> Tuple[List[str], List[str], List[str]]:
+    """(traits, extras, undecided traits) of a call's template arguments: a trait names a
+    ``using`` alias of a template-id, ``void`` (from ``std::conditional_t<false, X, void>``)
+    is not launched, the rest (arch tag) extra; each branch of an undecided
+    ``std::conditional_t`` is a trait, and undecided."""
+    traits: List[str] = []
     extras: List[str] = []
-    dropped: List[str] = []
     undecided: List[str] = []
     plain = aliases if type(aliases) is dict else None
     for arg in args:
-        kind, folded, names = (_plain_arg_class(arg, plain) if plain is not None
-                               else _arg_class(arg, aliases))
-        if kind == "dropped":
-            dropped.extend(names)
-        elif kind == "trait":
+        kind, folded = (_plain_arg_class(arg, plain) if plain is not None
+                        else _decided(arg, aliases, normalize_cpp(arg, aliases)))
+        if kind == "trait":
             branches = conditional_branches(folded)
-            traits += [(names[0], branch) for branch in ([folded] if branches is None else branches)]
+            traits += [folded] if branches is None else branches
             undecided += branches or []
-        else:
+        elif kind == "extra":
             extras.append(folded)
-    return traits, extras, dropped, undecided
+    return traits, extras, undecided
 
 
-_ArgClass = Tuple[str, str, Tuple[str, ...]]  # ("trait" | "dropped" | "extra", folded, names)
-
-
-def _arg_class(arg: str, aliases: Mapping[str, str]) -> _ArgClass:
-    """(kind, folded text, the trait's alias or the aliases a ``void`` drops) of one argument."""
-    return _decided(arg, aliases, normalize_cpp(arg, aliases))
+_ArgClass = Tuple[str, str]  # ("trait" | "dropped" | "extra", folded text)
 
 
 def _decided(arg: str, aliases: Mapping[str, str], folded: str) -> _ArgClass:
-    names_in_arg = [n for n in _IDENT_RE.findall(arg) if n in aliases]
     if folded == "void":
-        return "dropped", folded, tuple(names_in_arg)
-    if arg in aliases or (names_in_arg and folded in {aliases[n] for n in names_in_arg}):
-        alias = arg if arg in aliases else next(n for n in names_in_arg if aliases[n] == folded)
-        if "<" in folded:
-            return "trait", folded, (alias,)
-    elif names_in_arg and conditional_branches(folded):  # (an alias in an undecided branch)
-        return "trait", folded, (names_in_arg[-1],)
-    return "extra", folded, ()
+        return "dropped", folded
+    names = [n for n in _IDENT_RE.findall(arg) if n in aliases]
+    if arg in aliases or folded in {aliases[n] for n in names}:
+        return ("trait" if "<" in folded else "extra"), folded
+    # (an alias in an undecided branch)
+    return ("trait" if names and conditional_branches(folded) else "extra"), folded
 
 
 def _plain_arg_class(arg: str, aliases: Dict[str, str]) -> _ArgClass:
-    """:func:`_arg_class` under a plain dict, kept per (argument, the aliases its names
+    """:func:`_decided` under a plain dict, kept per (argument, the aliases its names
     reach): every leaf of a dispatch file passes the same names under repeating values."""
     if not aliases:
         return _arg_class_of(arg, (), ())
@@ -104,11 +89,7 @@ class CallFacts(NamedTuple):
     """What a launching call site says by itself (its place in the tree aside)."""
 
     trait_args: Tuple[str, ...]
-    call: str
     extra_args: Tuple[str, ...]
-    trait_names: Tuple[str, ...]
-    declared_traits: Tuple[Tuple[str, str], ...]
-    not_launched: Tuple[str, ...]
     undecided: Tuple[str, ...]
 
 
@@ -119,7 +100,6 @@ class Scope:
     def __init__(self, outer: Dict[str, str]) -> None:
         self.visible = outer
         self._own = False
-        self._declared: Optional[Tuple[Tuple[str, str], ...]] = None  # trait aliases
 
     def statement(self, item: str) -> List[CallFacts]:
         """Take in one statement; the launching calls it makes."""
@@ -141,21 +121,14 @@ class Scope:
                     self.visible.pop(name, None)
                 else:
                     self.visible[name] = value
-            self._declared = None
             return []
         if "<" not in item or not self.visible:
             return []
         found: List[CallFacts] = []
-        for args, call in _calls_with_text(item):
-            traits, extras, dropped, undecided = classify_args(args, self.visible)
-            if not traits:
-                continue
-            if self._declared is None:
-                self._declared = tuple((k, v) for k, v in self.visible.items()
-                                       if "<" in v and _looks_like_trait(v))
-            found.append(CallFacts(tuple([t for _, t in traits]), call, tuple(extras),
-                                    tuple([a for a, _ in traits]), self._declared,
-                                    tuple(dropped), tuple(undecided)))
+        for _, args, _, _ in _template_calls(item):
+            traits, extras, undecided = classify_args(args, self.visible)
+            if traits:
+                found.append(CallFacts(tuple(traits), tuple(extras), tuple(undecided)))
         return found
 
 
@@ -175,17 +148,6 @@ def declaration(item: str) -> Optional[Tuple[bool, str, str, Tuple[str, ...]]]:
 _constant_memo = functools.lru_cache(maxsize=1 << 16)(constant_of)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _calls_with_text(item: str) -> Tuple[Tuple[Tuple[str, ...], str], ...]:
-    """(template arguments, the call's text squeezed) of each ``name<args>(...)``."""
-    found = []
-    for _name, args, start, end in _template_calls(item):
-        close = match_paren(item, end)
-        call = item[start : close + 1] if close is not None else item[start:]
-        found.append((args, squeeze(call)))
-    return tuple(found)
-
-
 # A filtered run's dispatch file repeats the full file's innermost branches verbatim.
 @functools.lru_cache(maxsize=1 << 16)
 def statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str], ...]
@@ -193,7 +155,3 @@ def statement_block_calls(items: Tuple[str, ...], outer: Tuple[Tuple[str, str], 
     scope = Scope(dict(outer))
     return tuple(facts for item in items for facts in scope.statement(item))
 
-
-@functools.lru_cache(maxsize=1 << 16)
-def _looks_like_trait(value: str) -> bool:
-    return "traits" in trait_template(value).rsplit("::", 1)[-1].lower()

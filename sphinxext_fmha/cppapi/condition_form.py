@@ -8,10 +8,10 @@ import re
 from typing import List
 
 from ..schema.token_dispatch import Condition
-from .lexing import _WS_RE, match_paren
+from .lexing import match_paren
 from .masking import strip_comments
 
-__all__ = ["condition_form", "split_top", "strip_parens"]
+__all__ = ["clean_condition", "condition_form", "split_top", "strip_parens"]
 
 
 def split_top(text: str, op: str, whole_word: bool = False) -> List[str]:
@@ -136,9 +136,10 @@ def condition_form(cond: str) -> Condition:
     ``true /*...*/`` (a check the generator disabled) is True, ``x == false`` -> not ``x``,
     ``s.compare("fp16") == 0`` -> ``s == "fp16"``, ``s.compare(0, 6, "gfx950") == 0`` ->
     ``("starts", "s", '"gfx950"')``; other terms verbatim (squeezed), nothing inferred."""
-    text = _TRUE_COMMENT_RE.sub("true", cond)
-    text = strip_comments(text)
-    text = _WS_RE.sub(" ", text).strip()
-    if not text:
-        return True
-    return _form(re.sub(r"(?<![\w.])[ta]\.(?=[A-Za-z_])", "", text))
+    text = clean_condition(cond)
+    return _form(re.sub(r"(?<![\w.])[ta]\.(?=[A-Za-z_])", "", text)) if text else True
+
+
+def clean_condition(text: str) -> str:
+    """A condition without comments, blanks squeezed, ``true /*...*/`` -> ``true``."""
+    return " ".join(strip_comments(_TRUE_COMMENT_RE.sub("true", text)).split())

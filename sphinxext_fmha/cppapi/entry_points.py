@@ -15,8 +15,6 @@ from .parse import DispatchBlock, DispatchTree
 
 __all__ = ["FunctionCall", "EntryPoints", "read_entry_points"]
 
-_CONDITIONAL = ("if", "else if", "else", "if constexpr", "else if constexpr")
-
 
 @dataclass
 class FunctionCall:
@@ -27,7 +25,6 @@ class FunctionCall:
     callee: str
     conditions: List[str] = field(default_factory=list)
     statement: str = ""
-    line: int = 0
     never: bool = False
 
 
@@ -57,8 +54,6 @@ def _statements(block: DispatchBlock) -> List[str]:
 
 
 def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
-    if not names:
-        return []
     # the names first: a leading look-behind would make the search try every position
     pattern = re.compile(r"(%s)\s*\(" % "|".join(sorted(map(re.escape, names))))
     env = bool_locals(_statements(function))
@@ -68,10 +63,8 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
     def walk(block: DispatchBlock, conds: List[str]) -> None:
         for item in block.items:
             if isinstance(item, DispatchBlock):
-                if item.kind == "function":
-                    continue
-                sub = [*conds, item.condition] if item.kind in _CONDITIONAL and item.condition else conds
-                walk(item, sub)
+                if item.kind != "function":  # (only a branch has a condition)
+                    walk(item, [*conds, item.condition] if item.condition else conds)
                 continue
             called = called_in.get(item)
             if called is None:
@@ -80,8 +73,7 @@ def _calls_in(function: DispatchBlock, names: Set[str]) -> List[FunctionCall]:
                     if m.group(1) != function.name]
             for callee in called:
                 never = any(constant_value(c, env) is False for c in conds)
-                calls.append(FunctionCall(function.name, callee, list(conds), item,
-                                          block.line, never))
+                calls.append(FunctionCall(function.name, callee, list(conds), item, never))
 
     walk(function, [])
     return calls
@@ -93,12 +85,8 @@ _QUALIFIER_RE = re.compile(r"[\w:.>]")
 
 
 def read_entry_points(tree: DispatchTree) -> EntryPoints:
-    """Entry points, calls and dead dispatchers of a parsed file, read once per tree and
-    shared: never change it."""
-    found = tree.derived.get("entry_points")
-    if found is None:
-        found = tree.derived["entry_points"] = _read_entry_points(tree)
-    return found
+    """Entry points, calls and dead dispatchers of a parsed file (once per tree)."""
+    return tree.once("entry_points", lambda: _read_entry_points(tree))
 
 
 def _read_entry_points(tree: DispatchTree) -> EntryPoints:

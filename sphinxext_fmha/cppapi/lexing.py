@@ -16,7 +16,6 @@ __all__ = ["normalize_cpp", "constant_of", "conditional_branches", "split_templa
            "constant_value", "bool_locals", "evaluate", "COMPARE"]
 
 _MEMO_SIZE = 1 << 16  # distinct texts kept by each memo of this module
-_WS_RE = re.compile(r"\s+")
 _CMP_RE = re.compile(r"\((-?\d+)(==|!=|<=|>=|<|>)(-?\d+)\)")
 _IDENT_RE = re.compile(r"(?<![\w.:])(?:::)?[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 

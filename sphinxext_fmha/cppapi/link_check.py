@@ -12,7 +12,7 @@ from .entry_points import EntryPoints, read_entry_points
 from .lexing import trait_template
 from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
-from .routes import Routes, routes_of
+from .routes import routes_of
 
 __all__ = ["LinkReport", "link_report", "link_report_from_keys", "partners", "unreachable_kernels"]
 
@@ -59,9 +59,7 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
     same ones once): ``{"dead": function, "calls": EntryPoints.dead[function]}`` or
     ``{"branch": function, "why": View.why_not(leaf)}``."""
     result: Dict[str, List[Dict[str, Any]]] = {}
-    routes = routes_of(tree)
-    view = routes.full if routes.entry_points is entry_points else \
-        Routes(tree, entry_points).full
+    view = routes_of(tree).full  # (its entry points are ``entry_points``: read once per tree)
     by_order = {leaf.order: leaf for leaf in tree.leaves}
     for filename, orders in match.kernel_leaves.items():
         leaves = [by_order[order] for order in orders if order in by_order]

@@ -41,8 +41,8 @@ def kernel_trait_keys(text: str) -> List[str]:
         if args is None or args in seen_args:
             continue
         seen_args.add(args)
-        traits, extras, _, _ = classify_args(args, aliases)
-        keys.update(dict.fromkeys(trait_key(trait, extras) for _, trait in traits))
+        traits, extras, _ = classify_args(args, aliases)
+        keys.update(dict.fromkeys(trait_key(trait, extras) for trait in traits))
     return list(keys)
 
 
@@ -119,11 +119,8 @@ def match_leaves_to_kernels(
         )
     if not isinstance(leaves, DispatchTree):
         return _match(leaves, kernel_traits)
-    key = ("match", tuple(kernel_traits.items()))
-    found = leaves.derived.get(key)
-    if found is None:
-        found = leaves.derived[key] = _match(leaves.leaves, kernel_traits)
-    return found
+    tree = leaves
+    return tree.once(("match", tuple(kernel_traits.items())), lambda: _match(tree.leaves, kernel_traits))
 
 
 def _match(leaves: Iterable[DispatchLeaf], kernel_traits: Mapping[str, str]) -> DispatchMatch:
@@ -134,9 +131,7 @@ def _match(leaves: Iterable[DispatchLeaf], kernel_traits: Mapping[str, str]) -> 
         result.kinds[name] = trait_template(keys[0]) if keys else ""
         for key in keys:
             by_key.setdefault(key, []).append(name)
-    for key, names in by_key.items():
-        if len(names) > 1:
-            result.ambiguous[key] = names
+    result.ambiguous = {key: names for key, names in by_key.items() if len(names) > 1}
     reached: Dict[str, List[int]] = {}
     for leaf in leaves:
         files: List[Optional[str]] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from .allocation import collector_paused
 from .call_sites import CallFacts, Scope, statement_block_calls
@@ -20,7 +20,7 @@ __all__ = ["DispatchBlock", "DispatchLeaf", "DispatchScope", "DispatchTree", "pa
 @dataclass
 class DispatchBlock:
     """One ``{...}`` block: ``kind`` (``if``, ``else if``, ``else``, ``if constexpr``,
-    ``function``, ``namespace``, ``loop``, ``switch``, ``other``...), ``condition`` (comments
+    ``function``, ``namespace``, ``other``...), ``condition`` (comments
     kept, blanks squeezed; an ``else``'s: the chain's earlier ones negated), ``items``
     (statements comment-free and squeezed, and nested blocks, in source order)."""
 
@@ -44,18 +44,13 @@ class DispatchLeaf:
     """A call site that launches kernels; ``order``: the try order (0-based).
     ``path_conditions``: the enclosing branches' (outermost first) but the innermost
     (``condition``); ``trait_args``: one normalised trait per launched kernel;
-    ``extra_args`` (arch tag) follow each in :attr:`keys`; ``declared_traits``: every
-    trait alias in scope, launched or not."""
+    ``extra_args`` (arch tag) follow each in :attr:`keys`."""
 
     order: int
     path_conditions: List[str]
     condition: str
     trait_args: List[str]
-    call: str
     extra_args: List[str] = field(default_factory=list)
-    trait_names: List[str] = field(default_factory=list)
-    declared_traits: Dict[str, str] = field(default_factory=dict)
-    not_launched: List[str] = field(default_factory=list)
     undecided: List[str] = field(default_factory=list)
     function: str = ""
     line: int = 0
@@ -100,14 +95,19 @@ class DispatchTree:
     #: what readers work out from the tree once (its routes, entry points, matches)
     derived: Dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def once(self, key: Any, make: Callable[[], Any]) -> Any:
+        """What ``make`` works out from the tree, made once and shared: never change it."""
+        if key not in self.derived:
+            self.derived[key] = make()
+        return self.derived[key]
+
 
 _HEADER_KW_RE = re.compile(r"^(else\s+)?if\b\s*(constexpr\b)?\s*\(")
 _TEMPLATE_PREFIX_RE = re.compile(r"^\s*template\s*<")
 _ATTR_RE = re.compile(r"\[\[.*?\]\]")
 _FUNC_NAME_RE = re.compile(r"((?:::)?[A-Za-z_~][\w:]*(?:\s*<[^()]*>)?)\s*\($")
 _NAMESPACE_RE = re.compile(r"^(inline\s+)?namespace\b")
-_LOOP_RE = re.compile(r"^(for|while)\b")
-_SWITCH_RE = re.compile(r"^switch\b")
+_CONTROL_RE = re.compile(r"^(?:(?:for|while|switch)\b|do$)")
 _TRAILING_QUALIFIERS_RE = re.compile(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$")
 
 
@@ -154,11 +154,9 @@ def _header(code: str, raw: str) -> Tuple[str, str, str]:
     if code_s == "else":
         return "else", "", ""
     if _NAMESPACE_RE.match(code_s):
-        return "namespace", "", code_s.split(None, 1)[1] if " " in code_s else ""
-    if _LOOP_RE.match(code_s) or code_s == "do":
-        return "loop", "", ""
-    if _SWITCH_RE.match(code_s):
-        return "switch", "", ""
+        return "namespace", "", ""
+    if _CONTROL_RE.match(code_s):  # (not a function named `for`)
+        return "other", "", ""
     head = _ATTR_RE.sub(" ", _strip_template_prefix(code_s)).strip()
     # drop trailing qualifiers after the parameter list
     head = _TRAILING_QUALIFIERS_RE.sub(")", head)
@@ -280,8 +278,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
             dead: bool, compile_time: Tuple[int, ...], scope: int) -> None:
         leaf = DispatchLeaf(
             -1 if dead else len(leaves), list(conds[:-1]), conds[-1] if conds else "",
-            list(facts.trait_args), facts.call, list(facts.extra_args), list(facts.trait_names),
-            dict(facts.declared_traits), list(facts.not_launched), list(facts.undecided),
+            list(facts.trait_args), list(facts.extra_args), list(facts.undecided),
             function, block.line, dead, compile_time, scope)
         if dead:
             discarded.append(leaf)

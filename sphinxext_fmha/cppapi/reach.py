@@ -54,15 +54,11 @@ class SubKernelChoice:
     count: int = 0
 
 
-def condition_terms_cpp(condition: str) -> List[str]:
+@functools.lru_cache(maxsize=65536)
+def condition_terms_cpp(condition: str) -> Tuple[str, ...]:
     """Top-level ``&&`` terms of a condition, C++ text with comments kept, blanks squeezed."""
     text = " ".join(condition.split())
-    return [strip_parens(t) for t in split_top(strip_parens(text), "&&") if t.strip()]
-
-
-@functools.lru_cache(maxsize=65536)
-def _condition_cpps(condition: str) -> Tuple[str, ...]:
-    return tuple(condition_terms_cpp(condition))
+    return tuple(strip_parens(t) for t in split_top(strip_parens(text), "&&") if t.strip())
 
 
 def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
@@ -114,13 +110,13 @@ class _Terms:
         if found is None:
             found = self._at[(function, depth, condition)] = tuple(
                 self._numbered("%s/%d/%d" % (function, depth, index), cpp)
-                for index, cpp in enumerate(_condition_cpps(condition)))
+                for index, cpp in enumerate(condition_terms_cpp(condition)))
         return found
 
     def of_call(self, callee: str, conditions: List[str]) -> List[int]:
         """The numbers of the terms of a call of ``callee`` (slots ``<callee>/call/<index>``);
         a constant one's form is its value (``if (false and can_dispatch_v3)``)."""
-        cpps = [cpp for condition in conditions for cpp in _condition_cpps(condition)]
+        cpps = [cpp for condition in conditions for cpp in condition_terms_cpp(condition)]
         return [self._numbered("%s/call/%d" % (callee, index), cpp, constant_value(cpp))
                 for index, cpp in enumerate(cpps)]
 
@@ -145,8 +141,6 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     terms_of = numbered.of
     known = numbered.known
     all_terms = numbered.terms
-    # (term number, kinds) -> the choice it counts toward (None: none, an `always` term)
-    choice_of: Dict[Tuple[int, Tuple[str, str]], Optional[SubKernelChoice]] = {}
     fixed: Set[int] = set()  # terms of `if constexpr` branches within choices (no call's)
     # (its main kernel, the terms where its choice starts, kinds) of each choosing leaf
     pending: List[Tuple[Optional[str], Tuple[int, ...], Tuple[str, str]]] = []
@@ -186,9 +180,9 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
         shared = [n for n in _common([(leaf.function, terms + after)
                                       for leaf, terms, after in entries], all_terms)
                   if n not in common] if any(after for _, _, after in entries) else []
+        own_choices = set(shared)
         if shared:
-            selecting[filename] = set(shared)
-        own_choices = selecting.get(filename, set())
+            selecting[filename] = own_choices
         if not varying:
             # reached wherever its terms hold only if the choices among its launches are
             # made in full (``if (c)`` and its ``else``; an ``if constexpr`` tests no call):
@@ -202,14 +196,9 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     # a choice is a term where the leaves of one main kernel part: one every leaf of
     # that kernel has selects the kernel, not only its partners
     for main_file, heads, kinds in pending:
-        own = selecting.get(main_file, ()) if main_file is not None else ()
+        own = selecting.get(main_file or "", ())
         for number in heads:
-            if number in own:
-                continue
-            key = (number, kinds)
-            if key not in choice_of:
-                choice_of[key] = _choice_for(all_terms[number], kinds, choices)
-            choice = choice_of[key]
+            choice = None if number in own else _choice_for(all_terms[number], kinds, choices)
             if choice is not None:
                 choice.count += 1
     return result, list(choices.values())
@@ -228,12 +217,10 @@ def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
         calls = [c for c in points.calls if c.callee == function and c.caller not in seen]
         if function in points.entries or not calls:
             return []
-        ways = [of(c.caller, seen + (function,)) + numbered.of_call(function, c.conditions)
-                for c in calls]
-        others = [{numbered.terms[n].cpp for n in way} for way in ways[1:]]
-        common = [n for n in ways[0] if all(numbered.terms[n].cpp in o for o in others)]
-        found[function] = common
-        return common
+        found[function] = _by_text([of(c.caller, seen + (function,))
+                                    + numbered.of_call(function, c.conditions) for c in calls],
+                                   numbered.terms)
+        return found[function]
 
     for function in dict.fromkeys(leaf.function for leaf in tree.leaves):
         of(function, ())
@@ -271,11 +258,13 @@ def _common(branches: List[Tuple[str, List[int]]], all_terms: List[Term]) -> Lis
     by_function: Dict[str, List[List[int]]] = {}
     for function, terms in branches:
         by_function.setdefault(function, []).append(terms)
-    commons = [_kept(lists[0], lists[1:]) for lists in by_function.values()]
-    if len(commons) == 1:
-        return commons[0]
-    texts = [{all_terms[n].cpp for n in common} for common in commons[1:]]
-    return [n for n in commons[0] if all(all_terms[n].cpp in other for other in texts)]
+    return _by_text([_kept(lists[0], lists[1:]) for lists in by_function.values()], all_terms)
+
+
+def _by_text(lists: List[List[int]], all_terms: List[Term]) -> List[int]:
+    """The terms of the first list whose C++ text each other list has."""
+    texts = [{all_terms[n].cpp for n in terms} for terms in lists[1:]]
+    return [n for n in lists[0] if all(all_terms[n].cpp in other for other in texts)]
 
 
 def _complete(numbers: Set[int], all_terms: List[Term]) -> bool:

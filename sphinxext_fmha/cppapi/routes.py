@@ -6,11 +6,13 @@ branches left out)."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .condition_form import condition_form
-from .entry_points import EntryPoints, read_entry_points
+from .entry_points import read_entry_points
 from .parse import DispatchTree
 from .reach import condition_terms_cpp
 from .satisfiable import Node, Theory, conjoin, disjoin, narrow
@@ -31,10 +33,9 @@ class Routes:
     """The routing formulas of one parsed dispatch file (a :class:`Theory` of all its
     conditions)."""
 
-    def __init__(self, tree: DispatchTree, entry_points: Optional[EntryPoints] = None
-                 ) -> None:
+    def __init__(self, tree: DispatchTree) -> None:
         self.tree = tree
-        self.entry_points = entry_points or read_entry_points(tree)
+        self.entry_points = read_entry_points(tree)
         calls = self.entry_points.calls
         self.theory = Theory([s.condition for s in tree.scopes if s.kind != "else"]
                              + [c for call in calls for c in call.conditions])
@@ -50,19 +51,16 @@ class Routes:
         self.function_scope = {s.function: n for n, s in enumerate(tree.scopes)
                                if s.kind == "function"}
         self._index: Dict[int, DomainIndex] = {}
-        self._path_units: Dict[int, Dict[int, int]] = {}
+        self.path_units = functools.cache(self._path_units)
         self.full = View(self, None)
 
-    def path_units(self, scope: int) -> Dict[int, int]:
+    def _path_units(self, scope: int) -> Dict[int, int]:
         """The classes each variable may take under the top-level literals of the branches
         from the function body down to ``scope``."""
-        found = self._path_units.get(scope)
-        if found is None:
-            parent = self.tree.scopes[scope].parent
-            found = dict(self.path_units(parent)) if parent >= 0 else {}
-            for number, mask in self.units[scope].items():
-                found[number] = found.get(number, self.theory.full[number]) & mask
-            self._path_units[scope] = found
+        parent = self.tree.scopes[scope].parent
+        found = dict(self.path_units(parent)) if parent >= 0 else {}
+        for number, mask in self.units[scope].items():
+            found[number] = found.get(number, self.theory.full[number]) & mask
         return found
 
     def compatible(self, number: int, domain: Mapping[int, int]) -> List[int]:
@@ -96,6 +94,7 @@ class View:
             while scope >= 0 and not self.present[scope]:
                 self.present[scope] = True
                 scope = tree.scopes[scope].parent
+        # (memos of their own, not functools.cache: a view would hold itself in a cycle)
         self._ways: Dict[int, Optional[Way]] = {}
         self._why: Dict[int, Dict[str, Any]] = {}
         self._taken: Dict[int, Node] = {}
@@ -132,9 +131,7 @@ class View:
         if way is None:
             return None
         before = self._before(leaf.scope, ("leaf", order))
-        if not before:
-            return way
-        return self._extend(way, [self.routes.theory.negate(disjoin(before))])
+        return self._extend(way, [self.routes.theory.negate(disjoin(before))]) if before else way
 
     def why_not(self, order: int) -> Dict[str, Any]:
         """Why no call runs leaf ``order`` (after :meth:`leaf_way`): ``kind`` ``no_entry``
@@ -185,14 +182,9 @@ class View:
 
     def _before(self, parent: int, item: Tuple[str, int]) -> List[Node]:
         """What returns in scope ``parent`` before ``item`` runs (formulas)."""
-        found: List[Node] = []
-        for other in self.routes.tree.scopes[parent].items:
-            if other == item:
-                break
-            taken = self._item_taken(other)
-            if taken is not False:
-                found.append(taken)
-        return found
+        taken = [self._item_taken(other) for other in
+                 itertools.takewhile(item.__ne__, self.routes.tree.scopes[parent].items)]
+        return [node for node in taken if node is not False]
 
     def _item_taken(self, item: Tuple[str, int]) -> Node:
         kind, number = item
@@ -332,8 +324,5 @@ def _propagate(theory: Theory, way: Way, nodes: Iterable[Node]) -> Optional[Way]
 
 
 def routes_of(tree: DispatchTree) -> Routes:
-    """The :class:`Routes` of a parsed tree, made once per tree and shared."""
-    found = tree.derived.get("routes")
-    if found is None:
-        found = tree.derived["routes"] = Routes(tree)
-    return found
+    """The :class:`Routes` of a parsed tree (once per tree)."""
+    return tree.once("routes", lambda: Routes(tree))

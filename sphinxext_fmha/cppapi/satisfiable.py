@@ -8,11 +8,10 @@ from __future__ import annotations
 import functools
 import re
 from math import lcm
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .condition_form import split_top, strip_parens
+from .condition_form import clean_condition, split_top, strip_parens
 from .lexing import COMPARE
-from .masking import strip_comments
 
 __all__ = ["Node", "Theory", "conjoin", "disjoin", "narrow", "parse_condition"]
 
@@ -33,7 +32,6 @@ _FLAG = re.compile(r"^(%s)$" % _NAME)
 #: a bracketed condition compared with a literal bool
 _BOOL_COMPARED = re.compile(r"^(\(.*\))\s*(==|!=)\s*(true|false)$")
 _CALL_PREFIXES = re.compile(r"^(?:t|a|traits|args)\s*\.\s*")
-_TRUE_COMMENT = re.compile(r"\btrue\s*/\*.*?\*/", re.S)
 _FLIP = {"<=": ">=", "<": ">", ">=": "<=", ">": "<", "==": "==", "!=": "!="}
 
 # An atom: ("size", name, op, number, modulus) | ("flag", name) | ("eq", name, value) |
@@ -70,8 +68,7 @@ def _atom(text: str) -> Tuple[Atom, bool]:
 def parse_condition(text: str) -> Tuple:
     """The formula of a C++ condition: ``("&", parts)``, ``("|", parts)``, ``("!", part)``,
     ``("atom", atom)``, or a bool (``true /*...*/``: a check the generator switched off)."""
-    clean = " ".join(strip_comments(_TRUE_COMMENT.sub("true", text)).split())
-    return _parse(clean)
+    return _parse(clean_condition(text))
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -101,16 +98,14 @@ def _parse(text: str) -> Any:
     return ("atom", atom) if positive else ("!", ("atom", atom))
 
 
-def _atoms_of(formula: Tuple, found: Dict[Atom, None]) -> None:
+def _atoms_of(formula: Tuple) -> Iterator[Atom]:
     if isinstance(formula, bool):
         return
     if formula[0] == "atom":
-        found[formula[1]] = None
-    elif formula[0] == "!":
-        _atoms_of(formula[1], found)
-    else:
-        for part in formula[1]:
-            _atoms_of(part, found)
+        yield formula[1]
+        return
+    for part in (formula[1],) if formula[0] == "!" else formula[1]:
+        yield from _atoms_of(part)
 
 
 #: the widest range of sizes searched for the classes of one variable; past it, its
@@ -151,11 +146,8 @@ class Theory:
     was not built with is a flag of its own)."""
 
     def __init__(self, conditions: Iterable[str] = ()) -> None:
-        seen: Dict[Atom, None] = {}
-        for condition in conditions:
-            _atoms_of(parse_condition(condition), seen)
         by_variable: Dict[Tuple[str, str], List[Atom]] = {}
-        for atom in seen:
+        for atom in dict.fromkeys(a for c in conditions for a in _atoms_of(parse_condition(c))):
             # a value and a prefix test one text; the others their own kind
             kind = "text" if atom[0] in ("eq", "prefix") else atom[0]
             by_variable.setdefault((kind, atom[1]), []).append(atom)
@@ -167,12 +159,12 @@ class Theory:
         self.variables: List[Tuple[str, List[object]]] = []
         for (kind, name), atoms in by_variable.items():
             values = _representatives(kind, atoms)
-            if values is None:  # too many sizes to search: each term a flag of its own
+            if values is not None:
+                self._add(name, atoms, values)
+            else:  # too many sizes to search: each term a flag of its own
                 for atom in atoms:
                     self._add(atom[1], [atom], (False, True))
-                continue
-            self._add(name, atoms, values)
-        self._compiled: Dict[Tuple, Node] = {}
+        self._compiled: Dict[str, Node] = {}
 
     def _add(self, name: str, atoms: Sequence[Atom], values: Iterable[object]) -> None:
         number = len(self.full)
@@ -196,10 +188,9 @@ class Theory:
 
     def formula(self, condition: str) -> Node:
         """The compiled formula of a C++ condition."""
-        found = self._compiled.get(("c", condition))
+        found = self._compiled.get(condition)
         if found is None:
-            found = self._compiled[("c", condition)] = self._compile(
-                parse_condition(condition), True)
+            found = self._compiled[condition] = self._compile(parse_condition(condition), True)
         return found
 
     def _compile(self, formula: Tuple, positive: bool) -> Node:
@@ -224,15 +215,7 @@ class Theory:
         return True if mask == self.full[number] else False if not mask else ("v", number, mask)
 
     def negate(self, node: Node) -> Node:
-        """``!node``: a literal's other classes; a compound node is negated lazily (what a
-        domain decides first folds it away)."""
-        if isinstance(node, bool):
-            return not node
-        if node[0] == "v":
-            return self.literal(node[1], self.full[node[1]] & ~node[2])
-        if node[0] == "!":
-            return node[1]
-        return ("!", node)
+        return _negate(node, self.full)
 
     def satisfiable(self, nodes: Sequence[Node], domain: Optional[Mapping[int, int]] = None
                     ) -> bool:
@@ -255,14 +238,10 @@ class Theory:
     def units(self, node: Node) -> Dict[int, int]:
         """The classes each variable may take under ``node``'s top-level literals."""
         found: Dict[int, int] = {}
-        for part in _conjuncts(node):
+        for part in node[1] if isinstance(node, tuple) and node[0] == "&" else (node,):
             if isinstance(part, tuple) and part[0] == "v":
                 found[part[1]] = found.get(part[1], self.full[part[1]]) & part[2]
         return found
-
-
-def _conjuncts(node: Node) -> Tuple[Node, ...]:
-    return node[1] if isinstance(node, tuple) and node[0] == "&" else (node,)
 
 
 def conjoin(parts: Iterable[Node]) -> Node:
@@ -299,6 +278,17 @@ def _join(parts: Iterable[Node], tag: str) -> Node:
     return items[0] if len(items) == 1 else (tag, items)
 
 
+def _negate(node: Node, full: Sequence[int]) -> Node:
+    """``!node``: a literal's other classes; a compound node is negated lazily (what a
+    domain decides first folds it away)."""
+    if isinstance(node, bool):
+        return not node
+    if node[0] == "v":
+        mask = full[node[1]] & ~node[2]
+        return True if mask == full[node[1]] else ("v", node[1], mask) if mask else False
+    return node[1] if node[0] == "!" else ("!", node)
+
+
 def _value(node: Node, domain: Mapping[int, int], full: Sequence[int]) -> Node:
     """``node`` with what ``domain`` decides folded in."""
     if isinstance(node, bool):
@@ -309,13 +299,7 @@ def _value(node: Node, domain: Mapping[int, int], full: Sequence[int]) -> Node:
         inside = allowed & node[2]
         return False if not inside else True if inside == allowed else node
     if tag == "!":
-        inner = _value(node[1], domain, full)
-        if isinstance(inner, bool):
-            return not inner
-        if inner[0] == "v":
-            mask = full[inner[1]] & ~inner[2]
-            return ("v", inner[1], mask) if mask else False
-        return inner[1] if inner[0] == "!" else ("!", inner)
+        return _negate(_value(node[1], domain, full), full)
     absorbing = tag == "|"
     kept: List[Node] = []
     for part in node[1]:
