@@ -44,10 +44,9 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
     tree = parse_dispatch(api_text)
     match = match_leaves_to_kernels(tree, kernel_traits)
     entry_points = read_entry_points(tree)
-    by_order = {leaf.order: leaf for leaf in tree.leaves}
-    missing: Dict[str, Tuple[str, str, str]] = {}
+    missing: Dict[str, Tuple[str, str, str]] = {}  # (a leaf's order is its place in the list)
     for order, key in match.unmatched:
-        missing.setdefault(key, (by_order[order].function, trait_template(key), key))
+        missing.setdefault(key, (tree.leaves[order].function, trait_template(key), key))
     return LinkReport(list(missing.values()), list(match.unreached),
                       unreachable_kernels(tree, match, entry_points))
 
@@ -60,13 +59,9 @@ def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
     ``{"branch": function, "why": View.why_not(leaf)}``."""
     result: Dict[str, List[Dict[str, Any]]] = {}
     view = routes_of(tree).full  # (its entry points are ``entry_points``: read once per tree)
-    by_order = {leaf.order: leaf for leaf in tree.leaves}
     for filename, orders in match.kernel_leaves.items():
-        leaves = [by_order[order] for order in orders if order in by_order]
-        if not leaves:
-            continue
         reasons: List[Dict[str, Any]] = []
-        for leaf in leaves:
+        for leaf in map(tree.leaves.__getitem__, orders):
             reason: Dict[str, Any]
             if leaf.function in entry_points.dead:
                 reason = {"dead": leaf.function, "calls": entry_points.dead[leaf.function]}

@@ -104,19 +104,15 @@ class DispatchMatch:
         return [f for f in self.leaf_kernels.get(order, []) if f]
 
 
-def match_leaves_to_kernels(
-    leaves: Union[DispatchTree, Iterable[DispatchLeaf]],
-    kernel_traits: Mapping[str, str],
-) -> DispatchMatch:
+def match_leaves_to_kernels(leaves: Union[DispatchTree, Iterable[DispatchLeaf]],
+                            kernel_traits: Mapping[str, str]) -> DispatchMatch:
     """Each leaf linked to the kernel files that specialise its traits (``kernel_traits``:
     file -> :func:`kernel_trait_key`, or an ApiFileResult). For a parsed tree the result
     is kept with the tree and shared: never change it."""
     kernel_traits = getattr(kernel_traits, "kernel_traits", kernel_traits)  # an ApiFileResult
     if not isinstance(kernel_traits, _AbcMapping):
-        raise TypeError(
-            "match_leaves_to_kernels needs {kernel file: trait key} "
-            "(GenerateRunner.generate_api_file(...).kernel_traits), not bare names"
-        )
+        raise TypeError("match_leaves_to_kernels needs {kernel file: trait key} (GenerateRunner"
+                        ".generate_api_file(...).kernel_traits), not bare names")
     if not isinstance(leaves, DispatchTree):
         return _match(leaves, kernel_traits)
     tree = leaves

@@ -5,6 +5,7 @@ chains) is a :class:`DispatchLeaf`, numbered in the order the C++ tries them."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
@@ -107,6 +108,7 @@ _TEMPLATE_PREFIX_RE = re.compile(r"^\s*template\s*<")
 _ATTR_RE = re.compile(r"\[\[.*?\]\]")
 _FUNC_NAME_RE = re.compile(r"((?:::)?[A-Za-z_~][\w:]*(?:\s*<[^()]*>)?)\s*\($")
 _NAMESPACE_RE = re.compile(r"^(inline\s+)?namespace\b")
+_SWAP_PARENS = str.maketrans("()", ")(")
 _CONTROL_RE = re.compile(r"^(?:(?:for|while|switch)\b|do$)")
 _TRAILING_QUALIFIERS_RE = re.compile(r"\)\s*(?:const|noexcept|override|final|mutable|\s)*(?:->\s*[^)]*)?$")
 
@@ -141,7 +143,6 @@ def _strip_template_prefix(code: str) -> str:
 def _header(code: str, raw: str) -> Tuple[str, str, str]:
     """(kind, condition, name) of a block header (code: masked, raw: with comments)."""
     code_s = code.strip()
-    raw_s = raw.strip()
     m = _HEADER_KW_RE.match(code_s)
     if m:
         kind = ("else if" if m.group(1) else "if") + (" constexpr" if m.group(2) else "")
@@ -149,7 +150,7 @@ def _header(code: str, raw: str) -> Tuple[str, str, str]:
         close = match_paren(code_s, open_at)
         # code and raw have the same length: indices carry over
         lead = len(code) - len(code.lstrip())
-        cond_raw = raw[lead + open_at + 1 : lead + close] if close is not None else raw_s
+        cond_raw = raw[lead + open_at + 1 : lead + close] if close is not None else raw.strip()
         return kind, " ".join(cond_raw.split()), ""  # (`\s` and str.split: one idea of a blank)
     if code_s == "else":
         return "else", "", ""
@@ -157,30 +158,16 @@ def _header(code: str, raw: str) -> Tuple[str, str, str]:
         return "namespace", "", ""
     if _CONTROL_RE.match(code_s):  # (not a function named `for`)
         return "other", "", ""
-    head = _ATTR_RE.sub(" ", _strip_template_prefix(code_s)).strip()
-    # drop trailing qualifiers after the parameter list
-    head = _TRAILING_QUALIFIERS_RE.sub(")", head)
+    # without attributes and the qualifiers after the parameter list
+    head = _TRAILING_QUALIFIERS_RE.sub(")", _ATTR_RE.sub(" ", _strip_template_prefix(code_s)).strip())
     if head.endswith(")") and "=" not in head.split("(", 1)[0] and not head.startswith(("[", "(")):
-        params_at = _find_params_open(head)
-        if params_at is not None:
-            m2 = _FUNC_NAME_RE.search(head[: params_at + 1])
+        # the `(` opening the parameter list: the `)` closing the reversed text's first `(`
+        close = match_paren(head[::-1].translate(_SWAP_PARENS), 0)
+        if close is not None:
+            m2 = _FUNC_NAME_RE.search(head[: len(head) - close])
             if m2:
                 return "function", "", squeeze(m2.group(1))
     return "other", "", ""
-
-
-def _find_params_open(head: str) -> Optional[int]:
-    """Index of the ``(`` that opens the parameter list ending ``head``."""
-    depth = 0
-    for i in range(len(head) - 1, -1, -1):
-        c = head[i]
-        if c == ")":
-            depth += 1
-        elif c == "(":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -272,7 +259,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
     discarded: List[DispatchLeaf] = []
     functions: List[str] = []
     scopes: List[DispatchScope] = []
-    chain_count = [0]
+    chain_numbers = itertools.count()
 
     def add(facts: CallFacts, block: DispatchBlock, conds: List[str], function: str,
             dead: bool, compile_time: Tuple[int, ...], scope: int) -> None:
@@ -280,11 +267,8 @@ def _collect_leaves(tree: DispatchTree) -> None:
             -1 if dead else len(leaves), list(conds[:-1]), conds[-1] if conds else "",
             list(facts.trait_args), list(facts.extra_args), list(facts.undecided),
             function, block.line, dead, compile_time, scope)
-        if dead:
-            discarded.append(leaf)
-            return
-        leaves.append(leaf)
-        if scope >= 0:
+        (discarded if dead else leaves).append(leaf)
+        if scope >= 0 and not dead:
             scopes[scope].items.append(("leaf", leaf.order))
 
     def open_scope(condition: str, parent: int, chain: int, kind: str, function: str) -> int:
@@ -295,15 +279,8 @@ def _collect_leaves(tree: DispatchTree) -> None:
                 items.append(("chain", chain))
         return len(scopes) - 1
 
-    def walk(
-        block: DispatchBlock,
-        outer: Dict[str, str],
-        conds: List[str],
-        function: str,
-        dead: bool,
-        compile_time: Tuple[int, ...] = (),
-        scope: int = -1,
-    ) -> None:
+    def walk(block: DispatchBlock, outer: Dict[str, str], conds: List[str], function: str,
+             dead: bool, compile_time: Tuple[int, ...] = (), scope: int = -1) -> None:
         if not any(type(item) is DispatchBlock for item in block.items):
             for facts in statement_block_calls(tuple(block.items), tuple(outer.items())):
                 add(facts, block, conds, function, dead, compile_time, scope)
@@ -318,8 +295,7 @@ def _collect_leaves(tree: DispatchTree) -> None:
                     function, dead, scope, conds, compile_time
                 if item.kind in _CONDITIONAL_KINDS:
                     if item.kind.startswith("if") or chain < 0:
-                        chain = chain_count[0]
-                        chain_count[0] += 1
+                        chain = next(chain_numbers)
                     sub_scope = open_scope(item.condition, scope, chain, item.kind, function)
                     sub_conds = [*conds, item.condition]
                     # a branch of an `if constexpr` chain (its `else` too) is chosen when

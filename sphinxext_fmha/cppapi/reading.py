@@ -46,11 +46,10 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
                           "form": condition_form(cpp) if value is None else value,
                           "never": call.never, "statement": call.statement})
         order = dict.fromkeys(f for leaf in tree.leaves for f in match.files_of(leaf.order))
-        by_order = {leaf.order: leaf for leaf in tree.leaves}
         # one row per distinct term, shared by every kernel it reaches (2.8.3's bwd has
         # 168,384 term rows of 86 terms: made once each, and pickled once each)
         rows: Dict[int, List[Any]] = {}
-        missing = list(dict.fromkeys((by_order[o].function, trait_template(k), k)
+        missing = list(dict.fromkeys((tree.leaves[o].function, trait_template(k), k)
                                      for o, k in match.unmatched))
         return {
             "entries": entry_points.entries,
