@@ -49,17 +49,12 @@ def collector_paused() -> Iterator[None]:
         with _lock:
             _paused -= 1
             if _paused == 0 and _resume:
-                _age_survivors()
+                # what the pause left alive counts as old (the oldest generation) in two list
+                # splices, unless someone froze objects on purpose (docs/internals.md)
+                if not gc.get_freeze_count():
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()
-
-
-def _age_survivors() -> None:
-    """Count what the pause left alive as old (the oldest generation) in two list splices;
-    nothing moves where someone froze objects on purpose. Why: ``docs/internals.md``."""
-    if gc.get_freeze_count():
-        return
-    gc.freeze()
-    gc.unfreeze()
 
 
 @functools.cache  # (registered once per process)

@@ -197,10 +197,14 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
     # that kernel has selects the kernel, not only its partners
     for main_file, heads, kinds in pending:
         own = selecting.get(main_file or "", ())
-        for number in heads:
-            choice = None if number in own else _choice_for(all_terms[number], kinds, choices)
-            if choice is not None:
-                choice.count += 1
+        for term in (all_terms[number] for number in heads if number not in own):
+            if term.form is True:
+                continue  # deeper branches of a chosen partner are their own conditions
+            head = _choice_head(term.cpp)  # (`if (c)` and its `else`, `!(c)`: one choice)
+            key = (head, *kinds)
+            if key not in choices:
+                choices[key] = SubKernelChoice(head, condition_form(head), *kinds)
+            choices[key].count += 1
     return result, list(choices.values())
 
 
@@ -225,22 +229,6 @@ def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
     for function in dict.fromkeys(leaf.function for leaf in tree.leaves):
         of(function, ())
     return found
-
-
-def _choice_for(term: Term, kinds: Tuple[str, str],
-                choices: Dict[Tuple[str, str, str], SubKernelChoice]
-                ) -> Optional[SubKernelChoice]:
-    """The choice a term where a partner choice starts counts toward (made on first
-    sight, in ``choices``); None for an always true term."""
-    if term.form is True:
-        return None  # deeper branches of a chosen partner are their own conditions
-    main_kind, partner_kind = kinds
-    # `if (c)` and its `else` (`!(c)`) are one choice
-    head = _choice_head(term.cpp)
-    key = (head, main_kind, partner_kind)
-    if key not in choices:
-        choices[key] = SubKernelChoice(head, condition_form(head), main_kind, partner_kind)
-    return choices[key]
 
 
 @functools.lru_cache(maxsize=4096)

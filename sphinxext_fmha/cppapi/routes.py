@@ -8,25 +8,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-from dataclasses import dataclass
-from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import AbstractSet, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .condition_form import condition_form
 from .entry_points import read_entry_points
 from .parse import DispatchTree
 from .reach import condition_terms_cpp
-from .satisfiable import Node, Theory, conjoin, disjoin, narrow
+from .satisfiable import Node, Theory, Way, conjoin, disjoin, narrow
 
 __all__ = ["DomainIndex", "Routes", "View", "Way", "routes_of"]
-
-
-@dataclass
-class Way:
-    """The calls that reach one scope or leaf: all ``nodes`` hold, each variable in its
-    classes of ``domain`` (variable number -> bits)."""
-
-    domain: Dict[int, int]
-    nodes: Tuple[Node, ...]
 
 
 class Routes:
@@ -153,7 +143,7 @@ class View:
         theory = routes.theory
         if scope.parent < 0:
             entry = self.entry(scope.function)
-            way = _propagate(theory, Way({}, ()), [entry])
+            way = narrow(theory, Way({}, ()), [entry])
             if way is None:
                 self._why[number] = {"kind": "no_entry", "function": scope.function}
         else:
@@ -242,7 +232,7 @@ class View:
         return nodes
 
     def _extend(self, way: Way, nodes: Sequence[Node]) -> Optional[Way]:
-        found = _propagate(self.routes.theory, way, nodes)
+        found = narrow(self.routes.theory, way, nodes)
         if found is None or not self.routes.theory.satisfiable(found.nodes, found.domain):
             return None
         return found
@@ -315,12 +305,6 @@ class DomainIndex:
             if not bits:
                 return []
         return [self.items[i] for i in range(bits.bit_length()) if bits >> i & 1]
-
-
-def _propagate(theory: Theory, way: Way, nodes: Iterable[Node]) -> Optional[Way]:
-    """``way`` narrowed by ``nodes`` (None: their literals exclude each other)."""
-    found = narrow(theory, way.domain, [*way.nodes, *nodes])
-    return None if found is None else Way(*found)
 
 
 def routes_of(tree: DispatchTree) -> Routes:

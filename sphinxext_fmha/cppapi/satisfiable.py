@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from math import lcm
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .condition_form import clean_condition, split_top, strip_parens
 from .lexing import COMPARE
 
-__all__ = ["Node", "Theory", "conjoin", "disjoin", "narrow", "parse_condition"]
+__all__ = ["Node", "Theory", "Way", "conjoin", "disjoin", "narrow", "parse_condition"]
 
 #: a literal: ("v", variable number, classes as bits); ("&", children); ("|", children)
 Node = Union[bool, Tuple]
@@ -364,10 +365,17 @@ def _solve(nodes: List[Node], domain: Dict[int, int], full: Sequence[int]
     return None
 
 
-def narrow(theory: Theory, domain: Mapping[int, int], nodes: Iterable[Node]
-           ) -> Optional[Tuple[Dict[int, int], Tuple[Node, ...]]]:
-    """(domain, the formulas left) of ``nodes`` added to ``domain``; None when their
-    literals exclude every call."""
-    found = dict(domain)
-    pending = _fold(list(nodes), found, theory.full)
-    return None if pending is None else (found, tuple(pending))
+@dataclass
+class Way:
+    """The calls that reach one scope or leaf: all ``nodes`` hold, each variable in its
+    classes of ``domain`` (variable number -> bits)."""
+
+    domain: Dict[int, int]
+    nodes: Tuple[Node, ...]
+
+
+def narrow(theory: Theory, way: Way, nodes: Iterable[Node]) -> Optional[Way]:
+    """``way`` narrowed by ``nodes`` (None: their literals exclude each other)."""
+    found = dict(way.domain)
+    pending = _fold([*way.nodes, *nodes], found, theory.full)
+    return None if pending is None else Way(found, tuple(pending))
