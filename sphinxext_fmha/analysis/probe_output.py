@@ -62,7 +62,7 @@ def summarise_calls(calls, name_to_class, raw_up_to):
     """An fnmatch log as patterns per class and trait groups (calls up to a repeated
     pattern) of [pattern index, record index] (by the call's file, else name; -2 - k: the
     k-th name in ``unlisted``); up to ``raw_up_to`` calls, the calls too (``raw``)."""
-    per_class, patterns, pattern_index, groups, unlisted = {}, [], {}, [], {}
+    per_class, pattern_index, groups, unlisted = {}, {}, [], {}
     current, current_patterns = [], set()
     for pattern, name, filename in calls:
         index, cls = name_to_class.get(("file", filename), name_to_class.get(name, (-1, "")))
@@ -70,18 +70,15 @@ def summarise_calls(calls, name_to_class, raw_up_to):
             index = -2 - unlisted.setdefault(name, len(unlisted))
         counts = per_class.setdefault(cls, {})
         counts[pattern] = counts.get(pattern, 0) + 1
-        if pattern not in pattern_index:
-            pattern_index[pattern] = len(patterns)
-            patterns.append(pattern)
         if pattern in current_patterns:
             groups.append(current)
             current, current_patterns = [], set()
-        current.append([pattern_index[pattern], index])
+        current.append([pattern_index.setdefault(pattern, len(pattern_index)), index])
         current_patterns.add(pattern)
     if current:
         groups.append(current)
-    summary = {"per_class": per_class, "patterns": patterns, "groups": groups,
-               "count": len(calls), "unlisted": sorted(unlisted, key=unlisted.__getitem__)}
+    summary = {"per_class": per_class, "patterns": list(pattern_index), "groups": groups,
+               "count": len(calls), "unlisted": list(unlisted)}
     if len(calls) <= raw_up_to:
         summary["raw"] = [list(call[:2]) for call in calls]
     return summary
@@ -101,18 +98,12 @@ def share_record_fields(result):
     for field in SHARED_RECORD_FIELDS:
         if not all(isinstance(record.get(field), dict) for record in records):
             continue  # not filled (no perturbation): nothing to share
-        values, index = [], {}
+        # repr: made in C, equal only for equal JSON data (dicts differing in order only
+        # are kept twice)
+        index = {}
         for record in records:
-            value = record[field]
-            # repr: made in C, equal only for equal JSON data (dicts differing in order
-            # only are kept twice)
-            key = repr(value)
-            found = index.get(key)
-            if found is None:
-                found = index[key] = len(values)
-                values.append(value)
-            record[field] = found
-        tables[field] = values
+            record[field] = index.setdefault(repr(record[field]), (len(index), record[field]))[0]
+        tables[field] = [value for _, value in index.values()]
     if records and tables:
         result["record_tables"] = tables
     return result

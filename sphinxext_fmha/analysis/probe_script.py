@@ -71,13 +71,8 @@ def memoise_compilation():
         return
 
     def source_to_code(self, data, path, *args, **kwargs):
-        key = (path, bytes(data))
-        code = COMPILED.get(key)
-        if code is None:
-            code = COMPILED[key] = original(self, data, path, *args, **kwargs)
-            FRESH.add(key)
-        USED.add(key)
-        return code
+        return _memoised(COMPILED, (path, bytes(data)),
+                         lambda: original(self, data, path, *args, **kwargs))
 
     source_to_code._fmha_probe = True
     loader.source_to_code = source_to_code
@@ -88,11 +83,16 @@ GENERATED: dict = {}
 
 
 def generated_code(source):
-    code = GENERATED.get(source)
+    return _memoised(GENERATED, source,
+                     lambda: compile(source, "<string>", "exec", dont_inherit=True))
+
+
+def _memoised(table, key, compiled):
+    code = table.get(key)
     if code is None:
-        code = GENERATED[source] = compile(source, "<string>", "exec", dont_inherit=True)
-        FRESH.add(source)
-    USED.add(source)
+        code = table[key] = compiled()
+        FRESH.add(key)
+    USED.add(key)
     return code
 
 
@@ -240,15 +240,12 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
             return {"error": error}
-        found = {}
-        sizes = {}
-        for dirpath, _dirnames, filenames in os.walk(tmp):
-            for name in filenames:
-                if name.endswith(".cpp"):
-                    path = os.path.join(dirpath, name)
-                    sizes[name] = os.path.getsize(path)
-                    with open(path, encoding="utf-8", errors="replace") as handle:
-                        found[name] = handle.read()
+        found, sizes = {}, {}
+        for path in (os.path.join(d, n) for d, _, names in os.walk(tmp) for n in names
+                     if n.endswith(".cpp")):
+            sizes[os.path.basename(path)] = os.path.getsize(path)
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                found[os.path.basename(path)] = handle.read()
     api_names = sorted(n for n in found if API_FILE.search(n))
     if len(api_names) != 1:
         return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
@@ -277,8 +274,8 @@ def text_sha(text):
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
-          also_list=None, deliver=None, code_store=None):
+def probe(fmha_dir, argv, perturb=True, trait_reader=None, also_list=None, deliver=None,
+          code_store=None):
     """What the unfiltered run of ``generate.py argv`` shows. ``also_list``: one more
     listing's arguments (``result["also_listed"]``); ``deliver``: given the result before
     that listing is waited for; ``code_store``: see :func:`load_code_store`."""
@@ -287,8 +284,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     # The other listing is forked first, while this process is as a new one (no hooks,
     # no codegen imported): it runs on the other core while the probe works.
     forked = start_listing(fmha_dir, list(also_list)) if also_list is not None else None
-    recorder = _recorder.Recorder(fmha_dir, run_generate, lambda where: _calls.CallLog(
-        where, _perturb.SCALARS, _perturb.is_object))
+    recorder = _recorder.Recorder(fmha_dir, run_generate, _calls.CallLog(
+        os.path.realpath(fmha_dir), _perturb.SCALARS, _perturb.is_object))
     original_exec = importlib.machinery.SourceFileLoader.exec_module
 
     def exec_module(loader, module):
@@ -326,8 +323,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     perturb_started = time.time()
     if perturb:
         result["perturbation"] = _perturb.perturb_influence(
-            records, [obj for _, obj in kernels], candidates, every_kernel=perturb == "all",
-            typed_items=scalars)
+            records, [obj for _, obj in kernels], candidates, scalars, perturb == "all")
 
     perturb_seconds = time.time() - perturb_started
     # the other factories' tables last: a call the run did not make may change what
@@ -335,9 +331,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     part_types = _perturb.part_types(obj for _, obj in kernels)
     recorder.calls.ask_the_others(part_types)
     result["factories"] = recorder.calls.summary(part_types)
-    parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
-    calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, parts, MARKER.format(
-        "next-api"), listing, records, OBSERVED_CALLS)
+    calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, [MARKER.format(i) for i in range(4)],
+                                         MARKER.format("next-api"), listing, records, OBSERVED_CALLS)
     result.update(found)
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
