@@ -168,10 +168,9 @@ class CallLog:
             if found and not any(objs for _, objs in items):
                 continue
             code = fn.__code__
-            names = code.co_varnames[:code.co_argcount]
-            params = dict(zip(names[1:] if kind == "class" else names, args))
-            params.update(kwargs)
-            params = {k: v for k, v in params.items() if isinstance(v, self.scalars)}
+            names = code.co_varnames[kind == "class":code.co_argcount]
+            params = {k: v for k, v in {**dict(zip(names, args)), **kwargs}.items()
+                      if isinstance(v, self.scalars)}
             result = None if kept is None else (
                 {"keys": [[_key_text(k), [ref(o) for o in objs]] for k, objs in items]}
                 if isinstance(kept, dict) else {"items": [ref(o) for _, objs in items for o in objs]})

@@ -26,12 +26,8 @@ def observe_records(kernels, domains):
         is_dataclass = dataclasses.is_dataclass(obj)
         typed = []  # (path, value type, value): 1, 1.0 and True apart
         flat = leaves(obj, owners.setdefault(cls, {}), typed) if is_dataclass else {}
-        try:
-            name = obj.name
-        except AttributeError:  # what hasattr() tells
-            name = filename
-        records.append({"class": cls, "module": type(obj).__module__,
-                        "filename": filename, "name": name, "leaves": flat,
+        records.append({"class": cls, "module": type(obj).__module__, "filename": filename,
+                        "name": getattr(obj, "name", filename), "leaves": flat,
                         "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})

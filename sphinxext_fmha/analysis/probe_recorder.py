@@ -180,7 +180,20 @@ def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap
     for key, pattern in (("fnmatch_calls", marker_filter), ("single_part_calls", parts[0]),
                          ("empty_parts_calls", "@" * (len(parts) - 1)),
                          ("empty_filter_calls", "")):
-        calls[key], error = marker_run(recorder, fmha_dir, list(argv) + ["-f", pattern], ends)
+        # each run ends stopped at the call after the cap, complete with fewer calls, or,
+        # the codegen having caught the stop, run again to its end
+        run_argv = list(argv) + ["-f", pattern]
+        recorder.fnmatch_calls, recorder.stop, recorder.stop_after = [], None, cap
+        _, error = recorder.run(fmha_dir, run_argv)
+        recorder.stop_after = None
+        if recorder.stop is not None and not recorder.stop.reached:
+            recorder.fnmatch_calls, recorder.stop = [], None
+            recorder.events = None if recorder.events is None else []
+            _, error = recorder.run(fmha_dir, run_argv)
+            ends.append("ran again")
+        else:
+            ends.append("complete" if recorder.stop is None else "stopped")
+        calls[key] = recorder.fnmatch_calls
         errors.append(error)
         if recorder.events is not None:
             # made between the run's first and last call, tested by none (a ``_64bit``
@@ -198,26 +211,6 @@ def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap
             recorder, fmha_dir, list(argv) + ["-f", marker_filter], listing, records)
         found["seconds"] = {"followers": round(time.time() - started, 3)}
     return calls, found
-
-
-def marker_run(recorder, fmha_dir, argv, ends):
-    """The first ``recorder.pass_first`` fnmatch calls of ``generate.py argv`` and its error;
-    ``ends`` gets how it ended: stopped at the next call ("stopped"), fewer calls
-    ("complete"), or, the codegen having caught the stop, run again to its end."""
-    recorder.fnmatch_calls, recorder.stop, recorder.stop_after = [], None, recorder.pass_first
-    _, error = recorder.run(fmha_dir, argv)
-    recorder.stop_after = None
-    if recorder.stop is None:
-        ends.append("complete")
-    elif recorder.stop.reached:
-        ends.append("stopped")
-    else:
-        recorder.fnmatch_calls, recorder.stop = [], None
-        if recorder.events is not None:
-            recorder.events = []
-        _, error = recorder.run(fmha_dir, argv)
-        ends.append("ran again")
-    return recorder.fnmatch_calls, error
 
 
 def _tested(calls):
