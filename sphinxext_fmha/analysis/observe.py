@@ -214,11 +214,11 @@ def _probe_process(command: List[str], fmha_dir: Path, argv: List[str], timeout:
                       display=shown + "  # observed by the probe", progress=progress,
                       label=shown + " (analysis)",
                       when_written=(out, written) if early is not None else None)
-        if also is not None and also_list is not None and early is not None and early.done():
+        if also is not None and early is not None and early.done():
             listed = _other_listing(outcome, also_out)
             # a step of its own for the reader only when it outlasted the probe's work
             own = float(listed.get("seconds") or 0.0)
-            if not listed.get("error") and own > handed_over[0]:
+            if also_list is not None and not listed.get("error") and own > handed_over[0]:
                 report_step(progress, fmha_dir, also_list,
                             "listing generate.py%s beside the probe" % options_shown(also_list),
                             own, kernels=_kernels(listed))
