@@ -67,8 +67,7 @@ class Recorder:
         self.stop = None  # the ObservedEnough raised in this run, if any
         # the last kernel object named, and each kernel class's filename getter: an
         # fnmatch call on that name is tied to its file (names repeat across archs)
-        self.last_named = None
-        self.filename_getters = {}
+        self.last_named, self.filename_getters = None, {}
         # None, or the run's kernel objects made and fnmatch calls (indexes), in order
         self.events = None
 

@@ -331,20 +331,14 @@ def probe(fmha_dir, argv, perturb=True, trait_reader=None, also_list=None, deliv
     result["factories"] = recorder.calls.summary(part_types)
     calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, [MARKER.format(i) for i in range(4)],
                                          MARKER.format("next-api"), listing, records, OBSERVED_CALLS)
-    result.update(found)
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
-    result.update({
-        "records": records,
-        "domains": domain_of,
-        "owners": owners,
-        **{key: summarise_calls(logged, name_to_class, OBSERVED_CALLS)
-           for key, logged in calls.items()},
-        "normcase": os.path.normcase("Aa/"),
-        "seconds": dict(result.pop("seconds", {}), observe=round(observe_seconds, 3),
-                        perturb=round(perturb_seconds, 3)),
-        "python": sys.version.split()[0],
-    })
+    result.update(found, records=records, domains=domain_of, owners=owners,
+                  normcase=os.path.normcase("Aa/"), python=sys.version.split()[0],
+                  seconds=dict(found.get("seconds", {}), observe=round(observe_seconds, 3),
+                               perturb=round(perturb_seconds, 3)))
+    result.update((key, summarise_calls(logged, name_to_class, OBSERVED_CALLS))
+                  for key, logged in calls.items())
     if also_list is not None:
         if deliver is not None:
             deliver(result)
