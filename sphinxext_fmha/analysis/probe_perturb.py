@@ -103,12 +103,8 @@ def part_names(obj):
 
 def part_types(kernels):
     """The classes of the kernels' dataclass parts (tiles, pipelines)."""
-    found = set()
-    for obj in kernels:
-        if is_object(obj):
-            found.update(type(v) for v in (getattr(obj, f, None) for f in _fields_of(type(obj)))
-                         if is_object(v))
-    return found
+    return {type(v) for obj in kernels if is_object(obj)
+            for v in (getattr(obj, f, None) for f in _fields_of(type(obj))) if is_object(v)}
 
 
 def replaced(obj, path, value):
@@ -134,12 +130,9 @@ def influence(pieces, other):
 
 def map_domains(modules):
     """Key sets of the dicts that codegen defines (cpp symbol maps and the like)."""
-    domains = []
-    for module in modules:
-        for name, value in vars(module).items():
-            if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
-                domains.append((name, module.__name__, sorted(value)))
-    return domains
+    return [(name, module.__name__, sorted(value)) for module in modules
+            for name, value in vars(module).items()
+            if isinstance(value, dict) and value and all(isinstance(k, str) for k in value)]
 
 
 def alternatives_for(observed, domains):
