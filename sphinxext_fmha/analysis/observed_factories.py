@@ -26,14 +26,10 @@ def apply_observed_factories(factories: Sequence[Factory], observed: Optional[di
             continue
         per_dtype = _per_dtype([c for c in own if c["method"] == method], objects, tile_classes,
                                hdim_field)
-        factory.tiles, factory.dtypes, factory.unsupported_dtypes = {}, [], []
-        for dtype, combos in per_dtype.items():
-            merged = _merge(combos)
-            if merged:
-                factory.tiles[dtype] = merged
-                factory.dtypes.append(dtype)
-            else:
-                factory.unsupported_dtypes.append(dtype)
+        merged = {dtype: _merge(combos) for dtype, combos in per_dtype.items()}
+        factory.tiles = {dtype: table for dtype, table in merged.items() if table}
+        factory.dtypes = list(factory.tiles)
+        factory.unsupported_dtypes = [dtype for dtype, table in merged.items() if not table]
         for index in {i for c in own for i in _tiles_of(c, objects, tile_classes)}:
             name, notes = objects[index][1], objects[index][3]
             if name and notes:

@@ -70,30 +70,25 @@ def tree_offer(ck_root: Path, python: str, cache: Optional[DiskCache] = None,
     found = _observe(fmha, python, cache, timeout, inputs or tree_state(fmha))
     options = [GenerateOption(**option) for option in found["options"]]
     arch_names = sorted((n for n in found["arch_names"] if _TARGET.fullmatch(n)), key=natural)
-    ops = fmha / "codegen" / "ops"
-    stems = sorted(p.stem for p in ops.glob("*.py") if p.stem != "__init__")
-    in_fmha = {stem: f"codegen/ops/{stem}.py" for stem in stems}  # as offer_script keeps files
+    stems = sorted(p.stem for p in (fmha / "codegen" / "ops").glob("*.py") if p.stem != "__init__")
     table = found["table"]
-    if table is None:
-        return [ApiInfo(name=stem, module=stem, source=f"{FMHA_SUBDIR}/{in_fmha[stem]}")
-                for stem in stems], \
-            options, [Gap(what="API names", where=FMHA_SUBDIR + "/generate.py",
-                          why="no handler table of codegen/ops functions among generate.py's "
-                              "names when it parses its arguments; using the module names")], \
-            arch_names
     apis: List[ApiInfo] = []
-    gaps: List[Gap] = []
+    gaps: List[Gap] = [] if table is not None else [Gap(
+        what="API names", where=FMHA_SUBDIR + "/generate.py",
+        why="no handler table of codegen/ops functions among generate.py's names when it "
+            "parses its arguments; using the module names")]
     for stem in stems:
-        source = f"{FMHA_SUBDIR}/{in_fmha[stem]}"
-        names = [name for name, entry in table.items() if entry["file"] == in_fmha[stem]]
+        in_fmha = f"codegen/ops/{stem}.py"  # as offer_script keeps files
+        source = f"{FMHA_SUBDIR}/{in_fmha}"
+        names = [stem] if table is None else [n for n, e in table.items() if e["file"] == in_fmha]
         apis.extend(ApiInfo(name=name, module=stem, source=source) for name in names)
         if not names:
             apis.append(ApiInfo(name=stem, module=stem, source=source, in_generate=False))
             gaps.append(Gap(what=f"{stem} is not in generate.py's handler table", where=source,
                             why="generate.py cannot run this module; its name is used as the "
                                 "API name"))
-    for name, entry in table.items():
-        if entry["file"] not in in_fmha.values():
+    for name, entry in (table or {}).items():
+        if entry["file"] not in [f"codegen/ops/{stem}.py" for stem in stems]:
             apis.append(ApiInfo(name=name, module=entry["module"].rsplit(".", 1)[-1], source=""))
             gaps.append(Gap(what=f"generate.py's API {name!r} runs {', '.join(entry['functions'])}"
                                  f" of {entry['file']}, not of a codegen/ops/*.py module",

@@ -37,9 +37,7 @@ def _table(value, fmha_dir):
             return None
         table[key] = {"file": files.pop(), "module": functions[0].__module__,
                       "functions": [f.__name__ for f in functions]}
-    if any(entry["file"].startswith("codegen/ops/") for entry in table.values()):
-        return table
-    return None
+    return table if any(e["file"].startswith("codegen/ops/") for e in table.values()) else None
 
 
 def _arch_names(codegen_dir):

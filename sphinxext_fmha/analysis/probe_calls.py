@@ -11,16 +11,14 @@ import os
 import types
 
 _SKIP = object()
+_KINDS = {staticmethod: "static", classmethod: "class"}
 
 
 class CallLog:
     def __init__(self, fmha_dir, scalars, is_object):
         """``scalars``, ``is_object``: probe_perturb's plain values and dataclass check."""
-        self.fmha_dir = fmha_dir
-        self.scalars, self.is_object = scalars, is_object
-        self.calls = []
-        self.watching = False
-        self.modules = set()
+        self.fmha_dir, self.scalars, self.is_object = fmha_dir, scalars, is_object
+        self.calls, self.watching, self.modules = [], False, set()
         self.classes = []  # the plain classes wrapped, in the order their modules ran
 
     def _kept(self, result):
@@ -43,9 +41,8 @@ class CallLog:
         methods (while :attr:`watching`: the run being observed)."""
         if not self.watching:
             return
-        name = module.__name__
+        name, classes = module.__name__, []
         self.modules.add(name)
-        classes = []
         for attr, value in list(vars(module).items()):
             if isinstance(value, types.FunctionType) and value.__module__ == name \
                     and not hasattr(value, "_fmha_original"):
@@ -54,12 +51,11 @@ class CallLog:
                     and not dataclasses.is_dataclass(value) and not issubclass(value, enum.Enum):
                 classes.append(value)
                 for method, raw in list(vars(value).items()):  # its own (inherited: below)
-                    kind = "static" if isinstance(raw, staticmethod) else \
-                        "class" if isinstance(raw, classmethod) else None
+                    kind = _KINDS.get(type(raw))
                     if kind and not method.startswith("__") \
                             and not hasattr(raw.__func__, "_fmha_original"):
-                        wrapper = self._wrap(raw.__func__, value, method, kind)
-                        setattr(value, method, type(raw)(wrapper))
+                        setattr(value, method, type(raw)(self._wrap(raw.__func__, value, method,
+                                                                    kind)))
         self.classes.extend(classes)
         self._wrap_inherited_statics(classes)
 
@@ -123,7 +119,7 @@ class CallLog:
                 original = getattr(getattr(method, "__func__", method), "_fmha_original", None)
                 if original is None or cls.__name__ in through[attr]:
                     continue
-                kind = "class" if isinstance(_raw(cls, attr), classmethod) else "static"
+                kind = _KINDS.get(type(_raw(cls, attr)), "static")
                 for args, kwargs in argument_sets:
                     try:
                         kept = self._kept(method(*args, **kwargs))
@@ -172,10 +168,9 @@ class CallLog:
             if found and not any(objs for _, objs in items):
                 continue
             code = fn.__code__
-            names = code.co_varnames[:code.co_argcount]
-            params = dict(zip(names[1:] if kind == "class" else names, args))
-            params.update(kwargs)
-            params = {k: v for k, v in params.items() if isinstance(v, self.scalars)}
+            names = code.co_varnames[kind == "class":code.co_argcount]
+            params = {k: v for k, v in {**dict(zip(names, args)), **kwargs}.items()
+                      if isinstance(v, self.scalars)}
             result = None if kept is None else (
                 {"keys": [[_key_text(k), [ref(o) for o in objs]] for k, objs in items]}
                 if isinstance(kept, dict) else {"items": [ref(o) for _, objs in items for o in objs]})
@@ -210,14 +205,13 @@ def _shadows(sub, cls, attr, definer):
 
 def _not_default(field, value):
     """Whether a field holds other than its default (a field without one: no)."""
+    missing, factory = dataclasses.MISSING, field.default_factory
     try:
-        if field.default is not dataclasses.MISSING:
-            return value != field.default
-        if field.default_factory is not dataclasses.MISSING:
-            return value != field.default_factory()
+        default = factory() if field.default is missing and factory is not missing \
+            else field.default
+        return default is not missing and value != default
     except Exception:  # noqa: BLE001 - a value that cannot be compared is not noted
-        pass
-    return False
+        return False
 
 
 def _key_text(key):

@@ -19,22 +19,15 @@ def observe_records(kernels, domains):
     record's scalar leaves as (path, value type, value), per class the class declaring
     each leaf path, ``{(class, path): values to try}`` and ``{"class:path": the codegen
     dict that widened them}`` (:func:`alternatives_for`)."""
-    records = []
-    scalars = []
+    records, scalars, owners = [], [], {}
     tallies = {}  # class -> Counter of (path, value type, value)
-    owners = {}
     for filename, obj in kernels:
         cls = type(obj).__name__
         is_dataclass = dataclasses.is_dataclass(obj)
         typed = []  # (path, value type, value): 1, 1.0 and True apart
-        flat = leaves(obj, owners=owners.setdefault(cls, {}), scalars=typed) \
-            if is_dataclass else {}
-        try:
-            name = obj.name
-        except AttributeError:  # what hasattr() tells
-            name = filename
-        records.append({"class": cls, "module": type(obj).__module__,
-                        "filename": filename, "name": name, "leaves": flat,
+        flat = leaves(obj, owners.setdefault(cls, {}), typed) if is_dataclass else {}
+        records.append({"class": cls, "module": type(obj).__module__, "filename": filename,
+                        "name": getattr(obj, "name", filename), "leaves": flat,
                         "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
@@ -44,9 +37,7 @@ def observe_records(kernels, domains):
     for cls, tally in tallies.items():
         paths = {}  # path -> {typed value: kernels}, in the order first seen
         for (path, value_type, value), count in tally.items():
-            typed_counts = paths.setdefault(path, {})
-            key = _typed(value, value_type)
-            typed_counts[key] = typed_counts.get(key, 0) + count
+            paths.setdefault(path, collections.Counter())[_typed(value, value_type)] += count
         for path, typed_counts in paths.items():
             counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
@@ -74,24 +65,21 @@ def is_object(value):
     return hasattr(type(value), "__dataclass_fields__") and not isinstance(value, type)
 
 
-def leaves(obj, prefix="", depth=0, owners=None, out=None, scalars=None):
+def leaves(obj, owners, scalars, prefix="", depth=0, out=None):
     """A dataclass object as {attribute path: scalar value}; ``owners`` gets the class
     declaring each path's last attribute, ``scalars`` the (path, value type, value)s."""
-    if out is None:
-        out = {}
+    out = {} if out is None else out
     if depth > 4:
         return out
     cls = type(obj)
     for name, path in _paths_of(cls, prefix):
         value = getattr(obj, name, None)
-        if owners is not None and path not in owners:
-            owners[path] = cls.__name__
+        owners.setdefault(path, cls.__name__)
         if isinstance(value, SCALARS):
             out[path] = value
-            if scalars is not None:
-                scalars.append((path, type(value), value))
+            scalars.append((path, type(value), value))
         elif is_object(value):
-            leaves(value, path + ".", depth + 1, owners, out, scalars)
+            leaves(value, owners, scalars, path + ".", depth + 1, out)
         else:
             out[path] = {"repr": repr(value)}
     return out
@@ -115,12 +103,8 @@ def part_names(obj):
 
 def part_types(kernels):
     """The classes of the kernels' dataclass parts (tiles, pipelines)."""
-    found = set()
-    for obj in kernels:
-        if is_object(obj):
-            found.update(type(v) for v in (getattr(obj, f, None) for f in _fields_of(type(obj)))
-                         if is_object(v))
-    return found
+    return {type(v) for obj in kernels if is_object(obj)
+            for v in (getattr(obj, f, None) for f in _fields_of(type(obj))) if is_object(v)}
 
 
 def replaced(obj, path, value):
@@ -137,25 +121,18 @@ def replaced(obj, path, value):
 
 def influence(pieces, other):
     """Piece range of ``pieces`` that differs in ``other``: (start, end), end exclusive."""
-    start = 0
     limit = min(len(pieces), len(other))
-    while start < limit and pieces[start] == other[start]:
-        start += 1
-    end_a, end_b = len(pieces), len(other)
-    while end_a > start and end_b > start and pieces[end_a - 1] == other[end_b - 1]:
-        end_a -= 1
-        end_b -= 1
-    return start, end_a
+    start = next((i for i in range(limit) if pieces[i] != other[i]), limit)
+    same_end = next((i for i in range(limit - start) if pieces[-1 - i] != other[-1 - i]),
+                    limit - start)
+    return start, len(pieces) - same_end
 
 
 def map_domains(modules):
     """Key sets of the dicts that codegen defines (cpp symbol maps and the like)."""
-    domains = []
-    for module in modules:
-        for name, value in vars(module).items():
-            if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
-                domains.append((name, module.__name__, sorted(value)))
-    return domains
+    return [(name, module.__name__, sorted(value)) for module in modules
+            for name, value in vars(module).items()
+            if isinstance(value, dict) and value and all(isinstance(k, str) for k in value)]
 
 
 def alternatives_for(observed, domains):
@@ -225,14 +202,11 @@ def _typed(value, value_type=None):
     return (value_type or type(value)).__name__, value
 
 
-def perturb_influence(records, objects, candidates, every_kernel=False, typed_items=None):
+def perturb_influence(records, objects, candidates, typed_items, every_kernel=False):
     """Fill ``record["influence"]`` for every record, perturbing few kernels: what a field
     rewrites depends on its value and on the layout fields before it (whose change moved
     a name's pieces, seen on one record per (field, value)); each (field, value, layout)
     is perturbed once. ``every_kernel``: all of them (the tests' reference)."""
-    if typed_items is None:
-        typed_items = [[(p, type(v), v) for p, v in r["leaves"].items()
-                        if isinstance(v, SCALARS)] for r in records]
     if every_kernel:
         for record, obj, items in zip(records, objects, typed_items):
             record["influence"], _ = field_ranges(obj, record, [i[0] for i in items], candidates)

@@ -1,7 +1,8 @@
 """Observe a CK FMHA codegen tree while its own generate.py runs in this process, run by
 generate.py's interpreter (stdlib only, as the ``probe_*.py`` it loads by path): the kernel
 objects and fnmatch calls (how ``-f`` applies is observed), then perturbation, the
-dispatch file and marker runs."""
+dispatch file and marker runs; work forked to a child and sent back as JSON; the result
+as written (fnmatch logs compressed, record fields shared, JSON written whole)."""
 
 import atexit
 import dataclasses
@@ -38,11 +39,8 @@ def _sibling(name):
 
 _perturb = _sibling("probe_perturb")  # a kernel's fields and what each writes in its name
 _recorder = _sibling("probe_recorder")  # the hooks, and the runs that watch through them
-_output = _sibling("probe_output")  # forked work sent back as JSON; the result as written
 _calls = _sibling("probe_calls")  # what the codegen's factories return
-# what the batch runner (process/batch_script.py) and the tests use from here
-ORIGINAL_FNMATCH = _recorder.ORIGINAL_FNMATCH
-fork_json, collect_json, write_whole = _output.fork_json, _output.collect_json, _output.write_whole
+ORIGINAL_FNMATCH = _recorder.ORIGINAL_FNMATCH  # for the batch runner (process/batch_script.py)
 
 
 def enter_tree(fmha_dir):
@@ -71,13 +69,8 @@ def memoise_compilation():
         return
 
     def source_to_code(self, data, path, *args, **kwargs):
-        key = (path, bytes(data))
-        code = COMPILED.get(key)
-        if code is None:
-            code = COMPILED[key] = original(self, data, path, *args, **kwargs)
-            FRESH.add(key)
-        USED.add(key)
-        return code
+        return _memoised(COMPILED, (path, bytes(data)),
+                         lambda: original(self, data, path, *args, **kwargs))
 
     source_to_code._fmha_probe = True
     loader.source_to_code = source_to_code
@@ -88,11 +81,16 @@ GENERATED: dict = {}
 
 
 def generated_code(source):
-    code = GENERATED.get(source)
+    return _memoised(GENERATED, source,
+                     lambda: compile(source, "<string>", "exec", dont_inherit=True))
+
+
+def _memoised(table, key, compiled):
+    code = table.get(key)
     if code is None:
-        code = GENERATED[source] = compile(source, "<string>", "exec", dont_inherit=True)
-        FRESH.add(source)
-    USED.add(source)
+        code = table[key] = compiled()
+        FRESH.add(key)
+    USED.add(key)
     return code
 
 
@@ -240,15 +238,12 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
         _, error = run_generate(fmha_dir, argv, output_dir=tmp)
         if error:
             return {"error": error}
-        found = {}
-        sizes = {}
-        for dirpath, _dirnames, filenames in os.walk(tmp):
-            for name in filenames:
-                if name.endswith(".cpp"):
-                    path = os.path.join(dirpath, name)
-                    sizes[name] = os.path.getsize(path)
-                    with open(path, encoding="utf-8", errors="replace") as handle:
-                        found[name] = handle.read()
+        found, sizes = {}, {}
+        for path in (os.path.join(d, n) for d, _, names in os.walk(tmp) for n in names
+                     if n.endswith(".cpp")):
+            sizes[os.path.basename(path)] = os.path.getsize(path)
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                found[os.path.basename(path)] = handle.read()
     api_names = sorted(n for n in found if API_FILE.search(n))
     if len(api_names) != 1:
         return {"error": "write mode wrote %d *_api.cpp files" % len(api_names)}
@@ -260,7 +255,7 @@ def render_dispatch(fmha_dir, argv, listing, kernels, pools, trait_key, write=Fa
 
 def _dispatch(how, api_file, text, texts, trait_key, kernel_bytes, api_bytes):
     return {"how": how, "api_file": api_file, "text": text,
-            "kernel_traits": dict(zip(texts, _output.keys_of(trait_key, list(texts.values())))),
+            "kernel_traits": dict(zip(texts, keys_of(trait_key, list(texts.values())))),
             "kernel_sha": {f: text_sha(t) for f, t in texts.items()},
             "kernel_bytes": kernel_bytes, "api_bytes": api_bytes}
 
@@ -277,8 +272,8 @@ def text_sha(text):
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=None,
-          also_list=None, deliver=None, code_store=None):
+def probe(fmha_dir, argv, perturb=True, trait_reader=None, also_list=None, deliver=None,
+          code_store=None):
     """What the unfiltered run of ``generate.py argv`` shows. ``also_list``: one more
     listing's arguments (``result["also_listed"]``); ``deliver``: given the result before
     that listing is waited for; ``code_store``: see :func:`load_code_store`."""
@@ -287,8 +282,8 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     # The other listing is forked first, while this process is as a new one (no hooks,
     # no codegen imported): it runs on the other core while the probe works.
     forked = start_listing(fmha_dir, list(also_list)) if also_list is not None else None
-    recorder = _recorder.Recorder(fmha_dir, run_generate, lambda where: _calls.CallLog(
-        where, _perturb.SCALARS, _perturb.is_object))
+    recorder = _recorder.Recorder(fmha_dir, run_generate, _calls.CallLog(
+        os.path.realpath(fmha_dir), _perturb.SCALARS, _perturb.is_object))
     original_exec = importlib.machinery.SourceFileLoader.exec_module
 
     def exec_module(loader, module):
@@ -326,8 +321,7 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     perturb_started = time.time()
     if perturb:
         result["perturbation"] = _perturb.perturb_influence(
-            records, [obj for _, obj in kernels], candidates, every_kernel=perturb == "all",
-            typed_items=scalars)
+            records, [obj for _, obj in kernels], candidates, scalars, perturb == "all")
 
     perturb_seconds = time.time() - perturb_started
     # the other factories' tables last: a call the run did not make may change what
@@ -335,23 +329,16 @@ def probe(fmha_dir, argv, api_split_marker_parts=4, perturb=True, trait_reader=N
     part_types = _perturb.part_types(obj for _, obj in kernels)
     recorder.calls.ask_the_others(part_types)
     result["factories"] = recorder.calls.summary(part_types)
-    parts = [MARKER.format(i) for i in range(api_split_marker_parts)]
-    calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, parts, MARKER.format(
-        "next-api"), listing, records, OBSERVED_CALLS)
-    result.update(found)
+    calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, [MARKER.format(i) for i in range(4)],
+                                         MARKER.format("next-api"), listing, records, OBSERVED_CALLS)
     name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
     name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
-    result.update({
-        "records": records,
-        "domains": domain_of,
-        "owners": owners,
-        **{key: _output.summarise_calls(logged, name_to_class, OBSERVED_CALLS)
-           for key, logged in calls.items()},
-        "normcase": os.path.normcase("Aa/"),
-        "seconds": dict(result.pop("seconds", {}), observe=round(observe_seconds, 3),
-                        perturb=round(perturb_seconds, 3)),
-        "python": sys.version.split()[0],
-    })
+    result.update(found, records=records, domains=domain_of, owners=owners,
+                  normcase=os.path.normcase("Aa/"), python=sys.version.split()[0],
+                  seconds=dict(found.get("seconds", {}), observe=round(observe_seconds, 3),
+                               perturb=round(perturb_seconds, 3)))
+    result.update((key, summarise_calls(logged, name_to_class, OBSERVED_CALLS))
+                  for key, logged in calls.items())
     if also_list is not None:
         if deliver is not None:
             deliver(result)
@@ -375,6 +362,132 @@ def start_listing(fmha_dir, argv):
     return fork_json(listed)
 
 
+#: Below this many kernel texts a second process costs more than it saves.
+PARALLEL_TEXTS = 400
+
+
+def keys_of(trait_key, texts):
+    """``trait_key`` of every text, on two cores when there are many: a forked child
+    sends the second half's keys (whatever goes wrong there, this process computes them)."""
+    half = len(texts) // 2
+    forked = fork_json(lambda: [trait_key(text) for text in texts[half:]]) \
+        if len(texts) >= PARALLEL_TEXTS else None
+    first = [trait_key(text) for text in texts[:half]]
+    second = collect_json(forked) if forked is not None else None
+    if not isinstance(second, list) or len(second) != len(texts) - half:
+        second = [trait_key(text) for text in texts[half:]]
+    return first + second
+
+
+def fork_json(compute):
+    """Fork a child that sends ``compute()`` as JSON through a pipe, running no exit
+    handler; (pid, read end), or None where this system cannot fork."""
+    if not hasattr(os, "fork"):
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:
+        try:
+            os.close(read_end)
+            data = json.dumps(compute()).encode("utf-8")
+            with os.fdopen(write_end, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    return pid, read_end
+
+
+def collect_json(forked):
+    """What the child of :func:`fork_json` sent, once it has ended; None when it sent
+    no JSON (it failed)."""
+    pid, read_end = forked
+    with os.fdopen(read_end, "rb") as handle:
+        data = handle.read()
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None
+
+
+def summarise_calls(calls, name_to_class, raw_up_to):
+    """An fnmatch log as patterns per class and trait groups (calls up to a repeated
+    pattern) of [pattern index, record index] (by the call's file, else name; -2 - k: the
+    k-th name in ``unlisted``); up to ``raw_up_to`` calls, the calls too (``raw``)."""
+    per_class, pattern_index, groups, unlisted = {}, {}, [], {}
+    current, current_patterns = [], set()
+    for pattern, name, filename in calls:
+        index, cls = name_to_class.get(("file", filename), name_to_class.get(name, (-1, "")))
+        if index == -1:
+            index = -2 - unlisted.setdefault(name, len(unlisted))
+        counts = per_class.setdefault(cls, {})
+        counts[pattern] = counts.get(pattern, 0) + 1
+        if pattern in current_patterns:
+            groups.append(current)
+            current, current_patterns = [], set()
+        current.append([pattern_index.setdefault(pattern, len(pattern_index)), index])
+        current_patterns.add(pattern)
+    if current:
+        groups.append(current)
+    summary = {"per_class": per_class, "patterns": list(pattern_index), "groups": groups,
+               "count": len(calls), "unlisted": list(unlisted)}
+    if len(calls) <= raw_up_to:
+        summary["raw"] = [list(call[:2]) for call in calls]
+    return summary
+
+
+#: Record fields a few distinct values fill in thousands of records (share_record_fields)
+SHARED_RECORD_FIELDS = ("influence", "parts")
+
+
+def share_record_fields(result):
+    """``result`` as written, changed in place: each distinct value of a
+    SHARED_RECORD_FIELDS field written once in ``result["record_tables"][field]``, each
+    record holding its index (``observe.read_result`` puts them back). 2.8.3's bwd: 7,824
+    records, 8 influence tables, 5 part lists, a third of the result written in full."""
+    records = result.get("records") or []
+    tables = {}
+    for field in SHARED_RECORD_FIELDS:
+        if not all(isinstance(record.get(field), dict) for record in records):
+            continue  # not filled (no perturbation): nothing to share
+        # repr: made in C, equal only for equal JSON data (dicts differing in order only
+        # are kept twice)
+        index = {}
+        for record in records:
+            record[field] = index.setdefault(repr(record[field]), (len(index), record[field]))[0]
+        tables[field] = [value for _, value in index.values()]
+    if records and tables:
+        result["record_tables"] = tables
+    return result
+
+
+def write_whole(path, data):
+    """``data`` as JSON in ``path``, renamed into place: a reader that sees the file
+    sees all of it."""
+    part = path + ".part"
+    with open(part, "wb") as handle:
+        handle.write(json_bytes(data))
+    os.replace(part, path)
+
+
+def json_bytes(data):
+    """``data`` as key-sorted JSON: by orjson where generate.py's interpreter has it (2.8.3
+    bwd's 34 MB in 0.04 s, not 0.4 s), else by ``json`` behind a blank, telling the reader
+    (``cache.load_json``) to use ``json`` too (orjson reads an int beyond 64 bits as a
+    float). Imported after the runs: generate.py saw the modules a new process has."""
+    try:
+        import orjson  # noqa: PLC0415 - optional, and only once the runs are over
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (ImportError, TypeError, ValueError):  # absent, or a value it refuses
+        return b" " + json.dumps(data, sort_keys=True).encode("ascii")
+
+
 def main():
     # This process keeps nearly every object it makes until it ends: the cyclic
     # collector's passes (the one at exit too: 0.5 s after 2.8.3's bwd) free next to nothing.
@@ -395,7 +508,7 @@ def main():
     also_list, also_out = given.get("--also-list"), given.get("--also-out")
 
     def deliver(result):
-        write_whole(out_path, _output.share_record_fields(result))
+        write_whole(out_path, share_record_fields(result))
 
     result = probe(os.path.abspath(fmha_dir), argv, perturb=given["--perturb"],
                    trait_reader=given.get("--trait-reader"),
