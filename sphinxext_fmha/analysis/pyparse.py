@@ -70,6 +70,14 @@ class ParsedModule:
         return {child: node for node in (ast.walk(self.tree) if self.tree else ())
                 for child in ast.iter_child_nodes(node)}
 
+    def ancestors(self, node: ast.AST, stop: Optional[ast.AST] = None
+                  ) -> Iterator[Tuple[ast.AST, ast.AST]]:
+        """(ancestor, its child on the way) from ``node`` up to ``stop`` (left out)."""
+        child, cur = node, self.parents.get(node)
+        while cur is not None and cur is not stop:
+            yield cur, child
+            child, cur = cur, self.parents.get(cur)
+
     def comment_at(self, line: int) -> str:
         """The comment on ``line`` (1-based), or ``""``."""
         return self.comments.get(line, "")
@@ -247,12 +255,3 @@ def function_params(fn: FunctionNode) -> List[str]:
 def mentions(node: ast.AST, names: Set[str]) -> bool:
     """Whether ``node`` uses one of ``names``."""
     return bool(names_in(node) & names)
-
-
-def stmt_line(node: ast.AST, pm: ParsedModule) -> int:
-    """Line of the statement holding ``node``."""
-    cur = node
-    parents = pm.parents
-    while cur in parents and not isinstance(cur, ast.stmt):
-        cur = parents[cur]
-    return getattr(cur, "lineno", getattr(node, "lineno", 1))

@@ -112,15 +112,12 @@ class Context:
 
     def owner_of(self, node: ast.AST) -> str:
         """The class holding ``node``, else the innermost function, else ``""``."""
-        parents = self.pm.parents
-        cur = parents.get(node)
         fn_name = ""
-        while cur is not None:
+        for cur, _ in self.pm.ancestors(node):
             if isinstance(cur, ast.ClassDef):
                 return cur.name
             if isinstance(cur, FUNC) and not fn_name:
                 fn_name = cur.name
-            cur = parents.get(cur)
         return fn_name
 
     def mro(self, name: str) -> List[str]:

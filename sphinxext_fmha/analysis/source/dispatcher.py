@@ -16,7 +16,6 @@ from ..pyparse import (
     dotted,
     member,
     segment,
-    stmt_line,
     walk_no_nested,
 )
 from .context import Context
@@ -125,7 +124,8 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
                     comment = " ".join(pm.comment_at(line) for line in lines if pm.comment_at(line))
                     if comment:
                         key_src += f"  # {comment}"
-            comment = " ".join(pm.comments_above(stmt_line(n, pm)))
+            stmt = next((a for a, _ in pm.ancestors(n) if isinstance(a, ast.stmt)), n)
+            comment = " ".join(pm.comments_above(stmt.lineno))
             out.append(f"{text} at {pm.where(n)}" + (f"; key returns {key_src}" if key_src else "")
                        + (f"; comment: {comment}" if comment else ""))
     return out

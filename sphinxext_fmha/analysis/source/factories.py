@@ -58,7 +58,6 @@ def collect_factories(ctx: Context) -> None:
                             "no factory class or tile-table function was found", section="tiles"))
 
 
-
 def _hdim_field(ctx: Context) -> str:
     """The tile field giving the head dim where a tile table is a plain list: read from
     ``hdim = <tile>.<field>`` in the blob functions."""
@@ -96,18 +95,16 @@ def _selected_by(ctx: Context) -> Dict[str, str]:
     """Conditions under which a factory class/function is chosen."""
     out: Dict[str, List[str]] = {}
     known = set(ctx.universe.classes) | set(ctx.universe.functions)
-    parents = ctx.pm.parents
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) \
                 and node.value.id in ctx.universe.classes:
             conds: List[str] = []
-            child: ast.AST = node
-            cur = parents.get(node)
-            while cur is not None and not isinstance(cur, FUNC):
+            for cur, child in ctx.pm.ancestors(node):
+                if isinstance(cur, FUNC):
+                    break
                 if isinstance(cur, ast.If):
                     text = ctx.seg(cur.test)
                     conds.append(text if child in cur.body else f"not ({text})")
-                child, cur = cur, parents.get(cur)
             out.setdefault(node.value.id, []).append(" and ".join(reversed(conds)) or "default")
         elif isinstance(node, ast.IfExp):
             for branch, neg in ((node.body, False), (node.orelse, True)):

@@ -86,15 +86,11 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
                   dicts: Dict[str, ast.Dict]) -> Optional[SymbolMap]:
     param = fn.args.args[0].arg
     branches: Dict[str, Dict[str, str]] = {}
-    parents = pm.parents
     for ret in [n for n in ast.walk(fn) if isinstance(n, ast.Return)]:
         val = ret.value
         if isinstance(val, ast.Name) and val.id in dicts:
-            # find the condition choosing this return
-            cur = parents.get(ret)
-            child: ast.AST = ret
-            key = None
-            while cur is not None and cur is not fn:
+            key = None  # the condition choosing this return
+            for cur, child in pm.ancestors(ret, fn):
                 if isinstance(cur, ast.If) and child in cur.body:
                     t = cur.test
                     if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
@@ -102,7 +98,6 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
                             and isinstance(t.comparators[0], ast.Constant):
                         key = str(t.comparators[0].value)
                     break
-                child, cur = cur, parents.get(cur)
             key = key if key is not None else "*"
             branches[key] = _dict_entries(dicts[val.id], pm)
         elif isinstance(val, ast.Dict):
