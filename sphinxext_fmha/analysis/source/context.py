@@ -1,5 +1,6 @@
-"""The state the collectors share: the analysed module, the facts so far (the dataclasses
-of :class:`SourceFacts`, the result of :func:`~.analyze_source`), and what earlier
+"""The state the collectors share: the analysed module and the local modules it imports
+(:class:`Universe`: files of the tree, never anything installed), the facts so far
+(:class:`SourceFacts`, the result of :func:`~.analyze_source`) and what earlier
 collectors found (blob functions, tile classes, receipt parameters ...)."""
 
 from __future__ import annotations
@@ -10,8 +11,140 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 from ...model import DispatchInfo, Factory, Gap, Receipt, SkipCondition, TileClass
-from ..pyparse import FUNC, FunctionNode, ParsedModule, dotted, segment
-from .universe import Universe
+from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, dotted, parse_module, segment
+
+
+class Universe:
+    """The analysed module plus the local modules it imports (recursively)."""
+
+    def __init__(self, fmha_dir: Path, module_relpath: str, gaps: List[Gap]) -> None:
+        self.root = Path(fmha_dir)
+        self.gaps = gaps
+        self.modules: Dict[str, ParsedModule] = {}
+        self.main: Optional[ParsedModule] = None
+        # name visible in the main module -> (module relpath, original name)
+        self.imported_names: Dict[str, Tuple[str, str]] = {}
+        self.star_modules: List[str] = []
+        self.classes: Dict[str, Tuple[ParsedModule, ast.ClassDef]] = {}
+        self.functions: Dict[str, Tuple[ParsedModule, FunctionNode]] = {}
+        self.assigns: Dict[str, Dict[str, ast.AST]] = {}
+        self.imports_of: Dict[str, List[Tuple[str, Optional[List[Tuple[str, str]]]]]] = {}
+        self.main = self.load(module_relpath)
+        if self.main is not None and self.main.tree is not None:
+            self._follow(self.main, depth=0)
+            for rel, names in self.imports_of.get(self.main.relpath, []):
+                if names is None:
+                    self.star_modules.append(rel)
+                else:
+                    for local, orig in names:
+                        self.imported_names[local] = (rel, orig)
+        self._index()
+
+    def load(self, relpath: str) -> Optional[ParsedModule]:
+        if relpath in self.modules:
+            return self.modules[relpath]
+        path = self.root / relpath
+        if not path.is_file():
+            self.gaps.append(Gap(f"module {relpath}", relpath, "file not found"))
+            return None
+        pm = parse_module(path, self.root)
+        if pm.tree is None:
+            self.gaps.append(Gap(f"module {relpath}", relpath, f"cannot be parsed: {pm.error}"))
+        self.modules[relpath] = pm
+        return pm
+
+    def resolve_import(self, pm: ParsedModule, node: ast.ImportFrom) -> Optional[str]:
+        parts = [p for p in (node.module or "").split(".") if p]
+        if not (node.level or parts):
+            return None
+        base = Path(pm.relpath).parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        cand_base = base.joinpath(*parts) if node.level else Path(*parts)
+        for cand in (cand_base.with_suffix(".py"), cand_base / "__init__.py"):
+            if (self.root / cand).is_file():
+                return cand.as_posix()
+        return None
+
+    def _follow(self, pm: ParsedModule, depth: int) -> None:
+        if pm.tree is None or pm.relpath in self.imports_of:
+            return
+        found: List[Tuple[str, Optional[List[Tuple[str, str]]]]] = []
+        self.imports_of[pm.relpath] = found
+        for node in pm.tree.body:
+            if isinstance(node, ast.ImportFrom):
+                rel = self.resolve_import(pm, node)
+                if rel is None:
+                    continue
+                if any(a.name == "*" for a in node.names):
+                    found.append((rel, None))
+                else:
+                    found.append((rel, [(a.asname or a.name, a.name) for a in node.names]))
+                sub = self.load(rel)
+                if sub is not None and depth < 6:
+                    self._follow(sub, depth + 1)
+
+    def _index(self) -> None:
+        # other modules first, the main module last so that its definitions win
+        order = [m for m in self.modules.values() if m is not self.main]
+        if self.main is not None:
+            order.append(self.main)
+        for pm in order:
+            if pm.tree is None:
+                continue
+            assigns: Dict[str, ast.AST] = {}
+            for node in pm.tree.body:
+                if isinstance(node, ast.ClassDef):
+                    if pm is self.main or node.name not in self.classes:
+                        self.classes[node.name] = (pm, node)
+                elif isinstance(node, FUNC):
+                    if pm is self.main or node.name not in self.functions:
+                        self.functions[node.name] = (pm, node)
+                else:
+                    assigns.update(assigned_names(node))
+            self.assigns[pm.relpath] = assigns
+
+    # ---- name resolution ------------------------------------------------------------
+
+    def origin_of(self, name: str, rel: Optional[str] = None,
+                  depth: int = 0) -> Optional[Tuple[ParsedModule, ast.AST]]:
+        """Where a module-level ``name`` visible in module ``rel`` is defined."""
+        if depth > 8:
+            return None
+        pm = self.modules.get(rel) if rel else self.main
+        if pm is None or pm.tree is None:
+            return None
+        local = self.assigns.get(pm.relpath, {})
+        if name in local:
+            return pm, local[name]
+        for node in pm.tree.body:
+            if isinstance(node, (ast.ClassDef,) + FUNC) and node.name == name:
+                return pm, node
+        for imp_rel, names in self.imports_of.get(pm.relpath, []):
+            if names is None:
+                got = self.origin_of(name, imp_rel, depth + 1)
+                if got is not None:
+                    return got
+            else:
+                for local_name, orig in names:
+                    if local_name == name:
+                        return self.origin_of(orig, imp_rel, depth + 1)
+        return None
+
+    def visible_classes(self) -> List[Tuple[ParsedModule, ast.ClassDef, str]]:
+        """Classes of the main module plus classes imported into it (by name or ``*``)."""
+        if self.main is None or self.main.tree is None:
+            return []
+        out = [(self.main, node, "") for node in self.main.tree.body if isinstance(node, ast.ClassDef)]
+        seen = {node.name for _, node, _ in out}
+        imported = [self.origin_of(orig, rel) for rel, orig in self.imported_names.values()]
+        starred = [(pm, node) for pm in map(self.modules.get, self.star_modules)
+                   if pm is not None and pm.tree is not None for node in pm.tree.body]
+        for got in imported + starred:
+            if got and isinstance(got[1], ast.ClassDef) and got[1].name not in seen:
+                out.append((got[0], got[1], got[0].relpath))
+                seen.add(got[1].name)
+        return out
 
 
 @dataclass
