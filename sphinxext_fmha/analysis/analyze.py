@@ -268,20 +268,13 @@ def class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, s
     """Which sub-type a name tested by fnmatch belongs to: a listed kernel's own
     class, else the sub-type whose leading literal segment is the longest prefix
     (names of kernels that a later rule drops are tested too)."""
-    prefixes = []
-    for kernel_type in kernel_types:
-        if kernel_type.segments and kernel_type.segments[0].literal:
-            for token in kernel_type.segments[0].tokens:
-                prefixes.append((len(token), token, kernel_type.class_name))
-    prefixes.sort(reverse=True)
+    prefixes = sorted(((len(token), token, kernel_type.class_name) for kernel_type in kernel_types
+                       if kernel_type.segments and kernel_type.segments[0].literal
+                       for token in kernel_type.segments[0].tokens), reverse=True)
 
     def classify(name: str) -> str:
-        if name in name_to_class:
-            return name_to_class[name]
-        for _, token, class_name in prefixes:
-            if token and name.startswith(token):
-                return class_name
-        return ""
+        return name_to_class.get(name) or next(
+            (class_name for _, token, class_name in prefixes if token and name.startswith(token)), "")
 
     return classify
 

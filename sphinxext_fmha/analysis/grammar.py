@@ -5,6 +5,7 @@ absent-when-off token, and the segments follow the topological order every name 
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -247,16 +248,16 @@ def _topological(orders: Iterable[Sequence[Sequence[str]]]) -> Optional[List[str
     for a in edges:
         for b in edges[a]:
             indegree[b] += 1
-    ready = sorted((n for n, d in indegree.items() if d == 0), key=lambda n: (nodes[n], n))
+    ready = [(nodes[n], n) for n, d in indegree.items() if d == 0]
+    heapq.heapify(ready)  # the first-placed node of those ready first
     result = []
     while ready:
-        node = ready.pop(0)
+        node = heapq.heappop(ready)[1]
         result.append(node)
-        for b in sorted(edges[node]):
+        for b in edges[node]:
             indegree[b] -= 1
             if indegree[b] == 0:
-                ready.append(b)
-        ready.sort(key=lambda n: (nodes[n], n))
+                heapq.heappush(ready, (nodes[b], b))
     return result if len(result) == len(nodes) else None
 
 

@@ -9,12 +9,12 @@ import re
 from typing import Dict, List
 
 from ...model import Factory, Gap, TileClass, TileField
-from ..pyparse import FUNC, ParsedModule, decorators, is_dataclass, segment
+from ..pyparse import FUNC, ParsedModule, decorators, segment
 from .context import ClassField, ClassInfo, Context
 
 
 def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> ClassInfo:
-    is_dc = is_dataclass(node)
+    is_dc = any(d.split(".")[-1] == "dataclass" for d in decorators(node))
     info = ClassInfo(name=node.name, defined_at=pm.where(node), imported_from=imported_from,
                      is_dataclass=is_dc)
     for stmt in node.body:
@@ -22,7 +22,7 @@ def _class_info(pm: ParsedModule, node: ast.ClassDef, imported_from: str) -> Cla
             ann = segment(pm, stmt.annotation)
             if is_dc and not ann.startswith("ClassVar"):
                 info.fields.append(ClassField(stmt.target.id, ann, line=stmt.lineno,
-                                              comment=pm.comment_at(stmt.end_lineno or stmt.lineno)))
+                                              comment=pm.comments.get(stmt.end_lineno or stmt.lineno, "")))
         elif isinstance(stmt, FUNC) and stmt.name == "name":
             decos = decorators(stmt)
             if "property" in decos or any(d.endswith(".getter") for d in decos):

@@ -14,7 +14,6 @@ from ..pyparse import (
     ParsedModule,
     decorators,
     dotted,
-    member,
     segment,
     walk_no_nested,
 )
@@ -115,13 +114,14 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
             key_src = ""
             if key is not None and not isinstance(key, ast.Lambda):
                 # the key method of the pool (the one class among the scopes)
-                target = member(pool, (dotted(key) or "").split(".")[-1])
+                name = (dotted(key) or "").split(".")[-1]
+                target = next((s for s in pool.body if isinstance(s, FUNC) and s.name == name), None)
                 if target is not None:
                     rets = [r.value for r in ast.walk(target)
                             if isinstance(r, ast.Return) and r.value is not None]
                     key_src = " | ".join(segment(pm, r) for r in rets)
                     lines = range(target.lineno, (target.end_lineno or target.lineno) + 1)
-                    comment = " ".join(pm.comment_at(line) for line in lines if pm.comment_at(line))
+                    comment = " ".join(filter(None, map(pm.comments.get, lines)))
                     if comment:
                         key_src += f"  # {comment}"
             stmt = next((a for a, _ in pm.ancestors(n) if isinstance(a, ast.stmt)), n)

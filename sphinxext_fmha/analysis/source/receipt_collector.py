@@ -64,7 +64,7 @@ def collect_receipts(ctx: Context) -> None:
                     conditions, keeps, drops, effects = _branch_conditions(ctx, cur.orelse)
                     first = cur.orelse[0]
                     comment = " ".join(ctx.pm.comments_above(first.lineno)) \
-                        or ctx.pm.comment_at(first.lineno)
+                        or ctx.pm.comments.get(first.lineno, "")
                     ctx.facts.receipts.append(Receipt(
                         value="other", label=comment, conditions=conditions,
                         where=ctx.where(first), kind="other", function=label, keeps=keeps,

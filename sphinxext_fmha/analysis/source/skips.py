@@ -16,7 +16,6 @@ from ..pyparse import (
     names_in,
     segment,
     walk_no_nested,
-    wrap,
 )
 from .context import Context
 
@@ -88,8 +87,10 @@ def _combined(ctx: Context, chain: Sequence[Tuple[ast.If, bool]]) -> str:
     parts = []
     for node, positive in chain:
         text = ctx.seg(node.test)
-        parts.append((wrap(text, node.test) if len(chain) > 1 else text) if positive
-                     else f"not ({text})")
+        loose = isinstance(node.test, (ast.BoolOp, ast.IfExp, ast.Lambda)) or (
+            isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not))
+        parts.append(f"not ({text})" if not positive else f"({text})" if loose and len(chain) > 1
+                     else text)
     return " and ".join(parts)
 
 
