@@ -295,14 +295,13 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
     parts = api_part.split("@")
     spec = FilterSpec()
     positions: Dict[str, int] = {}
-    seen_patterns = {p for per in calls.values() for p in per}
-    spec.cli_split = None if any(MARKER.format("next-api") in p for p in seen_patterns) else ","
-    whole = api_part if spec.cli_split else marker_filter
+    spec.cli_split = None if any(MARKER.format("next-api") in p
+                                 for per in calls.values() for p in per) else ","
     applies: Dict[int, List[str]] = defaultdict(list)
     for class_name in classes:
         patterns = calls.get(class_name, {})
         for pattern in patterns:
-            if pattern in (whole, marker_filter, api_part):
+            if pattern in (marker_filter, api_part):
                 positions[class_name] = 0
             elif pattern in parts:
                 spec.api_split = "@"
