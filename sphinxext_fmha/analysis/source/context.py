@@ -21,23 +21,14 @@ class Universe:
         self.root = Path(fmha_dir)
         self.gaps = gaps
         self.modules: Dict[str, ParsedModule] = {}
-        self.main: Optional[ParsedModule] = None
-        # name visible in the main module -> (module relpath, original name)
-        self.imported_names: Dict[str, Tuple[str, str]] = {}
-        self.star_modules: List[str] = []
         self.classes: Dict[str, Tuple[ParsedModule, ast.ClassDef]] = {}
         self.functions: Dict[str, Tuple[ParsedModule, FunctionNode]] = {}
         self.assigns: Dict[str, Dict[str, ast.AST]] = {}
+        #: module -> the local modules it imports: (relpath, [(local, original name)], None for ``*``)
         self.imports_of: Dict[str, List[Tuple[str, Optional[List[Tuple[str, str]]]]]] = {}
         self.main = self.load(module_relpath)
-        if self.main is not None and self.main.tree is not None:
+        if self.main is not None:
             self._follow(self.main, depth=0)
-            for rel, names in self.imports_of.get(self.main.relpath, []):
-                if names is None:
-                    self.star_modules.append(rel)
-                else:
-                    for local, orig in names:
-                        self.imported_names[local] = (rel, orig)
         self._index()
 
     def load(self, relpath: str) -> Optional[ParsedModule]:
@@ -72,24 +63,16 @@ class Universe:
         found: List[Tuple[str, Optional[List[Tuple[str, str]]]]] = []
         self.imports_of[pm.relpath] = found
         for node in pm.tree.body:
-            if isinstance(node, ast.ImportFrom):
-                rel = self.resolve_import(pm, node)
-                if rel is None:
-                    continue
-                if any(a.name == "*" for a in node.names):
-                    found.append((rel, None))
-                else:
-                    found.append((rel, [(a.asname or a.name, a.name) for a in node.names]))
+            if isinstance(node, ast.ImportFrom) and (rel := self.resolve_import(pm, node)) is not None:
+                found.append((rel, None if any(a.name == "*" for a in node.names)
+                              else [(a.asname or a.name, a.name) for a in node.names]))
                 sub = self.load(rel)
                 if sub is not None and depth < 6:
                     self._follow(sub, depth + 1)
 
     def _index(self) -> None:
         # other modules first, the main module last so that its definitions win
-        order = [m for m in self.modules.values() if m is not self.main]
-        if self.main is not None:
-            order.append(self.main)
-        for pm in order:
+        for pm in sorted(self.modules.values(), key=lambda m: m is self.main):
             if pm.tree is None:
                 continue
             assigns: Dict[str, ast.AST] = {}
@@ -121,14 +104,12 @@ class Universe:
             if isinstance(node, (ast.ClassDef,) + FUNC) and node.name == name:
                 return pm, node
         for imp_rel, names in self.imports_of.get(pm.relpath, []):
-            if names is None:
-                got = self.origin_of(name, imp_rel, depth + 1)
-                if got is not None:
-                    return got
-            else:
-                for local_name, orig in names:
-                    if local_name == name:
-                        return self.origin_of(orig, imp_rel, depth + 1)
+            if names is not None:
+                orig = next((o for local_name, o in names if local_name == name), None)
+                if orig is not None:
+                    return self.origin_of(orig, imp_rel, depth + 1)
+            elif (got := self.origin_of(name, imp_rel, depth + 1)) is not None:
+                return got
         return None
 
     def visible_classes(self) -> List[Tuple[ParsedModule, ast.ClassDef, str]]:
@@ -137,9 +118,12 @@ class Universe:
             return []
         out = [(self.main, node, "") for node in self.main.tree.body if isinstance(node, ast.ClassDef)]
         seen = {node.name for _, node, _ in out}
-        imported = [self.origin_of(orig, rel) for rel, orig in self.imported_names.values()]
-        starred = [(pm, node) for pm in map(self.modules.get, self.star_modules)
-                   if pm is not None and pm.tree is not None for node in pm.tree.body]
+        imports = self.imports_of.get(self.main.relpath, [])
+        named = {local: (rel, orig) for rel, names in imports for local, orig in names or []}
+        imported = [self.origin_of(orig, rel) for rel, orig in named.values()]
+        starred = [(pm, node) for rel, names in imports if names is None
+                   for pm in [self.modules.get(rel)] if pm is not None and pm.tree is not None
+                   for node in pm.tree.body]
         for got in imported + starred:
             if got and isinstance(got[1], ast.ClassDef) and got[1].name not in seen:
                 out.append((got[0], got[1], got[0].relpath))
@@ -263,9 +247,7 @@ class Context:
                 return
             out.append(n)
             for b in classes[n][1].bases:
-                bn = dotted(b)
-                if bn:
-                    visit(bn.split(".")[-1])
+                visit((dotted(b) or "").split(".")[-1])
 
         visit(name)
         return out
