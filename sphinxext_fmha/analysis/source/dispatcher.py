@@ -72,10 +72,8 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
         return ctx.seg(target)
 
     def descend(stmts: Sequence[ast.stmt], visited: Set[str]) -> None:
-        nested = list(dict.fromkeys(n for s in stmts for n in ast.walk(s) if isinstance(n, ast.For)))
-        # the outermost loop: not inside another loop of this block
-        first = next((n for n in nested if not any(n is not o and n in list(ast.walk(o)) for o in nested)),
-                     None)
+        # the outermost loop: breadth-first, a loop comes before the loops inside it
+        first = next((n for s in stmts for n in ast.walk(s) if isinstance(n, ast.For)), None)
         if first is None:  # follow self.method(...) calls
             called = next((n.func.attr for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call)
                            and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)

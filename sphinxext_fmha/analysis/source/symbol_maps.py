@@ -60,17 +60,13 @@ def collect_symbol_maps(ctx: Context) -> None:
 
 def _collect_map_uses(ctx: Context) -> None:
     """Record each ``MAP[self.a.b]`` of a known symbol map (``facts.map_uses``, in line order)."""
-    dict_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "dict"}
-    fn_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "function"}
+    kinds = {n: m.kind for n, m in ctx.facts.symbol_maps.items()}
     for node in ast.walk(ctx.tree):
         if not isinstance(node, ast.Subscript):
             continue
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in dict_names:
-            map_name = base.id
-        elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in fn_names:
-            map_name = base.func.id
-        else:
+        call = isinstance(node.value, ast.Call)  # MAP[...] or map_function(...)[...]
+        map_name: str = getattr(node.value.func if call else node.value, "id", "")  # type: ignore[attr-defined]
+        if kinds.get(map_name) != ("function" if call else "dict"):
             continue
         path = dotted(node.slice)
         if path is None:
