@@ -10,7 +10,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import product, repeat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -349,8 +349,7 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
     # Constant segments last: a path that varies in one sub-type and is constant in
     # another (F_tile.F_bn1 of split-KV kernels and of their combine kernels) is
     # described where it varies; the constant sub-type only adds itself.
-    passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
-    for constant, kernel_type in passes:
+    for constant, kernel_type in product((False, True), kernel_types):
         owners = observed.get("owners", {}).get(kernel_type.class_name, {})
         leaves = [r["leaves"] for r in records_by_class[kernel_type.class_name]]
         for segment in kernel_type.segments:
@@ -365,10 +364,9 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
                 comment = declared.comment if declared else ""
                 described = info is not None
                 if info is None:
-                    info = FieldInfo(path=path, segment=segment.label, comment=comment,
-                                     defined_at=defined_at)
-                    info.symbol_map = owner  # resolved into the map below
-                    fields[path] = info
+                    info = fields[path] = FieldInfo(  # (the owner's map is resolved below)
+                        path=path, segment=segment.label, comment=comment, defined_at=defined_at,
+                        symbol_map=owner)
                 if defined_at:
                     info.defined_at_by_type.setdefault(kernel_type.class_name, defined_at)
                 if declared is not None:  # (its own comment, even none)
@@ -377,8 +375,7 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
                     info.kernel_types.append(kernel_type.class_name)
                 if described and constant:
                     continue  # described where it varies
-                values = _column_texts(leaves, path)
-                info.values = sorted(set(info.values) | values, key=_natural)
+                info.values = sorted(set(info.values) | _column_texts(leaves, path), key=_natural)
     for info in fields.values():
         _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
         if info.cpp_symbols:

@@ -23,21 +23,20 @@ def _pieces(name: str) -> List[str]:
     return pieces
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: Dict[str, str] = {}
+class _UnionFind(Dict[str, str]):
+    """Field path -> a path of its group (the group's smallest path at the root)."""
 
     def find(self, item: str) -> str:
-        self.parent.setdefault(item, item)
-        while self.parent[item] != item:
-            self.parent[item] = self.parent[self.parent[item]]
-            item = self.parent[item]
+        self.setdefault(item, item)
+        while self[item] != item:
+            self[item] = self[self[item]]
+            item = self[item]
         return item
 
     def union(self, a: str, b: str) -> None:
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+            self[max(ra, rb)] = min(ra, rb)
 
 
 def _matchers(candidates: List[List[str]]) -> Tuple[Pattern[str], Pattern[str]]:
@@ -165,8 +164,8 @@ def _forget_unwritten(layouts: List[_Layout], uf: _UnionFind) -> List[_Layout]:
     -1 everywhere: another value would insert ``_o2``) has no segment in this tree."""
     written = {uf.find(p) for layout in layouts for p, (s, e) in layout if e > s}
     kept = [tuple((p, r) for p, r in layout if uf.find(p) in written) for layout in layouts]
-    for path in [p for p in uf.parent if uf.find(p) not in written]:
-        del uf.parent[path]
+    for path in [p for p in uf if uf.find(p) not in written]:
+        del uf[path]
     return kept
 
 
@@ -376,7 +375,7 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
         return Grammar(segments=[], gaps=gaps)
 
     members: Dict[str, List[str]] = defaultdict(list)
-    for path in uf.parent:
+    for path in uf:
         members[uf.find(path)].append(path)
 
     segments: Dict[str, Segment] = {}

@@ -92,8 +92,7 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
 
 def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
     out: List[str] = []
-    scopes: List[Tuple[ast.AST, ParsedModule]] = [(pool, ctx.pm)]
-    scopes += [(fn, ctx.pm) for fn in ctx.blob_functions]
+    scopes: List[Tuple[ast.AST, ParsedModule]] = [(scope, ctx.pm) for scope in [pool, *ctx.blob_functions]]
     # local helper functions called from blob functions (e.g. imported factory selection)
     for fn in ctx.blob_functions:
         for n in ast.walk(fn):

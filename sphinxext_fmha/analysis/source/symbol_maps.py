@@ -4,7 +4,7 @@ and where the module subscripts them (``MAP[self.a.b]``, per owner class or func
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from ...model import Gap
 from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, dotted, key_text, segment
@@ -16,21 +16,14 @@ _NOT_LITERAL = (ValueError, TypeError, SyntaxError, RecursionError)
 
 
 def _dict_entries(node: ast.Dict, pm: ParsedModule) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    for k, v in zip(node.keys, node.values):
-        if k is None:
-            continue
+    def shown(item: ast.AST, text: Callable[[Any], str]) -> str:
         try:
-            shown_key = key_text(ast.literal_eval(k))
+            return text(ast.literal_eval(item))
         except _NOT_LITERAL:
-            shown_key = segment(pm, k)
-        try:
-            value = ast.literal_eval(v)
-            shown_value = value if isinstance(value, str) else repr(value)
-        except _NOT_LITERAL:
-            shown_value = segment(pm, v)
-        out[shown_key] = shown_value
-    return out
+            return segment(pm, item)
+
+    return {shown(k, key_text): shown(v, lambda value: value if isinstance(value, str) else repr(value))
+            for k, v in zip(node.keys, node.values) if k is not None}
 
 
 def collect_symbol_maps(ctx: Context) -> None:
