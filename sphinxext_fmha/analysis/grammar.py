@@ -52,11 +52,8 @@ def _matchers(candidates: List[List[str]]) -> Tuple[Pattern[str], Pattern[str]]:
 
 @dataclass
 class Grammar:
-    """Ordered segments of one kernel sub-type, with a parser over their tokens.
-
-    The parser reads the token sets once, at the first parse: a grammar that has
-    parsed a name is a snapshot of its segments' tokens.
-    """
+    """Ordered segments of one kernel sub-type, with a parser over their tokens (read
+    once, at the first parse: a grammar that has parsed a name is a snapshot of them)."""
 
     segments: List[Segment]
     gaps: List[Gap] = field(default_factory=list)

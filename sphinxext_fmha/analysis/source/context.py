@@ -224,7 +224,6 @@ class Context:
         return self.pm.where(node)
 
     def seg(self, node: ast.AST) -> str:
-        """Source text of ``node`` on one line."""
         return segment(self.pm, node)
 
     def owner_of(self, node: ast.AST) -> str:

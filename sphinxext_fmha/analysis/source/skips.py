@@ -24,11 +24,8 @@ from .context import Context
 
 
 def find_blob_functions(ctx: Context) -> None:
-    """Find the blob functions (loops with ``continue`` or ``product``) and their helpers.
-
-    Sets ``ctx.fnmatch_names``, ``ctx.blob_functions``, ``ctx.receipt_names`` and
-    ``ctx.helper_functions``; records the blob functions in ``facts.enumeration``.
-    """
+    """Find the blob functions (loops with ``continue`` or ``product``, in ``facts.enumeration``),
+    their helpers, the names of ``fnmatch`` and of the receipt parameter (``ctx``)."""
     tree = ctx.tree
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module == "fnmatch":
