@@ -138,11 +138,9 @@ def _values(node: ast.AST) -> Iterable[Tuple[int, int]]:
             yield from _values(element)
     elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
           and node.func.id == "range" and 1 <= len(node.args) <= 2):
-        bounds = [_int(arg) for arg in node.args]
-        if all(b is not None for b in bounds):
-            low, high = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
-            if low is not None and high is not None and high > low:
-                yield (low, high - 1)
+        low, high = [0, *map(_int, node.args)][-2:]  # range(stop) starts at 0
+        if low is not None and high is not None and high > low:
+            yield (low, high - 1)
 
 
 def receipts_in_source(fmha_dir: Path) -> List[Tuple[int, int]]:
