@@ -71,30 +71,21 @@ def _tile_method(ctx: Context, fn: ast.AST) -> bool:
 def collect_factories(ctx: Context) -> None:
     """Find the factories: where each is, when it is chosen, its architecture
     (``facts.factories``; their tables are observed, see ``observed_factories.py``)."""
-    main_classes = [n for n in ctx.tree.body if isinstance(n, ast.ClassDef)]
-    factory_classes: List[str] = []
-    for node in main_classes:
-        info = ctx.class_infos.get(node.name)
-        if info is None or info.is_dataclass:
-            continue
-        has_tiles = any(isinstance(s, FUNC) and _tile_method(ctx, s) for s in node.body)
-        if "factory" in node.name.lower() or has_tiles:
-            factory_classes.append(node.name)
-    # bases of factories that are local classes
-    for name in list(factory_classes):
-        for b in ctx.mro(name)[1:]:
-            info = ctx.class_infos.get(b)
-            if b not in factory_classes and info is not None and not info.is_dataclass:
-                factory_classes.append(b)
+    def local_class(name: str) -> bool:  # (not a dataclass)
+        info = ctx.class_infos.get(name)
+        return info is not None and not info.is_dataclass
+
+    factory_classes = [node.name for node in ctx.tree.body if isinstance(node, ast.ClassDef)
+                       and local_class(node.name) and ("factory" in node.name.lower() or any(
+                           isinstance(s, FUNC) and _tile_method(ctx, s) for s in node.body))]
+    for name in list(factory_classes):  # and their bases
+        factory_classes += [b for b in ctx.mro(name)[1:] if b not in factory_classes and local_class(b)]
     selected = _selected_by(ctx)
-    factories: List[Factory] = []
-    if factory_classes:
-        for name in factory_classes:
-            pm, node = ctx.universe.classes[name]
-            factories.append(Factory(class_name=name, bases=[segment(pm, b) for b in node.bases],
-                                     defined_at=pm.where(node), selected_by=selected.get(name, ""),
-                                     arch=_arch_of(ctx, name)))
-    else:
+    factories = [Factory(class_name=name, bases=[segment(pm, b) for b in node.bases],
+                         defined_at=pm.where(node), selected_by=selected.get(name, ""),
+                         arch=_arch_of(ctx, name))
+                 for name in factory_classes for pm, node in [ctx.universe.classes[name]]]
+    if not factory_classes:
         for fname, (fpm, fn) in ctx.universe.functions.items():
             if fn in ctx.blob_functions or not _tile_method(ctx, fn):
                 continue
