@@ -35,15 +35,13 @@ def find_blob_functions(ctx: Context) -> None:
                                      if a.name == "fnmatch" for f in ("fnmatch", "fnmatchcase"))
     if not ctx.fnmatch_names:
         ctx.fnmatch_names = {"fnmatch.fnmatch", "fnmatch"}
-    candidates: List[FunctionNode] = []
-    for node in tree.body:
-        if not isinstance(node, FUNC):
-            continue
-        loops = [n for n in walk_no_nested(node) if isinstance(n, (ast.For, ast.While))]
-        if loops and (any(isinstance(n, ast.Continue) for loop in loops for n in ast.walk(loop))
-                      or any(isinstance(n, ast.Call) and (dotted(n.func) or "").endswith("product")
-                             for n in walk_no_nested(node))):
-            candidates.append(node)
+    def enumerates(fn: FunctionNode) -> bool:
+        loops = [n for n in walk_no_nested(fn) if isinstance(n, (ast.For, ast.While))]
+        return bool(loops) and (any(isinstance(n, ast.Continue) for loop in loops for n in ast.walk(loop))
+                                or any(isinstance(n, ast.Call) and (dotted(n.func) or "").endswith("product")
+                                       for n in walk_no_nested(fn)))
+
+    candidates = [node for node in tree.body if isinstance(node, FUNC) and enumerates(node)]
     named = [f for f in candidates if "blob" in f.name.lower()
              and not re.match(r"^(write|list)_", f.name)]
     ctx.blob_functions = named or candidates
@@ -52,30 +50,21 @@ def find_blob_functions(ctx: Context) -> None:
                             "no module-level function enumerating kernels (loops with continue/product)"))
     for fn in ctx.blob_functions:
         ctx.facts.enumeration.functions[fn.name] = ctx.where(fn)
-        if any(arg.arg == "targets" for arg in fn.args.args):
-            ctx.facts.enumeration.takes_targets = True
-        for params in function_params(fn):
-            if "receipt" in params.lower():
-                ctx.receipt_names.add(params)
+        ctx.facts.enumeration.takes_targets |= any(arg.arg == "targets" for arg in fn.args.args)
+        ctx.receipt_names.update(p for p in function_params(fn) if "receipt" in p.lower())
     if ctx.blob_functions and not ctx.receipt_names:
         ctx.gaps.append(Gap("receipt parameter", ctx.rel,
                             "no blob-function parameter whose name contains 'receipt'"))
     # helpers: nested functions of blob functions and loop-bearing factory/pipeline methods
-    for fn in ctx.blob_functions:
-        for n in walk_no_nested(fn):
-            if isinstance(n, FUNC):
-                ctx.helper_functions.append((n, fn.name))
+    ctx.helper_functions += [(n, fn.name) for fn in ctx.blob_functions
+                             for n in walk_no_nested(fn) if isinstance(n, FUNC)]
     for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            info = ctx.class_infos.get(node.name)
-            if info is not None and info.is_dataclass:
-                continue
-            if "pool" in node.name.lower():
-                continue
-            for stmt in node.body:
-                if isinstance(stmt, FUNC) and any(isinstance(n, (ast.For, ast.While))
-                                                   for n in walk_no_nested(stmt)):
-                    ctx.helper_functions.append((stmt, node.name))
+        info = ctx.class_infos.get(getattr(node, "name", ""))
+        if isinstance(node, ast.ClassDef) and not (info is not None and info.is_dataclass) \
+                and "pool" not in node.name.lower():
+            ctx.helper_functions += [(stmt, node.name) for stmt in node.body if isinstance(stmt, FUNC)
+                                     and any(isinstance(n, (ast.For, ast.While))
+                                             for n in walk_no_nested(stmt))]
 
 
 def collect_skip_conditions(ctx: Context) -> None:
