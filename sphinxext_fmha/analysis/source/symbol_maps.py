@@ -29,9 +29,8 @@ def _dict_entries(node: ast.Dict, pm: ParsedModule) -> Dict[str, str]:
 def collect_symbol_maps(ctx: Context) -> None:
     """Record module-level dicts and dict-returning functions of every loaded module."""
     maps = ctx.facts.symbol_maps
-    modules = [m for m in ctx.universe.modules.values() if m is not ctx.pm] + [ctx.pm]
-    for pm in modules:
-        if pm is None or pm.tree is None:
+    for pm in sorted(ctx.universe.modules.values(), key=lambda m: m is ctx.pm):  # the module's own last
+        if pm.tree is None:
             continue
         dicts: Dict[str, ast.Dict] = {}
         for node in pm.tree.body:
@@ -40,11 +39,10 @@ def collect_symbol_maps(ctx: Context) -> None:
                     dicts[name] = value
                     maps[name] = SymbolMap(name, pm.where(node), "dict", _dict_entries(value, pm))
         for node in pm.tree.body:
-            if not isinstance(node, FUNC) or not node.args.args:
-                continue
-            sm = _map_function(ctx, node, pm, dicts)
-            if sm is not None:
-                maps[node.name] = sm
+            if isinstance(node, FUNC) and node.args.args:
+                sm = _map_function(node, pm, dicts)
+                if sm is not None:
+                    maps[node.name] = sm
     if not maps:
         ctx.gaps.append(Gap("symbol maps", ctx.rel,
                             "no module-level dict found in the module or its local imports"))
@@ -71,7 +69,7 @@ def _collect_map_uses(ctx: Context) -> None:
     ctx.facts.map_uses.sort(key=lambda m: int(m.where.rpartition(":")[2] or 0))
 
 
-def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
+def _map_function(fn: FunctionNode, pm: ParsedModule,
                   dicts: Dict[str, ast.Dict]) -> Optional[SymbolMap]:
     param = fn.args.args[0].arg
     branches: Dict[str, Dict[str, str]] = {}
