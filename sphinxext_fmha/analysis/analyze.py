@@ -10,7 +10,7 @@ import re
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import product, repeat
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -268,20 +268,13 @@ def class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, s
     """Which sub-type a name tested by fnmatch belongs to: a listed kernel's own
     class, else the sub-type whose leading literal segment is the longest prefix
     (names of kernels that a later rule drops are tested too)."""
-    prefixes = []
-    for kernel_type in kernel_types:
-        if kernel_type.segments and kernel_type.segments[0].literal:
-            for token in kernel_type.segments[0].tokens:
-                prefixes.append((len(token), token, kernel_type.class_name))
-    prefixes.sort(reverse=True)
+    prefixes = sorted(((len(token), token, kernel_type.class_name) for kernel_type in kernel_types
+                       if kernel_type.segments and kernel_type.segments[0].literal
+                       for token in kernel_type.segments[0].tokens), reverse=True)
 
     def classify(name: str) -> str:
-        if name in name_to_class:
-            return name_to_class[name]
-        for _, token, class_name in prefixes:
-            if token and name.startswith(token):
-                return class_name
-        return ""
+        return name_to_class.get(name) or next(
+            (class_name for _, token, class_name in prefixes if token and name.startswith(token)), "")
 
     return classify
 
@@ -302,14 +295,13 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
     parts = api_part.split("@")
     spec = FilterSpec()
     positions: Dict[str, int] = {}
-    seen_patterns = {p for per in calls.values() for p in per}
-    spec.cli_split = None if any(MARKER.format("next-api") in p for p in seen_patterns) else ","
-    whole = api_part if spec.cli_split else marker_filter
+    spec.cli_split = None if any(MARKER.format("next-api") in p
+                                 for per in calls.values() for p in per) else ","
     applies: Dict[int, List[str]] = defaultdict(list)
     for class_name in classes:
         patterns = calls.get(class_name, {})
         for pattern in patterns:
-            if pattern in (whole, marker_filter, api_part):
+            if pattern in (marker_filter, api_part):
                 positions[class_name] = 0
             elif pattern in parts:
                 spec.api_split = "@"
@@ -357,8 +349,7 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
     # Constant segments last: a path that varies in one sub-type and is constant in
     # another (F_tile.F_bn1 of split-KV kernels and of their combine kernels) is
     # described where it varies; the constant sub-type only adds itself.
-    passes = [(False, k) for k in kernel_types] + [(True, k) for k in kernel_types]
-    for constant, kernel_type in passes:
+    for constant, kernel_type in product((False, True), kernel_types):
         owners = observed.get("owners", {}).get(kernel_type.class_name, {})
         leaves = [r["leaves"] for r in records_by_class[kernel_type.class_name]]
         for segment in kernel_type.segments:
@@ -373,10 +364,9 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
                 comment = declared.comment if declared else ""
                 described = info is not None
                 if info is None:
-                    info = FieldInfo(path=path, segment=segment.label, comment=comment,
-                                     defined_at=defined_at)
-                    info.symbol_map = owner  # resolved into the map below
-                    fields[path] = info
+                    info = fields[path] = FieldInfo(  # (the owner's map is resolved below)
+                        path=path, segment=segment.label, comment=comment, defined_at=defined_at,
+                        symbol_map=owner)
                 if defined_at:
                     info.defined_at_by_type.setdefault(kernel_type.class_name, defined_at)
                 if declared is not None:  # (its own comment, even none)
@@ -385,8 +375,7 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
                     info.kernel_types.append(kernel_type.class_name)
                 if described and constant:
                     continue  # described where it varies
-                values = _column_texts(leaves, path)
-                info.values = sorted(set(info.values) | values, key=_natural)
+                info.values = sorted(set(info.values) | _column_texts(leaves, path), key=_natural)
     for info in fields.values():
         _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
         if info.cpp_symbols:

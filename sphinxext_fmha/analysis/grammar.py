@@ -5,6 +5,7 @@ absent-when-off token, and the segments follow the topological order every name 
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,21 +23,20 @@ def _pieces(name: str) -> List[str]:
     return pieces
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: Dict[str, str] = {}
+class _UnionFind(Dict[str, str]):
+    """Field path -> a path of its group (the group's smallest path at the root)."""
 
     def find(self, item: str) -> str:
-        self.parent.setdefault(item, item)
-        while self.parent[item] != item:
-            self.parent[item] = self.parent[self.parent[item]]
-            item = self.parent[item]
+        self.setdefault(item, item)
+        while self[item] != item:
+            self[item] = self[self[item]]
+            item = self[item]
         return item
 
     def union(self, a: str, b: str) -> None:
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+            self[max(ra, rb)] = min(ra, rb)
 
 
 def _matchers(candidates: List[List[str]]) -> Tuple[Pattern[str], Pattern[str]]:
@@ -52,11 +52,8 @@ def _matchers(candidates: List[List[str]]) -> Tuple[Pattern[str], Pattern[str]]:
 
 @dataclass
 class Grammar:
-    """Ordered segments of one kernel sub-type, with a parser over their tokens.
-
-    The parser reads the token sets once, at the first parse: a grammar that has
-    parsed a name is a snapshot of its segments' tokens.
-    """
+    """Ordered segments of one kernel sub-type, with a parser over their tokens (read
+    once, at the first parse: a grammar that has parsed a name is a snapshot of them)."""
 
     segments: List[Segment]
     gaps: List[Gap] = field(default_factory=list)
@@ -164,8 +161,8 @@ def _forget_unwritten(layouts: List[_Layout], uf: _UnionFind) -> List[_Layout]:
     -1 everywhere: another value would insert ``_o2``) has no segment in this tree."""
     written = {uf.find(p) for layout in layouts for p, (s, e) in layout if e > s}
     kept = [tuple((p, r) for p, r in layout if uf.find(p) in written) for layout in layouts]
-    for path in [p for p in uf.parent if uf.find(p) not in written]:
-        del uf.parent[path]
+    for path in [p for p in uf if uf.find(p) not in written]:
+        del uf[path]
     return kept
 
 
@@ -247,16 +244,16 @@ def _topological(orders: Iterable[Sequence[Sequence[str]]]) -> Optional[List[str
     for a in edges:
         for b in edges[a]:
             indegree[b] += 1
-    ready = sorted((n for n, d in indegree.items() if d == 0), key=lambda n: (nodes[n], n))
+    ready = [(nodes[n], n) for n, d in indegree.items() if d == 0]
+    heapq.heapify(ready)  # the first-placed node of those ready first
     result = []
     while ready:
-        node = ready.pop(0)
+        node = heapq.heappop(ready)[1]
         result.append(node)
-        for b in sorted(edges[node]):
+        for b in edges[node]:
             indegree[b] -= 1
             if indegree[b] == 0:
-                ready.append(b)
-        ready.sort(key=lambda n: (nodes[n], n))
+                heapq.heappush(ready, (nodes[b], b))
     return result if len(result) == len(nodes) else None
 
 
@@ -375,7 +372,7 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
         return Grammar(segments=[], gaps=gaps)
 
     members: Dict[str, List[str]] = defaultdict(list)
-    for path in uf.parent:
+    for path in uf:
         members[uf.find(path)].append(path)
 
     segments: Dict[str, Segment] = {}

@@ -37,7 +37,6 @@ class ParsedModule:
 
     @functools.cached_property
     def lines(self) -> List[str]:
-        """The text split into lines (without line ends)."""
         return self.text.splitlines()
 
     @functools.cached_property
@@ -70,9 +69,13 @@ class ParsedModule:
         return {child: node for node in (ast.walk(self.tree) if self.tree else ())
                 for child in ast.iter_child_nodes(node)}
 
-    def comment_at(self, line: int) -> str:
-        """The comment on ``line`` (1-based), or ``""``."""
-        return self.comments.get(line, "")
+    def ancestors(self, node: ast.AST, stop: Optional[ast.AST] = None
+                  ) -> Iterator[Tuple[ast.AST, ast.AST]]:
+        """(ancestor, its child on the way) from ``node`` up to ``stop`` (left out)."""
+        child, cur = node, self.parents.get(node)
+        while cur is not None and cur is not stop:
+            yield cur, child
+            child, cur = cur, self.parents.get(cur)
 
     def comments_above(self, line: int) -> List[str]:
         """Whole-line comments immediately above ``line`` (closest last)."""
@@ -197,29 +200,11 @@ def fold_str(node: ast.AST) -> Optional[str]:
 
 def decorators(node: ast.AST) -> List[str]:
     """Dotted names of the decorators of ``node`` (``@a.b(...)`` gives ``a.b``)."""
-    out = []
-    for d in getattr(node, "decorator_list", []):
-        target = d.func if isinstance(d, ast.Call) else d
-        out.append(dotted(target) or "")
-    return out
-
-
-def is_dataclass(node: ast.ClassDef) -> bool:
-    """Whether a class's decorators make it a dataclass."""
-    return any((dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
-               == "dataclass" for d in node.decorator_list)
-
-
-def member(cls: ast.ClassDef, name: str) -> Optional[FunctionNode]:
-    """The method ``name`` defined in the body of ``cls`` (not its bases)."""
-    for stmt in cls.body:
-        if isinstance(stmt, FUNC) and stmt.name == name:
-            return stmt
-    return None
+    return [dotted(d.func if isinstance(d, ast.Call) else d) or ""
+            for d in getattr(node, "decorator_list", [])]
 
 
 def names_in(node: ast.AST) -> Set[str]:
-    """Every name used below ``node``."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
@@ -230,29 +215,10 @@ def key_text(key: Any) -> str:
     return str(key)
 
 
-def wrap(text: str, node: ast.AST) -> str:
-    """``text`` in parentheses when ``node`` binds looser than ``and``."""
-    if isinstance(node, (ast.BoolOp, ast.IfExp, ast.Lambda)) or (
-            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
-        return f"({text})"
-    return text
-
-
 def function_params(fn: FunctionNode) -> List[str]:
-    """Parameter names of a function, keyword-only ones included."""
     a = fn.args
     return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
 
 
 def mentions(node: ast.AST, names: Set[str]) -> bool:
-    """Whether ``node`` uses one of ``names``."""
     return bool(names_in(node) & names)
-
-
-def stmt_line(node: ast.AST, pm: ParsedModule) -> int:
-    """Line of the statement holding ``node``."""
-    cur = node
-    parents = pm.parents
-    while cur in parents and not isinstance(cur, ast.stmt):
-        cur = parents[cur]
-    return getattr(cur, "lineno", getattr(node, "lineno", 1))

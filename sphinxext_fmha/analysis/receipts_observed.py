@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..model import Receipt
-from .pyparse import FUNC, parse_module
+from .pyparse import FUNC, dotted, parse_module
 
 __all__ = ["note_unmet_terms", "receipts_in_source"]
 
@@ -102,21 +102,11 @@ def _term(condition: str, fields: Dict[str, str]) -> Optional[Tuple[str, Set[str
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1
             and isinstance(node.ops[0], (ast.In, ast.Eq))):
         return None
-    path = _field_path(node.left, fields)
+    name, *attributes = (dotted(node.left) or ".").split(".")
     wanted = _constants(node.comparators[0], isinstance(node.ops[0], ast.In))
-    if path is None or wanted is None:
+    if name not in fields or wanted is None:
         return None
-    return path, wanted
-
-
-def _field_path(node: ast.AST, fields: Dict[str, str]) -> Optional[str]:
-    attributes: List[str] = []
-    while isinstance(node, ast.Attribute):
-        attributes.insert(0, node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name) or node.id not in fields:
-        return None
-    return ".".join([fields[node.id], *attributes])
+    return ".".join([fields[name], *attributes]), wanted
 
 
 def _constants(node: ast.AST, many: bool) -> Optional[Set[str]]:
@@ -128,11 +118,7 @@ def _constants(node: ast.AST, many: bool) -> Optional[Set[str]]:
 
 
 def _named_receipt(node: ast.AST) -> bool:
-    if isinstance(node, ast.Name):
-        return "receipt" in node.id.lower()
-    if isinstance(node, ast.Attribute):
-        return "receipt" in node.attr.lower()
-    return False
+    return "receipt" in (node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")).lower()
 
 
 def _int(node: ast.AST) -> Optional[int]:
@@ -152,11 +138,9 @@ def _values(node: ast.AST) -> Iterable[Tuple[int, int]]:
             yield from _values(element)
     elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
           and node.func.id == "range" and 1 <= len(node.args) <= 2):
-        bounds = [_int(arg) for arg in node.args]
-        if all(b is not None for b in bounds):
-            low, high = (0, bounds[0]) if len(bounds) == 1 else (bounds[0], bounds[1])
-            if low is not None and high is not None and high > low:
-                yield (low, high - 1)
+        low, high = [0, *map(_int, node.args)][-2:]  # range(stop) starts at 0
+        if low is not None and high is not None and high > low:
+            yield (low, high - 1)
 
 
 def receipts_in_source(fmha_dir: Path) -> List[Tuple[int, int]]:

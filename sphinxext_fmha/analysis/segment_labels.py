@@ -23,15 +23,10 @@ def short_name(path: str) -> str:
     return parts[-1]
 
 
-def _owner(path: str) -> str:
-    parts = path.split(".")
-    return short_name(".".join(parts[:-1])) if len(parts) > 1 else ""
-
-
 def _shared(fields: Sequence[str]) -> Tuple[List[str], str, str, str]:
     """(short names, their common start, their common ending, the one owner or "")."""
     names = [short_name(f) for f in fields]
-    owners = {_owner(f) for f in fields}
+    owners = {short_name(f.rpartition(".")[0]) if "." in f else "" for f in fields}
     return (names, commonprefix(names), commonprefix([n[::-1] for n in names])[::-1],
             owners.pop() if len(owners) == 1 else "")
 
@@ -42,11 +37,9 @@ def segment_label(fields: Sequence[str]) -> str:
         return names[0]
     if len(suffix) >= 3:
         return suffix  # a shared word: spad, skpad, dpad, dvpad -> "pad"
-    common = prefix if prefix else suffix
-    if common and owner:
-        return "%s %s" % (owner, common)
+    common = prefix or suffix
     if common:
-        return common
+        return "%s %s" % (owner, common) if owner else common
     return "+".join(names)
 
 

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .blob_functions import find_blob_functions
-from .classes import collect_classes, collect_tiles
-from .context import Context, SourceFacts
+from .classes import collect_classes, collect_factories, collect_tiles
+from .context import Context, SourceFacts, Universe
 from .dispatcher import collect_dispatch
-from .factories import collect_factories
 from .receipt_collector import collect_receipts
-from .skips import collect_skip_conditions
+from .skips import collect_skip_conditions, find_blob_functions
 from .symbol_maps import collect_symbol_maps
-from .universe import Universe
 
 __all__ = ["SourceFacts", "analyze_source"]
 

@@ -14,9 +14,7 @@ from ..pyparse import (
     ParsedModule,
     decorators,
     dotted,
-    member,
     segment,
-    stmt_line,
     walk_no_nested,
 )
 from .context import Context
@@ -74,10 +72,8 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
         return ctx.seg(target)
 
     def descend(stmts: Sequence[ast.stmt], visited: Set[str]) -> None:
-        nested = list(dict.fromkeys(n for s in stmts for n in ast.walk(s) if isinstance(n, ast.For)))
-        # the outermost loop: not inside another loop of this block
-        first = next((n for n in nested if not any(n is not o and n in list(ast.walk(o)) for o in nested)),
-                     None)
+        # the outermost loop: breadth-first, a loop comes before the loops inside it
+        first = next((n for s in stmts for n in ast.walk(s) if isinstance(n, ast.For)), None)
         if first is None:  # follow self.method(...) calls
             called = next((n.func.attr for s in stmts for n in ast.walk(s) if isinstance(n, ast.Call)
                            and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
@@ -96,8 +92,7 @@ def _dispatch_levels(ctx: Context, pool: ast.ClassDef, method: FunctionNode) -> 
 
 def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
     out: List[str] = []
-    scopes: List[Tuple[ast.AST, ParsedModule]] = [(pool, ctx.pm)]
-    scopes += [(fn, ctx.pm) for fn in ctx.blob_functions]
+    scopes: List[Tuple[ast.AST, ParsedModule]] = [(scope, ctx.pm) for scope in [pool, *ctx.blob_functions]]
     # local helper functions called from blob functions (e.g. imported factory selection)
     for fn in ctx.blob_functions:
         for n in ast.walk(fn):
@@ -116,16 +111,18 @@ def _sorts(ctx: Context, pool: ast.ClassDef) -> List[str]:
             key_src = ""
             if key is not None and not isinstance(key, ast.Lambda):
                 # the key method of the pool (the one class among the scopes)
-                target = member(pool, (dotted(key) or "").split(".")[-1])
+                name = (dotted(key) or "").split(".")[-1]
+                target = next((s for s in pool.body if isinstance(s, FUNC) and s.name == name), None)
                 if target is not None:
                     rets = [r.value for r in ast.walk(target)
                             if isinstance(r, ast.Return) and r.value is not None]
                     key_src = " | ".join(segment(pm, r) for r in rets)
                     lines = range(target.lineno, (target.end_lineno or target.lineno) + 1)
-                    comment = " ".join(pm.comment_at(line) for line in lines if pm.comment_at(line))
+                    comment = " ".join(filter(None, map(pm.comments.get, lines)))
                     if comment:
                         key_src += f"  # {comment}"
-            comment = " ".join(pm.comments_above(stmt_line(n, pm)))
+            stmt = next((a for a, _ in pm.ancestors(n) if isinstance(a, ast.stmt)), n)
+            comment = " ".join(pm.comments_above(stmt.lineno))
             out.append(f"{text} at {pm.where(n)}" + (f"; key returns {key_src}" if key_src else "")
                        + (f"; comment: {comment}" if comment else ""))
     return out

@@ -64,7 +64,7 @@ def collect_receipts(ctx: Context) -> None:
                     conditions, keeps, drops, effects = _branch_conditions(ctx, cur.orelse)
                     first = cur.orelse[0]
                     comment = " ".join(ctx.pm.comments_above(first.lineno)) \
-                        or ctx.pm.comment_at(first.lineno)
+                        or ctx.pm.comments.get(first.lineno, "")
                     ctx.facts.receipts.append(Receipt(
                         value="other", label=comment, conditions=conditions,
                         where=ctx.where(first), kind="other", function=label, keeps=keeps,
@@ -374,19 +374,13 @@ def rule_object_receipts(tree: ast.Module, receipt_names: Set[str],
 def _rule_chain(head: ast.If, name: str, function: str, label_for: Callable[[str], str],
            where: Callable[[ast.AST], str], comment_above: Callable[[int], str]) -> List[Receipt]:
     out: List[Receipt] = []
-    seen: List[str] = []
-    current: Optional[ast.If] = head
-    while current is not None:
-        values = _rule_values(current.test, name)
-        if values is None or not _is_rule_branch(current.body):
-            return out
+    current = head
+    while (values := _rule_values(current.test, name)) is not None and _is_rule_branch(current.body):
         terms, keeps = _predicate(current.body)
         label = _rule_label(current.body) or comment_above(current.lineno)
-        for value in values:
-            seen.append(value)
-            out.append(Receipt(value=value, label=label_for(value) or label, conditions=terms,
-                               where=where(current), kind="rule", function=function,
-                               rule_name=label, keeps=keeps))
+        out += [Receipt(value=value, label=label_for(value) or label, conditions=terms,
+                        where=where(current), kind="rule", function=function, rule_name=label,
+                        keeps=keeps) for value in values]
         orelse = current.orelse
         if len(orelse) == 1 and isinstance(orelse[0], ast.If):
             current = orelse[0]
@@ -396,6 +390,7 @@ def _rule_chain(head: ast.If, name: str, function: str, label_for: Callable[[str
             label = _rule_label(orelse) or comment_above(orelse[0].lineno)
             out.append(Receipt(value="other", label=label, conditions=terms,
                                where=where(orelse[0]), kind="rule-other", function=function,
-                               rule_name=label, keeps=keeps, before=list(dict.fromkeys(seen))))
-        current = None
+                               rule_name=label, keeps=keeps,
+                               before=list(dict.fromkeys(r.value for r in out))))
+        break
     return out

@@ -4,7 +4,7 @@ and where the module subscripts them (``MAP[self.a.b]``, per owner class or func
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from ...model import Gap
 from ..pyparse import FUNC, FunctionNode, ParsedModule, assigned_names, dotted, key_text, segment
@@ -16,29 +16,21 @@ _NOT_LITERAL = (ValueError, TypeError, SyntaxError, RecursionError)
 
 
 def _dict_entries(node: ast.Dict, pm: ParsedModule) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    for k, v in zip(node.keys, node.values):
-        if k is None:
-            continue
+    def shown(item: ast.AST, text: Callable[[Any], str]) -> str:
         try:
-            shown_key = key_text(ast.literal_eval(k))
+            return text(ast.literal_eval(item))
         except _NOT_LITERAL:
-            shown_key = segment(pm, k)
-        try:
-            value = ast.literal_eval(v)
-            shown_value = value if isinstance(value, str) else repr(value)
-        except _NOT_LITERAL:
-            shown_value = segment(pm, v)
-        out[shown_key] = shown_value
-    return out
+            return segment(pm, item)
+
+    return {shown(k, key_text): shown(v, lambda value: value if isinstance(value, str) else repr(value))
+            for k, v in zip(node.keys, node.values) if k is not None}
 
 
 def collect_symbol_maps(ctx: Context) -> None:
     """Record module-level dicts and dict-returning functions of every loaded module."""
     maps = ctx.facts.symbol_maps
-    modules = [m for m in ctx.universe.modules.values() if m is not ctx.pm] + [ctx.pm]
-    for pm in modules:
-        if pm is None or pm.tree is None:
+    for pm in sorted(ctx.universe.modules.values(), key=lambda m: m is ctx.pm):  # the module's own last
+        if pm.tree is None:
             continue
         dicts: Dict[str, ast.Dict] = {}
         for node in pm.tree.body:
@@ -47,11 +39,10 @@ def collect_symbol_maps(ctx: Context) -> None:
                     dicts[name] = value
                     maps[name] = SymbolMap(name, pm.where(node), "dict", _dict_entries(value, pm))
         for node in pm.tree.body:
-            if not isinstance(node, FUNC) or not node.args.args:
-                continue
-            sm = _map_function(ctx, node, pm, dicts)
-            if sm is not None:
-                maps[node.name] = sm
+            if isinstance(node, FUNC) and node.args.args:
+                sm = _map_function(node, pm, dicts)
+                if sm is not None:
+                    maps[node.name] = sm
     if not maps:
         ctx.gaps.append(Gap("symbol maps", ctx.rel,
                             "no module-level dict found in the module or its local imports"))
@@ -60,17 +51,13 @@ def collect_symbol_maps(ctx: Context) -> None:
 
 def _collect_map_uses(ctx: Context) -> None:
     """Record each ``MAP[self.a.b]`` of a known symbol map (``facts.map_uses``, in line order)."""
-    dict_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "dict"}
-    fn_names = {n for n, m in ctx.facts.symbol_maps.items() if m.kind == "function"}
+    kinds = {n: m.kind for n, m in ctx.facts.symbol_maps.items()}
     for node in ast.walk(ctx.tree):
         if not isinstance(node, ast.Subscript):
             continue
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in dict_names:
-            map_name = base.id
-        elif isinstance(base, ast.Call) and isinstance(base.func, ast.Name) and base.func.id in fn_names:
-            map_name = base.func.id
-        else:
+        call = isinstance(node.value, ast.Call)  # MAP[...] or map_function(...)[...]
+        map_name: str = getattr(node.value.func if call else node.value, "id", "")  # type: ignore[attr-defined]
+        if kinds.get(map_name) != ("function" if call else "dict"):
             continue
         path = dotted(node.slice)
         if path is None:
@@ -82,19 +69,15 @@ def _collect_map_uses(ctx: Context) -> None:
     ctx.facts.map_uses.sort(key=lambda m: int(m.where.rpartition(":")[2] or 0))
 
 
-def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
+def _map_function(fn: FunctionNode, pm: ParsedModule,
                   dicts: Dict[str, ast.Dict]) -> Optional[SymbolMap]:
     param = fn.args.args[0].arg
     branches: Dict[str, Dict[str, str]] = {}
-    parents = pm.parents
     for ret in [n for n in ast.walk(fn) if isinstance(n, ast.Return)]:
         val = ret.value
         if isinstance(val, ast.Name) and val.id in dicts:
-            # find the condition choosing this return
-            cur = parents.get(ret)
-            child: ast.AST = ret
-            key = None
-            while cur is not None and cur is not fn:
+            key = None  # the condition choosing this return
+            for cur, child in pm.ancestors(ret, fn):
                 if isinstance(cur, ast.If) and child in cur.body:
                     t = cur.test
                     if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq) \
@@ -102,7 +85,6 @@ def _map_function(ctx: Context, fn: FunctionNode, pm: ParsedModule,
                             and isinstance(t.comparators[0], ast.Constant):
                         key = str(t.comparators[0].value)
                     break
-                child, cur = cur, parents.get(cur)
             key = key if key is not None else "*"
             branches[key] = _dict_entries(dicts[val.id], pm)
         elif isinstance(val, ast.Dict):

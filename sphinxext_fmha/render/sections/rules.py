@@ -228,21 +228,19 @@ def _alts(elts: Sequence[ast.AST]) -> str:
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
+#: What a comparison says; two names compared (``dpad == dvpad``) read as ``_BETWEEN``
+#: ("dpad is dvpad" would read as a value named dvpad).
+_SAYS = {ast.Eq: "is", ast.Is: "is", ast.NotEq: "is not", ast.IsNot: "is not",
+         ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_BETWEEN = {ast.Eq: "equals", ast.NotEq: "differs from"}
+
+
 def _compare_one(left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool = False) -> str:
     if negate:
         op = _NEGATED[type(op)]()
     lhs = _term(left)
     seq = isinstance(right, (ast.List, ast.Tuple, ast.Set))
     text_in = isinstance(left, ast.Constant) and isinstance(left.value, str)
-    # two names compared: "dpad is dvpad" would read as a value named dvpad
-    if isinstance(op, ast.Eq) and not isinstance(right, ast.Constant):
-        return f"{lhs} equals {_term(right)}"
-    if isinstance(op, ast.NotEq) and not isinstance(right, ast.Constant):
-        return f"{lhs} differs from {_term(right)}"
-    if isinstance(op, (ast.Eq, ast.Is)):
-        return f"{lhs} is {_term(right)}"
-    if isinstance(op, (ast.NotEq, ast.IsNot)):
-        return f"{lhs} is not {_term(right)}"
     if isinstance(op, ast.In):
         if seq:
             return f"{lhs} is {_alts(right.elts)}"  # type: ignore[attr-defined]
@@ -257,8 +255,8 @@ def _compare_one(left: ast.AST, op: ast.cmpop, right: ast.AST, negate: bool = Fa
             return f"{lhs} is none of {_alts(elts)}"
         return (f"{_term(right)} does not contain {lhs}" if text_in
                 else f"{lhs} is not in {_term(right)}")
-    sym = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}.get(type(op), "?")
-    return f"{lhs} {sym} {_term(right)}"
+    says = _BETWEEN.get(type(op)) if not isinstance(right, ast.Constant) else None
+    return f"{lhs} {says or _SAYS.get(type(op), '?')} {_term(right)}"
 
 
 def read_condition(node: ast.AST, negate: bool = False) -> str:
