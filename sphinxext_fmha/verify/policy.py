@@ -203,8 +203,8 @@ def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
     ranks = [plan.ranks.get((kernel_type.class_name, s.label), {}) for s in segments]
     classes: Dict[Tuple[str, ...], List[Kernel]] = {}
     for kernel in own:
-        stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
-        key = (stem[len("".join(kernel.tokens)):],) + tuple(kernel.tokens[i] for i in problem)
+        key = (kernel.file.removesuffix(".cpp")[len("".join(kernel.tokens)):],
+               *(kernel.tokens[i] for i in problem))
         classes.setdefault(key, []).append(kernel)
     for members in classes.values():
         # Kept: the kernels with the class's best rank on every chosen segment, else

@@ -191,15 +191,9 @@ def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
     """Segments whose tokens all occur among wanted kernels first (free to drop), then
     the others from the first on (the policy segments at the end stay pinned)."""
-    width = max((len(k.tokens) for k in kernels), default=0)
-    wanted_tokens: List[Set[str]] = [set() for _ in range(width)]
-    all_tokens: List[Set[str]] = [set() for _ in range(width)]
-    for kernel in kernels:
-        for index, token in enumerate(kernel.tokens):
-            all_tokens[index].add(token)
-            if kernel.file in wanted:
-                wanted_tokens[index].add(token)
-    return sorted(range(width), key=lambda i: (wanted_tokens[i] != all_tokens[i], i))
+    every = [set(column) for column in zip(*(k.tokens for k in kernels))]  # (one width)
+    own = [set(column) for column in zip(*(k.tokens for k in kernels if k.file in wanted))]
+    return sorted(range(len(every)), key=lambda i: (own[i] != every[i], i))
 
 
 def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str], style: Style = PLAIN

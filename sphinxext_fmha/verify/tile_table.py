@@ -78,8 +78,7 @@ class _Layout:
 
 
 def _arch(file: str, tokens: Sequence[str]) -> str:
-    stem = file[:-len(".cpp")] if file.endswith(".cpp") else file
-    return stem[len("".join(tokens)):].lstrip("_")
+    return file.removesuffix(".cpp")[len("".join(tokens)):].lstrip("_")
 
 
 def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
