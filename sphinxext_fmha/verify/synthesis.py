@@ -255,11 +255,9 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
         result.extra += sorted(shared)
         result.notes.append(Note("shared_names", {"count": len(shared)}))
     target = set(wanted) | shared
-    parts: List[Tuple[int, List[Kernel]]] = []
-    for part in sorted(spec.parts, key=lambda p: p.position):
-        members = [k for k in kernels if k.kernel_type in part.applies_to
-                   and k.kernel_type not in unfiltered]
-        parts.append((part.position, members))
+    parts = [(part.position, [k for k in kernels if k.kernel_type in part.applies_to
+                              and k.kernel_type not in unfiltered])
+             for part in sorted(spec.parts, key=lambda p: p.position)]
     if not parts:
         result.filters = ["*"]
         return result
