@@ -355,12 +355,8 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
 
 def _selects(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], text: str) -> Set[str]:
     fields = text.split(separator)
-    chosen: Set[str] = set()
-    for position, members in parts:
-        if position < len(fields):
-            match = matcher(fields[position])
-            chosen |= {k.file for k in members if match(k.name)}
-    return chosen
+    return {k.file for position, members in parts if position < len(fields)
+            for k in members if matcher(fields[position])(k.name)}
 
 
 def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
@@ -383,10 +379,8 @@ def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
     left = set(selected)
     for index in range(max((len(c) for c in columns.values()), default=1)):
         chosen = {p: c[min(index, len(c) - 1)] for p, c in columns.items()}
-        covered: Set[str] = set()
-        for p, members in followers:
-            m = matcher(chosen[p])
-            covered |= {k.file for k in members if m(k.name)}
+        covered = {k.file for p, members in followers for k in members
+                   if matcher(chosen[p])(k.name)}
         fitting = {f for f in target & main_files if partners.get(f, set()) <= covered}
         mine = left & fitting
         if mine:
