@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from functools import reduce
+from functools import cache, reduce
 from operator import or_
 from typing import Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, Set, Tuple
 
@@ -72,14 +72,9 @@ class NameSet:
         return found
 
 
-_REGEX: Dict[str, Callable[[str], Optional[re.Match]]] = {}
-
-
+@cache
 def matcher(pattern: str) -> Callable[[str], Optional[re.Match]]:
-    found = _REGEX.get(pattern)
-    if found is None:
-        found = _REGEX[pattern] = re.compile(fnmatch.translate(pattern)).match
-    return found
+    return re.compile(fnmatch.translate(pattern)).match
 
 
 def _classes(columns: Sequence[Set[str]]) -> Optional[str]:
@@ -342,11 +337,7 @@ def _merge_two(a: str, b: str) -> Optional[str]:
     k = diff[0]
     chars = set()
     for piece in (pa[k], pb[k]):
-        if piece in ("*", "?"):
-            return None
-        inner = piece[1:-1] if piece.startswith("[") else piece
-        if len(inner) > 1 and not piece.startswith("[") or any(c in "!^-]" for c in inner):
-            return None
+        inner = piece[1:-1] if piece.startswith("[") else piece  # ``*``, ``?``, ``!``: no
         if not all(c.isalnum() for c in inner):
             return None
         chars.update(inner)

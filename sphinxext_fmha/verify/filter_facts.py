@@ -91,6 +91,5 @@ def _suffix_counts(model: ApiModel, families: Sequence[str],
     ordered = sorted(known, key=len, reverse=True)
     counts: Counter = Counter()
     for name in listed:
-        stem = name[:-len(".cpp")] if name.endswith(".cpp") else name
-        counts[next((s for s in ordered if stem.endswith(s)), "")] += 1
+        counts[next((s for s in ordered if name.removesuffix(".cpp").endswith(s)), "")] += 1
     return dict(sorted(counts.items()))

@@ -242,10 +242,8 @@ def _check_written(check: FilterCheck, baseline: ParsedListing, api_file: Option
     check.unresolved = missing
     if full_api is None:
         return
-    defined: Dict[str, str] = {}
-    for filename, keys in full_api.kernel_traits.items():
-        for key in keys.split("\n"):
-            defined.setdefault(key, filename)
+    defined = {key: filename for filename, keys in reversed(full_api.kernel_traits.items())
+               for key in keys.split("\n")}  # (the first file to define each key)
     files = sorted({defined[key] for key in missing if key in defined})
     check.unresolved_kernels = files
     check.unresolved_per_type = dict(sorted(Counter(
@@ -259,24 +257,18 @@ def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
     coupling = coupling_of(partners(full_api.text, full_api.kernel_traits), type_of)
     if coupling is None:
         return []
-    keys: List[str] = []
-    for main in sorted(selected):
-        for partner in sorted(coupling.partners.get(main, ())):
-            if partner not in selected:
-                keys.extend(k for k in full_api.kernel_traits.get(partner, "").split("\n") if k)
-    return list(dict.fromkeys(keys))
+    return list(dict.fromkeys(
+        key for main in sorted(selected) for partner in sorted(coupling.partners.get(main, ()))
+        if partner not in selected for key in full_api.kernel_traits.get(partner, "").split("\n")
+        if key))
 
 
 def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, tree: DispatchTree,
                     match: DispatchMatch) -> None:
     """Whether the filtered run's dispatch file reaches exactly its kernels; the try order."""
-    order: List[str] = []
-    for leaf in tree.leaves:
-        for filename in match.files_of(leaf.order):
-            if filename not in order:
-                order.append(filename)
     check.dispatch_checked = True
-    check.dispatch_order = order
+    check.dispatch_order = list(dict.fromkeys(
+        filename for leaf in tree.leaves for filename in match.files_of(leaf.order)))
     check.dispatch_unmatched = len(match.unmatched)
     check.dispatch_unreached = sorted(match.unreached)
     if sorted(api_file.kernel_files) != check.files:

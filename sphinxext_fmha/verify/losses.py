@@ -197,14 +197,8 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
 def _own_terms(alone: Sequence[Kernel], index: int,
                conditions: Mapping[str, Sequence[Condition]]) -> List[Condition]:
     """The conditions every one of these kernels has (what identifies their inputs)."""
-    if not alone:
-        return []
-    first = conditions.get(alone[0].file, ())
-    common = set(first)
-    for kernel in alone[1:]:
-        if not common:
-            break
-        common.intersection_update(conditions.get(kernel.file, ()))
+    first = conditions.get(alone[0].file, ()) if alone else ()
+    common = set(first).intersection(*(conditions.get(k.file, ()) for k in alone[1:]))
     return [t for t in first if t in common]
 
 

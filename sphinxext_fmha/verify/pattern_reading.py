@@ -4,6 +4,7 @@ every matched name, and the tokens no matched name carries (worded in ``render/`
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel, natural
@@ -62,10 +63,8 @@ def _spelled(kernels: Sequence[Kernel], regex: re.Pattern[str], groups: int,
         match = regex.fullmatch(kernel.name)
         if match is None:
             continue
-        bounds, start = [], 0
-        for token in kernel.tokens:
-            bounds.append((start, start + len(token)))
-            start += len(token)
+        ends = list(accumulate(map(len, kernel.tokens)))
+        bounds = list(zip([0, *ends], ends))
         for group in range(groups):
             low, high = match.span(group + 1)
             covered = {i for i, (a, b) in enumerate(bounds)

@@ -27,6 +27,10 @@ PROBLEM = ("problem", "subject", "needed")
 COVERED = ("padding", "tuning")
 
 
+_NAMED = (("padding", ("pad",)), ("mask", ("mask",)), ("deterministic", ("determin",)),
+          ("tuning", ("trload", "max_seq", "maxq")))
+
+
 def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api: str = "") -> str:
     """The segment's category (a key of the renderers' ``POLICY``) from its fields' names
     and values; a field the API's name names (``F_pagedkv``) is never optional."""
@@ -35,16 +39,11 @@ def classify(segment: Segment, tile_fields: AbstractSet[str] = frozenset(), api:
         return "subject"
     joined = " ".join(names)
     values = {v for combos in segment.values.values() for c in combos for v in c.values()}
-    if "pad" in joined:
-        return "padding"
-    if "mask" in joined:
-        return "mask"
-    if "determin" in joined:
-        return "deterministic"
-    # not 'skip' (skip_min_seqlen_q): the dispatcher tests it against the call's flag, a
-    # feature a call asks for
-    if any(k in joined for k in ("trload", "max_seq", "maxq")):
-        return "tuning"
+    # not 'skip' (skip_min_seqlen_q) for tuning: the dispatcher tests it against the call's
+    # flag, a feature a call asks for
+    for category, words in _NAMED:
+        if any(word in joined for word in words):
+            return category
     if names and all(n in ("hdim", "dtype", "mode") for n in names):
         return "problem"
     if names and all("tile" in f.lower() or f.split(".")[-1] in tile_fields for f in segment.fields):
@@ -203,8 +202,8 @@ def _keep_per_class(plan: Plan, kernel_type: KernelType, own: Sequence[Kernel],
     ranks = [plan.ranks.get((kernel_type.class_name, s.label), {}) for s in segments]
     classes: Dict[Tuple[str, ...], List[Kernel]] = {}
     for kernel in own:
-        stem = kernel.file[:-len(".cpp")] if kernel.file.endswith(".cpp") else kernel.file
-        key = (stem[len("".join(kernel.tokens)):],) + tuple(kernel.tokens[i] for i in problem)
+        key = (kernel.file.removesuffix(".cpp")[len("".join(kernel.tokens)):],
+               *(kernel.tokens[i] for i in problem))
         classes.setdefault(key, []).append(kernel)
     for members in classes.values():
         # Kept: the kernels with the class's best rank on every chosen segment, else

@@ -299,11 +299,8 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
 
 
 def _predicted(inputs: RecommendInputs, synthesis: Synthesis) -> Set[str]:
-    predicted: Set[str] = set()
-    for text in synthesis.filters:
-        predicted |= predict(inputs.model, inputs.baseline, text, inputs.traits,
-                             inputs.followers)
-    return predicted
+    return set().union(*(predict(inputs.model, inputs.baseline, text, inputs.traits,
+                                 inputs.followers) for text in synthesis.filters))
 
 
 def _plain(pattern: str) -> bool:

@@ -153,10 +153,7 @@ def _error(error: Exception) -> Dict[str, str]:
 def driver_command(api: str, options: Options, filters: Sequence[str],
                    ck_root: str = ".") -> str:
     """``ck_root``: the CK root seen from generate.py's folder (where the command runs)."""
-    parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api]
-    for dest, value in options.given().items():
-        parts += [cli_flag(dest), str(value)]
-    for text in filters:
-        parts += ["-f", text]
-    parts += ["-o", "generated"]
+    parts = ["sphinxext-fmha", "generate", "--ck-root", ck_root, "--api", api,
+             *(a for dest, value in options.given().items() for a in (cli_flag(dest), str(value))),
+             *(a for text in filters for a in ("-f", text)), "-o", "generated"]
     return " ".join(shlex.quote(p) for p in parts)

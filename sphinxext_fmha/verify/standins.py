@@ -59,14 +59,9 @@ class SetDispatch:
 
     def ways(self, view: View, name: str) -> List[Way]:
         """The ways in of the leaves that launch ``name`` in ``view`` (none: never run)."""
-        found = []
-        for order in self.leaves_of.get(name, ()):
-            if view.kept is not None and order not in view.kept:
-                continue
-            way = view.leaf_way(order)
-            if way is not None:
-                found.append(way)
-        return found
+        ways = (view.leaf_way(order) for order in self.leaves_of.get(name, ())
+                if view.kept is None or order in view.kept)
+        return [way for way in ways if way is not None]
 
     def loses(self, name: str, before: View, after: View) -> bool:
         """Whether some call that ran ``name`` in ``before`` runs no kernel in ``after``;
@@ -75,11 +70,8 @@ class SetDispatch:
         if name not in self.leaves_of:
             return True
         theory = self.routes.theory
-        for way in self.ways(before, name):
-            missed = theory.negate(after.runs_some(way))
-            if theory.satisfiable([*way.nodes, missed], way.domain):
-                return True
-        return False
+        return any(theory.satisfiable([*way.nodes, theory.negate(after.runs_some(way))], way.domain)
+                   for way in self.ways(before, name))
 
     def runs_nothing(self, view: View, kept: Iterable[str]) -> List[str]:
         """The kernels of ``kept`` that ``view`` (their own dispatch) never runs."""

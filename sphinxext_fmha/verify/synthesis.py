@@ -191,15 +191,9 @@ def _tail_candidates(wanted: Sequence[Kernel], forbidden: NameSet) -> List[str]:
 def _generalise_order(kernels: Sequence[Kernel], wanted: Set[str]) -> List[int]:
     """Segments whose tokens all occur among wanted kernels first (free to drop), then
     the others from the first on (the policy segments at the end stay pinned)."""
-    width = max((len(k.tokens) for k in kernels), default=0)
-    wanted_tokens: List[Set[str]] = [set() for _ in range(width)]
-    all_tokens: List[Set[str]] = [set() for _ in range(width)]
-    for kernel in kernels:
-        for index, token in enumerate(kernel.tokens):
-            all_tokens[index].add(token)
-            if kernel.file in wanted:
-                wanted_tokens[index].add(token)
-    return sorted(range(width), key=lambda i: (wanted_tokens[i] != all_tokens[i], i))
+    every = [set(column) for column in zip(*(k.tokens for k in kernels))]  # (one width)
+    own = [set(column) for column in zip(*(k.tokens for k in kernels if k.file in wanted))]
+    return sorted(range(len(every)), key=lambda i: (own[i] != every[i], i))
 
 
 def _part_patterns(kernels: Sequence[Kernel], wanted: Set[str], style: Style = PLAIN
@@ -261,11 +255,9 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
         result.extra += sorted(shared)
         result.notes.append(Note("shared_names", {"count": len(shared)}))
     target = set(wanted) | shared
-    parts: List[Tuple[int, List[Kernel]]] = []
-    for part in sorted(spec.parts, key=lambda p: p.position):
-        members = [k for k in kernels if k.kernel_type in part.applies_to
-                   and k.kernel_type not in unfiltered]
-        parts.append((part.position, members))
+    parts = [(part.position, [k for k in kernels if k.kernel_type in part.applies_to
+                              and k.kernel_type not in unfiltered])
+             for part in sorted(spec.parts, key=lambda p: p.position)]
     if not parts:
         result.filters = ["*"]
         return result
@@ -363,12 +355,8 @@ def _coupled_runs(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], tar
 
 def _selects(separator: str, parts: Sequence[Tuple[int, List[Kernel]]], text: str) -> Set[str]:
     fields = text.split(separator)
-    chosen: Set[str] = set()
-    for position, members in parts:
-        if position < len(fields):
-            match = matcher(fields[position])
-            chosen |= {k.file for k in members if match(k.name)}
-    return chosen
+    return {k.file for position, members in parts if position < len(fields)
+            for k in members if matcher(fields[position])(k.name)}
 
 
 def _follower_patterns(members: Sequence[Kernel], needed: Set[str],
@@ -391,10 +379,8 @@ def _split_by_partners(main: Sequence[Kernel], selected: Set[str],
     left = set(selected)
     for index in range(max((len(c) for c in columns.values()), default=1)):
         chosen = {p: c[min(index, len(c) - 1)] for p, c in columns.items()}
-        covered: Set[str] = set()
-        for p, members in followers:
-            m = matcher(chosen[p])
-            covered |= {k.file for k in members if m(k.name)}
+        covered = {k.file for p, members in followers for k in members
+                   if matcher(chosen[p])(k.name)}
         fitting = {f for f in target & main_files if partners.get(f, set()) <= covered}
         mine = left & fitting
         if mine:

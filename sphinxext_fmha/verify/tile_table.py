@@ -35,14 +35,9 @@ def _value(segment: Segment, token: str) -> str:
 
 def _static_qualifiers(factories: Sequence[Factory]) -> Set[str]:
     """Names of the other parameters the source's tile tables are keyed by (``[tr_load=t]``)."""
-    names: Set[str] = set()
-    for factory in factories:
-        for per_hdim in factory.tiles.values():
-            for key in per_hdim:
-                found = _QUALIFIERS.search(key)
-                if found:
-                    names |= {_plain(part.split("=")[0]) for part in found.group(1).split(",")}
-    return names
+    return {_plain(part.split("=")[0]) for factory in factories
+            for per_hdim in factory.tiles.values() for found in map(_QUALIFIERS.search, per_hdim)
+            if found for part in found.group(1).split(",")}
 
 
 class _Layout:
@@ -78,8 +73,7 @@ class _Layout:
 
 
 def _arch(file: str, tokens: Sequence[str]) -> str:
-    stem = file[:-len(".cpp")] if file.endswith(".cpp") else file
-    return stem[len("".join(tokens)):].lstrip("_")
+    return file.removesuffix(".cpp")[len("".join(tokens)):].lstrip("_")
 
 
 def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
@@ -151,13 +145,9 @@ def _orders(kernel_type: KernelType, layout: _Layout, has_arch: bool):
 def _static_entries(factory: Factory) -> Set[Tuple[str, str, str]]:
     """(data type, head dim, tile) of a factory's table; the head dim is the key's
     leading number (``128``, ``(128, 128)``, ``128 [tr_load=t]``)."""
-    out = set()
-    for dtype, per_hdim in factory.tiles.items():
-        for key, tiles in per_hdim.items():
-            found = _LEADING_NUMBER.match(key)
-            hdim = found.group(1) if found else key
-            out |= {(dtype, hdim, tile) for tile in tiles}
-    return out
+    return {(dtype, found.group(1) if found else key, tile)
+            for dtype, per_hdim in factory.tiles.items() for key, tiles in per_hdim.items()
+            for found in [_LEADING_NUMBER.match(key)] for tile in tiles}
 
 
 def _compare_with_source(factories: Sequence[Factory], table: TileTable, has_arch: bool) -> None:

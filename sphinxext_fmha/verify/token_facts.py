@@ -62,12 +62,9 @@ class _Rows:
             self.sizes.append(size)
             size *= 4
         self.sizes.append(rows)
-        self.codes: List[List[int]] = []
-        self.radix: List[int] = []
-        for column in columns:
-            codes, radix = _codes(column)
-            self.codes.append(codes)
-            self.radix.append(radix)
+        coded = [_codes(column) for column in columns]
+        self.codes: List[List[int]] = [codes for codes, _ in coded]
+        self.radix: List[int] = [radix for _, radix in coded]
         self.varying = [index for index, radix in enumerate(self.radix) if radix > 1]
         self._keys: Dict[Tuple[Tuple[int, ...], int], List[int]] = {}
         self._groups: Dict[Tuple[Tuple[int, ...], int], int] = {}
@@ -119,12 +116,7 @@ def _sensitive(rows: _Rows, values: Sequence[int]) -> List[Tuple[int, ...]]:
     found: List[Tuple[int, ...]] = []
     every = rows.keys(range(len(rows.columns))) if rows.columns else [0] * len(values)
     scale = len(values) + 1
-    weight = 1
-    weights = []
-    for radix in reversed(rows.radix):
-        weights.append(weight)
-        weight *= radix
-    for index, weight in enumerate(reversed(weights)):
+    for index, weight in enumerate(_weights(rows.radix)):
         # the row's key with this column's digit set to zero: its values in the others
         keys = list(map(sub, every, map(mul, rows.codes[index], repeat(weight))))
         if len(set(keys)) != len(set(map(add, map(mul, keys, repeat(scale)), values))):
@@ -181,11 +173,7 @@ def _try_orders(class_name: str, labels: List[str], items: List[_Item],
     varying = rows.varying
     keys = rows.keys(varying) if varying else [0] * len(placed)
     alone = len(set(keys)) == len(keys)  # no two kernels equal in every column
-    weights = {}  # a varying column's digit in ``keys``
-    weight = 1
-    for index in reversed(varying):
-        weights[index] = weight
-        weight *= rows.radix[index]
+    weights = dict(zip(varying, _weights([rows.radix[i] for i in varying])))
     places = [position[item[3]] for item in placed]
     tried = sorted(range(len(placed)), key=places.__getitem__)
     for index, label in enumerate(labels):
@@ -322,10 +310,8 @@ def _class_groups(class_name: str, labels: List[str],
                     files=list(map(files.__getitem__, members)))
         for tokens, _, info, filename in items:
             if info is None:
-                groups = by_token.setdefault(tokens[index], {})
-                group = groups.get(_UNREACHED)
-                if group is None:
-                    group = groups[_UNREACHED] = ConditionGroup(unreached=True)
+                group = by_token.setdefault(tokens[index], {}).setdefault(
+                    _UNREACHED, ConditionGroup(unreached=True))
                 group.kernels += 1
                 group.files.append(filename)
         result.groups[(class_name, index)] = {
@@ -367,6 +353,11 @@ def _rows_by_condition(tokens: List[str], conditional: List[List[Optional[_Term]
         # Terms of different slots may spell one condition: then one group, rows in order.
         groups[condition] = sorted(groups[condition] + members) if condition in groups else members
     return out
+
+
+def _weights(radix: Sequence[int]) -> List[int]:
+    """Each digit's weight in a mixed-radix number of these radices (the last one's: 1)."""
+    return list(accumulate(reversed(radix[1:]), mul, initial=1))[::-1] if radix else []
 
 
 def _codes(column: Sequence[Any]) -> Tuple[List[int], int]:
