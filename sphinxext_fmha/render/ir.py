@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 
 @dataclass
@@ -94,11 +94,9 @@ class CodeBlock:
 
 @dataclass
 class SubHeading:
-    """A heading inside a section (a rubric in docutils, ``###`` in Markdown); with an
-    ``anchor`` it is also a jump target, like :class:`Para`."""
+    """A heading inside a section (a rubric in docutils, ``###`` in Markdown)."""
 
     inlines: Inlines
-    anchor: str = ""
 
 
 @dataclass
@@ -165,6 +163,25 @@ def text_of(parts: Sequence[Inline]) -> str:
         else:
             out.append(part.text)
     return "".join(out)
+
+
+def anchor_groups(blocks: Sequence[Block]) -> List[Tuple[str, List[Tuple[int, str]]]]:
+    """A section's anchored paragraphs (index, anchor) by the sub-heading above them."""
+    groups: List[Tuple[str, List[Tuple[int, str]]]] = []
+    heading = ""
+    for index, block in enumerate(blocks):
+        if isinstance(block, SubHeading):
+            heading = text_of(block.inlines)
+        elif isinstance(block, Para) and block.anchor:
+            if not groups or groups[-1][0] != heading:
+                groups.append((heading, []))
+            groups[-1][1].append((index, block.anchor))
+    return groups
+
+
+def jump_lead(blocks: Sequence[Block]) -> int:
+    """Where a section's jump list goes: after its leading paragraphs (its introduction)."""
+    return next((i for i, b in enumerate(blocks) if not isinstance(b, Para) or b.anchor), len(blocks))
 
 
 def join(items: Sequence[Inlines], sep: str = ", ") -> Inlines:
