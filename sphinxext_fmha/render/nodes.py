@@ -114,21 +114,12 @@ def _table(table: Table, link: Optional[LinkFactory]) -> nodes.table:
     group = nodes.tgroup(cols=len(order))
     node += group
     widths = _widths(table)
-    for index in order:
-        group += nodes.colspec(colwidth=widths[index])
+    group.extend(nodes.colspec(colwidth=widths[index]) for index in order)
     group += nodes.thead("", nodes.row("", *[nodes.entry("", nodes.paragraph(
         table.header[i], "", *_text(table.header[i]))) for i in order]))
-    body = nodes.tbody()
-    group += body
-    for cells in table.rows:
-        row = nodes.row()
-        for index in order:
-            value = cells[index] if index < len(cells) else []
-            entry = nodes.entry()
-            if value:
-                entry += _paragraph(value, link)
-            row += entry
-        body += row
+    group += nodes.tbody("", *[nodes.row("", *[nodes.entry("", *(
+        [_paragraph(cells[i], link)] if i < len(cells) and cells[i] else [])) for i in order])
+        for cells in table.rows])
     return node
 
 

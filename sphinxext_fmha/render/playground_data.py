@@ -49,10 +49,7 @@ def _type_table(kernel_type, files: List[Tuple[str, List[str]]]) -> Tuple[Dict[s
     columns = []  # (segment index or -1 for the suffix, token list)
     segments = []
     for index, segment in enumerate(kernel_type.segments):
-        tokens = list(segment.tokens)
-        for _, parsed in files:
-            if parsed[index] not in tokens:
-                tokens.append(parsed[index])
+        tokens = list(dict.fromkeys([*segment.tokens, *(parsed[index] for _, parsed in files)]))
         segments.append({"label": segment.label, "tokens": tokens,
                          "meanings": [segment.tokens.get(t, "") for t in tokens],
                          "literal": bool(segment.literal)})
