@@ -41,9 +41,8 @@ def diagram_text(diagram: Diagram, width: int = 72) -> str:
     A name longer than ``width`` is cut at segment boundaries into chunks, each with
     its own ruler, so no line wraps (LaTeX/PDF, narrow terminals).
     """
-    shown = [(part.token, str(part.number)) for part in diagram.parts if part.token]
-    fills = ["=" if index % 2 == 0 else "-" for index in range(len(shown))]
-    pieces = [(token, label, fill) for (token, label), fill in zip(shown, fills)]
+    shown = [part for part in diagram.parts if part.token]
+    pieces = [(part.token, str(part.number), "=-"[index % 2]) for index, part in enumerate(shown)]
     if diagram.suffix:
         pieces.append((diagram.suffix, "s", "."))
     chunks: List[List[tuple]] = [[]]
@@ -60,24 +59,13 @@ def diagram_text(diagram: Diagram, width: int = 72) -> str:
 def _chunk_text(pieces: List[tuple]) -> str:
     name = "".join(token for token, _, _ in pieces)
     ruler = "".join(fill * len(token) for token, _, fill in pieces)
-    starts = []
+    # numbers on as few lines as needed so that none overlaps another
+    lines: List[str] = []
     position = 0
     for token, label, _ in pieces:
-        starts.append((position, label))
+        index = next((i for i, line in enumerate(lines) if position > len(line)), len(lines))
+        if index == len(lines):
+            lines.append("")
+        lines[index] = lines[index].ljust(position) + label
         position += len(token)
-    # Numbers on as few lines as needed so that none overlaps another.
-    lines: List[List[str]] = []
-    ends: List[int] = []
-    for start, label in starts:
-        free = [i for i, end in enumerate(ends) if start > end]  # lines this label fits on
-        if free:
-            index = free[0]
-        else:
-            index = len(lines)
-            lines.append([])
-            ends.append(-1)
-        row = lines[index]
-        row.extend(" " * (start - len(row)))
-        row.extend(label)
-        ends[index] = start + len(label)
-    return "\n".join([name, ruler] + ["".join(row).rstrip() for row in lines])
+    return "\n".join([name, ruler] + lines)

@@ -63,9 +63,7 @@ def api_list_table(rows: Sequence[Tuple[str, str, Optional[int], str]],
     body: List[List[Inlines]] = []
     notes = any(note for _, _, _, note in rows)
     for api, module, count, note in rows:
-        name: Inlines = [Code(api)]
-        if link:
-            name = [DocLink(target=link.format(api=api), content=[Code(api)])]
+        name: Inlines = [DocLink(target=link.format(api=api), content=[Code(api)])] if link else [Code(api)]
         row: List[Inlines] = [name, [Code(module)], [str(count)] if count is not None else ["-"]]
         if notes:
             row.append([note] if note else [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 
 @dataclass
@@ -94,11 +94,9 @@ class CodeBlock:
 
 @dataclass
 class SubHeading:
-    """A heading inside a section (a rubric in docutils, ``###`` in Markdown); with an
-    ``anchor`` it is also a jump target, like :class:`Para`."""
+    """A heading inside a section (a rubric in docutils, ``###`` in Markdown)."""
 
     inlines: Inlines
-    anchor: str = ""
 
 
 @dataclass
@@ -153,18 +151,30 @@ def inlines(*parts: Inline) -> Inlines:
 
 
 def text_of(parts: Sequence[Inline]) -> str:
-    """The plain text of some inlines (for titles, alt texts, ids)."""
-    out = []
-    for part in parts:
-        if isinstance(part, str):
-            out.append(part)
-        elif isinstance(part, (DocLink, LocalLink)):
-            out.append(text_of(part.content))
-        elif isinstance(part, PlaygroundLink):
-            continue  # shown only where the page has the playground
-        else:
-            out.append(part.text)
-    return "".join(out)
+    """The plain text of some inlines (for titles, alt texts, ids); a playground link is
+    shown only where the page has the playground."""
+    return "".join(part if isinstance(part, str) else
+                   text_of(part.content) if isinstance(part, (DocLink, LocalLink)) else
+                   "" if isinstance(part, PlaygroundLink) else part.text for part in parts)
+
+
+def anchor_groups(blocks: Sequence[Block]) -> List[Tuple[str, List[Tuple[int, str]]]]:
+    """A section's anchored paragraphs (index, anchor) by the sub-heading above them."""
+    groups: List[Tuple[str, List[Tuple[int, str]]]] = []
+    heading = ""
+    for index, block in enumerate(blocks):
+        if isinstance(block, SubHeading):
+            heading = text_of(block.inlines)
+        elif isinstance(block, Para) and block.anchor:
+            if not groups or groups[-1][0] != heading:
+                groups.append((heading, []))
+            groups[-1][1].append((index, block.anchor))
+    return groups
+
+
+def jump_lead(blocks: Sequence[Block]) -> int:
+    """Where a section's jump list goes: after its leading paragraphs (its introduction)."""
+    return next((i for i, b in enumerate(blocks) if not isinstance(b, Para) or b.anchor), len(blocks))
 
 
 def join(items: Sequence[Inlines], sep: str = ", ") -> Inlines:

@@ -26,10 +26,14 @@ from .ir import (
     Inline,
     LocalLink,
     Para,
+    PlaygroundLink,
+    Section,
     Strong,
     SubHeading,
     Table,
+    anchor_groups,
     column_order,
+    jump_lead,
     text_of,
     wrap_commands,
 )
@@ -57,39 +61,26 @@ def _code(text: str, in_table: bool = False) -> str:
     return fence + body + fence
 
 
-def _inline(parts: Sequence[Inline], in_table: bool = False) -> str:
+_MARKUP = {Strong: ("**%s**", "<strong>%s</strong>"), Emph: ("*%s*", "<em>%s</em>"),
+           Code: ("", "<code>%s</code>")}
+
+
+def _inline(parts: Sequence[Inline], in_table: bool = False, as_html: bool = False) -> str:
+    """Markdown, or the HTML of a ``<summary>`` (``as_html``: links as their text)."""
     out: List[str] = []
     for part in parts:
-        if isinstance(part, str):
-            out.append(_escape(part, in_table))
-        elif isinstance(part, Code):
+        if isinstance(part, (DocLink, LocalLink)):
+            text = _inline(part.content, in_table, as_html)
+            if isinstance(part, LocalLink) and not as_html:
+                text = "[%s](#%s)" % (text, _slug(part.heading + " " + part.anchor))
+            out.append(text)
+        elif isinstance(part, str):
+            out.append(html.escape(part) if as_html else _escape(part, in_table))
+        elif isinstance(part, Code) and not as_html:
             out.append(_code(part.text, in_table))
-        elif isinstance(part, Strong):
-            out.append("**%s**" % _escape(part.text, in_table))
-        elif isinstance(part, Emph):
-            out.append("*%s*" % _escape(part.text, in_table))
-        elif isinstance(part, DocLink):
-            out.append(_inline(part.content, in_table))
-        elif isinstance(part, LocalLink):
-            out.append("[%s](#%s)" % (_inline(part.content, in_table),
-                                      _slug(part.heading + " " + part.anchor)))
-        # (a PlaygroundLink: a Markdown guide has no playground)
-    return "".join(out)
-
-
-def _html_inline(parts: Sequence[Inline]) -> str:
-    out: List[str] = []
-    for part in parts:
-        if isinstance(part, str):
-            out.append(html.escape(part))
-        elif isinstance(part, Code):
-            out.append("<code>%s</code>" % html.escape(part.text))
-        elif isinstance(part, Strong):
-            out.append("<strong>%s</strong>" % html.escape(part.text))
-        elif isinstance(part, Emph):
-            out.append("<em>%s</em>" % html.escape(part.text))
-        elif isinstance(part, (DocLink, LocalLink)):
-            out.append(_html_inline(part.content))
+        elif not isinstance(part, PlaygroundLink):  # (a Markdown guide has no playground)
+            out.append(_MARKUP[type(part)][as_html] % (
+                html.escape(part.text) if as_html else _escape(part.text, in_table)))
     return "".join(out)
 
 
@@ -129,7 +120,7 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
         elif isinstance(block, Dropdown):
             inner = "\n\n".join(blocks_markdown(block.blocks, level))
             out.append("<details%s>\n<summary>%s</summary>\n\n%s\n\n</details>"
-                       % (" open" if block.opened else "", _html_inline(block.title), inner))
+                       % (" open" if block.opened else "", _inline(block.title, as_html=True), inner))
         elif isinstance(block, Admonition):
             inner = "\n\n".join(blocks_markdown(block.blocks, level))
             quoted = "\n".join(("> " + line) if line else ">" for line in inner.split("\n"))
@@ -143,66 +134,47 @@ def _slug(text: str) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def _jump_markdown(blocks: Sequence[Block]) -> List[str]:
-    """``**Jump to:**`` lines (one per sub-heading group) linking the anchored
-    paragraphs of a section, or nothing when it has fewer than two."""
-    groups: List[List[str]] = []
-    heading = ""
-    for block in blocks:
-        if isinstance(block, SubHeading):
-            heading = text_of(block.inlines)
-            groups.append([heading])
-        elif isinstance(block, Para) and block.anchor:
-            if not groups:
-                groups.append([""])
-            groups[-1].append("[%s](#%s)" % (_escape(block.anchor), _slug(heading + " " + block.anchor)))
-    groups = [g for g in groups if len(g) > 1]
-    if sum(len(g) - 1 for g in groups) < 2:
-        return []
-    return ["**Jump to%s:** %s" % (" " + _escape(g[0]) if g[0] else "", " \u00b7 ".join(g[1:]))
-            for g in groups]
-
-
 def _section_markdown(blocks: Sequence[Block], level: int) -> List[str]:
-    """A section's blocks, its jump list after the leading paragraphs."""
+    """A section's blocks, with ``**Jump to:**`` lines (one per sub-heading group) to its
+    anchored paragraphs after the leading ones where it has two or more."""
     chunks = blocks_markdown(blocks, level)
-    jump = _jump_markdown(blocks)
-    if jump:
-        lead = next((i for i, b in enumerate(blocks) if not isinstance(b, Para) or b.anchor),
-                    len(blocks))
-        chunks[lead:lead] = ["\n\n".join(jump)]
+    groups = anchor_groups(blocks)
+    if sum(len(anchored) for _, anchored in groups) > 1:
+        lead = jump_lead(blocks)
+        chunks[lead:lead] = ["\n\n".join("**Jump to%s:** %s" % (
+            " " + _escape(heading) if heading else "", " \u00b7 ".join(
+                "[%s](#%s)" % (_escape(anchor), _slug(heading + " " + anchor)) for _, anchor in anchored))
+            for heading, anchored in groups)]
     return chunks
+
+
+def _document(head: List[str], sections: Sequence[Section]) -> str:
+    """A title and lead chunks, then each section under a ``##`` heading."""
+    for section in sections:
+        head += ["## " + _escape(section.title)] + _section_markdown(section.blocks, 2)
+    return "\n\n".join(head).rstrip() + "\n"
 
 
 def guide_markdown(data: GuideData, sections: Optional[Sequence[str]] = None,
                    title: Optional[str] = None) -> str:
     """The guide of ``data`` as one Markdown document."""
     names = list(sections) if sections is not None else parse_sections(None)
-    chunks: List[str] = ["# " + (title or "FMHA kernel guide: %s" % _code(data.api))]
-    chunks.append(_inline(header_inlines(data)))
+    chunks = ["# " + (title or "FMHA kernel guide: %s" % _code(data.api)), _inline(header_inlines(data))]
     problem = data.recommendation_problem
     if problem is not None and any(n in names for n in RECOMMENDATION_SECTIONS):
-        chunks.extend(blocks_markdown([Admonition("note", [Para([
+        chunks += blocks_markdown([Admonition("note", [Para([
             "Recommended minimal set, what you lose and filter commands: not available. "
-            + problem.message])])]))
-    for section in guide_sections(data, names):
-        chunks.append("## " + _escape(section.title))
-        chunks.extend(_section_markdown(section.blocks, 2))
-    return "\n\n".join(chunks).rstrip() + "\n"
+            + problem.message])])])
+    return _document(chunks, guide_sections(data, names))
 
 
 def comparison_markdown(comparison: FilterComparison) -> str:
     """``sphinxext-fmha diff``: one filter in two trees, as Markdown."""
-    chunks = ["# Filter diff: %s %s" % (_code(comparison.api), _code(comparison.filter))]
-    chunks.extend(blocks_markdown(comparison_blocks(comparison), 1))
-    return "\n\n".join(chunks).rstrip() + "\n"
+    return _document(["# Filter diff: %s %s" % (_code(comparison.api), _code(comparison.filter))]
+                     + blocks_markdown(comparison_blocks(comparison), 1), [])
 
 
 def render_recommendation_markdown(rec: Recommendation, model=None) -> str:
     """The recommended minimal set, losses, commands and counts as Markdown."""
-    chunks = ["# %s: %s" % ("Kernel set for a workload" if rec.needs
-                            else "Recommended minimal set", _code(rec.api))]
-    for section in recommendation_sections(rec, model):
-        chunks.append("## " + _escape(section.title))
-        chunks.extend(blocks_markdown(section.blocks, 2))
-    return "\n\n".join(chunks).rstrip() + "\n"
+    return _document(["# %s: %s" % ("Kernel set for a workload" if rec.needs else "Recommended minimal set",
+                                    _code(rec.api))], recommendation_sections(rec, model))

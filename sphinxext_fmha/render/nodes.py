@@ -4,7 +4,7 @@ hand); :mod:`sphinxext_fmha.directives.extension` resolves the placeholder nodes
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from docutils import nodes
 
@@ -27,8 +27,10 @@ from .ir import (
     Strong,
     SubHeading,
     Table,
+    anchor_groups,
     break_points,
     column_order,
+    jump_lead,
     text_of,
     wrap_commands,
 )
@@ -97,11 +99,6 @@ def _literal(text: str) -> nodes.literal:
     return node
 
 
-def anchor_id(section: str, anchor: str) -> str:
-    """The id of a jump target ``anchor`` inside the section whose id is ``section``."""
-    return nodes.make_id("%s-%s" % (section, anchor))
-
-
 def _paragraph(parts: Sequence[Inline], link: Optional[LinkFactory], classes=()) -> nodes.paragraph:
     para = nodes.paragraph("", "", *inlines_to_nodes(parts, link))
     para["classes"].extend(classes)
@@ -117,21 +114,12 @@ def _table(table: Table, link: Optional[LinkFactory]) -> nodes.table:
     group = nodes.tgroup(cols=len(order))
     node += group
     widths = _widths(table)
-    for index in order:
-        group += nodes.colspec(colwidth=widths[index])
+    group.extend(nodes.colspec(colwidth=widths[index]) for index in order)
     group += nodes.thead("", nodes.row("", *[nodes.entry("", nodes.paragraph(
         table.header[i], "", *_text(table.header[i]))) for i in order]))
-    body = nodes.tbody()
-    group += body
-    for cells in table.rows:
-        row = nodes.row()
-        for index in order:
-            value = cells[index] if index < len(cells) else []
-            entry = nodes.entry()
-            if value:
-                entry += _paragraph(value, link)
-            row += entry
-        body += row
+    group += nodes.tbody("", *[nodes.row("", *[nodes.entry("", *(
+        [_paragraph(cells[i], link)] if i < len(cells) and cells[i] else [])) for i in order])
+        for cells in table.rows])
     return node
 
 
@@ -148,19 +136,6 @@ def _widths(table: Table, cap: int = 40) -> List[int]:
     return widths
 
 
-def dropdown_node(title: List[nodes.Node], content: List[nodes.Node],
-                  opened: bool = False) -> nodes.container:
-    """A sphinx-design dropdown: ``<details>`` in HTML; elsewhere (and without
-    sphinx-design) the container as is, a rubric and the content."""
-    node = nodes.container("", is_div=True, design_component="dropdown", opened=opened,
-                           type="dropdown", has_title=True, icon=None, chevron=None,
-                           container_classes=["sd-mb-3", "fmha-dropdown"], title_classes=[],
-                           body_classes=[], classes=[])
-    node += nodes.rubric("", "", *title)
-    node.extend(content)
-    return node
-
-
 def _diagram(diagram: Diagram) -> fmha_diagram:
     text = diagram_text(diagram)
     fallback = nodes.literal_block(text, text, classes=["fmha-name-ruler"])
@@ -174,11 +149,8 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
     out: List[nodes.Node] = []
     for block in blocks:
         if isinstance(block, Para):
-            para = _paragraph(block.inlines, link, block.classes)
-            if block.anchor:
-                para["fmha_anchor"] = block.anchor
-                para["classes"].append("fmha-anchored")
-            out.append(para)
+            out.append(_paragraph(block.inlines, link, block.classes
+                                  + (["fmha-anchored"] if block.anchor else [])))
         elif isinstance(block, BulletList):
             out.append(nodes.bullet_list("", *[nodes.list_item("", _paragraph(item, link))
                                                for item in block.items], bullet="-"))
@@ -190,14 +162,16 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
             literal["language"] = block.language or "none"
             out.append(literal)
         elif isinstance(block, SubHeading):
-            rubric = nodes.rubric(text_of(block.inlines), "", *inlines_to_nodes(block.inlines, link),
-                                  classes=["fmha-subheading"])
-            if block.anchor:
-                rubric["fmha_anchor"] = block.anchor
-            out.append(rubric)
+            out.append(nodes.rubric(text_of(block.inlines), "", *inlines_to_nodes(block.inlines, link),
+                                    classes=["fmha-subheading"]))
         elif isinstance(block, Dropdown):
-            out.append(dropdown_node(inlines_to_nodes(block.title, link),
-                                     blocks_to_nodes(block.blocks, link), block.opened))
+            # sphinx-design's dropdown: <details> in HTML; elsewhere a rubric and the content
+            out.append(nodes.container(
+                "", nodes.rubric("", "", *inlines_to_nodes(block.title, link)),
+                *blocks_to_nodes(block.blocks, link), is_div=True, design_component="dropdown",
+                opened=block.opened, type="dropdown", has_title=True, icon=None, chevron=None,
+                container_classes=["sd-mb-3", "fmha-dropdown"], title_classes=[], body_classes=[],
+                classes=[]))
         elif isinstance(block, Admonition):
             admonition = getattr(nodes, block.kind)(classes=list(block.classes))
             admonition.extend(blocks_to_nodes(block.blocks, link))
@@ -213,70 +187,43 @@ def sections_to_nodes(sections: Sequence[Section], api: str, headings: str,
     guide = fmha_guide("", api=api, headings=headings, classes=["fmha-guide"])
     guide.extend(before)
     for section in sections:
-        node = fmha_section("", name=section.name, title=section.title)
         content = blocks_to_nodes(section.blocks, link)
-        groups = _anchor_groups(content, "fmha-%s-%s" % (api, section.name))
-        if sum(len(targets) for _, targets in groups) > 1:
-            # after the section's leading paragraphs (its introduction)
-            lead = next((i for i, block in enumerate(content) if not isinstance(
-                block, nodes.paragraph) or block.get("fmha_anchor")), len(content))
-            content.insert(lead, _jump_list(groups))
-        _resolve_local_links(content, groups)
-        node.extend(content)
-        guide += node
+        groups = anchor_groups(section.blocks)
+        prefix = "fmha-%s-%s" % (api, section.name)
+        ids = {"%s\n%s" % (group, anchor): nodes.make_id("-".join(filter(None, (prefix, group, anchor))))
+               for group, anchored in groups for _, anchor in anchored}
+        # each anchored paragraph after a target (LaTeX labels paragraphs only through targets)
+        for index, key in sorted(((i, "%s\n%s" % (g, a)) for g, anchored in groups
+                                  for i, a in anchored), reverse=True):
+            content.insert(index, nodes.target("", "", ids=[ids[key]]))
+        if sum(len(anchored) for _, anchored in groups) > 1:
+            content.insert(jump_lead(section.blocks), _jump_list(groups, ids))
+        _resolve_local_links(content, ids)
+        guide += fmha_section("", *content, name=section.name, title=section.title)
     return guide
 
 
-def _anchor_groups(content: List[nodes.Node], prefix: str) -> List[Tuple[str, List[nodes.Element]]]:
-    """The section's jump targets by sub-heading, each after a ``target`` node with id
-    ``prefix-<group>-<anchor>`` (LaTeX labels paragraphs only through targets)."""
-    groups: List[Tuple[str, List[nodes.Element]]] = []
-    group = ""
-    for block in list(content):
-        if isinstance(block, nodes.rubric) and "fmha-subheading" in block["classes"] \
-                and not block.get("fmha_anchor"):
-            group = block.astext()
-            continue
-        for anchored in list(block.findall(nodes.Element)):
-            if not anchored.get("fmha_anchor"):
-                continue
-            if not groups or groups[-1][0] != group:
-                groups.append((group, []))
-            groups[-1][1].append(anchored)
-            name = anchored["fmha_anchor"]
-            anchored["fmha_id"] = anchor_id(prefix, "%s-%s" % (group, name) if group else name)
-            where = content if anchored.parent is None else anchored.parent
-            where.insert(where.index(anchored), nodes.target("", "", ids=[anchored["fmha_id"]]))
-    return groups
-
-
-def _resolve_local_links(content: List[nodes.Node],
-                         groups: Sequence[Tuple[str, List[nodes.Element]]]) -> None:
+def _resolve_local_links(content: List[nodes.Node], ids: Dict[str, str]) -> None:
     """:class:`LocalLink` placeholders into references (plain when the target is missing)."""
-    ids = {"%s\n%s" % (group, target["fmha_anchor"]): target["fmha_id"]
-           for group, targets in groups for target in targets}
     for block in content:
         if not isinstance(block, nodes.Element):
             continue
         for inline in list(block.findall(nodes.inline)):
             refid = ids.get(inline.get("fmha_local", ""))
-            if refid is None:
-                continue
-            reference = nodes.reference("", "", *inline.children, refid=refid, internal=True)
-            inline.replace_self(reference)
+            if refid is not None:
+                inline.replace_self(nodes.reference("", "", *inline.children, refid=refid, internal=True))
 
 
-def _jump_list(groups: Sequence[Tuple[str, List[nodes.Element]]]) -> nodes.Element:
+def _jump_list(groups: Sequence[Tuple[str, List[Tuple[int, str]]]], ids: Dict[str, str]) -> nodes.Element:
     """``Jump to: a · b · c``, one line per sub-heading group."""
     container = nodes.container("", classes=["fmha-jump"])
-    for group, targets in groups:
+    for group, anchored in groups:
         lead = "Jump to %s:" % group if group else "Jump to:"
         para = nodes.paragraph("", "", nodes.strong(lead, lead), nodes.Text(" "))
-        for index, target in enumerate(targets):
+        for index, (_, anchor) in enumerate(anchored):
             if index:
                 para += nodes.Text(" \u00b7 ")
-            label = target["fmha_anchor"]
-            para += nodes.reference(label, label, refid=target["fmha_id"], internal=True)
+            para += nodes.reference(anchor, anchor, refid=ids["%s\n%s" % (group, anchor)], internal=True)
         container += para
     return container
 

@@ -9,10 +9,12 @@ naming an ``unlisted`` member."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..model import ApiModel, FilterSpec
+from .sections.filter import leading_literal
 
 FORMAT = 1
 #: Base-64 digits, in value order.
@@ -20,11 +22,7 @@ ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
 
 
 def _width(count: int) -> int:
-    width, capacity = 1, len(ALPHABET)
-    while count > capacity:
-        width += 1
-        capacity *= len(ALPHABET)
-    return width
+    return next(width for width in itertools.count(1) if count <= len(ALPHABET) ** width)
 
 
 def _digits(value: int, width: int) -> str:
@@ -51,10 +49,7 @@ def _type_table(kernel_type, files: List[Tuple[str, List[str]]]) -> Tuple[Dict[s
     columns = []  # (segment index or -1 for the suffix, token list)
     segments = []
     for index, segment in enumerate(kernel_type.segments):
-        tokens = list(segment.tokens)
-        for _, parsed in files:
-            if parsed[index] not in tokens:
-                tokens.append(parsed[index])
+        tokens = list(dict.fromkeys([*segment.tokens, *(parsed[index] for _, parsed in files)]))
         segments.append({"label": segment.label, "tokens": tokens,
                          "meanings": [segment.tokens.get(t, "") for t in tokens],
                          "literal": bool(segment.literal)})
@@ -153,8 +148,8 @@ def parts_explained(model: ApiModel) -> List[str]:
     by_class = {k.class_name: k for k in model.kernel_types}
 
     def named(class_names: Sequence[str]) -> str:
-        return ", ".join("%s (%s)" % (c, _name_start(by_class.get(c))) if _name_start(by_class.get(c))
-                         else c for c in class_names)
+        return ", ".join("%s (names %s)" % (c, leading_literal(by_class.get(c)))
+                         if leading_literal(by_class.get(c)) else c for c in class_names)
 
     out: List[str] = []
     if spec.cli_split:
@@ -185,13 +180,6 @@ def parts_explained(model: ApiModel) -> List[str]:
                    "its arch suffix and " if any(any(k.arch_suffixes) for k in model.kernel_types)
                    else "", "" if spec.fnmatch_lowercases else ", case-sensitively"))
     return out
-
-
-def _name_start(kernel_type) -> str:
-    if kernel_type and kernel_type.segments and kernel_type.segments[0].literal \
-            and len(kernel_type.segments[0].tokens) == 1:
-        return "names " + next(iter(kernel_type.segments[0].tokens)) + "*"
-    return ""
 
 
 def _pattern_text(pattern: Optional[str]) -> str:

@@ -101,7 +101,7 @@ def dispatch_section(data: GuideData) -> List[Block]:
                             [BulletList([[n] for n in notes])], len(notes), FOLD_ITEMS // 4))
     blocks.extend(_try_orders(data))
     blocks.extend(_choices(reading))
-    blocks.extend(_unreachable(data, reading))
+    blocks.extend(_unreachable(reading))
     return blocks
 
 
@@ -215,7 +215,7 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
 _LISTED = 24
 
 
-def _unreachable(data: GuideData, reading: Mapping[str, Any]) -> List[Block]:
+def _unreachable(reading: Mapping[str, Any]) -> List[Block]:
     blocks: List[Block] = []
     kinds: Dict[str, str] = reading.get("kinds") or {}
     unreferenced = reading.get("unreferenced") or []

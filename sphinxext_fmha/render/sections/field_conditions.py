@@ -88,8 +88,7 @@ class Conditions:
         self.first: Dict[str, _Shown] = {}
         self.local: Dict[Tuple[str, str], _Shown] = {}
 
-    def cell(self, class_name: str, heading: str, label: str, token: str,
-             groups: List[ConditionGroup]) -> Inlines:
+    def cell(self, heading: str, label: str, token: str, groups: List[ConditionGroup]) -> Inlines:
         if not groups:
             return ["-"]
         if len(groups) > 1:

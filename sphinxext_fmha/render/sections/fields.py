@@ -194,8 +194,7 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         if show_cpp:
             row.append(cpp_symbol(segment.values.get(token, []), infos))
         if show_dispatch:
-            row.append(shown.cell(kernel_type.class_name, heading, segment.label, token,
-                                  conditions.get(token, [])))
+            row.append(shown.cell(heading, segment.label, token, conditions.get(token, [])))
         if buckets:
             row.append([", ".join("%dx%s" % (q, "any" if v is None else v)
                                   for q, v in buckets.get(token, []))]
@@ -257,15 +256,12 @@ def _undecided_levels(data: GuideData, kernel_type: KernelType, index: int,
         terms: Dict[str, Dict[str, None]] = {}
         tellers = []
         for j, by_token in sorted(others.items()):
-            found = False
-            for groups in by_token.values():
-                for group in groups:
-                    on_word = [c for c in group.cpp if names.search(c)]
-                    if on_word:
-                        found = True
-                        for file in group.files:
-                            terms.setdefault(file, {}).update(dict.fromkeys(on_word))
-            if found:
+            told = [group for groups in by_token.values() for group in groups
+                    if any(names.search(c) for c in group.cpp)]
+            for group in told:
+                for file in group.files:
+                    terms.setdefault(file, {}).update(dict.fromkeys(c for c in group.cpp if names.search(c)))
+            if told:
                 tellers.append(labels[j])
         if not terms:
             continue

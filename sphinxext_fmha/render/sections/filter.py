@@ -61,7 +61,7 @@ def filter_section(data: GuideData) -> List[Block]:
                             classes=["fmha-parts"]))
         if spec.api_split and len(spec.parts) > 1:
             example = spec.api_split.join(
-                "<%s>" % "|".join(_leading_literal(by_class.get(c)) or c for c in part.applies_to)
+                "<%s>" % "|".join(leading_literal(by_class.get(c)) or c for c in part.applies_to)
                 for part in spec.parts)
             blocks.append(Para(["Shape of a filter: ", Code("-f '%s'" % example),
                                 " where each ", Code("<...>"), " is a pattern for the names "
@@ -183,9 +183,9 @@ def _empty_filter_item(spec: FilterSpec) -> Inlines:
     return item
 
 
-def _leading_literal(kernel_type: Optional[KernelType]) -> str:
-    if kernel_type and kernel_type.segments and kernel_type.segments[0].literal:
-        tokens = list(kernel_type.segments[0].tokens)
-        if len(tokens) == 1:
-            return tokens[0] + "*"
+def leading_literal(kernel_type: Optional[KernelType]) -> str:
+    """``fmha_fwd*`` where the names of ``kernel_type`` start with one literal text."""
+    if kernel_type and kernel_type.segments and kernel_type.segments[0].literal \
+            and len(kernel_type.segments[0].tokens) == 1:
+        return next(iter(kernel_type.segments[0].tokens)) + "*"
     return ""

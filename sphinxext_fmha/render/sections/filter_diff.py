@@ -55,28 +55,22 @@ def comparison_json(c: FilterComparison) -> Dict[str, Any]:
 
 def _counts_table(c: FilterComparison) -> Table:
     order = list(c.old.all_per_type) + [t for t in c.new.all_per_type if t not in c.old.all_per_type]
-    rows: List[List[Inlines]] = [[[Code(t)], _read(c.old, t), _of(c.old, t), _read(c.new, t),
-                                  _of(c.new, t)] for t in order]
+    rows: List[List[Inlines]] = [[[Code(t)], *_side(c.old, t), *_side(c.new, t)] for t in order]
     rows.append([["Total"], [], ["%d of %d" % (c.old.count, c.old.all)], [],
                  ["%d of %d" % (c.new.count, c.new.all)]])
     return Table(header=["Sub-type", "Old pattern", "Old tree", "New pattern", "New tree"],
                  rows=rows, classes=["fmha-diff-counts"], counts_after=None)
 
 
-def _of(side: TreeSelection, class_name: str) -> Inlines:
+def _side(side: TreeSelection, class_name: str) -> List[Inlines]:
+    """The pattern the sub-type's names meet (and how many of them it matches alone),
+    and how many of them the filter selects."""
     if class_name not in side.all_per_type:
-        return ["-"]
-    return ["%d of %d" % (side.per_type.get(class_name, 0), side.all_per_type[class_name])]
-
-
-def _read(side: TreeSelection, class_name: str) -> Inlines:
-    """The pattern the sub-type's names meet, and how many of them it matches alone."""
-    if class_name not in side.all_per_type:
-        return ["-"]
+        return [["-"], ["-"]]
     pattern = side.patterns.get(class_name)
-    if pattern is None:
-        return ["not filtered"]
-    return [Code(pattern), " (%d match)" % side.matched_per_type.get(class_name, 0)]
+    return [["not filtered"] if pattern is None else
+            [Code(pattern), " (%d match)" % side.matched_per_type.get(class_name, 0)],
+            ["%d of %d" % (side.per_type.get(class_name, 0), side.all_per_type[class_name])]]
 
 
 def _becomes(value: Optional[str]) -> Inlines:

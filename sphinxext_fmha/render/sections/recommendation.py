@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from ...guide_data import SECTION_TITLES, GuideData
 from ...model import ApiModel, Decision, Recommendation, natural
@@ -25,7 +25,7 @@ from .cells import FOLD_ITEMS, fold, percent, token_cell, tokens_natural, verifi
 from .dispatch import never_run_texts
 from .loss_words import loss_lead, loss_sentences, served_by
 from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
-from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, run_gloss, unmet_blocks, workload_lead
+from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, runs_blocks, unmet_blocks, workload_lead
 
 #: What sections 6 and 7 say of a workload whose values no kernel has together.
 NO_SET = "No set to generate: no kernel has the workload's values together."
@@ -43,13 +43,6 @@ def _never_run_blocks(rec: Recommendation) -> List[Block]:
     return [Para(["Of the %d kernels the full API never runs (listed under Dispatch), %d "
                   "are left out (dropping them loses no call); the commands still select "
                   "%d%s." % (left + selected, left, selected, why)])]
-
-
-def _decisions_by_type(rec: Recommendation) -> List[Tuple[str, List[Decision]]]:
-    grouped: Dict[str, List[Decision]] = {}
-    for decision in rec.decisions:
-        grouped.setdefault(decision.kernel_type, []).append(decision)
-    return list(grouped.items())
 
 
 def minimal_section(data: GuideData) -> List[Block]:
@@ -75,8 +68,10 @@ def _minimal_blocks(rec: Recommendation) -> List[Block]:
     if coupling:
         blocks.append(Para([coupling[0].upper() + coupling[1:] + "."]))
     blocks += _never_run_blocks(rec)
-    grouped = _decisions_by_type(rec)
-    for class_name, decisions in grouped:
+    grouped: Dict[str, List[Decision]] = {}
+    for decision in rec.decisions:
+        grouped.setdefault(decision.kernel_type, []).append(decision)
+    for class_name, decisions in grouped.items():
         if len(grouped) > 1:
             blocks.append(SubHeading([Code(class_name)]))
         blocks += _type_blocks(rec, class_name, decisions)
@@ -235,13 +230,7 @@ def _commands_blocks(rec: Recommendation) -> List[Block]:
     if not rec.runs:
         return [Para(["No filter run is needed: the minimal set is the full set."])]
     all_verified = all(run.verified for run in rec.runs)
-    runs: List[Block] = []
-    for index, run in enumerate(rec.runs, start=1):
-        lead: Inlines = ["Run %d selects " % index if len(rec.runs) > 1 else "Selects ",
-                         Strong(str(run.count)), " kernels"]
-        lead.append(":" if all_verified and len(rec.runs) > 1 else " (%s):" % verified_text(run.verified))
-        runs += [Para(lead), CodeBlock(run.command, "bash")]
-        runs += run_gloss(rec.api, run.filter, run.reading)
+    runs = runs_blocks(rec.api, rec.runs, all_verified and len(rec.runs) > 1)
     if len(rec.runs) == 1:
         blocks = runs
     else:
@@ -313,48 +302,32 @@ def _links_text(rec: Recommendation) -> str:
 
 
 def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Table:
-    """Full vs minimal kernels per sub-type (``rec.counts``: class -> {full, minimal},
-    plus ``total``)."""
+    """Full vs minimal kernels per sub-type (``rec.counts``: class -> {full, minimal,
+    workload}, plus ``total``)."""
     counts = dict(rec.counts) if rec is not None and rec.counts else {}
     total = counts.pop("total", None)
-    classes = [k.class_name for k in model.kernel_types] if model is not None else list(counts)
+    counts = {c: v for c, v in counts.items() if isinstance(v, dict)}
     full: Dict[str, int] = {k.class_name: k.count for k in model.kernel_types} if model is not None else {}
-    minimal: Dict[str, int] = {}
-    for class_name, values in counts.items():
-        if not isinstance(values, dict):
-            continue
-        if class_name not in classes:
-            classes.append(class_name)
-        if "full" in values:
-            full[class_name] = int(values["full"])
-        if "minimal" in values:
-            minimal[class_name] = int(values["minimal"])
+    classes = list(full) + [c for c in counts if c not in full]
+    full.update((c, int(v["full"])) for c, v in counts.items() if "full" in v)
+    minimal = {c: int(v["minimal"]) for c, v in counts.items() if "minimal" in v}
+    workload = {c: int(v["workload"]) for c, v in counts.items() if "workload" in v}
     with_minimal = rec is not None and bool(minimal or total)
-    workload = {c: int(v["workload"]) for c, v in counts.items()
-                if isinstance(v, dict) and "workload" in v}
     header = ["Sub-type", "Full"] + (["Workload"] if workload else []) + (
         ["Set" if workload else "Minimal", "Reduction"] if with_minimal else [])
     rows: List[List[Inlines]] = []
     for class_name in classes:
-        row: List[Inlines] = [[Code(class_name)], [str(full.get(class_name, 0))]]
-        if workload:
-            row.append([str(workload.get(class_name, 0))])
-        if with_minimal:
-            row += [[str(minimal.get(class_name, 0))],
-                    [percent(full.get(class_name, 0) - minimal.get(class_name, 0), full.get(class_name, 0))]]
-        rows.append(row)
-    total_full = sum(full.get(c, 0) for c in classes)
-    total_min = sum(minimal.get(c, 0) for c in classes)
-    if isinstance(total, dict):
-        total_full = int(total.get("full", total_full))
-        total_min = int(total.get("minimal", total_min))
-    total_row: List[Inlines] = [[Strong("Total")], [Strong(str(total_full))]]
-    if workload and isinstance(total, dict):
-        total_row.append([Strong(str(total.get("workload", 0)))])
-    if with_minimal:
-        total_row += [[Strong(str(total_min))], [Strong(percent(total_full - total_min, total_full))]]
-    rows.append(total_row)
-    return Table(header=header, rows=rows, classes=["fmha-counts"])
+        whole, kept = full.get(class_name, 0), minimal.get(class_name, 0)
+        row: List[Inlines] = [[Code(class_name)], [str(whole)]]
+        rows.append(row + ([[str(workload.get(class_name, 0))]] if workload else [])
+                    + ([[str(kept)], [percent(whole - kept, whole)]] if with_minimal else []))
+    totals = total if isinstance(total, dict) else {}
+    whole = int(totals.get("full", sum(full.get(c, 0) for c in classes)))
+    kept = int(totals.get("minimal", sum(minimal.get(c, 0) for c in classes)))
+    shown = ([str(whole)] + ([str(totals.get("workload", 0))] if workload and isinstance(total, dict)
+                             else []) + ([str(kept), percent(whole - kept, whole)] if with_minimal else []))
+    total_row: List[Inlines] = [[Strong(text)] for text in ["Total"] + shown]
+    return Table(header=header, rows=rows + [total_row], classes=["fmha-counts"])
 
 
 def recommendation_sections(rec: Recommendation, model: Optional[ApiModel] = None) -> List[Section]:

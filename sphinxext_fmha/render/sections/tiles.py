@@ -35,13 +35,10 @@ NOT_IN_TABLE = "not in its factory's table"
 def _merged_rows(table: TileTable) -> List[Tuple[Dict[str, str], List[TileUse]]]:
     """Rows that differ only in their data type and have the same tiles are said once
     (``fp16, bf16``)."""
-    def same(uses: Sequence[TileUse]) -> Tuple:
-        return tuple((u.tile, u.kernels, u.kept, u.in_source, u.note, repr(u.only)) for u in uses)
-
     merged: Dict[Tuple, Tuple[Dict[str, str], List[TileUse]]] = {}
     for row in table.rows:
-        rest = tuple((c, v) for c, v in row.keys.items() if c != "dtype")
-        key = (rest, same(row.tiles))
+        key = (tuple((c, v) for c, v in row.keys.items() if c != "dtype"),
+               tuple((u.tile, u.kernels, u.kept, u.in_source, u.note, repr(u.only)) for u in row.tiles))
         if key in merged:
             keys = merged[key][0]
             keys["dtype"] = keys["dtype"] + ", " + row.keys.get("dtype", "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from ...guide_data import ExampleSet, GuideData
-from ...model import BuildCost, Need, Recommendation, Workload
+from ...model import BuildCost, FilterRun, Need, Recommendation, Workload
 from ..ir import (
     Block,
     Code,
@@ -21,7 +21,7 @@ from ..ir import (
     join,
     text_of,
 )
-from .cells import percent, plural, token_cell
+from .cells import percent, plural, token_cell, verified_text
 from .gloss import gloss_inlines
 
 #: The title of section 5 for a workload's set (``:need:``).
@@ -109,6 +109,18 @@ def run_gloss(api: str, run_filter: str, readings: Sequence[Dict]) -> List[Block
                   PlaygroundLink(api, run_filter, "Try it in the filter playground.", " ")])]
 
 
+def runs_blocks(api: str, runs: Sequence[FilterRun], said_verified: bool) -> List[Block]:
+    """Each run: how many kernels it selects (verified or not, unless ``said_verified``
+    already), its command and what it keeps."""
+    blocks: List[Block] = []
+    for number, run in enumerate(runs, start=1):
+        lead: Inlines = ["Run %d selects " % number if len(runs) > 1 else "Selects ",
+                         Strong(str(run.count)), " kernels"]
+        lead.append(":" if said_verified else " (%s):" % verified_text(run.verified))
+        blocks += [Para(lead), CodeBlock(run.command, "bash"), *run_gloss(api, run.filter, run.reading)]
+    return blocks
+
+
 def _example_title(workload: Workload) -> Inlines:
     # a sub-heading stays on one line (the browser check holds it at 820 px): the values
     # themselves follow in the `:need:` line under it
@@ -162,11 +174,7 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
             blocks.append(Para(["One run for their union (%d generate.py runs), with one "
                                 "dispatch file:" % len(rec.runs)]))
             blocks.append(CodeBlock(rec.driver_command, "bash"))
-        details = []
-        for number, run in enumerate(rec.runs, start=1):
-            details += [Para(["Run %d selects " % number, Strong(str(run.count)),
-                              " kernels:"]), CodeBlock(run.command, "bash")]
-            details += run_gloss(api, run.filter, run.reading)
+        details = runs_blocks(api, rec.runs, said_verified=True)
     if details:
         blocks.append(Dropdown(["What the command keeps" if len(rec.runs) == 1 else
                                 "The %d generate.py runs and what each keeps" % len(rec.runs)],
