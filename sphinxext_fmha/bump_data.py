@@ -15,28 +15,11 @@ from typing import Dict, List, Optional
 __all__ = ["TreeSelection", "Change", "MigratedRun", "Migration", "FilterComparison",
            "CHANGE_KINDS"]
 
-#: ``Change.kind``, in the order a comparison lists them.
-CHANGE_KINDS = (
-    "cli-split",       # the separator that splits -f per API differs (old -> new)
-    "api-split",       # the separator that splits this API's filter into parts differs
-    "missing-part",    # what a part missing after the separator becomes differs
-    "empty-part",      # what an empty part becomes differs
-    "drops",           # what a failed match drops: kernel -> trait, or back
-    "pattern",         # the pattern one sub-type's names meet for this filter differs
-    "type-added",      # a sub-type only the new tree has
-    "type-removed",    # a sub-type only the old tree has
-    "lost",            # kernels of both trees the filter selected and now leaves out
-    "gained",          # kernels of both trees the filter left out and now selects
-    "new-only",        # kernels only the new tree has (count: of them, the selected ones)
-    "old-only",        # kernels only the old tree has (count: of them, the selected ones)
-    "several",         # selected old kernels with more than one counterpart
-    "renamed-kernels", # selected old kernels matched by field values (their names changed)
-    "segment-added",   # a name segment only the new tree's sub-type has
-    "segment-removed", # a name segment only the old tree's sub-type has
-    "token-renamed",   # the same field values written as another token
-    "token-added",     # field values only the new tree writes
-    "token-removed",   # field values only the old tree writes
-)
+#: ``Change.kind``, in the order a comparison lists them (docs/json-schema.md says each).
+CHANGE_KINDS = ("cli-split", "api-split", "missing-part", "empty-part", "drops", "pattern",
+                "type-added", "type-removed", "lost", "gained", "new-only", "old-only", "several",
+                "renamed-kernels", "segment-added", "segment-removed", "token-renamed",
+                "token-added", "token-removed")
 
 
 @dataclass
@@ -54,11 +37,9 @@ class TreeSelection:
     #: Kernels it lists without ``-f``, in all and per sub-type.
     all: int = 0
     all_per_type: Dict[str, int] = field(default_factory=dict)
-    #: The pattern each sub-type's names are matched against for this filter, by this
-    #: tree's ``-f`` semantics (``null``: not filtered, every name passes).
+    #: The pattern each sub-type's names meet for this filter here (``null``: not filtered).
     patterns: Dict[str, Optional[str]] = field(default_factory=dict)
-    #: How many names of each sub-type that pattern matches on its own (before whole
-    #: traits are dropped).
+    #: How many names of each sub-type that pattern matches (before whole traits drop).
     matched_per_type: Dict[str, int] = field(default_factory=dict)
     #: The separator that splits ``-f`` per API, and this API's filter into parts.
     cli_split: Optional[str] = None
@@ -69,7 +50,7 @@ class TreeSelection:
     drops: str = "kernel"
     #: The model predicted exactly this listing.
     verified: bool = False
-    #: The same run succeeded in write mode (``-o``; not run when nothing is selected).
+    #: The run succeeded in write mode (``-o``; not run when nothing is selected).
     written: bool = False
     #: Its dispatch file links: it instantiates no kernel the run does not generate.
     links: bool = False
@@ -84,21 +65,18 @@ class Change:
     kernel_type: str = ""
     #: The name segment (its label), for segment and token changes.
     segment: str = ""
-    #: The old and the new value: a separator, a pattern, what a part becomes, a token
-    #: (``null``: none, or not filtered).
+    #: The old and the new separator, pattern, part or token (``null``: none, not filtered).
     old: Optional[str] = None
     new: Optional[str] = None
-    #: For ``pattern``: where each tree takes the pattern from: ``whole`` (the filter
-    #: is not split), ``part``, ``missing`` (no such part), ``empty`` (an empty part),
-    #: ``unfiltered`` (the sub-type is never filtered).
+    #: For ``pattern``: where each tree takes it from (``whole``, ``part``, ``missing``,
+    #: ``empty``, ``unfiltered``).
     old_how: str = ""
     new_how: str = ""
     #: The part position (0 first) each tree reads, for ``pattern`` and part changes.
     old_part: Optional[int] = None
     new_part: Optional[int] = None
-    #: For token and segment changes, the field values; for ``several``, the fields
-    #: whose values tell the counterparts apart, with those values (``arch``: the file
-    #: names' arch suffixes).
+    #: The field values of a token or segment; for ``several``, those that tell the
+    #: counterparts apart (``arch``: the file names' arch suffixes).
     values: Dict[str, List[str]] = field(default_factory=dict)
     #: Kernels concerned (the selected ones, for kernel changes).
     count: int = 0
@@ -125,12 +103,10 @@ class MigratedRun:
     written: bool = False
     #: The pattern each sub-type's names meet in this run (``null``: not filtered).
     patterns: Dict[str, Optional[str]] = field(default_factory=dict)
-    #: ``{sub-type: {segment: [tokens]}}``, for the sub-types of which the run selects
-    #: some kernels and not all: the fewest segments whose kept tokens tell its kernels
-    #: from the others of the sub-type, with those tokens.
+    #: ``{sub-type: {segment: [tokens]}}`` for the partly selected sub-types: the fewest
+    #: segments whose kept tokens tell its kernels from the others.
     kept: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
-    #: Sub-types whose selected kernels those segments do not tell exactly (other
-    #: kernels carry the same tokens).
+    #: Sub-types whose selected kernels those segments do not tell exactly.
     loose: List[str] = field(default_factory=list)
     #: What the run keeps, in words (filled by the renderer).
     gloss: str = ""
@@ -141,14 +117,12 @@ class Migration:
     """The fewest ``-f`` runs for the new tree that select the old selection's kernels."""
 
     runs: List[MigratedRun] = field(default_factory=list)
-    #: ``same``: the old set is selected exactly; ``changed``: with kernels removed, added
-    #: or doubled; ``impossible``: it cannot be selected (or written) at all.
+    #: ``same`` (the old set exactly), ``changed`` (kernels removed, added or doubled) or
+    #: ``impossible`` (it cannot be selected or written).
     verdict: str = "same"
-    #: Old kernels (files of the old tree) the filter selected that have no counterpart
-    #: in the new tree: they cannot be selected.
+    #: Selected old kernels (old files) with no counterpart in the new tree.
     missing: List[str] = field(default_factory=list)
-    #: New kernels the runs select that are no selected old kernel's counterpart (the
-    #: new semantics force them: whole traits, names two kernels share).
+    #: New kernels the runs select that are no counterpart (forced: whole traits, shared names).
     extra: List[str] = field(default_factory=list)
     #: How many of :attr:`extra` each sub-type has.
     extra_per_type: Dict[str, int] = field(default_factory=dict)
@@ -158,8 +132,7 @@ class Migration:
     count: int = 0
     #: The union is the target plus :attr:`extra`, and every run is verified.
     verified: bool = False
-    #: The runs' kernels written together (one run, or the driver for several) link: the
-    #: dispatch file instantiates no kernel that is not generated.
+    #: The runs' kernels written together link (no dispatch of a kernel not generated).
     links: bool = False
     #: ``sphinxext-fmha generate`` for the union (several runs only).
     driver_command: str = ""
@@ -167,9 +140,8 @@ class Migration:
     unchanged_filter: bool = False
     #: A run generate.py refused in write mode: the last line of its stderr.
     write_error: str = ""
-    #: Why generate.py refused to write exactly the old selection's counterparts (the
-    #: last line of its stderr), when the runs add the kernels the dispatch launches
-    #: with them, which it writes; empty otherwise.
+    #: Why generate.py refused to write the counterparts alone (its last stderr line),
+    #: when the runs add the kernels the dispatch launches with them.
     refused: str = ""
 
 
@@ -183,8 +155,7 @@ class FilterComparison:
     options: Dict[str, str] = field(default_factory=dict)
     old: TreeSelection = field(default_factory=TreeSelection)
     new: TreeSelection = field(default_factory=TreeSelection)
-    #: The filter selects the same kernels in both trees (each selected old kernel has
-    #: one counterpart, and the new selection is those counterparts).
+    #: Each selected old kernel has one counterpart, and the new selection is those.
     same: bool = False
     #: Why the selections differ, in ``CHANGE_KINDS`` order.
     changes: List[Change] = field(default_factory=list)

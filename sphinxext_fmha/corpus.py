@@ -108,12 +108,10 @@ def load_corpus(path: Union[str, Path, None] = None) -> List[CorpusTree]:
             raise CorpusError(f"{toml_path}: tree name {table['name']!r} appears twice")
         seen.add(table["name"])
         trees.append(CorpusTree(
-            name=str(table["name"]), package=str(table["package"]),
-            version=str(table["version"]), sdist=str(table["sdist"]), sha256=sha,
-            ck_prefix=str(table["ck_prefix"]).strip("/"), uploaded=str(table.get("uploaded", "")),
+            **{key: str(table.get(key, "")) for key in (*_REQUIRED[:4], "uploaded", "notes")},
+            sha256=sha, ck_prefix=str(table["ck_prefix"]).strip("/"),
             apis={str(k): int(v) for k, v in dict(table.get("apis", {})).items()},
-            seconds={str(k): float(v) for k, v in dict(table.get("seconds", {})).items()},
-            notes=str(table.get("notes", ""))))
+            seconds={str(k): float(v) for k, v in dict(table.get("seconds", {})).items()}))
     return trees
 
 

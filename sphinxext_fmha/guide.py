@@ -219,7 +219,8 @@ def steps_ahead(session: Session, uses: Sequence[DirectiveUse],
             plan("worker", session.analysis_ahead, api, options, ",".join(names),
                  tuple(stored_kinds(names)))
     for use in uses:
-        if use.directive == "fmha-kernel-guide" and _shows_dispatch(use.sections):
+        if use.directive == "fmha-kernel-guide" and SectionNeed.DISPATCH in needs_of(
+                _sections(use.sections)):
             plan("mask", session.mask_listing_ahead, use.api, use.options)
     # The batches wait for their probe (they reuse its kernels' trait keys): after the
     # probes, so that they seldom hold a worker while a probe runs in the other.
@@ -238,19 +239,15 @@ def _guides(uses: Sequence[DirectiveUse]) -> Dict[Tuple[str, Options], List[str]
     guides: Dict[Tuple[str, Options], List[str]] = {}
     for use in uses:
         # (a guide for a workload: its page computes it; a worker prepares the default)
-        if use.directive != "fmha-kernel-guide" or use.needs:
-            continue
-        try:
-            names = parse_sections(use.sections)
-        except Exception:  # noqa: BLE001 - a bad :sections: value: the page reports it
-            continue
-        shown = guides.setdefault((use.api, use.options), [])
-        shown.extend(name for name in names if name not in shown)
+        names = [] if use.directive != "fmha-kernel-guide" or use.needs else _sections(use.sections)
+        if names:
+            shown = guides.setdefault((use.api, use.options), [])
+            shown.extend(name for name in names if name not in shown)
     return guides
 
 
-def _shows_dispatch(sections: Optional[str]) -> bool:
+def _sections(sections: Optional[str]) -> List[str]:
     try:
-        return SectionNeed.DISPATCH in needs_of(parse_sections(sections))
+        return parse_sections(sections)
     except Exception:  # noqa: BLE001 - a bad :sections: value: the page reports it
-        return False
+        return []

@@ -51,8 +51,7 @@ class SectionNeed(enum.Enum):
     EXAMPLES = "examples"
 
 
-#: The results of the session a need keeps on disk (its stored kinds), besides the
-#: model and token counts every guide keeps.
+#: The session's stored kinds a need keeps on disk (besides the model and token counts).
 _STORED_KINDS = {SectionNeed.DISPATCH: ("dispatch-reading", "mask-modes"),
                  SectionNeed.SET: ("recommend",), SectionNeed.SET_IF_MADE: ("recommend",),
                  SectionNeed.FILTER_FACTS: ("filter-facts",)}
@@ -63,8 +62,7 @@ class SectionSpec:
     """One guide section, declared once: everything else about sections is derived."""
 
     name: str
-    #: its documented number (numbers are aliases: the example workloads are 13 but
-    #: shown after the counts)
+    #: its documented number, an alias (the example workloads are 13, shown after 8)
     number: int
     title: str
     #: ``module:function`` in :mod:`sphinxext_fmha.render.sections` that builds it
@@ -125,10 +123,8 @@ def needs_of(names: Sequence[str]) -> Set[SectionNeed]:
 def stored_kinds(names: Sequence[str]) -> List[str]:
     """The stored kinds a guide of these sections keeps (all there: it is computed)."""
     needs = needs_of(names)
-    kinds = ["model", "token-counts"]
-    for need, stored in _STORED_KINDS.items():
-        kinds.extend(k for k in stored if need in needs and k not in kinds)
-    return kinds
+    return list(dict.fromkeys(["model", "token-counts", *(
+        kind for need, stored in _STORED_KINDS.items() if need in needs for kind in stored)]))
 
 
 @dataclass
@@ -181,28 +177,25 @@ def parse_sections(spec: Union[str, Sequence[str], None]) -> List[str]:
         item = str(raw).strip().lower()
         if not item:
             continue
+        span = re.fullmatch(r"(\d+)(?:-(\d+))?", item)
         if item == "all":
-            names.extend(n for n in DEFAULT_ORDER if n not in names)
-            continue
-        span = re.fullmatch(r"(\d+)-(\d+)", item)
-        if item.isdigit() or span:
-            first, last = (int(span.group(1)), int(span.group(2))) if span else (int(item),) * 2
+            found = list(DEFAULT_ORDER)
+        elif span:
+            first, last = int(span.group(1)), int(span.group(2) or span.group(1))
             for index in (first, last):
                 if index not in _BY_NUMBER:
                     raise OptionError("sections: %s is not a section number (1-%d)"
                                       % (index, len(SECTIONS)))
             if last < first:
                 raise OptionError("sections: %s is an empty range" % item)
-            names.extend(_BY_NUMBER[i] for i in range(first, last + 1)
-                         if _BY_NUMBER[i] not in names)
-            continue
-        name = _ALIASES.get(item, item)
-        if name not in SECTION_TITLES:
-            raise OptionError("sections: unknown section %r (known: %s, or 1-%d)"
-                              % (item, ", ".join(_BY_NUMBER[i] for i in sorted(_BY_NUMBER)),
-                                 len(SECTIONS)))
-        if name not in names:
-            names.append(name)
+            found = [_BY_NUMBER[i] for i in range(first, last + 1)]
+        else:
+            found = [_ALIASES.get(item, item)]
+            if found[0] not in SECTION_TITLES:
+                raise OptionError("sections: unknown section %r (known: %s, or 1-%d)"
+                                  % (item, ", ".join(_BY_NUMBER[i] for i in sorted(_BY_NUMBER)),
+                                     len(SECTIONS)))
+        names.extend(name for name in found if name not in names)
     if not names:
         raise OptionError("sections: no section given")
     return names
@@ -255,17 +248,14 @@ class GuideData:
     recommendation_problem: Optional[Problem] = None
     #: why the API dispatch file (or the mask modes) could not be read, if so
     dispatch_problem: Optional[Problem] = None
-    #: the tiles per problem of each sub-type, from the listing (with the minimal set's
-    #: counts when the recommendation was made)
+    #: the tiles per problem of each sub-type (with the minimal set's counts when made)
     tile_tables: List[TileTable] = field(default_factory=list)
     #: tokens whose ``*TOKEN*`` selects other kernels too (field reference)
     pattern_traps: List[PatternTrap] = field(default_factory=list)
-    #: (kernel class, segment index) -> head-dim token -> the (hdim_q, hdim_v) bounds of
-    #: the dispatch buckets its kernels serve
+    #: (kernel class, segment index) -> head-dim token -> its dispatch buckets' bounds
     head_dims: Dict[Tuple[str, int], Dict[str, List[Tuple[int, Optional[int]]]]] = \
         field(default_factory=dict)
-    #: what the filter mechanism states from runs of its own (write mode without
-    #: partners, ``--targets``), and why it could not be measured, if so
+    #: the filter mechanism's own runs (write mode without partners, ``--targets``), or why not
     filter_facts: Optional[FilterFacts] = None
     filter_problem: Optional[Problem] = None
     #: the example workloads (section ``examples``), each with its set
@@ -279,8 +269,7 @@ class PlaygroundInputs:
     model: ApiModel
     #: listed file name -> (kernel class, tokens), for the names the grammar parses
     parsed: Dict[str, Tuple[str, List[str]]]
-    #: the observed traits, where the tree drops whole traits (else empty): per member,
-    #: its listed file (None for a member the trait tests but does not write) and name
+    #: where the tree drops whole traits, each member's listed file (None: not written) and name
     traits: List[List[Tuple[Optional[str], str]]]
     #: the generate.py listing command before and after ``-f PATTERN``
     command: Tuple[str, str]

@@ -1,6 +1,5 @@
-"""The generate.py options the guides can set, in one table (:data:`GENERATE_OPTIONS`:
-dest, generate.py flag, CLI flag), and their validation before any process runs (against
-the tree's own help where it is needed). A leaf module: imports only :mod:`.errors`.
+"""The generate.py options the guides can set (:data:`GENERATE_OPTIONS`), validated before
+any process runs (against the tree's own help where needed). A leaf: imports only :mod:`.errors`.
 """
 
 from __future__ import annotations
@@ -13,13 +12,11 @@ from .errors import FmhaError, WarningType
 
 __all__ = ["FILTER_FLAG", "GENERATE_OPTIONS", "OptionSpec", "Options", "OptionError",
            "check_filter_text", "check_supported", "cli_flag", "flag_of", "known_receipts",
-           "mask_choices", "merge_options", "parse_options"]
+           "mask_choices", "parse_options"]
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One generate.py option the guides can set."""
-
     dest: str
     flag: str
     long_flag: str
@@ -94,12 +91,7 @@ _RECEIPT_ENTRY = re.compile(r"(?:^|\n|\.)\s*(\d+)(?:\s*-\s*(\d+))?\s*:")
 def known_receipts(help_text: str) -> List[Tuple[int, int]]:
     """The receipts generate.py's ``-r`` help lists (``0: ...``, ``100-199: ...``), as
     inclusive ranges; empty when the help lists none (then any integer is accepted)."""
-    ranges = []
-    for match in _RECEIPT_ENTRY.finditer(help_text or ""):
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) else low
-        ranges.append((low, high))
-    return ranges
+    return [(int(low), int(high or low)) for low, high in _RECEIPT_ENTRY.findall(help_text or "")]
 
 
 def _ranges_text(ranges: Sequence[Tuple[int, int]]) -> str:
@@ -115,7 +107,10 @@ def _text(value: object) -> Optional[str]:
     return text if text else None
 
 
-_WORD_RE = re.compile(r"^[A-Za-z0-9_]+$")
+#: dest -> (what each comma-separated item must match, what the value must be)
+_FORMS = {"targets": (r"[A-Za-z0-9_]+", "a comma-separated list of GPU targets (e.g. gfx90a,gfx942)"),
+          "mask": (r"[A-Za-z0-9_]+", "a mask mode (e.g. simplified, generic)"),
+          "optdim": (r"-?\d+", "a comma-separated list of head dimensions (or -1)")}
 
 
 def parse_options(tree: Any = None, *, targets: object = None,
@@ -127,31 +122,24 @@ def parse_options(tree: Any = None, *, targets: object = None,
     def name(dest: str) -> str:
         return (origins or {}).get(dest, dest)
 
-    targets_text, mask_text = _text(targets), _text(mask)
-    receipt_text, optdim_text = _text(receipt), _text(optdim)
-    receipt_value: Optional[int] = None
-    if targets_text is not None:
-        parts = [p.strip() for p in targets_text.split(",")]
-        if not all(_WORD_RE.match(p) for p in parts):
-            raise OptionError("%s: %r is not a comma-separated list of GPU targets "
-                              "(e.g. gfx90a,gfx942)" % (name("targets"), targets_text))
-        targets_text = ",".join(parts)
-    if mask_text is not None and not _WORD_RE.match(mask_text):
-        raise OptionError("%s: %r is not a mask mode (e.g. simplified, generic)"
-                          % (name("mask"), mask_text))
-    if receipt_text is not None:
-        try:
-            receipt_value = int(receipt_text)
-        except ValueError:
-            raise OptionError("%s: %r is not an integer" % (name("receipt"), receipt_text)) from None
-    if optdim_text is not None:
-        parts = [p.strip() for p in optdim_text.split(",")]
-        if not all(re.fullmatch(r"-?\d+", p) for p in parts):
-            raise OptionError("%s: %r is not a comma-separated list of head dimensions "
-                              "(or -1)" % (name("optdim"), optdim_text))
-        optdim_text = ",".join(parts)
-    options = Options(targets=targets_text, mask=mask_text, receipt=receipt_value,
-                      optdim=optdim_text)
+    values: Dict[str, Any] = {}
+    for dest, raw in (("targets", targets), ("mask", mask), ("receipt", receipt),
+                      ("optdim", optdim)):
+        text = values[dest] = _text(raw)
+        if text is None:
+            continue
+        if dest == "receipt":
+            try:
+                values[dest] = int(text)
+            except ValueError:
+                raise OptionError("%s: %r is not an integer" % (name(dest), text)) from None
+            continue
+        item, form = _FORMS[dest]
+        parts = [text] if dest == "mask" else [p.strip() for p in text.split(",")]
+        if not all(re.fullmatch(item, p) for p in parts):
+            raise OptionError("%s: %r is not %s" % (name(dest), text, form))
+        values[dest] = ",".join(parts)
+    options = Options(**values)
     if tree is not None:
         _check_against_tree(tree, options, name)
     return options
@@ -176,15 +164,6 @@ def _check_against_tree(tree: Any, options: Options, name) -> None:
                 "%s: %d is not a receipt this tree's generate.py knows; its -r help lists %s%s"
                 % (name("receipt"), options.receipt, _ranges_text(listed),
                    "; its codegen also tests %s" % _ranges_text(compared) if compared else ""))
-
-
-def merge_options(base: Options, **overrides: object) -> Dict[str, object]:
-    """Option values: the directive's own when given, else the configuration's."""
-    values: Dict[str, object] = {}
-    for spec in GENERATE_OPTIONS:
-        value = overrides.get(spec.dest)
-        values[spec.dest] = value if value not in (None, "") else getattr(base, spec.dest)
-    return values
 
 
 def check_filter_text(api: str, filter_text: str, cli_split: Optional[str],

@@ -71,16 +71,14 @@ def _configured(listing: str) -> Optional[str]:
 
 @functools.cache
 def _index_url_cached(from_environment: str) -> str:
-    if from_environment:
-        return from_environment
-    configured = _configured(_pip("-m", "pip", "config", "list"))
-    return configured or _pip("-c", _PIP_DEFAULT).strip()
+    base = (from_environment or _configured(_pip("-m", "pip", "config", "list"))
+            or _pip("-c", _PIP_DEFAULT).strip())
+    return base if base.endswith("/") else base + "/"
 
 
 def index_url() -> str:
     """The simple index pip would install from, ending in ``/``."""
-    base = _index_url_cached(os.environ.get("PIP_INDEX_URL", "").strip())
-    return base if base.endswith("/") else base + "/"
+    return _index_url_cached(os.environ.get("PIP_INDEX_URL", "").strip())
 
 
 def project_url(package: str) -> str:

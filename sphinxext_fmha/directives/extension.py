@@ -16,7 +16,6 @@ from .. import __version__
 from ..cppapi.allocation import freeze_at_exit
 from ..locate import forget_roots
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
-from .config import add_config_values, validate_config
 from .kernel_guide import (
     ApiListDirective,
     FilenameDirective,
@@ -27,7 +26,7 @@ from .kernel_guide import (
 )
 from .page_scan import setup_ahead
 from .playground import JS_FILE, is_interactive, setup_playground
-from .sphinx_glue import setup_strict
+from .sphinx_glue import add_config_values, setup_strict, validate_config
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 CSS_FILE = "fmha.css"

@@ -293,16 +293,9 @@ def _tokens(raw: Optional[str]) -> List[Tuple[str, str]]:
     """``"_nbias, bias:_alibi"`` -> [("", "_nbias"), ("bias", "_alibi")]."""
     if raw is None:
         return []
-    out = []
-    for item in re.split(r"[,\n]", raw):
-        item = item.strip()
-        if not item:
-            continue
-        segment, _, token = item.rpartition(":")
-        token = token.strip()
-        if token in (NO_TOKEN, "''", '""'):
-            token = ""
-        out.append((segment.strip(), token))
+    items = [item.strip().rpartition(":") for item in re.split(r"[,\n]", raw) if item.strip()]
+    out = [(segment.strip(), "" if token.strip() in (NO_TOKEN, "''", '""') else token.strip())
+           for segment, _, token in items]
     if not out:
         raise OptionError("expect-keep/expect-drop: no token given")
     return out
@@ -321,8 +314,7 @@ class ApiListDirective(FmhaDirective):
         session, options = self.session_and_options()
         rows = []
         for info in session.apis():
-            count = None
-            note = ""
+            count, note = None, ""
             if info.in_generate:
                 try:
                     count = session.listing(session.tree.request(info.name, options)).count

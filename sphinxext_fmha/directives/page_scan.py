@@ -124,36 +124,31 @@ def _reads_in_parallel(app: Any) -> bool:
 
 def start_ahead(app: Any, env: Any, docnames: List[str]) -> None:
     try:
-        _start_ahead(app, env, docnames)
+        found: List[Tuple[str, str, Dict[str, str]]] = []
+        for docname in docnames:
+            try:
+                found.extend(scan_directives(_text_of(Path(env.doc2path(docname)))))
+            except OSError:
+                continue
+        if not found:
+            return
+        try:
+            session = get_session(app.config, Path(env.srcdir))
+        except Exception:  # noqa: BLE001 - no tree, no interpreter...: the pages say so
+            return
+        uses = [use for use in (_use(name, argument, options, app.config, session)
+                                for name, argument, options in found) if use]
+        parallel = _reads_in_parallel(app)
+        # Forked readers already analyse pages side by side: no worker interpreters then.
+        steps = steps_ahead(session, uses, workers=not parallel)
+        if not steps:
+            return
+        logger.verbose("[fmha] %d step(s) started ahead of the pages", len(steps))
+        with _LOCK:
+            _STARTED.append(session)
+        session.start_ahead(steps, wait=parallel)
     except Exception as error:  # noqa: BLE001 - only an optimisation: the pages still work
         logger.verbose("[fmha] nothing started ahead of the pages: %s", error)
-
-
-def _start_ahead(app: Any, env: Any, docnames: List[str]) -> None:
-    found: List[Tuple[str, str, Dict[str, str]]] = []
-    for docname in docnames:
-        try:
-            found.extend(scan_directives(_text_of(Path(env.doc2path(docname)))))
-        except OSError:
-            continue
-    if not found:
-        return
-    srcdir = Path(env.srcdir)
-    try:
-        session = get_session(app.config, srcdir, srcdir)
-    except Exception:  # noqa: BLE001 - no tree, no interpreter...: the pages say so
-        return
-    uses = [use for use in (_use(name, argument, options, app.config, session)
-                            for name, argument, options in found) if use]
-    parallel = _reads_in_parallel(app)
-    # Forked readers already analyse pages side by side: no worker interpreters then.
-    steps = steps_ahead(session, uses, workers=not parallel)
-    if not steps:
-        return
-    logger.verbose("[fmha] %d step(s) started ahead of the pages", len(steps))
-    with _LOCK:
-        _STARTED.append(session)
-    session.start_ahead(steps, wait=parallel)
 
 
 def stop_ahead(*_args: Any) -> None:

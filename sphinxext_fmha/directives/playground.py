@@ -52,14 +52,10 @@ class FilterPlaygroundDirective(FmhaDirective):
         self.env.metadata[self.env.docname]["fmha-playground"] = True
         node = fmha_playground(
             "", api=api, data=to_script_json(data), command=[head, tail],
-            parts=parts_explained(model), total=data["total"],
-            node_id=self._unique_id(api))
+            parts=parts_explained(model), total=data["total"], node_id=nodes.make_id(
+                "fmha-playground-%s-%d" % (api, self.env.new_serialno("fmha-playground"))))
         self.set_source_info(node)
         return [node]
-
-    def _unique_id(self, api: str) -> str:
-        serial = self.env.new_serialno("fmha-playground")
-        return nodes.make_id("fmha-playground-%s-%d" % (api, serial))
 
 
 # ------------------------------------------------------------------------ HTML

@@ -1,16 +1,20 @@
-"""Shared Sphinx glue: the per-process Session memo, problem reporting: every failure
-is one located ``fmha.<kind>`` warning with the failed command and its stderr tail,
-and a short admonition in the page; ``fmha_strict = True``: an error line, and the build
-exits non-zero (problems kept per document, so an incremental build fails until fixed).
+"""Shared Sphinx glue. The ``fmha_*`` configuration: one typed object (as MyST-Parser's
+``MdParserConfig``) validated once at ``config-inited``; a bad value is one ``fmha.config``
+warning and its default is used. The per-process Session memo. Problems: every failure is
+one located ``fmha.<kind>`` warning (with the failed command and its stderr tail) and a short
+admonition in the page; ``fmha_strict = True``: an error line, and the build exits non-zero
+(problems kept per document, so an incremental build fails until fixed).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
-from pathlib import Path
-from typing import Any, Dict, List, Set, Tuple
+from dataclasses import dataclass, field, fields
+from pathlib import Path, PurePath
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -22,14 +26,143 @@ from ..errors import WarningType
 from ..guide import open_session, suspicious_problems
 from ..guide_data import Problem, problem_of
 from ..locate import find_ck_root, forget_roots
-from ..options import GENERATE_OPTIONS, OptionError, Options, merge_options, parse_options
+from ..options import GENERATE_OPTIONS, OptionError, Options, parse_options
+from ..process.cache import cache_dir_problem
 from ..render.nodes import problem_node
-from .config import fmha_config
 
 logger = logging.getLogger("sphinxext_fmha")
 
-__all__ = ["FmhaDirective", "OPTION_SPEC", "clear_sessions", "directive_options", "get_session",
-           "logger", "record_problem", "session_at", "setup_strict"]
+__all__ = ["ConfigProblem", "FmhaConfig", "FmhaDirective", "OPTION_SPEC", "add_config_values",
+           "clear_sessions", "directive_options", "fmha_config", "get_session", "logger",
+           "read_config", "session_at", "setup_strict", "validate_config"]
+
+_PATH_TYPES = (str, type(Path()), PurePath, type(None))
+
+
+class ConfigProblem(ValueError):
+    """A configuration value that cannot be used; ``kind`` is its warning subtype."""
+
+    def __init__(self, message: str, kind: WarningType = WarningType.CONFIG) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _spec(default: Any, rebuild: str, types: Tuple[type, ...]) -> Any:
+    return field(default=default, metadata={"rebuild": rebuild, "types": types})
+
+
+@dataclass(frozen=True)
+class FmhaConfig:
+    """The validated ``fmha_*`` values (the field name without ``fmha_``)."""
+
+    ck_root: Optional[str] = _spec(None, "env", _PATH_TYPES)
+    targets: Optional[str] = _spec(None, "env", (str, list, tuple, type(None)))
+    mask: Optional[str] = _spec(None, "env", (str, type(None)))
+    receipt: Optional[int] = _spec(None, "env", (int, str, type(None)))
+    optdim: Optional[str] = _spec(None, "env", (str, int, list, tuple, type(None)))
+    cache_dir: Optional[str] = _spec(None, "", _PATH_TYPES)  # (another cache: no rebuild)
+    python: Optional[str] = _spec(None, "env", (str, type(None)))
+    timeout: float = _spec(900, "env", (int, float))
+    strict: bool = _spec(False, "env", (bool,))
+
+    def options(self) -> Options:
+        """The generate.py options every directive starts from."""
+        return Options(targets=self.targets, mask=self.mask, receipt=self.receipt,
+                       optdim=self.optdim)
+
+
+def _path(value: Any, confdir: Path) -> Optional[str]:
+    if value is None or str(value).strip() == "":
+        return None
+    path = Path(os.path.expanduser(str(value)))
+    return str(path if path.is_absolute() else Path(confdir) / path)
+
+
+def _cache_dir(value: Any, confdir: Path) -> Optional[str]:
+    path = _path(value, confdir)
+    problem = cache_dir_problem(Path(path)) if path is not None else None
+    if problem:
+        raise ConfigProblem("fmha_cache_dir: %s; the default cache is used instead" % problem,
+                            WarningType.CACHE)
+    return path
+
+
+def _timeout(value: Any, confdir: Path) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigProblem("fmha_timeout: %r is not a number of seconds" % (value,))
+    if not value > 0 or math.isinf(value):
+        raise ConfigProblem("fmha_timeout: %r must be a number of seconds greater than 0"
+                            % (value,))
+    return float(value)
+
+
+def _strict(value: Any, confdir: Path) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigProblem("fmha_strict: %r is not True or False" % (value,))
+    return value
+
+
+def _generate_option(name: str) -> Callable[[Any, Path], Any]:
+    def validate(value: Any, confdir: Path) -> Any:
+        try:
+            options = parse_options(**{name: value}, origins={name: "fmha_" + name})
+        except OptionError as error:
+            raise ConfigProblem("%s; the tree's default is used instead" % error) from None
+        return getattr(options, name)
+
+    return validate
+
+
+_VALIDATORS: Dict[str, Callable[[Any, Path], Any]] = {
+    "ck_root": _path, "cache_dir": _cache_dir, "timeout": _timeout, "strict": _strict,
+    # (an interpreter's name is looked up on PATH: never made absolute)
+    "python": lambda value, _confdir: str(value) if str(value or "").strip() else None,
+    **{spec.dest: _generate_option(spec.dest) for spec in GENERATE_OPTIONS},
+}
+
+
+def add_config_values(app: Any) -> None:
+    """Register every ``fmha_*`` value with Sphinx."""
+    for item in fields(FmhaConfig):
+        app.add_config_value("fmha_" + item.name, item.default, item.metadata["rebuild"],
+                             types=item.metadata["types"])
+
+
+def read_config(config: Any, confdir: Path) -> Tuple[FmhaConfig, Dict[str, ConfigProblem]]:
+    """Validate every ``fmha_*`` value; return the config and the problems (by name)."""
+    values: Dict[str, Any] = {}
+    problems: Dict[str, ConfigProblem] = {}
+    for item in fields(FmhaConfig):
+        raw = getattr(config, "fmha_" + item.name, item.default)
+        try:
+            values[item.name] = _VALIDATORS[item.name](raw, Path(confdir))
+        except ConfigProblem as problem:
+            problems["fmha_" + item.name] = problem
+            values[item.name] = item.default
+    return FmhaConfig(**values), problems
+
+
+def validate_config(app: Any, config: Any) -> None:
+    """``config-inited``: validate once, warn about each bad value, keep the result."""
+    result, problems = read_config(config, Path(app.confdir))
+    log = logger.error if result.strict else logger.warning
+    for problem in problems.values():
+        log("%s", problem, type="fmha", subtype=problem.kind.value)
+    # the normalised values (absolute paths...) are what Sphinx compares across builds
+    for item in fields(FmhaConfig):
+        setattr(config, "fmha_" + item.name, getattr(result, item.name))
+    config.__dict__["_fmha_config"] = result
+    config.__dict__["_fmha_config_problems"] = list(problems.values())
+
+
+def fmha_config(config: Any) -> FmhaConfig:
+    """The validated configuration (validated on first use when ``config-inited`` did not
+    run, as in tests that build a config by hand)."""
+    cached = config.__dict__.get("_fmha_config") if hasattr(config, "__dict__") else None
+    if cached is None:
+        cached, _problems = read_config(config, Path(getattr(config, "confdir", ".") or "."))
+    return cached
+
 
 #: Options every directive takes (generate.py options; they override the config).
 OPTION_SPEC = {spec.dest: directives.unchanged for spec in GENERATE_OPTIONS}
@@ -50,12 +183,13 @@ def clear_sessions() -> None:
 
 
 def directive_options(config: Any, session: Any, given: Dict[str, Any]) -> Options:
-    """The options in effect for a directive (:meth:`FmhaDirective.session_and_options`)."""
-    own = {k: given.get(k) for k in OPTION_SPEC}
-    values = merge_options(fmha_config(config).options(), **own)
-    origins = {k: k if own[k] not in (None, "") else "fmha_" + k for k in OPTION_SPEC}
-    return parse_options(session.tree if session is not None else None, origins=origins,
-                         **values)
+    """The directive's own options, else the configuration's, checked against the tree (a
+    message names where a bad value came from: ``receipt`` or ``fmha_receipt``)."""
+    base = fmha_config(config).options()
+    own = {k: given.get(k) for k in OPTION_SPEC if given.get(k) not in (None, "")}
+    return parse_options(session.tree if session is not None else None,
+                         origins={k: k if k in own else "fmha_" + k for k in OPTION_SPEC},
+                         **{k: own.get(k, getattr(base, k)) for k in OPTION_SPEC})
 
 
 def _progress(message: str) -> None:
@@ -72,7 +206,7 @@ def _notice(kind: WarningType, message: str) -> None:
     logger.warning(message, type="fmha", subtype=kind.value)
 
 
-def get_session(config: Any, confdir: Path, srcdir: Path):
+def get_session(config: Any, srcdir: Path):
     """The Session for this configuration, one per (CK root, python, cache dir, timeout),
     renewed when the tree's codegen was written since (an undone edit must not bring
     back what was computed meanwhile)."""
@@ -109,11 +243,8 @@ class FmhaDirective(SphinxDirective):
     what = "FMHA"
 
     def session_and_options(self):
-        """The Session (this page now depends on its tree) and the options in effect: the
-        configuration's, overridden by the directive's own, checked against the tree (a
-        message names where a bad value came from: ``receipt`` or ``fmha_receipt``)."""
-        srcdir = Path(self.env.srcdir)
-        session = get_session(self.config, srcdir, srcdir)
+        """The Session (this page now depends on its tree) and the options in effect."""
+        session = get_session(self.config, Path(self.env.srcdir))
         self.note_tree(session)
         return session, directive_options(self.config, session, self.options)
 
@@ -124,8 +255,7 @@ class FmhaDirective(SphinxDirective):
 
     def report(self, problem: Problem, *, render: bool = True,
                error: bool = False) -> List[nodes.Node]:
-        """Log ``problem`` (an error line in strict mode, or with ``error``: an input the
-        directive cannot take); return the admonition to show."""
+        """Log ``problem`` (``error``: an input the directive cannot take); the admonition."""
         node = problem_node("%s not available:" % self.what, _first_line(problem.message))
         self.set_source_info(node)
         self._log(problem.kind, "%s: %s" % (self.name, problem.details()), node, error)
@@ -138,8 +268,7 @@ class FmhaDirective(SphinxDirective):
         self._log(WarningType(kind), "%s: %s" % (self.name, message), node)
 
     def fmha_needs(self, session: Any, api: str, options: Options) -> List[Any]:
-        """The directive's ``:need:`` (needs separated by ``;``), as the model of ``api``
-        understands them; none without the option."""
+        """The directive's ``:need:`` (``;``-separated), as the model of ``api`` reads them."""
         from ..verify.needs import split_needs
 
         raw = self.options.get("need")
@@ -151,7 +280,6 @@ class FmhaDirective(SphinxDirective):
         return session.needs(api, items, options)
 
     def warn_unmet(self, recommendation: Any) -> None:
-        """A located warning when the workload's values do not all exist together."""
         from ..render.sections.workload import unmet_text
 
         if recommendation is not None and recommendation.needs_unmet:
@@ -159,7 +287,6 @@ class FmhaDirective(SphinxDirective):
                                                     unmet_text(recommendation)))
 
     def warn_suspicious(self, model: Any) -> None:
-        """Warn about a success that should not be trusted (an empty listing...)."""
         for problem in suspicious_problems(model):
             self.warn(problem.kind, problem.message)
 
@@ -169,9 +296,11 @@ class FmhaDirective(SphinxDirective):
         strict = fmha_config(self.config).strict
         log = logger.error if strict or error else logger.warning
         log(message, location=node, type="fmha", subtype=subtype)
-        if strict and not suppressed(self.config, subtype):
+        silenced = {"fmha", "fmha.*", "fmha." + subtype} & set(self.config.suppress_warnings or [])
+        if strict and not silenced:
             source, line = self.get_source_info()
-            record_problem(self.env, self.env.docname, "%s:%s: %s" % (source, line, message))
+            _problems(self.env).setdefault(self.env.docname, []).append(
+                "%s:%s: %s" % (source, line, message))
 
     def run(self) -> List[nodes.Node]:
         try:
@@ -190,11 +319,8 @@ class FmhaDirective(SphinxDirective):
 def _first_line(text: str) -> str:
     """The first line of a message, without absolute paths (it goes into the page)."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else "unknown error"
-    words = []
-    for word in line.split(" "):
-        if os.path.isabs(word.strip("'\",:;()")) and len(word) > 1:
-            word = "<path>"
-        words.append(word)
+    words = ["<path>" if os.path.isabs(word.strip("'\",:;()")) and len(word) > 1 else word
+             for word in line.split(" ")]
     return " ".join(words) + ("" if line.endswith(".") else ".") + " See the build log."
 
 
@@ -205,17 +331,6 @@ _ATTR = "fmha_problems"
 
 def _problems(env: Any) -> Dict[str, List[str]]:
     return vars(env).setdefault(_ATTR, {})
-
-
-def suppressed(config: Any, subtype: str) -> bool:
-    """True when ``suppress_warnings`` silences ``fmha.<subtype>``."""
-    wanted = getattr(config, "suppress_warnings", None) or []
-    return "fmha" in wanted or ("fmha." + subtype) in wanted or "fmha.*" in wanted
-
-
-def record_problem(env: Any, docname: str, text: str) -> None:
-    """Remember one problem of ``docname`` (strict mode)."""
-    _problems(env).setdefault(docname, []).append(text)
 
 
 def _purge(app: Any, env: Any, docname: str) -> None:
