@@ -261,24 +261,7 @@ def code_digest() -> str:
 
 def tree_files(fmha_dir: Path) -> List[Path]:
     """``generate.py`` and every ``codegen/**/*.py``, sorted by their relative POSIX path."""
-    return [Path(path) for _, path in _tree_entries(str(fmha_dir))]
-
-
-def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
-    files: List[Tuple[str, str]] = []
-    gen = os.path.join(fmha_dir, "generate.py")
-    if os.path.isfile(gen):
-        files.append(("generate.py", gen))
-    codegen = os.path.join(fmha_dir, "codegen")
-    if os.path.isdir(codegen):
-        for dirpath, dirnames, filenames in os.walk(codegen):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            rel_dir = os.path.relpath(dirpath, fmha_dir).replace(os.sep, "/")
-            for name in filenames:
-                if name.endswith(".py"):
-                    files.append((rel_dir + "/" + name, os.path.join(dirpath, name)))
-    files.sort()
-    return files
+    return [Path(fmha_dir, rel) for rel, _ in _tree_stamp(str(fmha_dir))]
 
 
 #: A file's stat signature: what changes when it is written or replaced (its change
@@ -354,10 +337,15 @@ def tree_digest(fmha_dir: Path) -> str:
 
 def _tree_stamp(root: str) -> Stamp:
     """(relative POSIX path, stat signature) of :func:`tree_files`; a file gone is left out."""
+    files = ["generate.py"] if os.path.isfile(os.path.join(root, "generate.py")) else []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, "codegen")):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        files += [rel_dir + "/" + name for name in filenames if name.endswith(".py")]
     found = []
-    for rel, path in _tree_entries(root):
+    for rel in sorted(files):
         try:
-            st = os.stat(path)
+            st = os.stat(os.path.join(root, rel))
         except FileNotFoundError:
             continue
         found.append((rel, (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)))
