@@ -46,11 +46,8 @@ _REQUEST_FIELDS = ("filter",) + tuple(spec.dest for spec in GENERATE_OPTIONS)
 
 @dataclasses.dataclass(frozen=True)
 class GenerateRequest:
-    """One generate.py invocation (without its output option).
-
-    ``filter`` is passed verbatim to ``-f`` ("" = no ``-f``); the other options
-    are omitted when None, so generate.py's own defaults apply.
-    """
+    """One generate.py invocation (without its output option): ``filter`` verbatim to
+    ``-f`` ("": none); an option None is left out (generate.py's default applies)."""
 
     api: str
     filter: str = ""
@@ -64,13 +61,8 @@ class GenerateRequest:
         return [name for name in _REQUEST_FIELDS if getattr(self, name) not in (None, "")]
 
     def argv(self, options_supported: Optional[Set[str]] = None) -> List[str]:
-        """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``.
-
-        ``options_supported``: the tree's argparse dests (see
-        :meth:`sphinxext_fmha.analysis.analyze.Tree.supported_dests`); a requested
-        option missing there raises :class:`GenerateError` instead of being dropped.
-        None: no check.
-        """
+        """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``; a requested option
+        not in ``options_supported`` (the tree's argparse dests; None: all) raises."""
         if not self.api or not re.fullmatch(r"[A-Za-z0-9_]+", self.api):
             raise GenerateError(f"invalid API name {self.api!r} (one API per request)",
                                 kind=WarningType.API)
@@ -88,10 +80,8 @@ class GenerateRequest:
 
 @dataclasses.dataclass(frozen=True)
 class DriverRun:
-    """One driver run (``batch_script.py``): generate.py once for the union of ``filters``.
-
-    ``request``: the API and options (its ``filter`` is ""); ``separator``: the API's
-    sub-filter separator ('' for none)."""
+    """generate.py once for the union of ``filters`` (``batch_script.py``); ``request``: the
+    API and options (its ``filter`` is ""); ``separator``: the API's sub-filter separator."""
 
     request: GenerateRequest
     separator: str
@@ -113,13 +103,9 @@ class ListingResult:
 
 @dataclasses.dataclass
 class ApiFileResult:
-    """``generate.py -o``: the dispatch file's text and the kernels written.
-
-    ``kernel_traits`` maps each kernel file to the normalised trait key(s) it
-    specialises (:func:`~sphinxext_fmha.cppapi.matching.kernel_trait_key`);
-    ``kernel_bytes`` each kernel file to its size and ``api_bytes`` is the dispatch
-    file's, as written (empty / 0 when not measured).
-    """
+    """``generate.py -o``: the dispatch file's text and the kernels written, each with its
+    trait key(s) (:func:`~sphinxext_fmha.cppapi.matching.kernel_trait_key`) and its size
+    (``api_bytes``: the dispatch file's; empty / 0 when not measured)."""
 
     command: str
     api_file: str
