@@ -228,38 +228,33 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
     seconds)`` as soon as it is done with an API; ``on_step(line)`` for its step lines."""
     argv = [interpreter, "-m", "sphinxext_fmha", *args]
     display = shlex.join(["sphinxext-fmha", *args])
+    api_seconds: Dict[str, float] = {}
+    step_lines: List[str] = []
     try:
         with scratch("fmha-worker-") as workdir:
             path = os.pathsep.join(p for p in (str(_PACKAGE_PARENT),
                                                os.environ.get("PYTHONPATH", "")) if p)
             env = child_environment(workdir, {"PYTHONPATH": path})
-            stdout_file, stderr_file = output_files(workdir)
-            records, steps = _NewLines(stdout_file), _NewLines(stderr_file)
+            records, steps = map(_new_lines, output_files(workdir))
 
             def watch() -> None:
-                if on_api is not None:
-                    for record in filter(None, map(_api_record, records.read())):
+                for record in filter(None, map(_api_record, records())):
+                    api_seconds[record[0]] = record[2]
+                    if on_api is not None:
                         on_api(*record)
-                if on_step is not None:
-                    for line in steps.read():
-                        if line.startswith(STEP_PREFIX):
+                for line in steps():
+                    if line.startswith(STEP_PREFIX):
+                        step_lines.append(line)
+                        if on_step is not None:
                             on_step(line)
 
             # cwd: the scratch folder (first on the path with ``-m``), which holds no module
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
-                          display=display, env=env,
-                          watch=watch if on_api is not None or on_step is not None else None)
-            stdout = outcome.stdout.read_text(encoding="utf-8", errors="replace")
-            stderr = outcome.stderr.read_text(encoding="utf-8", errors="replace")
+                          display=display, env=env, watch=watch)
+            watch()  # (a run killed at its timeout was not watched at its end)
             error = None if outcome.ok else outcome.error()
     except GenerateError as failure:
         return WorkerOutcome(ok=False, seconds=0.0, error=failure)
-    api_seconds = {}
-    for line in stdout.splitlines():
-        record = _api_record(line)
-        if record is not None:
-            api_seconds[record[0]] = record[2]
-    step_lines = [line for line in stderr.splitlines() if line.startswith(STEP_PREFIX)]
     return WorkerOutcome(ok=error is None, seconds=outcome.seconds, api_seconds=api_seconds,
                          step_lines=step_lines, error=error)
 
@@ -273,21 +268,23 @@ def _api_record(line: str) -> Optional[Tuple[str, bool, float]]:
         return None
 
 
-class _NewLines:
+def _new_lines(path: Path) -> Callable[[], List[str]]:
+    """What reads the whole lines written to ``path`` since its last call."""
+    offset = 0
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.offset = path, 0
-
-    def read(self) -> List[str]:
+    def read() -> List[str]:
+        nonlocal offset
         try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
+            with open(path, "rb") as handle:
+                handle.seek(offset)
                 new = handle.read()
         except OSError:
             return []
         whole = new[: new.rfind(b"\n") + 1]  # a line still being written waits
-        self.offset += len(whole)
+        offset += len(whole)
         return whole.decode("utf-8", errors="replace").splitlines()
+
+    return read
 
 
 def current_interpreter() -> str:

@@ -74,9 +74,6 @@ class Session:
             stored=lambda kind, api, options: self._is_stored(kind, api,
                                                               dataclasses.asdict(options)))
 
-    def _once(self, key: Tuple, compute: Callable[[], Any]) -> Any:
-        return self._memo.once(key, compute)
-
     def _stored_key(self, kind: str, *parts) -> str:
         return self.cache.key_for(kind, self.inputs.digest, code_digest(),
                                   self.runner.python_id(), *parts)
@@ -98,12 +95,12 @@ class Session:
     def _kept(self, kind: str, api: str, options: Options, compute: Callable[[], Any],
               *parts) -> Any:
         """Once per process, and kept in the store."""
-        return self._once((kind, api, *parts, options), lambda: self._stored(
+        return self._memo.once((kind, api, *parts, options), lambda: self._stored(
             kind, compute, api, *parts, dataclasses.asdict(options)))
 
     # -- the probe and the listings, and the steps started ahead of the pages --------
     def observation(self, api: str, options: Options = Options()) -> dict:
-        return self._once(*self._observing(api, options))  # (kept in the store by observe)
+        return self._memo.once(*self._observing(api, options))  # (kept in the store by observe)
 
     def _observing(self, api: str, options: Options) -> Tuple[Tuple, Callable[[], dict]]:
         return ("observation", api, options), lambda: self._observe(api, options)
@@ -125,7 +122,7 @@ class Session:
                 made()  # the probe's other listing, kept when it ran cleanly
             return self.runner.list_kernels(request)
 
-        return self._once(("listing", request), compute)
+        return self._memo.once(("listing", request), compute)
 
     def _other_listing(self, api: str, options: Options) -> Optional[ListingResult]:
         """The listing of the other ``--mask`` mode (None without a mask option)."""
@@ -179,20 +176,20 @@ class Session:
             self.tree, api, options, self.observation(api, options)))
 
     def trait_groups(self, api: str, options: Options = Options()) -> List[observing.TraitGroup]:
-        return self._once(("trait-groups", api, options),
+        return self._memo.once(("trait-groups", api, options),
                           lambda: observing.trait_groups(self.observation(api, options)))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
-        return self._once(("traits", api, options),
+        return self._memo.once(("traits", api, options),
                           lambda: observing.traits(self.trait_groups(api, options)))
 
     def followers(self, api: str, options: Options = Options()) -> Dict[str, str]:
         """Kernel file -> the kernel ``-f`` tests in its stead (a ``_64bit`` twin)."""
-        return self._once(("followers", api, options),
+        return self._memo.once(("followers", api, options),
                           lambda: dict(self.observation(api, options).get("followers") or {}))
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
-        return self._once(("parsed", api, options, tuple(files)),
+        return self._memo.once(("parsed", api, options, tuple(files)),
                           lambda: ParsedListing.of(self.model(api, options), files))
 
     def baseline(self, api: str, options: Options = Options()) -> Baseline:
@@ -204,7 +201,7 @@ class Session:
                             self.parsed_listing(api, options, listing.files),
                             self.traits(api, options), self.followers(api, options))
 
-        return self._once(("baseline", api, options), compute)
+        return self._memo.once(("baseline", api, options), compute)
 
     def prefetch_checks(self, api: str, filters: List[str], options: Options = Options(),
                         parallel: int = WORKERS, drivers: Sequence[DriverRun] = ()) -> None:
@@ -223,7 +220,7 @@ class Session:
 
     def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
         """kernel file -> the readable terms of the dispatch conditions that reach it."""
-        return self._once(("dispatch-conditions", api, options),
+        return self._memo.once(("dispatch-conditions", api, options),
                           lambda: readable_terms(self.dispatch_reading(api, options)))
 
     def head_dims(self, api: str, options: Options = Options()):
@@ -292,7 +289,7 @@ class Session:
         return resolve_needs(self.model(api, options), parse_needs(items))
 
     def examples(self, api: str, options: Options = Options()) -> List[Workload]:
-        return self._once(("examples", api, options), lambda: example_workloads(
+        return self._memo.once(("examples", api, options), lambda: example_workloads(
             self.model(api, options), self._listed(api, options)[1]))
 
     def _recommending(self, api: str, options: Options, needs: Sequence[Need] = (),
@@ -301,10 +298,10 @@ class Session:
         base = self.baseline(api, options)
         inputs = recommending.recommend_inputs(
             self.runner, base, needs, brief,
-            tile_names=lambda: self._once(("tile-names", api, options), lambda: tile_names(
+            tile_names=lambda: self._memo.once(("tile-names", api, options), lambda: tile_names(
                 base.model, self.observation(api, options)["records"])),
             read_conditions=lambda: self.dispatch_conditions(api, options),
-            read_coupling=lambda make: self._once(("coupling", api, options), make))
+            read_coupling=lambda make: self._memo.once(("coupling", api, options), make))
         return inputs, recommending.RecommendRunner(
             self.runner, base, lambda filter: self.check_listed(api, filter, options),
             lambda filters, drivers: self.prefetch_checks(api, filters, options, drivers=drivers))
@@ -315,14 +312,14 @@ class Session:
 
     def recommend(self, api: str, options: Options = Options(), needs: Sequence[Need] = (),
                   brief: bool = False, prepared: object = None) -> Recommendation:
-        """The minimal set of ``api`` (of a workload: ``needs``; ``brief``: without losses
-        and tile tables; ``prepared``: its filters made)."""
+        """The minimal set of ``api`` (``brief``: without losses and tile tables;
+        ``prepared``: its filters made)."""
         def compute() -> Recommendation:
             inputs, runs = self._recommending(api, options, needs, brief)
             return finish(inputs, prepared or prepare(inputs), runs)  # type: ignore[arg-type]
 
         key, parts = recommending.recommend_key(api, options, needs, brief)
-        return self._once(key, lambda: self._stored(
+        return self._memo.once(key, lambda: self._stored(
             "recommend", compute, *parts, dataclasses.asdict(options)))
 
     def recommend_all(self, api: str, options: Options, workloads: Sequence[Sequence[Need]],

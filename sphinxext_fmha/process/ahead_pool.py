@@ -20,16 +20,12 @@ from .runner import GenerateRequest, GenerateRunner
 
 __all__ = ["Ahead", "AheadPool", "Item", "Memo", "WORKERS", "in_background"]
 
+# The one size of this package's parallel work: the cores we may run on.
+try:
+    WORKERS = max(1, len(os.sched_getaffinity(0)))
+except (AttributeError, OSError):  # not on macOS or Windows
+    WORKERS = max(1, os.cpu_count() or 1)
 
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not on macOS or Windows
-        return max(1, os.cpu_count() or 1)
-
-
-#: The one size of this package's parallel work.
-WORKERS = _cores()
 
 def in_background(work: Callable[..., object], *args: object, name: str) -> Future:
     """``work(*args)`` in a thread of its own (a page's runs while it reads on)."""
@@ -54,13 +50,10 @@ class Memo:
     def _known(self, key: Tuple, ahead: bool) -> Tuple[bool, object]:
         """(whether the answer is known, the answer); raises a kept failure."""
         with self._lock:
-            if key in self._values:
-                return True, self._values[key]
             if key in self._failed:
                 raise self._failed[key]
-            if ahead and key in self._started:
-                return True, None  # a page got there first: it computes or computed it
-            return False, None
+            # (ahead: a page that got there first computes or computed it)
+            return key in self._values or (ahead and key in self._started), self._values.get(key)
 
     def once(self, key: Tuple, compute: Callable[[], object], ahead: bool = False):
         """``compute()``'s value for ``key``; ``ahead``: work started ahead of a page,
@@ -103,40 +96,36 @@ Item = Tuple[str, Callable[[], object]]
 
 
 class AheadPool:
-    """Runs items in ``workers`` threads; the last to end calls ``on_done(seconds, ran)``."""
+    """Runs items in ``workers`` threads, at most ``limits[kind]`` of a kind at once; the
+    last thread to end calls ``on_done(seconds, ran)``."""
 
     def __init__(self, items: Sequence[Item], workers: int = WORKERS,
                  on_done: Optional[Callable[[float, Counter[str]], None]] = None,
                  limits: Optional[Mapping[str, int]] = None) -> None:
         self._queue: Deque[Item] = collections.deque(items)
-        self._limits: Dict[str, int] = dict(limits or {})  # kind -> at most at once
+        self._limits = dict(limits or {})
         self._running_kinds: Counter[str] = collections.Counter()
+        self._ran: Counter[str] = collections.Counter()
         self._lock = threading.Lock()
         self._runs: List[Future] = []
-        self._cancelled = False
         self._on_done = on_done
-        self._ran: Counter[str] = collections.Counter()
-        self._workers = max(1, min(workers, len(self._queue)))
+        self._workers = self._running = max(1, min(workers, len(self._queue)))
         self._interrupts = interrupts()
         self._started = 0.0
-        self._running = 0
 
     def start(self) -> AheadPool:
-        if not self._queue:
-            return self
-        install_handlers()  # from the main thread: an interrupt kills the children
-        self._started = time.monotonic()
-        self._running = self._workers
-        pool = ThreadPoolExecutor(self._workers, thread_name_prefix="fmha-ahead")
-        self._runs = [pool.submit(self._work) for _ in range(self._workers)]
-        pool.shutdown(wait=False)
+        if self._queue:
+            install_handlers()  # from the main thread: an interrupt kills the children
+            self._started = time.monotonic()
+            pool = ThreadPoolExecutor(self._workers, thread_name_prefix="fmha-ahead")
+            self._runs = [pool.submit(self._work) for _ in range(self._workers)]
+            pool.shutdown(wait=False)
         return self
 
     def _next(self) -> Optional[Item]:
         with self._lock:
-            if self._cancelled or interrupts() != self._interrupts:
+            if interrupts() != self._interrupts:
                 self._queue.clear()
-                self._cancelled = True
             for index, item in enumerate(self._queue):
                 if self._running_kinds[item[0]] < self._limits.get(item[0], self._workers):
                     del self._queue[index]
@@ -145,19 +134,16 @@ class AheadPool:
             return None  # empty, or only kinds at their limit: their threads go on
 
     def _work(self) -> None:
-        while True:
-            item = self._next()
-            if item is None:
-                break
+        for kind, work in iter(self._next, None):
             result = None
             try:
-                result = item[1]()
+                result = work()
             except BaseException:  # noqa: BLE001 - items keep their own failures
                 pass
             with self._lock:
                 if result is not False:
-                    self._ran[item[0]] += 1
-                self._running_kinds[item[0]] -= 1
+                    self._ran[kind] += 1
+                self._running_kinds[kind] -= 1
         with self._lock:
             self._running -= 1
             last = self._running == 0
@@ -167,7 +153,6 @@ class AheadPool:
     def cancel(self) -> None:
         """Start nothing new (the running items finish)."""
         with self._lock:
-            self._cancelled = True
             self._queue.clear()
 
     def wait(self) -> None:
@@ -221,8 +206,7 @@ class Ahead:
 
     def promised(self, made: Hashable) -> Optional[Tuple]:
         """The memo key of the step that makes ``made``, if one was planned."""
-        entry = self._promised.get(made)
-        return entry[0] if entry is not None else None
+        return self._promised.get(made, (None,))[0]
 
     def wait_for(self, made: Hashable) -> None:
         """Wait for the step that makes ``made`` (or do its work now); its failure is left

@@ -26,16 +26,14 @@ from .runner import (
     read_written,
 )
 
-__all__ = ["missing", "prefetch", "BATCH_SCRIPT", "DRIVER_SCRIPT", "run_driver",
+__all__ = ["missing", "stored", "prefetch", "BATCH_SCRIPT", "DRIVER_SCRIPT", "run_driver",
            "cached_listing", "cached_write"]
 
 BATCH_SCRIPT = DRIVER_SCRIPT = Path(__file__).with_name("batch_script.py")
 PROBE_SCRIPT = Path(__file__).parent.parent / "analysis" / "probe_script.py"
 TRAIT_READER = Path(__file__).parent.parent / "cppapi"
-#: Forked runs of one batch at once at most: the cores we may use.
 #: Below this many missing runs (a listing and a write-mode run each, with
 #: ``dispatch``) separate processes are as cheap.
-PARALLEL_BATCHES = WORKERS
 MIN_JOBS = 2
 #: What the write result says was run (the driver's own command line is the CLI's).
 WRITE_COMMAND = "sphinxext-fmha generate ... -o generated"
@@ -45,27 +43,26 @@ PROGRESS_EVERY = 5.0
 Job = Union[GenerateRequest, DriverRun]
 
 
-def _missing(runner: GenerateRunner, req: GenerateRequest, dispatch: bool) -> bool:
-    return not runner.has_result("list", req) or (dispatch and not runner.has_result("api", req))
+def stored(runner: GenerateRunner, job: Job, dispatch: bool = True) -> bool:
+    return runner.has_result("list", job) and (not dispatch or runner.has_result("api", job))
 
 
 def missing(runner: GenerateRunner, requests: Sequence[GenerateRequest],
             dispatch: bool = True) -> List[GenerateRequest]:
     """The filtered requests whose results the cache does not hold yet."""
-    return [r for r in dict.fromkeys(requests) if r.filter and _missing(runner, r, dispatch)]
+    return [r for r in dict.fromkeys(requests) if r.filter and not stored(runner, r, dispatch)]
 
 
 def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
              dispatch: bool = True, known_keys: Optional[Dict[str, str]] = None,
-             parallel: int = PARALLEL_BATCHES, driver: Optional[DriverRun] = None,
+             parallel: int = WORKERS, driver: Optional[DriverRun] = None,
              drivers: Sequence[DriverRun] = ()) -> int:
     """Run the requests (same API and options, other filters) and driver runs not cached
     yet (with ``dispatch``: their write mode too) in one batch interpreter, ``parallel``
-    at a time; how many results were stored."""
+    forked runs at a time; how many results were stored."""
     todo = missing(runner, requests, dispatch)
     runs_of_drivers = [d for d in dict.fromkeys([*([driver] if driver else []), *drivers])
-                       if not (runner.has_result("list", d) and
-                               (not dispatch or runner.has_result("api", d)))]
+                       if not stored(runner, d, dispatch)]
     runs = (len(todo) + len(runs_of_drivers)) * (2 if dispatch else 1)
     if runs < MIN_JOBS or runner.cache is None:
         return 0
@@ -74,7 +71,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
     jobs: List[Job] = [*runs_of_drivers, *todo]
     base = todo[0] if todo else runs_of_drivers[0].request
     argv = dataclasses.replace(base, filter="").argv(runner.options)
-    stored = 0
+    kept = 0
     for job, result in _run_batch(runner, jobs, base, argv, dispatch, known_keys or {}, forks):
         seconds = float(result.get("seconds", 0.0))
         found = result.get("dispatch") or {}
@@ -88,11 +85,11 @@ def prefetch(runner: GenerateRunner, requests: Sequence[GenerateRequest], *,
             runner.store_listing(job, result["listing"], seconds, inputs=inputs)
             if written:
                 runner.store_api_file(job, found, seconds, inputs=inputs)
-        stored += 1
+        kept += 1
     what = "%d filtered run%s in one interpreter, %d at a time" % (
-        stored, "" if stored == 1 else "s", forks)
+        kept, "" if kept == 1 else "s", forks)
     report_step(runner.progress, runner.fmha_dir, argv, what, time.monotonic() - started)
-    return stored
+    return kept
 
 
 def _run_batch(runner: GenerateRunner, jobs: List[Job], base: GenerateRequest,
@@ -157,6 +154,11 @@ def listed_kernels(lines: Iterable[str]) -> List[str]:
     return sorted(n for n in names if not n.endswith("_api.cpp"))
 
 
+def _drive(runner: GenerateRunner, run: DriverRun, *out_args: str) -> None:
+    run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
+               run.request.argv(runner.options), out_args, runner.timeout)
+
+
 def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
     """The kernel files (API file left out, sorted) the driver run lists: from the
     cache, else run (and kept there)."""
@@ -164,9 +166,7 @@ def cached_listing(runner: GenerateRunner, run: DriverRun) -> List[str]:
     files = runner.stored_driver_listing(run, inputs)
     if files is None:
         with scratch("fmha-driver-list-") as tmp:
-            run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
-                       run.request.argv(runner.options), ["-l", str(tmp / "kernels.txt")],
-                       runner.timeout)
+            _drive(runner, run, "-l", str(tmp / "kernels.txt"))
             files = listed_kernels(listing_lines(tmp / "kernels.txt"))
         runner.store_driver_listing(run, files, inputs=inputs)
     return files
@@ -182,11 +182,9 @@ def cached_write(runner: GenerateRunner, run: DriverRun) -> ApiFileResult:
         return result
     started = time.monotonic()
     with scratch("fmha-driver-write-") as tmp:
-        out = tmp / "generated"
-        out.mkdir()
-        run_driver(runner.python, runner.fmha_dir, run.separator, run.filters,
-                   run.request.argv(runner.options), ["-o", str(out)], runner.timeout)
-        written = read_written(out, "the driver run")
+        (tmp / "generated").mkdir()
+        _drive(runner, run, "-o", str(tmp / "generated"))
+        written = read_written(tmp / "generated", "the driver run")
     result = api_file_result(WRITE_COMMAND, written, time.monotonic() - started)
     runner.store_driver_write(run, result, inputs=inputs)
     return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -153,21 +154,21 @@ class DiskCache:
         key = self.key_for("code-store", os.path.realpath(fmha_dir), python)
         return self.root / "compiled" / (key + ".marshal")
 
+    def _in_memory(self, key: str) -> Optional[bytes]:
+        if self._memory is None:
+            return None
+        with self._lock:
+            return self._memory.get(key)
+
     def has(self, key: str) -> bool:
         """Whether an entry is kept for ``key`` (readable or not)."""
-        if self._memory is not None:
-            with self._lock:
-                if key in self._memory:
-                    return True
-        return self.path_for(key).is_file()
+        return self._in_memory(key) is not None or self.path_for(key).is_file()
 
     def get(self, key: str) -> Any:
         """The value kept for ``key``, or None."""
-        if self._memory is not None:
-            with self._lock:
-                kept = self._memory.get(key)
-            if kept is not None:
-                return decode(kept, key)
+        kept = self._in_memory(key)
+        if kept is not None:
+            return decode(kept, key)
         path = self.path_for(key)
         try:
             return decode(path.read_bytes(), key)
@@ -243,42 +244,21 @@ class DiskCache:
 
 # --------------------------------------------------------------------------- digest
 
-_CODE_DIGEST: List[str] = []
-
-
+@functools.cache
 def code_digest() -> str:
     """This package's analysis code: a new version must not reuse old results."""
-    if not _CODE_DIGEST:
-        digest = hashlib.sha256()
-        package = Path(__file__).parents[1]
-        layers = ("analysis", "verify", "process", "cppapi", "stages")
-        paths = [path for layer in layers for path in sorted(package.glob(layer + "/**/*.py"))]
-        for path in paths + [package / "model.py", package / "session.py"]:
-            digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
-        _CODE_DIGEST.append(digest.hexdigest())
-    return _CODE_DIGEST[0]
+    digest = hashlib.sha256()
+    package = Path(__file__).parents[1]
+    layers = ("analysis", "verify", "process", "cppapi", "stages")
+    paths = [path for layer in layers for path in sorted(package.glob(layer + "/**/*.py"))]
+    for path in paths + [package / "model.py", package / "session.py"]:
+        digest.update(path.relative_to(package).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()
 
 
 def tree_files(fmha_dir: Path) -> List[Path]:
     """``generate.py`` and every ``codegen/**/*.py``, sorted by their relative POSIX path."""
-    return [Path(path) for _, path in _tree_entries(str(fmha_dir))]
-
-
-def _tree_entries(fmha_dir: str) -> List[Tuple[str, str]]:
-    files: List[Tuple[str, str]] = []
-    gen = os.path.join(fmha_dir, "generate.py")
-    if os.path.isfile(gen):
-        files.append(("generate.py", gen))
-    codegen = os.path.join(fmha_dir, "codegen")
-    if os.path.isdir(codegen):
-        for dirpath, dirnames, filenames in os.walk(codegen):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            rel_dir = os.path.relpath(dirpath, fmha_dir).replace(os.sep, "/")
-            for name in filenames:
-                if name.endswith(".py"):
-                    files.append((rel_dir + "/" + name, os.path.join(dirpath, name)))
-    files.sort()
-    return files
+    return [Path(fmha_dir, rel) for rel, _ in _tree_stamp(str(fmha_dir))]
 
 
 #: A file's stat signature: what changes when it is written or replaced (its change
@@ -354,10 +334,15 @@ def tree_digest(fmha_dir: Path) -> str:
 
 def _tree_stamp(root: str) -> Stamp:
     """(relative POSIX path, stat signature) of :func:`tree_files`; a file gone is left out."""
+    files = ["generate.py"] if os.path.isfile(os.path.join(root, "generate.py")) else []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(root, "codegen")):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        files += [rel_dir + "/" + name for name in filenames if name.endswith(".py")]
     found = []
-    for rel, path in _tree_entries(root):
+    for rel in sorted(files):
         try:
-            st = os.stat(path)
+            st = os.stat(os.path.join(root, rel))
         except FileNotFoundError:
             continue
         found.append((rel, (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)))

@@ -88,11 +88,8 @@ def _note_started(display: str, cwd: Path) -> None:
         _TOTAL_STARTED += 1
     trace = os.environ.get("FMHA_TRACE_RUNS")
     if trace:
-        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, f"{display}\t{cwd}\n".encode())
-        finally:
-            os.close(fd)
+        with open(trace, "ab") as handle:  # appended in one write
+            handle.write(f"{display}\t{cwd}\n".encode())
 
 
 # --------------------------------------------------------------------------- the watchdog
@@ -159,20 +156,15 @@ def _kill_group(group: int, run: _Run, below: bool = True) -> None:
     kill(found, [group])
 
 
-def _stop_run(group: int) -> None:
+def stop_children(folders: bool = True) -> None:
+    """Kill every live child group of this process and (``folders``) remove its scratch
+    folders."""
     with _LOCK:
-        run = _GROUPS.get(group)
-    if run is not None:
+        runs = [(group, run) for group, run in _GROUPS.items() if run.owner == os.getpid()]
+        paths = [path for path, owner in _SCRATCH.items() if owner == os.getpid() and folders]
+    for group, run in runs:
         _kill_group(group, run)
-
-
-def stop_children() -> None:
-    """Kill every live child group of this process and remove its scratch folders."""
-    for group in live_children():
-        _stop_run(group)
-    with _LOCK:
-        folders = [path for path, owner in _SCRATCH.items() if owner == os.getpid()]
-    for path in folders:
+    for path in paths:
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -184,9 +176,8 @@ def interrupts() -> int:
 
 def _on_signal(signum: int, frame: object) -> None:
     _INTERRUPTS[0] += 1
-    for group in live_children():
-        _stop_run(group)
-    if signum == signal.SIGINT:
+    if signum == signal.SIGINT:  # (its scratch folders go as the exception unwinds)
+        stop_children(folders=False)
         raise KeyboardInterrupt
     # SIGTERM: clean up, then die of the signal as the default action would.
     stop_children()
@@ -299,12 +290,10 @@ class Outcome:
         """The :class:`GenerateError` for this outcome: what failed, where, its stderr's end."""
         tail = self.stderr_tail()
         lines = tail.splitlines()
-        text = (message or f"{self.command} failed: {self.status()}")
-        text += free_space_note(str(self.stdout.parent)) + f"\n  in {self.cwd}\n"
-        if lines:
-            text += f"  last {len(lines)} lines of stderr:\n" + "\n".join("    " + line for line in lines)
-        else:
-            text += "  (no stderr output)"
+        said = "\n".join([f"  last {len(lines)} lines of stderr:"] + ["    " + line for line in lines]
+                         if lines else ["  (no stderr output)"])
+        text = "%s%s\n  in %s\n%s" % (message or f"{self.command} failed: {self.status()}",
+                                     free_space_note(str(self.stdout.parent)), self.cwd, said)
         return GenerateError(text, command=self.command,
                              returncode=None if self.timed_out else self.returncode,
                              timed_out=self.timed_out, stderr_tail=tail, kind=kind)

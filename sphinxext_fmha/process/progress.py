@@ -10,9 +10,10 @@ import shlex
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
-__all__ = ["StepLine", "options_shown", "report_ahead", "report_step", "tree_label", "run_label"]
+__all__ = ["StepLine", "options_shown", "report_ahead", "report_step", "tree_label"]
 
 Progress = Optional[Callable[[str], None]]
+_API_FLAGS = ("-a", "--api", "-d", "--direction")
 
 #: How far above the CK root an sdist (PKG-INFO) still names the tree.
 _SDIST_LEVELS = 4
@@ -32,28 +33,16 @@ def tree_label(fmha_dir: Path) -> str:
     return ck_root.name
 
 
-def run_label(argv: Sequence[str]) -> str:
-    """The options of a generate.py run besides the API, as the reader would type them."""
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("-a", "--api", "-d", "--direction"):
-            skip = True
-            continue
-        out.append(arg)
-    return shlex.join(out)
-
-
 def options_shown(argv: Sequence[str]) -> str:
-    """:func:`run_label` to follow a step's text: a space first, or nothing."""
-    options = run_label(argv)
+    """The options of a generate.py run besides the API, as the reader would type them, to
+    follow a step's text: a space first, or nothing."""
+    options = shlex.join(arg for i, arg in enumerate(argv)
+                         if arg not in _API_FLAGS and (i == 0 or argv[i - 1] not in _API_FLAGS))
     return " " + options if options else ""
 
 
 def api_of(argv: Sequence[str]) -> str:
-    for flag in ("-a", "--api", "-d", "--direction"):
+    for flag in _API_FLAGS:
         if flag in argv and argv.index(flag) + 1 < len(argv):
             return argv[argv.index(flag) + 1]
     return "?"

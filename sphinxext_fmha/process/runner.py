@@ -1,7 +1,8 @@
 """Run a CK tree's own ``generate.py`` (listing and write mode) through the launcher, in
 its folder, its outputs in a scratch folder (never in the tree); results kept in the store,
 keyed by the tree's digest when the run started, the request, the interpreter and
-:data:`RUNNER_FORMAT`. No Sphinx imports here.
+:data:`RUNNER_FORMAT`. What it is asked (a :class:`GenerateRequest`, a :class:`DriverRun`)
+and returns (a :class:`ListingResult`, an :class:`ApiFileResult`). No Sphinx imports here.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..cppapi.matching import kernel_trait_key
 from ..errors import WarningType
+from ..options import GENERATE_OPTIONS, OptionError, check_supported, flag_of
 from .cache import DiskCache, TreeState, tree_state
-from .generate_requests import ApiFileResult, DriverRun, GenerateRequest, ListingResult
 from .launch import GenerateError, run, scratch, total_processes_started
 from .progress import options_shown, report_step
 
@@ -30,17 +31,96 @@ __all__ = ["RUNNER_FORMAT", "GenerateError", "GenerateRequest", "ListingResult",
            "api_file_result", "check_generate_py", "listing_lines", "read_written"]
 
 #: Bump when what the runner stores (or how it runs generate.py) changes (3: the
-#: results themselves, pickled by the store).
-RUNNER_FORMAT = 3
+#: results themselves, pickled by the store; 4: their classes moved here).
+RUNNER_FORMAT = 4
 
-
-_API_FILE_RE = re.compile(r"_api\.cpp$")
 _PROGRESS_EVERY = 10.0
 #: Write-mode results a runner keeps in memory (one per API and options, a few MB each).
 _API_RESULTS_KEPT = 8
 
 _PY_LOCK = threading.Lock()
 _PY_VERSIONS: Dict[str, Union[str, GenerateError]] = {}
+#: Request fields that become generate.py flags, in argv order (see ``options.py``).
+_REQUEST_FIELDS = ("filter",) + tuple(spec.dest for spec in GENERATE_OPTIONS)
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateRequest:
+    """One generate.py invocation (without its output option): ``filter`` verbatim to
+    ``-f`` ("": none); an option None is left out (generate.py's default applies)."""
+
+    api: str
+    filter: str = ""
+    targets: Optional[str] = None
+    mask: Optional[str] = None
+    receipt: Optional[int] = None
+    optdim: Optional[str] = None
+
+    def requested_options(self) -> List[str]:
+        """argparse dests this request needs besides the API."""
+        return [name for name in _REQUEST_FIELDS if getattr(self, name) not in (None, "")]
+
+    def argv(self, options_supported: Optional[Set[str]] = None) -> List[str]:
+        """generate.py arguments, e.g. ``['-a', 'fwd', '-f', '*d64*']``; a requested option
+        not in ``options_supported`` (the tree's argparse dests; None: all) raises."""
+        if not self.api or not re.fullmatch(r"[A-Za-z0-9_]+", self.api):
+            raise GenerateError(f"invalid API name {self.api!r} (one API per request)",
+                                kind=WarningType.API)
+        requested = self.requested_options()
+        if options_supported is not None:
+            try:
+                check_supported(requested, options_supported)
+            except OptionError as error:
+                raise GenerateError(str(error), kind=WarningType.OPTION) from None
+        args = ["-a", self.api]
+        for name in requested:
+            args += [flag_of(name), str(getattr(self, name))]
+        return args
+
+
+@dataclasses.dataclass(frozen=True)
+class DriverRun:
+    """generate.py once for the union of ``filters`` (``batch_script.py``); ``request``: the
+    API and options (its ``filter`` is ""); ``separator``: the API's sub-filter separator."""
+
+    request: GenerateRequest
+    separator: str
+    filters: Tuple[str, ...]
+
+
+@dataclasses.dataclass
+class ListingResult:
+    """``generate.py -l``: the kernel ``.cpp`` files it would write."""
+
+    command: str
+    files: List[str]
+    count: int
+    seconds: float
+    from_cache: bool = False
+    api_file: Optional[str] = None
+    request: Optional[GenerateRequest] = None
+
+
+@dataclasses.dataclass
+class ApiFileResult:
+    """``generate.py -o``: the dispatch file's text and the kernels written, each with its
+    trait key(s) (:func:`~sphinxext_fmha.cppapi.matching.kernel_trait_key`) and its size
+    (``api_bytes``: the dispatch file's; empty / 0 when not measured)."""
+
+    command: str
+    api_file: str
+    text: str
+    kernel_files: List[str]
+    kernel_traits: Dict[str, str]
+    seconds: float
+    from_cache: bool = False
+    request: Optional[GenerateRequest] = None
+    kernel_bytes: Dict[str, int] = dataclasses.field(default_factory=dict)
+    api_bytes: int = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.kernel_files)
 
 
 def interpreter_id(python: str, fmha_dir: Path, timeout: float = 60) -> str:
@@ -120,8 +200,8 @@ def read_written(outdir: Path, display: str) -> Dict[str, Any]:
     """What write mode wrote into ``outdir``, as :func:`api_file_result` reads it (each kernel
     source read once, for its trait keys, and dropped)."""
     written = sorted(outdir.rglob("*.cpp"), key=lambda p: p.name)
-    api_paths = [p for p in written if _API_FILE_RE.search(p.name)]
-    kernels = [p for p in written if not _API_FILE_RE.search(p.name)]
+    api_paths = [p for p in written if p.name.endswith("_api.cpp")]
+    kernels = [p for p in written if not p.name.endswith("_api.cpp")]
     if len(api_paths) != 1:
         found = ", ".join(p.name for p in api_paths) or "none"
         raise GenerateError(f"{display}: expected one *_api.cpp in the output, found {found}",
@@ -146,15 +226,6 @@ def api_file_result(command: str, found: Mapping[str, Any], seconds: float,
                          api_bytes=int(found.get("api_bytes") or 0), **more)
 
 
-def _kept(cache: DiskCache, key: str, cls: type):
-    """The ``cls`` result kept under ``key``, or None (an entry of another shape is dropped)."""
-    hit = cache.get(key)
-    if hit is not None and not isinstance(hit, cls):
-        cache.delete(key)
-        return None
-    return hit
-
-
 class GenerateRunner:
     """Runs one tree's generate.py; see the module docstring."""
 
@@ -169,17 +240,13 @@ class GenerateRunner:
         self.timeout = timeout
         self.progress = progress
         self.progress_interval = _PROGRESS_EVERY
-        self._options = set(options) if options is not None else None
+        #: the tree's generate.py option dests: another is refused before any run (None: all)
+        self.options = set(options) if options is not None else None
         self._lock = threading.Lock()
         self.processes_started = 0
         # the last write-mode results stored or read, by key: the sections ask for the same
         # dispatch file many times, and the store decompresses megabytes each time
         self._api_results: OrderedDict[str, ApiFileResult] = OrderedDict()
-
-    @property
-    def options(self) -> Optional[Set[str]]:
-        """The tree's generate.py option dests: another is refused before any run (None: all)."""
-        return self._options
 
     def state(self) -> TreeState:
         return tree_state(self.fmha_dir)
@@ -193,7 +260,28 @@ class GenerateRunner:
         # a driver run's keys are its own ("driver-run"), not those of the separate runs
         return DiskCache.key_for("driver-run" if isinstance(req, DriverRun) else "generate-run",
                                  RUNNER_FORMAT, kind, (inputs or self.state()).digest,
-                                 req.as_dict(), self.python_id())
+                                 dataclasses.asdict(req), self.python_id())
+
+    def _hit(self, kind: str, req: Union[GenerateRequest, DriverRun],
+             inputs: Optional[TreeState], cls: type) -> Any:
+        """The ``cls`` result kept for ``req``, or None (an entry of another shape is dropped)."""
+        if self.cache is None:
+            return None
+        key = self._key(kind, req, inputs)
+        hit = self.cache.get(key)
+        if hit is not None and not isinstance(hit, cls):
+            self.cache.delete(key)
+            return None
+        return hit
+
+    def _put(self, kind: str, req: Union[GenerateRequest, DriverRun], value: Any,
+             inputs: TreeState) -> Optional[str]:
+        """Keep ``value`` for ``req``: its key (None without a cache)."""
+        if self.cache is None:
+            return None
+        key = self._key(kind, req, inputs)
+        self.cache.put(key, value, inputs)
+        return key
 
     def has_result(self, kind: str, req: Union[GenerateRequest, DriverRun]) -> bool:
         """Whether the cache holds the result of a request or driver run ("list", "api")."""
@@ -234,15 +322,12 @@ class GenerateRunner:
         """``generate.py -a API -l FILE [...]``: kernel files, sorted basenames."""
         display = self.listing_command(req)
         inputs = self.state()
-        key = self._key("list", req, inputs) if self.cache is not None else ""
-        if self.cache is not None:
-            hit = _kept(self.cache, key, ListingResult)
-            if hit is not None:
-                return dataclasses.replace(hit, command=display, from_cache=True, request=req)
+        hit = self._hit("list", req, inputs, ListingResult)
+        if hit is not None:
+            return dataclasses.replace(hit, command=display, from_cache=True, request=req)
         with scratch("fmha-list-") as workdir:
-            listing = workdir / "kernels.txt"
-            seconds = self._run(req, ["-l", str(listing)], display, workdir)
-            lines = listing_lines(listing)
+            seconds = self._run(req, ["-l", str(workdir / "kernels.txt")], display, workdir)
+            lines = listing_lines(workdir / "kernels.txt")
         names = [os.path.basename(line.strip()) for line in lines if line.strip()]
         result = self.store_listing(req, names, seconds, from_cache=False, inputs=inputs)
         self._report(req, "-l", seconds, result.count)
@@ -257,15 +342,13 @@ class GenerateRunner:
                       from_cache: bool = True, *, inputs: TreeState) -> ListingResult:
         """Keep ``names`` (basenames ``-l`` wrote) as ``req``'s listing (the probe's too);
         ``inputs``: the tree when the run started."""
-        api_files = sorted({n for n in names if _API_FILE_RE.search(n)})
-        files = sorted({n for n in names if not _API_FILE_RE.search(n)})
+        api_files = sorted({n for n in names if n.endswith("_api.cpp")})
+        files = sorted({n for n in names if not n.endswith("_api.cpp")})
         result = ListingResult(
             command=self.listing_command(req), files=files, count=len(files),
             seconds=round(seconds, 3), from_cache=from_cache, request=req,
             api_file=api_files[0] if len(api_files) == 1 else (", ".join(api_files) or None))
-        if self.cache is not None:
-            self.cache.put(self._key("list", req, inputs),
-                           dataclasses.replace(result, from_cache=True), inputs)
+        self._put("list", req, dataclasses.replace(result, from_cache=True), inputs)
         return result
 
     # ------------------------------------------------------------------ api file
@@ -274,12 +357,12 @@ class GenerateRunner:
         """``generate.py -a API -o DIR [...]``: the dispatch file and kernel names."""
         display = self.api_file_command(req)
         inputs = self.state()
-        key = self._key("api", req, inputs) if self.cache is not None else ""
         if self.cache is not None:
+            key = self._key("api", req, inputs)
             kept = self._kept_api_result(key)
             if kept is not None:
                 return kept
-            hit = _kept(self.cache, key, ApiFileResult)
+            hit = self._hit("api", req, inputs, ApiFileResult)
             if hit is not None:
                 result = dataclasses.replace(hit, command=display, from_cache=True, request=req)
                 self._keep_api_result(key, result)
@@ -300,11 +383,10 @@ class GenerateRunner:
         when the run started."""
         result = api_file_result(self.api_file_command(req), written, seconds,
                                  from_cache=from_cache, request=req)
-        if self.cache is not None:
-            key = self._key("api", req, inputs)
-            self.cache.put(key, dataclasses.replace(result, from_cache=True), inputs)
-            if self.cache.has(key):  # not kept when the tree changed meanwhile
-                self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
+        key = self._put("api", req, dataclasses.replace(result, from_cache=True), inputs)
+        # (not kept when the tree changed meanwhile)
+        if key is not None and self.cache.has(key):  # type: ignore[union-attr]
+            self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
         return result
 
     def _keep_api_result(self, key: str, result: ApiFileResult) -> None:
@@ -329,29 +411,21 @@ class GenerateRunner:
     def stored_driver_listing(self, run: DriverRun,
                               inputs: Optional[TreeState] = None) -> Optional[List[str]]:
         """The kernel files the driver run lists, when kept for the tree ``inputs``."""
-        if self.cache is None:
-            return None
-        key = self._key("list", run, inputs)
-        hit = _kept(self.cache, key, list)
+        hit = self._hit("list", run, inputs, list)
         return None if hit is None else list(hit)
 
     def store_driver_listing(self, run: DriverRun, files: Sequence[str], *,
                              inputs: TreeState) -> None:
-        if self.cache is not None:
-            self.cache.put(self._key("list", run, inputs), list(files), inputs)
+        self._put("list", run, list(files), inputs)
 
     def stored_driver_write(self, run: DriverRun,
                             inputs: Optional[TreeState] = None) -> Optional[ApiFileResult]:
         """The driver's write-mode result, when kept for the tree ``inputs``."""
-        if self.cache is None:
-            return None
-        key = self._key("api", run, inputs)
-        hit = _kept(self.cache, key, ApiFileResult)
+        hit = self._hit("api", run, inputs, ApiFileResult)
         return None if hit is None else dataclasses.replace(hit, from_cache=True)
 
     def store_driver_write(self, run: DriverRun, result: ApiFileResult, *,
                            inputs: TreeState) -> None:
-        if self.cache is not None:
-            self.cache.put(self._key("api", run, inputs), dataclasses.replace(
-                result, seconds=round(result.seconds, 3), request=None,
-                kernel_files=sorted(result.kernel_traits)), inputs)
+        self._put("api", run, dataclasses.replace(
+            result, seconds=round(result.seconds, 3), request=None,
+            kernel_files=sorted(result.kernel_traits)), inputs)

@@ -27,18 +27,17 @@ _USUAL = ("/tmp", "/var/tmp", "/usr/tmp")
 def scratch_parent() -> Optional[str]:
     """The folder to make scratch folders in, or None for what :func:`tempfile.mkdtemp`
     picks (not :data:`tempfile.tempdir`, which :func:`tempfile.gettempdir` sets anyway)."""
-    chosen = next((os.environ[var] for var in TEMP_VARIABLES if os.environ.get(var)), None)
-    if chosen is not None:
-        room = free_space(chosen)
-        if room is None or room >= LOW_FREE:
-            return None
-        other = next((folder for folder in _USUAL if _roomy_elsewhere(folder, chosen)), None)
-        instead = ("scratch folders go to %s instead" % other if other is not None
-                   else "no other temporary folder has room; runs may fail")
-        notice(WarningType.CONFIG, "the temporary folder %s (%s) has %s free: %s"
-               % (chosen, _variable_of(chosen), _size(room), instead), subject=chosen)
-        return other
-    return None
+    variable = next((var for var in TEMP_VARIABLES if os.environ.get(var)), None)
+    room = free_space(os.environ[variable]) if variable is not None else None
+    if variable is None or room is None or room >= LOW_FREE:
+        return None
+    chosen = os.environ[variable]
+    other = next((folder for folder in _USUAL if _roomy_elsewhere(folder, chosen)), None)
+    instead = ("scratch folders go to %s instead" % other if other is not None
+               else "no other temporary folder has room; runs may fail")
+    notice(WarningType.CONFIG, "the temporary folder %s (%s) has %s free: %s"
+           % (chosen, variable, _size(room), instead), subject=chosen)
+    return other
 
 
 def free_space(folder: str) -> Optional[int]:
@@ -65,10 +64,6 @@ def _size(count: int) -> str:
         if count >= scale:
             return "%.1f %s" % (count / scale, unit)
     return "%d bytes" % count
-
-
-def _variable_of(folder: str) -> str:
-    return next(var for var in TEMP_VARIABLES if os.environ.get(var) == folder)
 
 
 def _roomy_elsewhere(folder: str, chosen: str) -> bool:

@@ -37,9 +37,7 @@ def other_mask(tree: Tree, options: Options) -> Optional[Tuple[str, str]]:
 
 def probe_runs(tree: Tree, api: str, options: Options) -> ProbeRuns:
     """The probe's runs, with the other ``--mask`` mode's listing (made in its interpreter)."""
-    request = tree.request(api, options)
-    supported = tree.supported_dests()
-    modes = other_mask(tree, options)
+    request, supported, modes = tree.request(api, options), tree.supported_dests(), other_mask(tree, options)
     if modes is None:
         return request, probe_argv(request, supported), None, None
     other = tree.request(api, dataclasses.replace(options, mask=modes[1]))

@@ -9,7 +9,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.analyze import Options, Tree
 from ..model import ApiModel, FilterCheck, FilterFacts, Note
+from ..process.batch import missing, stored
+from ..process.batch import prefetch as run_batches
 from ..process.runner import ApiFileResult, DriverRun, GenerateError, GenerateRunner, ListingResult
+from ..verify import filter_facts as plan
 from ..verify.filtercheck import check_filter
 from ..verify.parsed_listing import ParsedListing
 
@@ -29,8 +32,8 @@ class Baseline:
     followers: Dict[str, str]
 
     def request(self, filter: str = "", **changes):
-        options = dataclasses.replace(self.options, **changes) if changes else self.options
-        return self.tree.request(self.api, options, filter=filter)
+        return self.tree.request(self.api, dataclasses.replace(self.options, **changes),
+                                 filter=filter)
 
 
 def full_api(runner: GenerateRunner, base: Baseline) -> Optional[ApiFileResult]:
@@ -82,8 +85,6 @@ def listed_only(runner: GenerateRunner, base: Baseline, filter: str,
 def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
     """What a filter that keeps a kernel without its dispatch partners does in write
     mode, and what ``--targets`` gives, each from generate.py runs of its own."""
-    from ..verify import filter_facts as plan
-
     model, facts = base.model, FilterFacts()
     independent = model.filter.drops == "kernel" and len(
         {c for p in model.filter.parts for c in p.applies_to}) > 1
@@ -112,11 +113,7 @@ def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], d
              parallel: int, drivers: Sequence[DriverRun]) -> None:
     """Run ``requests`` and ``drivers`` not cached yet in a batch interpreter, with the
     trait keys the probe observed (``observe``: not called when all are cached)."""
-    from ..process.batch import missing
-    from ..process.batch import prefetch as run_batches
-
-    if not missing(runner, list(requests)) and all(
-            runner.has_result(kind, run) for run in drivers for kind in ("list", "api")):
+    if not missing(runner, list(requests)) and all(stored(runner, run) for run in drivers):
         return
     observed = observe()
     dispatch = observed.get("dispatch") or {}
