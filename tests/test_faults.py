@@ -176,6 +176,36 @@ def test_a_killed_parent_leaves_no_child(tmp_path, program):
     case.assert_clean()
 
 
+#: An owner that starts the package's watchdog, registers a scratch folder with it and is
+#: killed at once: gone before the watchdog's interpreter has read a line.
+SHORT_LIVED_OWNER = r"""
+import json, os, signal, subprocess, sys
+script, token, folder = sys.argv[1:]
+dog = subprocess.Popen([sys.executable, "-I", "-S", script, token, str(os.getpid())],
+                       stdin=subprocess.PIPE, start_new_session=True)
+os.write(dog.stdin.fileno(), json.dumps(["folder", folder]).encode() + b"\n")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_an_owner_killed_before_its_watchdog_reads_leaves_no_folder(tmp_path):
+    """The first scratch folder of a build is registered as the watchdog starts; an owner
+    killed then (a loaded machine) left it behind: the watchdog stopped at its owner's
+    death without reading what the owner had written."""
+    from sphinxext_fmha.process import watchdog_script
+
+    folder = tmp_path / "fmha-scratch"
+    folder.mkdir()
+    (folder / "partial.json").write_text("{")
+    owner = subprocess.run([sys.executable, "-c", SHORT_LIVED_OWNER, watchdog_script.__file__,
+                            "t0ken", str(folder)], timeout=60)
+    assert owner.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 60  # the watchdog's own start, on a loaded machine
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not folder.exists(), "the killed owner's folder was left behind"
+
+
 # --------------------------------------------------------------------------- edits during a run
 
 #: The codegen file the edit tests change: a second d64 tile doubles the d64 kernels.

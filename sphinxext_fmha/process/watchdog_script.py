@@ -116,8 +116,12 @@ def watch(token, owner, stream):
     or the owner is gone; then end everything that is left."""
     groups, folders = set(), set()
     pending = b""
-    while os.getppid() == owner:
-        ready, _, _ = select.select([stream], [], [], 1.0)
+    alive = True
+    while alive:
+        alive = os.getppid() == owner
+        # Once the owner is gone, what it wrote is still read, without waiting: on a loaded
+        # machine it can die before this interpreter has read its first line.
+        ready, _, _ = select.select([stream], [], [], 1.0 if alive else 0)
         if not ready:
             continue
         data = os.read(stream, 65536)
