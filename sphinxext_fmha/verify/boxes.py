@@ -302,15 +302,6 @@ def greedy_cover(candidates: Dict[str, int], wanted: int) -> List[str]:
     return chosen
 
 
-def box_lower_bound(boxes: TypeBoxes) -> int:
-    """Wanted kernels no two of which fit in one safe box: no box cover is smaller."""
-    apart: List[str] = []
-    for name in boxes.wanted:
-        if all(not boxes.box_holds(name, other) for other in apart):
-            apart.append(name)
-    return len(apart)
-
-
 def merge_classes(patterns: List[str], unwanted: NameSet) -> List[str]:
     """Merge patterns that differ in one plain character into ``[ab]`` (when safe)."""
     while True:

@@ -274,7 +274,7 @@ def _synthesise(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set[
     def attempt(narrow: bool, literal: bool) -> Synthesis:
         return synthesize(inputs.model, kernels, target, primary,
                           coupling.partners if coupling else None, narrow_followers=narrow,
-                          style=Style(literal=literal, pinned=pinned, loose=loose), bound=False)
+                          style=Style(literal=literal, pinned=pinned, loose=loose))
 
     tried = []
     for narrow in (True, False):

@@ -12,7 +12,6 @@ from ..model import ApiModel, Note
 from .boxes import (
     NameSet,
     TypeBoxes,
-    box_lower_bound,
     escape,
     greedy_cover,
     matcher,
@@ -54,8 +53,6 @@ class Synthesis:
     #: unwanted kernels the filters select anyway (unfiltered sub-types, shared names)
     extra: List[str] = field(default_factory=list)
     notes: List[Note] = field(default_factory=list)
-    #: no fewer box patterns can select the set (0: not computed)
-    lower_bound: int = 0
 
 
 def _generalise(kernel: Kernel, order: Sequence[int], unwanted: NameSet) -> str:
@@ -219,29 +216,15 @@ def _by_type(kernels: Sequence[Kernel]) -> List[List[Kernel]]:
     return list(groups.values())
 
 
-def _lower_bound(kernels: Sequence[Kernel], wanted: Set[str]) -> int:
-    wanted_names = {k.name for k in kernels if k.file in wanted}
-    bound = 0
-    for group in _by_type(kernels):
-        names = {k.name for k in group}
-        if names & wanted_names:
-            bound = max(bound, box_lower_bound(TypeBoxes(
-                group, names & wanted_names, names - wanted_names)) if names - wanted_names else 1)
-    return bound
-
-
 def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                primary: Optional[str] = None,
                partners: Optional[Mapping[str, Set[str]]] = None,
-               narrow_followers: bool = True, style: Style = PLAIN,
-               bound: bool = True) -> Synthesis:
+               narrow_followers: bool = True, style: Style = PLAIN) -> Synthesis:
     """``-f`` values selecting ``wanted`` under ``model.filter``'s semantics. ``primary``:
     the sub-type whose patterns decide where whole traits drop, and for coupled parts;
     ``partners``: main kernel file -> files launched with it; ``narrow_followers``: with
-    trait dropping, the other parts get a pattern rather than ``*``; ``bound``: compute
-    :attr:`Synthesis.lower_bound` (a second pass, for the tests)."""
+    trait dropping, the other parts get a pattern rather than ``*``."""
     spec = model.filter
-    lower_bound = _lower_bound if bound else (lambda kernels, wanted: 0)
     result = Synthesis()
     unfiltered = set(spec.unfiltered_types)
     result.extra = sorted(k.file for k in kernels
@@ -278,15 +261,11 @@ def synthesize(model: ApiModel, kernels: Sequence[Kernel], wanted: Set[str],
                 fields = list(others)
                 fields[position] = pattern
                 result.filters.append(spec.api_split.join(fields))
-            result.lower_bound = lower_bound(own, target)
             return result
     if not spec.api_split or len(parts) == 1:
         members = [k for _, m in parts for k in m]
         result.filters = _part_patterns(members, target, style)
-        result.lower_bound = lower_bound(members, target)
         return result
-    # Every run has one pattern per part: no part's cover can be beaten.
-    result.lower_bound = max(lower_bound(members, target) for _, members in parts)
     if partners and primary:
         coupled = _coupled_runs(spec.api_split, parts, target, primary, partners, style)
         if coupled is not None:
