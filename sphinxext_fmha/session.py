@@ -177,20 +177,20 @@ class Session:
 
     def trait_groups(self, api: str, options: Options = Options()) -> List[observing.TraitGroup]:
         return self._memo.once(("trait-groups", api, options),
-                          lambda: observing.trait_groups(self.observation(api, options)))
+                               lambda: observing.trait_groups(self.observation(api, options)))
 
     def traits(self, api: str, options: Options = Options()) -> List[List[str]]:
         return self._memo.once(("traits", api, options),
-                          lambda: observing.traits(self.trait_groups(api, options)))
+                               lambda: observing.traits(self.trait_groups(api, options)))
 
     def followers(self, api: str, options: Options = Options()) -> Dict[str, str]:
         """Kernel file -> the kernel ``-f`` tests in its stead (a ``_64bit`` twin)."""
         return self._memo.once(("followers", api, options),
-                          lambda: dict(self.observation(api, options).get("followers") or {}))
+                               lambda: dict(self.observation(api, options).get("followers") or {}))
 
     def parsed_listing(self, api: str, options: Options, files: List[str]):
         return self._memo.once(("parsed", api, options, tuple(files)),
-                          lambda: ParsedListing.of(self.model(api, options), files))
+                               lambda: ParsedListing.of(self.model(api, options), files))
 
     def baseline(self, api: str, options: Options = Options()) -> Baseline:
         """What every check and set of ``api`` starts from (one unfiltered listing)."""
@@ -221,7 +221,7 @@ class Session:
     def dispatch_conditions(self, api: str, options: Options = Options()) -> Dict[str, List[str]]:
         """kernel file -> the readable terms of the dispatch conditions that reach it."""
         return self._memo.once(("dispatch-conditions", api, options),
-                          lambda: readable_terms(self.dispatch_reading(api, options)))
+                               lambda: readable_terms(self.dispatch_reading(api, options)))
 
     def head_dims(self, api: str, options: Options = Options()):
         return head_dim_buckets(self.model(api, options), self._listed(api, options)[1].parsed,

@@ -161,7 +161,7 @@ def stop_children(folders: bool = True) -> None:
     folders."""
     with _LOCK:
         runs = [(group, run) for group, run in _GROUPS.items() if run.owner == os.getpid()]
-        paths = [path for path, owner in _SCRATCH.items() if owner == os.getpid() and folders]
+        paths = [path for path, owner in _SCRATCH.items() if owner == os.getpid()] if folders else []
     for group, run in runs:
         _kill_group(group, run)
     for path in paths:
