@@ -151,11 +151,16 @@ def inlines(*parts: Inline) -> Inlines:
 
 
 def text_of(parts: Sequence[Inline]) -> str:
-    """The plain text of some inlines (for titles, alt texts, ids); a playground link is
-    shown only where the page has the playground."""
-    return "".join(part if isinstance(part, str) else
-                   text_of(part.content) if isinstance(part, (DocLink, LocalLink)) else
-                   "" if isinstance(part, PlaygroundLink) else part.text for part in parts)
+    """The plain text of some inlines (for titles, alt texts, ids)."""
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, (DocLink, LocalLink)):
+            out.append(text_of(part.content))
+        elif not isinstance(part, PlaygroundLink):  # (shown only where the page has one)
+            out.append(part.text)
+    return "".join(out)
 
 
 def anchor_groups(blocks: Sequence[Block]) -> List[Tuple[str, List[Tuple[int, str]]]]:
