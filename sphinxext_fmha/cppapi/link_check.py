@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Tuple
 
-from .entry_points import EntryPoints, read_entry_points
 from .lexing import trait_template
 from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
@@ -43,22 +42,21 @@ def link_report_from_keys(api_text: str, kernel_traits: Mapping[str, str]) -> Li
     (``ApiFileResult.kernel_traits``)."""
     tree = parse_dispatch(api_text)
     match = match_leaves_to_kernels(tree, kernel_traits)
-    entry_points = read_entry_points(tree)
     missing: Dict[str, Tuple[str, str, str]] = {}  # (a leaf's order is its place in the list)
     for order, key in match.unmatched:
         missing.setdefault(key, (tree.leaves[order].function, trait_template(key), key))
     return LinkReport(list(missing.values()), list(match.unreached),
-                      unreachable_kernels(tree, match, entry_points))
+                      unreachable_kernels(tree, match))
 
 
-def unreachable_kernels(tree: DispatchTree, match: DispatchMatch,
-                        entry_points: EntryPoints) -> Dict[str, List[Dict[str, Any]]]:
+def unreachable_kernels(tree: DispatchTree, match: DispatchMatch) -> Dict[str, List[Dict[str, Any]]]:
     """Kernel files launched only from dispatch functions no entry point runs, or only
     from leaves no call reaches (:mod:`.routes`) -> why, one fact per such leaf (the
     same ones once): ``{"dead": function, "calls": EntryPoints.dead[function]}`` or
     ``{"branch": function, "why": View.why_not(leaf)}``."""
     result: Dict[str, List[Dict[str, Any]]] = {}
-    view = routes_of(tree).full  # (its entry points are ``entry_points``: read once per tree)
+    routes = routes_of(tree)
+    entry_points, view = routes.entry_points, routes.full
     for filename, orders in match.kernel_leaves.items():
         reasons: List[Dict[str, Any]] = []
         for leaf in map(tree.leaves.__getitem__, orders):

@@ -66,7 +66,7 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
             "order": list(order),
             "discarded": len(tree.discarded),
             "unreferenced": list(match.unreached),
-            "unreachable": unreachable_kernels(tree, match, entry_points),
+            "unreachable": unreachable_kernels(tree, match),
             "missing": [list(m) for m in missing],
             "kinds": dict(sorted(match.kinds.items())),
         }

@@ -263,11 +263,12 @@ class GenerateRunner:
                                  dataclasses.asdict(req), self.python_id())
 
     def _hit(self, kind: str, req: Union[GenerateRequest, DriverRun],
-             inputs: Optional[TreeState], cls: type) -> Any:
-        """The ``cls`` result kept for ``req``, or None (an entry of another shape is dropped)."""
+             inputs: Optional[TreeState], cls: type, key: Optional[str] = None) -> Any:
+        """The ``cls`` result kept for ``req`` (under ``key`` when known), or None (an entry
+        of another shape is dropped)."""
         if self.cache is None:
             return None
-        key = self._key(kind, req, inputs)
+        key = key or self._key(kind, req, inputs)
         hit = self.cache.get(key)
         if hit is not None and not isinstance(hit, cls):
             self.cache.delete(key)
@@ -276,12 +277,13 @@ class GenerateRunner:
 
     def _put(self, kind: str, req: Union[GenerateRequest, DriverRun], value: Any,
              inputs: TreeState) -> Optional[str]:
-        """Keep ``value`` for ``req``: its key (None without a cache)."""
+        """Keep ``value`` for ``req``: its key, or None when not kept (no cache, or the
+        tree changed since ``inputs``)."""
         if self.cache is None:
             return None
         key = self._key(kind, req, inputs)
         self.cache.put(key, value, inputs)
-        return key
+        return key if self.cache.has(key) else None
 
     def has_result(self, kind: str, req: Union[GenerateRequest, DriverRun]) -> bool:
         """Whether the cache holds the result of a request or driver run ("list", "api")."""
@@ -362,7 +364,7 @@ class GenerateRunner:
             kept = self._kept_api_result(key)
             if kept is not None:
                 return kept
-            hit = self._hit("api", req, inputs, ApiFileResult)
+            hit = self._hit("api", req, inputs, ApiFileResult, key)
             if hit is not None:
                 result = dataclasses.replace(hit, command=display, from_cache=True, request=req)
                 self._keep_api_result(key, result)
@@ -383,10 +385,10 @@ class GenerateRunner:
         when the run started."""
         result = api_file_result(self.api_file_command(req), written, seconds,
                                  from_cache=from_cache, request=req)
-        key = self._put("api", req, dataclasses.replace(result, from_cache=True), inputs)
-        # (not kept when the tree changed meanwhile)
-        if key is not None and self.cache.has(key):  # type: ignore[union-attr]
-            self._keep_api_result(key, dataclasses.replace(result, from_cache=True))
+        kept = dataclasses.replace(result, from_cache=True)
+        key = self._put("api", req, kept, inputs)
+        if key is not None:
+            self._keep_api_result(key, kept)
         return result
 
     def _keep_api_result(self, key: str, result: ApiFileResult) -> None:

@@ -46,8 +46,7 @@ class SetDispatch:
         if self._never is None:
             from ..cppapi.link_check import unreachable_kernels
 
-            self._never = unreachable_kernels(self.routes.tree, self.match,
-                                              self.routes.entry_points)
+            self._never = unreachable_kernels(self.routes.tree, self.match)
         return self._never
 
     def view(self, kept: AbstractSet[str]) -> View:
