@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Set
 
 from ..cppapi.link_check import partners
 from ..cppapi.matching import DispatchMatch, match_leaves_to_kernels
-from ..cppapi.parse import DispatchTree, parse_dispatch
+from ..cppapi.parse import parse_dispatch
 from ..model import ApiModel, FilterCheck, FilterMiss, Note, SegmentBreakdown, TokenCount
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
@@ -205,14 +205,12 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         # newer CK's file names end in an arch suffix that fnmatch never sees
         check.note_facts.append(Note("absent", {
             "piece": piece, "in_suffix": any(piece in suffix for suffix in suffixes)}))
-    match = None
-    if api_file is not None:
-        tree = parse_dispatch(api_file.text)
-        match = match_leaves_to_kernels(tree, api_file.kernel_traits)
+    match = None if api_file is None else match_leaves_to_kernels(
+        parse_dispatch(api_file.text), api_file.kernel_traits)
     if listing.count == 0:
         check.note_facts.append(Note("selects_none"))
     elif api_file is not None and match is not None:  # (the same: for the type checker)
-        _check_dispatch(check, api_file, tree, match)
+        _check_dispatch(check, api_file, match)
     _check_written(check, baseline, api_file, match, write_error, full_api)
     if followers and filter:
         names = baseline.kernel_names(model)
@@ -263,14 +261,10 @@ def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
         if key))
 
 
-def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, tree: DispatchTree,
-                    match: DispatchMatch) -> None:
-    """Whether the filtered run's dispatch file reaches exactly its kernels; the try order."""
+def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, match: DispatchMatch) -> None:
+    """Whether the filtered run's dispatch file reaches exactly its kernels."""
     check.dispatch_checked = True
-    check.dispatch_order = list(dict.fromkeys(
-        filename for leaf in tree.leaves for filename in match.files_of(leaf.order)))
     check.dispatch_unmatched = len(match.unmatched)
-    check.dispatch_unreached = sorted(match.unreached)
     if sorted(api_file.kernel_files) != check.files:
         check.note_facts.append(Note("listing_differs", {
             "written": len(api_file.kernel_files), "listed": check.count}))

@@ -182,9 +182,6 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         note_call_terms(chosen, scope, union, inputs.conditions, labels)
         result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
     needed_decisions(result.decisions, kernels, union, labels, follows)
-    for decision in result.decisions:
-        if decision.category == "tile":
-            result.tiles.setdefault(decision.kernel_type, {})[decision.segment] = decision.keep
     result.counts = _counts(inputs, prepared.type_of, union, scope)
     if result.build is not None and inputs.full_api is not None \
             and inputs.full_api.kernel_bytes:
