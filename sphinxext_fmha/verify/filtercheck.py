@@ -15,6 +15,7 @@ from ..model import ApiModel, FilterCheck, FilterMiss, Note, SegmentBreakdown, T
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
+from .token_facts import token_counts
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 
@@ -106,14 +107,14 @@ def predict(model: ApiModel, baseline: ParsedListing, filter: str,
 def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
               filter: str) -> List[SegmentBreakdown]:
     rows: List[SegmentBreakdown] = []
+    base_counts = token_counts(model, baseline.files, baseline)
+    chosen_counts = token_counts(model, selected.files, selected)
     for kernel_type in model.kernel_types:
-        base_columns = _column_counts(baseline, kernel_type.class_name)
-        chosen_columns = _column_counts(selected, kernel_type.class_name)
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal or segment.constant:  # one token: nothing a filter selects
                 continue
-            base = base_columns[index] if index < len(base_columns) else Counter()
-            chosen = chosen_columns[index] if index < len(chosen_columns) else Counter()
+            base = base_counts.get((kernel_type.class_name, index), {})
+            chosen = chosen_counts.get((kernel_type.class_name, index), {})
             counts = [TokenCount(token=tok, meaning=segment.tokens.get(tok, ""),
                                  baseline=base.get(tok, 0), selected=chosen.get(tok, 0))
                       for tok in sorted(segment.tokens, key=lambda t: (-base.get(t, 0), t))]
@@ -128,12 +129,6 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
                 side_effect=bool(dropped) and not named and not numeric and bool(chosen)
                 and len(kept) < len([c for c in counts if c.baseline])))
     return rows
-
-
-def _column_counts(listing: ParsedListing, class_name: str) -> List[Counter]:
-    """Per segment index, how many of the type's kernels have each token."""
-    rows = [tokens for c, tokens in listing.parsed.values() if c == class_name]
-    return [Counter(column) for column in zip(*rows)]
 
 
 def _numeric(value: str) -> bool:
@@ -156,9 +151,8 @@ def misses(model: ApiModel, baseline: ParsedListing, filter: str,
     """Sub-types whose pattern (not ``*`` alone) selects none of their kernels, with its
     literal pieces no name of theirs holds."""
     patterns = api_patterns(model, filter) if filter else {}
-    names: Dict[str, List[str]] = {}
-    for filename, name in baseline.kernel_names(model).items():
-        names.setdefault(baseline.parsed[filename][0], []).append(name)
+    every = baseline.kernel_names(model)
+    names = {c: [every[f] for f, _ in rows] for c, rows in baseline.by_type().items()}
     out = []
     for kernel_type in model.kernel_types:
         pattern = patterns.get(kernel_type.class_name)

@@ -16,16 +16,11 @@ from .parsed_listing import ParsedListing
 
 
 def _rows_per_class(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
-                    ) -> Dict[str, List[Tuple[List[str], str]]]:
-    """kernel class -> (tokens, file) of each parsed file, in listing order."""
+                    ) -> Dict[str, List[Tuple[str, List[str]]]]:
+    """kernel class -> (file, tokens) of each parsed file, in listing order."""
     listing = parsed if parsed is not None and parsed.files == list(files) \
         else ParsedListing.of(model, files)
-    rows: Dict[str, List[Tuple[List[str], str]]] = {}
-    for filename in listing.files:
-        found = listing.parsed.get(filename)
-        if found is not None:
-            rows.setdefault(found[0], []).append((found[1], filename))
-    return rows
+    return listing.by_type()
 
 
 def token_counts(model: ApiModel, files: Sequence[str],
@@ -34,7 +29,7 @@ def token_counts(model: ApiModel, files: Sequence[str],
     counts: TokenCounts = {}
     for class_name, rows in _rows_per_class(model, files, parsed).items():
         # every parse of a class has one token per segment: count column by column
-        for index, column in enumerate(zip(*(tokens for tokens, _ in rows))):
+        for index, column in enumerate(zip(*(tokens for _, tokens in rows))):
             counts[(class_name, index)] = dict(Counter(column))
     return counts
 
@@ -143,7 +138,7 @@ def token_dispatch(model: ApiModel, files: Sequence[str], reading: Mapping[str, 
     per_class: Dict[str, List[_Item]] = {}
     for class_name, rows in _rows_per_class(model, files, parsed).items():
         per_class[class_name] = [(tokens, filename[len("".join(tokens)):],
-                                  kernels.get(filename), filename) for tokens, filename in rows]
+                                  kernels.get(filename), filename) for filename, tokens in rows]
     result = TokenDispatch()
     position = {name: index for index, name in enumerate(reading.get("order", []))}
     for kernel_type in model.kernel_types:
