@@ -14,7 +14,7 @@ from .analysis.analyze import AnalysisError, Options, Tree
 from .analysis_workers import WORKER, AnalysisWorkers, WorkerPlace
 from .cppapi.reading import read_dispatch, readable_terms
 from .locate import fmha_dir as fmha_dir_of
-from .model import ApiInfo, ApiModel, FilterCheck, FilterFacts, Need, Recommendation, Workload
+from .model import ApiInfo, ApiModel, FilterCheck, FilterFacts, Need, Recommendation, TokenDispatch, Workload
 from .process.ahead_pool import WORKERS, Ahead, Item, Memo
 from .process.batch import missing
 from .process.cache import DiskCache, code_digest, tree_files, tree_state
@@ -36,7 +36,7 @@ from .verify.parsed_listing import ParsedListing
 from .verify.pattern_traps import pattern_traps
 from .verify.recommend import finish, prepare, select_exactly
 from .verify.tile_table import tile_names
-from .verify.token_facts import dispatch_data, dispatch_from_data, token_counts, token_dispatch
+from .verify.token_facts import token_counts, token_dispatch
 
 Progress = Optional[Callable[[str], None]]
 AheadStep = Item  # one step started ahead of the pages: (what it is, the work)
@@ -255,13 +255,13 @@ class Session:
 
     def token_dispatch(self, api: str, options: Options = Options()):
         """:func:`~.verify.token_facts.token_dispatch`; None without a dispatch reading."""
-        def compute() -> Optional[dict]:
+        def compute() -> Optional[TokenDispatch]:
             reading = self.dispatch_reading(api, options)
             files, parsed = self._listed(api, options)
-            return dispatch_data(token_dispatch(self.model(api, options), files, reading,
-                                                parsed)) if reading else None
+            return token_dispatch(self.model(api, options), files, reading,
+                                  parsed) if reading else None
 
-        return dispatch_from_data(self._kept("token-dispatch", api, options, compute))
+        return self._kept("token-dispatch", api, options, compute)
 
     def check(self, api: str, filter: str, options: Options = Options()) -> FilterCheck:
         """What ``generate.py -f filter`` selects, checked (:mod:`.stages.verification`)."""

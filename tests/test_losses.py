@@ -32,7 +32,7 @@ def _losses(dropped, fates, conditions=None, never_run=None):
                  Decision(kernel_type="K", segment="trload", category="tuning",
                           keep=["_ntrload"], drop=["_trload"])]
     describe_losses(decisions, KEPT + dropped, {k.file for k in KEPT}, CATEGORIES,
-                    conditions or {}, LABELS, {}, fates, never_run or {})
+                    conditions or {}, LABELS, fates, never_run or {})
     return loss_sentences(decisions[0]).get("_mc"), loss_sentences(decisions[1]).get("_trload")
 
 
@@ -110,7 +110,7 @@ def test_a_value_kept_only_with_some_problems_is_a_dropped_value_elsewhere():
                  Decision(kernel_type="K", segment="lse", category="optional feature",
                           keep=["_nlse"], drop=["_lse"])]
     describe_losses(decisions, kept_kernels + dropped, {k.file for k in kept_kernels},
-                    categories, {}, labels, {}, fates)
+                    categories, {}, labels, fates)
     assert loss_sentences(decisions[1])["_lse"] == (
         "3 kernels not generated: 3 ran calls (as named) that no kept kernel takes.")
     assert loss_sentences(decisions[0])["_ps"] == (

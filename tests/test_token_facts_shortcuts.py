@@ -4,13 +4,11 @@ against a direct implementation written here."""
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from itertools import combinations
 from pathlib import PurePosixPath
 
-from sphinxext_fmha.model import ConditionGroup, TokenDispatch
 from sphinxext_fmha.verify.mask_modes import _words, compare_mask_modes
 from sphinxext_fmha.verify.token_facts import (
     _chain_tokens,
@@ -18,8 +16,6 @@ from sphinxext_fmha.verify.token_facts import (
     _Rows,
     _rows_by_condition,
     _sensitive,
-    dispatch_data,
-    dispatch_from_data,
 )
 
 
@@ -109,26 +105,6 @@ def test_chain_tokens_match_direct_chains():
         found = _chain_tokens(keys, tried, tokens)
         assert found == expected and list(found) == list(expected)
         assert found.most_common() == expected.most_common()
-
-
-def test_dispatch_data_reads_back_equal_in_order():
-    rng = random.Random(8)
-    files = ["k%d.cpp" % i for i in range(30)]
-    dispatch = TokenDispatch()
-    for class_name, index in [("B", 2), ("A", 0), ("A", 1)]:
-        dispatch.groups[(class_name, index)] = {
-            token: [ConditionGroup(cpp=["x > %d" % i], forms=["x above %d" % i],
-                                   where={"hdim": [rng.choice(["64", "128"])]},
-                                   kernels=rng.randint(1, 9), unreached=rng.random() < 0.3,
-                                   varying=rng.random() < 0.3, files=rng.sample(files, 4))
-                    for i in range(rng.randint(1, 3))]
-            for token in rng.sample(["z", "y", ""], 3)}
-    dispatch.shared = {"B": [("a", "a set")], "A": []}
-    dispatch.undetermined = {"A": ["t.flag"]}
-    dispatch.orders = {("A", "pad"): {("p", "q"): 3, ("q", "p"): 1}, ("B", "hdim"): {("1",): 2}}
-    back = dispatch_from_data(json.loads(json.dumps(dispatch_data(dispatch))))
-    assert repr(back) == repr(dispatch)
-    assert dispatch_from_data(dispatch_data(None)) is None
 
 
 def test_stem_words_are_those_of_a_path():

@@ -28,8 +28,6 @@ def apply_observed_factories(factories: Sequence[Factory], observed: Optional[di
                                hdim_field)
         merged = {dtype: _merge(combos) for dtype, combos in per_dtype.items()}
         factory.tiles = {dtype: table for dtype, table in merged.items() if table}
-        factory.dtypes = list(factory.tiles)
-        factory.unsupported_dtypes = [dtype for dtype, table in merged.items() if not table]
         for index in {i for c in own for i in _tiles_of(c, objects, tile_classes)}:
             name, notes = objects[index][1], objects[index][3]
             if name and notes:

@@ -21,8 +21,6 @@ class Gap:
     why: str = ""
     #: The guide section that needs the fact (``""``: the whole guide).
     section: str = ""
-    #: The codegen object it concerns (a factory's name), if one.
-    subject: str = ""
 
 
 @dataclass
@@ -171,8 +169,6 @@ class FilterSpec:
     api_split: Optional[str] = None
     #: The parts, by position.
     parts: List[FilterPart] = field(default_factory=list)
-    #: What an empty ``-f`` does, when that is known.
-    empty_filter: str = ""
     #: What a failed match drops: ``"kernel"`` (that one) or ``"trait"`` (every kernel
     #: generated with it).
     drops: str = "kernel"

@@ -94,12 +94,9 @@ class FilterCheck:
     note_facts: List[Note] = field(default_factory=list)
     #: The listed kernel files, sorted.
     files: List[str] = field(default_factory=list)
-    #: The written dispatch file was read: its launches of kernels not generated, the
-    #: generated kernels no launch reaches, and the kernels in the order it tries them.
+    #: The written dispatch file was read, and its launches of kernels not generated.
     dispatch_checked: bool = False
     dispatch_unmatched: int = 0
-    dispatch_unreached: List[str] = field(default_factory=list)
-    dispatch_order: List[str] = field(default_factory=list)
     #: Sub-types the filter addresses and selects nothing of.
     misses: List[FilterMiss] = field(default_factory=list)
     #: The same ``-f`` in write mode (``-o`` into a temporary folder) wrote exactly the

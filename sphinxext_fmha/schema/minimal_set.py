@@ -218,8 +218,6 @@ class Recommendation:
     never_run_selected: int = 0
     #: ... of which the names of how many equal kept kernels' but for the arch suffix.
     never_run_namesakes: int = 0
-    #: ``{sub-type: {tile segment: [tokens]}}``: the tiles the set keeps.
-    tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: The tiles per problem (architecture, data type, head dim), with the kernels the
     #: set keeps of each (``TileUse.kept``).
     tile_tables: List[TileTable] = field(default_factory=list)

@@ -47,17 +47,13 @@ class Factory:
     defined_at: str = ""
     #: The condition under which generate.py uses it, as source text.
     selected_by: str = ""
-    #: Data types it has tiles for.
-    dtypes: List[str] = field(default_factory=list)
-    #: Data types it explicitly has no tiles for.
-    unsupported_dtypes: List[str] = field(default_factory=list)
     #: ``{dtype: {head size: [tile, ...]}}``, tiles as source text.
     tiles: Dict[str, Dict[str, List[str]]] = field(default_factory=dict)
     #: ``{tile: source text}``: a tile's constructor arguments that are not plain numbers
     #: (``CppConstraint('...')``), else the text of its field that differs from the default.
     tile_notes: Dict[str, str] = field(default_factory=dict)
-    #: :attr:`tiles` and the dtypes are what its tile method returned to generate.py's
-    #: own run (else: the source's reading).
+    #: :attr:`tiles` is what its tile method returned to generate.py's own run (else:
+    #: the source's reading).
     observed: bool = False
 
 

@@ -245,23 +245,6 @@ class TypeBoxes:
                 return "*" in (glob[1:] if step < 0 else glob[:-1])
         return False
 
-    def box_holds(self, a: str, b: str) -> bool:
-        """Whether the smallest box holding ``a`` and ``b`` can be safe (a segment where
-        one is empty is free: fnmatch cannot say "empty or ``_x``")."""
-        globs: List[Optional[str]] = []
-        masks: List[int] = []
-        for index, (x, y) in enumerate(zip(self.tokens[a], self.tokens[b])):
-            mask = self.umask[index].get(x, 0) | self.umask[index].get(y, 0)
-            if x == y:
-                globs.append(escape(x))
-            elif x and y:
-                globs.append("x")  # stands for a glob of exactly {x, y}
-            else:
-                globs.append(None)
-                mask = self.all_unwanted
-            masks.append(mask)
-        return not self._inside(globs, masks)
-
 
 def write_box(globs: Sequence[Optional[str]], seed: Sequence[str], boundary: bool = True) -> str:
     """Pinned segments adjacent, ``*`` for free ones; ``boundary``: the separator that

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 from ..cppapi.link_check import partners
@@ -21,18 +20,11 @@ from .parsed_listing import ParsedListing
 NOTHING = "fmha-selects-nothing"  # a filter part matching no kernel name
 
 
-@dataclass
-class PartnerPlan:
-    filter: str
-    main: str
-    main_type: str
-    partner_types: List[str]
-
-
 def partner_plan(model: ApiModel, baseline: ParsedListing,
-                 full_api: Optional[ApiFileResult]) -> Optional[PartnerPlan]:
+                 full_api: Optional[ApiFileResult]) -> Optional[PartnerWrite]:
     """A filter keeping one main kernel and none of the filtered partners one dispatch
-    call launches with it; None unless kernels drop one by one and such a call exists."""
+    call launches with it (its runs not made yet); None unless kernels drop one by one
+    and such a call exists."""
     spec = model.filter
     if spec.drops != "kernel" or full_api is None or not spec.parts:
         return None
@@ -54,18 +46,17 @@ def partner_plan(model: ApiModel, baseline: ParsedListing,
                                    for p in range(max(position.values()) + 1))
     types = sorted({type_of[p] for p in coupling.partners[main] if type_of[p] in position}
                    - {coupling.primary})
-    return PartnerPlan(filter=text, main=main, main_type=coupling.primary, partner_types=types)
+    return PartnerWrite(filter=text, main_type=coupling.primary, partner_types=types)
 
 
-def partner_write(plan: PartnerPlan, command: str, listed: int,
+def partner_write(plan: PartnerWrite, command: str, listed: int,
                   written: Optional[ApiFileResult], error: str) -> PartnerWrite:
     """The plan's runs, read: ``written`` (its write-mode output) or ``error``."""
-    result = PartnerWrite(filter=plan.filter, command=command, main_type=plan.main_type,
-                          partner_types=plan.partner_types, listed=listed, error=error)
+    plan.command, plan.listed, plan.error = command, listed, error
     if written is not None:
         match = match_leaves_to_kernels(parse_dispatch(written.text), written.kernel_traits)
-        result.unresolved = len({key for _, key in match.unmatched})
-    return result
+        plan.unresolved = len({key for _, key in match.unmatched})
+    return plan
 
 
 def targets_to_measure(model: ApiModel, families: Sequence[str],

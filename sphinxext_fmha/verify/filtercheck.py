@@ -10,11 +10,12 @@ from typing import Callable, Dict, List, Mapping, Optional, Set
 
 from ..cppapi.link_check import partners
 from ..cppapi.matching import DispatchMatch, match_leaves_to_kernels
-from ..cppapi.parse import DispatchTree, parse_dispatch
+from ..cppapi.parse import parse_dispatch
 from ..model import ApiModel, FilterCheck, FilterMiss, Note, SegmentBreakdown, TokenCount
 from ..process.runner import ApiFileResult, ListingResult
 from .coupling import coupling_of
 from .parsed_listing import ParsedListing
+from .token_facts import token_counts
 
 _WILDCARDS = re.compile(r"\*|\?|\[[^\]]*\]")
 
@@ -106,14 +107,14 @@ def predict(model: ApiModel, baseline: ParsedListing, filter: str,
 def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
               filter: str) -> List[SegmentBreakdown]:
     rows: List[SegmentBreakdown] = []
+    base_counts = token_counts(model, baseline.files, baseline)
+    chosen_counts = token_counts(model, selected.files, selected)
     for kernel_type in model.kernel_types:
-        base_columns = _column_counts(baseline, kernel_type.class_name)
-        chosen_columns = _column_counts(selected, kernel_type.class_name)
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal or segment.constant:  # one token: nothing a filter selects
                 continue
-            base = base_columns[index] if index < len(base_columns) else Counter()
-            chosen = chosen_columns[index] if index < len(chosen_columns) else Counter()
+            base = base_counts.get((kernel_type.class_name, index), {})
+            chosen = chosen_counts.get((kernel_type.class_name, index), {})
             counts = [TokenCount(token=tok, meaning=segment.tokens.get(tok, ""),
                                  baseline=base.get(tok, 0), selected=chosen.get(tok, 0))
                       for tok in sorted(segment.tokens, key=lambda t: (-base.get(t, 0), t))]
@@ -128,12 +129,6 @@ def breakdown(model: ApiModel, baseline: ParsedListing, selected: ParsedListing,
                 side_effect=bool(dropped) and not named and not numeric and bool(chosen)
                 and len(kept) < len([c for c in counts if c.baseline])))
     return rows
-
-
-def _column_counts(listing: ParsedListing, class_name: str) -> List[Counter]:
-    """Per segment index, how many of the type's kernels have each token."""
-    rows = [tokens for c, tokens in listing.parsed.values() if c == class_name]
-    return [Counter(column) for column in zip(*rows)]
 
 
 def _numeric(value: str) -> bool:
@@ -156,9 +151,8 @@ def misses(model: ApiModel, baseline: ParsedListing, filter: str,
     """Sub-types whose pattern (not ``*`` alone) selects none of their kernels, with its
     literal pieces no name of theirs holds."""
     patterns = api_patterns(model, filter) if filter else {}
-    names: Dict[str, List[str]] = {}
-    for filename, name in baseline.kernel_names(model).items():
-        names.setdefault(baseline.parsed[filename][0], []).append(name)
+    every = baseline.kernel_names(model)
+    names = {c: [every[f] for f, _ in rows] for c, rows in baseline.by_type().items()}
     out = []
     for kernel_type in model.kernel_types:
         pattern = patterns.get(kernel_type.class_name)
@@ -205,14 +199,12 @@ def check_filter(model: ApiModel, filter: str, baseline_listing: ListingResult,
         # newer CK's file names end in an arch suffix that fnmatch never sees
         check.note_facts.append(Note("absent", {
             "piece": piece, "in_suffix": any(piece in suffix for suffix in suffixes)}))
-    match = None
-    if api_file is not None:
-        tree = parse_dispatch(api_file.text)
-        match = match_leaves_to_kernels(tree, api_file.kernel_traits)
+    match = None if api_file is None else match_leaves_to_kernels(
+        parse_dispatch(api_file.text), api_file.kernel_traits)
     if listing.count == 0:
         check.note_facts.append(Note("selects_none"))
     elif api_file is not None and match is not None:  # (the same: for the type checker)
-        _check_dispatch(check, api_file, tree, match)
+        _check_dispatch(check, api_file, match)
     _check_written(check, baseline, api_file, match, write_error, full_api)
     if followers and filter:
         names = baseline.kernel_names(model)
@@ -263,14 +255,10 @@ def _partners_left_out(selected: Set[str], full_api: ApiFileResult,
         if key))
 
 
-def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, tree: DispatchTree,
-                    match: DispatchMatch) -> None:
-    """Whether the filtered run's dispatch file reaches exactly its kernels; the try order."""
+def _check_dispatch(check: FilterCheck, api_file: ApiFileResult, match: DispatchMatch) -> None:
+    """Whether the filtered run's dispatch file reaches exactly its kernels."""
     check.dispatch_checked = True
-    check.dispatch_order = list(dict.fromkeys(
-        filename for leaf in tree.leaves for filename in match.files_of(leaf.order)))
     check.dispatch_unmatched = len(match.unmatched)
-    check.dispatch_unreached = sorted(match.unreached)
     if sorted(api_file.kernel_files) != check.files:
         check.note_facts.append(Note("listing_differs", {
             "written": len(api_file.kernel_files), "listed": check.count}))

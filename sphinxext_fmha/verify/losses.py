@@ -17,15 +17,13 @@ from .synthesis import Kernel
 def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], kept: Set[str],
                     categories: Mapping[Tuple[str, str], str],
                     conditions: Mapping[str, Sequence[Condition]], labels: Mapping[str, List[str]],
-                    followers: Mapping[str, str],
                     fates: Mapping[str, Fate] = {},  # noqa: B006 - read only
                     never_run: Mapping[str, List[Dict[str, Any]]] = {},  # noqa: B006 - read only
                     ) -> None:
     """Fill ``decision.loss_parts`` (token -> what its sentence says) for each token
-    with lost kernels. ``labels``: sub-type -> its segment labels; ``followers``: follower
-    sub-type -> the one it follows; ``fates``: dropped file -> its
-    :class:`~.standins.Fate` (none without a dispatch file); ``never_run``: kernel file ->
-    why the full API never launches it."""
+    with lost kernels (a follower's: :attr:`Decision.follows`). ``labels``: sub-type -> its
+    segment labels; ``fates``: dropped file -> its :class:`~.standins.Fate` (none without
+    a dispatch file); ``never_run``: kernel file -> why the full API never launches it."""
     by_type: Dict[str, List[Kernel]] = {}
     for kernel in kernels:
         by_type.setdefault(kernel.kernel_type, []).append(kernel)
@@ -37,11 +35,10 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
         own = by_type.get(decision.kernel_type, [])
         seg_labels = labels[decision.kernel_type]
         index = seg_labels.index(decision.segment)
-        if decision.kernel_type in followers:
+        if decision.follows:
             for token in decision.drop:
                 count = sum(1 for k in own if k.tokens[index] == token)
-                decision.loss_facts[token] = {"kernels": count,
-                                              "follows": followers[decision.kernel_type]}
+                decision.loss_facts[token] = {"kernels": count, "follows": decision.follows}
                 decision.loss_parts[token] = dict(decision.loss_facts[token])
             for partial in decision.partial:
                 token = partial["token"]
@@ -49,7 +46,7 @@ def describe_losses(decisions: Sequence[Decision], kernels: Sequence[Kernel], ke
                 lost = sum(1 for k in carrying if k.file not in kept)
                 if lost:
                     decision.loss_facts[token] = {"kernels": lost, "of": len(carrying),
-                                                  "follows": followers[decision.kernel_type]}
+                                                  "follows": decision.follows}
                     decision.loss_parts[token] = dict(decision.loss_facts[token],
                                                       kept_with=partial["kept_with"])
             continue

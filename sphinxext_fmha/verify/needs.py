@@ -109,11 +109,9 @@ def needs_key(needs: Sequence[Need]) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
 def _named(model: ApiModel, needs: Sequence[Need]) -> Dict[str, Dict[int, Set[str]]]:
     """sub-type -> segment index -> the needed tokens."""
     named: Dict[str, Dict[int, Set[str]]] = {}
-    for kernel_type in model.kernel_types:
-        for index, segment in enumerate(kernel_type.segments):
-            for need in needs:
-                if not segment.literal and segment.label == need.segment:
-                    named.setdefault(kernel_type.class_name, {})[index] = set(need.tokens)
+    for need in needs:
+        for class_name, index in _segments_named(model, need.segment):
+            named.setdefault(class_name, {})[index] = set(need.tokens)
     return named
 
 
@@ -162,8 +160,7 @@ def unmet_combinations(model: ApiModel, kernels: Sequence[Kernel], needs: Sequen
 
 
 def needed_decisions(decisions: Sequence[Decision], kernels: Sequence[Kernel],
-                     union: Set[str], labels: Mapping[str, List[str]],
-                     follows: Mapping[str, str]) -> None:
+                     union: Set[str], labels: Mapping[str, List[str]]) -> None:
     """A segment the workload names keeps its needed values and drops the others of the
     full listing; what a dropped one loses is that the workload does not call it."""
     for decision in decisions:
@@ -178,5 +175,5 @@ def needed_decisions(decisions: Sequence[Decision], kernels: Sequence[Kernel],
         decision.drop = [t for t in order if t not in kept]
         for token in decision.drop:
             decision.loss_facts[token] = {"kernels": present[token], "not_needed": True}
-            if decision.kernel_type in follows:
-                decision.loss_facts[token]["follows"] = follows[decision.kernel_type]
+            if decision.follows:
+                decision.loss_facts[token]["follows"] = decision.follows

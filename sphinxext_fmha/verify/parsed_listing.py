@@ -47,6 +47,13 @@ class ParsedListing:
     def per_type(self) -> Dict[str, int]:
         return dict(sorted(Counter(t for t, _ in self.parsed.values()).items()))
 
+    def by_type(self) -> Dict[str, List[Tuple[str, List[str]]]]:
+        """kernel type -> (file, tokens) of each of its parsed files, in listing order."""
+        rows: Dict[str, List[Tuple[str, List[str]]]] = {}
+        for filename, (kernel_type, tokens) in self.parsed.items():
+            rows.setdefault(kernel_type, []).append((filename, tokens))
+        return rows
+
     def kernel_name(self, model: ApiModel, filename: str) -> str:
         kernel_type = model.kernel_type(self.parsed[filename][0])
         return split_filename(filename, kernel_type.arch_suffixes) or filename

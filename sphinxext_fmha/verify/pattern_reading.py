@@ -9,6 +9,7 @@ from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..model import ApiModel, natural
 from .boxes import matcher
+from .filtercheck import api_patterns
 from .synthesis import Kernel
 
 _PIECE = re.compile(r"\*+|\?|\[[^\]]+\]|[^*?\[]+|\[")
@@ -79,20 +80,11 @@ def run_reading(model: ApiModel, kernels: Sequence[Kernel], filter_text: str,
     """Per ``@`` part and sub-type: its pieces with the segments they spell, and per
     segment the tokens matched names carry and lack; ``quiet`` segments (tiles) only
     where the pattern spells them."""
-    spec = model.filter
-    texts = filter_text.split(spec.api_split) if spec.api_split else [filter_text]
-    unfiltered = set(spec.unfiltered_types)
+    patterns = api_patterns(model, filter_text)
     readings: List[Dict[str, Any]] = []
     for kernel_type in model.kernel_types:
-        position = kernel_type.filter_position
-        if position is None or kernel_type.class_name in unfiltered:
-            continue
-        part = next((p for p in spec.parts if p.position == position), None)
-        if position < len(texts):
-            pattern = texts[position]
-        elif part is not None and part.missing_becomes is not None:
-            pattern = part.missing_becomes
-        else:
+        position, pattern = kernel_type.filter_position, patterns.get(kernel_type.class_name)
+        if position is None or pattern is None:
             continue
         own = [k for k in kernels if k.kernel_type == kernel_type.class_name]
         match = matcher(pattern)
@@ -119,7 +111,7 @@ def run_reading(model: ApiModel, kernels: Sequence[Kernel], filter_text: str,
             if gone:
                 excluded[segment.label] = gone
                 kept[segment.label] = sorted(selected, key=natural)
-        readings.append({"part": position if spec.api_split else 0,
+        readings.append({"part": position if model.filter.api_split else 0,
                          "kernel_type": kernel_type.class_name, "pattern": pattern,
                          "stretches": shown, "whole": len(stretches) == 1,
                          "selected": len(chosen), "of": len(own),

@@ -14,14 +14,12 @@ from .parsed_listing import ParsedListing
 def pattern_traps(model: ApiModel, listing: ParsedListing) -> List[PatternTrap]:
     """Every token of a segment that ``-f`` can choose whose ``*TOKEN*`` matches
     kernels of its sub-type that do not carry it."""
-    names = listing.kernel_names(model)
-    # class -> [(file, name, tokens)]: counted in files (newer CK: one per architecture)
-    per_type: Dict[str, List[tuple]] = defaultdict(list)
-    for file, (class_name, tokens) in listing.parsed.items():
-        per_type[class_name].append((file, names[file], tokens))
+    names, per_type = listing.kernel_names(model), listing.by_type()
     traps: List[PatternTrap] = []
     for kernel_type in model.kernel_types:
-        kernels = per_type.get(kernel_type.class_name, [])
+        # [(file, name, tokens)]: counted in files (newer CK: one per architecture)
+        kernels = [(file, names[file], tokens)
+                   for file, tokens in per_type.get(kernel_type.class_name, [])]
         # the names as generate.py's matching sees them, folded once per sub-type
         folded = normcase(model)
         seen = [(file, folded(name)) for file, name, _ in kernels]

@@ -10,16 +10,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, cast
 
 from ..analysis.filenames import split_filename
-from ..cppapi.link_check import link_report_from_keys, partners
+from ..cppapi.link_check import partners
 from ..model import ApiModel, Need, Note, Recommendation
 from ..options import Options
+from ..process.runner import ApiFileResult
 from .coupling import Coupling, coupling_of
 from .filtercheck import ParsedListing, predict
 from .losses import describe_losses, note_call_terms
 from .needs import needed_decisions, unmet_combinations, workload_scope
 from .pattern_reading import run_reading
 from .policy import Plan, plan_keep_set, segment_decisions
-from .set_runs import ApiFile, RecommendRunner, source_bytes, verified_runs
+from .set_runs import RecommendRunner, source_bytes, verified_runs
 from .standins import SetDispatch, set_dispatch
 from .synthesis import Kernel, Style, Synthesis, synthesize
 from .tile_table import tile_tables
@@ -34,7 +35,7 @@ class RecommendInputs:
     #: kernel file -> the kernel whose name ``-f`` tests in its stead (kept with it)
     followers: Dict[str, str] = field(default_factory=dict)
     #: the full listing's API dispatch file (None when it could not be written)
-    full_api: Optional[ApiFile] = None
+    full_api: Optional[ApiFileResult] = None
     #: kernel file -> readable dispatch condition terms
     conditions: Dict[str, List[str]] = field(default_factory=dict)
     #: reads ``conditions`` (as costly as the runs: called while they run)
@@ -74,7 +75,6 @@ class Prepared:
 
     result: Recommendation
     kernels: List[Kernel]
-    type_of: Dict[str, str]
     coupling: Optional[Coupling]
     #: the kernels the policy chose among (every kernel without needs)
     scope: List[Kernel]
@@ -107,13 +107,13 @@ def prepare(inputs: RecommendInputs) -> Prepared:
         result.needs_unmet = unmet_combinations(model, kernels, inputs.needs, deciding)
         needed = {(t, need.segment) for need in inputs.needs for t in need.kernel_types}
     if not scope:  # no kernel has the workload's values (said from needs_unmet)
-        return Prepared(result, kernels, type_of, coupling, scope, Plan())
+        return Prepared(result, kernels, coupling, scope, Plan())
     # the dispatch decides which padding and tuning variants run every call
     _read_conditions(inputs, result, len(inputs.notes))
     dispatch = set_dispatch(inputs.full_api.text, inputs.full_api.kernel_traits) \
         if inputs.full_api is not None else None
     plan = plan_keep_set(model, scope, deciding, dispatch, needed)
-    prepared = Prepared(result, kernels, type_of, coupling, scope, plan, dispatch)
+    prepared = Prepared(result, kernels, coupling, scope, plan, dispatch)
     target = _with_leaders(set(plan.keep) - {k.file for k in kernels
                                              if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
@@ -143,7 +143,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     model, result, kernels, scope = inputs.model, prepared.result, prepared.kernels, prepared.scope
     plan, coupling, dispatch = prepared.plan, prepared.coupling, prepared.dispatch
     if not prepared.filters:
-        result.counts = _counts(inputs, prepared.type_of, set(), scope)
+        result.counts = _counts(inputs, set(), scope)
         return result
     union = verified_runs(inputs.model, inputs.options, runner, prepared.filters,
                           prepared.claimed, result)
@@ -152,11 +152,10 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         run.reading = run_reading(model, kernels, run.filter, tiles)
     # kernels the full API never launches: dropping them loses no call
     never_run: Dict[str, List[Dict[str, Any]]] = {}
-    if inputs.full_api is not None:
-        full_links = link_report_from_keys(inputs.full_api.text, inputs.full_api.kernel_traits)
-        result.full_unreferenced = full_links.unreferenced
-        never_run = {name: [{"unreferenced": True}] for name in full_links.unreferenced}
-        never_run.update(full_links.unreachable)
+    if dispatch is not None:  # (read from the full API's dispatch file, as the policy read it)
+        result.full_unreferenced = list(dispatch.match.unreached)
+        never_run = {name: [{"unreferenced": True}] for name in dispatch.match.unreached}
+        never_run.update(dispatch.never_run())
         if result.write_verified:
             result.reached_only_in_set = sorted(
                 f for f in union if f in never_run and f not in result.unreachable_facts
@@ -164,7 +163,6 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     labels = {k.class_name: [s.label for s in k.segments] for k in model.kernel_types}
     full_never = set(dispatch.never_run()) if dispatch is not None else set()
     result.decisions = segment_decisions(model, scope, union, plan, coupling, full_never)
-    follows = {t: coupling.primary for t in coupling.followers} if coupling else {}
     result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
     if dispatch is not None:  # what the commands do with the kernels the full API never runs
         result.emptied = _emptied(dispatch, union)
@@ -178,14 +176,11 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \
             if dispatch is not None else {}
         describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
-                        labels, follows, fates, never_run)
+                        labels, fates, never_run)
         note_call_terms(chosen, scope, union, inputs.conditions, labels)
         result.tile_tables = tile_tables(model, inputs.baseline, union, inputs.tile_names)
-    needed_decisions(result.decisions, kernels, union, labels, follows)
-    for decision in result.decisions:
-        if decision.category == "tile":
-            result.tiles.setdefault(decision.kernel_type, {})[decision.segment] = decision.keep
-    result.counts = _counts(inputs, prepared.type_of, union, scope)
+    needed_decisions(result.decisions, kernels, union, labels)
+    result.counts = _counts(inputs, union, scope)
     if result.build is not None and inputs.full_api is not None \
             and inputs.full_api.kernel_bytes:
         result.build.full_kernel_files = len(inputs.full_api.kernel_traits)
@@ -245,10 +240,10 @@ def _synthesised(inputs: RecommendInputs, kernels: Sequence[Kernel], target: Set
     return claimed, list(synthesis.filters)
 
 
-def _counts(inputs: RecommendInputs, type_of: Mapping[str, str], union: Set[str],
-            scope: Sequence[Kernel]) -> Dict[str, Dict[str, int]]:
-    full = inputs.baseline.per_type()
-    minimal = Counter(type_of[f] for f in union if f in type_of)
+def _counts(inputs: RecommendInputs, union: Set[str], scope: Sequence[Kernel]
+            ) -> Dict[str, Dict[str, int]]:
+    full, parsed = inputs.baseline.per_type(), inputs.baseline.parsed
+    minimal = Counter(parsed[f][0] for f in union if f in parsed)
     counts = {t: {"full": n, "minimal": minimal.get(t, 0)} for t, n in full.items()}
     counts["total"] = {"full": sum(full.values()), "minimal": len(union)}
     if inputs.needs:

@@ -11,16 +11,9 @@ from typing import Dict, List, Protocol, Sequence, Set
 from ..cppapi.link_check import link_report_from_keys
 from ..model import ApiModel, BuildCost, FilterCheck, FilterRun, Note, Recommendation
 from ..options import Options, cli_flag
+from ..process.runner import ApiFileResult
 
 PARALLEL_RUNS = 2
-
-
-class ApiFile(Protocol):
-    text: str
-    kernel_traits: Dict[str, str]
-    #: bytes of each kernel file and of the dispatch file write mode wrote (empty: not measured)
-    kernel_bytes: Dict[str, int]
-    api_bytes: int
 
 
 class RecommendRunner(Protocol):
@@ -36,9 +29,9 @@ class RecommendRunner(Protocol):
 
     def driver_listing(self, filters: Sequence[str]) -> List[str]: ...
 
-    def driver_write(self, filters: Sequence[str]) -> ApiFile: ...
+    def driver_write(self, filters: Sequence[str]) -> ApiFileResult: ...
 
-    def written(self, filter: str) -> ApiFile:
+    def written(self, filter: str) -> ApiFileResult:
         """What ``generate.py -f filter -o`` wrote (the run :meth:`check` made)."""
 
 
@@ -64,7 +57,7 @@ def verified_runs(model: ApiModel, options: Options, runner: RecommendRunner,
     return union
 
 
-def source_bytes(written: ApiFile) -> int:
+def source_bytes(written: ApiFileResult) -> int:
     return sum(written.kernel_bytes.values()) + written.api_bytes
 
 
@@ -124,7 +117,7 @@ def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[s
     _check_links(result, written, union, "run")
 
 
-def _check_links(result: Recommendation, written: ApiFile, union: Set[str], by: str
+def _check_links(result: Recommendation, written: ApiFileResult, union: Set[str], by: str
                  ) -> None:
     """Whether the set's written dispatch file links, and reaches every kernel; what it
     costs to build (the full API's side is filled in by :func:`finish`)."""

@@ -77,7 +77,7 @@ def _arch(file: str, tokens: Sequence[str]) -> str:
 
 
 def _table(model: ApiModel, kernel_type: KernelType, layout: _Layout,
-           kernels: List[Tuple[str, Sequence[str]]], kept: Optional[AbstractSet[str]],
+           kernels: Sequence[Tuple[str, Sequence[str]]], kept: Optional[AbstractSet[str]],
            names: Mapping[str, str]) -> TileTable:
     segments = kernel_type.segments
     has_arch = any(s for s in kernel_type.arch_suffixes)
@@ -213,16 +213,13 @@ def tile_tables(model: ApiModel, parsed: ParsedListing, kept: Optional[AbstractS
                 names: Optional[Mapping[str, str]] = None) -> List[TileTable]:
     """One :class:`TileTable` per sub-type with tiles; ``kept``: the set's files."""
     layouts = _layouts(model)
-    per_type: Dict[str, List[Tuple[str, Sequence[str]]]] = defaultdict(list)
-    for file, (class_name, tokens) in sorted(parsed.parsed.items()):
-        per_type[class_name].append((file, tokens))
+    per_type = parsed.by_type()
     tables = []
     for kernel_type in model.kernel_types:
         layout = layouts[kernel_type.class_name]
         files = per_type.get(kernel_type.class_name)
         if not files or not (layout.tile_labels or any(f in (names or {}) for f, _ in files)):
             continue
-        tables.append(_table(model, kernel_type, layout, per_type[kernel_type.class_name], kept,
-                             names or {}))
+        tables.append(_table(model, kernel_type, layout, files, kept, names or {}))
     return tables
 

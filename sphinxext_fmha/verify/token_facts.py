@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from itertools import accumulate, chain, combinations, compress, count, repeat
+from itertools import accumulate, combinations, compress, repeat
 from operator import add, lt, mul, sub
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -16,16 +16,11 @@ from .parsed_listing import ParsedListing
 
 
 def _rows_per_class(model: ApiModel, files: Sequence[str], parsed: Optional[ParsedListing]
-                    ) -> Dict[str, List[Tuple[List[str], str]]]:
-    """kernel class -> (tokens, file) of each parsed file, in listing order."""
+                    ) -> Dict[str, List[Tuple[str, List[str]]]]:
+    """kernel class -> (file, tokens) of each parsed file, in listing order."""
     listing = parsed if parsed is not None and parsed.files == list(files) \
         else ParsedListing.of(model, files)
-    rows: Dict[str, List[Tuple[List[str], str]]] = {}
-    for filename in listing.files:
-        found = listing.parsed.get(filename)
-        if found is not None:
-            rows.setdefault(found[0], []).append((found[1], filename))
-    return rows
+    return listing.by_type()
 
 
 def token_counts(model: ApiModel, files: Sequence[str],
@@ -34,7 +29,7 @@ def token_counts(model: ApiModel, files: Sequence[str],
     counts: TokenCounts = {}
     for class_name, rows in _rows_per_class(model, files, parsed).items():
         # every parse of a class has one token per segment: count column by column
-        for index, column in enumerate(zip(*(tokens for tokens, _ in rows))):
+        for index, column in enumerate(zip(*(tokens for _, tokens in rows))):
             counts[(class_name, index)] = dict(Counter(column))
     return counts
 
@@ -143,7 +138,7 @@ def token_dispatch(model: ApiModel, files: Sequence[str], reading: Mapping[str, 
     per_class: Dict[str, List[_Item]] = {}
     for class_name, rows in _rows_per_class(model, files, parsed).items():
         per_class[class_name] = [(tokens, filename[len("".join(tokens)):],
-                                  kernels.get(filename), filename) for tokens, filename in rows]
+                                  kernels.get(filename), filename) for filename, tokens in rows]
     result = TokenDispatch()
     position = {name: index for index, name in enumerate(reading.get("order", []))}
     for kernel_type in model.kernel_types:
@@ -364,45 +359,3 @@ def _codes(column: Sequence[Any]) -> Tuple[List[int], int]:
     """Each value's number (in the order values first occur), and how many there are."""
     number = {value: code for code, value in enumerate(dict.fromkeys(column))}
     return list(map(number.__getitem__, column)), len(number)
-
-
-def dispatch_data(dispatch: Optional[TokenDispatch]) -> Optional[dict]:
-    """``dispatch`` as JSON data; files written once, groups hold their numbers (a 2.8.3
-    bwd reading: 1 MB of JSON instead of 24)."""
-    if dispatch is None:
-        return None
-    every = dict.fromkeys(chain.from_iterable(  # the files, in the order they first occur
-        g.files for by_token in dispatch.groups.values() for found in by_token.values()
-        for g in found))
-    number = dict(zip(every, count()))
-    groups = [[class_name, index, [[token, [[g.cpp, g.forms, g.where, g.kernels, g.unreached,
-                                              g.varying, list(map(number.__getitem__, g.files))]
-                                             for g in found]] for token, found in by_token.items()]]
-              for (class_name, index), by_token in dispatch.groups.items()]
-    return {"files": list(number), "groups": groups,
-            "shared": [[class_name, [list(term) for term in terms]]
-                       for class_name, terms in dispatch.shared.items()],
-            "undetermined": [[class_name, terms] for class_name, terms in dispatch.undetermined.items()],
-            "orders": [[class_name, label, [[list(tokens), count] for tokens, count in counts.items()]]
-                       for (class_name, label), counts in dispatch.orders.items()]}
-
-
-def dispatch_from_data(data: Any) -> Optional[TokenDispatch]:
-    """The :class:`TokenDispatch` that :func:`dispatch_data` made ``data`` of."""
-    if data is None:
-        return None
-    files = data["files"]
-    result = TokenDispatch()
-    for class_name, index, tokens in data["groups"]:
-        result.groups[(class_name, index)] = {
-            token: [ConditionGroup(cpp=cpp, forms=words, where=where, kernels=kernels,
-                                   unreached=unreached, varying=varying,
-                                   files=list(map(files.__getitem__, numbers)))
-                    for cpp, words, where, kernels, unreached, varying, numbers in found]
-            for token, found in tokens}
-    result.shared = {class_name: [tuple(term) for term in terms]
-                     for class_name, terms in data["shared"]}
-    result.undetermined = {class_name: terms for class_name, terms in data["undetermined"]}
-    result.orders = {(class_name, label): {tuple(tokens): count for tokens, count in counts}
-                     for class_name, label, counts in data["orders"]}
-    return result
