@@ -608,9 +608,9 @@ def test_condition_groups_as_a_truth_table():
         "_pd": [group(["a.hdim_q % 64 != 0"], "_d64", "_b64"),
                 group(["a.hdim_q % 32 != 0"], "_d32", "_b32")],
     }
-    pivoted: list = []
-    blocks = condition_details(by_token, "pad", pivoted)
-    assert pivoted == [True] and not isinstance(blocks[0], Dropdown)  # 4 rows: not folded
+    marks: set = set()
+    blocks = condition_details(by_token, "pad", marks)
+    assert marks == {"pivoted"} and not isinstance(blocks[0], Dropdown)  # 4 rows: not folded
     note, table = blocks
     assert isinstance(table, Table)
     # tile goes with hdim one to one: said once, not a column

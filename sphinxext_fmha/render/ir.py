@@ -105,7 +105,6 @@ class Dropdown:
 
     title: Inlines
     blocks: List[Block]
-    opened: bool = False
 
 
 @dataclass

@@ -119,8 +119,8 @@ def blocks_markdown(blocks: Sequence[Block], level: int = 2) -> List[str]:
             out.append("#" * min(level + 1, 6) + " " + _inline(block.inlines))
         elif isinstance(block, Dropdown):
             inner = "\n\n".join(blocks_markdown(block.blocks, level))
-            out.append("<details%s>\n<summary>%s</summary>\n\n%s\n\n</details>"
-                       % (" open" if block.opened else "", _inline(block.title, as_html=True), inner))
+            out.append("<details>\n<summary>%s</summary>\n\n%s\n\n</details>"
+                       % (_inline(block.title, as_html=True), inner))
         elif isinstance(block, Admonition):
             inner = "\n\n".join(blocks_markdown(block.blocks, level))
             quoted = "\n".join(("> " + line) if line else ">" for line in inner.split("\n"))
@@ -174,7 +174,7 @@ def comparison_markdown(comparison: FilterComparison) -> str:
                      + blocks_markdown(comparison_blocks(comparison), 1), [])
 
 
-def render_recommendation_markdown(rec: Recommendation, model=None) -> str:
+def render_recommendation_markdown(rec: Recommendation) -> str:
     """The recommended minimal set, losses, commands and counts as Markdown."""
     return _document(["# %s: %s" % ("Kernel set for a workload" if rec.needs else "Recommended minimal set",
-                                    _code(rec.api))], recommendation_sections(rec, model))
+                                    _code(rec.api))], recommendation_sections(rec))

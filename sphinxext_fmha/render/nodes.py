@@ -169,7 +169,7 @@ def blocks_to_nodes(blocks: Sequence[Block], link: Optional[LinkFactory] = None)
             out.append(nodes.container(
                 "", nodes.rubric("", "", *inlines_to_nodes(block.title, link)),
                 *blocks_to_nodes(block.blocks, link), is_div=True, design_component="dropdown",
-                opened=block.opened, type="dropdown", has_title=True, icon=None, chevron=None,
+                opened=False, type="dropdown", has_title=True, icon=None, chevron=None,
                 container_classes=["sd-mb-3", "fmha-dropdown"], title_classes=[], body_classes=[],
                 classes=[]))
         elif isinstance(block, Admonition):

@@ -4,7 +4,7 @@ kernel group where a token has several, and those every kernel of a sub-type sha
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ...guide_data import GuideData
 from ...model import ApiModel, FieldInfo, KernelType, Segment
@@ -87,11 +87,15 @@ class Conditions:
     def __init__(self) -> None:
         self.first: Dict[str, _Shown] = {}
         self.local: Dict[Tuple[str, str], _Shown] = {}
+        #: the marks the section's tables use (SEVERAL, "-", "pivoted"): its lead explains them
+        self.marks: Set[str] = set()
 
     def cell(self, heading: str, label: str, token: str, groups: List[ConditionGroup]) -> Inlines:
         if not groups:
+            self.marks.add("-")
             return ["-"]
         if len(groups) > 1:
+            self.marks.add(SEVERAL)
             return [SEVERAL]
         group = groups[0]
         key = _condition_key(group)
@@ -104,7 +108,10 @@ class Conditions:
             return ["as ", LocalLink(earlier[0], earlier[1], where)]
         self.first.setdefault(key, (heading, label, token))
         self.local.setdefault((heading, key), (heading, label, token))
-        return _condition_inlines(group) + ([VARYING] if group.varying else [])
+        shown = _condition_inlines(group) + ([VARYING] if group.varying else [])
+        if shown == ["-"]:
+            self.marks.add("-")
+        return shown
 
     def same_segment(self, heading: str, label: str,
                      conditions: Dict[str, List[ConditionGroup]]) -> Optional[Tuple[str, str]]:
@@ -147,11 +154,11 @@ def _pivot(groups: List[ConditionGroup]) -> Optional[List[Dict[str, str]]]:
 
 
 def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: str,
-                       pivoted: List[bool]) -> List[Block]:
+                       marks: Set[str]) -> List[Block]:
     """The conditions of the tokens that have several, one row per kernel group; the
     other segments that shape a condition are columns (the tokens the group covers).
     Where every term reads ``variable rest``, each variable is a column too (a truth
-    table: the condition is the ``&&`` of the row's cells) and ``pivoted`` records it."""
+    table: the condition is the ``&&`` of the row's cells); ``marks`` gets the marks it uses."""
     groups = [(token, group) for token in sorted(groups_by_token, key=natural)
               if len(groups_by_token[token]) > 1
               for group in sorted(groups_by_token[token], key=lambda g: (
@@ -163,7 +170,9 @@ def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: s
     terms = _pivot([g for _, g in groups])
     variables = list(dict.fromkeys(v for found in terms or [] for v in found))
     if terms is not None:
-        pivoted.append(True)
+        marks.add("pivoted")
+    elif any(not group.cpp and not group.unreached for _, group in groups):
+        marks.add("-")
     rows = []
     for index, (token, group) in enumerate(groups):
         row = [token_cell(token) + ([VARYING] if group.varying else [])]  # the row's mark

@@ -14,7 +14,6 @@ from ..ir import (
     Block,
     BulletList,
     Code,
-    Dropdown,
     Inlines,
     LocalLink,
     Para,
@@ -54,7 +53,6 @@ def fields_section(data: GuideData) -> List[Block]:
     blocks += [Para([Code(k.class_name), " is not filtered by ", Code("-f"), "; its segments are shown "
                      "in the file name section."]) for k in model.kernel_types if k not in filtered_types]
     shown = Conditions()
-    pivoted: List[bool] = []
     for kernel_type in filtered_types:
         heading = ""
         if len(model.kernel_types) > 1:
@@ -67,20 +65,18 @@ def fields_section(data: GuideData) -> List[Block]:
         for index, segment in enumerate(kernel_type.segments):
             if segment.literal or segment.constant:
                 continue
-            blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading,
-                                          shown, pivoted))
+            blocks.extend(_segment_blocks(data, kernel_type, index, segment, infos, heading, shown))
         blocks.extend(_constant_segments(kernel_type))
     # the legends of the marks the tables use, said once
-    if any(SEVERAL in text_of(r) for b in _tables(blocks) for row in b.rows for r in row):
+    if SEVERAL in shown.marks:
         lead.append(" %s: differs per kernel group (table below)." % SEVERAL)
     if any_varying(data):
         lead.append(" %s: some kernels of the group are also reached by branches with other "
                     "extra conditions (not shown)." % VARYING)
-    if any(header == "Dispatch condition" and text_of(row[column]) == "-"
-           for b in _tables(blocks) for column, header in enumerate(b.header) for row in b.rows):
+    if "-" in shown.marks:
         lead.append(" -: no term of its own (its kernels take what the branches tried before "
                     "them leave).")
-    if pivoted:
+    if "pivoted" in shown.marks:
         lead.append(" Where C++ names head columns, a row's condition is the && of its cells "
                     "(column a.seqlen_k, cell % 128 == 0: a.seqlen_k % 128 == 0).")
     return blocks
@@ -94,16 +90,6 @@ def _constant_segments(kernel_type: KernelType) -> List[Block]:
         return []
     return [Para(["Constant in this tree (one token each, so ", Code("-f"), " has nothing to "
                   "choose): ", *join(items, "; "), "."])]
-
-
-def _tables(blocks: List[Block]) -> List[Table]:
-    out: List[Table] = []
-    for block in blocks:
-        if isinstance(block, Table):
-            out.append(block)
-        elif isinstance(block, Dropdown):
-            out.extend(_tables(block.blocks))
-    return out
 
 
 def _field_items(segment: Segment, infos: Dict[str, FieldInfo], symbols_inline: bool,
@@ -156,8 +142,7 @@ def _symbol_maps(segment: Segment, infos: Dict[str, FieldInfo]) -> Optional[Para
 
 
 def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segment: Segment,
-                    infos: Dict[str, FieldInfo], heading: str, shown: Conditions,
-                    pivoted: List[bool]) -> List[Block]:
+                    infos: Dict[str, FieldInfo], heading: str, shown: Conditions) -> List[Block]:
     model = data.model
     counts = data.token_counts.get((kernel_type.class_name, index), {})
     levels = dispatch_levels(model, segment)
@@ -202,7 +187,7 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
         row.append([str(counts.get(token, 0))])
         rows.append(row)
     table = Table(header=header, rows=rows, classes=["fmha-field"])
-    details = condition_details(conditions, segment.label, pivoted) if show_dispatch else []
+    details = condition_details(conditions, segment.label, shown.marks) if show_dispatch else []
     undecided = _undecided_levels(data, kernel_type, index, levels, conditions, heading) \
         if show_dispatch else []
     traps = _pattern_traps(data, kernel_type, segment) + follower_tokens_note(

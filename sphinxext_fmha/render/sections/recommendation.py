@@ -93,36 +93,23 @@ def _emptied_blocks(rec: Recommendation) -> List[Block]:
     return blocks
 
 
-def _partial_where(decision: Decision) -> Dict[str, str]:
-    """token -> the values of other segments it is kept with ("mode _group")."""
-    return {p["token"]: kept_with_text(p.get("kept_with") or {}) for p in decision.partial}
-
-
-def _keep_cell(decision: Decision) -> Inlines:
-    partial = _partial_where(decision)
-    cells: List[Inlines] = []
-    for token in sorted(decision.keep, key=natural):
-        cell = token_cell(token)
-        if token in partial:
-            where = partial[token]
-            cell = cell + [" (only with %s)" % where if where else " (where nothing else exists)"]
-        cells.append(cell)
-    return join(cells) or ["-"]
-
-
-def _drop_cell(decision: Decision) -> Inlines:
-    """Dropped tokens, and the tokens dropped except where nothing else serves a
-    problem value (also under Keep, with that value): a reader looking for what is
-    dropped finds them here too."""
-    partial = _partial_where(decision)
-    cells: List[Inlines] = [token_cell(token) for token in sorted(decision.drop, key=natural)]
+def _keep_drop_cells(decision: Decision) -> List[Inlines]:
+    """The Keep and Drop cells. A token kept only where nothing else serves a problem
+    value is in both: under Keep "only with" the values of other segments it is kept
+    with ("mode _group"), under Drop "except with" them, so that a reader looking for
+    what is dropped finds it there too."""
+    partial = {p["token"]: kept_with_text(p.get("kept_with") or {}) for p in decision.partial}
     # (a token kept with every value it exists with is dropped nowhere)
-    dropped = {p["token"] for p in decision.partial if p.get("dropped", True)}
-    for token in sorted((t for t in partial if t in dropped), key=natural):
+    dropped = sorted(dict.fromkeys(p["token"] for p in decision.partial if p.get("dropped", True)),
+                     key=natural)
+
+    def noted(token: str, only: bool) -> Inlines:
         where = partial[token]
-        cells.append(token_cell(token) + [" (except with %s)" % where if where
-                                          else " (except where nothing else exists)"])
-    return join(cells) or ["-"]
+        return token_cell(token) + [" (%s with %s)" % ("only" if only else "except", where) if where
+                                    else " (%swhere nothing else exists)" % ("" if only else "except ")]
+    keep = [noted(t, True) if t in partial else token_cell(t) for t in sorted(decision.keep, key=natural)]
+    drop = [token_cell(t) for t in sorted(decision.drop, key=natural)] + [noted(t, False) for t in dropped]
+    return [join(keep) or ["-"], join(drop) or ["-"]]
 
 
 def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]) -> List[Block]:
@@ -149,7 +136,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
         why = NEEDED_REASON if decision.category == "needed" and not follows \
             else "" if follows else decision_reason(decision)
         first = reasons.setdefault(why, decision.segment)
-        rows.append([[decision.segment], _keep_cell(decision), _drop_cell(decision),
+        rows.append([[decision.segment], *_keep_drop_cells(decision),
                      ["as for ", Strong(first)] if why and first != decision.segment
                      else [why] if why else ["-"]])
     if rows:
@@ -330,15 +317,14 @@ def _count_table(rec: Optional[Recommendation], model: Optional[ApiModel]) -> Ta
     return Table(header=header, rows=rows + [total_row], classes=["fmha-counts"])
 
 
-def recommendation_sections(rec: Recommendation, model: Optional[ApiModel] = None) -> List[Section]:
+def recommendation_sections(rec: Recommendation) -> List[Section]:
     """Sections 5-8 from a recommendation alone (the CLI's ``recommend``)."""
     return [
         Section("minimal", WORKLOAD_TITLE if rec.needs else SECTION_TITLES["minimal"],
                 _minimal_blocks(rec)),
         Section("losses", SECTION_TITLES["losses"], _losses_blocks(rec)),
         Section("commands", SECTION_TITLES["commands"], _commands_blocks(rec)),
-        Section("counts", SECTION_TITLES["counts"], [_count_table(rec, model)]
-                + build_blocks(rec)),
+        Section("counts", SECTION_TITLES["counts"], [_count_table(rec, None)] + build_blocks(rec)),
     ]
 
 

@@ -162,7 +162,7 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
     verified = rec.verified and (rec.write_verified or not rec.runs)
     blocks.append(Para([Strong(str(rec.union_count)), " of %d kernels (%s%s)%s:" % (
         rec.counts.get("total", {}).get("full", 0),
-        "verified with generate.py" if verified else "NOT verified",
+        verified_text(verified),
         ", it links" if rec.write_verified else "", _build_clause(rec.build))]))
     if len(rec.runs) == 1:
         blocks.append(CodeBlock(rec.runs[0].command, "bash"))
