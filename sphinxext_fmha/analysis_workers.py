@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .options import GENERATE_OPTIONS, Options
+from .options import Options, cli_flag
 from .process.ahead_pool import Item, Memo
 from .process.launch import GenerateError, child_environment, output_files, run, scratch
 from .process.progress import StepLine, report_step
@@ -141,11 +141,8 @@ class AnalysisWorkers:
     def _run(self, api: str, options: Options, sections: Optional[str]) -> bool:
         """Run the worker for ``api``; True when it kept every result. Never raises."""
         place, progress = self.place, self.place.progress
-        option_args: List[str] = []
-        for spec in GENERATE_OPTIONS:
-            value = getattr(options, spec.dest)
-            if value is not None:
-                option_args += [spec.long_flag, str(value)]
+        option_args = [arg for dest, value in options.given().items()
+                       for arg in (cli_flag(dest), str(value))]
         args = prepare_argv(place.ck_root, [api], cache_dir=place.cache_root,
                             python=place.python, timeout=place.timeout,
                             option_args=option_args, sections=sections,
@@ -200,7 +197,6 @@ class WorkerOutcome:
     ok: bool
     seconds: float
     api_seconds: Mapping[str, float] = field(default_factory=dict)
-    step_lines: List[str] = field(default_factory=list)
     error: Optional[GenerateError] = None
 
     @property
@@ -229,7 +225,6 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
     argv = [interpreter, "-m", "sphinxext_fmha", *args]
     display = shlex.join(["sphinxext-fmha", *args])
     api_seconds: Dict[str, float] = {}
-    step_lines: List[str] = []
     try:
         with scratch("fmha-worker-") as workdir:
             path = os.pathsep.join(p for p in (str(_PACKAGE_PARENT),
@@ -243,10 +238,8 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
                     if on_api is not None:
                         on_api(*record)
                 for line in steps():
-                    if line.startswith(STEP_PREFIX):
-                        step_lines.append(line)
-                        if on_step is not None:
-                            on_step(line)
+                    if line.startswith(STEP_PREFIX) and on_step is not None:
+                        on_step(line)
 
             # cwd: the scratch folder (first on the path with ``-m``), which holds no module
             outcome = run(argv, cwd=workdir, workdir=workdir, timeout=timeout,
@@ -256,7 +249,7 @@ def run_worker(interpreter: str, args: Sequence[str], *, timeout: float,
     except GenerateError as failure:
         return WorkerOutcome(ok=False, seconds=0.0, error=failure)
     return WorkerOutcome(ok=error is None, seconds=outcome.seconds, api_seconds=api_seconds,
-                         step_lines=step_lines, error=error)
+                         error=error)
 
 
 def _api_record(line: str) -> Optional[Tuple[str, bool, float]]:

@@ -238,17 +238,13 @@ def _differing(new: Side, groups: Sequence[Sequence[str]],
                values: Mapping[str, Mapping[str, str]]) -> Dict[str, List[str]]:
     """The fields (and ``arch``) whose values tell one old kernel's counterparts apart."""
     names = new.names()
-    seen: Dict[str, Set[str]] = defaultdict(set)
+    seen: List[Tuple[str, str]] = []
     for group in groups:
-        per_field: Dict[str, Set[str]] = defaultdict(set)
-        for filename in group:
-            for path, value in values.get(filename, {}).items():
-                per_field[path].add(value)
-            per_field["arch"].add(filename[len(names.get(filename, "")):].removesuffix(".cpp"))
-        for path, found in per_field.items():
-            if len(found) > 1:
-                seen[path] |= found
-    return {path: sorted(found, key=natural) for path, found in sorted(seen.items())}
+        arch = [("arch", f[len(names.get(f, "")):].removesuffix(".cpp")) for f in group]
+        per_field = _domain([pair for f in group for pair in values.get(f, {}).items()] + arch)
+        seen += [(path, value) for path, found in per_field.items() if len(found) > 1
+                 for value in found]
+    return _domain(seen)
 
 
 def _naming_changes(old: Side, new: Side) -> List[Change]:
@@ -267,7 +263,8 @@ def _naming_changes(old: Side, new: Side) -> List[Change]:
         for kind, mine, other in (("segment-added", new_segments, old_segments),
                                   ("segment-removed", old_segments, new_segments)):
             changes += [Change(kind, kernel_type=class_name, segment=label,
-                               values=_field_domain(segment.values))
+                               values=_domain(pair for combos in segment.values.values()
+                                              for combo in combos for pair in combo.items()))
                         for label, segment in mine.items() if label not in other]
         counts = _token_counts(old, class_name), _token_counts(new, class_name)
         for label, segment in new_segments.items():
@@ -277,11 +274,11 @@ def _naming_changes(old: Side, new: Side) -> List[Change]:
     return changes
 
 
-def _field_domain(values: Mapping[str, List[Dict[str, str]]]) -> Dict[str, List[str]]:
+def _domain(pairs: Iterable[Tuple[str, str]]) -> Dict[str, List[str]]:
+    """path -> its values in natural order, from (path, value) pairs."""
     domain: Dict[str, Set[str]] = defaultdict(set)
-    for combo in (c for combos in values.values() for c in combos):
-        for path, value in combo.items():
-            domain[path].add(value)
+    for path, value in pairs:
+        domain[path].add(value)
     return {path: sorted(found, key=natural) for path, found in sorted(domain.items())}
 
 

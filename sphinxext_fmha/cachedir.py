@@ -4,14 +4,10 @@ sharing that place take turns."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from pathlib import Path
 from typing import Iterator
-
-try:  # POSIX
-    import fcntl
-except ImportError:  # pragma: no cover - non-POSIX
-    fcntl = None  # type: ignore[assignment]
 
 
 def cache_root() -> Path:
@@ -24,11 +20,8 @@ def cache_root() -> Path:
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock (fcntl.flock); a no-op where fcntl is missing."""
+    """An exclusive inter-process lock (fcntl.flock)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:  # pragma: no cover - non-POSIX
-        yield
-        return
     with open(path, "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:

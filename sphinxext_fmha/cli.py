@@ -195,16 +195,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_FAILED
 
 
-def _write_text(path_text: str, text: str, what: str) -> None:
-    path = Path(path_text).expanduser()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise OptionError("cannot write %s to %s: %s (give a file path in a folder you can "
-                          "write)" % (what, path, error.strerror or error)) from None
-
-
 def _output_path(path_text: str, folder: bool, flag: str) -> Path:
     """A folder (``-o``) or listing file (``-l``) for generate.py, checked before it runs."""
     path = Path(path_text).expanduser().resolve()
@@ -294,7 +284,13 @@ def _run(args) -> int:
         _warn(commands_miss_warnings(args.api, data.recommendation.runs
                                      if data.recommendation else []))
         if args.output:
-            _write_text(args.output, text, "the guide")
+            path = Path(args.output).expanduser()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+            except OSError as error:
+                raise OptionError("cannot write the guide to %s: %s (give a file path in a folder "
+                                  "you can write)" % (path, error.strerror or error)) from None
         elif sys.stdout is not None:  # (closed: ``>&-``)
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -314,8 +310,7 @@ def _prepare(session, args, options: Options) -> int:
     from .guide import collect_guide
     from .guide_data import parse_sections
 
-    parse_sections(args.sections)  # a bad value is a usage error, before any work
-    sections = args.sections.split(",") if args.sections is not None else None
+    sections = parse_sections(args.sections)  # a bad value is a usage error, before any work
     for api in args.apis:
         session.tree.request(api, options)  # an unknown API or option too
     install_handlers()  # SIGTERM ends our generate.py runs with us (they run in threads too)

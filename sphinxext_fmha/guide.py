@@ -70,8 +70,7 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
                 WarningType.RECOMMEND, "the recommended minimal set is not available in this version "
                 "of sphinxext-fmha (%s: %s)" % (type(exc).__name__, exc))
         except Exception as exc:  # noqa: BLE001 - reported, never a traceback
-            data.recommendation_problem = _problem(exc, "cannot make the recommended minimal "
-                                                   "set: ")
+            data.recommendation_problem = problem_of(exc).about("cannot make the recommended minimal set")
     if conditions:
         # Optional facts: when they cannot be read, the guide leaves them out and the
         # caller reports why (never silently).
@@ -85,8 +84,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
             # own work, and everything above can be made while it runs.
             data.mask_modes = session.mask_modes(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.dispatch_problem = _problem(exc, "cannot read the API dispatch file or the "
-                                             "mask modes (dispatch conditions are left out): ")
+            data.dispatch_problem = problem_of(exc).about("cannot read the API dispatch file or the "
+                                                          "mask modes (dispatch conditions are left out)")
     if SectionNeed.EXAMPLES in shown:
         data.examples = collect_examples(session, api, options)
     if SectionNeed.PATTERN_TRAPS in shown:
@@ -95,8 +94,8 @@ def collect_guide(session: Session, api: str, options: Options = Options(),
         try:
             data.filter_facts = session.filter_facts(api, options)
         except Exception as exc:  # noqa: BLE001 - reported by the caller, never a traceback
-            data.filter_problem = _problem(exc, "cannot measure what write mode and --targets "
-                                           "do (the filter mechanism leaves them out): ")
+            data.filter_problem = problem_of(exc).about("cannot measure what write mode and --targets "
+                                                        "do (the filter mechanism leaves them out)")
     if SectionNeed.TILE_TABLES in shown:
         # the set's tile counts when the recommendation has them, else the listing's
         if data.recommendation is not None and data.recommendation.tile_tables:
@@ -127,12 +126,6 @@ def collect_examples(session: Session, api: str, options: Options = Options()
             example.problem = problem_of(exc).message
         examples.append(example)
     return examples
-
-
-def _problem(exc: Exception, what: str) -> Problem:
-    problem = problem_of(exc)
-    problem.message = what + problem.message
-    return problem
 
 
 def suspicious_problems(model: ApiModel) -> List[Problem]:

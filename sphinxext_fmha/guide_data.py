@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 from .errors import FmhaError, WarningType, tail_shown
 from .locate import CKRootNotFound
 from .model import (
+    ApiInfo,
     ApiModel,
     FilterFacts,
     PatternTrap,
@@ -139,6 +140,11 @@ class Problem:
     def __post_init__(self) -> None:
         self.kind = WarningType(self.kind)  # a bare string must name a known subtype
 
+    def about(self, what: str) -> Problem:
+        """This problem, its message now after ``what: ``."""
+        self.message = "%s: %s" % (what, self.message)
+        return self
+
     def details(self) -> str:
         """The message, the failed command and the tail of its stderr."""
         lines = [self.message.rstrip()]
@@ -213,7 +219,7 @@ def build_date() -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(stamp))
 
 
-def source_rel(model: ApiModel) -> str:
+def source_rel(model: Union[ApiModel, ApiInfo]) -> str:
     """The API module relative to the 01_fmha folder: ``codegen/ops/fmha_fwd.py``."""
     source = model.source.replace("\\", "/")
     if "/codegen/" in source:

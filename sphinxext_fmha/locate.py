@@ -84,12 +84,10 @@ def _candidates(base: Path) -> Iterator[Path]:
 
 
 def _search(bases: Iterable[Path], searched: List[str]) -> Optional[Path]:
-    seen = set()
     for base in bases:
         for candidate in _candidates(base):
-            if str(candidate) in seen:
+            if str(candidate) in searched:
                 continue
-            seen.add(str(candidate))
             searched.append(str(candidate))
             if is_ck_root(candidate):
                 return candidate

@@ -427,4 +427,3 @@ def test_the_worker_says_each_api_and_step_as_soon_as_it_is_done(tmp_path):
     assert said == [("first", True, 0.1), ("second", False, 0.2)]  # both before the end
     assert steps == ["fmha: first of tree: 2 filtered runs... 0.1 s"]
     assert outcome.api_seconds == {"first": 0.1, "second": 0.2}
-    assert outcome.step_lines == ["fmha: first of tree: 2 filtered runs... 0.1 s"]

@@ -16,14 +16,7 @@ from .. import __version__
 from ..cppapi.allocation import freeze_at_exit
 from ..locate import forget_roots
 from ..render.nodes import fmha_diagram, fmha_guide, fmha_section
-from .kernel_guide import (
-    ApiListDirective,
-    FilenameDirective,
-    FilterCheckDirective,
-    KernelGuideDirective,
-    KernelSetDirective,
-    WarningTypesDirective,
-)
+from .kernel_guide import DIRECTIVES
 from .page_scan import setup_ahead
 from .playground import JS_FILE, is_interactive, setup_playground
 from .sphinx_glue import add_config_values, setup_strict, validate_config
@@ -165,12 +158,8 @@ def setup(app: Any) -> Dict[str, Any]:
     add_config_values(app)
     for node_class in (fmha_guide, fmha_section, fmha_diagram):
         app.add_node(node_class)
-    app.add_directive("fmha-kernel-guide", KernelGuideDirective)
-    app.add_directive("fmha-kernel-set", KernelSetDirective)
-    app.add_directive("fmha-filter-check", FilterCheckDirective)
-    app.add_directive("fmha-api-list", ApiListDirective)
-    app.add_directive("fmha-filename", FilenameDirective)
-    app.add_directive("fmha-warning-types", WarningTypesDirective)
+    for name, directive in DIRECTIVES.items():
+        app.add_directive(name, directive)
     setup_playground(app)
     app.add_transform(ResolveGuideSections)
     app.add_post_transform(ResolveDiagrams)

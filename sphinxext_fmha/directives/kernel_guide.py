@@ -14,12 +14,10 @@ from typing import Any, List, Optional, Tuple
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx import addnodes
-from sphinx.util.docutils import SphinxDirective
 
 from ..bump import compare_filter
 from ..corpus import CorpusError, fetch_tree, load_corpus, tree_by_name
 from ..errors import WarningType
-from ..guide import collect_guide
 from ..guide_data import (
     RECOMMENDATION_SECTIONS,
     Problem,
@@ -27,6 +25,7 @@ from ..guide_data import (
     parse_sections,
     problem_of,
     sections_needing,
+    source_rel,
 )
 from ..locate import find_ck_root
 from ..model import NO_TOKEN, FilterCheck
@@ -46,9 +45,9 @@ from ..render.guide_blocks import (
 from ..render.ir import Code, Inlines, Para, Table
 from ..render.nodes import blocks_to_nodes, sections_to_nodes
 from ..render.sections.filter_write import write_warnings
-from .sphinx_glue import OPTION_SPEC, FmhaDirective, directive_options, logger, session_at
+from .sphinx_glue import OPTION_SPEC, FmhaDirective, directive_options, get_session
 
-__all__ = ["ApiListDirective", "FilenameDirective", "FilterCheckDirective",
+__all__ = ["DIRECTIVES", "ApiListDirective", "FilenameDirective", "FilterCheckDirective",
            "KernelGuideDirective", "KernelSetDirective", "WarningTypesDirective", "HEADINGS",
            "SET_SECTIONS", "THIS_TREE"]
 
@@ -87,10 +86,7 @@ class KernelGuideDirective(FmhaDirective):
         if headings not in HEADINGS:
             raise OptionError("headings: %r is not one of %s" % (headings, ", ".join(HEADINGS)))
         names = parse_sections(self.options.get("sections"))
-        session, options = self.session_and_options()
-        needs = self.fmha_needs(session, api, options)
-        logger.verbose("[fmha] %s: guide for %s", self.env.docname, api)
-        data = collect_guide(session, api, options, names, needs)
+        data = self.guide_of(names, "guide")
         before: List[nodes.Node] = []
         if "no-header" not in self.options:
             before.extend(blocks_to_nodes([Para(header_inlines(data), ["fmha-header"])]))
@@ -101,8 +97,7 @@ class KernelGuideDirective(FmhaDirective):
             before.extend(self.report(problem))
         for other in (data.dispatch_problem, data.filter_problem):
             if other is not None:
-                other.message = "%s: %s" % (api, other.message)
-                before.extend(self.report(other))
+                before.extend(self.report(other.about(api)))
         self.warn_suspicious(data.model)
         if data.recommendation is not None and "commands" in names:
             for line in commands_miss_warnings(api, data.recommendation.runs):
@@ -115,9 +110,8 @@ class KernelGuideDirective(FmhaDirective):
                 api, len(missing), "; ".join(
                     "%s (%s)%s" % (g.what, g.where, ": " + g.why if g.why else "")
                     for g in missing)))
-        guide = sections_to_nodes(guide_sections(data, names), api, headings, _doc_link, before)
-        self.set_source_info(guide)
-        return [guide]
+        return self.located([sections_to_nodes(guide_sections(data, names), api, headings,
+                                               _doc_link, before)])
 
 
 class KernelSetDirective(FmhaDirective):
@@ -128,21 +122,13 @@ class KernelSetDirective(FmhaDirective):
     option_spec = dict(OPTION_SPEC, need=directives.unchanged)
 
     def run_fmha(self) -> List[nodes.Node]:
-        api = self.arguments[0].strip()
-        session, options = self.session_and_options()
-        needs = self.fmha_needs(session, api, options)
-        logger.verbose("[fmha] %s: kernel set for %s", self.env.docname, api)
-        data = collect_guide(session, api, options, SET_SECTIONS, needs)
+        data = self.guide_of(SET_SECTIONS, "kernel set")
         if data.recommendation_problem is not None:
-            data.recommendation_problem.message = "%s: %s" % (
-                api, data.recommendation_problem.message)
-            return self.report(data.recommendation_problem)
+            return self.report(data.recommendation_problem.about(data.api))
         self.warn_suspicious(data.model)
         self.warn_unmet(data.recommendation)
-        node = sections_to_nodes(guide_sections(data, SET_SECTIONS), api, HEADINGS[2],
-                                 _doc_link, [])
-        self.set_source_info(node)
-        return [node]
+        return self.located([sections_to_nodes(guide_sections(data, SET_SECTIONS), data.api,
+                                               HEADINGS[2], _doc_link, [])])
 
 
 class FilterCheckDirective(FmhaDirective):
@@ -207,10 +193,7 @@ class FilterCheckDirective(FmhaDirective):
             self.warn(WarningType.MODEL, "%s -f %r: %s" % (api, filter_text, "; ".join(check.notes)
                                                  or "the model's prediction differs"))
         results = self._expectations(check, expect, check.command)
-        container = nodes.container(classes=["fmha-filter-check"])
-        self.set_source_info(container)
-        container.extend(blocks_to_nodes(filter_check_blocks(check, results, model)))
-        return [container]
+        return self.contained(["fmha-filter-check"], filter_check_blocks(check, results, model))
 
     def _against(self, session, api: str, filter_text: str, options,
                  expect: _Expected) -> List[nodes.Node]:
@@ -221,7 +204,7 @@ class FilterCheckDirective(FmhaDirective):
         if not given:
             raise OptionError("against: give a CK root path or a corpus tree name (%s)"
                               % ", ".join(tree.name for tree in load_corpus()))
-        other = session_at(self.config, _other_root(self, given))
+        other = get_session(self.config, Path(self.env.srcdir), _other_root(self, given))
         self.note_tree(other)
         comparison = compare_filter(other, session, api, filter_text,
                                     directive_options(self.config, other, self.options), options,
@@ -236,10 +219,8 @@ class FilterCheckDirective(FmhaDirective):
                       "%s are not verified" % (api, filter_text, comparison.old.tree))
         results = self._expectations(session.check(api, filter_text, options), expect,
                                      comparison.new.command)
-        container = nodes.container(classes=["fmha-filter-check", "fmha-filter-diff"])
-        self.set_source_info(container)
-        container.extend(blocks_to_nodes(comparison_blocks(comparison, results)))
-        return [container]
+        return self.contained(["fmha-filter-check", "fmha-filter-diff"],
+                              comparison_blocks(comparison, results))
 
     def _expect_count(self) -> Optional[int]:
         raw = self.options.get("expect-count")
@@ -319,19 +300,12 @@ class ApiListDirective(FmhaDirective):
                 try:
                     count = session.listing(session.tree.request(info.name, options)).count
                 except Exception as exc:  # noqa: BLE001 - one failed API, reported
-                    problem = problem_of(exc)
-                    problem.message = "%s: %s" % (info.name, problem.message)
-                    self.report(problem, render=False)
+                    self.report(problem_of(exc).about(info.name), render=False)
                     note = "listing failed (see the build log)"
             else:
                 note = "in codegen/ops but not in generate.py's API table"
-            module = info.source.split("/codegen/", 1)[-1]
-            module = "codegen/" + module if "/codegen/" in info.source else info.source
-            rows.append((info.name, module, count, note))
-        table_nodes = blocks_to_nodes([api_list_table(rows, link)], _doc_link)
-        for node in table_nodes:
-            self.set_source_info(node)
-        return table_nodes
+            rows.append((info.name, source_rel(info), count, note))
+        return self.located(blocks_to_nodes([api_list_table(rows, link)], _doc_link))
 
 
 class FilenameDirective(FmhaDirective):
@@ -352,27 +326,26 @@ class FilenameDirective(FmhaDirective):
             if not kernel_types:
                 raise OptionError("type: %r is not a kernel sub-type of %s (it has: %s)" % (
                     wanted, api, ", ".join(k.class_name for k in model.kernel_types)))
-        blocks = filename_blocks(model, kernel_types, legend="legend" in self.options,
-                                 headings=not wanted)
-        container = nodes.container(classes=["fmha-filename"])
-        self.set_source_info(container)
-        container.extend(blocks_to_nodes(blocks))
-        return [container]
+        return self.contained(["fmha-filename"], filename_blocks(
+            model, kernel_types, legend="legend" in self.options, headings=not wanted))
 
 
-class WarningTypesDirective(SphinxDirective):
+class WarningTypesDirective(FmhaDirective):
     """``.. fmha-warning-types::``: ``fmha.<subtype>`` and when it is reported, from
     :class:`~sphinxext_fmha.errors.WarningType` (so the documentation cannot drift)."""
 
-    def run(self) -> List[nodes.Node]:
+    def run_fmha(self) -> List[nodes.Node]:
         rows: List[List[Inlines]] = [
             [[Code(kind.subtype)],
              [Code(part) if index % 2 else part  # ``a `code` b``: text and literals
               for index, part in enumerate(re.split(r"`([^`]*)`", kind.when[0].upper()
                                                     + kind.when[1:])) if part]]
             for kind in WarningType]
-        table = blocks_to_nodes([Table(["Subtype", "When"], rows, classes=["fmha-warning-types"],
-                                       counts_after=None)])
-        for node in table:
-            self.set_source_info(node)
-        return table
+        return self.located(blocks_to_nodes([Table(["Subtype", "When"], rows, counts_after=None,
+                                                   classes=["fmha-warning-types"])]))
+
+
+#: Each directive of this module by its name.
+DIRECTIVES = {"fmha-kernel-guide": KernelGuideDirective, "fmha-kernel-set": KernelSetDirective,
+              "fmha-filter-check": FilterCheckDirective, "fmha-api-list": ApiListDirective,
+              "fmha-filename": FilenameDirective, "fmha-warning-types": WarningTypesDirective}

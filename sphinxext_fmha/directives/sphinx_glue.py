@@ -23,18 +23,18 @@ from sphinx.util.docutils import SphinxDirective
 
 from ..cppapi.allocation import collector_paused
 from ..errors import WarningType
-from ..guide import open_session, suspicious_problems
-from ..guide_data import Problem, problem_of
+from ..guide import collect_guide, open_session, suspicious_problems
+from ..guide_data import GuideData, Problem, problem_of
 from ..locate import find_ck_root, forget_roots
 from ..options import GENERATE_OPTIONS, OptionError, Options, parse_options
 from ..process.cache import cache_dir_problem
-from ..render.nodes import problem_node
+from ..render.nodes import blocks_to_nodes, problem_node
 
 logger = logging.getLogger("sphinxext_fmha")
 
 __all__ = ["ConfigProblem", "FmhaConfig", "FmhaDirective", "OPTION_SPEC", "add_config_values",
            "clear_sessions", "directive_options", "fmha_config", "get_session", "logger",
-           "read_config", "session_at", "setup_strict", "validate_config"]
+           "read_config", "setup_strict", "validate_config"]
 
 _PATH_TYPES = (str, type(Path()), PurePath, type(None))
 
@@ -45,30 +45,6 @@ class ConfigProblem(ValueError):
     def __init__(self, message: str, kind: WarningType = WarningType.CONFIG) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-def _spec(default: Any, rebuild: str, types: Tuple[type, ...]) -> Any:
-    return field(default=default, metadata={"rebuild": rebuild, "types": types})
-
-
-@dataclass(frozen=True)
-class FmhaConfig:
-    """The validated ``fmha_*`` values (the field name without ``fmha_``)."""
-
-    ck_root: Optional[str] = _spec(None, "env", _PATH_TYPES)
-    targets: Optional[str] = _spec(None, "env", (str, list, tuple, type(None)))
-    mask: Optional[str] = _spec(None, "env", (str, type(None)))
-    receipt: Optional[int] = _spec(None, "env", (int, str, type(None)))
-    optdim: Optional[str] = _spec(None, "env", (str, int, list, tuple, type(None)))
-    cache_dir: Optional[str] = _spec(None, "", _PATH_TYPES)  # (another cache: no rebuild)
-    python: Optional[str] = _spec(None, "env", (str, type(None)))
-    timeout: float = _spec(900, "env", (int, float))
-    strict: bool = _spec(False, "env", (bool,))
-
-    def options(self) -> Options:
-        """The generate.py options every directive starts from."""
-        return Options(targets=self.targets, mask=self.mask, receipt=self.receipt,
-                       optdim=self.optdim)
 
 
 def _path(value: Any, confdir: Path) -> Optional[str]:
@@ -102,23 +78,41 @@ def _strict(value: Any, confdir: Path) -> bool:
     return value
 
 
-def _generate_option(name: str) -> Callable[[Any, Path], Any]:
-    def validate(value: Any, confdir: Path) -> Any:
-        try:
-            options = parse_options(**{name: value}, origins={name: "fmha_" + name})
-        except OptionError as error:
-            raise ConfigProblem("%s; the tree's default is used instead" % error) from None
-        return getattr(options, name)
-
-    return validate
+def _generate_option(name: str, value: Any) -> Any:
+    try:
+        options = parse_options(**{name: value}, origins={name: "fmha_" + name})
+    except OptionError as error:
+        raise ConfigProblem("%s; the tree's default is used instead" % error) from None
+    return getattr(options, name)
 
 
-_VALIDATORS: Dict[str, Callable[[Any, Path], Any]] = {
-    "ck_root": _path, "cache_dir": _cache_dir, "timeout": _timeout, "strict": _strict,
+def _spec(default: Any, rebuild: str, types: Tuple[type, ...],
+          validate: Optional[Callable[[Any, Path], Any]] = None) -> Any:
+    """A value's default, rebuild, types and validator (none: a generate.py option's)."""
+    return field(default=default, metadata={"rebuild": rebuild, "types": types,
+                                            "validate": validate})
+
+
+@dataclass(frozen=True)
+class FmhaConfig:
+    """The validated ``fmha_*`` values (the field name without ``fmha_``)."""
+
+    ck_root: Optional[str] = _spec(None, "env", _PATH_TYPES, _path)
+    targets: Optional[str] = _spec(None, "env", (str, list, tuple, type(None)))
+    mask: Optional[str] = _spec(None, "env", (str, type(None)))
+    receipt: Optional[int] = _spec(None, "env", (int, str, type(None)))
+    optdim: Optional[str] = _spec(None, "env", (str, int, list, tuple, type(None)))
+    cache_dir: Optional[str] = _spec(None, "", _PATH_TYPES, _cache_dir)  # (another cache: no rebuild)
     # (an interpreter's name is looked up on PATH: never made absolute)
-    "python": lambda value, _confdir: str(value) if str(value or "").strip() else None,
-    **{spec.dest: _generate_option(spec.dest) for spec in GENERATE_OPTIONS},
-}
+    python: Optional[str] = _spec(None, "env", (str, type(None)),
+                                  lambda value, _confdir: str(value) if str(value or "").strip() else None)
+    timeout: float = _spec(900, "env", (int, float), _timeout)
+    strict: bool = _spec(False, "env", (bool,), _strict)
+
+    def options(self) -> Options:
+        """The generate.py options every directive starts from."""
+        return Options(targets=self.targets, mask=self.mask, receipt=self.receipt,
+                       optdim=self.optdim)
 
 
 def add_config_values(app: Any) -> None:
@@ -135,7 +129,9 @@ def read_config(config: Any, confdir: Path) -> Tuple[FmhaConfig, Dict[str, Confi
     for item in fields(FmhaConfig):
         raw = getattr(config, "fmha_" + item.name, item.default)
         try:
-            values[item.name] = _VALIDATORS[item.name](raw, Path(confdir))
+            validate = item.metadata["validate"]
+            values[item.name] = (validate(raw, Path(confdir)) if validate
+                                 else _generate_option(item.name, raw))
         except ConfigProblem as problem:
             problems["fmha_" + item.name] = problem
             values[item.name] = item.default
@@ -206,19 +202,15 @@ def _notice(kind: WarningType, message: str) -> None:
     logger.warning(message, type="fmha", subtype=kind.value)
 
 
-def get_session(config: Any, srcdir: Path):
-    """The Session for this configuration, one per (CK root, python, cache dir, timeout),
-    renewed when the tree's codegen was written since (an undone edit must not bring
-    back what was computed meanwhile)."""
-    return session_at(config, find_ck_root(fmha_config(config).ck_root, srcdir))
-
-
-def session_at(config: Any, root: Path):
-    """:func:`get_session` for the tree at ``root`` (a filter check's ``:against:``)."""
+def get_session(config: Any, srcdir: Path, root: Optional[Path] = None):
+    """The Session for this configuration (``root``: of that tree, a filter check's
+    ``:against:``), one per (CK root, python, cache dir, timeout), renewed when the tree's
+    codegen was written since (an undone edit must not bring back what was computed meanwhile)."""
     from ..process.notices import set_handler
 
-    set_handler(_notice)
     settings = fmha_config(config)
+    root = root or find_ck_root(settings.ck_root, srcdir)
+    set_handler(_notice)
     python = str(settings.python or sys.executable)
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     key = (str(root), python, str(cache_dir or ""), settings.timeout)
@@ -247,6 +239,18 @@ class FmhaDirective(SphinxDirective):
         session = get_session(self.config, Path(self.env.srcdir))
         self.note_tree(session)
         return session, directive_options(self.config, session, self.options)
+
+    def located(self, made: List[nodes.Node]) -> List[nodes.Node]:
+        """``made``, each node with this directive's source and line."""
+        for node in made:
+            self.set_source_info(node)
+        return made
+
+    def contained(self, classes: List[str], blocks: List[Any]) -> List[nodes.Node]:
+        """``blocks`` as nodes in one located container of ``classes``."""
+        container = nodes.container(classes=classes)
+        container.extend(blocks_to_nodes(blocks))
+        return self.located([container])
 
     def note_tree(self, session) -> None:
         """Rebuild this page when generate.py or any codegen file changes."""
@@ -278,6 +282,14 @@ class FmhaDirective(SphinxDirective):
         if not items:
             raise OptionError("need: no need given (e.g. :need: dtype=fp16,bf16; hdim=128)")
         return session.needs(api, items, options)
+
+    def guide_of(self, names: List[str], what: str) -> GuideData:
+        """The guide of the argument's API in ``names`` for the ``:need:``."""
+        api = self.arguments[0].strip()
+        session, options = self.session_and_options()
+        needs = self.fmha_needs(session, api, options)
+        logger.verbose("[fmha] %s: %s for %s", self.env.docname, what, api)
+        return collect_guide(session, api, options, names, needs)
 
     def warn_unmet(self, recommendation: Any) -> None:
         from ..render.sections.workload import unmet_text
