@@ -5,7 +5,6 @@ field reference's facts (per field: segment, comment, declaration, values, C++ s
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 from collections import Counter, defaultdict
@@ -25,7 +24,6 @@ from .filenames import (  # noqa: F401 - parse_filename, split_filename: for ver
     example_tokens,
     grammars_of,
     parse_filename,
-    parsed_once,
     split_filename,
 )
 from .followers import followers_of
@@ -195,8 +193,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     other_files = sorted(f for f in listed_files if f not in observed_files)
     model.baseline = baseline_of(model, grammars_of(model), kernel_files)
     model.list_appends = bool(observed.get("listing_appends"))
-    model.filter.followers = followers_of(model, observed.get("followers") or {}, kernel_files,
-                                          functools.partial(parsed_once, model))
+    model.filter.followers = followers_of(model, observed.get("followers") or {}, kernel_files)
     missing = observed_files.difference(listed_files)
     listing_matches = not missing and len(other_files) <= 1
     if not listing_matches:
@@ -280,8 +277,6 @@ def class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, s
 
 
 def _per_class(summary: dict, classify) -> Dict[str, Dict[str, int]]:
-    if "raw" not in summary:
-        return summary["per_class"]
     per_class: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pattern, name in summary["raw"]:
         per_class[classify(name)][pattern] += 1
@@ -310,9 +305,8 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
             applies[positions[class_name]].append(class_name)
         else:
             spec.unfiltered_types.append(class_name)
-    single = _per_class(observed.get("single_part_calls", {"per_class": {}}), classify)
-    empty_parts = _per_class(observed.get("empty_parts_calls", {"per_class": {}}), classify)
-    empty_filter = _per_class(observed.get("empty_filter_calls", {"per_class": {}}), classify)
+    single, empty_parts, empty_filter = (_per_class(observed[key], classify) for key in (
+        "single_part_calls", "empty_parts_calls", "empty_filter_calls"))
 
     def reaching(per_class: Dict[str, Dict[str, int]], class_names: List[str]) -> Optional[str]:
         # The pattern fnmatch receives; no call at all: the part is not applied.
@@ -325,8 +319,7 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
             position=position, applies_to=classes_here,
             missing_becomes=reaching(single, classes_here) if position > 0 else None,
             empty_becomes=reaching(empty_parts, classes_here) if spec.api_split else None))
-    if "empty_filter_calls" in observed:
-        spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
+    spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
     normcase = observed.get("normcase", "Aa/")
     spec.fnmatch_lowercases = normcase[:2] == "aa"
     spec.fnmatch_backslashes = normcase[2:] == "\\"
