@@ -105,17 +105,9 @@ class Tree:
 
 
 def probe_argv(request: GenerateRequest, supported: set) -> List[str]:
-    """generate.py arguments for the probe: the request's, minus listing and filter."""
-    cleaned: List[str] = []
-    skip = False  # the value of a dropped option
-    for arg in request.argv(supported):
-        if skip:
-            skip = False
-        elif arg in ("-l", "--list_blobs", "-f", "--filter", "-o", "--output_dir"):
-            skip = True
-        else:
-            cleaned.append(arg)
-    return cleaned
+    """generate.py arguments for the probe: the request's (:meth:`Tree.request` sets no
+    filter; a request has no listing or output folder)."""
+    return request.argv(supported)
 
 
 def analyze_api(ck_root: Path, api: str, options: Options = Options(), *, python: Optional[str] = None,
