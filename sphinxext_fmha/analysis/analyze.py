@@ -130,7 +130,7 @@ def analyze_api(ck_root: Path, api: str, options: Options = Options(), *, python
 def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
                 facts: SourceFacts, listed_files: Sequence[str]) -> ApiModel:
     gaps: List[Gap] = list(facts.gaps)
-    apply_observed_factories(facts.factories, observed.get("factories"),
+    apply_observed_factories(facts.factories, observed["factories"],
                              {t.class_name for t in facts.tiles}, facts.tile_hdim_field)
     records_by_class: Dict[str, List[dict]] = defaultdict(list)
     for record in observed["records"]:
