@@ -158,7 +158,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             example=_example(records, grammar),
             defined_at="%s:%d" % (where["file"], where["line"]) if where.get("line")
             else where.get("file", ""),
-            description=_class_doc(observed, class_name, where),
+            description=where.get("doc", ""),  # its docstring, as the probe read it
         ))
 
     for kernel_type in kernel_types:
@@ -206,15 +206,6 @@ def module_rel_of(tree: Tree, info: ApiInfo) -> str:
         raise FmhaError("API %r: generate.py runs it, but not from a codegen/ops/*.py module; "
                         "it cannot be analysed (see `sphinxext-fmha apis`)" % info.name)
     return Path(info.source).relative_to(tree.fmha_dir.relative_to(tree.ck_root)).as_posix()
-
-
-def _class_doc(observed: dict, class_name: str, where: dict) -> str:
-    """The kernel class's docstring as the probe read it: the class of this API's
-    module, else the first codegen class of that name."""
-    if where:
-        return where.get("doc", "")
-    return next((v.get("doc", "") for v in observed["kernel_classes"].values()
-                 if v["class"] == class_name), "")
 
 
 def _example(records: List[dict], grammar: Grammar) -> str:
