@@ -375,9 +375,7 @@ def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) 
         return
     use = sorted(candidates, key=lambda u: (u.map != candidates[0].map, u.where))[0]
     info.symbol_map = use.map
-    symbol_map = facts.symbol_maps.get(use.map)
-    if symbol_map is None:
-        return
+    symbol_map = facts.symbol_maps[use.map]  # (a use is of a map the module defines)
     if symbol_map.entries:
         info.cpp_symbols = dict(symbol_map.entries)
     elif symbol_map.branches:
