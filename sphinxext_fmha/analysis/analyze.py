@@ -5,7 +5,6 @@ field reference's facts (per field: segment, comment, declaration, values, C++ s
 
 from __future__ import annotations
 
-import functools
 import re
 import sys
 from collections import Counter, defaultdict
@@ -25,7 +24,6 @@ from .filenames import (  # noqa: F401 - parse_filename, split_filename: for ver
     example_tokens,
     grammars_of,
     parse_filename,
-    parsed_once,
     split_filename,
 )
 from .followers import followers_of
@@ -107,17 +105,9 @@ class Tree:
 
 
 def probe_argv(request: GenerateRequest, supported: set) -> List[str]:
-    """generate.py arguments for the probe: the request's, minus listing and filter."""
-    cleaned: List[str] = []
-    skip = False  # the value of a dropped option
-    for arg in request.argv(supported):
-        if skip:
-            skip = False
-        elif arg in ("-l", "--list_blobs", "-f", "--filter", "-o", "--output_dir"):
-            skip = True
-        else:
-            cleaned.append(arg)
-    return cleaned
+    """generate.py arguments for the probe: the request's (:meth:`Tree.request` sets no
+    filter; a request has no listing or output folder)."""
+    return request.argv(supported)
 
 
 def analyze_api(ck_root: Path, api: str, options: Options = Options(), *, python: Optional[str] = None,
@@ -140,7 +130,7 @@ def analyze_api(ck_root: Path, api: str, options: Options = Options(), *, python
 def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
                 facts: SourceFacts, listed_files: Sequence[str]) -> ApiModel:
     gaps: List[Gap] = list(facts.gaps)
-    apply_observed_factories(facts.factories, observed.get("factories"),
+    apply_observed_factories(facts.factories, observed["factories"],
                              {t.class_name for t in facts.tiles}, facts.tile_hdim_field)
     records_by_class: Dict[str, List[dict]] = defaultdict(list)
     for record in observed["records"]:
@@ -149,7 +139,9 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     kernel_types: List[KernelType] = []
     class_files = {v["class"]: v for v in observed["kernel_classes"].values()
                    if v["file"] == "codegen/" + info.source.split("/codegen/", 1)[-1]}
-    for class_name in sorted(records_by_class, key=lambda c: _first_listed(observed, c)):
+    # each sub-type where the listing shows its first record (the records are listed kernels)
+    first = {c: observed["listing"].index(records[0]["filename"]) for c, records in records_by_class.items()}
+    for class_name in sorted(records_by_class, key=first.__getitem__):
         records = records_by_class[class_name]
         grammar = derive_grammar(records, class_name)
         gaps.extend(grammar.gaps)
@@ -166,7 +158,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
             example=_example(records, grammar),
             defined_at="%s:%d" % (where["file"], where["line"]) if where.get("line")
             else where.get("file", ""),
-            description=_class_doc(observed, class_name, where),
+            description=where.get("doc", ""),  # its docstring, as the probe read it
         ))
 
     for kernel_type in kernel_types:
@@ -195,8 +187,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     other_files = sorted(f for f in listed_files if f not in observed_files)
     model.baseline = baseline_of(model, grammars_of(model), kernel_files)
     model.list_appends = bool(observed.get("listing_appends"))
-    model.filter.followers = followers_of(model, observed.get("followers") or {}, kernel_files,
-                                          functools.partial(parsed_once, model))
+    model.filter.followers = followers_of(model, observed.get("followers") or {}, kernel_files)
     missing = observed_files.difference(listed_files)
     listing_matches = not missing and len(other_files) <= 1
     if not listing_matches:
@@ -215,23 +206,6 @@ def module_rel_of(tree: Tree, info: ApiInfo) -> str:
         raise FmhaError("API %r: generate.py runs it, but not from a codegen/ops/*.py module; "
                         "it cannot be analysed (see `sphinxext-fmha apis`)" % info.name)
     return Path(info.source).relative_to(tree.fmha_dir.relative_to(tree.ck_root)).as_posix()
-
-
-def _first_listed(observed: dict, class_name: str) -> int:
-    for index, record in enumerate(observed["records"]):
-        if record["class"] == class_name:
-            listing = observed["listing"]
-            return listing.index(record["filename"]) if record["filename"] in listing else index
-    return 0
-
-
-def _class_doc(observed: dict, class_name: str, where: dict) -> str:
-    """The kernel class's docstring as the probe read it: the class of this API's
-    module, else the first codegen class of that name."""
-    if where:
-        return where.get("doc", "")
-    return next((v.get("doc", "") for v in observed["kernel_classes"].values()
-                 if v["class"] == class_name), "")
 
 
 def _example(records: List[dict], grammar: Grammar) -> str:
@@ -280,8 +254,6 @@ def class_of_name(kernel_types: Sequence[KernelType], name_to_class: Dict[str, s
 
 
 def _per_class(summary: dict, classify) -> Dict[str, Dict[str, int]]:
-    if "raw" not in summary:
-        return summary["per_class"]
     per_class: Dict[str, Dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for pattern, name in summary["raw"]:
         per_class[classify(name)][pattern] += 1
@@ -310,9 +282,8 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
             applies[positions[class_name]].append(class_name)
         else:
             spec.unfiltered_types.append(class_name)
-    single = _per_class(observed.get("single_part_calls", {"per_class": {}}), classify)
-    empty_parts = _per_class(observed.get("empty_parts_calls", {"per_class": {}}), classify)
-    empty_filter = _per_class(observed.get("empty_filter_calls", {"per_class": {}}), classify)
+    single, empty_parts, empty_filter = (_per_class(observed[key], classify) for key in (
+        "single_part_calls", "empty_parts_calls", "empty_filter_calls"))
 
     def reaching(per_class: Dict[str, Dict[str, int]], class_names: List[str]) -> Optional[str]:
         # The pattern fnmatch receives; no call at all: the part is not applied.
@@ -325,8 +296,7 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
             position=position, applies_to=classes_here,
             missing_becomes=reaching(single, classes_here) if position > 0 else None,
             empty_becomes=reaching(empty_parts, classes_here) if spec.api_split else None))
-    if "empty_filter_calls" in observed:
-        spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
+    spec.when_empty = {c: reaching(empty_filter, [c]) for c in sorted(positions)}
     normcase = observed.get("normcase", "Aa/")
     spec.fnmatch_lowercases = normcase[:2] == "aa"
     spec.fnmatch_backslashes = normcase[2:] == "\\"
@@ -405,9 +375,7 @@ def _link_map(info: FieldInfo, leaf: str, owner: str, uses, facts: SourceFacts) 
         return
     use = sorted(candidates, key=lambda u: (u.map != candidates[0].map, u.where))[0]
     info.symbol_map = use.map
-    symbol_map = facts.symbol_maps.get(use.map)
-    if symbol_map is None:
-        return
+    symbol_map = facts.symbol_maps[use.map]  # (a use is of a map the module defines)
     if symbol_map.entries:
         info.cpp_symbols = dict(symbol_map.entries)
     elif symbol_map.branches:

@@ -3,24 +3,22 @@ by the probe), summed up per sub-type with the tokens only they carry (``-f`` ne
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Mapping, Set, Tuple
 
 from ..model import ApiModel, Followers
+from .filenames import parsed_once
 
 __all__ = ["followers_of"]
 
 
-Parse = Callable[[str], Optional[Tuple[str, Sequence[str]]]]
-
-
-def followers_of(model: ApiModel, followers: Mapping[str, str], listed: List[str],
-                 parsed: Parse) -> List[Followers]:
+def followers_of(model: ApiModel, followers: Mapping[str, str], listed: List[str]) -> List[Followers]:
     """``followers``: the probe's {follower file: the file it follows}; ``listed``: the
-    unfiltered listing's kernel files; ``parsed``: a file's (sub-type, tokens), None
-    when the grammar does not parse it once."""
+    unfiltered listing's kernel files (each read as the model's grammars parse it once)."""
     if not followers:
         return []
+    parsed = functools.partial(parsed_once, model)
     groups: Dict[Tuple[str, str], List[str]] = defaultdict(list)
     for follower, leader in sorted(followers.items()):
         mine, theirs = parsed(follower), parsed(leader)

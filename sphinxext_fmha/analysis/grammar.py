@@ -257,78 +257,68 @@ def _topological(orders: Iterable[Sequence[Sequence[str]]]) -> Optional[List[str
     return result if len(result) == len(nodes) else None
 
 
-@dataclass
-class _Names:
-    """The names of one kernel class cut into items: per name, its item ids and the
-    text of each (None for a name whose influence ranges overlap between segments)."""
-
-    nodes: List[Optional[Tuple[str, ...]]]
-    texts: List[Tuple[str, ...]]
-    slots: Dict[Tuple[Tuple[str, ...], ...], None]
-
-    @classmethod
-    def cut(cls, records: List[dict], uf: _UnionFind) -> _Names:
-        """Fill ``uf`` with the field groups and cut every name. Names share a few
-        layouts (the same influence ranges, the same number of pieces), so the
-        unions, spans and slots are worked out once per layout."""
-        pieces = [_pieces(r["name"]) for r in records]
-        split: Dict[str, List[str]] = {}
-        layout_ids: Dict[_Layout, int] = {}
-        of_record = [layout_ids.setdefault(_widen_to_values(r, p, split), len(layout_ids))
-                     for r, p in zip(records, pieces)]
-        for layout in layout_ids:
-            _join_overlapping(layout, uf)
-        layouts = _forget_unwritten(list(layout_ids), uf)
-        cutters: Dict[Tuple[int, int], Optional[_Cutter]] = {}
-        nodes_of: Dict[tuple, Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]] = {}
-        names = cls([], [], {})
-        for record, layout_id, record_pieces in zip(records, of_record, pieces):
-            key = (layout_id, len(record_pieces))
-            if key not in cutters:
-                spans = _spans(layouts[layout_id], len(record_pieces), uf)
-                cutters[key] = _Cutter(spans) if spans else None
-            cutter = cutters[key]
-            if cutter is None:
-                names.nodes.append(None)
-                names.texts.append(())
-                continue
-            texts = cutter.texts(record["name"])
-            literal_key = (key,) + tuple(texts[i] for i in cutter.literals)
-            if literal_key not in nodes_of:
-                nodes = _nodes(cutter.spans, texts)
-                nodes_of[literal_key] = (nodes, _slots(cutter.spans, nodes))
-            nodes, slots = nodes_of[literal_key]
-            names.nodes.append(nodes)
-            names.texts.append(texts)
-            names.slots[slots] = None
-        return names
+def _cut(records: List[dict], uf: _UnionFind) -> Tuple[
+        List[Optional[Tuple[str, ...]]], List[Tuple[str, ...]], Dict[Tuple[Tuple[str, ...], ...], None]]:
+    """Fill ``uf`` with the field groups and cut every name into items: per name, its
+    item ids and the text of each (None and () for a name whose influence ranges overlap
+    between segments), and the distinct slot sequences. Names share a few layouts (the
+    same influence ranges, the same number of pieces), so the unions, spans, cutting
+    expression and slots are worked out once per layout."""
+    pieces = [_pieces(r["name"]) for r in records]
+    split: Dict[str, List[str]] = {}
+    layout_ids: Dict[_Layout, int] = {}
+    of_record = [layout_ids.setdefault(_widen_to_values(r, p, split), len(layout_ids))
+                 for r, p in zip(records, pieces)]
+    for layout in layout_ids:
+        _join_overlapping(layout, uf)
+    layouts = _forget_unwritten(list(layout_ids), uf)
+    cutters: Dict[Tuple[int, int], Optional[Tuple[_Spans, List[int], Pattern[str]]]] = {}
+    nodes_of: Dict[tuple, Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]] = {}
+    items: List[Optional[Tuple[str, ...]]] = []
+    texts_of: List[Tuple[str, ...]] = []
+    slot_orders: Dict[Tuple[Tuple[str, ...], ...], None] = {}
+    for record, layout_id, record_pieces in zip(records, of_record, pieces):
+        key = (layout_id, len(record_pieces))
+        if key not in cutters:
+            spans = _spans(layouts[layout_id], len(record_pieces), uf)
+            cutters[key] = (spans, [i for i, (group, _, _) in enumerate(spans) if group == ""],
+                            _cutter(spans)) if spans else None
+        cutter = cutters[key]
+        if cutter is None:
+            items.append(None)
+            texts_of.append(())
+            continue
+        spans, literals, pattern = cutter
+        texts = pattern.fullmatch(record["name"]).groups()  # type: ignore[union-attr]
+        literal_key = (key,) + tuple(texts[i] for i in literals)
+        if literal_key not in nodes_of:
+            nodes = _nodes(spans, texts)
+            nodes_of[literal_key] = (nodes, _slots(spans, nodes))
+        nodes, slots = nodes_of[literal_key]
+        items.append(nodes)
+        texts_of.append(texts)
+        slot_orders[slots] = None
+    return items, texts_of, slot_orders
 
 
-class _Cutter:
-    """Cuts names of one layout into the text of each span, with one regular
-    expression: a group per span, of as many ``_``-pieces as the span holds."""
-
-    def __init__(self, spans: _Spans) -> None:
-        self.spans = spans
-        self.literals = [i for i, (group, _, _) in enumerate(spans) if group == ""]
-        parts = []
-        for _, start, end in spans:
-            first = "[^_]*" if start == 0 and end > 0 else ""
-            rest = max(0, end - max(start, 1))
-            parts.append("(%s%s)" % (first, "(?:_[^_]*){%d}" % rest if rest else ""))
-        self._pattern = re.compile("".join(parts))
-
-    def texts(self, name: str) -> Tuple[str, ...]:
-        return self._pattern.fullmatch(name).groups()  # type: ignore[union-attr]
+def _cutter(spans: _Spans) -> Pattern[str]:
+    """Cuts names of one layout into the text of each span: a group per span, of as
+    many ``_``-pieces as the span holds."""
+    parts = []
+    for _, start, end in spans:
+        first = "[^_]*" if start == 0 and end > 0 else ""
+        rest = max(0, end - max(start, 1))
+        parts.append("(%s%s)" % (first, "(?:_[^_]*){%d}" % rest if rest else ""))
+    return re.compile("".join(parts))
 
 
 def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[dict],
-                 names: _Names) -> None:
+                 items: List[Optional[Tuple[str, ...]]], texts_of: List[Tuple[str, ...]]) -> None:
     """Each segment's tokens, in the order names first show them, with the field
     values that write each token (one combination per distinct set of values)."""
     leaves: List[dict] = []
     present: List[Dict[str, str]] = []
-    for record, nodes, texts in zip(records, names.nodes, names.texts):
+    for record, nodes, texts in zip(records, items, texts_of):
         if nodes:
             leaves.append(record["leaves"])
             present.append(dict(zip(nodes, texts)))
@@ -358,14 +348,14 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
     """Segments for the records of one kernel class (all records share the class)."""
     gaps: List[Gap] = []
     uf = _UnionFind()
-    names = _Names.cut(records, uf)
-    inconsistent = sum(1 for nodes in names.nodes if nodes is None)
+    items, texts_of, slot_orders = _cut(records, uf)
+    inconsistent = items.count(None)
     if inconsistent:
         gaps.append(Gap("%d %s names whose field influence overlaps between segments"
                         % (inconsistent, class_name), class_name, "a field changed pieces that "
                         "another field also writes; those names are left to the parser alone"))
     # The order depends only on the distinct slot sequences.
-    order = _topological(names.slots)
+    order = _topological(slot_orders)
     if order is None:
         gaps.append(Gap(what="no single segment order fits every %s name" % class_name,
                         where=class_name, why="the observed segment orders contradict each other"))
@@ -382,7 +372,7 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
         else:
             fields = sorted(members[node])
             segments[node] = Segment(label=segment_label(fields), fields=fields)
-    _fill_tokens(segments, order, records, names)
+    _fill_tokens(segments, order, records, items, texts_of)
 
     for segment in segments.values():
         if segment.literal:

@@ -14,11 +14,10 @@ __all__ = ["apply_observed_factories"]
 _Table = Dict[str, List[str]]
 
 
-def apply_observed_factories(factories: Sequence[Factory], observed: Optional[dict],
+def apply_observed_factories(factories: Sequence[Factory], observed: dict,
                              tile_classes: Set[str], hdim_field: str) -> None:
     """Fill each factory's tables from ``observed`` (the probe's ``factories``)."""
-    calls = (observed or {}).get("calls", [])
-    objects = (observed or {}).get("objects", [])
+    calls, objects = observed["calls"], observed["objects"]
     for factory in factories:
         own = _calls_of(factory, factories, calls, objects, tile_classes)
         method = next((c["method"] for c in own if _tiles_of(c, objects, tile_classes)), None)

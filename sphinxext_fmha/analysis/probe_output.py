@@ -58,18 +58,16 @@ def collect_json(forked):
         return None
 
 
-def summarise_calls(calls, name_to_class, raw_up_to):
-    """An fnmatch log as patterns per class and trait groups (calls up to a repeated
-    pattern) of [pattern index, record index] (by the call's file, else name; -2 - k: the
-    k-th name in ``unlisted``); up to ``raw_up_to`` calls, the calls too (``raw``)."""
-    per_class, pattern_index, groups, unlisted = {}, {}, [], {}
+def summarise_calls(calls, record_of, raw_up_to):
+    """An fnmatch log as trait groups (calls up to a repeated pattern) of [pattern index,
+    record index] (``record_of`` the call's file, else name; -2 - k: the k-th name in
+    ``unlisted``); up to ``raw_up_to`` calls, the calls too (``raw``)."""
+    pattern_index, groups, unlisted = {}, [], {}
     current, current_patterns = [], set()
     for pattern, name, filename in calls:
-        index, cls = name_to_class.get(("file", filename), name_to_class.get(name, (-1, "")))
+        index = record_of.get(("file", filename), record_of.get(name, -1))
         if index == -1:
             index = -2 - unlisted.setdefault(name, len(unlisted))
-        counts = per_class.setdefault(cls, {})
-        counts[pattern] = counts.get(pattern, 0) + 1
         if pattern in current_patterns:
             groups.append(current)
             current, current_patterns = [], set()
@@ -77,8 +75,7 @@ def summarise_calls(calls, name_to_class, raw_up_to):
         current_patterns.add(pattern)
     if current:
         groups.append(current)
-    summary = {"per_class": per_class, "patterns": list(pattern_index), "groups": groups,
-               "count": len(calls), "unlisted": list(unlisted)}
+    summary = {"groups": groups, "unlisted": list(unlisted)}
     if len(calls) <= raw_up_to:
         summary["raw"] = [list(call[:2]) for call in calls]
     return summary

@@ -17,8 +17,7 @@ SCALARS = (str, int, float, bool, type(None))
 def observe_records(kernels, domains):
     """The record of every (file, kernel object), and what perturbing them needs: each
     record's scalar leaves as (path, value type, value), per class the class declaring
-    each leaf path, ``{(class, path): values to try}`` and ``{"class:path": the codegen
-    dict that widened them}`` (:func:`alternatives_for`)."""
+    each leaf path, and ``{(class, path): values to try}`` (:func:`alternatives_for`)."""
     records, scalars, owners = [], [], {}
     tallies = {}  # class -> Counter of (path, value type, value)
     for filename, obj in kernels:
@@ -26,14 +25,14 @@ def observe_records(kernels, domains):
         is_dataclass = dataclasses.is_dataclass(obj)
         typed = []  # (path, value type, value): 1, 1.0 and True apart
         flat = leaves(obj, owners.setdefault(cls, {}), typed) if is_dataclass else {}
-        records.append({"class": cls, "module": type(obj).__module__, "filename": filename,
+        records.append({"class": cls, "filename": filename,
                         "name": getattr(obj, "name", filename), "leaves": flat,
                         "parts": part_names(obj) if is_dataclass else {},
                         "frozen": bool(getattr(type(obj), "__dataclass_params__", None)
                                        and type(obj).__dataclass_params__.frozen)})
         scalars.append(typed)
         tallies.setdefault(cls, collections.Counter()).update(typed)
-    domain_of, candidates = {}, {}
+    candidates = {}
     for cls, tally in tallies.items():
         paths = {}  # path -> {typed value: kernels}, in the order first seen
         for (path, value_type, value), count in tally.items():
@@ -41,13 +40,11 @@ def observe_records(kernels, domains):
         for path, typed_counts in paths.items():
             counts = {json.dumps(value): n for (_, value), n in typed_counts.items()}
             values = [json.loads(k) for k in sorted(counts, key=lambda k: (-counts[k], k))]
-            cand, dom = alternatives_for(values, domains)
+            cand = alternatives_for(values, domains)
             if len(cand) == 1:
                 cand = cand + constant_alternatives(path, cand[0], paths)
             candidates[(cls, path)] = cand
-            if dom:
-                domain_of["%s:%s" % (cls, path)] = dom
-    return records, scalars, owners, candidates, domain_of
+    return records, scalars, owners, candidates
 
 
 @functools.cache
@@ -142,9 +139,9 @@ def alternatives_for(observed, domains):
     if values and all(isinstance(v, str) for v in values):
         fitting = [d for d in domains if set(values) <= set(d[2])]
         if fitting:
-            name, module, keys = min(fitting, key=lambda d: (len(d[2]), d[0]))
-            return sorted(set(keys) | set(values)), "%s.%s" % (module, name)
-    return sorted(set(values), key=lambda v: (str(type(v)), v)), ""
+            keys = min(fitting, key=lambda d: (len(d[2]), d[0]))[2]
+            return sorted(set(keys) | set(values))
+    return sorted(set(values), key=lambda v: (str(type(v)), v))
 
 
 def constant_alternatives(path, value, typed_sets):

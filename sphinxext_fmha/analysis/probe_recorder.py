@@ -206,7 +206,7 @@ def filter_runs(recorder, fmha_dir, argv, parts, next_api, listing, records, cap
              "marker_runs": ends}
     if untested:
         started = time.time()
-        found["followers"], found["followers_error"] = observe_followers(
+        found["followers"] = observe_followers(
             recorder, fmha_dir, list(argv) + ["-f", marker_filter], listing, records)
         found["seconds"] = {"followers": round(time.time() - started, 3)}
     return calls, found
@@ -217,9 +217,9 @@ def _tested(calls):
 
 
 def observe_followers(recorder, fmha_dir, argv, listing, records):
-    """({listed kernel ``-f`` never tests: the kernel it follows}, error): of a run where
-    every call passes, one no call tested and not made when every call fails follows the
-    last call's kernel before it (the last runs of the recorder: its state is left)."""
+    """{listed kernel ``-f`` never tests: the kernel it follows} ({} when a run fails): of
+    a run where every call passes, one no call tested and not made when every call fails
+    follows the last call's kernel before it (the last runs of the recorder: its state is left)."""
     listed, by_name = set(listing), {}
     for record in records:
         by_name.setdefault(record["name"], set()).add(record["filename"])
@@ -229,7 +229,7 @@ def observe_followers(recorder, fmha_dir, argv, listing, records):
     recorder.pass_first, recorder.fnmatch_calls, recorder.events = 0, [], None
     generated_anyway, refused_error = recorder.run(fmha_dir, argv)
     if error or refused_error:
-        return {}, error or refused_error
+        return {}
     tested, anyway = _tested(calls), set(generated_anyway)
     followers, leader = {}, None
     for event in events:
@@ -240,4 +240,4 @@ def observe_followers(recorder, fmha_dir, argv, listing, records):
         elif leader is not None and recorder.file_of(event) not in anyway \
                 and recorder.untested(event, listed, tested):
             followers.setdefault(recorder.file_of(event), leader)
-    return followers, None
+    return followers

@@ -308,7 +308,7 @@ def probe(fmha_dir, argv, perturb=True, trait_reader=None, also_list=None, deliv
     observe_seconds = time.time() - started
 
     kernels = recorder.listed_kernels(listing)
-    records, scalars, owners, candidates, domain_of = _perturb.observe_records(
+    records, scalars, owners, candidates = _perturb.observe_records(
         kernels, _perturb.map_domains(recorder.codegen_modules()))
     if trait_reader:
         dispatch_started = time.time()
@@ -333,13 +333,12 @@ def probe(fmha_dir, argv, perturb=True, trait_reader=None, also_list=None, deliv
     result["factories"] = recorder.calls.summary(part_types)
     calls, found = _recorder.filter_runs(recorder, fmha_dir, argv, [MARKER.format(i) for i in range(4)],
                                          MARKER.format("next-api"), listing, records, OBSERVED_CALLS)
-    name_to_class = {r["name"]: (i, r["class"]) for i, r in enumerate(records)}
-    name_to_class.update({("file", r["filename"]): (i, r["class"]) for i, r in enumerate(records)})
-    result.update(found, records=records, domains=domain_of, owners=owners,
-                  normcase=os.path.normcase("Aa/"), python=sys.version.split()[0],
+    record_of = {r["name"]: i for i, r in enumerate(records)}
+    record_of.update({("file", r["filename"]): i for i, r in enumerate(records)})
+    result.update(found, records=records, owners=owners, normcase=os.path.normcase("Aa/"),
                   seconds=dict(found.get("seconds", {}), observe=round(observe_seconds, 3),
                                perturb=round(perturb_seconds, 3)))
-    result.update((key, _output.summarise_calls(logged, name_to_class, OBSERVED_CALLS))
+    result.update((key, _output.summarise_calls(logged, record_of, OBSERVED_CALLS))
                   for key, logged in calls.items())
     if also_list is not None:
         if deliver is not None:

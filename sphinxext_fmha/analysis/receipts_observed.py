@@ -28,9 +28,7 @@ def note_unmet_terms(receipts: Sequence[Receipt], fmha_dir: Path,
     whole: List[Tuple[Receipt, List[Tuple[Receipt, str, str, Set[str]]]]] = []
     for receipt in receipts:
         receipt.unmet, receipt.met, receipt.terms = [], [], []
-        source, _, line = receipt.where.rpartition(":")
-        if not source or not line.isdigit():
-            continue
+        source, _, line = receipt.where.rpartition(":")  # (the collector's path:line)
         function = _function_at(fmha_dir / source, int(line))
         if function is None:
             continue
