@@ -124,7 +124,7 @@ def test_a_value_kept_with_every_value_it_exists_with_is_dropped_nowhere():
     exists with fp8 alone."""
     from types import SimpleNamespace
 
-    from sphinxext_fmha.render.sections.recommendation import _drop_cell
+    from sphinxext_fmha.render.sections.recommendation import _keep_drop_cells
     from sphinxext_fmha.verify.policy import _dropped_elsewhere
 
     kernel_type = SimpleNamespace(segments=[SimpleNamespace(label=label)
@@ -149,7 +149,7 @@ def test_a_value_kept_with_every_value_it_exists_with_is_dropped_nowhere():
         return "".join(getattr(part, "text", part) if not isinstance(part, str) else part
                        for part in cell)
 
-    assert text(_drop_cell(decision(False))) == "-"
-    assert "_squant" in text(_drop_cell(decision(True)))
+    assert text(_keep_drop_cells(decision(False))[1]) == "-"  # (the Drop cell)
+    assert "_squant" in text(_keep_drop_cells(decision(True))[1])
 
 
