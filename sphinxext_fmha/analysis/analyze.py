@@ -139,9 +139,7 @@ def build_model(tree: Tree, info: ApiInfo, options: Options, observed: dict,
     kernel_types: List[KernelType] = []
     class_files = {v["class"]: v for v in observed["kernel_classes"].values()
                    if v["file"] == "codegen/" + info.source.split("/codegen/", 1)[-1]}
-    # each sub-type where the listing shows its first record (the records are listed kernels)
-    first = {c: observed["listing"].index(records[0]["filename"]) for c, records in records_by_class.items()}
-    for class_name in sorted(records_by_class, key=first.__getitem__):
+    for class_name in sorted(records_by_class, key=lambda c: _first_listed(observed, c)):
         records = records_by_class[class_name]
         grammar = derive_grammar(records, class_name)
         gaps.extend(grammar.gaps)
@@ -206,6 +204,16 @@ def module_rel_of(tree: Tree, info: ApiInfo) -> str:
         raise FmhaError("API %r: generate.py runs it, but not from a codegen/ops/*.py module; "
                         "it cannot be analysed (see `sphinxext-fmha apis`)" % info.name)
     return Path(info.source).relative_to(tree.fmha_dir.relative_to(tree.ck_root)).as_posix()
+
+
+def _first_listed(observed: dict, class_name: str) -> int:
+    """Where the listing shows the class's first record. (A record the listing lacks is a
+    gap build_model reports, ``listing_matches_observation``: ordered, not a crash.)"""
+    for index, record in enumerate(observed["records"]):
+        if record["class"] == class_name:
+            listing = observed["listing"]
+            return listing.index(record["filename"]) if record["filename"] in listing else index
+    return 0
 
 
 def _example(records: List[dict], grammar: Grammar) -> str:
