@@ -171,8 +171,6 @@ def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: s
     variables = list(dict.fromkeys(v for found in terms or [] for v in found))
     if terms is not None:
         marks.add("pivoted")
-    elif any(not group.cpp and not group.unreached for _, group in groups):
-        marks.add("-")
     rows = []
     for index, (token, group) in enumerate(groups):
         row = [token_cell(token) + ([VARYING] if group.varying else [])]  # the row's mark
@@ -180,7 +178,10 @@ def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: s
                 for w in where]
         count = str(group.kernels)
         if terms is None:
-            row += [_condition_inlines(group), [count]]
+            condition = _condition_inlines(group)
+            if condition == ["-"]:
+                marks.add("-")
+            row += [condition, [count]]
         else:
             row += [[Code(terms[index][v])] if v in terms[index] else [] for v in variables]
             row.append([count + (", not launched by any dispatch branch" if group.unreached else "")])

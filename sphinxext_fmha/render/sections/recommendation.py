@@ -105,8 +105,11 @@ def _keep_drop_cells(decision: Decision) -> List[Inlines]:
 
     def noted(token: str, only: bool) -> Inlines:
         where = partial[token]
-        return token_cell(token) + [" (%s with %s)" % ("only" if only else "except", where) if where
-                                    else " (%swhere nothing else exists)" % ("" if only else "except ")]
+        if only:
+            note = " (only with %s)" % where if where else " (where nothing else exists)"
+        else:
+            note = " (except with %s)" % where if where else " (except where nothing else exists)"
+        return token_cell(token) + [note]
     keep = [noted(t, True) if t in partial else token_cell(t) for t in sorted(decision.keep, key=natural)]
     drop = [token_cell(t) for t in sorted(decision.drop, key=natural)] + [noted(t, False) for t in dropped]
     return [join(keep) or ["-"], join(drop) or ["-"]]
