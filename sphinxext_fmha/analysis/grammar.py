@@ -10,7 +10,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Pattern, Sequence, Tuple
 
 from ..model import Gap, Segment
 from .segment_labels import disambiguate_labels, segment_label, short_name
@@ -257,12 +257,28 @@ def _topological(orders: Iterable[Sequence[Sequence[str]]]) -> Optional[List[str
     return result if len(result) == len(nodes) else None
 
 
-def _cut(records: List[dict], uf: _UnionFind) -> Tuple[
-        List[Optional[Tuple[str, ...]]], List[Tuple[str, ...]], Dict[Tuple[Tuple[str, ...], ...], None]]:
-    """Fill ``uf`` with the field groups and cut every name into items: per name, its
-    item ids and the text of each (None and () for a name whose influence ranges overlap
-    between segments), and the distinct slot sequences. Names share a few layouts (the
-    same influence ranges, the same number of pieces), so the unions, spans, cutting
+class _Names(NamedTuple):
+    """The names of one kernel class cut into items: per name, its item ids and the text
+    of each (None and () for a name whose influence ranges overlap between segments), and
+    the distinct slot sequences."""
+
+    nodes: List[Optional[Tuple[str, ...]]]
+    texts: List[Tuple[str, ...]]
+    slots: Dict[Tuple[Tuple[str, ...], ...], None]
+
+
+class _Cutter(NamedTuple):
+    """How names of one layout are cut: their spans, which of them are literal text, and
+    the expression whose groups are the spans' texts (:func:`_cutter`)."""
+
+    spans: _Spans
+    literals: List[int]
+    pattern: Pattern[str]
+
+
+def _cut(records: List[dict], uf: _UnionFind) -> _Names:
+    """Fill ``uf`` with the field groups and cut every name. Names share a few layouts
+    (the same influence ranges, the same number of pieces), so the unions, spans, cutting
     expression and slots are worked out once per layout."""
     pieces = [_pieces(r["name"]) for r in records]
     split: Dict[str, List[str]] = {}
@@ -272,38 +288,35 @@ def _cut(records: List[dict], uf: _UnionFind) -> Tuple[
     for layout in layout_ids:
         _join_overlapping(layout, uf)
     layouts = _forget_unwritten(list(layout_ids), uf)
-    cutters: Dict[Tuple[int, int], Optional[Tuple[_Spans, List[int], Pattern[str]]]] = {}
+    cutters: Dict[Tuple[int, int], Optional[_Cutter]] = {}
     nodes_of: Dict[tuple, Tuple[Tuple[str, ...], Tuple[Tuple[str, ...], ...]]] = {}
-    items: List[Optional[Tuple[str, ...]]] = []
-    texts_of: List[Tuple[str, ...]] = []
-    slot_orders: Dict[Tuple[Tuple[str, ...], ...], None] = {}
+    names = _Names([], [], {})
     for record, layout_id, record_pieces in zip(records, of_record, pieces):
         key = (layout_id, len(record_pieces))
         if key not in cutters:
             spans = _spans(layouts[layout_id], len(record_pieces), uf)
-            cutters[key] = (spans, [i for i, (group, _, _) in enumerate(spans) if group == ""],
-                            _cutter(spans)) if spans else None
+            cutters[key] = _Cutter(spans, [i for i, (group, _, _) in enumerate(spans) if group == ""],
+                                   _cutter(spans)) if spans else None
         cutter = cutters[key]
         if cutter is None:
-            items.append(None)
-            texts_of.append(())
+            names.nodes.append(None)
+            names.texts.append(())
             continue
-        spans, literals, pattern = cutter
-        texts = pattern.fullmatch(record["name"]).groups()  # type: ignore[union-attr]
-        literal_key = (key,) + tuple(texts[i] for i in literals)
+        texts = cutter.pattern.fullmatch(record["name"]).groups()  # type: ignore[union-attr]
+        literal_key = (key,) + tuple(texts[i] for i in cutter.literals)
         if literal_key not in nodes_of:
-            nodes = _nodes(spans, texts)
-            nodes_of[literal_key] = (nodes, _slots(spans, nodes))
+            nodes = _nodes(cutter.spans, texts)
+            nodes_of[literal_key] = (nodes, _slots(cutter.spans, nodes))
         nodes, slots = nodes_of[literal_key]
-        items.append(nodes)
-        texts_of.append(texts)
-        slot_orders[slots] = None
-    return items, texts_of, slot_orders
+        names.nodes.append(nodes)
+        names.texts.append(texts)
+        names.slots[slots] = None
+    return names
 
 
 def _cutter(spans: _Spans) -> Pattern[str]:
-    """Cuts names of one layout into the text of each span: a group per span, of as
-    many ``_``-pieces as the span holds."""
+    """The expression that cuts a name of one layout into the text of each span: a group
+    per span, of as many ``_``-pieces as the span holds."""
     parts = []
     for _, start, end in spans:
         first = "[^_]*" if start == 0 and end > 0 else ""
@@ -313,12 +326,12 @@ def _cutter(spans: _Spans) -> Pattern[str]:
 
 
 def _fill_tokens(segments: Dict[str, Segment], order: List[str], records: List[dict],
-                 items: List[Optional[Tuple[str, ...]]], texts_of: List[Tuple[str, ...]]) -> None:
+                 names: _Names) -> None:
     """Each segment's tokens, in the order names first show them, with the field
     values that write each token (one combination per distinct set of values)."""
     leaves: List[dict] = []
     present: List[Dict[str, str]] = []
-    for record, nodes, texts in zip(records, items, texts_of):
+    for record, nodes, texts in zip(records, names.nodes, names.texts):
         if nodes:
             leaves.append(record["leaves"])
             present.append(dict(zip(nodes, texts)))
@@ -348,14 +361,14 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
     """Segments for the records of one kernel class (all records share the class)."""
     gaps: List[Gap] = []
     uf = _UnionFind()
-    items, texts_of, slot_orders = _cut(records, uf)
-    inconsistent = items.count(None)
+    names = _cut(records, uf)
+    inconsistent = names.nodes.count(None)
     if inconsistent:
         gaps.append(Gap("%d %s names whose field influence overlaps between segments"
                         % (inconsistent, class_name), class_name, "a field changed pieces that "
                         "another field also writes; those names are left to the parser alone"))
     # The order depends only on the distinct slot sequences.
-    order = _topological(slot_orders)
+    order = _topological(names.slots)
     if order is None:
         gaps.append(Gap(what="no single segment order fits every %s name" % class_name,
                         where=class_name, why="the observed segment orders contradict each other"))
@@ -372,7 +385,7 @@ def derive_grammar(records: List[dict], class_name: str) -> Grammar:
         else:
             fields = sorted(members[node])
             segments[node] = Segment(label=segment_label(fields), fields=fields)
-    _fill_tokens(segments, order, records, items, texts_of)
+    _fill_tokens(segments, order, records, names)
 
     for segment in segments.values():
         if segment.literal:
