@@ -28,9 +28,14 @@ def _type(name, prefix, position):
                       segments=segments)
 
 
-def _model(split: str = "") -> ApiModel:
+def _model(split: str = "", together: bool = False) -> ApiModel:
+    """One sub-type; with ``split``, a second one filtered by its own ``@`` part; with
+    ``together``, a second one that the same (unsplit) pattern filters."""
     types = [_type("MainKernel", "fmha_main", 0)]
     spec = FilterSpec(parts=[FilterPart(position=0, applies_to=["MainKernel"])])
+    if together:
+        types.append(_type("SideKernel", "fmha_side", 0))
+        spec = FilterSpec(parts=[FilterPart(position=0, applies_to=["MainKernel", "SideKernel"])])
     if split:
         types.append(_type("SideKernel", "fmha_side", 1))
         spec = FilterSpec(api_split=split, parts=[
@@ -70,10 +75,13 @@ def _check(model, pattern):
     parts = pattern.split("@") if model.filter.api_split else [pattern]
     for kernel_type, sentence in gloss_parts(text).items():
         name = kernel_type or "MainKernel"
-        position = 0 if name == "MainKernel" else 1
+        position = 1 if name == "SideKernel" and model.filter.api_split else 0
         own = [k.name for k in kernels if k.kernel_type == name]
         regex = fnmatch_regex(parts[position] if position < len(parts) else "*")
         selected = [n for n in own if regex.match(n)]
+        if not selected:  # nothing selected: nothing is said of the names
+            assert sentence.rstrip(". ") == "no name (the pattern matches none of them)", sentence
+            continue
         claims = gloss_claims(sentence)
         check_claims(claims, selected, _carries, own)
         # a stretch's segments are what it spells: their tokens, one after the other,
@@ -105,7 +113,7 @@ def test_a_literal_pattern_says_the_tokens_it_writes_and_what_they_leave_out():
 
 def test_bracket_positions_say_what_the_names_have_no_or_only_of():
     text = _check(_model(), "*_d[12][28]*_[bf][fp]16*[se]")
-    assert "bracket position" in text and "its names have" in text
+    assert "bracket position" in text and "the names it selects have" in text
     assert _check(_model(), "fmha_main_d64_fp16_npad_nbias_nlse").startswith(
         "Names that are `fmha_main_d64_fp16_npad_nbias_nlse` (hdim, dtype, pad, bias, lse)")
 
@@ -116,6 +124,15 @@ def test_each_part_of_a_split_pattern_is_said_with_its_sub_type():
                            "`_nbias` (bias); ")
     assert "Part 1 (`SideKernel`): names containing `_ps_` (pad)" in text
     assert "Part 1 (`SideKernel`): every name" in _check(_model("@"), "*_nlse")
+
+
+def test_one_pattern_read_by_two_sub_types_is_said_per_sub_type_without_parts():
+    # CK 2024's fwd_splitkv: the main and the combine kernels, one unsplit -f pattern
+    text = _check(_model(together=True), "fmha_side*_d[12][28]*_nlse")
+    assert "Part" not in text
+    assert text.startswith("For `MainKernel`: no name (the pattern matches none of them). "
+                           "For `SideKernel`: names starting with `fmha_side`, then ")
+    assert "  " not in text and "only  (" not in text
 
 
 def test_the_pattern_is_cut_into_its_pieces():

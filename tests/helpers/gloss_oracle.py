@@ -15,7 +15,9 @@ def fnmatch_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(fnmatch.translate(pattern))
 
 
-_PART = re.compile(r"Part (\d+) \(`([^`]+)`\): ")
+#: "Part 1 (`X`): " of an ``@``-split pattern; "For `X`: " of one pattern read by
+#: several sub-types; group 1 is the sub-type either way.
+_PART = re.compile(r"(?:Part \d+ \(`([^`]+)`\)|For `([^`]+)`): ")
 _GROUP = re.compile(r"((?:`[^`]*`|\(no token\))(?:, (?:`[^`]*`|\(no token\)))*) \(([^()]+)\)")
 
 
@@ -29,8 +31,8 @@ def gloss_parts(gloss: str) -> Dict[str, str]:
     found = list(_PART.finditer(gloss))
     if not found:
         return {"": gloss}
-    return {m.group(2): gloss[m.end():(found[i + 1].start() if i + 1 < len(found)
-                                        else len(gloss))]
+    return {(m.group(1) or m.group(2)): gloss[m.end():(found[i + 1].start() if i + 1 < len(found)
+                                                       else len(gloss))]
             for i, m in enumerate(found)}
 
 

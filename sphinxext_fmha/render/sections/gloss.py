@@ -52,8 +52,8 @@ def _tokens(tokens: Sequence[str]) -> Inlines:
 def _left_out(reading: Dict[str, Any]) -> Inlines:
     """What the selected names lack: of the segments the pattern writes, the other
     values ("that leaves out"); of the others, where the pattern has bracket positions,
-    what the names it selects have no or only of ("through the bracket positions, its
-    names have no `_alibi`, `_bias` (bias)")."""
+    what the names it selects have no or only of ("the names it selects have no
+    `_alibi`, `_bias` (bias)"), whichever piece of the pattern is the cause."""
     excluded: Dict[str, List[str]] = reading.get("excluded") or {}
     kept: Dict[str, List[str]] = reading.get("kept") or {}
     if not excluded:
@@ -74,7 +74,7 @@ def _left_out(reading: Dict[str, Any]) -> Inlines:
     # tokens leave out, and what else the selected names lack is the set's table's
     others = [label for label in excluded if label not in spelled] if brackets else []
     for number, label in enumerate(others):
-        out.append("; " if number else "; through the bracket positions, its names have ")
+        out.append("; " if number else "; the names it selects have ")
         gone, have = excluded[label], kept.get(label, [])
         if len(gone) > _MOST_LISTED and len(have) < len(gone):
             out += ["only "] + _tokens(have) + [" (%s)" % label]
@@ -84,18 +84,21 @@ def _left_out(reading: Dict[str, Any]) -> Inlines:
 
 
 def gloss_inlines(readings: Sequence[Dict[str, Any]], capital: bool = True) -> Inlines:
-    """The gloss of one run: per ``@`` part its names and what they leave out
-    (``capital``: a sentence of its own, not one that continues after a colon)."""
+    """The gloss of one run: per ``@`` part (or, where one pattern reads several
+    sub-types, per sub-type) its names and what they leave out (``capital``: a sentence
+    of its own, not one that continues after a colon)."""
     parts: Inlines = []
-    several = len({r.get("part") for r in readings}) > 1 or len(readings) > 1
+    split = len({r.get("part") for r in readings}) > 1
     for reading in readings:
         if parts:
             parts.append(" ")
-        body = _names(reading) + _left_out(reading)
-        if several:
-            parts += ["Part %d (" % int(reading.get("part", 0)),
-                      Code(str(reading.get("kernel_type", ""))), "): "]
-            parts += body
+        # of a sub-type the pattern selects nothing of, there is nothing more to say
+        body = _names(reading) + (_left_out(reading) if reading.get("selected") else [])
+        kernel_type = Code(str(reading.get("kernel_type", "")))
+        if split:
+            parts += ["Part %d (" % int(reading.get("part", 0)), kernel_type, "): "] + body
+        elif len(readings) > 1:
+            parts += ["For ", kernel_type, ": "] + body
         else:
             first = body[0]
             parts += ([first[0].upper() + first[1:]] if capital and isinstance(first, str)

@@ -170,6 +170,7 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
     items: List[Inlines] = []
     details: List[Inlines] = []
     several = len({d.kernel_type for d in rec.decisions}) > 1
+    substituted = False  # some dropped variant's calls run a kept variant instead
     for decision in rec.decisions:
         losses = loss_sentences(decision)
         for token in [t for t in decision.drop + [p["token"] for p in decision.partial]
@@ -183,6 +184,7 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
             if facts:
                 parts = decision.loss_parts.get(token, {})
                 items.append(name + [": ", *loss_lead(dict(facts, served_by=served_by(parts)))])
+                substituted = substituted or bool(facts.get("served"))
                 if loss:
                     details.append(name + [": " + loss])
             else:
@@ -194,6 +196,10 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
                  "kernels served, and what those calls find now:"])
     blocks = [lead, *_emptied_blocks(rec)] + fold(
         ["What you lose (%d variants)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
+    if substituted:
+        blocks.append(Para(["The set is chosen for coverage, not speed: where a kept variant "
+                            "runs a dropped variant's calls, how fast it runs them is not "
+                            "measured here."]))
     if details:
         blocks.append(Dropdown(["In full: the kernels not generated, the calls that now find "
                                 "no kernel and the kept kernel that runs them instead "
