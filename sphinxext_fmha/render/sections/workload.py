@@ -137,8 +137,10 @@ def _example_blocks(api: str, example: ExampleSet) -> List[Block]:
     blocks: List[Block] = [SubHeading(_example_title(workload))]
     if workload.kind == "receipt":
         if workload.label:
-            blocks.append(Para(["generate.py's ", Code("--receipt"), " help says: %s"
-                                % workload.label]))
+            # the label is generate.py's help text or the codegen's comment on the
+            # receipt's branch (the receipts table's Label), whichever named it
+            blocks.append(Para(["The label of ", Code("-r %s" % workload.receipt),
+                                ": %s" % workload.label]))
         blocks.append(Para(["The values below are those its rule keeps; the policy decides "
                             "every other segment, so the set can be smaller than what ",
                             Code("-r %s" % workload.receipt), " generates."]))
