@@ -95,10 +95,10 @@ def gloss_inlines(readings: Sequence[Dict[str, Any]], capital: bool = True) -> I
         # of a sub-type the pattern selects nothing of, there is nothing more to say
         body = _names(reading) + (_left_out(reading) if reading.get("selected") else [])
         kernel_type = Code(str(reading.get("kernel_type", "")))
-        if split:
-            parts += ["Part %d (" % int(reading.get("part", 0)), kernel_type, "): "] + body
-        elif len(readings) > 1:
-            parts += ["For ", kernel_type, ": "] + body
+        label: Inlines = (["Part %d (" % int(reading.get("part", 0)), kernel_type, "): "] if split
+                          else ["For ", kernel_type, ": "])
+        if split or len(readings) > 1:
+            parts += label + body
         else:
             first = body[0]
             parts += ([first[0].upper() + first[1:]] if capital and isinstance(first, str)
