@@ -264,6 +264,28 @@ def get_factory(target):
 FACTORIES = [get_factory(target) for target in ('gfx9', 'gfx950')]
 '''
 
+#: A 2026 class with two tile methods (fwd_splitkv: its own main kernels' table, and the
+#: combine kernels' table of its base), the base's called first.
+_FACTORIES_TWO_TABLES = _FACTORIES_2026.replace(r'''
+class ToyRuleFactory:
+    @classmethod
+    def get_rules(cls):
+        return []
+''', r'''
+class ToyRuleFactory:
+    @classmethod
+    def get_rules(cls):
+        return []
+
+    @classmethod
+    def get_combine_tile_size_dict(cls, dtype: str) -> Dict[int, List[ToyTileSize]]:
+        return {64: [ToyTileSize(32, 32, 32, -1)]}
+''')
+_COMBINE_CALL = (
+    "        d = factory.get_hdim_tile_size_dict(dtype)",
+    "        factory.get_combine_tile_size_dict(dtype)\n"
+    "        d = factory.get_hdim_tile_size_dict(dtype)")
+
 #: The 2026 blob function's loop: each factory's own data types.
 _DTYPE_LOOP = (
     "    for factory, dtype in itertools.product(FACTORIES, DTYPE_MAP.keys()):\n",
@@ -303,13 +325,15 @@ def _per_arch(root: Path, factories: str, *extra: Tuple[str, str]) -> Path:
     return root
 
 
-@pytest.mark.parametrize("variant", ["packed", "extended", "2026"])
+@pytest.mark.parametrize("variant", ["packed", "extended", "2026", "two tables"])
 def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
     root = synthetic.make_tree(tmp_path, "base")
     if variant == "packed":
         root = _per_arch(root, _FACTORIES_PACKED)
     elif variant == "2026":
         root = _per_arch(root, _FACTORIES_2026, _DTYPE_LOOP)
+    elif variant == "two tables":
+        root = _per_arch(root, _FACTORIES_TWO_TABLES, _DTYPE_LOOP, _COMBINE_CALL)
     else:
         root = _per_arch(root, _FACTORIES_EXTENDED, _EXTRA_TILE)
     listed = independent_listing(root, "toy", tmp_path)
@@ -325,22 +349,29 @@ def test_tiles_of_unreadable_per_arch_factories(tmp_path, variant):
     assert read_page(page, _TOY_TILE) == expected
     assert "| arch | dtype | hdim | Tiles (kernels) |" in page
     assert re.search(r"^#+ Tiles per architecture$", page, re.M), page[:200]
-    if variant in ("packed", "2026"):
+    if variant in ("packed", "2026", "two tables"):
         # tables the source reading cannot evaluate: generate.py's run computed them,
         # as the listing has them per arch (gfx950's own tile included)
         observed = {(arch, dtype, hdim, tile) for (arch, dtype, hdim, tile) in expected}
         factory = {"gfx9": "ToyFactoryGfx9", "gfx950": "ToyFactoryGfx950"}
+        if variant == "two tables":  # each method's table on its own, the kernels' matched
+            factory = {a: f + ".get_hdim_tile_size_dict" for a, f in factory.items()}
+            assert "`gfx9`: `ToyFactoryGfx9.get_hdim_tile_size_dict`" in page
+            assert {f.class_name for f in model.factories} >= {
+                "ToyFactoryGfx9.get_combine_tile_size_dict", "ToyFactoryGfx950.get_combine_tile_size_dict"}
         assert {(a, d, h, t) for a, f in factory.items() for d, per in read[f].items()
                 for h, tiles in per.items() for t in tiles} == observed
         assert all(f.observed for f in model.factories if f.class_name in factory.values())
         assert "Tile tables as generate.py's run got them:" in page
         assert "not in its factory's table" not in page and "No tile table" not in page
         assert not model.gaps, model.gaps
-        if variant == "2026":
+        if variant != "packed":
             # the factory the run did not use: its table as the probe asked it for one
-            custom = [f for f in model.factories if f.class_name == "ToyCustomFactory"]
-            assert custom and not custom[0].observed and custom[0].tiles
-            assert "`ToyCustomFactory` (generate.py's run did not call it)" in page
+            custom = [f for f in model.factories
+                      if f.class_name.partition(".")[0] == "ToyCustomFactory" and f.tiles]
+            assert custom and not any(f.observed for f in custom)
+            assert re.search(r"`ToyCustomFactory(\.\w+)?` \(generate.py's run did not call it\)",
+                             page)
     else:
         # both tables are read and match; the blob function's own tile is not in them
         assert read.get("ToyFactoryGfx9") and read.get("ToyFactoryGfx950"), read

@@ -5,6 +5,7 @@ table the probe asked it for (not ``observed``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..model import Factory
@@ -14,24 +15,35 @@ __all__ = ["apply_observed_factories"]
 _Table = Dict[str, List[str]]
 
 
-def apply_observed_factories(factories: Sequence[Factory], observed: dict,
+def apply_observed_factories(factories: List[Factory], observed: dict,
                              tile_classes: Set[str], hdim_field: str) -> None:
-    """Fill each factory's tables from ``observed`` (the probe's ``factories``)."""
+    """Fill each factory's tables from ``observed`` (the probe's ``factories``). A factory
+    with several tile methods (a 2026 class: its own main kernels' table and the combine
+    kernels' table of its base) becomes one table per method, named ``Class.method``."""
     calls, objects = observed["calls"], observed["objects"]
-    for factory in factories:
+    for factory in list(factories):
         own = _calls_of(factory, factories, calls, objects, tile_classes)
-        method = next((c["method"] for c in own if _tiles_of(c, objects, tile_classes)), None)
-        if method is None:
-            continue
-        per_dtype = _per_dtype([c for c in own if c["method"] == method], objects, tile_classes,
-                               hdim_field)
-        merged = {dtype: _merge(combos) for dtype, combos in per_dtype.items()}
-        factory.tiles = {dtype: table for dtype, table in merged.items() if table}
-        for index in {i for c in own for i in _tiles_of(c, objects, tile_classes)}:
-            name, notes = objects[index][1], objects[index][3]
-            if name and notes:
-                factory.tile_notes[name] = "; ".join(notes.values())
-        factory.observed = any(not c.get("asked") for c in own)
+        methods = list(dict.fromkeys(c["method"] for c in own if _tiles_of(c, objects, tile_classes)))
+        for number, method in enumerate(methods):
+            table = factory if not number else dataclasses.replace(factory, tile_notes={})
+            if len(methods) > 1:
+                table.class_name = "%s.%s" % (factory.class_name.partition(".")[0], method)
+            if number:
+                factories.insert(factories.index(factory) + number, table)
+            _fill(table, [c for c in own if c["method"] == method], objects, tile_classes,
+                  hdim_field)
+            table.observed = any(not c.get("asked") for c in own)  # the run called it
+
+
+def _fill(factory: Factory, calls: List[dict], objects: List[list], tile_classes: Set[str],
+          hdim_field: str) -> None:
+    merged = {dtype: _merge(combos) for dtype, combos
+              in _per_dtype(calls, objects, tile_classes, hdim_field).items()}
+    factory.tiles = {dtype: table for dtype, table in merged.items() if table}
+    for index in {i for c in calls for i in _tiles_of(c, objects, tile_classes)}:
+        name, notes = objects[index][1], objects[index][3]
+        if name and notes:
+            factory.tile_notes[name] = "; ".join(notes.values())
 
 
 def _calls_of(factory: Factory, factories: Sequence[Factory], calls: List[dict],
