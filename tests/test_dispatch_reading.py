@@ -483,6 +483,29 @@ def test_synthetic_rule_receipts_are_read(synthetic_tree, tmp_path):
     assert kept and not any(re.search(r"_lse(_|\.cpp|$)", name) for name in kept)
 
 
+def test_a_help_range_part_that_no_rule_tests_is_unreferenced(synthetic_tree, tmp_path):
+    # 2026 CK's fwd: the help names 100-199, the rule objects test 100 and have a default
+    # rule; -r 150 takes the default rule, so 101-199 is a range the module never tests
+    root = synthetic_tree("rule_receipts")
+    generate = root / "example/ck_tile/01_fmha/generate.py"
+    text = generate.read_text(encoding="utf-8")
+    assert text.count("  2: a small set") == 1
+    generate.write_text(text.replace("  2: a small set", "  2-9: a small set"), encoding="utf-8")
+    # and the rule object taken once, as 2026 CK does, not called in an ``if receipt`` test
+    module = root / "example/ck_tile/01_fmha/codegen/ops/fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    for old, new in (("if not get_product(receipt)(dtype, mode, pipeline):",
+                      "if not product(dtype, mode, pipeline):"),
+                     ("    api_pool = ToyApiPool(mask_impl)\n",
+                      "    api_pool = ToyApiPool(mask_impl)\n    product = get_product(receipt)\n")):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    module.write_text(text, encoding="utf-8")
+    receipts = Session(root, cache_dir=tmp_path / "cache").model("toy").receipts
+    unreferenced = sorted(r.value for r in receipts if r.kind == "unreferenced")
+    assert unreferenced == ["0", "4-9"]
+
+
 @_group("flash-attn-2.8.3", "batch_prefill")
 def test_pad_try_order_matches_the_api_file(corpus_root, sessions):
     """The try order the guide reports for the pad segment is the source order of the

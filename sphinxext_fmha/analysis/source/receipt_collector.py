@@ -74,7 +74,8 @@ def collect_receipts(ctx: Context) -> None:
     for receipt in rule_object_receipts(
             ctx.tree, ctx.receipt_names, lambda v: _label_for(v, labels), ctx.where,
             lambda line: " ".join(ctx.pm.comments_above(line))):
-        referenced.add(receipt.value)
+        if receipt.kind != "rule-other":  # the default rule tests no value
+            referenced.add(receipt.value)
         ctx.facts.receipts.append(receipt)
     # help-text values (and ranges) that this module never tests
     for lo, hi, text, where in labels:
