@@ -306,3 +306,23 @@ def test_main_kernels_launched_without_a_follower_are_counted(tmp_path):
     assert ("(read from the API dispatch file); %d of the %d ToyKernel kernels it launches are "
             "launched without a ToyConvertKernel kernel." % (calls.count("false"), mains)
             ) in coupling_sentence(rec)
+
+
+def test_the_trait_drop_rule_claims_no_kernel_per_sub_type(tmp_path):
+    """The lse traits generate no convert kernel, yet a failed convert part drops them:
+    the filter mechanism says a trait is dropped as a whole, and not that each trait has
+    one kernel of each filtered sub-type (the listing has main kernels without one)."""
+    from sphinxext_fmha.guide import collect_guide
+    from sphinxext_fmha.render.markdown import guide_markdown
+
+    root = _make(tmp_path, "at_split", synthetic_coupled.launched_together,
+                 synthetic_coupled.lse_without_convert)
+    full = _listing(root, tmp_path)
+    mains = [n for n in full if not n.startswith("fmha_toy_convert_")]
+    assert len([n for n in full if n.startswith("fmha_toy_convert_")]) < len(mains)
+    # the convert part still decides the lse traits, which have no convert kernel
+    assert not any(n.endswith("_lse.cpp") for n in _listing(root, tmp_path, "-f", "*@nomatch"))
+    session = Session(root, cache_dir=tmp_path / "cache")
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
+    assert "one failed match drops the whole trait" in text
+    assert "one kernel of each" not in text
