@@ -425,3 +425,37 @@ def test_token_parses_finds_every_reading():
     assert token_parses(kernel_type, "fmha_x_gfx9.cpp") == [["fmha", "_x", ""]]
     assert token_parses(kernel_type, "fmha_z.cpp") == []
     assert token_parses(kernel_type, "fmha_x.hpp") == []
+
+
+def test_a_field_two_sub_types_share_keeps_each_ones_hard_coded_values(tmp_path):
+    """Newer CK bwd: ``F_dvpad`` is 0/1/8 in dq_dk_dv kernels and t/f (``BOOL_MAP``) in
+    dot_do_o kernels. Here the convert kernels' ``F_mode`` becomes a number written as
+    is, while the main kernels' stays a ``MODE_MAP`` key: the values without a map entry
+    are each sub-type's own, not those of every sub-type with a field of that name."""
+    from sphinxext_fmha.render.ir import text_of
+    from sphinxext_fmha.render.sections.fields import _field_items
+
+    root = synthetic.make_tree(tmp_path, "at_split")
+    module = root / FMHA / "codegen" / "ops" / "fmha_toy.py"
+    text = module.read_text()
+    for old, new in (
+            ("    F_mode  : str  # key of MODE_MAP\n", "    F_mode  : int  # 1: group mode\n"),
+            ('_{self.F_mode}_b{self.F_bm0}"', "_{'group' if self.F_mode else 'batch'}_b{self.F_bm0}\""),
+            ("            F_mode  = MODE_MAP[self.F_mode],",
+             "            F_mode  = 'true' if self.F_mode else 'false',"),
+            ("cvt = ToyConvertKernel(F_hdim=hdim, F_dtype=dtype, F_mode=mode,",
+             "cvt = ToyConvertKernel(F_hdim=hdim, F_dtype=dtype, F_mode=int(mode == 'group'),")):
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    module.write_text(text)
+    model = analyze_api(root, "toy", Options())
+    _, problems = check_parses(model, run_listing(root / FMHA, "toy").kernels)
+    assert not problems, problems[:2]
+    infos = {info.path: info for info in model.fields}
+    said = {}
+    for class_name in ("ToyKernel", "ToyConvertKernel"):
+        segment = segment_with_field(model.kernel_type(class_name), "F_mode")
+        said[class_name] = text_of(_field_items(segment, infos, True, class_name)[
+            segment.fields.index("F_mode")])
+    assert "hard-coded" not in said["ToyKernel"], said
+    assert said["ToyConvertKernel"].endswith("(hard-coded): 0, 1"), said

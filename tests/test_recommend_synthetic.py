@@ -227,3 +227,102 @@ def test_a_set_without_the_full_dispatch_file_says_what_it_cannot_use(tmp_path, 
     notes = set_notes(rec)
     assert ["the full API dispatch file is not available (write mode refused): coupling and "
             "dispatch conditions are not used"] == [n for n in notes if "dispatch file" in n]
+
+
+def _traits_used(api_text: str, kernel_texts: List[str]) -> List[bool]:
+    """Per written convert kernel: does the written dispatch file name its trait?"""
+    import re
+
+    named = set(re.findall(r"using ctrait_ = (toy_convert_traits_<[^>]*>);", api_text))
+    return [bool(set(re.findall(r"using ctrait_ = (toy_convert_traits_<[^>]*>);", text)) & named)
+            for text in kernel_texts]
+
+
+def test_an_unfiltered_follower_is_not_said_to_be_kept_with_its_users(tmp_path):
+    """ck-2024-10 bwd: the convert kernels are launched with the main kernels but ``-f``
+    never filters them; the set's dispatch file launches only some of them. The guide
+    says they are all generated, and how many no kept kernel uses (counted here from the
+    written files), never that they are kept exactly with the kernels that use them."""
+    from sphinxext_fmha.render.ir import text_of
+    from sphinxext_fmha.render.sections.reasons import coupling_sentence, follower_usage, set_notes
+
+    root = _make(tmp_path, "at_split", synthetic_coupled.launched_together,
+                 synthetic_coupled.unfiltered_lse_convert)
+    rec, union = _recommended(root, tmp_path)
+    assert [r.filter for r in rec.runs] and len(rec.runs) == 1
+    out = tmp_path / "set"
+    out.mkdir()
+    assert _generate(root, tmp_path, "-f", rec.runs[0].filter, "-o", str(out)).returncode == 0
+    converts = sorted(out.glob("fmha_toy_convert_*.cpp"))
+    assert len(converts) == len({n for n in _listing(root, tmp_path) if "_convert_" in n})
+    used = _traits_used((out / "fmha_toy_api.cpp").read_text(), [p.read_text() for p in converts])
+    unused = used.count(False)
+    assert 0 < unused < len(converts)
+    coupling = coupling_sentence(rec)
+    assert "kept exactly" not in coupling
+    assert "ToyConvertKernel is not filtered by -f in this tree" in coupling
+    said = text_of(follower_usage(rec, "ToyConvertKernel"))
+    assert said == ("Not filtered by -f in this tree: all %d are generated whatever the filter. "
+                    "%d of them are launched by no call of the set's written dispatch file: no "
+                    "kept ToyKernel kernel uses them." % (len(converts), unused))
+    assert not any("not filtered" in note for note in set_notes(rec))  # said once
+
+
+def test_a_filtered_follower_is_kept_with_its_users(tmp_path):
+    """The same dispatch with both parts of ``-f`` filtering: the convert kernels are
+    kept exactly with the main kernels that launch them, and each is launched."""
+    from sphinxext_fmha.render.ir import text_of
+    from sphinxext_fmha.render.sections.reasons import coupling_sentence, follower_usage
+
+    root = _make(tmp_path, "at_split", synthetic_coupled.launched_together)
+    rec, union = _recommended(root, tmp_path)
+    assert rec.coupled["unused"] == {"ToyConvertKernel": 0}
+    assert coupling_sentence(rec).endswith(
+        "; they are kept exactly with the ToyKernel kernels that use them")
+    kept = len([n for n in union if "_convert_" in n])
+    full = len([n for n in _listing(root, tmp_path) if "_convert_" in n])
+    assert text_of(follower_usage(rec, "ToyConvertKernel")) == (
+        "Follows the kept ToyKernel kernels: %d of %d kept." % (kept, full))
+
+
+def test_main_kernels_launched_without_a_follower_are_counted(tmp_path):
+    """Newer CK bwd: the ``_maxq`` traits launch ``void`` in the convert_dq kernel's
+    place. The coupling says how many main kernels are launched without one (counted
+    here from the written dispatch file's calls), not that every one has it."""
+    import re
+
+    from sphinxext_fmha.render.sections.reasons import coupling_sentence
+
+    root = _make(tmp_path, "at_split", synthetic_coupled.launched_together,
+                 synthetic_coupled.lse_without_convert)
+    out = tmp_path / "full"
+    out.mkdir()
+    assert _generate(root, tmp_path, "-o", str(out)).returncode == 0
+    calls = re.findall(r"return fmha_toy_<trait_, std::conditional_t<(true|false), ",
+                       (out / "fmha_toy_api.cpp").read_text())
+    mains = len(list(out.glob("fmha_toy_d*.cpp")))
+    assert len(calls) == mains and 0 < calls.count("false") < mains
+    rec, _ = _recommended(root, tmp_path)
+    assert ("(read from the API dispatch file); %d of the %d ToyKernel kernels it launches are "
+            "launched without a ToyConvertKernel kernel." % (calls.count("false"), mains)
+            ) in coupling_sentence(rec)
+
+
+def test_the_trait_drop_rule_claims_no_kernel_per_sub_type(tmp_path):
+    """The lse traits generate no convert kernel, yet a failed convert part drops them:
+    the filter mechanism says a trait is dropped as a whole, and not that each trait has
+    one kernel of each filtered sub-type (the listing has main kernels without one)."""
+    from sphinxext_fmha.guide import collect_guide
+    from sphinxext_fmha.render.markdown import guide_markdown
+
+    root = _make(tmp_path, "at_split", synthetic_coupled.launched_together,
+                 synthetic_coupled.lse_without_convert)
+    full = _listing(root, tmp_path)
+    mains = [n for n in full if not n.startswith("fmha_toy_convert_")]
+    assert len([n for n in full if n.startswith("fmha_toy_convert_")]) < len(mains)
+    # the convert part still decides the lse traits, which have no convert kernel
+    assert not any(n.endswith("_lse.cpp") for n in _listing(root, tmp_path, "-f", "*@nomatch"))
+    session = Session(root, cache_dir=tmp_path / "cache")
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
+    assert "one failed match drops the whole trait" in text
+    assert "one kernel of each" not in text

@@ -319,6 +319,8 @@ def read_filter_spec(observed: dict, classes: List[str], classify) -> Tuple[Filt
 def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[dict]],
             observed: dict, facts: SourceFacts) -> List[FieldInfo]:
     fields: Dict[str, FieldInfo] = {}
+    # each sub-type's own values of a path (a name two sub-types share may differ in them)
+    own_values: Dict[str, Dict[str, set]] = defaultdict(dict)
     comments = {(c.name, f.name): f for c in facts.classes for f in c.fields}
     class_where = {c.name: c.defined_at for c in facts.classes}
     uses = defaultdict(list)
@@ -351,13 +353,17 @@ def fields_of(kernel_types: List[KernelType], records_by_class: Dict[str, List[d
                     info.comment_by_type.setdefault(kernel_type.class_name, comment)
                 if kernel_type.class_name not in info.kernel_types:
                     info.kernel_types.append(kernel_type.class_name)
+                texts = own_values[path][kernel_type.class_name] = _column_texts(leaves, path)
                 if described and constant:
                     continue  # described where it varies
-                info.values = sorted(set(info.values) | _column_texts(leaves, path), key=_natural)
+                info.values = sorted(set(info.values) | texts, key=_natural)
     for info in fields.values():
         _link_map(info, info.path.split(".")[-1], info.symbol_map, uses, facts)
         if info.cpp_symbols:
             info.hard_coded.extend(v for v in info.values if v not in info.cpp_symbols)
+            for class_name, texts in own_values[info.path].items():
+                info.hard_coded_by_type[class_name] = sorted(
+                    (v for v in texts if v not in info.cpp_symbols), key=_natural)
     return [fields[p] for p in sorted(fields)]
 
 

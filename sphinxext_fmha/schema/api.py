@@ -103,6 +103,10 @@ class FieldInfo:
     cpp_symbols: Dict[str, str] = field(default_factory=dict)
     #: Observed values missing from the map (hard-coded somewhere else).
     hard_coded: List[str] = field(default_factory=list)
+    #: The same per sub-type (class name), of that sub-type's own values: sub-types that
+    #: share a field name need not share its values (``F_dvpad`` is ``0``/``1``/``8`` in
+    #: one bwd sub-type, ``t``/``f`` in another).
+    hard_coded_by_type: Dict[str, List[str]] = field(default_factory=dict)
     #: A coarse kind of field (``pad``, ``mask``, ``bias``, ...), when known.
     category: str = ""
 

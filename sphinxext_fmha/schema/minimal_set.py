@@ -225,5 +225,9 @@ class Recommendation:
     coupling: str = ""
     #: The coupling it says: ``{"followers": [sub-types launched with the primary's
     #: kernels], "primary": sub-type, "source": "dispatch" (the API dispatch file) or
-    #: "traits" (the observed traits)}``; empty when the sub-types are not coupled.
+    #: "traits" (the observed traits), "unfiltered": the followers ``-f`` never filters}``,
+    #: read from the full API dispatch file ``"launched"`` (the primary's kernels it
+    #: launches) and ``"without"`` ({follower: how many of them are launched without one}),
+    #: and from the set's written dispatch file ``"unused"`` ({follower: its kernels in the
+    #: set no call launches}); empty when the sub-types are not coupled.
     coupled: Dict[str, Any] = field(default_factory=dict)

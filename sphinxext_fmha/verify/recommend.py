@@ -118,8 +118,7 @@ def prepare(inputs: RecommendInputs) -> Prepared:
                                              if k.kernel_type in followers}, inputs.followers)
     if coupling is not None:
         target |= coupling.follow({f for f in target if type_of.get(f) == coupling.primary})
-        result.coupled = {"followers": list(coupling.followers),
-                          "primary": coupling.primary, "source": coupling.source}
+        result.coupled = _coupled_facts(model, coupling, type_of, dispatch)
     if dispatch is not None:
         # a kernel its own set never runs (an earlier branch takes its calls) is left out
         idle = set(dispatch.runs_nothing(dispatch.view(target), target))
@@ -137,6 +136,35 @@ def prepare(inputs: RecommendInputs) -> Prepared:
     return prepared
 
 
+def _coupled_facts(model: ApiModel, coupling: Coupling, type_of: Mapping[str, str],
+                   dispatch: Optional[SetDispatch]) -> Dict[str, Any]:
+    """:attr:`Recommendation.coupled` before the runs: the followers ``-f`` never filters
+    (``unfiltered``) and, read from the full API dispatch file, per follower how many
+    main kernels it launches are launched without one (``without``, of ``launched``)."""
+    facts: Dict[str, Any] = {
+        "followers": list(coupling.followers), "primary": coupling.primary,
+        "source": coupling.source,
+        "unfiltered": [t for t in coupling.followers if t in model.filter.unfiltered_types]}
+    if dispatch is not None and coupling.source == "dispatch":
+        unreached = set(dispatch.match.unreached)
+        mains = [f for f, t in type_of.items() if t == coupling.primary and f not in unreached]
+        kinds = {f: {type_of.get(p) for p in coupling.partners.get(f, ())} for f in mains}
+        facts["launched"] = len(mains)
+        facts["without"] = {t: sum(1 for f in mains if t not in kinds[f])
+                            for t in coupling.followers}
+    return facts
+
+
+def _unused_followers(result: Recommendation, type_of: Mapping[str, str]) -> None:
+    """Per follower, its kernels in the set the set's written dispatch file launches in
+    no call (``coupled["unused"]``; only when the coupling was read from a dispatch file
+    and the set's was written and read)."""
+    if result.coupled.get("source") != "dispatch" or not result.write_verified:
+        return
+    unused = Counter(type_of.get(f) for f in result.links_unreferenced)
+    result.coupled["unused"] = {t: unused.get(t, 0) for t in result.coupled["followers"]}
+
+
 def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
            ) -> Recommendation:
     """The runs of the prepared filters, and everything read from them."""
@@ -147,6 +175,7 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         return result
     union = verified_runs(inputs.model, inputs.options, runner, prepared.filters,
                           prepared.claimed, result)
+    _unused_followers(result, {k.file: k.kernel_type for k in kernels})
     tiles = {key for key, category in plan.categories.items() if category == "tile"}
     for run in result.runs:
         run.reading = run_reading(model, kernels, run.filter, tiles)

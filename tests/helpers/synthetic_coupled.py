@@ -16,6 +16,11 @@ shape a CK generation has:
 ``launched_together``  one dispatch call launches a main kernel and its convert kernel;
                        write mode writes whatever was selected (the dispatch file may
                        then name convert kernels that were not generated: no link)
+``unfiltered_lse_convert``  (after launched_together) the convert kernels carry the
+                       lse token and are generated whatever ``-f`` says (ck-2024-10 bwd's
+                       convert_dq kernels)
+``lse_without_convert``  (after launched_together) lse traits have no convert kernel and
+                       launch ``void`` in its place (newer CK bwd's ``_maxq`` traits)
 ``write_asserts``      write mode asserts that each main kernel's convert kernel was
                        generated (newer CK's split-KV ``write_blobs``); list mode does not
 ``arch_targets``       generate.py takes ``--targets`` (default ``gfx9,gfx950``) and hands
@@ -123,6 +128,34 @@ def launched_together(text: str) -> str:
         "using toy_convert_kernel ="))
 
 
+def unfiltered_lse_convert(text: str) -> str:
+    """After launched_together: the convert kernels carry the main kernel's lse (``_lse``)
+    and are generated for every trait whatever ``-f`` says, the convert part of the
+    pattern being ignored (ck-2024-10 bwd: every convert_dq kernel, ``_deterministic``
+    too, is generated, while ``-f`` decides the dq_dk_dv kernels)."""
+    text = text.replace("toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, {F_spad}, {F_dpad}>",
+                        "toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, {F_spad}, {F_dpad}, "
+                        "{F_lse}>")
+    text = _replace(text, "    F_dpad  : str  # t/f: pad along the head dim\n",
+                    "    F_dpad  : str  # t/f: pad along the head dim\n"
+                    "    F_lse   : str  # t/f: the main kernel stores the log-sum-exp\n")
+    text = _replace(text, "        else: n += '_npad'\n        return n",
+                    "        else: n += '_npad'\n"
+                    "        if self.F_lse == 't': n += '_lse'\n        return n")
+    text = _replace(text, "            F_dpad  = BOOL_MAP[self.F_dpad])",
+                    "            F_dpad  = BOOL_MAP[self.F_dpad],\n"
+                    "            F_lse   = BOOL_MAP[self.F_lse])")
+    text = _replace(text, (
+        "F_spad=pipeline.F_spad, F_dpad=pipeline.F_dpad)\n"), (
+        "F_spad=pipeline.F_spad, F_dpad=pipeline.F_dpad,\n"
+        "                                       F_lse=pipeline.F_lse)\n"
+        "                convert[cvt.name] = cvt  # generated whatever the filter\n"))
+    text = _replace(text, (
+        "                if not fnmatch.fnmatch(cvt.name, filter_convert):\n"
+        "                    continue\n"), "")
+    return _replace(text, "                convert[cvt.name] = cvt\n    return", "    return")
+
+
 def write_asserts(text: str) -> str:
     """write_blobs asserts that each main kernel's convert kernel is generated."""
     old_write = "    for kernel in kernels + convert_kernels:\n        (output_dir"
@@ -217,3 +250,19 @@ def listing(root: Path, tmp: Path, *args: str) -> Set[str]:
     assert proc.returncode == 0, proc.stderr
     return {Path(line).name for line in out.read_text().splitlines()
             if line.strip() and not line.endswith("_api.cpp")}
+
+
+def lse_without_convert(text: str) -> str:
+    """After launched_together: a trait that stores the lse has no convert kernel; its
+    dispatch call puts ``std::conditional_t<false, ctrait_, void>`` in the convert
+    kernel's place, and ``-f``'s convert part is still matched against the name it would
+    have (newer CK bwd: the ``_maxq`` trload traits generate no convert_dq kernel)."""
+    text = _replace(text, "                return fmha_toy_<trait_, ctrait_>(s, a);",
+                    "                return fmha_toy_<trait_, std::conditional_t<{F_convert}, "
+                    "ctrait_, void>>(s, a);")
+    text = _replace(text, "                        F_dcheck=k.dcheck,\n", (
+        "                        F_dcheck=k.dcheck,\n"
+        "                        F_convert=BOOL_MAP['f' if k.F_pipeline.F_lse == 't' else 't'],\n"))
+    return _replace(text, "                convert[cvt.name] = cvt\n    return",
+                    "                if pipeline.F_lse == 'f':\n"
+                    "                    convert[cvt.name] = cvt\n    return")

@@ -109,9 +109,9 @@ def _field_items(segment: Segment, infos: Dict[str, FieldInfo], symbols_inline: 
                 item += [" (", Code(defined_at), ")"]
             if info.symbol_map and symbols_inline:
                 item += [", C++ symbols from ", Code(info.symbol_map)]
-            if info.hard_coded:
-                item += ["; values without a symbol-map entry (hard-coded): ",
-                         *codes(info.hard_coded)]
+            hard_coded = info.hard_coded_by_type.get(class_name, info.hard_coded)
+            if hard_coded:
+                item += ["; values without a symbol-map entry (hard-coded): ", *codes(hard_coded)]
         items.append(item)
     return items
 

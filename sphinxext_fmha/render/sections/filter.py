@@ -32,10 +32,10 @@ def filter_section(data: GuideData) -> List[Block]:
                   ": ", Code("*"), ", ", Code("?"), ", ", Code("[seq]"), ") matched against the "
                   "whole kernel name, so a pattern usually starts and ends with ", Code("*"), "."])
     if spec.drops == "trait":
-        items.append(["Kernels generated together from one trait (one kernel of each filtered "
-                      "sub-type) are kept or dropped together: a trait is kept only if every "
-                      "part matches its kernel, so ", Strong("one failed match drops the whole "
-                                                            "trait"), "."])
+        # (not "one kernel of each sub-type": newer CK bwd's _maxq traits have no convert_dq)
+        items.append(["Kernels generated together from one trait are kept or dropped together: "
+                      "a trait is kept only if every part matches, so ",
+                      Strong("one failed match drops the whole trait"), "."])
     elif not spec.followers:
         items.append(["A kernel whose name does not match is ", Strong("dropped on its own"),
                       "; no other kernel is affected."])

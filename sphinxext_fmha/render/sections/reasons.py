@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 from ...model import Decision, Recommendation, token_list
+from ..ir import Code, Inlines
 
 #: The rule of the padding and tuning variants: the same words on every tree.
 _RUNS_EVERY_CALL = ("keep the variants that between them run every call: a variant is dropped "
@@ -77,11 +78,54 @@ def coupling_sentence(rec: Recommendation) -> str:
     coupled = rec.coupled
     if not coupled:
         return ""
-    return ("%s kernels are launched together with %s kernels by the same dispatch call "
-            "(read from the %s); they are kept exactly with the %s kernels that use them"
-            % (", ".join(coupled["followers"]), coupled["primary"],
-               "API dispatch file" if coupled["source"] == "dispatch" else "observed traits",
-               coupled["primary"]))
+    primary = coupled["primary"]
+    first = "%s kernels are launched together with %s kernels by the same dispatch call " \
+            "(read from the %s)" % (
+                ", ".join(coupled["followers"]), primary,
+                "API dispatch file" if coupled["source"] == "dispatch" else "observed traits")
+    # (a pairing that holds per trait: some main kernels launch no kernel of a follower)
+    without = ["%d of the %d %s kernels it launches are launched without a %s kernel"
+               % (count, coupled["launched"], primary, follower)
+               for follower, count in coupled.get("without", {}).items() if count]
+    unfiltered = coupled.get("unfiltered", [])
+    unused = coupled.get("unused", {})
+    exact = [t for t in coupled["followers"] if t not in unfiltered and not unused.get(t)]
+    if exact == coupled["followers"] and not without:
+        return first + "; they are kept exactly with the %s kernels that use them" % primary
+    sentences = ["; ".join([first, *without])]
+    if exact:
+        sentences.append("%s kernels are kept exactly with the %s kernels that use them"
+                         % (", ".join(exact), primary))
+    if unfiltered:
+        sentences.append("%s %s not filtered by -f in this tree: every one of them is generated "
+                         "whatever the filter, whether a kept kernel uses it or not" % (
+                             ", ".join(unfiltered), "is" if len(unfiltered) == 1 else "are"))
+    return ". ".join(sentences)
+
+
+def follower_usage(rec: Recommendation, class_name: str) -> Inlines:
+    """What the set does with the kernels of follower ``class_name``: how many it keeps,
+    and how many of them no call of the set's written dispatch file launches."""
+    coupled = rec.coupled
+    primary = coupled["primary"]
+    counts = rec.counts.get(class_name, {})
+    kept = counts.get("minimal", 0)
+    unfiltered = class_name in coupled.get("unfiltered", [])
+    text: Inlines = (["Not filtered by ", Code("-f"), " in this tree: all %d are generated "
+                      "whatever the filter." % kept] if unfiltered else
+                     ["Follows the kept ", Code(primary), " kernels: %d of %d kept."
+                      % (kept, counts.get("full", 0))])
+    unused = coupled.get("unused")
+    if unused is None:
+        if unfiltered and coupled["source"] == "dispatch":
+            text.append(" Which of them a kept kernel uses is not read: the set's dispatch "
+                        "file was not verified in write mode (see the notes).")
+    elif unused.get(class_name):
+        text += [" %d of them are launched by no call of the set's written dispatch file: "
+                 "no kept " % unused[class_name], Code(primary), " kernel uses them."]
+    elif unfiltered:
+        text.append(" Each of them is launched by a call of the set's written dispatch file.")
+    return text
 
 
 def _tail(values: Dict[str, Any]) -> str:
@@ -124,4 +168,7 @@ _SAY: Dict[str, Callable[[Dict[str, Any]], str]] = {
 
 
 def set_notes(rec: Recommendation) -> List[str]:
-    return [_SAY[note.kind](note.values) for note in rec.note_facts]
+    # (unfiltered followers are said with the coupling)
+    said = set(rec.coupled.get("unfiltered", []))
+    return [_SAY[note.kind](note.values) for note in rec.note_facts
+            if not (note.kind == "unfiltered" and set(note.values["types"]) <= said)]

@@ -24,7 +24,14 @@ from ..ir import (
 from .cells import FOLD_ITEMS, fold, percent, token_cell, tokens_natural, verified_text, where_commands_run
 from .dispatch import never_run_texts
 from .loss_words import loss_lead, loss_sentences, served_by
-from .reasons import MERGE_CAUTION, coupling_sentence, decision_reason, kept_with_text, set_notes
+from .reasons import (
+    MERGE_CAUTION,
+    coupling_sentence,
+    decision_reason,
+    follower_usage,
+    kept_with_text,
+    set_notes,
+)
 from .workload import NEEDED_REASON, WORKLOAD_TITLE, build_blocks, runs_blocks, unmet_blocks, workload_lead
 
 #: What sections 6 and 7 say of a workload whose values no kernel has together.
@@ -119,9 +126,7 @@ def _type_blocks(rec: Recommendation, class_name: str, decisions: List[Decision]
     blocks: List[Block] = []
     follows = next((d.follows for d in decisions if d.follows), "")
     if follows:
-        counts = rec.counts.get(class_name, {})
-        blocks.append(Para(["Follows the kept ", Code(follows), " kernels: %d of %d kept."
-                            % (counts.get("minimal", 0), counts.get("full", 0))]))
+        blocks.append(Para(follower_usage(rec, class_name)))
     rows: List[List[Inlines]] = []
     whole: List[Inlines] = []
     tiles: List[Inlines] = []
