@@ -211,18 +211,37 @@ def test_branches_an_if_constexpr_chooses_are_told_from_per_call_ones():
 
 def test_terms_shared_by_different_conditions_are_common_terms():
     # two leaves reach one kernel through different conditions with an equal first term
-    # (distinct condition texts, equal terms): the term is common, the rest varies
+    # (distinct condition texts, equal terms): the term is common; the one other term
+    # each adds, in one slot, is said as their `||` (2024 bwd's no-s-pad kernel)
     text = """
     float run(traits t) {
-        if (t.x && t.y == 1) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+        if (t.x && (t.y == 1 && t.w)) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
         else if (t.x && t.z) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
     }
     """
     tree = parse_dispatch(text)
     match = match_leaves_to_kernels(tree, {"k.cpp": "k_traits_<1>"})
     reach, _ = kernel_reach(tree, match)
+    assert [term.cpp for term in reach["k.cpp"].terms] == ["t.x", "(t.y == 1 && t.w) || t.z"]
+    assert not reach["k.cpp"].varying and reach["k.cpp"].leaves == [0, 1]
+
+
+def test_branches_differing_in_several_terms_say_what_else_they_test():
+    # the leaves add terms in different slots: no one `||` says it; the kernel is
+    # varying, and `more` names what the other branches also test
+    text = """
+    float run(traits t) {
+        if (t.x && a.q % 64 == 0 && a.k > 1) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+        else if (t.x && a.q % 32 == 0 && a.k > 2) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+        else if (t.x && t.mask == mask_enum::no_mask) { using trait_ = k_traits_<1>; return k_<trait_>(t); }
+    }
+    """
+    tree = parse_dispatch(text)
+    match = match_leaves_to_kernels(tree, {"k.cpp": "k_traits_<1>"})
+    reach, _ = kernel_reach(tree, match)
     assert [term.cpp for term in reach["k.cpp"].terms] == ["t.x"]
-    assert reach["k.cpp"].varying and reach["k.cpp"].leaves == [0, 1]
+    assert reach["k.cpp"].varying
+    assert reach["k.cpp"].more == ["a.q", "a.k", "t.mask"]
 
 
 def test_terms_common_to_two_dispatch_functions_are_common_terms():
@@ -265,3 +284,23 @@ def test_reading_leaves_the_collector_as_it_found_it():
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_choice_says_which_traits_its_branches_change_whatever_their_order():
+    # 2024 bwd's shape: the call's first trait (dot_do_o) is not the kernel a condition
+    # keeps; the kinds kept and chosen are read from the two branches' traits
+    text = """
+    float run(traits t, args a) {
+        if (t.m == 0 && a.q % 32 != 0) {
+            using d_ = d_traits_<1>; using k_ = k_traits_<1>; return run_<d_, k_>(t); }
+        else if (t.m == 0 && a.q % 64 == 0) {
+            using d_ = d_traits_<2>; using k_ = k_traits_<1>; return run_<d_, k_>(t); }
+        else if (t.m == 1 && a.q % 64 == 0) {
+            using d_ = d_traits_<2>; using k_ = k_traits_<2>; return run_<d_, k_>(t); }
+    }
+    """
+    tree = parse_dispatch(text)
+    _, choices = kernel_reach(tree, match_leaves_to_kernels(tree, {}))
+    said = {(c.condition, c.other, c.kept_kinds, c.chosen_kinds, c.count) for c in choices}
+    assert said == {("a.q % 32 != 0", "a.q % 64 == 0", "k_traits_", "d_traits_", 2),
+                    ("t.m == 0", "t.m == 1", "d_traits_", "k_traits_", 2)}

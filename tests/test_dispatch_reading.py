@@ -539,27 +539,99 @@ def test_pad_try_order_matches_the_api_file(corpus_root, sessions):
     assert orders.get(("_psddv", "_psskddv"), 0) == first == len(pairs)
 
 
+#: one branch of a flat ``if``/``else if`` chain and the traits it declares
+_BRANCH = re.compile(r"if\s*\(((?:[^{}])*?)\)\s*\{\s*((?:using\s+\w+\s*=\s*[^;]+;\s*)+)", re.S)
+
+
+def _branches(api_text: str):
+    """(scope, terms, {trait kind: trait}) of each branch of the API file: the scope is
+    the first two template arguments (hdim, data type) of its first trait, which the
+    enclosing ``if`` levels test."""
+    out = []
+    for m in _BRANCH.finditer(_COMMENT.sub("", api_text)):
+        traits = {re.match(r"(\w+_traits_)", _norm(t)).group(1): _norm(t)
+                  for _, t in _USING.findall(m.group(2)) if re.match(r"\s*\w+_traits_", t)}
+        if len(traits) > 1:
+            first = next(iter(traits.values()))
+            scope = tuple(first[first.index("<") + 1:].split(",")[:2])
+            out.append((scope, frozenset(oracle_terms(m.group(1))), traits))
+    return out
+
+
 @_group("flash-attn-2.8.3", "bwd")
-def test_bwd_choices_name_every_partner_the_call_launches(corpus_root, sessions):
-    """2.8.3 bwd launches three traits per call; the branches that keep the first one
-    choose the other two, and the choices name both (not only the last)."""
+def test_bwd_choices_say_which_traits_the_parted_branches_change(corpus_root, sessions):
+    """Read from the branches, not assumed from the order of the call's traits: two
+    branches whose terms differ in one term each launch some kernels alike and others
+    not; the choices list exactly those pairs, with the kinds kept and the kinds chosen.
+    ``% 32 == 0 and % 64 != 0`` against ``% 64 == 0`` keeps the dq_dk_dv kernel and picks
+    the dot_do_o and convert_dq ones (the audit's F3: it was said to keep dot_do_o)."""
     session = _session(sessions, corpus_root, "flash-attn-2.8.3")
     reading = session.dispatch_reading("bwd")
     api_text = session.runner.generate_api_file(session.tree.request("bwd", Options())).text
-    # independent: the trait types of one launch call, in call order, read by regex
-    call = re.search(r"fmha_bwd_<\s*([^;]*?)>\s*\(", api_text)
-    assert call, "no fmha_bwd_<...>( call in the API file"
-    kinds = re.findall(r"\b(\w+_traits_)\s*<", call.group(0))
-    if not kinds:  # the call names aliases: read what they stand for
-        aliases = [a.strip() for a in call.group(1).split(",")]
-        kinds = [re.search(r"using\s+%s\s*=\s*(\w+_traits_)" % re.escape(a), api_text).group(1)
-                 for a in aliases]
-    assert len(kinds) == 3, kinds
-    choices = reading["choices"]
-    assert choices
-    for choice in choices:
-        assert choice["main_kind"] == kinds[0], choice
-        assert choice["partner_kind"].split(", ") == kinds[1:], choice
+    # independent: branches keyed by their scope and every term but one
+    by_rest: Dict[tuple, Dict[str, dict]] = {}
+    for scope, terms, traits in _branches(api_text):
+        for term in terms:
+            by_rest.setdefault((scope, terms - {term}), {}).setdefault(term, traits)
+    oracle: Dict[frozenset, set] = {}
+    for sides in by_rest.values():
+        items = list(sides.items())
+        for i, (x, a) in enumerate(items):
+            for y, b in items[i + 1:]:
+                kept = frozenset(k for k in a if a[k] == b.get(k))
+                chosen = frozenset(a) - kept
+                if kept and chosen:
+                    oracle.setdefault(frozenset((x, y)), set()).add((kept, chosen))
+    assert oracle
+    said = {}
+    for choice in reading["choices"]:
+        assert choice["other"] is not None, choice  # (a flat chain: no `else` choices)
+        pair = frozenset(_unwrap(_norm(c)) for c in (choice["condition"], choice["other"]))
+        said.setdefault(pair, set()).add((frozenset(choice["kept_kinds"].split(", ")),
+                                          frozenset(choice["chosen_kinds"].split(", "))))
+    assert said == oracle
+    seqlen = frozenset(("a.seqlen_q%32==0anda.seqlen_q%64!=0", "a.seqlen_q%64==0"))
+    assert oracle[seqlen] == {(frozenset({"fmha_bwd_dq_dk_dv_traits_"}),
+                               frozenset({"fmha_bwd_dot_do_o_traits_",
+                                          "fmha_bwd_convert_dq_traits_"}))}
+
+
+@_group("flash-attn-2.8.3", "bwd")
+def test_a_kernel_whose_branches_part_on_one_term_has_their_either_or(corpus_root, sessions):
+    """The batch no-``s``-pad dq_dk_dv kernels are launched under ``a.seqlen_q % 32 == 0
+    and a.seqlen_q % 64 != 0`` and under ``a.seqlen_q % 64 == 0``: no branch reaches them
+    without a seqlen_q term. Their conditions carry the ``||`` of those two terms, not
+    only the terms both branches share (the audit's F2). Independently: the branches of
+    the written API file that declare each dq_dk_dv trait."""
+    session = _session(sessions, corpus_root, "flash-attn-2.8.3")
+    reading = session.dispatch_reading("bwd")
+    folder = cached_write(corpus_root("flash-attn-2.8.3"), "bwd", "-f",
+                          "*_d32_fp16_*@*_d32_fp16_*@*_d32_fp16_*")
+    launches: Dict[str, List[frozenset]] = {}
+    for _, terms, traits in _branches(next(folder.glob("*_api.cpp")).read_text()):
+        launches.setdefault(traits["fmha_bwd_dq_dk_dv_traits_"], []).append(terms)
+    trait_file: Dict[str, str] = {}  # the trait a kernel file specialises, aliases expanded
+    for path in folder.glob("*.cpp"):
+        text = _COMMENT.sub("", path.read_text())
+        aliases = {m.group(1): _norm(m.group(2)) for m in _USING.finditer(text)}
+        m = re.search(r"template\s*<\s*>\s*[\w:]+\s+\w+\s*<\s*(\w+)", text)
+        if m and m.group(1) in aliases:
+            trait_file[_expand(aliases[m.group(1)], aliases, m.group(1))] = path.name
+    checked = 0
+    for trait, branches in launches.items():
+        shared = frozenset.intersection(*branches)
+        extras = [b - shared for b in branches]
+        if len(branches) < 2 or any(len(e) != 1 for e in extras):
+            continue
+        either = {next(iter(e)) for e in extras}
+        kernel = reading["kernels"][trait_file[trait]]
+        found = [cpp for _, cpp, _ in kernel["terms"] if "||" in cpp]
+        assert len(found) == 1, (trait_file[trait], kernel["terms"])
+        parts = {_unwrap(p) for p in _norm(found[0]).split("||")}
+        assert parts == either, (trait_file[trait], parts, either)
+        assert not kernel["varying"], trait_file[trait]
+        checked += 1
+    assert checked >= 4, checked
 
 
 @_group("flash-attn-2.8.3", "fwd")
@@ -620,9 +692,10 @@ def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_ch
     """2.8.3 bwd launches each dot_do_o kernel from many branches, which part on the
     mask, bias, dropout... of its dq_dk_dv partner. A term all of them have (the batch
     ``t.is_group_mode == false``) selects the dot_do_o kernel itself: it is among that
-    kernel's conditions, and the sub-kernel choices, which say the condition "selects
-    the partners, not the dot_do_o kernel", do not list it. Independently: the branches
-    of the written API file that declare each dot_do_o trait, read by regex."""
+    kernel's conditions, and the sub-kernel choices that keep the dot_do_o kernel (the
+    condition "selects the ... kernels, not the dot_do_o kernel") do not list it.
+    Independently: the branches of the written API file that declare each dot_do_o
+    trait, read by regex."""
     session = _session(sessions, corpus_root, "flash-attn-2.8.3")
     reading = session.dispatch_reading("bwd")
     # d32 fp16 only: every branch of those kernels is written, in every part of the filter
@@ -651,15 +724,17 @@ def test_bwd_terms_every_launch_of_a_dot_do_o_kernel_has_select_it_and_are_no_ch
         # launched under different seqlen_q terms (the batch _ps kernel: `% 32 != 0` or
         # `% 32 == 0 and % 64 != 0`): not for every seqlen_q, so the page marks it
         seqlen = {t for b in branches for t in b if t.startswith("a.seqlen_q")} - shared
-        if len(seqlen) > 1:
+        if len(seqlen) > 1:  # and says what the other branches test: seqlen_q
             assert kernel["varying"], (trait_file[trait], seqlen)
+            assert "a.seqlen_q" in kernel["more"], (trait_file[trait], kernel["more"])
             partial += 1
         checked += 1
     assert checked == len(launches) and partial
-    # a choice's condition parts some dot_do_o kernel's branches: some have it, some not
-    # (the conditions of the d32 branches: the others are not in this file)
+    # a choice that keeps the dot_do_o kernel parts some of its branches: some have the
+    # condition, some not (the conditions of the d32 branches: the others are not here)
     written = set().union(*(b for branches in launches.values() for b in branches))
-    listed = {_unwrap(_norm(c["condition"])) for c in reading["choices"]} & written
+    listed = {_unwrap(_norm(c["condition"])) for c in reading["choices"]
+              if "fmha_bwd_dot_do_o_traits_" in c["kept_kinds"].split(", ")} & written
     assert len(listed) > 5, listed
     for condition in listed:
         parts = [trait for trait, branches in launches.items()

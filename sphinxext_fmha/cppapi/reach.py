@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 from dataclasses import dataclass, field
-from typing import DefaultDict, Dict, List, Optional, Set, Tuple
+from typing import DefaultDict, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..schema.token_dispatch import Condition
 from .allocation import collector_paused
@@ -35,22 +36,29 @@ class Term:
 @dataclass
 class KernelReach:
     """``terms`` every leaf reaching the kernel shares (outermost first), those
-    ``leaves`` and their ``functions``; ``varying``: some leaves add terms the others lack."""
+    ``leaves`` and their ``functions``; ``varying``: some leaves add terms the others lack,
+    on the variables ``more`` (``a.seqlen_q``)."""
 
     terms: List[Term] = field(default_factory=list)
     leaves: List[int] = field(default_factory=list)
     functions: List[str] = field(default_factory=list)
     varying: bool = False
+    more: List[str] = field(default_factory=list)
 
 
 @dataclass
 class SubKernelChoice:
-    """A branch that picks a partner kernel, not whether the main kernel runs."""
+    """Branches that differ in one condition only (``condition`` against ``other``; None:
+    its ``else``, ``!(c)``) and launch the same kernels of ``kept_kinds`` with different
+    ones of ``chosen_kinds``: the condition picks those, not the kept ones. ``count``:
+    the launch calls of such branches."""
 
     condition: str
     form: Condition
-    main_kind: str
-    partner_kind: str
+    other: Optional[str]
+    other_form: Condition
+    kept_kinds: str
+    chosen_kinds: str
     count: int = 0
 
 
@@ -109,7 +117,7 @@ class _Terms:
         found = self._at.get((function, depth, condition))
         if found is None:
             found = self._at[(function, depth, condition)] = tuple(
-                self._numbered("%s/%d/%d" % (function, depth, index), cpp)
+                self.numbered("%s/%d/%d" % (function, depth, index), cpp)
                 for index, cpp in enumerate(condition_terms_cpp(condition)))
         return found
 
@@ -117,10 +125,10 @@ class _Terms:
         """The numbers of the terms of a call of ``callee`` (slots ``<callee>/call/<index>``);
         a constant one's form is its value (``if (false and can_dispatch_v3)``)."""
         cpps = [cpp for condition in conditions for cpp in condition_terms_cpp(condition)]
-        return [self._numbered("%s/call/%d" % (callee, index), cpp, constant_value(cpp))
+        return [self.numbered("%s/call/%d" % (callee, index), cpp, constant_value(cpp))
                 for index, cpp in enumerate(cpps)]
 
-    def _numbered(self, slot: str, cpp: str, form: Optional[bool] = None) -> int:
+    def numbered(self, slot: str, cpp: str, form: Optional[bool] = None) -> int:
         number = self._number.get((slot, cpp))
         if number is None:
             number = self._number[(slot, cpp)] = len(self.terms)
@@ -136,14 +144,11 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
         collections.defaultdict(list)
     none: List[int] = []  # the main kernel's chosen terms (shared: never changed)
     no_files: List[Optional[str]] = []
-    choices: Dict[Tuple[str, str, str], SubKernelChoice] = {}
     numbered = _Terms()
     terms_of = numbered.of
     known = numbered.known
     all_terms = numbered.terms
     fixed: Set[int] = set()  # terms of `if constexpr` branches within choices (no call's)
-    # (its main kernel, the terms where its choice starts, kinds) of each choosing leaf
-    pending: List[Tuple[Optional[str], Tuple[int, ...], Tuple[str, str]]] = []
     leaf_kernels = match.leaf_kernels
     entry_terms = _entry_terms(tree, numbered)
     for leaf in tree.leaves:
@@ -151,20 +156,15 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
         start, stop = choice_depths.get(leaf.order, (-1, -1))  # (-1, -1): no choice
         terms: List[int] = list(entry_terms.get(function, ()))
         chosen: List[int] = []
-        heads: Tuple[int, ...] = ()  # the chosen terms at the depth where the choice starts
         for depth, condition in enumerate(leaf.conditions):
             found = known((function, depth, condition)) or terms_of(function, depth, condition)
             if start <= depth < stop:
                 chosen += found
-                if depth == start:
-                    heads = found
                 if depth in leaf.compile_time:
                     fixed.update(found)
             else:
                 terms += found
         files = leaf_kernels.get(leaf.order, no_files)
-        if heads:
-            pending.append((files[0] if files else None, heads, _kinds(tuple(leaf.trait_args))))
         for position, filename in enumerate(files):
             if filename is None:
                 continue
@@ -173,16 +173,17 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             per_kernel[filename].append((leaf, terms, chosen) if position == 0
                                         else (leaf, terms + chosen, none))
     result: Dict[str, KernelReach] = {}
-    selecting: Dict[str, Set[int]] = {}  # main kernel -> the chosen terms that select it
+    choices, changes = _sub_kernel_choices(tree, numbered)
     for filename, entries in per_kernel.items():
         common = _common([(leaf.function, terms) for leaf, terms, _ in entries], all_terms)
         varying = any(len(terms) != len(common) for _, terms, _ in entries)
+        either = _either(entries, common, numbered) if varying else None
+        if either is not None:  # its branches part on one term only: their `||` is exact
+            common, varying = either, False
         shared = [n for n in _common([(leaf.function, terms + after)
                                       for leaf, terms, after in entries], all_terms)
                   if n not in common] if any(after for _, _, after in entries) else []
         own_choices = set(shared)
-        if shared:
-            selecting[filename] = own_choices
         if not varying:
             # reached wherever its terms hold only if the choices among its launches are
             # made in full (``if (c)`` and its ``else``; an ``if constexpr`` tests no call):
@@ -190,22 +191,54 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             loose = {n for _, _, after in entries for n in after
                      if all_terms[n].form is not True and n not in fixed} - own_choices
             varying = bool(loose) and not _complete(loose, all_terms)
+            extra = list(loose) if varying else []
+        else:
+            said = {all_terms[n].cpp for n in common + shared}
+            extra = [n for _, terms, _ in entries for n in terms if all_terms[n].cpp not in said]
+        # what those other branches test that may change this kernel: not a slot whose
+        # branches, paired, always launch this kernel alike (the partners' choice only)
+        kind = match.kinds.get(filename, "")
+        more = _names(all_terms[n].cpp for n in extra
+                      if kind in changes.get(all_terms[n].slot, (kind,)))
         result[filename] = KernelReach(
             [all_terms[n] for n in common + shared], [leaf.order for leaf, _, _ in entries],
-            list(dict.fromkeys([leaf.function for leaf, _, _ in entries])), varying)
-    # a choice is a term where the leaves of one main kernel part: one every leaf of
-    # that kernel has selects the kernel, not only its partners
-    for main_file, heads, kinds in pending:
-        own = selecting.get(main_file or "", ())
-        for term in (all_terms[number] for number in heads if number not in own):
-            if term.form is True:
-                continue  # deeper branches of a chosen partner are their own conditions
-            head = _choice_head(term.cpp)  # (`if (c)` and its `else`, `!(c)`: one choice)
-            key = (head, *kinds)
-            if key not in choices:
-                choices[key] = SubKernelChoice(head, condition_form(head), *kinds)
-            choices[key].count += 1
-    return result, list(choices.values())
+            list(dict.fromkeys([leaf.function for leaf, _, _ in entries])), varying, more)
+    return result, choices
+
+
+#: a member a condition tests (``t.mask_type``, ``a.seqlen_q``; ``t.data_type`` of
+#: ``t.data_type.compare("fp16")``), string literals left out
+_MEMBER = re.compile(r"(?<![\w.])[A-Za-z_]\w*\s*(?:\.|->)\s*[A-Za-z_]\w*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _names(cpps: Iterable[str]) -> List[str]:
+    """The members the conditions ``cpps`` test, in order of first mention."""
+    return list(dict.fromkeys("".join(name.split()) for cpp in dict.fromkeys(cpps)
+                              for name in _MEMBER.findall(_STRING.sub('""', strip_comments(cpp)))))
+
+
+#: a condition that needs parentheses inside ``||``
+_LOGICAL = re.compile(r"&&|\|\||\band\b|\bor\b|\?")
+
+
+def _either(entries: List[Tuple[DispatchLeaf, List[int], List[int]]], common: List[int],
+            numbered: _Terms) -> Optional[List[int]]:
+    """The terms of a kernel whose branches (of one function) each add one term to
+    ``common``, all in one slot: ``common`` with those terms ``||``-ed in that slot
+    (2024 bwd's no-``s``-pad dq_dk_dv kernel: ``a.seqlen_q % 128 == 0 and a.seqlen_q %
+    256 != 0`` or ``a.seqlen_q % 256 == 0``); None when they differ otherwise."""
+    if len({leaf.function for leaf, _, _ in entries}) > 1:
+        return None
+    kept = set(common)
+    extras = [[n for n in terms if n not in kept] for _, terms, _ in entries]
+    terms = numbered.terms
+    if any(len(extra) != 1 for extra in extras) or len({terms[e[0]].slot for e in extras}) > 1:
+        return None
+    texts = list(dict.fromkeys(terms[e[0]].cpp for e in extras))
+    cpp = " || ".join("(%s)" % t if _LOGICAL.search(strip_comments(t)) else t for t in texts)
+    either = numbered.numbered(terms[extras[0][0]].slot, cpp)
+    return [either if n == extras[0][0] else n for n in entries[0][1] if n in kept or n == extras[0][0]]
 
 
 def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
@@ -231,13 +264,59 @@ def _entry_terms(tree: DispatchTree, numbered: _Terms) -> Dict[str, List[int]]:
     return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _kinds(trait_args: Tuple[str, ...]) -> Tuple[str, str]:
-    """(main kind, partner kinds) of a call's traits: every other trait of the call is a
-    partner the choice can change (bwd launches dot_do_o, dq_dk_dv and convert_dq:
-    naming only the last one would hide dq_dk_dv)."""
-    return (trait_template(trait_args[0]),
-            ", ".join(dict.fromkeys(trait_template(arg) for arg in trait_args[1:])))
+def _sub_kernel_choices(tree: DispatchTree, numbered: _Terms
+                        ) -> Tuple[List[SubKernelChoice], Dict[str, Set[str]]]:
+    """Read from the branches, not assumed: two branches of one function whose run-time
+    terms differ in one slot only are parted by that slot's condition; the kinds whose
+    traits differ between them are what it chooses, those equal are kept (2024 bwd:
+    ``a.seqlen_q % 256 == 0`` keeps the dq_dk_dv kernel and picks the dot_do_o one).
+    Also: slot -> the kinds some pair of branches parted there launches differently."""
+    # (function, depth, index, the leaf's other term numbers) -> term text -> its leaves
+    parted: Dict[Tuple[str, int, int, Tuple[int, ...]], Dict[str, List[DispatchLeaf]]] = {}
+    terms = numbered.terms
+    for leaf in tree.leaves:
+        if len(leaf.trait_args) < 2:
+            continue
+        flat = [(depth, index, number) for depth, condition in enumerate(leaf.conditions)
+                if depth not in leaf.compile_time  # (an ``if constexpr`` tests no call)
+                for index, number in enumerate(numbered.of(leaf.function, depth, condition))]
+        numbers = tuple(number for _, _, number in flat)
+        for k, (depth, index, number) in enumerate(flat):
+            if isinstance(terms[number].form, bool):
+                continue
+            key = (leaf.function, depth, index, numbers[:k] + numbers[k + 1:])
+            parted.setdefault(key, {}).setdefault(terms[number].cpp, []).append(leaf)
+    found: Dict[Tuple[str, Optional[str], str, str], Tuple[SubKernelChoice, Set[int]]] = {}
+    changes: Dict[str, Set[str]] = {}
+    for (function, depth, index, _), sides in parted.items():
+        if len(sides) < 2:
+            continue
+        texts = list(sides)
+        for i, first in enumerate(texts):
+            for second in texts[i + 1:]:
+                a, b = sides[first][0], sides[second][0]
+                kinds = [trait_template(arg) for arg in a.trait_args]
+                if kinds != [trait_template(arg) for arg in b.trait_args]:
+                    continue
+                differ = [x != y for x, y in zip(a.keys, b.keys)]
+                changes.setdefault("%s/%d/%d" % (function, depth, index), set()).update(
+                    k for k, d in zip(kinds, differ) if d)
+                kept = ", ".join(dict.fromkeys(k for k, d in zip(kinds, differ) if not d))
+                chosen = ", ".join(dict.fromkeys(k for k, d in zip(kinds, differ) if d))
+                if not kept or not chosen:
+                    continue  # the condition picks every kernel of the call, or none
+                head = _choice_head(first)
+                other = None if _choice_head(second) == head else second
+                said = (head, other, kept, chosen)
+                if said not in found:
+                    found[said] = (SubKernelChoice(
+                        head, condition_form(head), other,
+                        condition_form(other if other is not None else "!(%s)" % head),
+                        kept, chosen), set())
+                found[said][1].update(leaf.order for side in (first, second) for leaf in sides[side])
+    for choice, leaves in found.values():
+        choice.count = len(leaves)
+    return [choice for choice, _ in found.values()], changes
 
 
 def _common(branches: List[Tuple[str, List[int]]], all_terms: List[Term]) -> List[int]:

@@ -58,10 +58,11 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
             "dead": entry_points.dead,
             "twins": entry_points.twins,
             "kernels": {name: {"terms": [rows.get(id(t)) or rows.setdefault(id(t), [t.slot, t.cpp, t.form])
-                                         for t in r.terms], "varying": r.varying}
+                                         for t in r.terms], "varying": r.varying, "more": r.more}
                         for name, r in sorted(reach.items())},
-            "choices": [{"condition": c.condition, "form": c.form, "main_kind": c.main_kind,
-                         "partner_kind": c.partner_kind, "count": c.count} for c in choices],
+            "choices": [{"condition": c.condition, "form": c.form, "other": c.other,
+                         "other_form": c.other_form, "kept_kinds": c.kept_kinds,
+                         "chosen_kinds": c.chosen_kinds, "count": c.count} for c in choices],
             "levels": dispatch_levels(tree),
             "order": list(order),
             "discarded": len(tree.discarded),

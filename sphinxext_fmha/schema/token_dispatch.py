@@ -20,7 +20,8 @@ class ConditionGroup:
     """Kernels of one token the dispatcher reaches under the same condition: ``cpp``/
     ``forms``, its terms (C++ and :data:`Condition`); ``where``, the tokens of the other
     segments shaping it the group covers; ``unreached``: kernels no branch launches;
-    ``varying``: some are reached by branches whose extra conditions differ."""
+    ``varying``: some are reached by branches whose extra conditions differ, on the
+    variables ``more``."""
 
     cpp: List[str] = field(default_factory=list)
     forms: List[Condition] = field(default_factory=list)
@@ -29,6 +30,7 @@ class ConditionGroup:
     unreached: bool = False
     varying: bool = False
     files: List[str] = field(default_factory=list)
+    more: List[str] = field(default_factory=list)
 
 
 @dataclass

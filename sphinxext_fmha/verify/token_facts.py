@@ -281,6 +281,7 @@ def _class_groups(class_name: str, labels: List[str],
                    for slot, column in terms.items() if cores[slot]}
     files = [item[3] for item in reached]
     varying = [bool(item[2] and item[2].get("varying")) for item in reached]
+    more = [item[2].get("more") or () if item[2] else () for item in reached]
     coded: Dict[str, Tuple[List[int], int]] = {}
     for index in range(width):
         own_slots = [s for s in terms if index in cores[s]]
@@ -302,7 +303,8 @@ def _class_groups(class_name: str, labels: List[str],
                     cpp=[c for c, _ in condition], forms=[w for _, w in condition],
                     where={name: _tokens_of(columns, ps, members) for name, ps in by_name.items()},
                     kernels=len(members), varying=any(map(varying.__getitem__, members)),
-                    files=list(map(files.__getitem__, members)))
+                    files=list(map(files.__getitem__, members)),
+                    more=list(dict.fromkeys(n for m in members for n in more[m])))
         for tokens, _, info, filename in items:
             if info is None:
                 group = by_token.setdefault(tokens[index], {}).setdefault(

@@ -183,32 +183,46 @@ def _try_orders(data: GuideData) -> List[Block]:
 
 
 def _choices(reading: Mapping[str, Any]) -> List[Block]:
-    """The branches that choose a partner kernel: said once per (main, partner) pair,
-    with the conditions in a table."""
-    choices = reading.get("choices") or []
+    """The branches that differ in one condition only and keep some kernels of the call:
+    said once per (kept, chosen) pair of kernel kinds, with the conditions in a table."""
     pairs: Dict[Tuple[str, str], List[Mapping[str, Any]]] = {}
-    for choice in choices:
-        pairs.setdefault((choice["main_kind"], choice["partner_kind"]), []).append(choice)
+    for choice in reading.get("choices") or []:
+        pairs.setdefault((choice["kept_kinds"], choice["chosen_kinds"]), []).append(choice)
     blocks: List[Block] = []
-    for (main, partner), found in pairs.items():
-        partners = join([[Code(kind)] for kind in partner.split(", ")])
+    for (kept, chosen), found in pairs.items():
+        keeps = join([[Code(kind)] for kind in kept.split(", ")])
+        picks = join([[Code(kind)] for kind in chosen.split(", ")])
+        one = found[0] if len(found) == 1 else None
         blocks.append(Para([
-            "Sub-kernel choices: the branches on ",
-            "each condition below" if len(found) > 1 else Code(found[0]["condition"]),
-            " launch the same ", Code(main), " kernel (the first trait of the call) with "
-            "different ", *partners, " partners, so the condition selects the partners, "
-            "not the ", Code(main), " kernel",
-            " (Launch calls: how many launch calls of the API file choose their partners "
-            "on it)." if len(found) > 1 else
-            " (%s choose their partners on it)." % plural(found[0]["count"], "launch call")]))
-        if len(found) > 1:
-            rows: List[List[Inlines]] = [[condition_inlines(c["condition"], c["form"]),
-                                          [str(c["count"])]] for c in found]
-            table = Table(header=["Condition", "Launch calls"], rows=rows,
+            "Sub-kernel choices: branches that differ only in ",
+            *(["the two conditions of a row below"] if one is None else _against(one)),
+            " launch the same ", *keeps, _kernels(kept), " with different ", *picks,
+            " kernels: ", "those conditions select" if one is None else "it selects", " the ",
+            *picks, _kernels(chosen), ", not the ", *keeps, _kernels(kept),
+            " (read from the API file; ",
+            "Launch calls: the launch calls in such branches)." if one is None else
+            "%s)." % plural(one["count"], "launch call")]))
+        if one is None:
+            rows: List[List[Inlines]] = [
+                [condition_inlines(c["condition"], c["form"]),
+                 condition_inlines(c["other"], c["other_form"]) if c["other"] is not None
+                 else ["its ", Code("else")], [str(c["count"])]] for c in found]
+            table = Table(header=["Condition", "Other branch", "Launch calls"], rows=rows,
                           classes=["fmha-choices"], counts_after=None)
-            blocks.extend(fold(["Sub-kernel choices: ", *partners, " (%d conditions)"
+            blocks.extend(fold(["Sub-kernel choices: ", *picks, " (%d condition pairs)"
                                 % len(rows)], [table], len(rows)))
     return blocks
+
+
+def _kernels(kinds: str) -> str:
+    return " kernels" if ", " in kinds else " kernel"
+
+
+def _against(choice: Mapping[str, Any]) -> Inlines:
+    """``c`` (and its ``else``) or ``c`` against the other branch's condition."""
+    if choice["other"] is None:
+        return [Code(choice["condition"]), " (and its ", Code("else"), ")"]
+    return [Code(choice["condition"]), " against ", Code(choice["other"])]
 
 
 #: kernels named per reason of the unreachable list

@@ -73,11 +73,20 @@ def _condition_inlines(group: ConditionGroup) -> Inlines:
     return out
 
 
+def varying_mark(group: ConditionGroup) -> str:
+    """The mark of a group some of whose kernels other branches reach under more terms:
+    with the variables those test (``† (+ a.seqlen_q)``); empty for the other groups."""
+    if not group.varying:
+        return ""
+    more = getattr(group, "more", None)
+    return VARYING + (" (+ %s)" % ", ".join(more) if more else "")
+
+
 def _condition_key(group: ConditionGroup) -> str:
     """What a link to an earlier mention must match: the condition and its mark."""
     if group.unreached:
         return "unreached"
-    return _cpp_text(group) + (VARYING if group.varying else "")
+    return _cpp_text(group) + varying_mark(group)
 
 
 class Conditions:
@@ -108,7 +117,9 @@ class Conditions:
             return ["as ", LocalLink(earlier[0], earlier[1], where)]
         self.first.setdefault(key, (heading, label, token))
         self.local.setdefault((heading, key), (heading, label, token))
-        shown = _condition_inlines(group) + ([VARYING] if group.varying else [])
+        shown = _condition_inlines(group) + ([varying_mark(group)] if group.varying else [])
+        if group.varying:
+            self.marks.add(VARYING)
         if shown == ["-"]:
             self.marks.add("-")
         return shown
@@ -173,7 +184,9 @@ def condition_details(groups_by_token: Dict[str, List[ConditionGroup]], label: s
         marks.add("pivoted")
     rows = []
     for index, (token, group) in enumerate(groups):
-        row = [token_cell(token) + ([VARYING] if group.varying else [])]  # the row's mark
+        row = [token_cell(token) + ([varying_mark(group)] if group.varying else [])]  # its mark
+        if group.varying:
+            marks.add(VARYING)
         row += [join([token_cell(t) for t in sorted(group.where.get(w, []), key=natural)]) or ["-"]
                 for w in where]
         count = str(group.kernels)
@@ -246,12 +259,3 @@ def shared_conditions(data: GuideData, kernel_type: KernelType) -> List[Block]:
         blocks.append(Para(["Conditions that no segment of the kernel name decides: ",
                             *codes(undetermined), "."]))
     return blocks
-
-
-def any_varying(data: GuideData) -> bool:
-    if data.token_dispatch is None:
-        return False
-    return any(g.varying for groups in data.token_dispatch.groups.values()
-               for gs in groups.values() for g in gs)
-
-

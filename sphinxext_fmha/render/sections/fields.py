@@ -31,7 +31,6 @@ from .field_conditions import (
     VARYING,
     ConditionGroup,
     Conditions,
-    any_varying,
     condition_details,
     cpp_symbol,
     dispatch_levels,
@@ -70,9 +69,10 @@ def fields_section(data: GuideData) -> List[Block]:
     # the legends of the marks the tables use, said once
     if SEVERAL in shown.marks:
         lead.append(" %s: differs per kernel group (table below)." % SEVERAL)
-    if any_varying(data):
-        lead.append(" %s: some kernels of the group are also reached by branches with other "
-                    "extra conditions (not shown)." % VARYING)
+    if VARYING in shown.marks:
+        lead.append(" %s: some kernels of the group are also reached by other branches, which "
+                    "test more than the condition shown (+: the variables those also test)."
+                    % VARYING)
     if "-" in shown.marks:
         lead.append(" -: no term of its own (its kernels take what the branches tried before "
                     "them leave).")
