@@ -233,6 +233,71 @@ def test_the_filter_section_says_the_parts_must_keep_partners(unlinked, tmp_path
     assert "**the build fails to link**" in item
 
 
+# --------------------------------------------------------------------------- both partners
+
+
+@pytest.fixture(scope="module")
+def both_lse(tmp_path_factory):
+    base = tmp_path_factory.mktemp("both_lse")
+    root = coupled.make_coupled(base, "at_split", coupled.independent_parts,
+                                coupled.launched_together, coupled.both_lse_converts,
+                                coupled.write_asserts)
+    return root, Session(root, cache_dir=base / "cache"), base
+
+
+#: one main kernel's dispatch branch: its two convert kernels, picked by ``t.has_lse``
+_BOTH = re.compile(r"if \(t\.has_lse\) \{\s*using ctrait_ = toy_convert_traits_<([^>]*)>;.*?"
+                   r"\} else \{\s*using ctrait_ = toy_convert_traits_<([^>]*)>;", re.S)
+
+
+def test_a_main_kernel_kept_with_one_partner_only_is_observed_and_said(both_lse, tmp_path):
+    """Each branch names an ``_lse`` and an ``_nlse`` convert kernel (the split-KV combine
+    kernels of newer CK); write mode asserts only the ``_nlse`` one. A main kernel kept
+    with its ``_nlse`` convert kernel only is written, rc 0, by a dispatch file that
+    names the ``_lse`` one too: counted here from the written files."""
+    root, session, tmp = both_lse
+    partner = session.filter_facts("toy").partner_write
+    assert partner is not None and len(partner.subsets) == 2
+    outcomes = {}
+    for n, subset in enumerate(partner.subsets):
+        proc, files = _written(root, tmp_path / str(n), "-f", subset.filter)
+        if proc.returncode:
+            assert subset.error == proc.stderr.strip().splitlines()[-1] != ""
+            outcomes["fails"] = subset
+            continue
+        kept = [name for name in files if name.startswith("fmha_toy_convert_")]
+        assert kept == [subset.kept + ".cpp"] and kept[0].endswith("_nlse.cpp")
+        missing = _convert_traits(files["fmha_toy_api.cpp"]) - _convert_traits(files[kept[0]])
+        assert len(missing) == subset.unresolved == 1
+        assert all(m.endswith(",true") for m in missing)
+        outcomes["unlinked"] = subset
+    assert set(outcomes) == {"fails", "unlinked"}
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter", "fields"]),
+                          ["filter", "fields"])
+    [item] = [line for line in text.splitlines() if "launches a `ToyKernel`" in line]
+    assert "name 2 partner kernels" in item
+    assert ("`-f '%s'` (keeps `%s`): write mode writes a dispatch file that instantiates 1 "
+            "kernel specialisation it does not generate: **the build fails to link**"
+            % (outcomes["unlinked"].filter, outcomes["unlinked"].kept)) in item
+    assert "`-f '%s'` (keeps `%s`): write mode **fails**" % (
+        outcomes["fails"].filter, outcomes["fails"].kept) in item
+    # the field reference says it under the convert kernels' lse segment, for every
+    # main kernel: each has one branch naming both (counted in the full dispatch file)
+    _, files = _written(root, tmp_path / "full", "-f", "@")
+    branches = _BOTH.findall(files["fmha_toy_api.cpp"])
+    assert branches and all(a.endswith("true") and b.endswith("false") for a, b in branches)
+    mains = [n for n in files if n.startswith("fmha_toy_d")]
+    assert len(branches) == len(mains)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith('<a id="toyconvertkernel-filter-part-1-lse">'))
+    segment = lines[start:next((i for i in range(start + 1, len(lines))
+                                if "Segment **" in lines[i]), len(lines))]
+    [note] = [line for line in segment if line.startswith("**Kept together:**")]
+    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse`, `_nlse`)" in note
+    assert sum(line.startswith("**Kept together:**") for line in lines) == 1
+
+
 @pytest.mark.usefixtures("reproducible_build")
 def test_the_filter_check_directive_warns_where_it_stands(asserting, tmp_path):
     """A filter that fails in write mode is a located ``fmha.filter`` warning, and the

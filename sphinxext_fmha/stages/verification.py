@@ -96,6 +96,10 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
         written, error = _written(runner, request)
         facts.partner_write = plan.partner_write(
             partner, runner.api_file_command(request), listed.count, written, error)
+        for subset in partner.subsets:
+            request = base.request(subset.filter)
+            plan.subset_write(subset, runner.api_file_command(request),
+                              *_written(runner, request))
     if base.tree.option("targets") is None or not model.checks.get("blob_function_takes_targets"):
         return facts
     families = base.tree.arch_names

@@ -16,6 +16,9 @@ shape a CK generation has:
 ``launched_together``  one dispatch call launches a main kernel and its convert kernel;
                        write mode writes whatever was selected (the dispatch file may
                        then name convert kernels that were not generated: no link)
+``both_lse_converts``  (after launched_together) each dispatch branch names an ``_lse``
+                       and an ``_nlse`` convert kernel, ``t.has_lse`` picks one per call
+                       (newer CK's split-KV combine kernels)
 ``write_asserts``      write mode asserts that each main kernel's convert kernel was
                        generated (newer CK's split-KV ``write_blobs``); list mode does not
 ``arch_targets``       generate.py takes ``--targets`` (default ``gfx9,gfx950``) and hands
@@ -134,6 +137,38 @@ def write_asserts(text: str) -> str:
         "                               F_dpad=k.F_pipeline.F_dpad)\n"
         "        assert cvt.name in have, f'no convert kernel for {k.name}'\n"
         + old_write))
+
+
+def both_lse_converts(text: str) -> str:
+    """After launched_together: each dispatch branch names two convert kernels, one per
+    value of the convert kernel's own lse (``_lse``/``_nlse``), and ``if (t.has_lse)``
+    picks one per call; both are compiled with the main kernel. With write_asserts,
+    write mode asserts only the ``_nlse`` one (newer CK's split-KV combine kernels)."""
+    convert = "using ctrait_ = toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, {F_spad}, {F_dpad}"
+    text = _replace(text, convert + ">;\nusing toy_convert_kernel",
+                    convert + ", {F_lse}>;\nusing toy_convert_kernel")
+    launch = "                return fmha_toy_<trait_, ctrait_>(s, a);"
+    text = _replace(text, "                %s>;\n%s" % (convert, launch), (
+        "                if (t.has_lse) {{\n"
+        "                    %s, true>;\n    %s\n"
+        "                }} else {{\n"
+        "                    %s, false>;\n    %s\n"
+        "                }}") % (convert, launch, convert, launch))
+    text = _replace(text, "    F_dpad  : str  # t/f: pad along the head dim\n",
+                    "    F_dpad  : str  # t/f: pad along the head dim\n"
+                    "    F_lse   : str = 'f'  # t/f: combine the log-sum-exp too\n")
+    text = _replace(text, "        else: n += '_npad'\n        return n",
+                    "        else: n += '_npad'\n"
+                    "        n += '_lse' if self.F_lse == 't' else '_nlse'\n        return n")
+    text = _replace(text, "            F_dpad  = BOOL_MAP[self.F_dpad])",
+                    "            F_dpad  = BOOL_MAP[self.F_dpad],\n"
+                    "            F_lse   = BOOL_MAP[self.F_lse])")
+    return _replace(text, "                candidates[cvt.name] = cvt\n", (
+        "                candidates[cvt.name] = cvt\n"
+        "                cvt_lse = ToyConvertKernel(F_hdim=hdim, F_dtype=dtype, F_mode=mode,\n"
+        "                                           F_bm0=tile.F_bm0, F_spad=pipeline.F_spad,\n"
+        "                                           F_dpad=pipeline.F_dpad, F_lse='t')\n"
+        "                candidates[cvt_lse.name] = cvt_lse\n"))
 
 
 def coupled_in_write_mode(text: str) -> str:
