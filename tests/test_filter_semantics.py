@@ -298,6 +298,29 @@ def test_a_main_kernel_kept_with_one_partner_only_is_observed_and_said(both_lse,
     assert sum(line.startswith("**Kept together:**") for line in lines) == 1
 
 
+@pytest.mark.parametrize("items", [[], ["lse=f"]])
+def test_the_sets_keep_every_partner_a_kept_kernel_names(both_lse, tmp_path, items):
+    """The minimal set, and a workload that never asks for the log-sum-exp: each kept
+    main kernel comes with both its ``_lse`` and ``_nlse`` convert kernels, and every
+    run writes a dispatch file whose convert kernels are all generated."""
+    root, session, _ = both_lse
+    rec = session.recommend("toy", needs=session.needs("toy", items) if items else ())
+    assert rec.runs
+    union: Set[str] = set()
+    for n, run in enumerate(rec.runs):
+        proc, files = _written(root, tmp_path / str(n), "-f", run.filter)
+        assert proc.returncode == 0, proc.stderr
+        defined = set().union(*(_convert_traits(text) for name, text in files.items()
+                                if name.startswith("fmha_toy_convert_")))
+        assert _convert_traits(files["fmha_toy_api.cpp"]) <= defined
+        union |= set(files) - {"fmha_toy_api.cpp"}
+    mains = {n for n in union if n.startswith("fmha_toy_d")}
+    assert mains
+    for kernel in mains:
+        convert = _convert_of(kernel)[:-len(".cpp")]
+        assert {convert + "_lse.cpp", convert + "_nlse.cpp"} <= union, kernel
+
+
 @pytest.mark.usefixtures("reproducible_build")
 def test_the_filter_check_directive_warns_where_it_stands(asserting, tmp_path):
     """A filter that fails in write mode is a located ``fmha.filter`` warning, and the
