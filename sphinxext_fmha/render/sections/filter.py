@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 from ...guide_data import GuideData
 from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing
 from ..ir import Block, BulletList, Code, Emph, Inlines, Para, Strong, Table, codes, join
-from .cells import plural
+from .cells import plural, token_cell
 from .filter_write import error_text
 
 
@@ -190,7 +190,7 @@ def compiled_together_note(data: GuideData, class_name: str, index: int) -> List
         named = {token_of.get(f) for f in entry["files"]}
         if None in named or len(named) < 2:
             continue
-        tokens.update(dict.fromkeys(sorted(t for t in named if t)))
+        tokens.update(dict.fromkeys(sorted(t for t in named if t is not None)))
         mains += entry["mains"]
         main_type = main_type or next((c for (c, _), found in groups.items() for group in
                                        (g for gs in found.values() for g in gs)
@@ -200,7 +200,8 @@ def compiled_together_note(data: GuideData, class_name: str, index: int) -> List
     main: Inlines = [Code(main_type), " "] if main_type else []
     return [Para([Strong("Kept together:"), " the dispatch calls of each of %d " % mains,
                   *main, "kernels name several of "
-                  "these kernels that differ here (", *codes(list(tokens)), "). A condition "
+                  "these kernels that differ here (", *join([token_cell(t) for t in tokens]),
+                  "). A condition "
                   "picks one per call, yet every call is compiled: a set that keeps such a "
                   "kernel must keep all of them, or it does not link (see the filter "
                   "mechanism)."])]
