@@ -375,15 +375,42 @@ def test_targets_choose_the_arch_and_f_cannot(targeted, tmp_path):
     assert default and all(n.endswith("_gfx9.cpp") for n in default)
     assert _listing(root, tmp_path, "--targets", "gfx12") == set()
     assert _listing(root, tmp_path, "-f", "*_gfx9*") == set()
+    # a build for gfx9 and gfx12 still gets the gfx9 kernels in this shape
+    assert _listing(root, tmp_path, "--targets", "gfx9,gfx950,gfx12") == default
     facts = session.filter_facts("toy")
     assert [(t.targets, t.count, t.by_suffix, t.default) for t in facts.targets] == [
-        ("gfx9,gfx950", len(default), {"_gfx9": len(default)}, True), ("gfx12", 0, {}, False)]
+        ("gfx9,gfx950", len(default), {"_gfx9": len(default)}, True), ("gfx12", 0, {}, False),
+        ("gfx9,gfx950,gfx12", len(default), {"_gfx9": len(default)}, False)]
     text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
     [item] = [line for line in text.splitlines() if "cannot choose an architecture" in line]
     assert "(`_gfx9`) is not part of the kernel name" in item
     assert "this guide's listing (`--targets gfx9,gfx950`): %d `_gfx9` kernels" % len(default) in item
     assert "`--targets gfx12`: **0** kernels" in item
-    assert item.endswith("With `--targets` `gfx12`, this codegen generates no kernel of this API.")
+    assert "With `--targets` `gfx12`, this codegen generates no kernel of this API." in item
+    assert item.endswith("Each added to this guide's targets: `--targets gfx9,gfx950,gfx12`: "
+                         "%d `_gfx9` kernels." % len(default))
+
+
+def test_a_target_that_empties_a_mixed_list_is_measured_and_said(tmp_path):
+    """Newer batch_prefill's shape: any non-gfx9 target empties the whole listing, so
+    a list naming gfx9 and gfx12 gets no kernel; counted here from generate.py's
+    listings."""
+    root = coupled.make_coupled(tmp_path, "base", coupled.arch_targets,
+                                coupled.any_other_target_empties,
+                                generate=[coupled.targets_in_generate])
+    session = Session(root, cache_dir=tmp_path / "cache")
+    default = _listing(root, tmp_path)
+    assert default and _listing(root, tmp_path, "--targets", "gfx9") == default
+    assert _listing(root, tmp_path, "--targets", "gfx9,gfx950,gfx12") == set()
+    facts = session.filter_facts("toy")
+    assert [(t.targets, t.count, t.mixed) for t in facts.targets] == [
+        ("gfx9,gfx950", len(default), False), ("gfx12", 0, False),
+        ("gfx9,gfx950,gfx12", 0, True)]
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
+    [item] = [line for line in text.splitlines() if "cannot choose an architecture" in line]
+    assert item.endswith("Each added to this guide's targets: `--targets gfx9,gfx950,gfx12`: "
+                         "**0** kernels: a list of targets that names one of them gets **no** "
+                         "kernel of this API, not even for this guide's targets.")
     assert session.check("toy", "*_gfx9*").count == 0
 
 

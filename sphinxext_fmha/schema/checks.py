@@ -175,6 +175,8 @@ class TargetListing:
     by_suffix: Dict[str, int] = field(default_factory=dict)
     #: The guide's own listing (generate.py's default targets, or the configured ones).
     default: bool = False
+    #: The guide's targets with one family added (one whose own listing is empty).
+    mixed: bool = False
 
 
 @dataclass

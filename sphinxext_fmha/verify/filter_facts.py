@@ -96,9 +96,11 @@ def targets_to_measure(model: ApiModel, families: Sequence[str],
 
 
 def target_listing(model: ApiModel, families: Sequence[str], targets: str, command: str,
-                   listed: Sequence[str], default: bool = False) -> TargetListing:
+                   listed: Sequence[str], default: bool = False, mixed: bool = False
+                   ) -> TargetListing:
     return TargetListing(targets=targets, command=command, count=len(listed),
-                         by_suffix=_suffix_counts(model, families, listed), default=default)
+                         by_suffix=_suffix_counts(model, families, listed), default=default,
+                         mixed=mixed)
 
 
 def _suffix_counts(model: ApiModel, families: Sequence[str],

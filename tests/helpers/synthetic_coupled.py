@@ -25,6 +25,8 @@ shape a CK generation has:
                        them to the blob functions; file names end in ``_gfx9``; the codegen
                        names ``gfx9`` and ``gfx12`` but has kernels for gfx9 targets only
                        (newer batch_prefill); with ``targets_in_generate`` for generate.py
+``any_other_target_empties``  (after arch_targets) a target not of gfx9 empties the
+                       whole listing, gfx9's kernels too (newer batch_prefill)
 ``appending_listing``  generate.py's ``-l`` appends to its file (older CK)
 
 ``make_coupled(tmp_path, "at_split", independent_parts, ...)`` writes the tree
@@ -201,6 +203,13 @@ def arch_targets(text: str) -> str:
         "    if targets is not None and not any(t.startswith('gfx9') for t in targets):\n"
         "        # only gfx9 kernels so far\n"
         "        return (api_pool, gen)\n"))
+
+
+def any_other_target_empties(text: str) -> str:
+    """After arch_targets: any target not of gfx9 empties the whole listing, the gfx9
+    targets' kernels too (newer batch_prefill's ``has_non_gfx9``)."""
+    return _replace(text, "    if targets is not None and not any(t.startswith('gfx9') for t in targets):",
+                    "    if targets is not None and any(not t.startswith('gfx9') for t in targets):")
 
 
 def targets_in_generate(text: str) -> str:

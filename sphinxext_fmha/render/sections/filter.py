@@ -141,24 +141,34 @@ def _targets_item(listings: List[TargetListing]) -> Inlines:
         item = [Code("-f"), " cannot choose an architecture (the kernel names do not say it); ",
                 Code("--targets"), " does"]
     item.append(" (counted in generate.py's listings): ")
-    parts: List[Inlines] = []
-    for listing in listings:
-        head: Inlines = (["this guide's listing (", Code("--targets %s" % listing.targets), ")"]
-                         if listing.default else [Code("--targets %s" % listing.targets)])
-        with_suffix = [(s, n) for s, n in listing.by_suffix.items() if s]
-        if listing.count and with_suffix:
-            counted: Inlines = join([[str(n), " ", Code(s)] for s, n in with_suffix], " and ")
-            parts.append(head + [": "] + counted + [" kernels"])
-        else:
-            parts.append(head + [": "] + ([Strong("0")] if not listing.count
-                                          else [str(listing.count)]) + [" kernels"])
-    item += join(parts, "; ") + ["."]
-    empty = [t.targets for t in listings if not t.count and not t.default]
+    single = [t for t in listings if not t.mixed]
+    item += join([_listed(t) for t in single], "; ") + ["."]
+    empty = [t.targets for t in single if not t.count and not t.default]
     if empty:
         named = codes(empty[:-1]) + ([" or "] if len(empty) > 1 else [])
         item += [" With ", Code("--targets"), " ", *named, Code(empty[-1]),
                  ", this codegen generates no kernel of this API."]
+    mixed = [t for t in listings if t.mixed]
+    if mixed:
+        item += [" Each added to this guide's targets: "] + join([_listed(t) for t in mixed],
+                                                               "; ")
+        if not any(t.count for t in mixed) and any(t.count for t in single if t.default):
+            item += [": a list of targets that names one of them gets ", Strong("no"),
+                     " kernel of this API, not even for this guide's targets"]
+        item.append(".")
     return item
+
+
+def _listed(listing: TargetListing) -> Inlines:
+    """``--targets X``: its kernels per arch suffix, or **0** kernels."""
+    head: Inlines = (["this guide's listing (", Code("--targets %s" % listing.targets), ")"]
+                     if listing.default else [Code("--targets %s" % listing.targets)])
+    with_suffix = [(s, n) for s, n in listing.by_suffix.items() if s]
+    if listing.count and with_suffix:
+        return head + [": "] + join([[str(n), " ", Code(s)] for s, n in with_suffix],
+                                    " and ") + [" kernels"]
+    return head + [": "] + ([Strong("0")] if not listing.count else [str(listing.count)]) \
+        + [" kernels"]
 
 
 def follower_tokens_note(spec: FilterSpec, kernel_type: str, label: str) -> List[Block]:
