@@ -298,6 +298,21 @@ def test_a_main_kernel_kept_with_one_partner_only_is_observed_and_said(both_lse,
     assert sum(line.startswith("**Kept together:**") for line in lines) == 1
 
 
+def test_the_main_kernel_of_a_call_is_not_its_first_trait(tmp_path):
+    """The same tree with the convert kernel's trait first in each call: the note still
+    counts the main kernels, each naming two convert kernels, not the convert kernels."""
+    root = coupled.make_coupled(tmp_path, "at_split", coupled.independent_parts,
+                                coupled.launched_together, coupled.both_lse_converts,
+                                coupled.partner_first)
+    _, files = _written(root, tmp_path / "full", "-f", "@")
+    assert "fmha_toy_<ctrait_, trait_>" in files["fmha_toy_api.cpp"]
+    mains = [n for n in files if n.startswith("fmha_toy_d")]
+    session = Session(root, cache_dir=tmp_path / "cache")
+    text = guide_markdown(collect_guide(session, "toy", sections=["fields"]), ["fields"])
+    [note] = [line for line in text.splitlines() if line.startswith("**Kept together:**")]
+    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse`, `_nlse`)" in note
+
+
 @pytest.mark.parametrize("items", [[], ["lse=f"]])
 def test_the_sets_keep_every_partner_a_kept_kernel_names(both_lse, tmp_path, items):
     """The minimal set, and a workload that never asks for the log-sum-exp: each kept

@@ -90,17 +90,23 @@ def partners(dispatch_text: str, kernel_traits: Mapping[str, str]) -> List[List[
 
 
 def compiled_together(tree: DispatchTree, match: DispatchMatch) -> List[Dict[str, Any]]:
-    """Partner kernel files of one kind that the calls launching one main kernel (a
-    call's first trait) name between them, where there are several: a condition picks
-    one per call, yet every call is compiled, so the main kernel needs all of them.
-    One entry per distinct group: ``files``, ``mains`` (how many main kernels name that
-    group) and ``main`` (the first such main kernel file)."""
+    """Partner kernel files of one kind that the calls launching one main kernel name
+    between them, where there are several: a condition picks one per call, yet every
+    call is compiled, so the main kernel needs all of them. A call's main kernel is its
+    kernel of the kind with the most kernel files (split-KV's main kernels, not their
+    combine kernels; bwd's dq_dk_dv kernels, not the dot_do_o kernels launched before
+    them). One entry per distinct group: ``files``, ``mains`` (how many main kernels
+    name that group) and ``main`` (the first such main kernel file)."""
+    sizes = Counter(match.kinds.values())
     named: Dict[Tuple[str, str], Set[str]] = {}
     for leaf in tree.leaves:
-        files = match.leaf_kernels.get(leaf.order, [])
-        if len(files) > 1 and files[0] is not None:
-            for partner in filter(None, files[1:]):
-                named.setdefault((files[0], match.kinds.get(partner, "")), set()).add(partner)
+        files = [f for f in match.leaf_kernels.get(leaf.order, []) if f]
+        if len({match.kinds.get(f, "") for f in files}) < 2:
+            continue
+        main = max(files, key=lambda f: (sizes[match.kinds.get(f, "")], match.kinds.get(f, "")))
+        for partner in files:
+            if match.kinds.get(partner) != match.kinds.get(main):
+                named.setdefault((main, match.kinds.get(partner, "")), set()).add(partner)
     mains: Counter = Counter()
     first: Dict[Tuple[str, ...], str] = {}
     for (main, _), group in sorted(named.items()):

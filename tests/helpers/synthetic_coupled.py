@@ -173,6 +173,12 @@ def both_lse_converts(text: str) -> str:
         "                candidates[cvt_lse.name] = cvt_lse\n"))
 
 
+def partner_first(text: str) -> str:
+    """After launched_together: the call names the convert kernel's trait first (bwd
+    launches its dot_do_o kernel before the dq_dk_dv kernel it serves)."""
+    return text.replace("fmha_toy_<trait_, ctrait_>(s, a);", "fmha_toy_<ctrait_, trait_>(s, a);")
+
+
 def coupled_in_write_mode(text: str) -> str:
     """Launched together, and write mode refuses a main kernel without its convert kernel."""
     return write_asserts(launched_together(text))
