@@ -294,7 +294,7 @@ def test_a_main_kernel_kept_with_one_partner_only_is_observed_and_said(both_lse,
     segment = lines[start:next((i for i in range(start + 1, len(lines))
                                 if "Segment **" in lines[i]), len(lines))]
     [note] = [line for line in segment if line.startswith("**Kept together:**")]
-    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse`, `_nlse`)" in note
+    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse` and `_nlse`)" in note
     assert sum(line.startswith("**Kept together:**") for line in lines) == 1
 
 
@@ -310,7 +310,7 @@ def test_the_main_kernel_of_a_call_is_not_its_first_trait(tmp_path):
     session = Session(root, cache_dir=tmp_path / "cache")
     text = guide_markdown(collect_guide(session, "toy", sections=["fields"]), ["fields"])
     [note] = [line for line in text.splitlines() if line.startswith("**Kept together:**")]
-    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse`, `_nlse`)" in note
+    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse` and `_nlse`)" in note
 
 
 @pytest.mark.parametrize("items", [[], ["lse=f"]])

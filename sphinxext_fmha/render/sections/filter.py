@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
 from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing
@@ -193,14 +193,14 @@ def compiled_together_note(data: GuideData, class_name: str, index: int) -> List
     groups = data.token_dispatch.groups
     token_of = {f: token for token, found in groups.get((class_name, index), {}).items()
                 for group in found for f in group.files}
-    tokens: Dict[str, None] = {}
+    tokens: Dict[Tuple[str, ...], None] = {}  # the tokens of each group, once
     mains = 0
     main_type = ""
     for entry in together:
         named = {token_of.get(f) for f in entry["files"]}
         if None in named or len(named) < 2:
             continue
-        tokens.update(dict.fromkeys(sorted(t for t in named if t is not None)))
+        tokens[tuple(sorted(t for t in named if t is not None))] = None
         mains += entry["mains"]
         main_type = main_type or next((c for (c, _), found in groups.items() for group in
                                        (g for gs in found.values() for g in gs)
@@ -210,7 +210,9 @@ def compiled_together_note(data: GuideData, class_name: str, index: int) -> List
     main: Inlines = [Code(main_type), " "] if main_type else []
     return [Para([Strong("Kept together:"), " the dispatch calls of each of %d " % mains,
                   *main, "kernels name several of "
-                  "these kernels that differ here (", *join([token_cell(t) for t in tokens]),
+                  "these kernels that differ here (", *join(
+                      [join([token_cell(t) for t in group], " and ") for group in tokens],
+                      ", or "),
                   "). A condition "
                   "picks one per call, yet every call is compiled: a set that keeps such a "
                   "kernel must keep all of them, or it does not link (see the filter "
