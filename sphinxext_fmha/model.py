@@ -34,6 +34,7 @@ from .schema.checks import (
     FilterCheck,
     FilterFacts,
     FilterMiss,
+    PartnerSubset,
     PartnerWrite,
     SegmentBreakdown,
     TargetListing,
@@ -48,7 +49,8 @@ __all__ = [
     "TileClass", "Factory", "TileUse", "TileRow", "TileSource", "TileTable", "PatternTrap",
     "FilterPart", "Followers", "FilterSpec", "SkipCondition", "Receipt", "DispatchInfo", "Baseline",
     "GenerateOption", "ApiInfo", "ApiModel", "TokenCount", "SegmentBreakdown", "FilterMiss",
-    "FilterCheck", "PartnerWrite", "TargetListing", "FilterFacts", "Decision", "FilterRun", "Need",
+    "FilterCheck", "PartnerSubset", "PartnerWrite", "TargetListing", "FilterFacts", "Decision",
+    "FilterRun", "Need",
     "Note", "Workload", "BuildCost", "Recommendation", "to_dict", "from_dict", "to_json",
     "from_json", "TokenCounts", "ConditionGroup", "TokenDispatch",
 ]

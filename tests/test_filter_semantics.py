@@ -233,6 +233,109 @@ def test_the_filter_section_says_the_parts_must_keep_partners(unlinked, tmp_path
     assert "**the build fails to link**" in item
 
 
+# --------------------------------------------------------------------------- both partners
+
+
+@pytest.fixture(scope="module")
+def both_lse(tmp_path_factory):
+    base = tmp_path_factory.mktemp("both_lse")
+    root = coupled.make_coupled(base, "at_split", coupled.independent_parts,
+                                coupled.launched_together, coupled.both_lse_converts,
+                                coupled.write_asserts)
+    return root, Session(root, cache_dir=base / "cache"), base
+
+
+#: one main kernel's dispatch branch: its two convert kernels, picked by ``t.has_lse``
+_BOTH = re.compile(r"if \(t\.has_lse\) \{\s*using ctrait_ = toy_convert_traits_<([^>]*)>;.*?"
+                   r"\} else \{\s*using ctrait_ = toy_convert_traits_<([^>]*)>;", re.S)
+
+
+def test_a_main_kernel_kept_with_one_partner_only_is_observed_and_said(both_lse, tmp_path):
+    """Each branch names an ``_lse`` and an ``_nlse`` convert kernel (the split-KV combine
+    kernels of newer CK); write mode asserts only the ``_nlse`` one. A main kernel kept
+    with its ``_nlse`` convert kernel only is written, rc 0, by a dispatch file that
+    names the ``_lse`` one too: counted here from the written files."""
+    root, session, tmp = both_lse
+    partner = session.filter_facts("toy").partner_write
+    assert partner is not None and len(partner.subsets) == 2
+    outcomes = {}
+    for n, subset in enumerate(partner.subsets):
+        proc, files = _written(root, tmp_path / str(n), "-f", subset.filter)
+        if proc.returncode:
+            assert subset.error == proc.stderr.strip().splitlines()[-1] != ""
+            outcomes["fails"] = subset
+            continue
+        kept = [name for name in files if name.startswith("fmha_toy_convert_")]
+        assert kept == [subset.kept + ".cpp"] and kept[0].endswith("_nlse.cpp")
+        missing = _convert_traits(files["fmha_toy_api.cpp"]) - _convert_traits(files[kept[0]])
+        assert len(missing) == subset.unresolved == 1
+        assert all(m.endswith(",true") for m in missing)
+        outcomes["unlinked"] = subset
+    assert set(outcomes) == {"fails", "unlinked"}
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter", "fields"]),
+                          ["filter", "fields"])
+    [item] = [line for line in text.splitlines() if "launches a `ToyKernel`" in line]
+    assert "name 2 partner kernels" in item
+    assert ("`-f '%s'` (keeps `%s`): write mode writes a dispatch file that instantiates 1 "
+            "kernel specialisation it does not generate: **the build fails to link**"
+            % (outcomes["unlinked"].filter, outcomes["unlinked"].kept)) in item
+    assert "`-f '%s'` (keeps `%s`): write mode **fails**" % (
+        outcomes["fails"].filter, outcomes["fails"].kept) in item
+    # the field reference says it under the convert kernels' lse segment, for every
+    # main kernel: each has one branch naming both (counted in the full dispatch file)
+    _, files = _written(root, tmp_path / "full", "-f", "@")
+    branches = _BOTH.findall(files["fmha_toy_api.cpp"])
+    assert branches and all(a.endswith("true") and b.endswith("false") for a, b in branches)
+    mains = [n for n in files if n.startswith("fmha_toy_d")]
+    assert len(branches) == len(mains)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith('<a id="toyconvertkernel-filter-part-1-lse">'))
+    segment = lines[start:next((i for i in range(start + 1, len(lines))
+                                if "Segment **" in lines[i]), len(lines))]
+    [note] = [line for line in segment if line.startswith("**Kept together:**")]
+    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse` and `_nlse`)" in note
+    assert sum(line.startswith("**Kept together:**") for line in lines) == 1
+
+
+def test_the_main_kernel_of_a_call_is_not_its_first_trait(tmp_path):
+    """The same tree with the convert kernel's trait first in each call: the note still
+    counts the main kernels, each naming two convert kernels, not the convert kernels."""
+    root = coupled.make_coupled(tmp_path, "at_split", coupled.independent_parts,
+                                coupled.launched_together, coupled.both_lse_converts,
+                                coupled.partner_first)
+    _, files = _written(root, tmp_path / "full", "-f", "@")
+    assert "fmha_toy_<ctrait_, trait_>" in files["fmha_toy_api.cpp"]
+    mains = [n for n in files if n.startswith("fmha_toy_d")]
+    session = Session(root, cache_dir=tmp_path / "cache")
+    text = guide_markdown(collect_guide(session, "toy", sections=["fields"]), ["fields"])
+    [note] = [line for line in text.splitlines() if line.startswith("**Kept together:**")]
+    assert "each of %d `ToyKernel` kernels" % len(mains) in note and "(`_lse` and `_nlse`)" in note
+
+
+@pytest.mark.parametrize("items", [[], ["lse=f"]])
+def test_the_sets_keep_every_partner_a_kept_kernel_names(both_lse, tmp_path, items):
+    """The minimal set, and a workload that never asks for the log-sum-exp: each kept
+    main kernel comes with both its ``_lse`` and ``_nlse`` convert kernels, and every
+    run writes a dispatch file whose convert kernels are all generated."""
+    root, session, _ = both_lse
+    rec = session.recommend("toy", needs=session.needs("toy", items) if items else ())
+    assert rec.runs
+    union: Set[str] = set()
+    for n, run in enumerate(rec.runs):
+        proc, files = _written(root, tmp_path / str(n), "-f", run.filter)
+        assert proc.returncode == 0, proc.stderr
+        defined = set().union(*(_convert_traits(text) for name, text in files.items()
+                                if name.startswith("fmha_toy_convert_")))
+        assert _convert_traits(files["fmha_toy_api.cpp"]) <= defined
+        union |= set(files) - {"fmha_toy_api.cpp"}
+    mains = {n for n in union if n.startswith("fmha_toy_d")}
+    assert mains
+    for kernel in mains:
+        convert = _convert_of(kernel)[:-len(".cpp")]
+        assert {convert + "_lse.cpp", convert + "_nlse.cpp"} <= union, kernel
+
+
 @pytest.mark.usefixtures("reproducible_build")
 def test_the_filter_check_directive_warns_where_it_stands(asserting, tmp_path):
     """A filter that fails in write mode is a located ``fmha.filter`` warning, and the
@@ -287,15 +390,42 @@ def test_targets_choose_the_arch_and_f_cannot(targeted, tmp_path):
     assert default and all(n.endswith("_gfx9.cpp") for n in default)
     assert _listing(root, tmp_path, "--targets", "gfx12") == set()
     assert _listing(root, tmp_path, "-f", "*_gfx9*") == set()
+    # a build for gfx9 and gfx12 still gets the gfx9 kernels in this shape
+    assert _listing(root, tmp_path, "--targets", "gfx9,gfx950,gfx12") == default
     facts = session.filter_facts("toy")
     assert [(t.targets, t.count, t.by_suffix, t.default) for t in facts.targets] == [
-        ("gfx9,gfx950", len(default), {"_gfx9": len(default)}, True), ("gfx12", 0, {}, False)]
+        ("gfx9,gfx950", len(default), {"_gfx9": len(default)}, True), ("gfx12", 0, {}, False),
+        ("gfx9,gfx950,gfx12", len(default), {"_gfx9": len(default)}, False)]
     text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
     [item] = [line for line in text.splitlines() if "cannot choose an architecture" in line]
     assert "(`_gfx9`) is not part of the kernel name" in item
     assert "this guide's listing (`--targets gfx9,gfx950`): %d `_gfx9` kernels" % len(default) in item
     assert "`--targets gfx12`: **0** kernels" in item
-    assert item.endswith("With `--targets` `gfx12`, this codegen generates no kernel of this API.")
+    assert "With `--targets` `gfx12`, this codegen generates no kernel of this API." in item
+    assert item.endswith("Each added to this guide's targets: `--targets gfx9,gfx950,gfx12`: "
+                         "%d `_gfx9` kernels." % len(default))
+
+
+def test_a_target_that_empties_a_mixed_list_is_measured_and_said(tmp_path):
+    """Newer batch_prefill's shape: any non-gfx9 target empties the whole listing, so
+    a list naming gfx9 and gfx12 gets no kernel; counted here from generate.py's
+    listings."""
+    root = coupled.make_coupled(tmp_path, "base", coupled.arch_targets,
+                                coupled.any_other_target_empties,
+                                generate=[coupled.targets_in_generate])
+    session = Session(root, cache_dir=tmp_path / "cache")
+    default = _listing(root, tmp_path)
+    assert default and _listing(root, tmp_path, "--targets", "gfx9") == default
+    assert _listing(root, tmp_path, "--targets", "gfx9,gfx950,gfx12") == set()
+    facts = session.filter_facts("toy")
+    assert [(t.targets, t.count, t.mixed) for t in facts.targets] == [
+        ("gfx9,gfx950", len(default), False), ("gfx12", 0, False),
+        ("gfx9,gfx950,gfx12", 0, True)]
+    text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
+    [item] = [line for line in text.splitlines() if "cannot choose an architecture" in line]
+    assert item.endswith("Each added to this guide's targets: `--targets gfx9,gfx950,gfx12`: "
+                         "**0** kernels: a list of targets that names one of them gets **no** "
+                         "kernel of this API, not even for this guide's targets.")
     assert session.check("toy", "*_gfx9*").count == 0
 
 

@@ -5,15 +5,17 @@ dispatch function still does; unreachable kernels are decided by :mod:`.routes`.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Set, Tuple
 
 from .lexing import trait_template
 from .matching import DispatchMatch, kernel_trait_key, match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
 from .routes import routes_of
 
-__all__ = ["LinkReport", "link_report", "link_report_from_keys", "partners", "unreachable_kernels"]
+__all__ = ["LinkReport", "compiled_together", "link_report", "link_report_from_keys", "partners",
+           "unreachable_kernels"]
 
 
 @dataclass
@@ -85,3 +87,31 @@ def partners(dispatch_text: str, kernel_traits: Mapping[str, str]) -> List[List[
         if len(files) > 1:
             groups.setdefault(files, None)
     return [list(group) for group in groups]
+
+
+def compiled_together(tree: DispatchTree, match: DispatchMatch) -> List[Dict[str, Any]]:
+    """Partner kernel files of one kind that the calls launching one main kernel name
+    between them, where there are several: a condition picks one per call, yet every
+    call is compiled, so the main kernel needs all of them. A call's main kernel is its
+    kernel of the kind with the most kernel files (split-KV's main kernels, not their
+    combine kernels; bwd's dq_dk_dv kernels, not the dot_do_o kernels launched before
+    them). One entry per distinct group: ``files``, ``mains`` (how many main kernels
+    name that group) and ``main`` (the first such main kernel file)."""
+    sizes = Counter(match.kinds.values())
+    named: Dict[Tuple[str, str], Set[str]] = {}
+    for leaf in tree.leaves:
+        files = [f for f in match.leaf_kernels.get(leaf.order, []) if f]
+        if len({match.kinds.get(f, "") for f in files}) < 2:
+            continue
+        main = max(files, key=lambda f: (sizes[match.kinds.get(f, "")], match.kinds.get(f, "")))
+        for partner in files:
+            if match.kinds.get(partner) != match.kinds.get(main):
+                named.setdefault((main, match.kinds.get(partner, "")), set()).add(partner)
+    mains: Counter = Counter()
+    first: Dict[Tuple[str, ...], str] = {}
+    for (main, _), group in sorted(named.items()):
+        if len(group) > 1:
+            mains[tuple(sorted(group))] += 1
+            first.setdefault(tuple(sorted(group)), main)
+    return [{"files": list(group), "mains": n, "main": first[group]}
+            for group, n in sorted(mains.items())]

@@ -11,7 +11,7 @@ from .allocation import collector_paused
 from .condition_form import condition_form
 from .entry_points import read_entry_points
 from .lexing import constant_value, trait_template
-from .link_check import unreachable_kernels
+from .link_check import compiled_together, unreachable_kernels
 from .matching import match_leaves_to_kernels
 from .parse import DispatchTree, parse_dispatch
 from .reach import kernel_reach
@@ -68,6 +68,7 @@ def read_dispatch(api_text: str, kernel_traits: Mapping[str, str]) -> Dict[str, 
             "discarded": len(tree.discarded),
             "unreferenced": list(match.unreached),
             "unreachable": unreachable_kernels(tree, match),
+            "together": compiled_together(tree, match),
             "missing": [list(m) for m in missing],
             "kinds": dict(sorted(match.kinds.items())),
         }

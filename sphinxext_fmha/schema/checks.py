@@ -142,6 +142,23 @@ class PartnerWrite:
     #: Kernel specialisations the written dispatch file instantiates that were not
     #: generated (the build would not link).
     unresolved: int = 0
+    #: The same main kernel kept with one of its partners only, written once per partner
+    #: (where its partners are of other parts than it: one exact name per part).
+    subsets: List[PartnerSubset] = field(default_factory=list)
+
+
+@dataclass
+class PartnerSubset:
+    """:class:`PartnerWrite`'s main kernel with one partner kept (``kept``: its kernel
+    name) and its other partners left out, written."""
+
+    kept: str
+    filter: str
+    command: str = ""
+    #: Why write mode failed (its last line), ``""`` when it wrote.
+    error: str = ""
+    #: Kernel specialisations the written dispatch file instantiates, not generated.
+    unresolved: int = 0
 
 
 @dataclass
@@ -158,6 +175,8 @@ class TargetListing:
     by_suffix: Dict[str, int] = field(default_factory=dict)
     #: The guide's own listing (generate.py's default targets, or the configured ones).
     default: bool = False
+    #: The guide's targets with one family added (one whose own listing is empty).
+    mixed: bool = False
 
 
 @dataclass

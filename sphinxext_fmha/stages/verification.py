@@ -96,6 +96,10 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
         written, error = _written(runner, request)
         facts.partner_write = plan.partner_write(
             partner, runner.api_file_command(request), listed.count, written, error)
+        for subset in partner.subsets:
+            request = base.request(subset.filter)
+            plan.subset_write(subset, runner.api_file_command(request),
+                              *_written(runner, request))
     if base.tree.option("targets") is None or not model.checks.get("blob_function_takes_targets"):
         return facts
     families = base.tree.arch_names
@@ -106,6 +110,13 @@ def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
         measured = runner.list_kernels(base.request(targets=family))
         facts.targets.append(plan.target_listing(model, families, family, measured.command,
                                                  measured.files))
+    # a family that lists nothing alone, added to the guide's targets (a multi-arch build)
+    default = facts.targets[0].targets
+    for empty in [t.targets for t in facts.targets[1:] if not t.count] if default else []:
+        mixed = "%s,%s" % (default, empty)
+        measured = runner.list_kernels(base.request(targets=mixed))
+        facts.targets.append(plan.target_listing(model, families, mixed, measured.command,
+                                                 measured.files, mixed=True))
     return facts
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ..cppapi.link_check import partners
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
-from ..model import ApiModel, PartnerWrite, TargetListing
+from ..model import ApiModel, PartnerSubset, PartnerWrite, TargetListing
 from ..process.runner import ApiFileResult
 from .boxes import escape
 from .coupling import coupling_of
@@ -23,8 +23,10 @@ NOTHING = "fmha-selects-nothing"  # a filter part matching no kernel name
 def partner_plan(model: ApiModel, baseline: ParsedListing,
                  full_api: Optional[ApiFileResult]) -> Optional[PartnerWrite]:
     """A filter keeping one main kernel and none of the filtered partners one dispatch
-    call launches with it (its runs not made yet); None unless kernels drop one by one
-    and such a call exists."""
+    call launches with it, and, where its partners are of other parts, one filter per
+    partner keeping it alone with the main kernel (their runs not made yet); None unless
+    kernels drop one by one and such a call exists. The main kernel: the first of those
+    with the most filtered partners."""
     spec = model.filter
     if spec.drops != "kernel" or full_api is None or not spec.parts:
         return None
@@ -33,30 +35,56 @@ def partner_plan(model: ApiModel, baseline: ParsedListing,
     position = {c: p.position for p in spec.parts for c in p.applies_to}
     if coupling is None or coupling.primary not in position:
         return None
-    main = next((f for f in sorted(coupling.partners)
-                 if any(type_of[p] in position for p in coupling.partners[f])), None)
+    filtered = {f: sorted(p for p in coupling.partners[f] if type_of[p] in position)
+                for f in sorted(coupling.partners)}
+    main = min((f for f in filtered if filtered[f]), key=lambda f: -len(filtered[f]),
+               default=None)
     if main is None:
         return None
-    name = baseline.kernel_name(model, main)
-    exact = escape(name)
-    assert fnmatch.fnmatchcase(name, exact)
-    text = exact
-    if spec.api_split:
-        text = spec.api_split.join(exact if p == position[coupling.primary] else NOTHING
-                                   for p in range(max(position.values()) + 1))
-    types = sorted({type_of[p] for p in coupling.partners[main] if type_of[p] in position}
-                   - {coupling.primary})
-    return PartnerWrite(filter=text, main_type=coupling.primary, partner_types=types)
+
+    def exact(filename: str) -> str:
+        name = baseline.kernel_name(model, filename)
+        assert fnmatch.fnmatchcase(name, escape(name))
+        return escape(name)
+
+    def parts(kept: Mapping[int, str]) -> str:
+        """The ``-f`` value: each part the exact name of the kernel kept in it, or none."""
+        if not spec.api_split:
+            return kept[main_part]
+        return spec.api_split.join(kept.get(p, NOTHING) for p in range(max(position.values()) + 1))
+
+    main_part = position[coupling.primary]
+    types = sorted({type_of[p] for p in filtered[main]} - {coupling.primary})
+    write = PartnerWrite(filter=parts({main_part: exact(main)}), main_type=coupling.primary,
+                         partner_types=types)
+    if spec.api_split and len(filtered[main]) > 1 \
+            and all(position[type_of[p]] != main_part for p in filtered[main]):
+        write.subsets = [PartnerSubset(kept=baseline.kernel_name(model, p), filter=parts(
+            {main_part: exact(main), position[type_of[p]]: exact(p)})) for p in filtered[main]]
+    return write
 
 
 def partner_write(plan: PartnerWrite, command: str, listed: int,
                   written: Optional[ApiFileResult], error: str) -> PartnerWrite:
     """The plan's runs, read: ``written`` (its write-mode output) or ``error``."""
     plan.command, plan.listed, plan.error = command, listed, error
-    if written is not None:
-        match = match_leaves_to_kernels(parse_dispatch(written.text), written.kernel_traits)
-        plan.unresolved = len({key for _, key in match.unmatched})
+    plan.unresolved = _unresolved(written)
     return plan
+
+
+def subset_write(subset: PartnerSubset, command: str, written: Optional[ApiFileResult],
+                 error: str) -> PartnerSubset:
+    """A subset's write-mode run, read like :func:`partner_write`'s."""
+    subset.command, subset.error, subset.unresolved = command, error, _unresolved(written)
+    return subset
+
+
+def _unresolved(written: Optional[ApiFileResult]) -> int:
+    """Specialisations ``written``'s dispatch file instantiates and no kernel file defines."""
+    if written is None:
+        return 0
+    match = match_leaves_to_kernels(parse_dispatch(written.text), written.kernel_traits)
+    return len({key for _, key in match.unmatched})
 
 
 def targets_to_measure(model: ApiModel, families: Sequence[str],
@@ -68,9 +96,11 @@ def targets_to_measure(model: ApiModel, families: Sequence[str],
 
 
 def target_listing(model: ApiModel, families: Sequence[str], targets: str, command: str,
-                   listed: Sequence[str], default: bool = False) -> TargetListing:
+                   listed: Sequence[str], default: bool = False, mixed: bool = False
+                   ) -> TargetListing:
     return TargetListing(targets=targets, command=command, count=len(listed),
-                         by_suffix=_suffix_counts(model, families, listed), default=default)
+                         by_suffix=_suffix_counts(model, families, listed), default=default,
+                         mixed=mixed)
 
 
 def _suffix_counts(model: ApiModel, families: Sequence[str],

@@ -21,12 +21,17 @@ shape a CK generation has:
                        convert_dq kernels)
 ``lse_without_convert``  (after launched_together) lse traits have no convert kernel and
                        launch ``void`` in its place (newer CK bwd's ``_maxq`` traits)
+``both_lse_converts``  (after launched_together) each dispatch branch names an ``_lse``
+                       and an ``_nlse`` convert kernel, ``t.has_lse`` picks one per call
+                       (newer CK's split-KV combine kernels)
 ``write_asserts``      write mode asserts that each main kernel's convert kernel was
                        generated (newer CK's split-KV ``write_blobs``); list mode does not
 ``arch_targets``       generate.py takes ``--targets`` (default ``gfx9,gfx950``) and hands
                        them to the blob functions; file names end in ``_gfx9``; the codegen
                        names ``gfx9`` and ``gfx12`` but has kernels for gfx9 targets only
                        (newer batch_prefill); with ``targets_in_generate`` for generate.py
+``any_other_target_empties``  (after arch_targets) a target not of gfx9 empties the
+                       whole listing, gfx9's kernels too (newer batch_prefill)
 ``appending_listing``  generate.py's ``-l`` appends to its file (older CK)
 
 ``make_coupled(tmp_path, "at_split", independent_parts, ...)`` writes the tree
@@ -169,6 +174,44 @@ def write_asserts(text: str) -> str:
         + old_write))
 
 
+def both_lse_converts(text: str) -> str:
+    """After launched_together: each dispatch branch names two convert kernels, one per
+    value of the convert kernel's own lse (``_lse``/``_nlse``), and ``if (t.has_lse)``
+    picks one per call; both are compiled with the main kernel. With write_asserts,
+    write mode asserts only the ``_nlse`` one (newer CK's split-KV combine kernels)."""
+    convert = "using ctrait_ = toy_convert_traits_<{F_hdim}, {F_dtype}, {F_mode}, {F_spad}, {F_dpad}"
+    text = _replace(text, convert + ">;\nusing toy_convert_kernel",
+                    convert + ", {F_lse}>;\nusing toy_convert_kernel")
+    launch = "                return fmha_toy_<trait_, ctrait_>(s, a);"
+    text = _replace(text, "                %s>;\n%s" % (convert, launch), (
+        "                if (t.has_lse) {{\n"
+        "                    %s, true>;\n    %s\n"
+        "                }} else {{\n"
+        "                    %s, false>;\n    %s\n"
+        "                }}") % (convert, launch, convert, launch))
+    text = _replace(text, "    F_dpad  : str  # t/f: pad along the head dim\n",
+                    "    F_dpad  : str  # t/f: pad along the head dim\n"
+                    "    F_lse   : str = 'f'  # t/f: combine the log-sum-exp too\n")
+    text = _replace(text, "        else: n += '_npad'\n        return n",
+                    "        else: n += '_npad'\n"
+                    "        n += '_lse' if self.F_lse == 't' else '_nlse'\n        return n")
+    text = _replace(text, "            F_dpad  = BOOL_MAP[self.F_dpad])",
+                    "            F_dpad  = BOOL_MAP[self.F_dpad],\n"
+                    "            F_lse   = BOOL_MAP[self.F_lse])")
+    return _replace(text, "                candidates[cvt.name] = cvt\n", (
+        "                candidates[cvt.name] = cvt\n"
+        "                cvt_lse = ToyConvertKernel(F_hdim=hdim, F_dtype=dtype, F_mode=mode,\n"
+        "                                           F_bm0=tile.F_bm0, F_spad=pipeline.F_spad,\n"
+        "                                           F_dpad=pipeline.F_dpad, F_lse='t')\n"
+        "                candidates[cvt_lse.name] = cvt_lse\n"))
+
+
+def partner_first(text: str) -> str:
+    """After launched_together: the call names the convert kernel's trait first (bwd
+    launches its dot_do_o kernel before the dq_dk_dv kernel it serves)."""
+    return text.replace("fmha_toy_<trait_, ctrait_>(s, a);", "fmha_toy_<ctrait_, trait_>(s, a);")
+
+
 def coupled_in_write_mode(text: str) -> str:
     """Launched together, and write mode refuses a main kernel without its convert kernel."""
     return write_asserts(launched_together(text))
@@ -199,6 +242,13 @@ def arch_targets(text: str) -> str:
         "    if targets is not None and not any(t.startswith('gfx9') for t in targets):\n"
         "        # only gfx9 kernels so far\n"
         "        return (api_pool, gen)\n"))
+
+
+def any_other_target_empties(text: str) -> str:
+    """After arch_targets: any target not of gfx9 empties the whole listing, the gfx9
+    targets' kernels too (newer batch_prefill's ``has_non_gfx9``)."""
+    return _replace(text, "    if targets is not None and not any(t.startswith('gfx9') for t in targets):",
+                    "    if targets is not None and any(not t.startswith('gfx9') for t in targets):")
 
 
 def targets_in_generate(text: str) -> str:

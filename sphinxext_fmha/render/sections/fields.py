@@ -36,7 +36,7 @@ from .field_conditions import (
     dispatch_levels,
     shared_conditions,
 )
-from .filter import follower_tokens_note
+from .filter import compiled_together_note, follower_tokens_note
 
 
 def fields_section(data: GuideData) -> List[Block]:
@@ -191,7 +191,8 @@ def _segment_blocks(data: GuideData, kernel_type: KernelType, index: int, segmen
     undecided = _undecided_levels(data, kernel_type, index, levels, conditions, heading) \
         if show_dispatch else []
     traps = _pattern_traps(data, kernel_type, segment) + follower_tokens_note(
-        model.filter, kernel_type.class_name, segment.label)
+        model.filter, kernel_type.class_name, segment.label) + compiled_together_note(
+        data, kernel_type.class_name, index)
     return described + fold(["Tokens of ", Strong(segment.label), " (%d)" % len(rows)],
                             [table], len(rows)) + undecided + traps + details
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
 from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing
 from ..ir import Block, BulletList, Code, Emph, Inlines, Para, Strong, Table, codes, join
-from .cells import plural
+from .cells import plural, token_cell
 from .filter_write import error_text
 
 
@@ -97,7 +97,8 @@ def _followers_items(spec: FilterSpec, by_class: Dict[str, KernelType]) -> List[
 
 
 def _partner_item(write: PartnerWrite, split: bool) -> Inlines:
-    """What a filter that keeps a kernel without its dispatch partners does, observed."""
+    """What a filter that keeps a kernel without its dispatch partners does, observed;
+    and with one of its partners only, where that was written."""
     item: Inlines = [
         "Each part filters its own sub-types on its own" if split else
         "The pattern keeps or drops each kernel on its own", ", yet one dispatch call "
@@ -106,13 +107,27 @@ def _partner_item(write: PartnerWrite, split: bool) -> Inlines:
         "must keep them together. Observed with ", Code("-f '%s'" % write.filter), " (one ",
         Code(write.main_type), " kernel, none of its partners): ", Code("-l"), " lists %s, "
         "and write mode (" % plural(write.listed, "kernel"), Code("-o"), ") "]
-    if write.error:
-        return item + [Strong("fails"), ": ", Code(error_text(write.error)), "."]
-    if write.unresolved:
-        return item + ["writes a dispatch file that instantiates %s it does not generate: "
-                       % plural(write.unresolved, "kernel specialisation"),
-                       Strong("the build fails to link"), ", and generate.py does not say so."]
-    return item + ["writes it, and its dispatch file links."]
+    item += _written_outcome(write.error, write.unresolved) + ["."]
+    if not write.subsets:
+        return item
+    item += [" The dispatch calls of that kernel name %d partner kernels, and every call is "
+             "compiled, whichever one runs: a filter must keep all of them. Observed with the "
+             "same kernel and one of them only: " % len(write.subsets)]
+    runs: List[Inlines] = [[Code("-f '%s'" % s.filter), " (keeps ", Code(s.kept), "): write mode ",
+                            *_written_outcome(s.error, s.unresolved)] for s in write.subsets]
+    item += join(runs, "; ")
+    return item + ["."]
+
+
+def _written_outcome(error: str, unresolved: int) -> Inlines:
+    """What one write-mode run did: failed, wrote a file that does not link, or linked."""
+    if error:
+        return [Strong("fails"), ": ", Code(error_text(error))]
+    if unresolved:
+        return ["writes a dispatch file that instantiates %s it does not generate: "
+                % plural(unresolved, "kernel specialisation"),
+                Strong("the build fails to link"), ", and generate.py does not say so"]
+    return ["writes it, and its dispatch file links"]
 
 
 def _targets_item(listings: List[TargetListing]) -> Inlines:
@@ -126,24 +141,34 @@ def _targets_item(listings: List[TargetListing]) -> Inlines:
         item = [Code("-f"), " cannot choose an architecture (the kernel names do not say it); ",
                 Code("--targets"), " does"]
     item.append(" (counted in generate.py's listings): ")
-    parts: List[Inlines] = []
-    for listing in listings:
-        head: Inlines = (["this guide's listing (", Code("--targets %s" % listing.targets), ")"]
-                         if listing.default else [Code("--targets %s" % listing.targets)])
-        with_suffix = [(s, n) for s, n in listing.by_suffix.items() if s]
-        if listing.count and with_suffix:
-            counted: Inlines = join([[str(n), " ", Code(s)] for s, n in with_suffix], " and ")
-            parts.append(head + [": "] + counted + [" kernels"])
-        else:
-            parts.append(head + [": "] + ([Strong("0")] if not listing.count
-                                          else [str(listing.count)]) + [" kernels"])
-    item += join(parts, "; ") + ["."]
-    empty = [t.targets for t in listings if not t.count and not t.default]
+    single = [t for t in listings if not t.mixed]
+    item += join([_listed(t) for t in single], "; ") + ["."]
+    empty = [t.targets for t in single if not t.count and not t.default]
     if empty:
         named = codes(empty[:-1]) + ([" or "] if len(empty) > 1 else [])
         item += [" With ", Code("--targets"), " ", *named, Code(empty[-1]),
                  ", this codegen generates no kernel of this API."]
+    mixed = [t for t in listings if t.mixed]
+    if mixed:
+        item += [" Each added to this guide's targets: "] + join([_listed(t) for t in mixed],
+                                                               "; ")
+        if not any(t.count for t in mixed) and any(t.count for t in single if t.default):
+            item += [": a list of targets that names one of them gets ", Strong("no"),
+                     " kernel of this API, not even for this guide's targets"]
+        item.append(".")
     return item
+
+
+def _listed(listing: TargetListing) -> Inlines:
+    """``--targets X``: its kernels per arch suffix, or **0** kernels."""
+    head: Inlines = (["this guide's listing (", Code("--targets %s" % listing.targets), ")"]
+                     if listing.default else [Code("--targets %s" % listing.targets)])
+    with_suffix = [(s, n) for s, n in listing.by_suffix.items() if s]
+    if listing.count and with_suffix:
+        return head + [": "] + join([[str(n), " ", Code(s)] for s, n in with_suffix],
+                                    " and ") + [" kernels"]
+    return head + [": "] + ([Strong("0")] if not listing.count else [str(listing.count)]) \
+        + [" kernels"]
 
 
 def follower_tokens_note(spec: FilterSpec, kernel_type: str, label: str) -> List[Block]:
@@ -157,6 +182,41 @@ def follower_tokens_note(spec: FilterSpec, kernel_type: str, label: str) -> List
                   "generated with another kernel, whose name ", Code("-f"), " tests instead "
                   "(see the filter mechanism); a pattern that requires it selects none of "
                   "them."])]
+
+
+def compiled_together_note(data: GuideData, class_name: str, index: int) -> List[Block]:
+    """Under a segment of the field reference: its tokens that one main kernel's dispatch
+    calls name together (a condition picks one per call; all are compiled)."""
+    together = (data.dispatch_reading or {}).get("together") or []
+    if not together or data.token_dispatch is None:
+        return []
+    groups = data.token_dispatch.groups
+    token_of = {f: token for token, found in groups.get((class_name, index), {}).items()
+                for group in found for f in group.files}
+    tokens: Dict[Tuple[str, ...], None] = {}  # the tokens of each group, once
+    mains = 0
+    main_type = ""
+    for entry in together:
+        named = {token_of.get(f) for f in entry["files"]}
+        if None in named or len(named) < 2:
+            continue
+        tokens[tuple(sorted(t for t in named if t is not None))] = None
+        mains += entry["mains"]
+        main_type = main_type or next((c for (c, _), found in groups.items() for group in
+                                       (g for gs in found.values() for g in gs)
+                                       if entry["main"] in group.files), "")
+    if not mains:
+        return []
+    main: Inlines = [Code(main_type), " "] if main_type else []
+    return [Para([Strong("Kept together:"), " the dispatch calls of each of %d " % mains,
+                  *main, "kernels name several of "
+                  "these kernels that differ here (", *join(
+                      [join([token_cell(t) for t in group], " and ") for group in tokens],
+                      ", or "),
+                  "). A condition "
+                  "picks one per call, yet every call is compiled: a set that keeps such a "
+                  "kernel must keep all of them, or it does not link (see the filter "
+                  "mechanism)."])]
 
 
 def _empty_filter_item(spec: FilterSpec) -> Inlines:
