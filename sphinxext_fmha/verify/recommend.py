@@ -172,10 +172,12 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
                                         if k.file in full_never and k.file not in union)
         result.never_run_selected = len(selected)
         # the set's own dispatch may run them: the dropped kernels that took their calls
-        # in the full build are gone (the name reason is said of the others only)
+        # in the full build are gone (the name reason is said of the others only); read
+        # from the file the driver wrote, else from the full file without the dropped leaves
         view = dispatch.view(union)
-        idle = dispatch.runs_nothing(view, selected)
-        reached = set(selected) - set(idle)
+        reached = set(selected) & set(result.reached_only_in_set) if result.write_verified \
+            else set(selected) - set(dispatch.runs_nothing(view, selected))
+        idle = [f for f in selected if f not in reached]
         result.never_run_reached = len(reached)
         result.never_run_needed = sum(1 for f in reached
                                       if dispatch.loses(f, view, dispatch.view(union - {f})))
