@@ -20,9 +20,13 @@ def test_the_outcomes_in_one_sentence_each():
     assert _words({"kernels": 1158, "no_kernel": 1158, "calls": [
         "bias_type == bias_enum::alibi"]}) == \
         "Calls with bias_type == bias_enum::alibi find no kernel (1158 kernels not generated)."
-    assert _words({"kernels": 4, "served": 4, "served_by": ["_psskddv"]}) == \
+    assert _words({"kernels": 4, "served": 4, "served_by": [["_psskddv"]]}) == \
         "Calls these kernels served run the kept _psskddv variant instead (4 kernels not " \
         "generated)."
+    assert _words({"kernels": 4, "served": 4, "served_by": [["_psddv", "_qr_async"],
+                                                           ["_psskddv", "_qr_async"]]}) == \
+        "Calls these kernels served run the kept variants _psddv, _qr_async; _psskddv, " \
+        "_qr_async instead (4 kernels not generated)."
     assert _words({"kernels": 10, "no_kernel": 6, "served": 4, "calls": ["has_lse"]}) == \
         "Some calls with has_lse find no kernel (10 kernels not generated)."
     assert _words({"kernels": 64, "never": 64}) == \
@@ -42,7 +46,7 @@ def test_never_more_than_thirty_words():
     for count in range(1, len(kinds) + 1):
         for chosen in itertools.combinations(kinds, count):
             facts = dict({kind: 3 for kind in chosen}, kernels=99, calls=long_terms,
-                         served_by=["_a", "_b", "_c", "_d", "_e", "_f"],
+                         served_by=[["_a", "_b", "_c", "_d", "_e"], ["_f"], ["_g"], ["_h"]],
                          elsewhere=["_x%d" % n for n in range(9)])
             sentence = _words(facts)
             assert len(sentence.split()) <= 30, sentence

@@ -19,7 +19,9 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from sphinxext_fmha.render.sections.loss_words import loss_sentences
+from sphinxext_fmha.render.ir import Para, text_of
+from sphinxext_fmha.render.sections.loss_words import loss_lead, loss_sentences, served_by
+from sphinxext_fmha.render.sections.recommendation import recommendation_sections
 from sphinxext_fmha.session import Session
 
 from helpers import synthetic
@@ -74,16 +76,80 @@ def mutant_module() -> str:
                   "def is_v3(k) -> bool:\n    return k.F_pipeline.F_trload == 't'", text)
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("complement") / "ck"
+_ARCHES = ("gfx950", "gfx9")
+#: newest fwd's gfx950 shape: every kernel has a twin per arch whose name differs only in
+#: the arch suffix; gfx950 alone has the transposed loads, which check no seqlen_q and are
+#: tried first in one function (v2), so they shadow its own d128 ``_ntrload`` kernels
+_ARCH_EDITS = [
+    ("    for (spad, dpad), bias, mask, lse, trload in itertools.product([('f', 'f'), ('f', 't'), "
+     "('t', 't')], BIAS_MAP.keys(),\n",
+     "    for trload, (spad, dpad), bias, mask, lse in itertools.product(['t', 'f'], [('f', 'f'), "
+     "('f', 't'), ('t', 't')], BIAS_MAP.keys(),\n"),
+    ("get_mask_map(mask_impl).keys(), ['t', 'f'], ['t', 'f']):",
+     "get_mask_map(mask_impl).keys(), ['t', 'f']):"),
+    ("    def scheck(self) -> str:\n",
+     "    def scheck(self) -> str:\n        if self.F_pipeline.F_trload == 't': return 'true'\n"),
+    ("    mask_impl  : str  # simplified/generic\n",
+     "    mask_impl  : str  # simplified/generic\n    F_arch     : str = 'gfx9'\n"),
+    ('        return self.name + ".cpp"', '        return self.name + "_" + self.F_arch + ".cpp"'),
+    ("{F_lse}, {F_trload}>;\n\ntemplate", "{F_lse}, {F_trload}, tile::{F_arch}_t>;\n\ntemplate"),
+    ("            F_lse       = BOOL_MAP[self.F_pipeline.F_lse])",
+     "            F_lse       = BOOL_MAP[self.F_pipeline.F_lse],\n            F_arch      = self.F_arch)"),
+    ("{F_lse}, {F_trload}>;\n                return",
+     "{F_lse}, {F_trload}, tile::{F_arch}_t>;\n                return"),
+    ("                        F_bn0=k.F_tile.F_bn0)",
+     "                        F_bn0=k.F_tile.F_bn0, F_arch=k.F_arch)"),
+    ("    def render(self, func_name, accept) -> str:\n        per_dtypes = str()",
+     "    def render(self, func_name, accept) -> str:\n"
+     "        body = '    const std::string device_name = tile::get_device_name();\\n'\n"
+     "        for n, arch in enumerate(%r):\n"
+     "            inner = self.per_arch(lambda k, a=arch: accept(k) and k.F_arch == a)\n"
+     "            body += '    %%s (device_name.compare(0, %%d, \"%%s\") == 0) {\\n%%s\\n    }\\n' %% (\n"
+     "                'if' if n == 0 else 'else if', len(arch), arch, inner)\n"
+     "        return TOY_API_HEADER.replace('float fmha_toy(', 'static float ' + func_name + '(')"
+     ".format(F_dispatch=body)\n\n"
+     "    def per_arch(self, accept) -> str:\n        per_dtypes = str()" % (_ARCHES,)),
+    ("        return TOY_API_HEADER.replace('float fmha_toy(', 'static float ' + func_name + '(')"
+     ".format(F_dispatch=per_dtypes)\n\n\ndef get_hdim",
+     "        return per_dtypes\n\n\ndef get_hdim"),
+    ("            for tile, pipeline in itertools.product(tiles, get_pipelines(dtype, hdim, receipt, "
+     "mask_impl)):\n",
+     "            for tile, pipeline, arch in itertools.product(tiles, get_pipelines(dtype, hdim, "
+     "receipt, mask_impl), %r):\n"
+     "                if arch != 'gfx950' and pipeline.F_trload == 't':\n"
+     "                    continue\n" % (_ARCHES,)),
+    ("                              F_pipeline=pipeline, mask_impl=mask_impl)\n",
+     "                              F_pipeline=pipeline, mask_impl=mask_impl, F_arch=arch)\n"),
+]
+
+
+def arch_module() -> str:
+    text = mutant_module()
+    for old, new in _ARCH_EDITS:
+        assert old in text, old
+        text = text.replace(old, new)
+    return re.sub(r"def is_v3\(k\) -> bool:\n    return [^\n]*",
+                  "def is_v3(k) -> bool:\n    return False", text)
+
+
+def _tree(root: Path, module: str) -> Path:
     files = synthetic.tree_files("base")
-    files["example/ck_tile/01_fmha/codegen/ops/fmha_toy.py"] = mutant_module()
+    files["example/ck_tile/01_fmha/codegen/ops/fmha_toy.py"] = module
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    return _tree(tmp_path_factory.mktemp("complement") / "ck", mutant_module())
+
+
+@pytest.fixture(scope="module")
+def arch_tree(tmp_path_factory) -> Path:
+    return _tree(tmp_path_factory.mktemp("arch") / "ck", arch_module())
 
 
 def written(root: Path, out: Path, *patterns: str) -> Tuple[str, Dict[str, str]]:
@@ -252,8 +318,7 @@ def test_the_guide_says_the_emptied_entry_and_no_never_run_kernel_is_kept(tree, 
     session = Session(tree, cache_dir=tmp_path / "cache")
     sections = ["fields", "minimal", "losses"]
     text = guide_markdown(collect_guide(session, "toy", sections=sections), sections)
-    assert "The set keeps no kernel of `fmha_toy_v3`: the calls it ran now run the kernels " \
-           "of `fmha_toy_v2`." in text
+    assert "The set keeps no kernel of `fmha_toy_v3`: its calls go on to `fmha_toy_v2`" in text
     assert "served inputs" not in text and "problem class" not in text
     assert not re.search(r"\b1 are\b", text)
     # each head-dim token serves the calls of its bucket: the API file bounds hdim_q by
@@ -264,3 +329,107 @@ def test_the_guide_says_the_emptied_entry_and_no_never_run_kernel_is_kept(tree, 
     for bound in bounds:
         row = next(line for line in text.splitlines() if line.startswith("| `_d%d` |" % bound))
         assert "| %dxany |" % bound in row
+
+
+#: CALLS with an elementwise bias too (only some trload kernels have one)
+BIASED = CALLS + [dict(c, bias_type="bias_enum::elementwise_bias") for c in CALLS]
+
+
+def test_the_emptied_entry_says_how_many_of_its_kernels_calls_find_none(tree, tmp_path):
+    """Audit r7 fwd F6: v3's calls fall through to v2, but v2 has no kernel for those
+    with a bias, so the entry does not say they all run v2's kernels; it counts the v3
+    kernels some of whose calls now find none (the oracle runs the grid through both
+    files)."""
+    session = Session(tree, cache_dir=tmp_path / "cache")
+    rec = session.recommend("toy")
+    full_api, full_traits = written(tree, tmp_path / "full")
+    set_api, set_traits = written(tree, tmp_path / "set", *[run.filter for run in rec.runs])
+    ran, lost = set(), set()
+    for call in BIASED:
+        found = run_block(functions(full_api)["fmha_toy_v3"], call) \
+            if call["max_seqlen_q"] > 1 else None
+        if found is not None:
+            ran.add(full_traits[found])
+            if simulate(set_api, set_traits, call) is None:
+                lost.add(full_traits[found])
+    assert 0 < len(lost) < len(ran)
+    sections = recommendation_sections(rec)
+    text = "\n".join(text_of(block.inlines) for section in sections for block in section.blocks
+                     if isinstance(block, Para))
+    said = re.search(r"The set keeps no kernel of fmha_toy_v3: its calls go on to fmha_toy_v2, "
+                     r"which runs those it has a kernel for\. Of the (\d+) kernels fmha_toy_v3 "
+                     r"ran, (\d+) ran calls that now find no kernel", text)
+    assert said and (int(said.group(1)), int(said.group(2))) == (len(ran), len(lost))
+    assert "now run the kernels of" not in text
+
+
+ARCH_CALLS = [dict(call, device_name=device) for call in BIASED for device in ("gfx950", "gfx942")]
+
+
+def _pad(name: str) -> str:
+    return re.search(r"_(?:npad|pd|psd)(?=_|,|$)", name).group()
+
+
+def test_a_loss_names_every_kept_variant_that_runs_its_calls(arch_tree, tmp_path):
+    """Audit r7 fwd F2: the dropped ``_trload`` kernels check no seqlen_q; in the set their
+    calls run the ``_pd`` or the ``_psd`` kernel, as seqlen_q decides: the loss names
+    both, not the first stand-in alone (the oracle runs the grid through both files)."""
+    session = Session(arch_tree, cache_dir=tmp_path / "cache")
+    rec = session.recommend("toy")
+    full_api, full_traits = written(arch_tree, tmp_path / "full")
+    set_api, set_traits = written(arch_tree, tmp_path / "set", *[run.filter for run in rec.runs])
+    pads = {}  # dropped trload kernel -> the pads of the kernels its calls run now
+    for call in ARCH_CALLS:
+        ran = simulate(full_api, full_traits, call)
+        now = simulate(set_api, set_traits, call)
+        if ran and ran.endswith("_trload_gfx950.cpp") and ran not in set_traits.values() and now:
+            pads.setdefault(ran, set()).add(_pad(now))
+    assert pads and all(len(found) == 2 for found in pads.values())
+    decision = next(d for d in rec.decisions if d.segment == "trload")
+    said = loss_sentences(decision)["_trload"]
+    named = {next(iter(re.findall(r"_(?:npad|pd|psd)(?=_|,|$)", variant)), None)
+             for variant in re.findall(r"the kept (_[\w, ]+?) variant", said)}
+    own = {_pad(name) for name in pads}
+    # a variant that names no pad has the dropped kernel's own
+    assert set().union(*pads.values()) == \
+        {p for p in named if p is not None} | (own if None in named else set()), said
+    lead = text_of(loss_lead(dict(decision.loss_facts["_trload"],
+                                  served_by=served_by(decision.loss_parts["_trload"]))))
+    assert all(p in lead for p in set().union(*pads.values()) - own), lead
+
+
+def test_never_run_kernels_the_set_runs_are_said_to_be_needed(arch_tree, tmp_path):
+    """Audit r7 fwd F1: gfx950's d128 ``_ntrload`` kernels never run in the full build
+    (the ``_trload`` ones are tried first). They come with their gfx9 twins, and where
+    the set drops the ``_trload`` ones its own dispatch file runs them: the guide says
+    how many it runs and that without any one of them some calls find no kernel, not
+    only that their names equal kept ones' but for the arch suffix (the oracle runs the
+    grid through both files, and through the set's without each one)."""
+    session = Session(arch_tree, cache_dir=tmp_path / "cache")
+    rec = session.recommend("toy")
+    full_api, full_traits = written(arch_tree, tmp_path / "full")
+    set_api, set_traits = written(arch_tree, tmp_path / "set", *[run.filter for run in rec.runs])
+    run_full = {simulate(full_api, full_traits, call) for call in ARCH_CALLS}
+    now = {index: simulate(set_api, set_traits, call) for index, call in enumerate(ARCH_CALLS)}
+    selected = sorted(set(set_traits.values()) - run_full)
+    reached = [name for name in selected if name in now.values()]
+    assert reached and all(name.endswith("_ntrload_gfx950.cpp") for name in reached)
+    for name in reached:
+        without = {t: f for t, f in set_traits.items() if f != name}
+        api = _without(set_api, name, set_traits)
+        assert any(simulate(api, without, ARCH_CALLS[i]) is None
+                   for i, ran in now.items() if ran == name), name
+    text = "\n".join(text_of(block.inlines) for section in recommendation_sections(rec)
+                     for block in section.blocks if isinstance(block, Para))
+    said = re.search(r"the commands still select (\d+)[^.]*\. The set's own dispatch file runs "
+                     r"(all|\d+) of them: calls that dropped kernels ran in the full build reach "
+                     r"them there; without any one of them, some of those calls find no kernel\.",
+                     text)
+    assert said and int(said.group(1)) == len(selected), text
+    assert said.group(2) == ("all" if len(reached) == len(selected) else str(len(reached)))
+    # the others: named as kernels the set runs but for the arch suffix, and said so
+    idle = [name for name in selected if name not in reached]
+    runs = {re.sub(r"_gfx\w+\.cpp$", "", name) for name in now.values() if name}
+    assert idle and all(re.sub(r"_gfx\w+\.cpp$", "", name) in runs for name in idle)
+    assert "The set does not run the other %d either: their names equal kept kernels' but " \
+           "for the arch suffix, which -f patterns are not matched against." % len(idle) in text

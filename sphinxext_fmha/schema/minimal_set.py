@@ -45,8 +45,9 @@ class Decision:
     #: ``{token: parts}`` each sentence of :attr:`losses` says: ``kernels`` (said under this
     #: token), ``more`` and ``elsewhere`` (the others, said under those dropped values),
     #: ``clauses`` (``[{"kind": unread, no_kernel, partly, served or never, "count",
-    #: "stand_in": the kept tokens taking the calls, "only": under which terms, "terms": the
-    #: calls no kept kernel takes, "why": why never launched}]``); a follower's:
+    #: "stand_ins": the kept variants taking the calls, each by its tokens, "only": under
+    #: which terms, "terms": the calls no kept kernel takes, "why": why never launched}]``);
+    #: a follower's:
     #: ``follows``, ``of`` and ``kept_with`` (a partial keep's values).
     loss_parts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     #: Tokens kept only with some values of other segments (the nearest variant where a
@@ -60,9 +61,9 @@ class Decision:
     #: variant takes them), ``partly`` (some), ``unsettled`` (may), ``unread`` (conditions
     #: not read), ``never`` (never launched); ``calls`` (the dispatch terms all of them and
     #: no kept kernel of the sub-type are reached under: what a call losing them asks
-    #: for), ``served_by`` (the kept tokens taking their inputs), ``follows`` (a
-    #: follower's main sub-type), ``elsewhere`` (the dropped values they are said under
-    #: instead), ``not_needed`` (a value the workload does not name).
+    #: for), ``served_by`` (the kept variants taking their inputs, each by its tokens),
+    #: ``follows`` (a follower's main sub-type), ``elsewhere`` (the dropped values they are
+    #: said under instead), ``not_needed`` (a value the workload does not name).
     loss_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
@@ -212,11 +213,21 @@ class Recommendation:
     #: the functions whose kernels now take their calls (``fmha_fwd_v3`` ->
     #: ``["fmha_fwd_v2"]``; empty: the calls find no kernel).
     emptied: Dict[str, List[str]] = field(default_factory=dict)
+    #: Each function of :attr:`emptied` -> [how many of the kernels it ran ran calls that
+    #: run no kernel in the set (the functions that take its calls have none for them),
+    #: how many kernels it ran].
+    emptied_lost: Dict[str, List[int]] = field(default_factory=dict)
     #: Of the kernels the full API never runs, how many the commands leave out ...
     never_run_left_out: int = 0
     #: ... and how many they select all the same (``-f`` cannot tell them apart) ...
     never_run_selected: int = 0
-    #: ... of which the names of how many equal kept kernels' but for the arch suffix.
+    #: ... of which how many the set's own dispatch file runs (calls the dropped kernels
+    #: ran in the full build reach them) ...
+    never_run_reached: int = 0
+    #: ... and of those, how many ran calls that, without that one kernel, the set's
+    #: dispatch would run no kernel for; of the others (the set runs them neither), the
+    #: names of how many equal kept kernels' but for the arch suffix.
+    never_run_needed: int = 0
     never_run_namesakes: int = 0
     #: The tiles per problem (architecture, data type, head dim), with the kernels the
     #: set keeps of each (``TileUse.kept``).

@@ -164,13 +164,15 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
             groups[((), (), _LOST)] += 1
             orphans.append(kernel)
             continue
-        # (a leaf launches partners too: the stand-in is the kernel of this sub-type)
-        other = next((by_file[s] for s in fate.stand_ins if s in by_file
-                      and by_file[s].kernel_type == kernel.kernel_type), None)
-        # a stand-in is named by its token here, then every other it differs in but tiles
-        named: Tuple[str, ...] = (fate.stand_ins[0],) if other is None else (
-            other.tokens[index], *(c for i, (c, t) in enumerate(zip(other.tokens, kernel.tokens))
-                                   if c != t and i != index and i not in tiles))
+        # (a leaf launches partners too: the stand-ins are the kernels of this sub-type)
+        others = [by_file[s] for s in fate.stand_ins if s in by_file
+                  and by_file[s].kernel_type == kernel.kernel_type]
+        # each stand-in is named by its token here, then every other it differs in but
+        # tiles; every one is said (each runs some of the calls)
+        named = tuple(dict.fromkeys(
+            (other.tokens[index], *(c for i, (c, t) in enumerate(zip(other.tokens, kernel.tokens))
+                                    if c != t and i != index and i not in tiles))
+            for other in others)) or ((fate.stand_ins[0],),)
         groups[(named, fate.only_when if fate.lost else (), _LOST if fate.lost else ())] += 1
     clauses: List[Dict[str, object]] = []
     for (stand_in, only, lost), count in groups.items():
@@ -179,7 +181,7 @@ def _clauses(alone: Sequence[Kernel], total: int, index: int, tiles: AbstractSet
         said[kind] += count
         clause: Dict[str, object] = {"kind": kind, "count": count}
         if kind in ("served", "partly"):
-            clause.update(stand_in=list(stand_in), only=list(only))
+            clause.update(stand_ins=[list(variant) for variant in stand_in], only=list(only))
         elif kind == "no_kernel":
             clause["terms"] = _own_terms(orphans, index, conditions)
         clauses.append(clause)

@@ -195,11 +195,22 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
     if dispatch is not None:  # what the commands do with the kernels the full API never runs
         result.emptied = _emptied(dispatch, union)
+        result.emptied_lost = _emptied_lost(dispatch, union, result.emptied)
         selected = {f: True for f in union if f in full_never}
         result.never_run_left_out = sum(1 for k in scope
                                         if k.file in full_never and k.file not in union)
         result.never_run_selected = len(selected)
-        result.never_run_namesakes = len(arch_namesakes(model, union, selected))
+        # the set's own dispatch may run them: the dropped kernels that took their calls
+        # in the full build are gone (the name reason is said of the others only); read
+        # from the file the driver wrote, else from the full file without the dropped leaves
+        view = dispatch.view(union)
+        reached = set(selected) & set(result.reached_only_in_set) if result.write_verified \
+            else set(selected) - set(dispatch.runs_nothing(view, selected))
+        idle = [f for f in selected if f not in reached]
+        result.never_run_reached = len(reached)
+        result.never_run_needed = sum(1 for f in reached
+                                      if dispatch.loses(f, view, dispatch.view(union - {f})))
+        result.never_run_namesakes = len(arch_namesakes(model, union, dict.fromkeys(idle)))
     chosen = [d for d in result.decisions if d.category != "needed"]
     if not inputs.brief:
         fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \
@@ -341,6 +352,21 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
     except Exception as error:  # noqa: BLE001 - reported; the set still stands
         result.note_facts.insert(position, Note("conditions_unread",
                                                 {"error": str(error).splitlines()[0]}))
+
+
+def _emptied_lost(dispatch: SetDispatch, union: Set[str], emptied: Mapping[str, object]
+                  ) -> Dict[str, List[int]]:
+    """Each emptied function -> [how many of the kernels it ran ran calls that run no
+    kernel in the set, how many it ran]."""
+    routes, after = dispatch.routes, dispatch.view(union)
+    found: Dict[str, List[int]] = {}
+    for function in emptied:
+        ran = [name for name, orders in sorted(dispatch.leaves_of.items())
+               if any(routes.tree.leaves[o].function == function
+                      and routes.full.leaf_way(o) is not None for o in orders)]
+        found[function] = [sum(1 for name in ran if dispatch.loses(name, routes.full, after)),
+                           len(ran)]
+    return found
 
 
 def _emptied(dispatch: SetDispatch, union: Set[str]) -> Dict[str, List[str]]:

@@ -19,7 +19,8 @@ from ..schema.token_dispatch import Condition
 class Fate:
     """What becomes of the calls a dropped kernel ran: ``never``, why the full API never
     runs it; else ``stand_ins``, the kept kernels that now run some of them; ``lost``:
-    some now run no kernel; ``only_when``: the first stand-in's terms they do not all meet."""
+    some now run no kernel; ``only_when``: the terms every stand-in has that they do not
+    all meet."""
 
     never: Tuple[Dict[str, Any], ...] = ()
     stand_ins: Tuple[str, ...] = ()
@@ -108,9 +109,15 @@ class SetDispatch:
                         stand_ins[other] = their
                 lost = lost or theory.satisfiable(
                     [*way.nodes, theory.negate(after.runs_some(way))], way.domain)
-            found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=self._narrowing(
-                ways, next(iter(stand_ins))) if lost and stand_ins else ())
+            found[name] = Fate(stand_ins=tuple(stand_ins), lost=lost, only_when=self._narrowed(
+                ways, list(stand_ins)) if lost else ())
         return found
+
+    def _narrowed(self, ways: List[Way], stand_ins: List[str]) -> Tuple[Condition, ...]:
+        """The terms of :meth:`_narrowing` every stand-in has: a call served by any of
+        them meets these (the first's order)."""
+        each = [self._narrowing(ways, stand_in) for stand_in in stand_ins]
+        return tuple(t for t in each[0] if all(t in other for other in each[1:])) if each else ()
 
     def _narrowing(self, ways: List[Way], stand_in: str) -> Tuple[Condition, ...]:
         """The terms every leaf of ``stand_in`` has that some call of ``ways`` fails (a

@@ -26,6 +26,20 @@ def _tokens(tokens: Sequence[str]) -> Inlines:
     return out + ([" and %d more" % (len(tokens) - _MOST_TOKENS)] if len(tokens) > _MOST_TOKENS else [])
 
 
+def _variants(variants: Sequence[Sequence[str]]) -> Inlines:
+    """Kept variants, each by its tokens: one as ``the kept `a`, `b` variant``, several
+    as ``the kept variants `a`, `b`; `c``` (a semicolon between two)."""
+    if len(variants) == 1:
+        return ["the kept "] + _tokens(variants[0]) + [" variant"]
+    out = ["the kept variants "] + join([_tokens(v) for v in variants[:_MOST_VARIANTS]], "; ")
+    more = len(variants) - _MOST_VARIANTS
+    return out + (["; and %d more" % more] if more > 0 else [])
+
+
+#: Kept variants a first sentence names at most (the rest are counted).
+_MOST_VARIANTS = 3
+
+
 def _kernels(count: int) -> str:
     return "%d kernel%s not generated" % (count, "" if count == 1 else "s")
 
@@ -66,8 +80,8 @@ def _sentence(facts: Dict[str, Any], calls: List[Any]) -> Inlines:
     if lost or partly:
         return ["Some " + text_of(who[:1]).lower()] + who[1:] + [" find no kernel" + tail]
     if served:
-        return who + [" run the kept "] + _tokens(facts.get("served_by") or []) + \
-            [" variant instead" + tail]
+        return who + [" run "] + _variants(facts.get("served_by") or [[]]) + \
+            [" instead" + tail]
     if unsettled:
         return ["Whether " + text_of(who[:1]).lower()] + who[1:] + \
             [" still find a kernel is not established" + tail]
@@ -122,17 +136,20 @@ def _clause(clause: Mapping[str, Any]) -> str:
     if kind == "never":
         return "{are} never launched by the API (%s): no call loses them" % never_run_text(
             clause["why"])
-    kept = token_list(clause["stand_in"])
+    # several stand-ins: each takes some of the calls (the dispatch decides which)
+    kept = " variant and the kept ".join(map(token_list, clause["stand_ins"])) + " variant" + (
+        " (each for some of their calls)" if len(clause["stand_ins"]) > 1 else "")
     if kind == "partly" and clause["only"]:
-        return ("{are} served by the kept %s variant only when %s; their other calls find no "
+        return ("{are} served by the kept %s only when %s; their other calls find no "
                 "kernel" % (kept, " and ".join(clause["only"])))
     if kind == "partly":
-        return ("{are} served by the kept %s variant for some of their calls; the others "
+        return ("{are} served by the kept %s for some of their calls; the others "
                 "find no kernel" % kept)
-    return "{are} served by the kept %s variant" % kept
+    return "{are} served by the kept %s" % kept
 
 
 _NUMBER = re.compile(r"\d+")
+_VARIANT_SEP = "\x1f"  # between a stand-in's tokens in a clause's key
 #: a clause's kind -> (its stand-in, whether some calls find no kernel) in the key
 _KEYS: Dict[str, Tuple[Any, Tuple[str, ...]]] = {
     "unread": (("?",), ()), "no_kernel": ((), ("lost",)), "partly": (None, ("lost",)),
@@ -148,8 +165,9 @@ def _merged(clauses: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         if clause["kind"] == "never":
             continue
         stand_in, lost = _KEYS[clause["kind"]]
+        # (a stand-in as one text: its numbers merge as a term's do)
         key: Tuple[Tuple[str, ...], ...] = (
-            tuple(clause["stand_in"]) if stand_in is None else stand_in,
+            tuple(map(_VARIANT_SEP.join, clause["stand_ins"])) if stand_in is None else stand_in,
             tuple(map(condition_words, clause["only"] if lost and stand_in is None else ())), lost)
         shape = tuple(tuple(_NUMBER.sub("#", t) for t in part) for part in key)
         merged.setdefault(shape, []).append((key, clause))
@@ -161,7 +179,8 @@ def _merged(clauses: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                               for position, template in enumerate(part))
                         for index, part in enumerate(shape))
         out.append((key, dict(members[0][1], count=sum(c["count"] for _, c in members),
-                               stand_in=list(key[0]), only=list(key[1]))))
+                               stand_ins=[v.split(_VARIANT_SEP) for v in key[0]],
+                               only=list(key[1]))))
     return [clause for _, clause in sorted(out, key=lambda kv: (-kv[1]["count"], kv[0]))] + \
         [clause for clause in clauses if clause["kind"] == "never"]
 
@@ -173,11 +192,13 @@ def _numbers_listed(template: str, texts: List[str]) -> str:
                                for slot, piece in enumerate(pieces[1:]))
 
 
-def served_by(parts: Mapping[str, Any]) -> List[str]:
-    """The kept tokens that take the inputs of a loss's kernels (its first sentence)."""
-    return list(dict.fromkeys(token for clause in _merged(parts.get("clauses", []))
-                              if clause["kind"] in ("served", "partly")
-                              for token in clause["stand_in"]))
+def served_by(parts: Mapping[str, Any]) -> List[List[str]]:
+    """The kept variants (each by its tokens) that take the inputs of a loss's kernels
+    (its first sentence)."""
+    found = dict.fromkeys(tuple(variant) for clause in _merged(parts.get("clauses", []))
+                          if clause["kind"] in ("served", "partly")
+                          for variant in clause["stand_ins"])
+    return [list(variant) for variant in found]
 
 
 def fill_words(recommendation: Recommendation) -> None:

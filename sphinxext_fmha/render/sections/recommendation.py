@@ -40,16 +40,32 @@ NO_SET = "No set to generate: no kernel has the workload's values together."
 
 def _never_run_blocks(rec: Recommendation) -> List[Block]:
     """What the set does with the kernels the full API never runs (dropping them loses
-    no call): left out, or selected all the same where ``-f`` cannot leave them out."""
+    no call): left out, or selected all the same; of those, the ones the set's own
+    dispatch runs (calls of dropped kernels reach them) are said apart from the others
+    (``-f`` cannot leave out a kernel named as a kept one but for the arch suffix)."""
     left, selected = rec.never_run_left_out, rec.never_run_selected
     if not selected:
         return [Para(["The %d kernels the full API never runs (listed under Dispatch) are "
                       "left out: dropping them loses no call." % left])] if left else []
+    reached, needed = rec.never_run_reached, rec.never_run_needed
+    idle = selected - reached
+    # (the name reason only for those the set does not run either: the others it needs)
     why = (": their names equal kept kernels' but for the arch suffix, which -f patterns "
-           "are not matched against" if rec.never_run_namesakes == selected else "")
-    return [Para(["Of the %d kernels the full API never runs (listed under Dispatch), %d "
-                  "are left out (dropping them loses no call); the commands still select "
-                  "%d%s." % (left + selected, left, selected, why)])]
+           "are not matched against" if rec.never_run_namesakes == idle else "")
+    text = "Of the %d kernels the full API never runs (listed under Dispatch), %d are left " \
+        "out (dropping them loses no call); the commands still select %d" % (
+            left + selected, left, selected)
+    if not reached:
+        return [Para([text + why + "."])]
+    # the set's own dispatch runs them: the kernels that took their calls are gone
+    text += ". The set's own dispatch file runs %s: calls that dropped kernels ran in the " \
+        "full build reach them there" % ("all of them" if not idle else "%d of them" % reached)
+    if needed:
+        text += "; without any one of %s, some of those calls find no kernel" % (
+            "them" if needed == reached else "%d of these" % needed)
+    if idle:
+        text += ". The set does not run the other %d either%s" % (idle, why)
+    return [Para([text + "."])]
 
 
 def minimal_section(data: GuideData) -> List[Block]:
@@ -94,8 +110,16 @@ def _emptied_blocks(rec: Recommendation) -> List[Block]:
     """The dispatch functions the set leaves without a kernel, and where their calls go."""
     blocks: List[Block] = []
     for function, instead in sorted(rec.emptied.items()):
+        lost, ran = rec.emptied_lost.get(function) or (0, 0)
         where: Inlines = ["the calls it ran now run the kernels of ", *join(
             [[Code(f)] for f in instead])] if instead else ["the calls it ran find no kernel"]
+        if instead and lost:  # said only where those functions have a kernel for the call
+            where = ["its calls go on to ", *join([[Code(f)] for f in instead]),
+                     ", which run%s those %s a kernel for. Of the %d kernels " % (
+                         "s" if len(instead) == 1 else "", "it has" if len(instead) == 1
+                         else "they have", ran), Code(function),
+                     " ran, %d ran calls that now find no kernel; What you lose says which, "
+                     "per dropped variant" % lost]
         blocks.append(Para(["The set keeps no kernel of ", Code(function), ": ", *where, "."]))
     return blocks
 
