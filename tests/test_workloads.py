@@ -20,7 +20,7 @@ import pytest
 
 from sphinxext_fmha.locate import fmha_dir
 from sphinxext_fmha.render.sections.gloss import gloss_text
-from sphinxext_fmha.render.sections.reasons import set_notes
+from sphinxext_fmha.render.sections.reasons import coupling_sentence, set_notes
 
 from helpers.analysis_fixtures import cached_listing, with_analysis_group
 from helpers.gloss_oracle import check_claims, gloss_claims, gloss_parts
@@ -79,7 +79,8 @@ def test_a_workload_set_has_exactly_the_needed_values(analysis_sessions, analysi
     for prefix in {_prefix(n) for n in union}:
         own = {n for n in full if _prefix(n) == prefix}
         if prefix != main and all(own <= selected for selected in selections):
-            assert any("not filtered by -f" in note for note in set_notes(rec)), prefix
+            said = set_notes(rec) + [coupling_sentence(rec)]  # the coupling says it now
+            assert any("not filtered by -f" in text for text in said), prefix
             continue
         for name in own & union:
             assert _read(_DTYPE, name) in dtype and _read(_HDIM, name) in hdims, name

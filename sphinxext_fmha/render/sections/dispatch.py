@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ...guide_data import GuideData
-from ..ir import Block, BulletList, Code, Inlines, Para, Strong, Table, join
+from ..ir import Block, BulletList, Code, Dropdown, Inlines, Para, Strong, Table, join
 from .cells import FOLD_ITEMS, condition_inlines, fold, plural, token_cell
 from .condition_words import condition_words
 
@@ -207,11 +207,12 @@ def _choices(reading: Mapping[str, Any]) -> List[Block]:
                 [condition_inlines(c["condition"], c["form"]),
                  condition_inlines(c["other"], c["other_form"]) if c["other"] is not None
                  else ["its ", Code("else")], [str(c["count"])]] for c in found]
-            table = Table(header=["Condition", "Other branch", "Launch calls"], rows=rows,
-                          classes=["fmha-choices"], counts_after=None)
-            blocks.extend(fold(["Sub-kernel choices: ", *picks, " (%d condition pairs)"
-                                % len(rows)], [table], len(rows)))
-    return blocks
+            blocks.append(Table(header=["Condition", "Other branch", "Launch calls"], rows=rows,
+                                classes=["fmha-choices"], counts_after=None))
+    # folded: which launched kernel a condition picks matters to few readers
+    conditions = sum(len(found) for found in pairs.values())
+    return [Dropdown(["Sub-kernel choices: conditions that pick one launched kernel and keep "
+                      "the others (%s)" % plural(conditions, "condition")], blocks)] if blocks else []
 
 
 def _kernels(kinds: str) -> str:
