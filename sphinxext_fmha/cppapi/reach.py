@@ -271,24 +271,23 @@ def _sub_kernel_choices(tree: DispatchTree, numbered: _Terms
     traits differ between them are what it chooses, those equal are kept (2024 bwd:
     ``a.seqlen_q % 256 == 0`` keeps the dq_dk_dv kernel and picks the dot_do_o one).
     Also: slot -> the kinds some pair of branches parted there launches differently."""
-    # (function, depth, index, the leaf's other term numbers) -> term text -> its leaves
-    parted: Dict[Tuple[str, int, int, Tuple[int, ...]], Dict[str, List[DispatchLeaf]]] = {}
+    # (a term's slot, the leaf's other term numbers) -> term text -> its leaves
+    parted: Dict[Tuple[str, Tuple[int, ...]], Dict[str, List[DispatchLeaf]]] = {}
     terms = numbered.terms
     for leaf in tree.leaves:
         if len(leaf.trait_args) < 2:
             continue
-        flat = [(depth, index, number) for depth, condition in enumerate(leaf.conditions)
-                if depth not in leaf.compile_time  # (an ``if constexpr`` tests no call)
-                for index, number in enumerate(numbered.of(leaf.function, depth, condition))]
-        numbers = tuple(number for _, _, number in flat)
-        for k, (depth, index, number) in enumerate(flat):
+        numbers = tuple(number for depth, condition in enumerate(leaf.conditions)
+                        if depth not in leaf.compile_time  # (an ``if constexpr`` tests no call)
+                        for number in numbered.of(leaf.function, depth, condition))
+        for k, number in enumerate(numbers):
             if isinstance(terms[number].form, bool):
                 continue
-            key = (leaf.function, depth, index, numbers[:k] + numbers[k + 1:])
+            key = (terms[number].slot, numbers[:k] + numbers[k + 1:])
             parted.setdefault(key, {}).setdefault(terms[number].cpp, []).append(leaf)
     found: Dict[Tuple[str, Optional[str], str, str], Tuple[SubKernelChoice, Set[int]]] = {}
     changes: Dict[str, Set[str]] = {}
-    for (function, depth, index, _), sides in parted.items():
+    for (slot, _), sides in parted.items():
         if len(sides) < 2:
             continue
         texts = list(sides)
@@ -299,7 +298,7 @@ def _sub_kernel_choices(tree: DispatchTree, numbered: _Terms
                 if kinds != [trait_template(arg) for arg in b.trait_args]:
                     continue
                 differ = [x != y for x, y in zip(a.keys, b.keys)]
-                changes.setdefault("%s/%d/%d" % (function, depth, index), set()).update(
+                changes.setdefault(slot, set()).update(
                     k for k, d in zip(kinds, differ) if d)
                 kept = ", ".join(dict.fromkeys(k for k, d in zip(kinds, differ) if not d))
                 chosen = ", ".join(dict.fromkeys(k for k, d in zip(kinds, differ) if d))

@@ -37,8 +37,7 @@ def partner_plan(model: ApiModel, baseline: ParsedListing,
         return None
     filtered = {f: sorted(p for p in coupling.partners[f] if type_of[p] in position)
                 for f in sorted(coupling.partners)}
-    main = min((f for f in filtered if filtered[f]), key=lambda f: -len(filtered[f]),
-               default=None)
+    main = max((f for f in filtered if filtered[f]), key=lambda f: len(filtered[f]), default=None)
     if main is None:
         return None
 
