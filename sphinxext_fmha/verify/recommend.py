@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, 
 
 from ..analysis.filenames import split_filename
 from ..cppapi.link_check import partners
+from ..cppapi.routes import View
 from ..model import ApiModel, Need, Note, Recommendation
 from ..options import Options
 from ..process.runner import ApiFileResult
@@ -194,8 +195,10 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     result.decisions = segment_decisions(model, scope, union, plan, coupling, full_never)
     result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
     if dispatch is not None:  # what the commands do with the kernels the full API never runs
+        # one view of the set's dispatch: its memos (each kernel's ways in) serve every question
+        view = dispatch.view(union)
         result.emptied = _emptied(dispatch, union)
-        result.emptied_lost = _emptied_lost(dispatch, union, result.emptied)
+        result.emptied_lost = _emptied_lost(dispatch, view, result.emptied)
         selected = {f: True for f in union if f in full_never}
         result.never_run_left_out = sum(1 for k in scope
                                         if k.file in full_never and k.file not in union)
@@ -203,7 +206,6 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         # the set's own dispatch may run them: the dropped kernels that took their calls
         # in the full build are gone (the name reason is said of the others only); read
         # from the file the driver wrote, else from the full file without the dropped leaves
-        view = dispatch.view(union)
         reached = set(selected) & set(result.reached_only_in_set) if result.write_verified \
             else set(selected) - set(dispatch.runs_nothing(view, selected))
         idle = [f for f in selected if f not in reached]
@@ -354,11 +356,11 @@ def _read_conditions(inputs: RecommendInputs, result: Recommendation, position: 
                                                 {"error": str(error).splitlines()[0]}))
 
 
-def _emptied_lost(dispatch: SetDispatch, union: Set[str], emptied: Mapping[str, object]
+def _emptied_lost(dispatch: SetDispatch, after: View, emptied: Mapping[str, object]
                   ) -> Dict[str, List[int]]:
     """Each emptied function -> [how many of the kernels it ran ran calls that run no
-    kernel in the set, how many it ran]."""
-    routes, after = dispatch.routes, dispatch.view(union)
+    kernel in the set (``after``: the set's dispatch), how many it ran]."""
+    routes = dispatch.routes
     found: Dict[str, List[int]] = {}
     for function in emptied:
         ran = [name for name, orders in sorted(dispatch.leaves_of.items())
