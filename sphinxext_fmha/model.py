@@ -39,6 +39,7 @@ from .schema.checks import (
     SegmentBreakdown,
     TargetListing,
     TokenCount,
+    UnwrittenMember,
 )
 from .schema.minimal_set import BuildCost, Decision, FilterRun, Need, Note, Recommendation, Workload
 from .schema.tile_model import Factory, TileClass, TileField, TileRow, TileSource, TileTable, TileUse
@@ -49,7 +50,7 @@ __all__ = [
     "TileClass", "Factory", "TileUse", "TileRow", "TileSource", "TileTable", "PatternTrap",
     "FilterPart", "Followers", "FilterSpec", "SkipCondition", "Receipt", "DispatchInfo", "Baseline",
     "GenerateOption", "ApiInfo", "ApiModel", "TokenCount", "SegmentBreakdown", "FilterMiss",
-    "FilterCheck", "PartnerSubset", "PartnerWrite", "TargetListing", "FilterFacts", "Decision",
+    "FilterCheck", "PartnerSubset", "PartnerWrite", "TargetListing", "UnwrittenMember", "FilterFacts", "Decision",
     "FilterRun", "Need",
     "Note", "Workload", "BuildCost", "Recommendation", "to_dict", "from_dict", "to_json",
     "from_json", "TokenCounts", "ConditionGroup", "TokenDispatch",

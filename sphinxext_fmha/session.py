@@ -282,7 +282,9 @@ class Session:
 
     def filter_facts(self, api: str, options: Options = Options()) -> FilterFacts:
         return self._kept("filter-facts", api, options, lambda: verification.filter_facts(
-            self.runner, self.baseline(api, options)))
+            self.runner, self.baseline(api, options),
+            self.trait_groups(api, options) if self.model(api, options).filter.drops == "trait"
+            else ()))
 
     def needs(self, api: str, items: Sequence[str], options: Options = Options()) -> List[Need]:
         """``items`` (``dtype=fp16,bf16``, ...) read by the model (or ``NeedError``)."""

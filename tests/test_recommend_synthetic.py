@@ -10,6 +10,7 @@ name reading.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import List, Set
@@ -231,7 +232,6 @@ def test_a_set_without_the_full_dispatch_file_says_what_it_cannot_use(tmp_path, 
 
 def _traits_used(api_text: str, kernel_texts: List[str]) -> List[bool]:
     """Per written convert kernel: does the written dispatch file name its trait?"""
-    import re
 
     named = set(re.findall(r"using ctrait_ = (toy_convert_traits_<[^>]*>);", api_text))
     return [bool(set(re.findall(r"using ctrait_ = (toy_convert_traits_<[^>]*>);", text)) & named)
@@ -289,7 +289,6 @@ def test_main_kernels_launched_without_a_follower_are_counted(tmp_path):
     """Newer CK bwd: the ``_maxq`` traits launch ``void`` in the convert_dq kernel's
     place. The coupling says how many main kernels are launched without one (counted
     here from the written dispatch file's calls), not that every one has it."""
-    import re
 
     from sphinxext_fmha.render.sections.reasons import coupling_sentence
 
@@ -308,6 +307,15 @@ def test_main_kernels_launched_without_a_follower_are_counted(tmp_path):
             ) in coupling_sentence(rec)
 
 
+def _lse_convert_unlisted(text: str) -> str:
+    """The lse traits' would-be convert kernels get a block size no listed one has (b129),
+    so their names, matched against ``-f`` but never written, appear in no listing (like
+    newer CK bwd's ``_maxq`` traits, whose convert_dq would have an M0 of its own)."""
+    old = "cvt = ToyConvertKernel(F_hdim=hdim, F_dtype=dtype, F_mode=mode, F_bm0=tile.F_bm0,"
+    assert old in text
+    return text.replace(old, old[:-1] + " + (pipeline.F_lse == 't'),")
+
+
 def test_the_trait_drop_rule_claims_no_kernel_per_sub_type(tmp_path):
     """The lse traits generate no convert kernel, yet a failed convert part drops them:
     the filter mechanism says a trait is dropped as a whole, and not that each trait has
@@ -316,7 +324,7 @@ def test_the_trait_drop_rule_claims_no_kernel_per_sub_type(tmp_path):
     from sphinxext_fmha.render.markdown import guide_markdown
 
     root = _make(tmp_path, "at_split", synthetic_coupled.launched_together,
-                 synthetic_coupled.lse_without_convert)
+                 synthetic_coupled.lse_without_convert, _lse_convert_unlisted)
     full = _listing(root, tmp_path)
     mains = [n for n in full if not n.startswith("fmha_toy_convert_")]
     assert len([n for n in full if n.startswith("fmha_toy_convert_")]) < len(mains)
@@ -326,3 +334,12 @@ def test_the_trait_drop_rule_claims_no_kernel_per_sub_type(tmp_path):
     text = guide_markdown(collect_guide(session, "toy", sections=["filter"]), ["filter"])
     assert "one failed match drops the whole trait" in text
     assert "one kernel of each" not in text
+    # and it says how many traits the convert part decides without writing their kernel,
+    # naming one such would-be convert kernel that no listing has
+    lse_traits = [n for n in mains if n.endswith("_lse.cpp")]
+    said = re.search(r"Part 1 also decides the (\d+) traits? that write no `ToyConvertKernel` "
+                     r"kernel \(such as the trait of `([^`]+)`\): generate.py matches it "
+                     r"against the name that kernel would have \(`([^`]+)`\)", text)
+    assert said and int(said.group(1)) == len(lse_traits) > 0, text
+    assert said.group(2) in lse_traits and said.group(3).startswith("fmha_toy_convert_")
+    assert "_b129_" in said.group(3) and not any("_b129_" in n for n in full)

@@ -180,6 +180,21 @@ class TargetListing:
 
 
 @dataclass
+class UnwrittenMember:
+    """Traits that match a name against one ``@`` part but write no kernel of that name
+    (a disabled kernel: newer CK bwd's convert_dq of the ``_maxq`` traits), as the probe
+    saw generate.py's fnmatch calls: that part keeps or drops those traits all the same."""
+
+    #: The ``@`` part the name is matched against, and the sub-type of its listed kernels.
+    part: int
+    sub_type: str
+    #: How many traits; one name matched and not written; a kernel file such a trait writes.
+    traits: int
+    name: str
+    written: str
+
+
+@dataclass
 class FilterFacts:
     """What the filter mechanism section states beyond the probe, each measured with
     generate.py runs of its own."""
@@ -189,3 +204,5 @@ class FilterFacts:
     #: What ``--targets`` gives for the guide's targets and for each architecture family
     #: the codegen names that they do not generate (where this API takes ``--targets``).
     targets: List[TargetListing] = field(default_factory=list)
+    #: Per ``@`` part, the traits that match a name against it and do not write it.
+    unwritten: List[UnwrittenMember] = field(default_factory=list)

@@ -82,10 +82,14 @@ def listed_only(runner: GenerateRunner, base: Baseline, filter: str,
     return result
 
 
-def filter_facts(runner: GenerateRunner, base: Baseline) -> FilterFacts:
+def filter_facts(runner: GenerateRunner, base: Baseline,
+                 groups: Sequence[Sequence[Tuple[Optional[str], str]]] = ()) -> FilterFacts:
     """What a filter that keeps a kernel without its dispatch partners does in write
-    mode, and what ``--targets`` gives, each from generate.py runs of its own."""
-    model, facts = base.model, FilterFacts()
+    mode, and what ``--targets`` gives, each from generate.py runs of its own; where
+    whole traits drop, the parts ``groups`` (the observed traits) match without writing."""
+    model = base.model
+    facts = FilterFacts(unwritten=plan.unwritten_members(
+        model, groups, {f: c for f, (c, _) in base.parsed.parsed.items()}))
     independent = model.filter.drops == "kernel" and len(
         {c for p in model.filter.parts for c in p.applies_to}) > 1
     partner = plan.partner_plan(model, base.parsed, full_api(runner, base)) \

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..cppapi.link_check import partners
 from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
-from ..model import ApiModel, PartnerSubset, PartnerWrite, TargetListing
+from ..model import ApiModel, PartnerSubset, PartnerWrite, TargetListing, UnwrittenMember
 from ..process.runner import ApiFileResult
 from .boxes import escape
 from .coupling import coupling_of
@@ -84,6 +84,27 @@ def _unresolved(written: Optional[ApiFileResult]) -> int:
         return 0
     match = match_leaves_to_kernels(parse_dispatch(written.text), written.kernel_traits)
     return len({key for _, key in match.unmatched})
+
+
+def unwritten_members(model: ApiModel, groups: Sequence[Sequence[Tuple[Optional[str], str]]],
+                      type_of: Mapping[str, str]) -> List[UnwrittenMember]:
+    """Per member of the observed traits (``Session.trait_groups``: one fnmatch call per
+    ``@`` part each) that some traits match and do not write: their count, one such
+    name, and the trait's own kernel file (its member whose files differ most between
+    those traits, e.g. a ``_maxq`` dq_dk_dv kernel rather than a shared dot_do_o one)."""
+    position = {c: p.position for p in model.filter.parts for c in p.applies_to}
+    found = []
+    for index in range(len(groups[0]) if groups else 0):
+        unwritten = [g for g in groups if g[index][0] is None]
+        types = {type_of.get(str(g[index][0])) for g in groups if g[index][0] is not None}
+        sub_type = types.pop() if len(types) == 1 else None
+        if not unwritten or sub_type not in position:
+            continue
+        own = max((i for i, (file, _) in enumerate(unwritten[0]) if file is not None),
+                  key=lambda i: (len({g[i][0] for g in unwritten}), -i))
+        found.append(UnwrittenMember(position[str(sub_type)], str(sub_type), len(unwritten),
+                                     unwritten[0][index][1], str(unwritten[0][own][0])))
+    return found
 
 
 def targets_to_measure(model: ApiModel, families: Sequence[str],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ...guide_data import GuideData
-from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing
+from ...model import FilterSpec, KernelType, PartnerWrite, TargetListing, UnwrittenMember
 from ..ir import Block, BulletList, Code, Emph, Inlines, Para, Strong, Table, codes, join
 from .cells import plural, token_cell
 from .filter_write import error_text
@@ -36,6 +36,8 @@ def filter_section(data: GuideData) -> List[Block]:
         items.append(["Kernels generated together from one trait are kept or dropped together: "
                       "a trait is kept only if every part matches, so ",
                       Strong("one failed match drops the whole trait"), "."])
+        for member in data.filter_facts.unwritten if data.filter_facts is not None else []:
+            items.append(_unwritten_item(member))
     elif not spec.followers:
         items.append(["A kernel whose name does not match is ", Strong("dropped on its own"),
                       "; no other kernel is affected."])
@@ -182,6 +184,15 @@ def follower_tokens_note(spec: FilterSpec, kernel_type: str, label: str) -> List
                   "generated with another kernel, whose name ", Code("-f"), " tests instead "
                   "(see the filter mechanism); a pattern that requires it selects none of "
                   "them."])]
+
+
+def _unwritten_item(member: UnwrittenMember) -> Inlines:
+    """Traits that match a part's pattern against a kernel they do not write."""
+    return ["Part %d also decides the %s that write no " % (member.part, plural(
+        member.traits, "trait")), Code(member.sub_type), " kernel (such as the trait of ",
+            Code(member.written), "): generate.py matches it against the name that kernel "
+            "would have (",
+            Code(member.name), "), which no listing shows."]
 
 
 def compiled_together_note(data: GuideData, class_name: str, index: int) -> List[Block]:
