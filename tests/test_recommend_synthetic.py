@@ -244,6 +244,7 @@ def test_an_unfiltered_follower_is_not_said_to_be_kept_with_its_users(tmp_path):
     says they are all generated, and how many no kept kernel uses (counted here from the
     written files), never that they are kept exactly with the kernels that use them."""
     from sphinxext_fmha.render.ir import text_of
+    from sphinxext_fmha.render.sections.loss_words import fill_words
     from sphinxext_fmha.render.sections.reasons import coupling_sentence, follower_usage, set_notes
 
     root = _make(tmp_path, "at_split", synthetic_coupled.launched_together,
@@ -266,6 +267,10 @@ def test_an_unfiltered_follower_is_not_said_to_be_kept_with_its_users(tmp_path):
                     "%d of them are launched by no call of the set's written dispatch file: no "
                     "kept ToyKernel kernel uses them." % (len(converts), unused))
     assert not any("not filtered" in note for note in set_notes(rec))  # said once
+    # the CLI's JSON says it per decision too, never "follows ... it is launched with"
+    fill_words(rec)
+    reasons = [d.reason for d in rec.decisions if d.kernel_type == "ToyConvertKernel"]
+    assert reasons and all(r.startswith("not filtered by -f in this tree") for r in reasons)
 
 
 def test_a_filtered_follower_is_kept_with_its_users(tmp_path):

@@ -213,7 +213,7 @@ def fill_words(recommendation: Recommendation) -> None:
     if len(recommendation.runs) > 1:
         recommendation.merge_caution = MERGE_CAUTION
     for decision in recommendation.decisions:
-        decision.reason = decision_reason(decision)
+        decision.reason = decision_reason(decision, recommendation.coupled.get("unfiltered", []))
         decision.losses = loss_sentences(decision)
         for token, parts in decision.loss_parts.items():
             if "clauses" in parts:

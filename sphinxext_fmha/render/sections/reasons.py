@@ -39,8 +39,12 @@ def kept_with_text(kept_with: Mapping[str, Sequence[str]]) -> str:
                      for segment, values in kept_with.items())
 
 
-def decision_reason(decision: Decision) -> str:
-    """The policy, as applied to the decision's segment."""
+def decision_reason(decision: Decision, unfiltered: Sequence[str] = ()) -> str:
+    """The policy, as applied to the decision's segment (``unfiltered``: the sub-types
+    ``-f`` never filters, whose kernels are generated whatever the filter)."""
+    if decision.kernel_type in unfiltered:
+        return "not filtered by -f in this tree: every %s kernel is generated whatever the " \
+               "filter" % decision.kernel_type
     if decision.follows:
         return "follows the %s kernels it is launched with" % decision.follows
     reason = POLICY.get(decision.category, "")
