@@ -242,3 +242,58 @@ def test_a_kernel_no_leaf_names_is_never_said_to_lose_nothing():
     view = dispatch.view(set(traits))
     assert dispatch.loses("combine.cpp", view, dispatch.view(set(traits) - {"combine.cpp"}))
 
+
+
+# an empty branch in the full file: a call it admits runs nothing there and leaves the
+# chain; the second chain then runs what it has. (C++ condition, test, kernel or None)
+EMPTY_CHAINS = [
+    [("t.hdim_q <= 32", lambda h: h <= 32, "e32"), ("t.hdim_q <= 64", lambda h: h <= 64, None),
+     ("t.hdim_q <= 48", lambda h: h <= 48, "e48"), ("t.hdim_q <= 128", lambda h: h <= 128, "e128")],
+    [("t.hdim_q <= 256", lambda h: h <= 256, "e256")],
+]
+
+
+def empty_branch_file(kept: Optional[set] = None) -> str:
+    """The file generate.py writes: a dropped kernel's branch left out, the empty one kept."""
+    body = ""
+    for chain in EMPTY_CHAINS:
+        written = [(c, k) for c, _, k in chain if k is None or kept is None or k in kept]
+        for i, (cond, kernel) in enumerate(written):
+            inside = "" if kernel is None else (
+                "        using trait_ = traits_<%s>;\n        return launch_<trait_>(s, a);\n" % kernel)
+            body += "    %s(%s) {\n%s    }\n" % ("if" if i == 0 else "else if", cond, inside)
+    return "float fmha_e(traits t, args a, const config& s) {\n%s    return -1;\n}\n" % body
+
+
+def empty_branch_runs(hdim: int, kept: Optional[set]) -> Optional[str]:
+    for chain in EMPTY_CHAINS:
+        for _, test, kernel in chain:
+            if kernel is not None and kept is not None and kernel not in kept:
+                continue  # (not written)
+            if test(hdim):
+                if kernel is not None:
+                    return kernel
+                break  # entered the empty branch: nothing runs, the chain is left
+    return None
+
+
+def test_an_empty_branch_takes_the_calls_it_admits():
+    text = empty_branch_file()
+    traits = kernels(text)
+    hdims = range(1, 300)
+    ran = {empty_branch_runs(h, None) for h in hdims} - {None}
+    report = link_report_from_keys(text, traits)
+    assert {name[:-4] for name in report.unreachable} == {"e32", "e48", "e128", "e256"} - ran
+    assert "e48" not in ran  # (the empty branch before it admits all its calls)
+    # a set without e32: its calls now enter the empty branch and run e256, not e128
+    kept = {"e128", "e256"}
+    dispatch = SetDispatch(text, traits)
+    fates = dispatch.fates(["e32.cpp"], {k + ".cpp" for k in kept})
+    now = {empty_branch_runs(h, kept) for h in hdims if empty_branch_runs(h, None) == "e32"}
+    assert now == {"e256"}
+    assert {s[:-4] for s in fates["e32.cpp"].stand_ins} == now
+    assert not fates["e32.cpp"].lost
+    # the set's own file (the empty branch written) runs the same
+    view = dispatch.view({k + ".cpp" for k in kept})
+    assert {k for k in kept if dispatch.ways(view, k + ".cpp")} == \
+        {empty_branch_runs(h, kept) for h in hdims} - {None}

@@ -5,7 +5,6 @@ dispatch function still does; unreachable kernels are decided by :mod:`.routes`.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Set, Tuple
 
@@ -92,26 +91,25 @@ def partners(dispatch_text: str, kernel_traits: Mapping[str, str]) -> List[List[
 def compiled_together(tree: DispatchTree, match: DispatchMatch) -> List[Dict[str, Any]]:
     """Partner kernel files of one kind that the calls launching one main kernel name
     between them, where there are several: a condition picks one per call, yet every
-    call is compiled, so the main kernel needs all of them. A call's main kernel is its
-    kernel of the kind with the most kernel files (split-KV's main kernels, not their
-    combine kernels; bwd's dq_dk_dv kernels, not the dot_do_o kernels launched before
-    them). One entry per distinct group: ``files``, ``mains`` (how many main kernels
-    name that group) and ``main`` (the first such main kernel file)."""
-    sizes = Counter(match.kinds.values())
+    call is compiled, so the main kernel needs all of them. A call's main kernel: its
+    kernel of the kind :meth:`.DispatchMatch.main_rank` ranks first (split-KV's main
+    kernels, not their combine kernels; bwd's dq_dk_dv kernels, not the dot_do_o kernels
+    launched before them). One entry per distinct group: ``files``, ``mains`` (how many
+    main kernels name that group) and ``main`` (the first such main kernel file)."""
+    rank = match.main_rank()
+    kind = match.kinds.__getitem__
     named: Dict[Tuple[str, str], Set[str]] = {}
     for leaf in tree.leaves:
-        files = [f for f in match.leaf_kernels.get(leaf.order, []) if f]
-        if len({match.kinds.get(f, "") for f in files}) < 2:
+        files = match.files_of(leaf.order)
+        if len(set(map(kind, files))) < 2:
             continue
-        main = max(files, key=lambda f: (sizes[match.kinds.get(f, "")], match.kinds.get(f, "")))
+        main = max(files, key=lambda f: rank(kind(f)))
         for partner in files:
-            if match.kinds.get(partner) != match.kinds.get(main):
-                named.setdefault((main, match.kinds.get(partner, "")), set()).add(partner)
-    mains: Counter = Counter()
-    first: Dict[Tuple[str, ...], str] = {}
+            if kind(partner) != kind(main):
+                named.setdefault((main, kind(partner)), set()).add(partner)
+    mains: Dict[Tuple[str, ...], List[str]] = {}  # group -> the main kernels naming it
     for (main, _), group in sorted(named.items()):
         if len(group) > 1:
-            mains[tuple(sorted(group))] += 1
-            first.setdefault(tuple(sorted(group)), main)
-    return [{"files": list(group), "mains": n, "main": first[group]}
-            for group, n in sorted(mains.items())]
+            mains.setdefault(tuple(sorted(group)), []).append(main)
+    return [{"files": list(group), "mains": len(them), "main": them[0]}
+            for group, them in sorted(mains.items())]

@@ -5,16 +5,18 @@ template its leaf calls with the same trait and extra arguments (spelled through
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping as _AbcMapping
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .call_sites import classify_args
 from .lexing import find_template_calls, normalize_cpp, trait_key, trait_template
 from .masking import mask_code_only, matches_not_after
 from .parse import DispatchLeaf, DispatchTree
 
-__all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "match_leaves_to_kernels"]
+__all__ = ["kernel_trait_keys", "kernel_trait_key", "DispatchMatch", "main_rank",
+           "match_leaves_to_kernels"]
 
 
 # Both start with a word; the word boundary before it is checked after a match (a
@@ -102,6 +104,27 @@ class DispatchMatch:
 
     def files_of(self, order: int) -> List[str]:
         return [f for f in self.leaf_kernels.get(order, []) if f]
+
+    def main_rank(self) -> Callable[[str], Tuple[int, int, str]]:
+        """:func:`main_rank` of the leaves' kernel files (kinds: trait templates)."""
+        return main_rank(map(self.files_of, self.leaf_kernels), self.kinds.__getitem__,
+                         Counter(self.kinds.values()))
+
+
+def main_rank(calls: Iterable[Sequence[str]], kind_of: Callable[[str], str],
+              sizes: Mapping[str, int]) -> Callable[[str], Tuple[int, int, str]]:
+    """How a kind ranks as the main kind of a call (``calls``: the kernels each leaf
+    launches together). Each leaf launches its own main kernel and repeats partners others
+    launch too (combine, dot_do_o, convert_dq kernels): the main kind has the most distinct
+    kernels among the leaves launching several kinds, whatever the traits' order. Where
+    kinds tie the file does not tell (kernels generated together, read from the traits),
+    so the kind with the most kernel files ranks first (``sizes``), then the name."""
+    distinct: Dict[str, Set[str]] = {}
+    for call in calls:
+        if len({kind_of(kernel) for kernel in call}) > 1:
+            for kernel in call:
+                distinct.setdefault(kind_of(kernel), set()).add(kernel)
+    return lambda kind: (len(distinct.get(kind, ())), sizes.get(kind, 0), kind)
 
 
 def match_leaves_to_kernels(leaves: Union[DispatchTree, Iterable[DispatchLeaf]],

@@ -69,30 +69,33 @@ def condition_terms_cpp(condition: str) -> Tuple[str, ...]:
     return tuple(strip_parens(t) for t in split_top(strip_parens(text), "&&") if t.strip())
 
 
-def _choice_depths(leaves: List[DispatchLeaf]) -> Dict[int, Tuple[int, int]]:
+def _choice_depths(tree: DispatchTree, match: DispatchMatch
+                   ) -> Tuple[Dict[int, Tuple[int, int]], Dict[int, int]]:
     """leaf order -> (depth where a partner choice starts, number of its conditions):
-    leaves launching the same first trait with different others part there."""
-    by_main: Dict[Tuple[str, str], List[DispatchLeaf]] = {}
-    partners: Dict[int, Tuple[str, ...]] = {}  # leaf order -> its other keys
-    for leaf in leaves:
+    leaves launching the same main kernel with different partners part there; and leaf
+    order -> the position of its main kernel's trait (:meth:`.DispatchMatch.main_rank`;
+    bwd lists its dot_do_o trait first), for the leaves launching several kernels."""
+    rank = match.main_rank()
+    main_at: Dict[int, int] = {}
+    by_main: Dict[Tuple[str, str], Dict[int, Tuple[str, ...]]] = {}  # -> leaf order -> partners
+    for leaf in tree.leaves:
         if len(leaf.trait_args) > 1:
+            main = main_at[leaf.order] = max(range(len(leaf.trait_args)), key=lambda i: rank(
+                trait_template(leaf.trait_args[i])))
             keys = leaf.keys  # (computed on each read)
-            by_main.setdefault((leaf.function, keys[0]), []).append(leaf)
-            partners[leaf.order] = tuple(keys[1:])
+            by_main.setdefault((leaf.function, keys.pop(main)), {})[leaf.order] = tuple(keys)
     choices: Dict[int, Tuple[int, int]] = {}
     for group in by_main.values():
-        if len(group) < 2 or len({partners[leaf.order] for leaf in group}) < 2:
+        if len(set(group.values())) < 2:
             continue
-        first = group[0].conditions
-        for leaf in group[1:]:
-            other = leaf.conditions
-            depth = next((i for i, (a, b) in enumerate(zip(first, other)) if a != b), None)
-            if depth is None:
-                continue
-            for member, conditions in ((group[0], first), (leaf, other)):
-                start = min(depth, choices.get(member.order, (depth, 0))[0])
-                choices[member.order] = (start, len(conditions))
-    return choices
+        # where each parts from any other leaf of the group (a duplicate branch too)
+        conditions = {order: tree.leaves[order].conditions for order in group}
+        for order, mine in conditions.items():
+            depths = [next((i for i, (a, b) in enumerate(zip(mine, other)) if a != b), len(mine))
+                      for other in conditions.values()]
+            if min(depths) < len(mine):
+                choices[order] = (min(depths), len(mine))
+    return choices, main_at
 
 
 def kernel_reach(tree: DispatchTree, match: DispatchMatch
@@ -138,7 +141,7 @@ class _Terms:
 
 def _kernel_reach(tree: DispatchTree, match: DispatchMatch
                   ) -> Tuple[Dict[str, KernelReach], List[SubKernelChoice]]:
-    choice_depths = _choice_depths(tree.leaves)
+    choice_depths, main_at = _choice_depths(tree, match)
     # kernel file -> (leaf, its terms, a main kernel's chosen terms) of each leaf launching it
     per_kernel: DefaultDict[str, List[Tuple[DispatchLeaf, List[int], List[int]]]] = \
         collections.defaultdict(list)
@@ -165,12 +168,13 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
             else:
                 terms += found
         files = leaf_kernels.get(leaf.order, no_files)
+        main = main_at.get(leaf.order, 0)
         for position, filename in enumerate(files):
             if filename is None:
                 continue
             # the main kernel's own terms come before the choice; the chosen ones all its
-            # leaves share select it too (2.8.3 bwd: ``t.is_group_mode`` picks dot_do_o)
-            per_kernel[filename].append((leaf, terms, chosen) if position == 0
+            # leaves share select it too
+            per_kernel[filename].append((leaf, terms, chosen) if position == main
                                         else (leaf, terms + chosen, none))
     result: Dict[str, KernelReach] = {}
     choices, changes = _sub_kernel_choices(tree, numbered)
@@ -186,11 +190,17 @@ def _kernel_reach(tree: DispatchTree, match: DispatchMatch
         own_choices = set(shared)
         if not varying:
             # reached wherever its terms hold only if the choices among its launches are
-            # made in full (``if (c)`` and its ``else``; an ``if constexpr`` tests no call):
-            # 2.8.3 bwd's ``_ps`` dot_do_o kernel runs for some seqlen_q only
+            # made in full (``if (c)`` and its ``else``; an ``if constexpr`` tests no call),
+            # or its leaves part on one term only (2.8.3 bwd's no-``s``-pad dq_dk_dv kernels:
+            # ``a.seqlen_q % 64 == 0`` or the other seqlen_q term picks their dot_do_o)
             loose = {n for _, _, after in entries for n in after
                      if all_terms[n].form is not True and n not in fixed} - own_choices
             varying = bool(loose) and not _complete(loose, all_terms)
+            full = [(leaf, terms + after, none) for leaf, terms, after in entries]
+            either = _either(full, _common([(leaf.function, terms) for leaf, terms, _ in full],
+                                           all_terms), numbered) if varying else None
+            if either is not None:
+                common, shared, varying = either, [], False
             extra = list(loose) if varying else []
         else:
             said = {all_terms[n].cpp for n in common + shared}

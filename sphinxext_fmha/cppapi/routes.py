@@ -40,6 +40,7 @@ class Routes:
                 self.chains.setdefault(scope.chain, []).append(number)
         self.function_scope = {s.function: n for n, s in enumerate(tree.scopes)
                                if s.kind == "function"}
+        self.filled = _with_leaves(tree, None)  # (the scopes with a leaf below them)
         self._index: Dict[int, DomainIndex] = {}
         self.path_units = functools.cache(self._path_units)
         self.full = View(self, None)
@@ -75,15 +76,14 @@ class View:
         self.routes = routes
         tree = routes.tree
         self.kept = kept
-        #: scopes with a leaf of the view below them
-        self.present: List[bool] = [False] * len(tree.scopes)
-        for leaf in tree.leaves:
-            if kept is not None and leaf.order not in kept:
-                continue
-            scope = leaf.scope
-            while scope >= 0 and not self.present[scope]:
-                self.present[scope] = True
-                scope = tree.scopes[scope].parent
+        #: the scopes the view writes: all of the full file's (an empty branch takes the
+        #: calls it admits: they run nothing, no later branch of its chain); a set's, those
+        #: with a kept leaf below, and the branches empty in the full file under a written
+        #: one (a filtered run may drop them: "runs nothing" is the lesser error)
+        self.present = [True] * len(tree.scopes) if kept is None else _with_leaves(tree, kept)
+        for number, scope in enumerate(tree.scopes if kept is not None else ()):
+            if not routes.filled[number] and scope.parent >= 0:  # (parents come first)
+                self.present[number] = self.present[scope.parent]
         # (memos of their own, not functools.cache: a view would hold itself in a cycle)
         self._ways: Dict[int, Optional[Way]] = {}
         self._why: Dict[int, Dict[str, Any]] = {}
@@ -260,6 +260,17 @@ class View:
             return {"kind": "taken_by", "earlier": condition_form(scopes[first].condition),
                     "own": condition_form(scopes[number].condition)}
         return {"kind": "taken_together" if earlier else "returns_before_chain"}
+
+
+def _with_leaves(tree: DispatchTree, kept: Optional[AbstractSet[int]]) -> List[bool]:
+    """Which scopes have a leaf of ``kept`` (None: any) below them."""
+    found = [False] * len(tree.scopes)
+    for leaf in tree.leaves if kept is None else map(tree.leaves.__getitem__, kept):
+        scope = leaf.scope
+        while scope >= 0 and not found[scope]:
+            found[scope] = True
+            scope = tree.scopes[scope].parent
+    return found
 
 
 def _excluding_terms(theory: Theory, terms: Tuple[str, ...]) -> List[Any]:

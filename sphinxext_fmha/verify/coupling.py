@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Set
 
+from ..cppapi.matching import main_rank
+
 
 @dataclass
 class Coupling:
@@ -23,14 +25,14 @@ class Coupling:
 
 def coupling_of(groups: Sequence[Sequence[str]], type_of: Mapping[str, str],
                 source: str = "dispatch") -> Optional[Coupling]:
-    """``groups``: files launched (or generated) together; ``type_of``: file -> sub-type."""
+    """``groups``: files launched (or generated) together; ``type_of``: file -> sub-type;
+    the primary sub-type is the main kind :func:`.main_rank` ranks first."""
     groups = [[f for f in g if f in type_of] for g in groups]
     groups = [g for g in groups if len({type_of[f] for f in g}) > 1]
     if not groups:
         return None
-    sizes = Counter(type_of.values())
     coupled = sorted({type_of[f] for g in groups for f in g})
-    primary = max(coupled, key=lambda t: (sizes[t], t))
+    primary = max(coupled, key=main_rank(groups, type_of.__getitem__, Counter(type_of.values())))
     coupling = Coupling(primary=primary, followers=[t for t in coupled if t != primary],
                         source=source)
     for group in groups:
