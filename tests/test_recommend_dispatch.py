@@ -433,3 +433,43 @@ def test_never_run_kernels_the_set_runs_are_said_to_be_needed(arch_tree, tmp_pat
     assert idle and all(re.sub(r"_gfx\w+\.cpp$", "", name) in runs for name in idle)
     assert "The set does not run the other %d either: their names equal kept kernels' but " \
            "for the arch suffix, which -f patterns are not matched against." % len(idle) in text
+
+
+#: each arch's branch tries first the head dims it has transposed-load kernels of: with
+#: them gfx950 tries ``hdim <= 128`` before ``hdim <= 64`` (aiter bwd's trload kernels put
+#: d64/d128 first on gfx950 so), a set without them the other way round
+_REORDER_EDITS = [
+    ("            for j, hdim in enumerate(sorted(self.pool[dtype].keys())):",
+     "            for j, hdim in enumerate(sorted(sorted(self.pool[dtype]), key=lambda h: not any(\n"
+     "                    accept(k) and k.F_pipeline.F_trload == 't' and k.F_mode == 'batch'\n"
+     "                    for k in self.pool[dtype][h]))):"),
+]
+
+
+def test_what_a_set_runs_is_read_from_the_file_it_writes(tmp_path):
+    """The set's dispatch file tries its branches in another order than the full file's:
+    gfx950 calls with hdim <= 64 ran d128 kernels in the full build and run d64 ones (kept
+    for their gfx9 twins' names) in the set. A dropped d128 variant's loss names the d64
+    kernels that run its calls now (the oracle runs the grid through both written files),
+    not only kept d128 ones, as the full file without the dropped branches would have it."""
+    text = arch_module()
+    for old, new in _REORDER_EDITS:
+        assert old in text, old
+        text = text.replace(old, new)
+    root = _tree(tmp_path / "ck", text)
+    session = Session(root, cache_dir=tmp_path / "cache")
+    rec = session.recommend("toy")
+    full_api, full_traits = written(root, tmp_path / "full")
+    set_api, set_traits = written(root, tmp_path / "set", *[run.filter for run in rec.runs])
+    assert full_api.index("t.hdim_q <= 128") < full_api.index("t.hdim_q <= 64")
+    assert set_api.index("t.hdim_q <= 64") < set_api.index("t.hdim_q <= 128")
+    moved = {}  # dropped d128 kernel's pad -> pads of the d64 kernels its calls run now
+    for call in ARCH_CALLS:
+        ran = simulate(full_api, full_traits, call)
+        now = simulate(set_api, set_traits, call)
+        if ran and "_d128_" in ran and ran not in set_traits.values() and now and "_d64_" in now:
+            moved.setdefault(_pad(ran), set()).add(_pad(now))
+    assert moved
+    said = " ".join(s for d in rec.decisions for s in loss_sentences(d).values())
+    named = re.findall(r"the kept (_[\w, ]+?) variant", said)
+    assert any("_d64" in variant for variant in named), said

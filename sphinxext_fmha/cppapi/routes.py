@@ -23,12 +23,14 @@ class Routes:
     """The routing formulas of one parsed dispatch file (a :class:`Theory` of all its
     conditions)."""
 
-    def __init__(self, tree: DispatchTree) -> None:
+    def __init__(self, tree: DispatchTree, theory: Optional[Theory] = None) -> None:
         self.tree = tree
         self.entry_points = read_entry_points(tree)
         calls = self.entry_points.calls
-        self.theory = Theory([s.condition for s in tree.scopes if s.kind != "else"]
-                             + [c for call in calls for c in call.conditions])
+        # (``theory``: another file's, whose conditions include these: a set's written file
+        # read with the full file's, so that the full file's ways are questions to it)
+        self.theory = theory or Theory([s.condition for s in tree.scopes if s.kind != "else"]
+                                       + [c for call in calls for c in call.conditions])
         theory = self.theory
         self.own: List[Node] = [
             True if scope.kind in ("else", "function") or not scope.condition

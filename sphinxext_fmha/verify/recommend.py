@@ -174,8 +174,8 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     if not prepared.filters:
         result.counts = _counts(inputs, set(), scope)
         return result
-    union = verified_runs(inputs.model, inputs.options, runner, prepared.filters,
-                          prepared.claimed, result)
+    union, written = verified_runs(inputs.model, inputs.options, runner, prepared.filters,
+                                   prepared.claimed, result)
     _unused_followers(result, {k.file: k.kernel_type for k in kernels})
     tiles = {key for key, category in plan.categories.items() if category == "tile"}
     for run in result.runs:
@@ -194,6 +194,10 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
     full_never = set(dispatch.never_run()) if dispatch is not None else set()
     result.decisions = segment_decisions(model, scope, union, plan, coupling, full_never)
     result.arch_namesakes = arch_namesakes(model, union, result.unreachable_facts)
+    # the set's dispatch as generate.py wrote it (its branches' order can differ from the
+    # full file's), read with the full file's terms; else the full file without the dropped
+    set_file = dispatch.written(written.text, written.kernel_traits) \
+        if dispatch is not None and written is not None and result.write_verified else None
     if dispatch is not None:  # what the commands do with the kernels the full API never runs
         # one view of the set's dispatch: its memos (each kernel's ways in) serve every question
         view = dispatch.view(union)
@@ -210,13 +214,15 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
             else set(selected) - set(dispatch.runs_nothing(view, selected))
         idle = [f for f in selected if f not in reached]
         result.never_run_reached = len(reached)
+        read = set_file or dispatch
+        before = set_file.routes.full if set_file is not None else view
         result.never_run_needed = sum(1 for f in reached
-                                      if dispatch.loses(f, view, dispatch.view(union - {f})))
+                                      if read.loses(f, before, read.view(union - {f})))
         result.never_run_namesakes = len(arch_namesakes(model, union, dict.fromkeys(idle)))
     chosen = [d for d in result.decisions if d.category != "needed"]
     if not inputs.brief:
-        fates = dispatch.fates([k.file for k in scope if k.file not in union], union) \
-            if dispatch is not None else {}
+        fates = dispatch.fates([k.file for k in scope if k.file not in union], union,
+                               set_file) if dispatch is not None else {}
         describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
                         labels, fates, never_run)
         note_call_terms(chosen, scope, union, inputs.conditions, labels)
@@ -239,7 +245,7 @@ def select_exactly(inputs: RecommendInputs, runner: RecommendRunner,
     result = Recommendation(api=inputs.model.api)
     coupling = _coupling(inputs, {k.file: k.kernel_type for k in kernels})
     claimed, filters = _synthesised(inputs, kernels, set(wanted), coupling, {}, result)
-    return result, verified_runs(inputs.model, inputs.options, runner, filters, claimed, result)
+    return result, verified_runs(inputs.model, inputs.options, runner, filters, claimed, result)[0]
 
 
 def arch_namesakes(model: ApiModel, union: Set[str], never_run: Mapping[str, object]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 import shlex
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Protocol, Sequence, Set
+from typing import Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 from ..cppapi.link_check import link_report_from_keys
 from ..model import ApiModel, BuildCost, FilterCheck, FilterRun, Note, Recommendation
@@ -37,9 +37,9 @@ class RecommendRunner(Protocol):
 
 def verified_runs(model: ApiModel, options: Options, runner: RecommendRunner,
                   filters: Sequence[str], claimed: Set[str], result: Recommendation
-                  ) -> Set[str]:
+                  ) -> Tuple[Set[str], Optional[ApiFileResult]]:
     """Run ``filters``, check their union, the driver (several runs) or the one run's
-    write mode; return the union."""
+    write mode; return the union and the set's written dispatch (None: not written)."""
     union = _run(runner, filters, result)
     result.union_count = len(union)
     result.verified = union == claimed and all(r.verified for r in result.runs)
@@ -51,10 +51,8 @@ def verified_runs(model: ApiModel, options: Options, runner: RecommendRunner,
         result.driver_command = driver_command(
             model.api, options, [r.filter for r in result.runs],
             posixpath.relpath(".", model.fmha_dir) if model.fmha_dir else ".")
-        _check_driver(runner, result, union)
-    elif result.runs:
-        _check_written(runner, result, union)
-    return union
+        return union, _check_driver(runner, result, union)
+    return union, _check_written(runner, result, union) if result.runs else None
 
 
 def source_bytes(written: ApiFileResult) -> int:
@@ -83,7 +81,8 @@ def _run(runner: RecommendRunner, filters: Sequence[str], result: Recommendation
     return union
 
 
-def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[str]
+                  ) -> Optional[ApiFileResult]:
     """Several runs: each lists into its own file, merged; the driver lists and writes
     their union."""
     listings = ["kernels_%d.txt" % number for number in range(1, len(result.runs) + 1)]
@@ -100,21 +99,24 @@ def _check_driver(runner: RecommendRunner, result: Recommendation, union: Set[st
         written = runner.driver_write(filters)
     except Exception as error:  # noqa: BLE001 - reported, the runs still stand
         result.note_facts.append(Note("driver_failed", _error(error)))
-        return
+        return None
     _check_links(result, written, union, "driver")
+    return written
 
 
-def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]) -> None:
+def _check_written(runner: RecommendRunner, result: Recommendation, union: Set[str]
+                   ) -> Optional[ApiFileResult]:
     """One command: its own write-mode run is the set's dispatch file (no driver run)."""
     run = result.runs[0]
     if not run.written or not run.count:
-        return  # _run noted why a write failed; nothing selected writes nothing
+        return None  # _run noted why a write failed; nothing selected writes nothing
     try:
         written = runner.written(run.filter)
     except Exception as error:  # noqa: BLE001 - reported, the run still stands
         result.note_facts.append(Note("write_unread", _error(error)))
-        return
+        return None
     _check_links(result, written, union, "run")
+    return written
 
 
 def _check_links(result: Recommendation, written: ApiFileResult, union: Set[str], by: str

@@ -12,6 +12,7 @@ from ..cppapi.matching import match_leaves_to_kernels
 from ..cppapi.parse import parse_dispatch
 from ..cppapi.reach import condition_terms_cpp
 from ..cppapi.routes import DomainIndex, Routes, View, Way, routes_of
+from ..cppapi.satisfiable import Theory
 from ..schema.token_dispatch import Condition
 
 
@@ -31,10 +32,11 @@ class Fate:
 class SetDispatch:
     """The routing of one full API dispatch file, and of any set of its kernels."""
 
-    def __init__(self, api_text: str, kernel_traits: Mapping[str, str]) -> None:
+    def __init__(self, api_text: str, kernel_traits: Mapping[str, str],
+                 theory: Optional[Theory] = None) -> None:
         tree = parse_dispatch(api_text)
         self.match = match_leaves_to_kernels(tree, dict(kernel_traits))
-        self.routes: Routes = routes_of(tree)
+        self.routes: Routes = routes_of(tree) if theory is None else Routes(tree, theory)
         #: kernel file -> the leaves that launch it
         self.leaves_of = self.match.kernel_leaves
         self._files = [(order, frozenset(self.match.files_of(order)))
@@ -49,6 +51,13 @@ class SetDispatch:
 
             self._never = unreachable_kernels(self.routes.tree, self.match)
         return self._never
+
+    def written(self, api_text: str, kernel_traits: Mapping[str, str]) -> SetDispatch:
+        """The dispatch file generate.py wrote for a set, read with this file's terms. Its
+        branches can come in another order than the full file's (aiter bwd tries
+        ``hdim <= 64`` before ``hdim <= 32`` only while the trload kernels register first),
+        so what a set runs is read from it, not from this file without the dropped leaves."""
+        return SetDispatch(api_text, kernel_traits, self.routes.theory)
 
     def view(self, kept: AbstractSet[str]) -> View:
         """The dispatch generate.py writes for the kernel files ``kept``: a leaf stays
@@ -78,14 +87,17 @@ class SetDispatch:
         return sorted(name for name in kept
                       if name in self.leaves_of and not self.ways(view, name))
 
-    def fates(self, dropped: Iterable[str], kept: AbstractSet[str]) -> Dict[str, Fate]:
-        """The :class:`Fate` of each dropped kernel under the set ``kept``."""
+    def fates(self, dropped: Iterable[str], kept: AbstractSet[str],
+              written: Optional[SetDispatch] = None) -> Dict[str, Fate]:
+        """The :class:`Fate` of each dropped kernel under the set ``kept``, whose dispatch
+        is ``written`` (:meth:`written`) where generate.py wrote it, else this file
+        without the dropped leaves."""
         never = self.never_run()
-        after = self.view(kept)
+        after = written.routes.full if written is not None else self.view(kept)
         theory = self.routes.theory
         # the ways of the set's kernels, found by the classes a dropped kernel's way admits
         index = DomainIndex([((other, way), way.domain) for other in sorted(kept)
-                             for way in self.ways(after, other)], theory.full)
+                             for way in (written or self).ways(after, other)], theory.full)
         found: Dict[str, Fate] = {}
         for name in dropped:
             if name in never:
