@@ -50,8 +50,8 @@ __all__ = [
     "TileClass", "Factory", "TileUse", "TileRow", "TileSource", "TileTable", "PatternTrap",
     "FilterPart", "Followers", "FilterSpec", "SkipCondition", "Receipt", "DispatchInfo", "Baseline",
     "GenerateOption", "ApiInfo", "ApiModel", "TokenCount", "SegmentBreakdown", "FilterMiss",
-    "FilterCheck", "PartnerSubset", "PartnerWrite", "TargetListing", "UnwrittenMember", "FilterFacts", "Decision",
-    "FilterRun", "Need",
+    "FilterCheck", "PartnerSubset", "PartnerWrite", "TargetListing", "UnwrittenMember", "FilterFacts",
+    "Decision", "FilterRun", "Need",
     "Note", "Workload", "BuildCost", "Recommendation", "to_dict", "from_dict", "to_json",
     "from_json", "TokenCounts", "ConditionGroup", "TokenDispatch",
 ]
