@@ -563,6 +563,68 @@ def test_synthetic_renamed_field_variant(synthetic_tree):
     assert not any("spad" in s.source.replace("seqpad", "") for s in f.skip_conditions)
 
 
+def _rule_defs(text: str) -> Dict[str, int]:
+    """{Class.get_rules.function: line} of the functions nested in each ``get_rules``."""
+    return {f"{c.name}.{m.name}.{d.name}": d.lineno for c in ast.parse(text).body
+            if isinstance(c, ast.ClassDef) for m in c.body
+            if isinstance(m, ast.FunctionDef) and m.name == "get_rules"
+            for d in m.body if isinstance(d, ast.FunctionDef)}
+
+
+def test_rule_functions_one_row_each(synthetic_tree, tmp_path, capsys):
+    """Newest CK's rule lists (``get_rules`` returning nested functions, extending a base
+    class's): one skip row per rule function, with its line, what it returns when, and
+    the base class; and each rule really drops kernels (listings with it undone)."""
+    import re
+
+    from sphinxext_fmha.cli import main
+
+    from helpers.independent import listed_lines
+
+    root = synthetic_tree("rule_functions")
+    module = root / FMHA_SUBDIR / "codegen/ops/fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    defs = _rule_defs(text)
+    assert len(defs) == 3
+    out = tmp_path / "toy.md"
+    assert main(["guide", "toy", "--ck-root", str(root), "--cache-dir", str(tmp_path / "c"),
+                 "-o", str(out)]) == 0, capsys.readouterr().err
+    rows = re.findall(r"^\| rule \| `([\w.]+)`: (.*) \| `codegen/ops/fmha_toy\.py:(\d+)` \|$",
+                      out.read_text(encoding="utf-8"), re.M)
+    assert {name: int(line) for name, _, line in rows} == defs
+    said = {name: words for name, words, _ in rows}
+    assert said["ToyRules.get_rules.padded_groups"].startswith(
+        "if kernel.mode is group and kernel.pipeline.spad is not t, drops the kernel; "
+        "otherwise keeps the kernel (its comment: a group has one seqlen per batch")
+    assert "if kernel.tile.occupancy differs from -1, keeps the kernel only if " \
+        "kernel.pipeline.lse is f; otherwise" in said["InferenceTileRules.get_rules.pinned_without_lse"]
+    assert said["WideTileRules.get_rules.wide_groups_fp16_only"] == (
+        "if kernel.tile.bn0 \\< 128, keeps the kernel; otherwise keeps the kernel only if "
+        "kernel.dtype is fp16 or kernel.mode is batch. `WideTileRules.get_rules` lists it "
+        "after the rules of `InferenceTileRules`")
+    assert said["InferenceTileRules.get_rules.pinned_without_lse"].endswith(
+        "lists it after the rules of `ToyRules`")
+
+    def listed_without(old: str, new: str) -> List[str]:
+        assert text.count(old) == 1, old
+        module.write_text(text.replace(old, new), encoding="utf-8")
+        try:
+            return [Path(line).name for line in listed_lines(root, "-a", "toy")]
+        finally:
+            module.write_text(text, encoding="utf-8")
+
+    kept = [Path(line).name for line in listed_lines(root, "-a", "toy")]
+    wide_bf16_groups = re.compile(r"_d\d+_bf16_group_b\d+x128_")
+    unpadded_groups = re.compile(r"_group_.*_qr_npad_")
+    assert not any(wide_bf16_groups.search(n) or unpadded_groups.search(n) for n in kept)
+    more = listed_without("return kernel.F_dtype == 'fp16' or kernel.F_mode == 'batch'",
+                          "return True")
+    assert sorted(set(more) - set(kept)) == sorted(n for n in more if wide_bf16_groups.search(n))
+    assert len(more) > len(kept) and set(kept) <= set(more)
+    more = listed_without("                    return False\n", "                    pass\n")
+    assert set(more) - set(kept) == {n for n in more if unpadded_groups.search(n)} != set()
+
+
 @pytest.mark.parametrize("expr,reading", [
     ('mode == "group" and (spad == "f" or skpad == "f")', "mode is group and (spad is f or skpad is f)"),
     ("x in [a, b]", "x is a or b"),

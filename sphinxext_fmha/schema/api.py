@@ -202,8 +202,15 @@ class SkipCondition:
     #: How it skips: ``continue`` (a loop skips the combination), ``assert``,
     #: ``dispatch`` (generated but never dispatched), ``option``, ``unsupported``.
     kind: str = "continue"
-    #: An assertion's message, as written (it says why).
+    #: An assertion's message or the comment of a rule function, as written (it says why).
     message: str = ""
+    #: A ``rule`` (a function a rule list hands out, or a method of a rule class): its
+    #: name (``Class.get_rules.check_x``), each ``return`` as ``[conditions leading to
+    #: it, value]`` (source; the first that holds decides), and the class whose rules
+    #: the list extends.
+    name: str = ""
+    returns: List[List[str]] = field(default_factory=list)
+    extends: str = ""
 
 
 @dataclass

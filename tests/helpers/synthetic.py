@@ -28,6 +28,10 @@ Variants ("mutants"), each a small rewrite of ``base``:
                     v3 declines (returns a negative time): both paths reachable
 ``rule_receipts``   receipts as rule objects: ``get_product(receipt)`` returns a
                     ``Product(name=..., rule=fit)`` per receipt (newer CK's shape)
+``rule_functions``  the two skip rules of the loop as rule functions: rule classes whose
+                    ``get_rules`` returns nested functions (extending the base class's
+                    list by ``append`` or ``[*super().get_rules(), ...]``), all applied to
+                    each kernel; a third rule drops the wide bf16 group-mode kernels
 
 The templates are plain strings with ``@@NAME@@`` slots filled per variant.
 """
@@ -52,6 +56,7 @@ VARIANTS = (
     "v2_v3",
     "v3_first",
     "rule_receipts",
+    "rule_functions",
 )
 
 #: The APIs (generate.py ``-a`` values) of each variant.
@@ -70,6 +75,7 @@ EXPECTED_COUNTS: Dict[str, Dict[str, int]] = {
     "v2_v3": {"toy": 55},
     "v3_first": {"toy": 55},
     "rule_receipts": {"toy": 55},
+    "rule_functions": {"toy": 53},
 }
 
 # --------------------------------------------------------------------------- generate.py
@@ -929,7 +935,65 @@ def _rule_receipts(text: str) -> str:
     return text.replace(anchor, _RULE_RECEIPTS.lstrip("\n") + "\n\n" + anchor, 1)
 
 
-_DISPATCH_MUTANTS = {"v2_v3": _v2_v3, "v3_first": _v3_first, "rule_receipts": _rule_receipts}
+_RULE_FUNCTIONS = r"""
+class ToyRules:
+    @staticmethod
+    def get_rules() -> List[Callable[[ToyKernel], bool]]:
+        # a group has one seqlen per batch, so only seqlen-padded kernels fit it
+        def padded_groups(kernel: ToyKernel) -> bool:
+            if kernel.F_mode == 'group':
+                if kernel.F_pipeline.F_spad != 't':
+                    return False
+            return True
+
+        return [padded_groups]
+
+
+class InferenceTileRules(ToyRules):
+    @classmethod
+    def get_rules(cls) -> List[Callable[[ToyKernel], bool]]:
+        rules = ToyRules.get_rules()
+
+        def pinned_without_lse(kernel: ToyKernel) -> bool:
+            # a pinned occupancy is tuned for inference, which stores no lse
+            pinned = kernel.F_tile.F_occupancy != -1
+            if pinned:
+                return kernel.F_pipeline.F_lse == 'f'
+            else:
+                return True
+
+        rules.append(pinned_without_lse)
+        return rules
+
+
+class WideTileRules(InferenceTileRules):
+    @classmethod
+    def get_rules(cls) -> List[Callable[[ToyKernel], bool]]:
+        def wide_groups_fp16_only(kernel: ToyKernel) -> bool:
+            if kernel.F_tile.F_bn0 < 128:
+                return True
+            return kernel.F_dtype == 'fp16' or kernel.F_mode == 'batch'
+
+        return [*super().get_rules(), wide_groups_fp16_only]
+"""
+
+
+def _rule_functions(text: str) -> str:
+    """The loop's two skip rules as rule functions handed out by rule classes, plus one."""
+    start = text.index("                if mode == 'group' and pipeline.F_spad != 't':")
+    end = text.index("                k = ToyKernel(")
+    make = text.index("\n", text.index("F_pipeline=pipeline, mask_impl=mask_impl)", end)) + 1
+    text = (text[:start] + text[end:make]
+            + "                if not all(keep(k) for keep in WideTileRules.get_rules()):\n"
+            "                    continue\n" + text[make:])
+    text = text.replace("from typing import Dict, List, Optional, Tuple",
+                        "from typing import Callable, Dict, List, Optional, Tuple")
+    anchor = "class ToyApiPool:"
+    return text.replace(anchor, _RULE_FUNCTIONS.lstrip("\n") + "\n\n" + anchor, 1)
+
+
+_DISPATCH_MUTANTS = {"v2_v3": _v2_v3, "v3_first": _v3_first, "rule_receipts": _rule_receipts,
+                     "rule_functions": _rule_functions}
 
 
 def _toy_module(variant: str) -> str:

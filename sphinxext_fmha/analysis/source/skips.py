@@ -1,17 +1,19 @@
 """Collectors: the functions enumerating kernels (blob functions), their helpers, the
 names of ``fnmatch`` and of the receipt parameter; skip conditions (``continue`` in
-enumeration loops, asserts, rule objects, conditions of the dispatcher)."""
+enumeration loops, asserts, rule functions, conditions of the dispatcher)."""
 
 from __future__ import annotations
 
 import ast
+import copy
 import re
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ...model import Gap, SkipCondition
 from ..pyparse import (
     FUNC,
     FunctionNode,
+    ParsedModule,
     dotted,
     fold_str,
     function_params,
@@ -92,7 +94,7 @@ def collect_skip_conditions(ctx: Context) -> None:
                     isinstance(cur, ast.If) and mentions(cur.test, ctx.receipt_names)
                     for cur, _ in ctx.pm.ancestors(n, fn)):
                 continue  # the kernel filter (observed by the probe), receipts (own collector)
-            source = _combined(ctx, chain)
+            source = _combined(ctx.seg, chain)
             last = tests[-1]
             kind = "unsupported" if isinstance(last, ast.Compare) and len(last.ops) == 1 \
                 and isinstance(last.comparators[0], ast.Constant) \
@@ -108,7 +110,7 @@ def collect_skip_conditions(ctx: Context) -> None:
         for n in walk_no_nested(method):
             chain = _if_chain(ctx, n, method) if isinstance(n, ast.Continue) else None
             if chain:
-                skips.append(SkipCondition(_combined(ctx, chain), ctx.where(chain[-1][0]), "dispatch"))
+                skips.append(SkipCondition(_combined(ctx.seg, chain), ctx.where(chain[-1][0]), "dispatch"))
 
     def line_of(sc: SkipCondition) -> Tuple[str, int]:
         path, _, line = sc.where.rpartition(":")
@@ -129,11 +131,11 @@ def _if_chain(ctx: Context, node: ast.AST, fn: ast.AST) -> Optional[List[Tuple[a
     return None
 
 
-def _combined(ctx: Context, chain: Sequence[Tuple[ast.If, bool]]) -> str:
+def _combined(seg: Callable[[ast.AST], str], chain: Sequence[Tuple[ast.If, bool]]) -> str:
     """The conditions of nested ``if`` s as one condition's source text."""
     parts = []
     for node, positive in chain:
-        text = ctx.seg(node.test)
+        text = seg(node.test)
         loose = isinstance(node.test, (ast.BoolOp, ast.IfExp, ast.Lambda)) or (
             isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not))
         parts.append(f"not ({text})" if not positive else f"({text})" if loose and len(chain) > 1
@@ -142,16 +144,84 @@ def _combined(ctx: Context, chain: Sequence[Tuple[ast.If, bool]]) -> str:
 
 
 def _collect_rules(ctx: Context) -> None:
+    """One ``rule`` per rule function: those a method hands out (``get_rules`` returning
+    its nested functions, maybe after a base class's), else the methods of a rule class."""
     for info in ctx.facts.classes:
-        if "rule" not in info.name.lower():
-            continue
         pm, node = ctx.universe.classes[info.name]
-        checks = [s for s in node.body if isinstance(s, FUNC)
-                  and not s.name.startswith("__")]
-        parts = []
-        for s in checks:
-            rets = [r.value for r in ast.walk(s) if isinstance(r, ast.Return) and r.value is not None]
-            if rets:
-                parts.append(f"{s.name}: " + " | ".join(segment(pm, r) for r in rets))
-        ctx.facts.skip_conditions.append(SkipCondition(
-            "; ".join(parts) or info.name, info.defined_at, "rule"))
+        methods = [s for s in node.body if isinstance(s, FUNC)]
+        lists = [(m.name, _extended(ctx, info.name, m), fns) for m in methods if (fns := _handed_out(m))]
+        if not lists and "rule" in info.name.lower():
+            lists = [("", "", [m for m in methods if not m.name.startswith("__")])]
+        for method, base, fns in lists:
+            for fn in fns:
+                if not (returns := _returns(pm, fn)):
+                    continue
+                top = fn.decorator_list[0].lineno if fn.decorator_list else fn.lineno
+                ctx.facts.skip_conditions.append(SkipCondition(
+                    "; ".join(f"{c} -> {v}" if c else v for c, v in returns), pm.where(fn), "rule",
+                    " ".join(pm.comments_above(top) + pm.comments_above(fn.body[0].lineno)),
+                    ".".join(filter(None, (info.name, method, fn.name))), returns, base))
+
+
+def _handed_out(method: FunctionNode) -> List[FunctionNode]:
+    """The nested functions a method returns as values: in what it returns, or added to
+    the list it returns (``rules.append(check)``, ``rules += [check]``)."""
+    body = list(walk_no_nested(method))
+    returned = {n.value.id for n in body if isinstance(n, ast.Return) and isinstance(n.value, ast.Name)}
+    held = [n.value for n in body if isinstance(n, ast.Return) and n.value is not None]
+    held += [n for n in body if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and isinstance(n.func.value, ast.Name) and n.func.value.id in returned]
+    held += [n.value for n in body if isinstance(n, (ast.Assign, ast.AugAssign)) and returned & {
+        t for x in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in names_in(x)}]
+    called = {id(n.func) for h in held for n in ast.walk(h) if isinstance(n, ast.Call)}
+    values = {n.id for h in held for n in ast.walk(h) if isinstance(n, ast.Name) and id(n) not in called}
+    return [n for n in body if isinstance(n, FUNC) and n.name in values]
+
+
+def _extended(ctx: Context, cls: str, method: FunctionNode) -> str:
+    """The class whose rule list ``method`` extends (``super().m()``, ``Base.m()``)."""
+    for n in walk_no_nested(method):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method.name:
+            if isinstance(n.func.value, ast.Call) and dotted(n.func.value.func) == "super":
+                return next((b for b in ctx.mro(cls)[1:] if any(isinstance(s, FUNC) and s.name ==
+                             method.name for s in ctx.universe.classes[b][1].body)), "super()")
+            if (name := dotted(n.func.value) or "") in ctx.universe.classes:
+                return name
+    return ""
+
+
+class _Inline(ast.NodeTransformer):
+    def __init__(self, values: Dict[str, ast.expr]) -> None:
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.values.get(node.id, node)
+
+
+def _returns(pm: ParsedModule, fn: FunctionNode) -> List[List[str]]:
+    """Each ``return`` of ``fn`` as ``[the if conditions leading to it, its value]``
+    (source; a local assigned once, at the top, is shown as its value)."""
+    assigned = [name for n in walk_no_nested(fn) for t in (
+        n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+            n, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)) else []) for name in names_in(t)]
+    local = {s.targets[0].id: s.value for s in fn.body if isinstance(s, ast.Assign)
+             and isinstance(s.targets[0], ast.Name) and assigned.count(s.targets[0].id) == 1}
+
+    def text(node: ast.AST) -> str:
+        if not any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(node)):
+            return segment(pm, node)
+        return ast.unparse(_Inline(local).visit(copy.deepcopy(node)))
+
+    out: List[List[str]] = []
+
+    def visit(stmts: Sequence[ast.stmt], chain: List[Tuple[ast.If, bool]]) -> None:
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                out.append([_combined(text, chain), text(s.value) if s.value else "None"])
+                return
+            if isinstance(s, ast.If):
+                visit(s.body, chain + [(s, True)])
+                visit(s.orelse, chain + [(s, False)])
+
+    visit(fn.body, [])
+    return out

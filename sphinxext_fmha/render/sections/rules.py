@@ -29,19 +29,36 @@ def _skip_blocks(skips: Sequence[SkipCondition]) -> List[Block]:
     for an assertion, whose message says why."""
     if not skips:
         return [Para(["No skip condition was found."])]
-    merged: Dict[Tuple[str, str], List[SkipCondition]] = {}
+    merged: Dict[Tuple[str, str, str], List[SkipCondition]] = {}
     for skip in skips:
-        merged.setdefault((skip.kind, skip.source), []).append(skip)
+        merged.setdefault((skip.kind, skip.source, skip.name), []).append(skip)
     rows: List[List[Inlines]] = []
-    for (kind, source), found in merged.items():
+    for (kind, source, name), found in merged.items():
         condition: Inlines = [Code(source)]
         if kind == "assert":
             condition.append(" (%s)" % skip_words(found[0]))
+        elif name:
+            condition = _rule_cell(found[0])
         rows.append([[kind], condition, codes([s.where for s in found if s.where])])
     table = Table(header=["Kind", "Condition", "Where"], rows=rows, classes=["fmha-skips"])
     return [Para(["Conditions under which the codegen skips a combination or a kernel (",
                   plural(len(rows), "condition"), "):"])] + fold(
         ["Skip conditions: %s" % plural(len(rows), "condition")], [table], len(rows), FOLD_SHORT)
+
+
+def _rule_cell(rule: SkipCondition) -> Inlines:
+    """A rule function: its name, what it keeps (its returns in order, the first whose
+    conditions hold decides), its comment, the base class whose rules its list extends."""
+    parts = []
+    for condition, value in rule.returns:
+        verdict = {"True": "keeps the kernel", "False": "drops the kernel"}.get(value) or \
+            "keeps the kernel only if " + python_condition_words(value)
+        parts.append("if %s, %s" % (python_condition_words(condition), verdict) if condition else verdict)
+    cell: Inlines = [Code(rule.name), ": ", "; otherwise ".join(parts)]
+    cell += [" (its comment: %s)" % rule.message] if rule.message else []
+    method = rule.name.rpartition(".")[0]
+    return cell + ([". ", Code(method), " lists it after the rules of ", Code(rule.extends)]
+                   if rule.extends else [])
 
 
 def _observed(receipt: Receipt) -> Inlines:
@@ -195,6 +212,8 @@ def _const(v: Any) -> str:
 def _term(node: ast.AST) -> str:
     if isinstance(node, ast.Constant):
         return _const(node.value)
+    if isinstance(node, (ast.BoolOp, ast.Compare)):  # compared itself: ``(a and b) == c``
+        return "(%s)" % read_condition(node)
     chain = node
     while isinstance(chain, ast.Attribute):
         chain = chain.value
