@@ -202,7 +202,8 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         # one view of the set's dispatch: its memos (each kernel's ways in) serve every question
         view = dispatch.view(union)
         result.emptied = _emptied(dispatch, union)
-        result.emptied_lost = _emptied_lost(dispatch, view, result.emptied)
+        result.emptied_lost = _emptied_lost(
+            dispatch, set_file.routes.full if set_file is not None else view, result.emptied)
         selected = {f: True for f in union if f in full_never}
         result.never_run_left_out = sum(1 for k in scope
                                         if k.file in full_never and k.file not in union)
