@@ -429,6 +429,39 @@ def test_a_target_that_empties_a_mixed_list_is_measured_and_said(tmp_path):
     assert session.check("toy", "*_gfx9*").count == 0
 
 
+def _refuses_gfx12(text: str) -> str:
+    """After arch_targets: this API raises for a gfx12 target, which the codegen names
+    (newest CK's bwd: ``Exception: Unsupported device target gfx11``)."""
+    old = ("    if targets is not None and not any(t.startswith('gfx9') for t in targets):\n")
+    assert old in text
+    return text.replace(old, "    for t in targets or []:\n"
+                             "        if t.startswith('gfx12'):\n"
+                             "            raise Exception(f'Unsupported device target {t}')\n" + old)
+
+
+def test_a_target_the_api_refuses_is_said_and_the_others_are_measured(tmp_path):
+    """A family the tree names but this API refuses: generate.py exits with an error of
+    its own; the filter mechanism says so for that value and still counts the others (no
+    warning: the section is whole). The refusal is read here from generate.py's stderr."""
+    root = coupled.make_coupled(tmp_path, "base", coupled.arch_targets, _refuses_gfx12,
+                                generate=[coupled.targets_in_generate])
+    session = Session(root, cache_dir=tmp_path / "cache")
+    default = _listing(root, tmp_path)
+    refused = _generate(root, "--targets", "gfx12", "-l", str(tmp_path / "x.txt"))
+    assert refused.returncode != 0
+    last = [line.strip() for line in refused.stderr.splitlines() if line.strip()][-1]
+    assert last == "Exception: Unsupported device target gfx12"
+    facts = session.filter_facts("toy")
+    assert [(t.targets, t.count, t.refused) for t in facts.targets] == [
+        ("gfx9,gfx950", len(default), ""), ("gfx12", 0, last)]
+    data = collect_guide(session, "toy", sections=["filter"])
+    assert data.filter_problem is None
+    [item] = [line for line in guide_markdown(data, ["filter"]).splitlines()
+              if "cannot choose an architecture" in line]
+    assert "`--targets gfx12`: generate.py refuses it for this API (`%s`)" % last in item
+    assert "generates no kernel of this API" not in item
+
+
 def test_a_listing_that_appends_is_run_from_a_fresh_file(targeted, tmp_path):
     """This generate.py appends to its ``-l`` file: the probe sees it, and the shown
     command removes the file first, so running it twice (here, in a shell, in the folder

@@ -177,6 +177,9 @@ class TargetListing:
     default: bool = False
     #: The guide's targets with one family added (one whose own listing is empty).
     mixed: bool = False
+    #: generate.py refused the value for this API: the last line it said (newest bwd:
+    #: ``Exception: Unsupported device target gfx11``); ``""`` when it listed.
+    refused: str = ""
 
 
 @dataclass

@@ -8,7 +8,7 @@ import dataclasses
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..analysis.analyze import Options, Tree
-from ..model import ApiModel, FilterCheck, FilterFacts, Note
+from ..model import ApiModel, FilterCheck, FilterFacts, Note, TargetListing
 from ..process.batch import missing, stored
 from ..process.batch import prefetch as run_batches
 from ..process.runner import ApiFileResult, DriverRun, GenerateError, GenerateRunner, ListingResult
@@ -110,18 +110,31 @@ def filter_facts(runner: GenerateRunner, base: Baseline,
     facts.targets.append(plan.target_listing(
         model, families, model.options.get("targets") or "", base.listing.command,
         base.listing.files, default=True))
+    # (the families the tree names: an API may refuse some, as newest bwd does gfx11)
     for family in plan.targets_to_measure(model, families, base.listing.files):
-        measured = runner.list_kernels(base.request(targets=family))
-        facts.targets.append(plan.target_listing(model, families, family, measured.command,
-                                                 measured.files))
+        facts.targets.append(_target_listing(runner, base, families, family))
     # a family that lists nothing alone, added to the guide's targets (a multi-arch build)
     default = facts.targets[0].targets
-    for empty in [t.targets for t in facts.targets[1:] if not t.count] if default else []:
-        mixed = "%s,%s" % (default, empty)
-        measured = runner.list_kernels(base.request(targets=mixed))
-        facts.targets.append(plan.target_listing(model, families, mixed, measured.command,
-                                                 measured.files, mixed=True))
+    for empty in [t.targets for t in facts.targets[1:] if not t.count and not t.refused] \
+            if default else []:
+        facts.targets.append(_target_listing(runner, base, families, "%s,%s" % (default, empty),
+                                             mixed=True))
     return facts
+
+
+def _target_listing(runner: GenerateRunner, base: Baseline, families: Sequence[str],
+                    targets: str, mixed: bool = False) -> TargetListing:
+    """The listing of ``--targets targets``, or the last line of generate.py's refusal."""
+    request = base.request(targets=targets)
+    try:
+        measured = runner.list_kernels(request)
+    except GenerateError as error:
+        if not error.own_failure():
+            raise
+        return TargetListing(targets=targets, command=runner.listing_command(request),
+                             mixed=mixed, refused=error.own_failure())
+    return plan.target_listing(base.model, families, targets, measured.command, measured.files,
+                               mixed=mixed)
 
 
 def prefetch(runner: GenerateRunner, requests: Sequence, observe: Callable[[], dict],

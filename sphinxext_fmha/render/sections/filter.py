@@ -145,7 +145,7 @@ def _targets_item(listings: List[TargetListing]) -> Inlines:
     item.append(" (counted in generate.py's listings): ")
     single = [t for t in listings if not t.mixed]
     item += join([_listed(t) for t in single], "; ") + ["."]
-    empty = [t.targets for t in single if not t.count and not t.default]
+    empty = [t.targets for t in single if not t.count and not t.default and not t.refused]
     if empty:
         named = codes(empty[:-1]) + ([" or "] if len(empty) > 1 else [])
         item += [" With ", Code("--targets"), " ", *named, Code(empty[-1]),
@@ -165,6 +165,8 @@ def _listed(listing: TargetListing) -> Inlines:
     """``--targets X``: its kernels per arch suffix, or **0** kernels."""
     head: Inlines = (["this guide's listing (", Code("--targets %s" % listing.targets), ")"]
                      if listing.default else [Code("--targets %s" % listing.targets)])
+    if listing.refused:
+        return head + [": generate.py refuses it for this API (", Code(listing.refused), ")"]
     with_suffix = [(s, n) for s, n in listing.by_suffix.items() if s]
     if listing.count and with_suffix:
         return head + [": "] + join([[str(n), " ", Code(s)] for s, n in with_suffix],
