@@ -640,3 +640,37 @@ def test_rule_functions_one_row_each(synthetic_tree, tmp_path, capsys):
 ])
 def test_read_condition(expr, reading):
     assert read_condition(ast.parse(expr, mode="eval").body) == reading
+
+
+def test_receipts_not_referenced_take_the_branch_for_any_other(synthetic_tree, tmp_path, capsys):
+    """A receipt chain ending in ``else`` (aiter's "don't build fp32 by default"): a
+    receipt the module never names (``0``, from generate.py's help) takes that branch, so
+    the guide points to the ``other`` row; ``-r 0``'s listing, read here, has none of the
+    kernels that branch drops, ``-r 3``'s has them."""
+    import re
+
+    from sphinxext_fmha.cli import main
+
+    from helpers.independent import listed_lines
+
+    root = synthetic_tree("base")
+    module = root / FMHA_SUBDIR / "codegen/ops/fmha_toy.py"
+    text = module.read_text(encoding="utf-8")
+    chain_end = ("                elif receipt == 3:\n"
+                 "                    if pipeline.F_lse == 't':\n"
+                 "                        continue\n")
+    assert chain_end in text
+    module.write_text(text.replace(chain_end, chain_end + (
+        "                else:\n"
+        "                    # group mode only where a receipt asks for it\n"
+        "                    if mode == 'group':\n"
+        "                        continue\n")), encoding="utf-8")
+    out = tmp_path / "toy.md"
+    assert main(["guide", "toy", "--ck-root", str(root), "--cache-dir", str(tmp_path / "c"),
+                 "-o", str(out)]) == 0, capsys.readouterr().err
+    guide = out.read_text(encoding="utf-8")
+    assert re.search(r"^\| `other` \|", guide, re.M)
+    assert re.search(r"^1 receipt not referenced in this module, so the row `other` above "
+                     r"applies to them \(`generate\.py:\d+`\): `0` \(everything\)\.$", guide, re.M)
+    assert not [n for n in listed_lines(root, "-a", "toy", "-r", "0") if "_group_" in n]
+    assert [n for n in listed_lines(root, "-a", "toy", "-r", "3") if "_group_" in n]

@@ -106,8 +106,11 @@ def _receipt_blocks(receipts: Sequence[Receipt]) -> List[Block]:
         wheres = sorted({r.where for r in unused if r.where})
         named: List[Inlines] = [[Code(r.value), *([" (%s)" % r.label] if r.label else [])]
                                 for r in unused]
-        lead: Inlines = [plural(len(unused), "receipt"), " not referenced in this module, so "
-                         "only the conditions that apply to every receipt hold"]
+        # (a branch for any other receipt takes them: newest fwd's default drops fp32)
+        other = any(r.kind in ("other", "rule-other") for r in used)
+        lead: Inlines = [plural(len(unused), "receipt"), " not referenced in this module, so "]
+        lead += ["the row ", Code("other"), " above applies to them"] if other else \
+            ["only the conditions that apply to every receipt hold"]
         lead += [" (", *codes(wheres), ")"] if wheres else []
         if len(named) > FOLD_SHORT:
             blocks.append(Para(lead + ["."]))
