@@ -223,7 +223,7 @@ def _losses_blocks(rec: Recommendation) -> List[Block]:
             "set" if rec.needs else "minimal set")])]
     lead = Para(["Per dropped variant, read from the dispatch conditions: the calls its "
                  "kernels served, and what those calls find now:"])
-    blocks = [lead, *_emptied_blocks(rec)] + fold(
+    blocks = [lead] + fold(
         ["What you lose (%d variants)" % len(items)], [BulletList(items)], len(items), FOLD_ITEMS)
     if substituted:
         blocks.append(Para(["The set is chosen for coverage, not speed: where a kept variant "
