@@ -707,6 +707,7 @@ def test_generate_py_failures(how, synthetic_tree, tmp_path):
     assert "python generate.py -a toy" in body
     if how == "crash":
         assert "synthetic generate.py crash for the tests" in body  # the stderr tail
+        assert "sphinxext_fmha" not in body  # generate.py's frames, not the probe's around them
         assert "python generate.py -a toy -l kernels.txt" in found[1][2]
         html = (Path(app.outdir) / "page.html").read_text(encoding="utf-8")
         assert "listing failed (see the build log)" in html  # the table still renders

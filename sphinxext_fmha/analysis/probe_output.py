@@ -3,6 +3,8 @@ written: fnmatch logs compressed, record fields shared, JSON written whole."""
 
 import json
 import os
+import sys
+import traceback
 
 #: Below this many kernel texts a second process costs more than it saves.
 PARALLEL_TEXTS = 400
@@ -125,3 +127,18 @@ def json_bytes(data):
         return orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     except (ImportError, TypeError, ValueError):  # absent, or a value it refuses
         return b" " + json.dumps(data, sort_keys=True).encode("ascii")
+
+
+def codegen_traceback(limit=8):
+    """The exception being handled, as ``traceback.format_exc(limit=-limit)`` says it but
+    without this package's frames (the probe's wrappers around the codegen's calls): a
+    failure of generate.py reads as generate.py's own; one raised in this package (a
+    fault of ours) keeps every frame."""
+    kind, value, tb = sys.exc_info()
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frames = traceback.extract_tb(tb)
+    if frames and not os.path.abspath(frames[-1].filename).startswith(own):
+        frames = [f for f in frames if not os.path.abspath(f.filename).startswith(own)]
+    return "".join(["Traceback (most recent call last):\n", *traceback.format_list(frames[-limit:]),
+                    *traceback.format_exception_only(kind, value)])
+

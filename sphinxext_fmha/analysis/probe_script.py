@@ -21,7 +21,6 @@ import runpy
 import sys
 import tempfile
 import time
-import traceback
 
 MARKER = "#fmha-probe-{}#"
 OBSERVED_CALLS = 600
@@ -187,7 +186,7 @@ def run_generate(fmha_dir, argv, output_dir=None, prefill=False):
         except _recorder.ObservedEnough as stop:  # a marker run made every call it observes
             stop.reached = True
         except Exception:  # noqa: BLE001 - reported to the analysis, which says so
-            error = traceback.format_exc(limit=-8)
+            error = _output.codegen_traceback()
         finally:
             sys.argv = saved_argv
         lines = []
@@ -317,7 +316,7 @@ def probe(fmha_dir, argv, perturb=True, trait_reader=None, also_list=None, deliv
                                                  list(recorder.pools),
                                                  load_trait_reader(trait_reader))
         except Exception:  # noqa: BLE001 - the caller falls back to a write-mode run
-            result["dispatch"] = {"error": traceback.format_exc(limit=-8)}
+            result["dispatch"] = {"error": _output.codegen_traceback()}
         result["dispatch"]["seconds"] = round(time.time() - dispatch_started, 3)
 
     perturb_started = time.time()
