@@ -200,10 +200,10 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         if dispatch is not None and written is not None and result.write_verified else None
     if dispatch is not None:  # what the commands do with the kernels the full API never runs
         # one view of the set's dispatch: its memos (each kernel's ways in) serve every question
-        view = dispatch.view(union)
+        read = set_file or dispatch
+        after = set_file.routes.full if set_file is not None else dispatch.view(union)
         result.emptied = _emptied(dispatch, union)
-        result.emptied_lost = _emptied_lost(
-            dispatch, set_file.routes.full if set_file is not None else view, result.emptied)
+        result.emptied_lost = _emptied_lost(dispatch, after, result.emptied)
         selected = {f: True for f in union if f in full_never}
         result.never_run_left_out = sum(1 for k in scope
                                         if k.file in full_never and k.file not in union)
@@ -212,18 +212,16 @@ def finish(inputs: RecommendInputs, prepared: Prepared, runner: RecommendRunner
         # in the full build are gone (the name reason is said of the others only); read
         # from the file the driver wrote, else from the full file without the dropped leaves
         reached = set(selected) & set(result.reached_only_in_set) if result.write_verified \
-            else set(selected) - set(dispatch.runs_nothing(view, selected))
+            else set(selected) - set(dispatch.runs_nothing(after, selected))
         idle = [f for f in selected if f not in reached]
         result.never_run_reached = len(reached)
-        read = set_file or dispatch
-        before = set_file.routes.full if set_file is not None else view
         result.never_run_needed = sum(1 for f in reached
-                                      if read.loses(f, before, read.view(union - {f})))
+                                      if read.loses(f, after, read.view(union - {f})))
         result.never_run_namesakes = len(arch_namesakes(model, union, dict.fromkeys(idle)))
     chosen = [d for d in result.decisions if d.category != "needed"]
     if not inputs.brief:
         fates = dispatch.fates([k.file for k in scope if k.file not in union], union,
-                               set_file) if dispatch is not None else {}
+                               set_file, after) if dispatch is not None else {}
         describe_losses(chosen, scope, union, plan.categories, inputs.conditions,
                         labels, fates, never_run)
         note_call_terms(chosen, scope, union, inputs.conditions, labels)

@@ -88,12 +88,14 @@ class SetDispatch:
                       if name in self.leaves_of and not self.ways(view, name))
 
     def fates(self, dropped: Iterable[str], kept: AbstractSet[str],
-              written: Optional[SetDispatch] = None) -> Dict[str, Fate]:
+              written: Optional[SetDispatch] = None, after: Optional[View] = None
+              ) -> Dict[str, Fate]:
         """The :class:`Fate` of each dropped kernel under the set ``kept``, whose dispatch
         is ``written`` (:meth:`written`) where generate.py wrote it, else this file
-        without the dropped leaves."""
+        without the dropped leaves; ``after``: that dispatch's view, if the caller has it."""
         never = self.never_run()
-        after = written.routes.full if written is not None else self.view(kept)
+        if after is None:
+            after = written.routes.full if written is not None else self.view(kept)
         theory = self.routes.theory
         # the ways of the set's kernels, found by the classes a dropped kernel's way admits
         index = DomainIndex([((other, way), way.domain) for other in sorted(kept)
